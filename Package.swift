@@ -1,0 +1,56 @@
+// swift-tools-version:6.0
+// Touchgate: fingerprint-gated secrets for Linux. Layers are described in README.md
+// ("Architecture"); dependencies point down only.
+import PackageDescription
+
+let package = Package(
+    name: "Touchgate",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "touchgate", targets: ["touchgate"]),
+        .library(name: "FingerprintKit", targets: ["FingerprintKit"]),
+        .library(name: "TouchgatePolicy", targets: ["TouchgatePolicy"]),
+        .library(name: "TouchgateVault", targets: ["TouchgateVault"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+    ],
+    targets: [
+        // libfprint-2 (and, through its pkg-config file, GLib/GObject/GIO).
+        .systemLibrary(
+            name: "CFPrint",
+            pkgConfig: "libfprint-2",
+            providers: [.apt(["libfprint-2-dev", "libglib2.0-dev"])]
+        ),
+        // libsodium: Argon2id, XChaCha20-Poly1305, BLAKE2b, guarded memory.
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
+        // Only what Swift cannot call directly (variadic prctl, struct ucred).
+        .target(name: "CTouchgateSys"),
+        .target(name: "FingerprintKit", dependencies: ["CFPrint"]),
+        .target(name: "TouchgatePolicy"),
+        .target(
+            name: "TouchgateVault",
+            dependencies: [
+                "TouchgatePolicy", "CSodium", "CTouchgateSys",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .executableTarget(
+            name: "touchgate",
+            dependencies: [
+                "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "CTouchgateSys",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "FingerprintKitTests", dependencies: ["FingerprintKit"]),
+        .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy"]),
+        .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault"]),
+        .testTarget(name: "TouchgateCLITests", dependencies: ["touchgate"]),
+        .testTarget(name: "UdevTests"),
+    ]
+)
