@@ -1,0 +1,77 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where Touchgate keeps its data, and the checks that keep it private to its owner.
+///
+/// The directory is `$XDG_DATA_HOME/touchgate`, or `~/.local/share/touchgate` when
+/// `XDG_DATA_HOME` is unset or not absolute (as the XDG Base Directory spec says).
+/// It is created with mode 0700; an existing directory or database file that other
+/// users can reach, or that another user owns, is refused with ``StoreError/unsafePermissions(path:detail:)``.
+public struct StoreLocation: Sendable, Equatable {
+    /// The data directory.
+    public let directory: URL
+
+    /// A location at an explicit directory (tests, `--data-dir`).
+    public init(directory: URL) {
+        self.directory = directory
+    }
+
+    /// The default location from the environment.
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> StoreLocation {
+        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+            return StoreLocation(directory: URL(fileURLWithPath: xdg).appendingPathComponent("touchgate"))
+        }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        return StoreLocation(directory: URL(fileURLWithPath: home).appendingPathComponent(".local/share/touchgate"))
+    }
+
+    /// The SQLite database that holds prints (and, once a vault exists, everything else).
+    public var databasePath: String { directory.appendingPathComponent("touchgate.sqlite").path }
+
+    /// Creates the directory (mode 0700, parents as needed) if it is missing, then checks
+    /// that it and every existing database file belong to this user and are private.
+    public func prepare() throws {
+        let path = directory.path
+        if !FileManager.default.fileExists(atPath: path) {
+            // Parents get the usual 0700 too: ~/.local/share may not exist on a fresh account.
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+        }
+        try Self.checkPrivate(path: path, isDirectory: true)
+        for suffix in ["", "-wal", "-shm"] {
+            let file = databasePath + suffix
+            if FileManager.default.fileExists(atPath: file) {
+                try Self.checkPrivate(path: file, isDirectory: false)
+            }
+        }
+    }
+
+    /// Refuses a path owned by another user, or reachable by group or others.
+    static func checkPrivate(path: String, isDirectory: Bool) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            throw StoreError.io(path: path, detail: String(cString: strerror(errno)))
+        }
+        let kind = info.st_mode & S_IFMT
+        guard kind == (isDirectory ? S_IFDIR : S_IFREG) else {
+            throw StoreError.unsafePermissions(
+                path: path,
+                detail: "it is not a \(isDirectory ? "directory" : "regular file") (a symbolic link is not accepted); move it away")
+        }
+        if info.st_uid != getuid() {
+            throw StoreError.unsafePermissions(
+                path: path,
+                detail: "it belongs to uid \(info.st_uid), not to you (uid \(getuid())); move it away or run as its owner")
+        }
+        let loose = info.st_mode & 0o077
+        if loose != 0 {
+            let wanted = isDirectory ? "700" : "600"
+            throw StoreError.unsafePermissions(
+                path: path,
+                detail: String(format: "its mode %03o lets other users in; run: chmod %@ '%@'", info.st_mode & 0o777, wanted, path))
+        }
+    }
+}

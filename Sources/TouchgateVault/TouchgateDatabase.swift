@@ -1,0 +1,59 @@
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The one SQLite database (WAL mode) that holds Touchgate's state.
+///
+/// Opening creates the directory and file privately (0700 / 0600) and refuses existing
+/// ones that other users can reach. Schema changes are GRDB migrations registered in
+/// ``TouchgateDatabase/migrator``; each concern adds its own from a `+Schema` file.
+public final class TouchgateDatabase: Sendable {
+    /// The GRDB connection pool. Every read and write goes through it.
+    public let writer: DatabasePool
+    /// Where the database lives.
+    public let location: StoreLocation
+
+    /// Opens (creating if needed) the database at `location` and migrates it.
+    /// - Throws: ``StoreError`` for unsafe permissions, I/O failures or a damaged file.
+    public init(location: StoreLocation) throws {
+        self.location = location
+        try location.prepare()
+        let path = location.databasePath
+        try Self.createPrivately(path)
+        var config = Configuration()
+        config.busyMode = .timeout(10)
+        config.prepareDatabase { db in
+            // Durable appends: the audit trail must survive a crash right after a decision.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        do {
+            writer = try DatabasePool(path: path, configuration: config)
+            try Self.migrator.migrate(writer)
+        } catch let error as DatabaseError {
+            throw StoreError.corrupt(path: path, detail: error.message ?? "SQLite error \(error.resultCode)")
+        }
+        // WAL side files take the main file's mode, but make sure of it.
+        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+            chmod(path + suffix, 0o600)
+        }
+        try location.prepare()
+    }
+
+    /// Creates an empty file with mode 0600 before SQLite does, so it is never briefly public.
+    private static func createPrivately(_ path: String) throws {
+        let fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            throw StoreError.io(path: path, detail: String(cString: strerror(errno)))
+        }
+        close(fd)
+    }
+
+    /// All schema migrations, in order. Registered names are permanent.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        PrintStore.registerMigrations(&migrator)
+        return migrator
+    }
+}
