@@ -1,0 +1,41 @@
+/// What one authorization has proven so far, and what it may use to prove more.
+struct Attempt {
+    /// What is being authorized, for prompts: e.g. `read 'github-token'`.
+    var action: String
+    /// What is enrolled, or nil when fingerprints play no part (unlock, enrollment).
+    var enrollment: EnrollmentStatus?
+    /// The reader, if any.
+    var sensor: (any BiometricSensor)?
+    /// The passphrase prompt, if any.
+    var passphrase: (any PassphraseVerifier)?
+    /// The print that matched during this attempt.
+    var matchedPrint: EnrolledPrintID?
+    /// Whether the passphrase was verified during this attempt.
+    var passphraseVerified = false
+    /// How many times the user was actually asked (reader or passphrase).
+    var interactions = 0
+
+    /// The factors proven.
+    var factors: Set<AuthenticationFactor> {
+        var result: Set<AuthenticationFactor> = []
+        if matchedPrint != nil { result.insert(.biometry) }
+        if passphraseVerified { result.insert(.passphrase) }
+        return result
+    }
+
+    /// Why the attempt succeeded, in words.
+    var reasonText: String {
+        var parts: [String] = []
+        if let matchedPrint { parts.append("fingerprint matched print \(matchedPrint)") }
+        if passphraseVerified { parts.append("passphrase verified") }
+        return parts.joined(separator: ", ")
+    }
+}
+
+extension AuthorizationError {
+    /// Whether the user made an attempt that failed (as opposed to being refused).
+    var isAttemptFailure: Bool {
+        if case .authenticationFailed = self { return true }
+        return false
+    }
+}

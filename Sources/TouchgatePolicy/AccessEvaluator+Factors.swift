@@ -1,0 +1,155 @@
+// Walking a policy tree and proving its leaves.
+
+extension AccessEvaluator {
+    /// Proves `policy`, asking the user as needed, or throws why it cannot be proven.
+    func satisfy(_ policy: AccessPolicy, _ attempt: inout Attempt) async throws(AuthorizationError) {
+        switch policy {
+        case .biometryAny, .biometryCurrentSet:
+            // Current-set binding was checked for the whole item before the walk began.
+            try await proveBiometry(&attempt)
+        case .passphrase:
+            try await provePassphrase(&attempt, requirement: .requiredByPolicy)
+        case .userPresence:
+            try await satisfy(.or(.biometryAny, .passphrase), &attempt)
+        case .and(let left, let right):
+            // Ask for the passphrase first: once entered, the touch that follows is not a
+            // fingerprint-only unlock and needs no earlier passphrase entry.
+            let (first, second) = right.isPassphraseOnly && !left.isPassphraseOnly ? (right, left) : (left, right)
+            try await satisfy(first, &attempt)
+            try await satisfy(second, &attempt)
+        case .or(let left, let right):
+            do {
+                try await satisfy(left, &attempt)
+            } catch {
+                if error == .cancelled { throw error }
+                let asked = attempt.interactions
+                do {
+                    try await satisfy(right, &attempt)
+                } catch let fallbackError {
+                    // If the fallback never reached the user, the first reason is the useful one.
+                    throw attempt.interactions == asked ? error : fallbackError
+                }
+            }
+        }
+    }
+
+    /// Proves a fingerprint: lockout, passphrase freshness, enrollment, then the reader.
+    func proveBiometry(_ attempt: inout Attempt) async throws(AuthorizationError) {
+        if attempt.matchedPrint != nil { return }
+        let configuration = configuration
+        let now = clock.reading()
+        let (lockout, requirement) = try withState(at: now) { state in
+            (
+                state.lockoutInfo(at: now.monotonic, configuration: configuration),
+                state.passphraseRequirement(at: now.monotonic, configuration: configuration)
+            )
+        }
+        if let lockout { throw .lockedOut(lockout) }
+        if !attempt.passphraseVerified, let requirement { throw .passphraseRequired(requirement) }
+        guard let enrollment = attempt.enrollment, enrollment.printCount > 0 else { throw .nothingEnrolled }
+        guard let sensor = attempt.sensor else { throw .readerUnavailable }
+
+        let prompt = "Touch the fingerprint reader to \(attempt.action)"
+        var poorCaptures = 0
+        while true {
+            if Task.isCancelled {
+                try recordUncounted(.cancelled, attempt: &attempt)
+            }
+            attempt.interactions += 1
+            let outcome: SensorOutcome
+            do {
+                outcome = try await sensor.identify(prompt: prompt)
+            } catch {
+                switch error {
+                case .retry:
+                    poorCaptures += 1
+                    if poorCaptures <= configuration.maximumRetries { continue }
+                    try recordUncounted(.authenticationFailed(.poorCapture(attempts: poorCaptures)), attempt: &attempt)
+                case .timeout: try recordUncounted(.authenticationFailed(.timedOut), attempt: &attempt)
+                case .cancelled: try recordUncounted(.cancelled, attempt: &attempt)
+                case .unavailable: try recordUncounted(.readerUnavailable, attempt: &attempt)
+                case .disconnected: try recordUncounted(.readerDisconnected, attempt: &attempt)
+                }
+            }
+            let after = clock.reading()
+            switch outcome {
+            case .match(let print):
+                try withState(at: after) { $0.recordMatch() }
+                try emit(event(
+                    .authenticationAttempt, at: after, subject: print.rawValue, factor: .biometry,
+                    outcome: .success, reason: "fingerprint matched"))
+                attempt.matchedPrint = print
+                return
+            case .noMatch:
+                let effect = try withState(at: after) {
+                    $0.recordNoMatch(at: after.monotonic, configuration: configuration)
+                }
+                try emit(event(
+                    .authenticationAttempt, at: after, factor: .biometry, outcome: .failure,
+                    reason: "no match"))
+                switch effect {
+                case .counted(let left):
+                    throw .authenticationFailed(.noMatch(attemptsBeforeLockout: left))
+                case .lockoutStarted(let info):
+                    let reason =
+                        info.passphraseOnly
+                        ? "\(configuration.passphraseOnlyThreshold) failures since the last passphrase entry: passphrase required"
+                        : "\(configuration.lockoutThreshold) consecutive failures: locked for \(configuration.lockoutDuration.components.seconds) s"
+                    try emit(event(.lockoutStarted, at: after, factor: .biometry, outcome: .info, reason: reason))
+                    throw .lockedOut(info)
+                case .alreadyLocked(let info):
+                    throw .lockedOut(info)
+                }
+            }
+        }
+    }
+
+    /// Audits a reader outcome that is not counted toward lockout, then throws it.
+    private func recordUncounted(_ error: AuthorizationError, attempt: inout Attempt) throws(AuthorizationError) -> Never {
+        try emit(event(
+            .authenticationAttempt, at: clock.reading(), factor: .biometry,
+            outcome: .failure, reason: "\(error.description) (not counted)"))
+        throw error
+    }
+
+    /// Proves the passphrase by asking for it; success clears every lockout.
+    func provePassphrase(_ attempt: inout Attempt, requirement: PassphraseRequirement) async throws(AuthorizationError) {
+        if attempt.passphraseVerified { return }
+        guard let verifier = attempt.passphrase else { throw .passphraseRequired(requirement) }
+        if Task.isCancelled { throw .cancelled }
+        attempt.interactions += 1
+        let correct: Bool
+        do {
+            correct = try await verifier.verifyPassphrase(prompt: "Passphrase to \(attempt.action)")
+        } catch {
+            switch error {
+            case .cancelled:
+                try emit(event(
+                    .authenticationAttempt, at: clock.reading(), factor: .passphrase,
+                    outcome: .failure, reason: "cancelled"))
+                throw .cancelled
+            case .unavailable:
+                attempt.interactions -= 1
+                throw .passphraseRequired(requirement)
+            }
+        }
+        let now = clock.reading()
+        guard correct else {
+            try emit(event(
+                .authenticationAttempt, at: now, factor: .passphrase, outcome: .failure,
+                reason: "wrong passphrase"))
+            throw .authenticationFailed(.wrongPassphrase)
+        }
+        let configuration = configuration
+        let wasLocked = try withState(at: now) {
+            $0.recordPassphraseEntry(at: now.monotonic, configuration: configuration)
+        }
+        try emit(event(
+            .authenticationAttempt, at: now, factor: .passphrase, outcome: .success,
+            reason: "passphrase verified"))
+        if wasLocked {
+            try emit(event(.lockoutEnded, at: now, factor: .passphrase, outcome: .info, reason: "lifted by passphrase"))
+        }
+        attempt.passphraseVerified = true
+    }
+}

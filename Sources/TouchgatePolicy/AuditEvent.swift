@@ -1,0 +1,72 @@
+/// One record for the audit log: who did what, when, with what outcome and why.
+///
+/// Never holds a secret, passphrase or template: subjects are item names and print
+/// identifiers. The vault persists and hash-chains these records.
+public struct AuditEvent: Hashable, Sendable, Codable {
+    /// When it happened (wall time for the reader, boot time for ordering).
+    public var time: ClockReading
+    /// Who acted (the principal the evaluator was created for, e.g. `uid=1000(alice)`).
+    public var principal: String
+    /// What happened.
+    public var kind: Kind
+    /// What it concerned: an item name or print identifier, if any.
+    public var subject: String?
+    /// The factor used, for authentication attempts.
+    public var factor: AuthenticationFactor?
+    /// How it ended.
+    public var outcome: Outcome
+    /// Why, in words (no secrets).
+    public var reason: String
+
+    /// Creates an event.
+    public init(
+        time: ClockReading, principal: String, kind: Kind, subject: String? = nil,
+        factor: AuthenticationFactor? = nil, outcome: Outcome, reason: String
+    ) {
+        self.time = time
+        self.principal = principal
+        self.kind = kind
+        self.subject = subject
+        self.factor = factor
+        self.outcome = outcome
+        self.reason = reason
+    }
+
+    /// The kinds of recorded events; raw values are the stable stored names.
+    public enum Kind: String, Hashable, Sendable, Codable, CaseIterable {
+        /// A fingerprint or passphrase check and its result.
+        case authenticationAttempt = "authentication-attempt"
+        /// An item's secret was requested.
+        case itemRead = "item-read"
+        /// An item was created or replaced.
+        case itemWrite = "item-write"
+        /// An item was deleted.
+        case itemDelete = "item-delete"
+        /// A finger was enrolled (or its authorization decided).
+        case fingerEnrolled = "finger-enroll"
+        /// A finger was deleted (or its authorization decided).
+        case fingerDeleted = "finger-delete"
+        /// A session ended (explicitly, on idle, or on expiry).
+        case lock
+        /// The vault was unlocked with the passphrase.
+        case unlock
+        /// A lockout began.
+        case lockoutStarted = "lockout-start"
+        /// A lockout ended (expired or lifted by the passphrase).
+        case lockoutEnded = "lockout-end"
+        /// An item's access policy was set or changed.
+        case policyChanged = "policy-change"
+    }
+
+    /// How an event ended.
+    public enum Outcome: String, Hashable, Sendable, Codable, CaseIterable {
+        /// The action succeeded or access was granted.
+        case success
+        /// An authentication was attempted and failed.
+        case failure
+        /// Access was refused without (or before) an attempt, e.g. during a lockout.
+        case denied
+        /// A state change the system made by itself (lockout start/end, idle lock).
+        case info
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+
+/// Where the evaluator sends audit events, in order, as decisions are made.
+///
+/// The vault implements it by appending to its hash-chained log. If `record` throws,
+/// the evaluator denies the operation with ``AuthorizationError/stateUnavailable(_:)``
+/// (no access without an audit record). Called synchronously from the evaluating task.
+public protocol AuditSink: Sendable {
+    /// Records one event.
+    func record(_ event: AuditEvent) throws
+}
+
+/// An ``AuditSink`` that calls a closure.
+public struct ClosureAuditSink: AuditSink {
+    private let body: @Sendable (AuditEvent) throws -> Void
+
+    /// Wraps `body`, called once per event.
+    public init(_ body: @escaping @Sendable (AuditEvent) throws -> Void) {
+        self.body = body
+    }
+
+    /// Passes the event to the closure.
+    public func record(_ event: AuditEvent) throws {
+        try body(event)
+    }
+}
+
+/// An ``AuditSink`` that keeps events in memory, for tests and diagnostics.
+public final class RecordingAuditSink: AuditSink, @unchecked Sendable {
+    // @unchecked Sendable: `stored` is read and written only under `lock`.
+    private let lock = NSLock()
+    private var stored: [AuditEvent] = []
+
+    /// Creates an empty recorder.
+    public init() {}
+
+    /// Appends the event.
+    public func record(_ event: AuditEvent) {
+        lock.withLock { stored.append(event) }
+    }
+
+    /// Everything recorded so far, in order.
+    public var events: [AuditEvent] { lock.withLock { stored } }
+}
+
+/// An ``AuditSink`` that drops every event (for callers that audit elsewhere).
+public struct DiscardingAuditSink: AuditSink {
+    /// Creates the sink.
+    public init() {}
+
+    /// Does nothing.
+    public func record(_ event: AuditEvent) {}
+}

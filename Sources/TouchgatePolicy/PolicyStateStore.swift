@@ -1,0 +1,24 @@
+/// Persistent storage of ``PolicyState`` shared by every process using the vault.
+///
+/// ``update(_:)`` is an atomic read-modify-write: the store reads the state, runs `body`
+/// on it and writes the result back in one transaction (the vault: one SQLite
+/// `BEGIN IMMEDIATE` transaction), so concurrent attempts from several processes are all
+/// counted. `body` is synchronous, short, and may run more than once if the store
+/// retries a conflicting transaction; it must not block or await. If `body` throws, the
+/// store must discard its changes and rethrow.
+public protocol PolicyStateStore: Sendable {
+    /// Runs `body` on the stored state inside one transaction and saves the result.
+    /// - Throws: whatever `body` throws, or the store's own error (the evaluator reports
+    ///   it as ``AuthorizationError/stateUnavailable(_:)`` and denies access).
+    func update<T>(_ body: (inout PolicyState) throws -> T) throws -> T
+}
+
+/// The name the design discussion used for ``PolicyStateStore``.
+public typealias LockoutStore = PolicyStateStore
+
+extension PolicyStateStore {
+    /// Reads the current state (through ``update(_:)``, changing nothing).
+    public func read() throws -> PolicyState {
+        try update { $0 }
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The real clock: `Date()`, `clock_gettime(CLOCK_BOOTTIME)` and the kernel's boot id.
+///
+/// The boot id is read once, at initialization, from
+/// `/proc/sys/kernel/random/boot_id`. If that file cannot be read the clock uses a fresh
+/// random identifier, so every process looks like a new boot: lockouts restart at full
+/// length and the passphrase is asked again. That is the conservative failure.
+public struct SystemClock: PolicyClock {
+    /// The boot identifier read at initialization.
+    public let bootID: BootID
+
+    /// Reads the boot identifier from the kernel.
+    public init() {
+        self.init(bootIDPath: "/proc/sys/kernel/random/boot_id")
+    }
+
+    /// Reads the boot identifier from `bootIDPath` (tests point it at a file they own).
+    public init(bootIDPath: String) {
+        let text = (try? String(contentsOfFile: bootIDPath, encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        if let text, !text.isEmpty {
+            bootID = BootID(text)
+        } else {
+            bootID = BootID("unknown-\(UUID().uuidString.lowercased())")
+        }
+    }
+
+    /// The current wall-clock time.
+    public var wallTime: Date { Date() }
+
+    /// Time since boot, suspend included.
+    public var bootTime: Duration {
+        var spec = timespec()
+        #if os(Linux)
+        let status = clock_gettime(CLOCK_BOOTTIME, &spec)
+        #else
+        // Darwin's CLOCK_MONOTONIC also counts time asleep.
+        let status = clock_gettime(CLOCK_MONOTONIC, &spec)
+        #endif
+        // CLOCK_BOOTTIME exists on every supported kernel; failure is a broken system.
+        precondition(status == 0, "clock_gettime(CLOCK_BOOTTIME) failed")
+        return .seconds(Int64(spec.tv_sec)) + .nanoseconds(Int64(spec.tv_nsec))
+    }
+}
