@@ -29,9 +29,12 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
+        // zlib, for PNG files written by `touchgate capture`.
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // Only what Swift cannot call directly (variadic prctl, struct ucred).
         .target(name: "CTouchgateSys"),
         .target(name: "FingerprintKit", dependencies: ["CFPrint"]),
+        .target(name: "TouchgateImageIO", dependencies: ["CZlib"]),
         .target(name: "TouchgatePolicy"),
         .target(
             name: "TouchgateVault",
@@ -43,14 +46,16 @@ let package = Package(
         .executableTarget(
             name: "touchgate",
             dependencies: [
-                "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "CTouchgateSys",
+                "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "TouchgateImageIO", "CTouchgateSys",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "FingerprintKitTests", dependencies: ["FingerprintKit"]),
+        // Fixtures, the virtual-reader clients and process helpers shared by the tests.
+        .target(name: "TouchgateTestSupport", dependencies: ["TouchgateImageIO"], path: "Tests/TestSupport"),
+        .testTarget(name: "FingerprintKitTests", dependencies: ["FingerprintKit", "TouchgateTestSupport"]),
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy"]),
         .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault"]),
-        .testTarget(name: "TouchgateCLITests", dependencies: ["touchgate"]),
+        .testTarget(name: "TouchgateCLITests", dependencies: ["touchgate", "TouchgateTestSupport"]),
         .testTarget(name: "UdevTests"),
     ]
 )

@@ -1,0 +1,88 @@
+import CFPrint
+import Foundation
+
+/// An enrolled fingerprint as a value: libfprint's serialized template plus what it
+/// says about itself.
+///
+/// For image readers the template holds minutiae, which are biometric data; it never
+/// appears in ``description``. Prints only match on the reader (driver and device id)
+/// that made them.
+public struct Print: Sendable, Hashable, CustomStringConvertible {
+    /// `fp_print_serialize` output (an `FP3…` blob).
+    public let serialized: [UInt8]
+    /// Which finger.
+    public let finger: Finger
+    /// The user name stored in the print, if any.
+    public let username: String?
+    /// The enrollment date stored in the print (a calendar day), if any.
+    public let enrollDate: DateComponents?
+    /// Driver of the reader that made it.
+    public let driver: String
+    /// Device id of the reader that made it.
+    public let deviceID: String
+    /// Whether the template is held on the reader (match-on-chip storage).
+    public let isDeviceStored: Bool
+
+    /// Reads a serialized print back.
+    /// - Throws: ``FingerprintError/invalidPrintData(detail:)`` for damaged or foreign data.
+    public init(serialized: [UInt8]) async throws {
+        self = try await GLibLoop.shared.run {
+            let print = try Print.deserialize(serialized)
+            defer { g_object_unref(UnsafeMutableRawPointer(print)) }
+            return try Print(fpPrint: print)
+        }
+    }
+
+    /// Snapshots a libfprint print. GLib thread only.
+    init(fpPrint print: OpaquePointer) throws {
+        var data: UnsafeMutablePointer<guchar>?
+        var length: gsize = 0
+        _ = try GErrorFunnel.check { fp_print_serialize(print, &data, &length, $0) }
+        defer { g_free(data) }
+        serialized = data.map { Array(UnsafeBufferPointer(start: $0, count: Int(length))) } ?? []
+        finger = Finger(rawValue: Int32(fp_print_get_finger(print).rawValue)) ?? .unknown
+        username = fp_print_get_username(print).map { String(cString: $0) }
+        if let date = fp_print_get_enroll_date(print), g_date_valid(date) != 0 {
+            enrollDate = DateComponents(year: Int(g_date_get_year(date)),
+                                        month: Int(g_date_get_month(date).rawValue),
+                                        day: Int(g_date_get_day(date)))
+        } else {
+            enrollDate = nil
+        }
+        driver = String(cString: fp_print_get_driver(print))
+        deviceID = String(cString: fp_print_get_device_id(print))
+        isDeviceStored = fp_print_get_device_stored(print) != 0
+    }
+
+    /// A new libfprint print from serialized bytes; the caller owns the reference. GLib thread only.
+    static func deserialize(_ bytes: [UInt8]) throws -> OpaquePointer {
+        let print = try bytes.withUnsafeBufferPointer { buffer in
+            try GErrorFunnel.check { fp_print_deserialize(buffer.baseAddress, gsize(buffer.count), $0) }
+        }
+        guard let print else { throw FingerprintError.invalidPrintData(detail: "no print in the data") }
+        return owned(print)
+    }
+
+    /// Takes ownership of a new print. `FpPrint` is a `GInitiallyUnowned`: a floating
+    /// reference would be consumed by the first `ref_sink` inside libfprint, so that our
+    /// own unref afterwards would free it under the driver's feet. GLib thread only.
+    static func owned(_ print: OpaquePointer) -> OpaquePointer {
+        let object = UnsafeMutableRawPointer(print)
+        if g_object_is_floating(object) != 0 { g_object_ref_sink(object) }
+        return print
+    }
+
+    public var description: String {
+        "Print(\(finger), user: \(username ?? "-"), \(driver)/\(deviceID)\(isDeviceStored ? ", on device" : ""))"
+    }
+}
+
+/// A grey image returned by a reader that can capture.
+public struct CapturedImage: Sendable, Equatable {
+    /// Width in pixels.
+    public let width: Int
+    /// Height in pixels.
+    public let height: Int
+    /// Row-major 8-bit grey pixels, `width * height` of them.
+    public let pixels: [UInt8]
+}

@@ -1,0 +1,181 @@
+import CFPrint
+import Foundation
+
+extension Reader {
+    /// Opens the reader. Throws ``DeviceErrorCode/alreadyOpen`` if it is open, or a
+    /// device error when it cannot be claimed (for instance held by fprintd, or no
+    /// permission to the USB device).
+    public func open() async throws {
+        try await perform { device, cancellable, data in
+            fp_device_open(device, cancellable, asyncReadyCallback, data)
+        } finish: { device, result in
+            _ = try GErrorFunnel.check { fp_device_open_finish(device, result, $0) }
+        }
+    }
+
+    /// Closes the reader, ending any operation still running first.
+    public func close() async throws {
+        try await perform { device, cancellable, data in
+            fp_device_close(device, cancellable, asyncReadyCallback, data)
+        } finish: { device, result in
+            _ = try GErrorFunnel.check { fp_device_close_finish(device, result, $0) }
+        }
+    }
+
+    /// Enrolls a finger: the reader asks for ``ReaderInfo/enrollStages`` scans.
+    ///
+    /// `events` receives finger status changes, ``ReaderEvent/enrollStage(completed:total:)``
+    /// after each good scan and ``ReaderEvent/retry(_:)`` after a poor one (enrollment goes on).
+    /// - Returns: the new print, carrying `finger`, `username` and today's date.
+    /// - Throws: ``DeviceErrorCode/dataDuplicate`` on readers with a duplicate check when
+    ///   the finger is already enrolled there; `CancellationError` when cancelled.
+    public func enroll(finger: Finger, username: String,
+                       events: AsyncStream<ReaderEvent>.Continuation? = nil) async throws -> Print {
+        return try await perform(events: events) { [self] device, cancellable, data in
+            let template = Print.owned(fp_print_new(device)!)
+            defer { g_object_unref(UnsafeMutableRawPointer(template)) }
+            fp_print_set_finger(template, finger.fpFinger)
+            fp_print_set_username(template, username)
+            let today = Calendar(identifier: .gregorian).dateComponents(in: TimeZone.current, from: Date())
+            if let date = g_date_new_dmy(GDateDay(today.day!), GDateMonth(UInt32(today.month!)), GDateYear(today.year!)) {
+                fp_print_set_enroll_date(template, date)
+                g_date_free(date)
+            }
+            // The progress callback gets the reader unretained: it lives as long as its
+            // context, and the callback only runs while the operation does.
+            let progress: FpEnrollProgress = { _, completed, _, data, error in
+                guard let data else { return }
+                let reader = Unmanaged<Reader>.fromOpaque(data).takeUnretainedValue()
+                if let error, error.pointee.domain == fp_device_retry_quark() {
+                    reader.yield(.retry(RetryReason(rawValue: error.pointee.code)))
+                } else {
+                    reader.yield(.enrollStage(completed: Int(completed), total: reader.info.enrollStages))
+                }
+            }
+            fp_device_enroll(device, template, cancellable, progress,
+                             Unmanaged.passUnretained(self).toOpaque(), nil, asyncReadyCallback, data)
+        } finish: { device, result in
+            let print = try GErrorFunnel.check { fp_device_enroll_finish(device, result, $0) }
+            guard let print else { throw FingerprintError.other(domain: "touchgate", code: 0, detail: "enrollment returned no print") }
+            defer { g_object_unref(UnsafeMutableRawPointer(print)) }
+            return try Print(fpPrint: print)
+        }
+    }
+
+    /// Scans a finger and compares it with one enrolled print.
+    /// - Returns: whether it matched.
+    /// - Throws: ``FingerprintError/retry(_:)`` after a poor scan (restart to try again),
+    ///   ``FingerprintError/invalidPrintData(detail:)`` when `print` cannot be read,
+    ///   ``DeviceErrorCode/removed`` when the reader goes away, `CancellationError`.
+    public func verify(_ print: Print, events: AsyncStream<ReaderEvent>.Continuation? = nil) async throws -> Bool {
+        let serialized = print.serialized
+        return try await perform(events: events) { device, cancellable, data in
+            let enrolled = try Print.deserialize(serialized)
+            defer { g_object_unref(UnsafeMutableRawPointer(enrolled)) }
+            fp_device_verify(device, enrolled, cancellable, nil, nil, nil, asyncReadyCallback, data)
+        } finish: { device, result in
+            var matched: gboolean = 0
+            _ = try GErrorFunnel.check { fp_device_verify_finish(device, result, &matched, nil, $0) }
+            return matched != 0
+        }
+    }
+
+    /// Scans a finger and looks for it among `gallery`.
+    /// - Returns: the index in `gallery` of the print that matched, or nil for no match.
+    /// - Throws: as ``verify(_:events:)``; ``FingerprintError/unsupported(_:)`` on readers
+    ///   without identification.
+    public func identify(_ gallery: [Print], events: AsyncStream<ReaderEvent>.Continuation? = nil) async throws -> Int? {
+        guard info.features.contains(.identify) else { throw FingerprintError.unsupported("identify a finger among several prints") }
+        let blobs = gallery.map(\.serialized)
+        let prints = GObjectRef(pointer: GalleryBox())
+        return try await perform(events: events) { device, cancellable, data in
+            let array = g_ptr_array_new_with_free_func { g_object_unref($0) }!
+            prints.pointer.array = array
+            for blob in blobs {
+                g_ptr_array_add(array, UnsafeMutableRawPointer(try Print.deserialize(blob)))
+            }
+            fp_device_identify(device, array, cancellable, nil, nil, nil, asyncReadyCallback, data)
+        } finish: { device, result in
+            defer { prints.pointer.release() }
+            var match: OpaquePointer?
+            _ = try GErrorFunnel.check { fp_device_identify_finish(device, result, &match, nil, $0) }
+            guard let match, let array = prints.pointer.array else { return nil }
+            defer { g_object_unref(UnsafeMutableRawPointer(match)) }
+            for index in 0..<Int(array.pointee.len) {
+                let candidate = OpaquePointer(array.pointee.pdata[index]!)
+                if candidate == match || fp_print_equal(candidate, match) != 0 { return index }
+            }
+            return nil
+        }
+    }
+
+    /// Captures one image.
+    /// - Parameter waitForFinger: wait until a finger is on the reader (otherwise capture at once).
+    /// - Throws: ``FingerprintError/unsupported(_:)`` on readers that cannot capture.
+    public func capture(waitForFinger: Bool = true,
+                        events: AsyncStream<ReaderEvent>.Continuation? = nil) async throws -> CapturedImage {
+        guard info.features.contains(.capture) else { throw FingerprintError.unsupported("capture images") }
+        return try await perform(events: events) { device, cancellable, data in
+            fp_device_capture(device, waitForFinger ? 1 : 0, cancellable, asyncReadyCallback, data)
+        } finish: { device, result in
+            let image = try GErrorFunnel.check { fp_device_capture_finish(device, result, $0) }
+            guard let image else { throw FingerprintError.other(domain: "touchgate", code: 0, detail: "capture returned no image") }
+            defer { g_object_unref(UnsafeMutableRawPointer(image)) }
+            let width = Int(fp_image_get_width(image)), height = Int(fp_image_get_height(image))
+            var length: gsize = 0
+            let data = fp_image_get_data(image, &length)!
+            let count = min(Int(length), width * height)
+            return CapturedImage(width: width, height: height,
+                                 pixels: Array(UnsafeBufferPointer(start: data, count: count)))
+        }
+    }
+
+    /// The prints stored on a reader with on-device storage.
+    public func listPrints() async throws -> [Print] {
+        guard info.features.contains(.storageList) else { throw FingerprintError.unsupported("list the prints it stores") }
+        return try await perform { device, cancellable, data in
+            fp_device_list_prints(device, cancellable, asyncReadyCallback, data)
+        } finish: { device, result in
+            let array = try GErrorFunnel.check { fp_device_list_prints_finish(device, result, $0) }
+            guard let array else { return [] }
+            defer { g_ptr_array_unref(array) }
+            return try (0..<Int(array.pointee.len)).map { index in
+                try Print(fpPrint: OpaquePointer(array.pointee.pdata[index]!))
+            }
+        }
+    }
+
+    /// Deletes a print from the reader's storage.
+    public func deletePrint(_ print: Print) async throws {
+        guard info.features.contains(.storageDelete) else { throw FingerprintError.unsupported("delete prints it stores") }
+        let serialized = print.serialized
+        try await perform { device, cancellable, data in
+            let stored = try Print.deserialize(serialized)
+            defer { g_object_unref(UnsafeMutableRawPointer(stored)) }
+            fp_device_delete_print(device, stored, cancellable, asyncReadyCallback, data)
+        } finish: { device, result in
+            _ = try GErrorFunnel.check { fp_device_delete_print_finish(device, result, $0) }
+        }
+    }
+
+    /// Deletes every print from the reader's storage.
+    public func clearStorage() async throws {
+        guard info.features.contains(.storageClear) else { throw FingerprintError.unsupported("clear its storage") }
+        try await perform { device, cancellable, data in
+            fp_device_clear_storage(device, cancellable, asyncReadyCallback, data)
+        } finish: { device, result in
+            _ = try GErrorFunnel.check { fp_device_clear_storage_finish(device, result, $0) }
+        }
+    }
+}
+
+/// The gallery handed to `fp_device_identify`, kept alive until the call finishes.
+///
+/// Used on the GLib thread only (created empty elsewhere, filled and released there).
+final class GalleryBox {
+    var array: UnsafeMutablePointer<GPtrArray>?
+    func release() {
+        if let array { g_ptr_array_unref(array) }
+        array = nil
+    }
+}

@@ -1,0 +1,184 @@
+import CFPrint
+
+/// A fingerprint reader.
+///
+/// Get readers from ``FingerprintContext/readers()``. Open before use and ``close()``
+/// when done. A reader runs one operation at a time; a second one while the first runs
+/// fails with ``DeviceErrorCode/busy``. Cancelling the task that awaits an operation
+/// cancels it on the reader; the call then throws `CancellationError` once the reader
+/// has stopped, so it is ready for the next operation.
+///
+/// Operations take an optional `events` continuation. Finger status changes, enroll
+/// stages and retry hints are yielded to it from libfprint's callbacks in the order they
+/// happen, and it is finished when the operation ends.
+///
+/// `@unchecked Sendable`: the mutable state below is read and written only on the GLib
+/// thread (libfprint's callbacks and signals run there, and every method hops there
+/// through `GLibLoop`); `info` and `device` never change.
+public final class Reader: @unchecked Sendable {
+    /// What the reader is, as found when it was enumerated.
+    public let info: ReaderInfo
+    let device: GObjectRef<UnsafeMutablePointer<FpDevice>>
+
+    // GLib thread only.
+    private var events: AsyncStream<ReaderEvent>.Continuation?
+    private var cancellable: UnsafeMutablePointer<GCancellable>?
+    private(set) var isGone = false
+    private var shuttingDown = false
+
+    /// GLib thread only.
+    init(device: UnsafeMutablePointer<FpDevice>) {
+        g_object_ref(device)
+        self.device = GObjectRef(pointer: device)
+        info = ReaderInfo(device: device)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        let statusChanged: @convention(c) (UnsafeMutablePointer<GObject>?, UnsafeMutableRawPointer?, gpointer?) -> Void = {
+            _, _, data in
+            guard let data else { return }
+            Unmanaged<Reader>.fromOpaque(data).takeUnretainedValue().fingerStatusChanged()
+        }
+        let removed: @convention(c) (UnsafeMutablePointer<FpDevice>?, gpointer?) -> Void = { _, data in
+            guard let data else { return }
+            Unmanaged<Reader>.fromOpaque(data).takeUnretainedValue().markGone()
+        }
+        // The handlers hold no reference: deinit disconnects them before the reader goes.
+        g_signal_connect_data(device, "notify::finger-status", unsafeBitCast(statusChanged, to: GCallback.self),
+                              me, nil, GConnectFlags(rawValue: 0))
+        g_signal_connect_data(device, "removed", unsafeBitCast(removed, to: GCallback.self),
+                              me, nil, GConnectFlags(rawValue: 0))
+    }
+
+    deinit {
+        let device = self.device
+        let me = GObjectRef(pointer: Unmanaged.passUnretained(self).toOpaque())
+        // Runs inline when the last reference drops on the GLib thread, which is the usual case.
+        GLibLoop.shared.perform {
+            g_signal_handlers_disconnect_matched(device.pointer, G_SIGNAL_MATCH_DATA, 0, 0, nil, nil, me.pointer)
+            g_object_unref(device.pointer)
+        }
+    }
+
+    // MARK: GLib-thread callbacks
+
+    private func fingerStatusChanged() {
+        let raw = fp_device_get_finger_status(device.pointer).rawValue
+        events?.yield(.fingerStatus(FingerStatus(rawValue: raw)))
+    }
+
+    func markGone() {
+        isGone = true
+    }
+
+    func yield(_ event: ReaderEvent) {
+        events?.yield(event)
+    }
+
+    /// Stops what runs and closes the reader; used when the context goes away.
+    func shutdown() {
+        shuttingDown = true
+        if let cancellable {
+            g_cancellable_cancel(cancellable)  // the operation's end closes the reader
+        } else {
+            closeQuietly()
+        }
+    }
+
+    private func closeQuietly() {
+        guard !isGone, fp_device_is_open(device.pointer) != 0 else { return }
+        let device = self.device
+        g_object_ref(device.pointer)
+        fp_device_close(device.pointer, nil, { source, result, _ in
+            guard let source else { return }
+            _ = fp_device_close_finish(UnsafeMutableRawPointer(source).assumingMemoryBound(to: FpDevice.self), result, nil)
+            g_object_unref(source)
+        }, nil)
+    }
+
+    // MARK: Running operations
+
+    /// Whether the reader is open now.
+    public var isOpen: Bool {
+        get async {
+            let device = self.device
+            return await GLibLoop.shared.run { fp_device_is_open(device.pointer) != 0 }
+        }
+    }
+
+    /// Runs one libfprint asynchronous call: `start` begins it on the GLib thread with a
+    /// cancellable and the `user_data` for ``asyncReadyCallback``; `finish` reads the
+    /// result there. Task cancellation cancels the cancellable and nothing else.
+    func perform<T: Sendable>(
+        events: AsyncStream<ReaderEvent>.Continuation? = nil,
+        start: @escaping @Sendable (UnsafeMutablePointer<FpDevice>, UnsafeMutablePointer<GCancellable>, gpointer) throws -> Void,
+        finish: @escaping @Sendable (UnsafeMutablePointer<FpDevice>, OpaquePointer) throws -> T
+    ) async throws -> T {
+        let cancellable = GObjectRef(pointer: g_cancellable_new()!)
+        defer { g_object_unref(cancellable.pointer) }  // GCancellable is thread-safe
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                    GLibLoop.shared.perform { [self] in
+                        self.begin(cancellable: cancellable, events: events, continuation: continuation,
+                                   start: start, finish: finish)
+                    }
+                }
+            } onCancel: {
+                g_cancellable_cancel(cancellable.pointer)
+            }
+        } catch let error as FingerprintError where error.isDisconnected {
+            throw error
+        } catch let error as FingerprintError where isGoneNow(error) {
+            throw FingerprintError.device(.removed, detail: "")
+        }
+    }
+
+    /// A reader that vanished mid-operation may report a protocol or general error;
+    /// the removal is what the caller needs to know.
+    private func isGoneNow(_ error: FingerprintError) -> Bool {
+        if case .device = error { return isGone } else { return false }
+    }
+
+    /// GLib thread.
+    private func begin<T: Sendable>(
+        cancellable: GObjectRef<UnsafeMutablePointer<GCancellable>>,
+        events: AsyncStream<ReaderEvent>.Continuation?,
+        continuation: CheckedContinuation<T, any Error>,
+        start: (UnsafeMutablePointer<FpDevice>, UnsafeMutablePointer<GCancellable>, gpointer) throws -> Void,
+        finish: @escaping @Sendable (UnsafeMutablePointer<FpDevice>, OpaquePointer) throws -> T
+    ) {
+        if isGone {
+            events?.finish()
+            continuation.resume(throwing: FingerprintError.device(.removed, detail: ""))
+            return
+        }
+        if self.cancellable != nil {
+            // Refuse here rather than disturb the running operation's event stream.
+            events?.finish()
+            continuation.resume(throwing: FingerprintError.device(.busy, detail: ""))
+            return
+        }
+        let device = self.device.pointer
+        self.events = events
+        self.cancellable = cancellable.pointer
+        let call = TypedPendingCall<T>(
+            finish: { result in try finish(device, result) },
+            continuation: continuation,
+            after: { [self] in self.operationEnded() })
+        let userData = call.retainedPointer()
+        do {
+            try start(device, cancellable.pointer, userData)
+        } catch {
+            Unmanaged<PendingCall>.fromOpaque(userData).release()
+            operationEnded()
+            continuation.resume(throwing: error)
+        }
+    }
+
+    /// GLib thread.
+    private func operationEnded() {
+        events?.finish()
+        events = nil
+        cancellable = nil
+        if shuttingDown { closeQuietly() }
+    }
+}
