@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+import TouchgatePolicy
+
+@Suite("Clocks")
+struct ClockTests {
+    @Test("the system clock reads the kernel boot id and a boot time that moves forward")
+    func systemClock() async throws {
+        let path = "/proc/sys/kernel/random/boot_id"
+        let expected = try #require(
+            try? String(contentsOfFile: path, encoding: .utf8), "this test needs Linux /proc (\(path))")
+        let clock = SystemClock()
+        #expect(clock.bootID.rawValue == expected.trimmingCharacters(in: .whitespacesAndNewlines))
+        let first = clock.bootTime
+        try await Task.sleep(for: .milliseconds(20))
+        let second = clock.bootTime
+        #expect(second - first >= .milliseconds(15))
+        #expect(first > .zero)
+        #expect(abs(clock.wallTime.timeIntervalSinceNow) < 5)
+    }
+
+    @Test("an unreadable boot id gives a unique unknown id (every process a new boot)")
+    func unreadableBootID() {
+        let one = SystemClock(bootIDPath: "/nonexistent/boot_id")
+        let two = SystemClock(bootIDPath: "/nonexistent/boot_id")
+        #expect(one.bootID.rawValue.hasPrefix("unknown-"))
+        #expect(one.bootID != two.bootID)
+    }
+
+    @Test("the manual clock moves wall and boot time together, the wall alone, or reboots")
+    func manualClock() {
+        let clock = ManualClock(wallTime: Date(timeIntervalSince1970: 1000), bootTime: .seconds(5), bootID: "b1")
+        clock.advance(by: .milliseconds(1500))
+        #expect(clock.wallTime == Date(timeIntervalSince1970: 1001.5))
+        #expect(clock.bootTime == .milliseconds(6500))
+        clock.setWallTime(Date(timeIntervalSince1970: 0))
+        #expect(clock.bootTime == .milliseconds(6500))
+        clock.reboot(bootID: "b2", uptime: .seconds(1))
+        #expect(clock.monotonicNow == MonotonicInstant(bootID: "b2", sinceBoot: .seconds(1)))
+        #expect(MonotonicInstant(bootID: "b2", sinceBoot: .seconds(4)).elapsed(since: clock.monotonicNow) == .seconds(3))
+        #expect(MonotonicInstant(bootID: "b1", sinceBoot: .seconds(4)).elapsed(since: clock.monotonicNow) == nil)
+    }
+
+    @Test("policy state survives a JSON round trip, as a store may keep it")
+    func stateCodable() throws {
+        let state = PolicyState(
+            lockout: LockoutState(consecutiveFailures: 2, cumulativeFailures: 5,
+                                  lockedUntil: MonotonicInstant(bootID: "b", sinceBoot: .seconds(99))),
+            session: SessionState(
+                biometry: BiometricProof(
+                    matchedAt: MonotonicInstant(bootID: "b", sinceBoot: .seconds(1)), printID: "f",
+                    enrollmentState: Fixture.stateA),
+                lastActivity: MonotonicInstant(bootID: "b", sinceBoot: .seconds(2))),
+            lastPassphraseEntry: MonotonicInstant(bootID: "b", sinceBoot: .milliseconds(500)))
+        let decoded = try JSONDecoder().decode(PolicyState.self, from: JSONEncoder().encode(state))
+        #expect(decoded == state)
+    }
+}
