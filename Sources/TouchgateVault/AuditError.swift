@@ -1,0 +1,33 @@
+import Foundation
+
+/// Errors from the audit log. Messages name the file or record and what to do.
+///
+/// Unsafe permissions on the key file are reported as
+/// ``StoreError/unsafePermissions(path:detail:)``, like every other private file.
+public enum AuditError: Error, Equatable, CustomStringConvertible {
+    /// The key file is gone although the log already has records.
+    case keyMissing(path: String)
+    /// The key file exists but is not a 32-byte key.
+    case keyInvalid(path: String, detail: String)
+    /// `prune` was asked to remove records still inside the retention period.
+    case withinRetention(requested: Date, oldestAllowed: Date)
+    /// `prune` found the chain broken and removed nothing (the evidence is kept).
+    case chainBroken(at: Int64, reason: String)
+    /// A stored record has a field of the wrong type (the table was edited by hand).
+    case malformedRecord(sequence: Int64)
+
+    public var description: String {
+        switch self {
+        case let .keyMissing(path):
+            return "the audit key \(path) is missing but the audit log has records; restore audit.key from the backup taken with this database (without it the log can be neither verified nor extended)"
+        case let .keyInvalid(path, detail):
+            return "the audit key \(path) is unusable: \(detail); restore audit.key from the backup taken with this database"
+        case let .withinRetention(requested, oldestAllowed):
+            return "refusing to prune records newer than \(requested.formatted(.iso8601)): audit records are kept for six years (HIPAA 45 CFR 164.316(b)(2)), so the cutoff may be at most \(oldestAllowed.formatted(.iso8601)); pass --force to override"
+        case let .chainBroken(at, reason):
+            return "refusing to prune: the audit chain is broken at record \(at) (\(reason)); nothing was removed"
+        case let .malformedRecord(sequence):
+            return "audit record \(sequence) has a field of the wrong type; the audit table was edited by hand (run `touchgate audit verify`)"
+        }
+    }
+}

@@ -1,0 +1,105 @@
+/// What an audit record is about: a stable, dotted name such as `auth.attempt`.
+///
+/// The raw strings are part of the on-disk format and of the journald fields
+/// (`TOUCHGATE_EVENT=`): they never change meaning once shipped. A struct rather than
+/// an enum so that a record written by a newer release still reads in an older one.
+/// Custom events must be lowercase ASCII letters, digits, `.`, `_` or `-` (at most 64).
+public struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The stable name stored in the log.
+    public let rawValue: String
+
+    /// An event with this stable name. Traps on a name that is not lowercase dotted ASCII
+    /// (a programmer error: event names are constants, never user input).
+    public init(rawValue: String) {
+        precondition(Self.isValidName(rawValue), "invalid audit event name \(rawValue.debugDescription)")
+        self.rawValue = rawValue
+    }
+
+    /// An event name read back from the database, taken as it is.
+    init(stored: String) {
+        self.rawValue = stored
+    }
+
+    static func isValidName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (1...64).contains(bytes.count), let first = bytes.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first) else {
+            return false
+        }
+        return bytes.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }
+    }
+
+    public var description: String { rawValue }
+
+    /// A fingerprint or passphrase authentication attempt (`auth.attempt`).
+    public static let authAttempt = AuditEvent(rawValue: "auth.attempt")
+    /// An item's value was released (`item.read`).
+    public static let itemRead = AuditEvent(rawValue: "item.read")
+    /// An item was created or replaced (`item.write`).
+    public static let itemWrite = AuditEvent(rawValue: "item.write")
+    /// An item was deleted (`item.delete`).
+    public static let itemDelete = AuditEvent(rawValue: "item.delete")
+    /// A finger was enrolled (`finger.enroll`).
+    public static let fingerEnroll = AuditEvent(rawValue: "finger.enroll")
+    /// An enrolled finger was deleted (`finger.delete`).
+    public static let fingerDelete = AuditEvent(rawValue: "finger.delete")
+    /// The vault was locked, by request or on idle (`vault.lock`).
+    public static let vaultLock = AuditEvent(rawValue: "vault.lock")
+    /// The vault was unlocked with the passphrase (`vault.unlock`).
+    public static let vaultUnlock = AuditEvent(rawValue: "vault.unlock")
+    /// A vault was created (`vault.init`).
+    public static let vaultInit = AuditEvent(rawValue: "vault.init")
+    /// The passphrase was changed (`passphrase.change`).
+    public static let passphraseChange = AuditEvent(rawValue: "passphrase.change")
+    /// Too many failures: a lockout began (`lockout.start`).
+    public static let lockoutStart = AuditEvent(rawValue: "lockout.start")
+    /// A lockout ended or was cleared (`lockout.end`).
+    public static let lockoutEnd = AuditEvent(rawValue: "lockout.end")
+    /// An access-control policy or setting changed (`policy.change`).
+    public static let policyChange = AuditEvent(rawValue: "policy.change")
+    /// Old audit records were removed (`audit.prune`).
+    public static let auditPrune = AuditEvent(rawValue: "audit.prune")
+    /// Stored data failed an integrity check (`integrity.failure`).
+    public static let integrityFailure = AuditEvent(rawValue: "integrity.failure")
+
+    /// Every event this release defines, in a stable order.
+    public static let known: [AuditEvent] = [
+        .authAttempt, .itemRead, .itemWrite, .itemDelete, .fingerEnroll, .fingerDelete,
+        .vaultLock, .vaultUnlock, .vaultInit, .passphraseChange, .lockoutStart, .lockoutEnd,
+        .policyChange, .auditPrune, .integrityFailure,
+    ]
+}
+
+/// How the audited action ended: `success`, `failure`, `denied` or `error`.
+///
+/// `failure` is a genuine negative answer (a finger that does not match, a wrong
+/// passphrase); `denied` is a refusal by policy (lockout, retention); `error` is
+/// something that went wrong in the world (reader unplugged, I/O).
+public struct AuditOutcome: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The stable name stored in the log.
+    public let rawValue: String
+
+    /// One of the four outcomes; `nil` for any other string.
+    public init?(rawValue: String) {
+        guard ["success", "failure", "denied", "error"].contains(rawValue) else { return nil }
+        self.rawValue = rawValue
+    }
+
+    /// An outcome read back from the database, taken as it is.
+    init(stored: String) {
+        self.rawValue = stored
+    }
+
+    public var description: String { rawValue }
+
+    /// The action was carried out (`success`).
+    public static let success = AuditOutcome(stored: "success")
+    /// A genuine negative answer, such as a non-matching finger (`failure`).
+    public static let failure = AuditOutcome(stored: "failure")
+    /// Refused by policy, such as during a lockout (`denied`).
+    public static let denied = AuditOutcome(stored: "denied")
+    /// Something went wrong in the world, such as an unplugged reader (`error`).
+    public static let error = AuditOutcome(stored: "error")
+}

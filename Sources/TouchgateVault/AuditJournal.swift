@@ -1,0 +1,116 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Sends a copy of each audit record to the system journal (journald), best effort.
+///
+/// Uses journald's native protocol: one datagram to its Unix socket holding
+/// newline-separated `KEY=value` fields. Besides `MESSAGE`, `PRIORITY` and
+/// `SYSLOG_IDENTIFIER=touchgate` it carries ``messageID`` and `TOUCHGATE_EVENT`,
+/// `TOUCHGATE_OUTCOME`, `TOUCHGATE_SEQ`, `TOUCHGATE_ITEM`, `TOUCHGATE_VAULT_USER`,
+/// `TOUCHGATE_REASON`, `TOUCHGATE_BOOT_TIME`, `TOUCHGATE_MAC` (absent names are omitted),
+/// so `journalctl MESSAGE_ID=…` or `journalctl TOUCHGATE_EVENT=auth.attempt` finds them.
+/// The journal is a second witness outside the database: it still holds records after
+/// the whole database was rolled back to an old copy, which the chain cannot detect.
+///
+/// A missing socket, a full journal or any send error is ignored: journald is a copy,
+/// the database is the record. Sends never block.
+public struct AuditJournal: Sendable {
+    /// Where journald listens on a systemd machine.
+    public static let defaultSocketPath = "/run/systemd/journal/socket"
+    /// `MESSAGE_ID` of every Touchgate audit entry (fixed; generated once for Touchgate).
+    public static let messageID = "0208c7b386c74537888403f8eabe0c1c"
+
+    /// The datagram socket to send to; `nil` disables sending.
+    public let socketPath: String?
+
+    /// A journal at `socketPath` (tests bind their own datagram socket); `nil` sends nothing.
+    public init(socketPath: String?) {
+        self.socketPath = socketPath
+    }
+
+    /// journald at ``defaultSocketPath``.
+    public static let system = AuditJournal(socketPath: defaultSocketPath)
+    /// Sends nothing.
+    public static let disabled = AuditJournal(socketPath: nil)
+
+    /// The journal fields for `record`, in order.
+    static func fields(for record: AuditRecord) -> [(String, String)] {
+        var message = "touchgate audit #\(record.sequence): \(record.event) \(record.outcome)"
+        if let user = record.vaultUser { message += " vault user \(user)" }
+        if let item = record.item { message += " item \(item)" }
+        if !record.reason.isEmpty { message += ": \(record.reason)" }
+        var fields: [(String, String)] = [
+            ("MESSAGE", message),
+            ("MESSAGE_ID", messageID),
+            ("PRIORITY", String(priority(for: record))),
+            ("SYSLOG_IDENTIFIER", "touchgate"),
+            ("TOUCHGATE_EVENT", record.event.rawValue),
+            ("TOUCHGATE_OUTCOME", record.outcome.rawValue),
+            ("TOUCHGATE_SEQ", String(record.sequence)),
+        ]
+        if let item = record.item { fields.append(("TOUCHGATE_ITEM", item)) }
+        if let user = record.vaultUser { fields.append(("TOUCHGATE_VAULT_USER", user)) }
+        fields.append(("TOUCHGATE_REASON", record.reason))
+        fields.append(("TOUCHGATE_BOOT_TIME", String(record.bootTime)))
+        fields.append(("TOUCHGATE_MAC", AuditMAC.hex(record.mac)))
+        return fields
+    }
+
+    /// syslog priority: 2 (crit) for integrity failures, 3 (err) for errors, 4 (warning)
+    /// for lockouts, 5 (notice) for failures and denials, 6 (info) otherwise.
+    static func priority(for record: AuditRecord) -> Int {
+        if record.event == .integrityFailure { return 2 }
+        switch record.outcome {
+        case .error: return 3
+        case _ where record.event == .lockoutStart: return 4
+        case .failure, .denied: return 5
+        default: return 6
+        }
+    }
+
+    /// The native-protocol datagram: `KEY=value\n` per field, or for a value holding a
+    /// newline `KEY\n`, its length as 64-bit little-endian, the value, `\n`.
+    static func datagram(_ fields: [(String, String)]) -> [UInt8] {
+        var out = [UInt8]()
+        for (key, value) in fields {
+            out.append(contentsOf: key.utf8)
+            if value.utf8.contains(UInt8(ascii: "\n")) {
+                out.append(UInt8(ascii: "\n"))
+                withUnsafeBytes(of: UInt64(value.utf8.count).littleEndian) { out.append(contentsOf: $0) }
+            } else {
+                out.append(UInt8(ascii: "="))
+            }
+            out.append(contentsOf: value.utf8)
+            out.append(UInt8(ascii: "\n"))
+        }
+        return out
+    }
+
+    /// Sends `record` if the socket exists; ignores every failure.
+    func send(_ record: AuditRecord) {
+        guard let socketPath, AuditKey.exists(at: socketPath) else { return }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(socketPath.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard pathBytes.count < capacity else { return }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: pathBytes)
+            raw[pathBytes.count] = 0
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let payload = Self.datagram(Self.fields(for: record))
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + pathBytes.count + 1)
+        _ = payload.withUnsafeBytes { bytes in
+            withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                    sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL), socketAddress, length)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import CSodium
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The 32-byte key that MACs the audit chain, held in guarded memory.
+///
+/// It lives in `audit.key` beside the database, not in it, and does not depend on the
+/// passphrase: records are appended while the vault is locked (failed attempts before
+/// an unlock). So the chain detects editing by anyone who has the database but not the
+/// key file (a copied SQLite file, a backup, a DBA); it does not stop malware running
+/// as the same user, which can read the key. A daemon owning the store under another
+/// uid is the stronger boundary.
+final class AuditKey: @unchecked Sendable {
+    // Safe to share: `bytes` is filled once in init, then made read-only with
+    // sodium_mprotect_readonly, and freed only in deinit, when no other reference exists.
+    private let bytes: UnsafeMutableRawPointer
+
+    /// Key length in bytes (`crypto_generichash_KEYBYTES`).
+    static let length = 32
+
+    private init(fill: (UnsafeMutableRawPointer) throws -> Void) throws {
+        guard sodium_init() >= 0, let memory = sodium_malloc(Self.length) else {
+            fatalError("libsodium could not be initialised or could not allocate guarded memory")
+        }
+        do {
+            try fill(memory)
+        } catch {
+            sodium_free(memory)
+            throw error
+        }
+        sodium_mprotect_readonly(memory)
+        bytes = memory
+    }
+
+    deinit {
+        sodium_free(bytes)
+    }
+
+    /// Keyed BLAKE2b-256 of `message`.
+    func mac(_ message: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: AuditMAC.length)
+        message.withUnsafeBufferPointer { input in
+            _ = crypto_generichash(&out, out.count, input.baseAddress, UInt64(input.count),
+                                   bytes.assumingMemoryBound(to: UInt8.self), Self.length)
+        }
+        return out
+    }
+
+    /// The key file for a data directory.
+    static func path(in location: StoreLocation) -> String {
+        location.directory.appendingPathComponent("audit.key").path
+    }
+
+    /// Whether anything (even a dangling link) is at `path`.
+    static func exists(at path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    /// Reads the key file after checking that it is a private regular file of this user.
+    /// - Throws: ``StoreError/unsafePermissions(path:detail:)``, ``AuditError/keyMissing(path:)``,
+    ///   ``AuditError/keyInvalid(path:detail:)`` or ``StoreError/io(path:detail:)``.
+    static func load(path: String) throws -> AuditKey {
+        guard exists(at: path) else { throw AuditError.keyMissing(path: path) }
+        try StoreLocation.checkPrivate(path: path, isDirectory: false)
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw StoreError.io(path: path, detail: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw StoreError.io(path: path, detail: String(cString: strerror(errno))) }
+        guard info.st_size == Self.length else {
+            throw AuditError.keyInvalid(path: path, detail: "it holds \(info.st_size) bytes, not \(Self.length)")
+        }
+        return try AuditKey { memory in
+            var done = 0
+            while done < Self.length {
+                let count = read(fd, memory + done, Self.length - done)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else {
+                    throw AuditError.keyInvalid(path: path, detail: "it could not be read in full")
+                }
+                done += count
+            }
+        }
+    }
+
+    /// Creates a fresh random key file, or loads the one another process just created.
+    ///
+    /// The key is written to a temporary file created with `O_EXCL` and mode 0600, synced,
+    /// then hard-linked to `path`. `link` fails if `path` exists, so of two processes
+    /// racing, one wins and the other reads the winner's complete file; no reader ever
+    /// sees a half-written key.
+    static func create(path: String) throws -> AuditKey {
+        let key = try AuditKey { memory in randombytes_buf(memory, Self.length) }
+        let temporary = path + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let fd = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StoreError.io(path: temporary, detail: String(cString: strerror(errno))) }
+        defer { unlink(temporary) }
+        var failure: Int32 = 0
+        var done = 0
+        while done < Self.length && failure == 0 {
+            let count = write(fd, key.bytes + done, Self.length - done)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { failure = count < 0 ? errno : EIO } else { done += count }
+        }
+        if failure == 0 && fchmod(fd, 0o600) != 0 { failure = errno }
+        if failure == 0 && fsync(fd) != 0 { failure = errno }
+        close(fd)
+        guard failure == 0 else { throw StoreError.io(path: temporary, detail: String(cString: strerror(failure))) }
+        if link(temporary, path) != 0 {
+            let linkError = errno
+            guard linkError == EEXIST else {
+                throw StoreError.io(path: path, detail: String(cString: strerror(linkError)))
+            }
+            return try load(path: path)
+        }
+        // Make the new name durable before anything is MACed with the key.
+        let directory = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directory >= 0 {
+            fsync(directory)
+            close(directory)
+        }
+        return key
+    }
+}

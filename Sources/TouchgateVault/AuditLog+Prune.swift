@@ -1,0 +1,86 @@
+import Foundation
+import GRDB
+
+extension AuditLog {
+    /// The oldest cutoff ``prune(before:force:vaultUser:)`` accepts without `force`:
+    /// ``retentionYears`` calendar years (UTC) before `now`.
+    public static func retentionCutoff(now: Date) -> Date {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        return calendar.date(byAdding: .year, value: -retentionYears, to: now)!
+    }
+
+    /// Removes the oldest records, those written before `cutoff`, and records that it did.
+    ///
+    /// Only a prefix of the chain is removed: it stops at the first record at or after
+    /// `cutoff`, even if later records carry older wall times (a clock set back). The
+    /// last removed record's sequence and MAC become the anchor in the MACed head row,
+    /// so the remaining chain still verifies and a restored or forged old record is
+    /// detected. The removal and an `audit.prune` record happen in one transaction.
+    ///
+    /// - Parameters:
+    ///   - cutoff: remove records written before this instant.
+    ///   - force: allow a cutoff inside the six-year retention period.
+    ///   - vaultUser: who asked, for the `audit.prune` record.
+    /// - Returns: how many records were removed.
+    /// - Throws: ``AuditError/withinRetention(requested:oldestAllowed:)`` when `cutoff`
+    ///   is younger than six years and `force` is false (an `audit.prune` record with
+    ///   outcome `denied` is written); ``AuditError/chainBroken(at:reason:)`` when the log
+    ///   does not verify (nothing is removed, an `audit.prune` `error` record is written).
+    @discardableResult
+    public func prune(before cutoff: Date, force: Bool, vaultUser: String? = nil) throws -> Int {
+        let oldestAllowed = Self.retentionCutoff(now: now())
+        let cutoffText = cutoff.formatted(.iso8601)
+        let insideRetention = cutoff > oldestAllowed
+        if insideRetention && !force {
+            try append(.auditPrune, .denied, vaultUser: vaultUser,
+                       reason: "refused cutoff \(cutoffText): inside the \(Self.retentionYears)-year retention")
+            throw AuditError.withinRetention(requested: cutoff, oldestAllowed: oldestAllowed)
+        }
+        enum Outcome {
+            case pruned(Int, AuditRecord)
+            case broken(Int64, String)
+        }
+        let outcome: Outcome = try database.writer.writeWithoutTransaction { db in
+            var outcome: Outcome?
+            try db.inTransaction(.immediate) {
+                if case let .broken(at, reason) = try verify(db) {
+                    outcome = .broken(at, reason)
+                    return .rollback
+                }
+                // verify() passed, so the head row exists, is authentic, and the chain is whole.
+                guard let stored = try AuditHead.fetch(db), let head = stored else {
+                    fatalError("audit head vanished inside the prune transaction")
+                }
+                let firstKept = try Int64.fetchOne(db, sql: "SELECT min(seq) FROM audit WHERE wallTime >= ?",
+                                                   arguments: [cutoff.timeIntervalSince1970])
+                let lastRemoved = (firstKept ?? head.headSequence + 1) - 1
+                var removed = 0
+                if lastRemoved > head.anchorSequence {
+                    let anchorMAC = try Data.fetchOne(db, sql: "SELECT mac FROM audit WHERE seq = ?", arguments: [lastRemoved])!
+                    try db.execute(sql: "DELETE FROM audit WHERE seq <= ?", arguments: [lastRemoved])
+                    removed = db.changesCount
+                    try AuditHead(headSequence: head.headSequence, headMAC: head.headMAC, anchorSequence: lastRemoved,
+                                  anchorMAC: Array(anchorMAC), key: key).save(db)
+                }
+                var reason = removed == 0
+                    ? "nothing before \(cutoffText)"
+                    : "removed \(removed) records up to #\(lastRemoved), before \(cutoffText)"
+                if insideRetention { reason += "; forced inside the \(Self.retentionYears)-year retention" }
+                let record = try insert(AuditEntry(event: .auditPrune, outcome: .success, vaultUser: vaultUser,
+                                                   reason: reason), db)
+                outcome = .pruned(removed, record)
+                return .commit
+            }
+            return outcome!
+        }
+        switch outcome {
+        case let .pruned(removed, record):
+            journal.send(record)
+            return removed
+        case let .broken(at, reason):
+            try append(.auditPrune, .error, vaultUser: vaultUser, reason: "refused: chain broken at #\(at)")
+            throw AuditError.chainBroken(at: at, reason: reason)
+        }
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import GRDB
+
+extension AuditLog {
+    /// The audit tables. `audit` holds the chain; `auditHead` is a single row with the
+    /// last record's sequence and MAC (the head) and the last pruned record's sequence
+    /// and MAC (the anchor), MACed together so that a removed tail or a moved anchor shows.
+    static func registerMigrations(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v3-audit") { db in
+            // STRICT: a hand edit cannot slip a differently typed value past the decoder.
+            try db.execute(sql: """
+                CREATE TABLE audit (
+                    seq INTEGER PRIMARY KEY,
+                    wallTime REAL NOT NULL,
+                    bootTime REAL NOT NULL,
+                    bootID TEXT NOT NULL,
+                    uid INTEGER NOT NULL,
+                    login TEXT NOT NULL,
+                    vaultUser TEXT,
+                    event TEXT NOT NULL,
+                    item TEXT,
+                    outcome TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    prevMAC BLOB NOT NULL,
+                    mac BLOB NOT NULL
+                ) STRICT;
+                CREATE INDEX audit_wallTime ON audit (wallTime);
+                CREATE TABLE auditHead (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    headSeq INTEGER NOT NULL,
+                    headMAC BLOB NOT NULL,
+                    anchorSeq INTEGER NOT NULL,
+                    anchorMAC BLOB NOT NULL,
+                    mac BLOB NOT NULL
+                ) STRICT;
+                """)
+        }
+    }
+
+    /// The columns of `audit` in the order ``decode(_:)`` reads them.
+    static let recordColumns = "seq, wallTime, bootTime, bootID, uid, login, vaultUser, event, item, outcome, reason, prevMAC, mac"
+
+    /// The stored fields and MAC of a row selected with ``recordColumns``; `nil` when a
+    /// field has the wrong type (the table was edited by hand).
+    static func decode(_ row: Row) -> (fields: AuditMAC.Fields, mac: [UInt8])? {
+        func integer(_ index: Int) -> Int64? {
+            if case let .int64(value) = (row[index] as DatabaseValue).storage { return value }
+            return nil
+        }
+        func double(_ index: Int) -> Double? {
+            switch (row[index] as DatabaseValue).storage {
+            case let .double(value): return value
+            case let .int64(value): return Double(value)
+            default: return nil
+            }
+        }
+        func text(_ index: Int) -> String? {
+            if case let .string(value) = (row[index] as DatabaseValue).storage { return value }
+            return nil
+        }
+        func optionalText(_ index: Int) -> String?? {
+            switch (row[index] as DatabaseValue).storage {
+            case .null: return .some(nil)
+            case let .string(value): return .some(value)
+            default: return nil
+            }
+        }
+        func blob(_ index: Int) -> [UInt8]? {
+            if case let .blob(value) = (row[index] as DatabaseValue).storage { return Array(value) }
+            return nil
+        }
+        guard let sequence = integer(0), let unixTime = double(1), let bootTime = double(2),
+              let bootID = text(3), let uid = integer(4), let login = text(5),
+              let vaultUser = optionalText(6), let event = text(7), let item = optionalText(8),
+              let outcome = text(9), let reason = text(10), let previousMAC = blob(11), let mac = blob(12)
+        else { return nil }
+        let fields = AuditMAC.Fields(
+            sequence: sequence, unixTime: unixTime, bootTime: bootTime, bootID: bootID, uid: uid,
+            loginName: login, vaultUser: vaultUser, event: event, item: item, outcome: outcome,
+            reason: reason, previousMAC: previousMAC)
+        return (fields, mac)
+    }
+
+    /// The public record for stored fields.
+    static func record(_ fields: AuditMAC.Fields, mac: [UInt8]) -> AuditRecord {
+        AuditRecord(
+            sequence: fields.sequence, unixTime: fields.unixTime, bootTime: fields.bootTime,
+            bootID: fields.bootID, uid: UInt32(truncatingIfNeeded: fields.uid), loginName: fields.loginName,
+            vaultUser: fields.vaultUser, event: AuditEvent(stored: fields.event), item: fields.item,
+            outcome: AuditOutcome(stored: fields.outcome), reason: fields.reason,
+            previousMAC: fields.previousMAC, mac: mac)
+    }
+}
+
+/// The `auditHead` row.
+struct AuditHead {
+    /// Sequence of the last record appended (0 before the first).
+    var headSequence: Int64
+    /// MAC of that record (genesis before the first).
+    var headMAC: [UInt8]
+    /// Sequence of the last pruned record (0 when nothing was pruned).
+    var anchorSequence: Int64
+    /// MAC of that record (genesis when nothing was pruned): the first kept record links to it.
+    var anchorMAC: [UInt8]
+    /// The stored MAC over the four fields above.
+    var mac: [UInt8]
+
+    /// A head whose MAC is computed with `key`.
+    init(headSequence: Int64, headMAC: [UInt8], anchorSequence: Int64, anchorMAC: [UInt8], key: AuditKey) {
+        self.headSequence = headSequence
+        self.headMAC = headMAC
+        self.anchorSequence = anchorSequence
+        self.anchorMAC = anchorMAC
+        self.mac = AuditMAC.state(headSequence: headSequence, headMAC: headMAC,
+                                  anchorSequence: anchorSequence, anchorMAC: anchorMAC, key: key)
+    }
+
+    private init(headSequence: Int64, headMAC: [UInt8], anchorSequence: Int64, anchorMAC: [UInt8], mac: [UInt8]) {
+        self.headSequence = headSequence
+        self.headMAC = headMAC
+        self.anchorSequence = anchorSequence
+        self.anchorMAC = anchorMAC
+        self.mac = mac
+    }
+
+    /// Whether the stored MAC matches the fields under `key`.
+    func isAuthentic(key: AuditKey) -> Bool {
+        AuditMAC.equal(mac, AuditMAC.state(headSequence: headSequence, headMAC: headMAC,
+                                           anchorSequence: anchorSequence, anchorMAC: anchorMAC, key: key))
+    }
+
+    /// The stored row: `nil` if absent, `.some(nil)` if present but malformed.
+    static func fetch(_ db: Database) throws -> AuditHead?? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT headSeq, headMAC, anchorSeq, anchorMAC, mac FROM auditHead WHERE id = 1") else {
+            return nil
+        }
+        guard case let .int64(headSequence) = (row[0] as DatabaseValue).storage,
+              case let .blob(headMAC) = (row[1] as DatabaseValue).storage,
+              case let .int64(anchorSequence) = (row[2] as DatabaseValue).storage,
+              case let .blob(anchorMAC) = (row[3] as DatabaseValue).storage,
+              case let .blob(mac) = (row[4] as DatabaseValue).storage
+        else { return .some(nil) }
+        return AuditHead(headSequence: headSequence, headMAC: Array(headMAC), anchorSequence: anchorSequence,
+                         anchorMAC: Array(anchorMAC), mac: Array(mac))
+    }
+
+    /// Inserts or replaces the row.
+    func save(_ db: Database) throws {
+        try db.execute(sql: """
+            INSERT INTO auditHead (id, headSeq, headMAC, anchorSeq, anchorMAC, mac) VALUES (1, ?, ?, ?, ?, ?)
+            ON CONFLICT (id) DO UPDATE SET headSeq = excluded.headSeq, headMAC = excluded.headMAC,
+                anchorSeq = excluded.anchorSeq, anchorMAC = excluded.anchorMAC, mac = excluded.mac
+            """, arguments: [headSequence, Data(headMAC), anchorSequence, Data(anchorMAC), Data(mac)])
+    }
+}

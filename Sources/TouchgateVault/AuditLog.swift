@@ -1,0 +1,157 @@
+import Foundation
+import GRDB
+
+/// The tamper-evident audit trail (HIPAA 45 CFR 164.312(b) audit controls).
+///
+/// Every authentication, item access and configuration change is appended as one
+/// ``AuditRecord``. Records form a chain: each record's MAC is keyed BLAKE2b-256 over
+/// a canonical, length-prefixed encoding of all its fields and the previous record's
+/// MAC (32 zero bytes for the first). A single `auditHead` row holds the last
+/// record's sequence and MAC and the prune anchor, itself MACed, and is updated in the
+/// same transaction as every append.
+///
+/// ## What the chain detects, and what it does not
+/// The key is the random 32-byte file `audit.key` beside the database (see
+/// ``keyPath``), not derived from the passphrase, because records are written while
+/// the vault is locked. ``verify()`` therefore detects, by anyone who does not hold
+/// that file (someone with a copy of the SQLite file, a backup, a DBA):
+/// an edited field, a deleted record, an inserted or forged record, reordered records,
+/// a removed tail (through the head row), and a tampered prune anchor.
+/// It does **not** detect:
+/// - anything done by someone who can read `audit.key`, including malware running as
+///   the same user: they can recompute every MAC. A daemon owning the store under
+///   another uid is the stronger boundary;
+/// - the whole database (records and head together) replaced by an older genuine copy,
+///   or the log wiped entirely together with its head row: the database cannot witness
+///   its own past. The copy sent to journald (``AuditJournal``), off-machine log
+///   shipping and backups are the witnesses for that.
+///
+/// ## Concurrency
+/// Thread-safe; any number of instances and processes may append to one database.
+/// Each append is one `BEGIN IMMEDIATE` transaction that reads the head and inserts the
+/// next record, so SQLite serialises writers and the chain cannot fork; a writer waits
+/// up to the database's busy timeout (10 s). Appends are durable (`synchronous=FULL`).
+/// The journald copy is sent after the commit, best effort.
+public final class AuditLog: Sendable {
+    /// How many years records are kept before ``prune(before:force:vaultUser:)`` may remove
+    /// them without `force` (HIPAA 45 CFR 164.316(b)(2)(i)).
+    public static let retentionYears = 6
+
+    /// The database the log lives in.
+    public let database: TouchgateDatabase
+    /// Where the journald copy goes.
+    public let journal: AuditJournal
+    let key: AuditKey
+    let host: AuditHost
+    let now: @Sendable () -> Date
+
+    /// The key file for the database at `location`: `audit.key` in its data directory.
+    /// Back it up together with the database; without it the log cannot be verified.
+    public static func keyPath(for location: StoreLocation) -> String {
+        AuditKey.path(in: location)
+    }
+
+    /// This log's key file.
+    public var keyPath: String { AuditKey.path(in: database.location) }
+
+    /// Opens the audit log in `database`, creating the key file on first use.
+    ///
+    /// The key file is created (mode 0600) only while the log is empty; if the log has
+    /// records and the key is gone, this throws rather than start a chain nobody can
+    /// check. `now` is the wall clock (tests inject one); monotonic time always comes
+    /// from `CLOCK_BOOTTIME`.
+    /// - Throws: ``AuditError/keyMissing(path:)``, ``AuditError/keyInvalid(path:detail:)``,
+    ///   ``StoreError/unsafePermissions(path:detail:)`` for a key file others can read,
+    ///   ``StoreError/io(path:detail:)``, or a GRDB `DatabaseError`.
+    public init(database: TouchgateDatabase, journal: AuditJournal = .system,
+                now: @escaping @Sendable () -> Date = { Date() }) throws {
+        self.database = database
+        self.journal = journal
+        self.now = now
+        self.host = AuditHost.current()
+        let path = AuditKey.path(in: database.location)
+        if AuditKey.exists(at: path) {
+            key = try AuditKey.load(path: path)
+        } else {
+            let hasHistory = try database.writer.read { db in
+                try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM audit) OR EXISTS (SELECT 1 FROM auditHead)") ?? false
+            }
+            guard !hasHistory else { throw AuditError.keyMissing(path: path) }
+            key = try AuditKey.create(path: path)
+        }
+        let key = self.key
+        try database.writer.writeWithoutTransaction { db in
+            try db.inTransaction(.immediate) {
+                // A fresh log gets its head row now, so that a later missing row is evidence.
+                let empty = try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM audit)") ?? true
+                if try AuditHead.fetch(db) == nil && empty {
+                    try AuditHead(headSequence: 0, headMAC: AuditMAC.genesis, anchorSequence: 0,
+                                  anchorMAC: AuditMAC.genesis, key: key).save(db)
+                }
+                return .commit
+            }
+        }
+    }
+
+    /// Appends one record and returns it as stored.
+    ///
+    /// Works whether the vault is locked or not. If the chain was tampered with, the
+    /// record is still written (building on the authentic head when there is one) and
+    /// the damage stays visible to ``verify()``; an append never repairs evidence.
+    /// - Throws: a GRDB `DatabaseError` when the database cannot be written (disk full,
+    ///   busy for longer than the timeout).
+    @discardableResult
+    public func append(_ entry: AuditEntry) throws -> AuditRecord {
+        let record = try database.writer.writeWithoutTransaction { db in
+            var record: AuditRecord?
+            try db.inTransaction(.immediate) {
+                record = try insert(entry, db)
+                return .commit
+            }
+            return record!
+        }
+        journal.send(record)
+        return record
+    }
+
+    /// Appends one record built from its parts; see ``append(_:)``.
+    @discardableResult
+    public func append(_ event: AuditEvent, _ outcome: AuditOutcome, vaultUser: String? = nil,
+                       item: String? = nil, reason: String = "") throws -> AuditRecord {
+        try append(AuditEntry(event: event, outcome: outcome, vaultUser: vaultUser, item: item, reason: reason))
+    }
+
+    /// Inserts the next record inside the caller's write transaction.
+    func insert(_ entry: AuditEntry, _ db: Database) throws -> AuditRecord {
+        let storedHead = try AuditHead.fetch(db)
+        let head: AuditHead? = storedHead.flatMap { $0 }.flatMap { $0.isAuthentic(key: key) ? $0 : nil }
+        let last = try Row.fetchOne(db, sql: "SELECT seq, mac FROM audit ORDER BY seq DESC LIMIT 1")
+        let lastSequence: Int64 = last.flatMap { $0[0] as Int64? } ?? 0
+        let storedHeadSequence = storedHead.flatMap { $0 }?.headSequence ?? 0
+        let previousMAC: [UInt8]
+        if let head {
+            previousMAC = head.headMAC
+        } else if let last, case let .blob(mac) = (last[1] as DatabaseValue).storage {
+            previousMAC = Array(mac)
+        } else {
+            previousMAC = AuditMAC.genesis
+        }
+        let fields = AuditMAC.Fields(
+            sequence: max(lastSequence, storedHeadSequence) + 1,
+            unixTime: now().timeIntervalSince1970, bootTime: AuditHost.bootTime(),
+            bootID: host.bootID, uid: Int64(host.uid), loginName: host.loginName,
+            vaultUser: entry.vaultUser, event: entry.event.rawValue, item: entry.item,
+            outcome: entry.outcome.rawValue, reason: entry.reason, previousMAC: previousMAC)
+        let mac = AuditMAC.record(fields, key: key)
+        try db.execute(sql: "INSERT INTO audit (\(Self.recordColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       arguments: [fields.sequence, fields.unixTime, fields.bootTime, fields.bootID, fields.uid,
+                                   fields.loginName, fields.vaultUser, fields.event, fields.item, fields.outcome,
+                                   fields.reason, Data(fields.previousMAC), Data(mac)])
+        if let head {
+            // Only an authentic head moves forward; a damaged or missing one stays as evidence.
+            try AuditHead(headSequence: fields.sequence, headMAC: mac, anchorSequence: head.anchorSequence,
+                          anchorMAC: head.anchorMAC, key: key).save(db)
+        }
+        return Self.record(fields, mac: mac)
+    }
+}

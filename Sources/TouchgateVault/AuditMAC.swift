@@ -1,0 +1,119 @@
+import CSodium
+
+/// The canonical, unambiguous byte encoding of audit records and of the head row,
+/// and the MACs over them.
+///
+/// Every field is written in a fixed order: integers as 8 bytes big-endian, doubles as
+/// their IEEE-754 bit pattern (8 bytes big-endian), text and bytes as a 4-byte
+/// big-endian length then the bytes, optional text as a 0 byte (absent) or a 1 byte
+/// then the text. A distinct 8-byte domain tag starts each kind of message, so a
+/// record MAC can never be passed off as a head MAC or the reverse.
+enum AuditMAC {
+    /// MAC length in bytes (BLAKE2b-256).
+    static let length = 32
+    /// The "previous MAC" of the first record ever written: 32 zero bytes.
+    static let genesis = [UInt8](repeating: 0, count: length)
+
+    /// The raw stored fields of one record, in storage types (so that a record read back
+    /// from SQLite is encoded from exactly the stored values).
+    struct Fields {
+        var sequence: Int64
+        var unixTime: Double
+        var bootTime: Double
+        var bootID: String
+        var uid: Int64
+        var loginName: String
+        var vaultUser: String?
+        var event: String
+        var item: String?
+        var outcome: String
+        var reason: String
+        var previousMAC: [UInt8]
+    }
+
+    /// The MAC of a record.
+    static func record(_ fields: Fields, key: AuditKey) -> [UInt8] {
+        var encoder = Encoder(domain: "TGAUDR01")
+        encoder.integer(fields.sequence)
+        encoder.double(fields.unixTime)
+        encoder.double(fields.bootTime)
+        encoder.text(fields.bootID)
+        encoder.integer(fields.uid)
+        encoder.text(fields.loginName)
+        encoder.optionalText(fields.vaultUser)
+        encoder.text(fields.event)
+        encoder.optionalText(fields.item)
+        encoder.text(fields.outcome)
+        encoder.text(fields.reason)
+        encoder.bytes(fields.previousMAC)
+        return key.mac(encoder.output)
+    }
+
+    /// The MAC of the head row: the last record's sequence and MAC, and the prune anchor.
+    static func state(headSequence: Int64, headMAC: [UInt8], anchorSequence: Int64, anchorMAC: [UInt8],
+                      key: AuditKey) -> [UInt8] {
+        var encoder = Encoder(domain: "TGAUDS01")
+        encoder.integer(headSequence)
+        encoder.bytes(headMAC)
+        encoder.integer(anchorSequence)
+        encoder.bytes(anchorMAC)
+        return key.mac(encoder.output)
+    }
+
+    /// Lowercase hex.
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Constant-time comparison (libsodium's `sodium_memcmp`) of two MACs.
+    static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        guard !a.isEmpty else { return true }
+        return a.withUnsafeBytes { x in
+            b.withUnsafeBytes { y in sodium_memcmp(x.baseAddress, y.baseAddress, x.count) == 0 }
+        }
+    }
+
+    private struct Encoder {
+        var output: [UInt8]
+
+        init(domain: StaticString) {
+            output = []
+            output.reserveCapacity(256)
+            output.append(contentsOf: UnsafeBufferPointer(start: domain.utf8Start, count: domain.utf8CodeUnitCount))
+        }
+
+        mutating func integer(_ value: Int64) {
+            withUnsafeBytes(of: UInt64(bitPattern: value).bigEndian) { output.append(contentsOf: $0) }
+        }
+
+        mutating func double(_ value: Double) {
+            withUnsafeBytes(of: value.bitPattern.bigEndian) { output.append(contentsOf: $0) }
+        }
+
+        mutating func bytes<C: Collection>(_ value: C) where C.Element == UInt8 {
+            withUnsafeBytes(of: UInt32(value.count).bigEndian) { output.append(contentsOf: $0) }
+            output.append(contentsOf: value)
+        }
+
+        mutating func text(_ value: String) {
+            bytes(value.utf8)
+        }
+
+        mutating func optionalText(_ value: String?) {
+            if let value {
+                output.append(1)
+                text(value)
+            } else {
+                output.append(0)
+            }
+        }
+    }
+}

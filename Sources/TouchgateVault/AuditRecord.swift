@@ -1,0 +1,78 @@
+import Foundation
+
+/// One stored audit record, as ``AuditLog`` returns it.
+///
+/// Holds names and short reasons only, never a secret or a template, so it may be
+/// shown, exported and logged freely.
+public struct AuditRecord: Sendable, Equatable {
+    /// Position in the log: 1, 2, 3, … with no gaps (pruning removes a prefix).
+    public let sequence: Int64
+    /// Wall-clock time, Unix seconds with fraction (UTC). Exactly the stored value.
+    public let unixTime: Double
+    /// Seconds since boot from `CLOCK_BOOTTIME` (counts suspend; immune to clock changes).
+    public let bootTime: Double
+    /// `/proc/sys/kernel/random/boot_id` when the record was written: with ``bootTime``
+    /// it orders records within one boot even if the wall clock was changed.
+    public let bootID: String
+    /// The OS user id of the writing process.
+    public let uid: UInt32
+    /// The login name of ``uid`` from the password database (`#<uid>` when it has none).
+    public let loginName: String
+    /// The vault user acting, if known.
+    public let vaultUser: String?
+    /// What happened.
+    public let event: AuditEvent
+    /// The item concerned, by name, if any.
+    public let item: String?
+    /// How it ended.
+    public let outcome: AuditOutcome
+    /// Short explanation.
+    public let reason: String
+    /// The MAC of the record before this one (or the genesis value / prune anchor).
+    public let previousMAC: [UInt8]
+    /// This record's keyed BLAKE2b-256 over all the fields above.
+    public let mac: [UInt8]
+
+    /// ``unixTime`` as a `Date`.
+    public var time: Date { Date(timeIntervalSince1970: unixTime) }
+
+    /// The record as one JSON object on one line (with the final newline), keys in a
+    /// fixed order: `seq`, `time` (ISO-8601 UTC, milliseconds), `unixTime`, `bootTime`,
+    /// `bootID`, `uid`, `login`, `vaultUser`, `event`, `item`, `outcome`, `reason`,
+    /// `prevMAC`, `mac` (lowercase hex). Absent names are `null`.
+    public var jsonLine: String {
+        var out = "{\"seq\":\(sequence)"
+        out += ",\"time\":" + Self.jsonString(time.formatted(Self.isoStyle))
+        out += ",\"unixTime\":\(unixTime),\"bootTime\":\(bootTime)"
+        out += ",\"bootID\":" + Self.jsonString(bootID)
+        out += ",\"uid\":\(uid),\"login\":" + Self.jsonString(loginName)
+        out += ",\"vaultUser\":" + (vaultUser.map(Self.jsonString) ?? "null")
+        out += ",\"event\":" + Self.jsonString(event.rawValue)
+        out += ",\"item\":" + (item.map(Self.jsonString) ?? "null")
+        out += ",\"outcome\":" + Self.jsonString(outcome.rawValue)
+        out += ",\"reason\":" + Self.jsonString(reason)
+        out += ",\"prevMAC\":\"" + AuditMAC.hex(previousMAC) + "\""
+        out += ",\"mac\":\"" + AuditMAC.hex(mac) + "\"}\n"
+        return out
+    }
+
+    private static let isoStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: TimeZone(identifier: "UTC")!)
+
+    /// A JSON string literal for `text` (RFC 8259 escaping).
+    static func jsonString(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029:
+                out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
