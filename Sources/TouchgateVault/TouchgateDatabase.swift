@@ -54,6 +54,7 @@ public final class TouchgateDatabase: Sendable {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         PrintStore.registerMigrations(&migrator)
+        VaultSchema.registerMigrations(&migrator)
         AuditLog.registerMigrations(&migrator)
         return migrator
     }

@@ -1,0 +1,52 @@
+import GRDB
+
+/// The vault's tables (GRDB migration `v2-vault`).
+///
+/// - `vault_meta`: one row. The vault id, the Argon2id parameters and salt, the vault
+///   key wrapped by the passphrase-derived key (`nonce ‖ ciphertext ‖ tag`), and
+///   `templates_sealed`, the marker saying every print template is sealed.
+/// - `vault_item`: one row per item. The item key wrapped by the vault key (NULL once
+///   destroyed by an enrollment change), the value's nonce and ciphertext, and the
+///   authenticated columns (id, owner, name, policy, fresh_touch, enrollment_digest).
+/// - `vault_state`: small blobs other layers persist (lockout counters, the last
+///   passphrase entry), each updated in one immediate write transaction.
+enum VaultSchema {
+    static func registerMigrations(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v2-vault") { db in
+            try db.execute(sql: """
+                CREATE TABLE vault_meta (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    format INTEGER NOT NULL,
+                    vault_id BLOB NOT NULL,
+                    kdf_algorithm INTEGER NOT NULL,
+                    kdf_opslimit INTEGER NOT NULL,
+                    kdf_memlimit INTEGER NOT NULL,
+                    kdf_salt BLOB NOT NULL,
+                    wrapped_vault_key BLOB NOT NULL,
+                    templates_sealed BOOLEAN NOT NULL,
+                    created_at DOUBLE NOT NULL,
+                    passphrase_changed_at DOUBLE NOT NULL
+                );
+                CREATE TABLE vault_item (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    owner TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    policy TEXT NOT NULL,
+                    fresh_touch BOOLEAN NOT NULL,
+                    enrollment_digest BLOB,
+                    wrapped_key BLOB,
+                    nonce BLOB NOT NULL,
+                    ciphertext BLOB NOT NULL,
+                    created_at DOUBLE NOT NULL,
+                    updated_at DOUBLE NOT NULL,
+                    UNIQUE (owner, name)
+                );
+                CREATE TABLE vault_state (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    value BLOB NOT NULL,
+                    updated_at DOUBLE NOT NULL
+                );
+                """)
+        }
+    }
+}
