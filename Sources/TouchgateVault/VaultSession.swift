@@ -1,0 +1,118 @@
+import CSodium
+import Foundation
+
+/// Holds the unlocked vault key in the kernel keyring between passphrase entries.
+///
+/// ``unlock(passphrase:)`` checks the passphrase and puts the vault key in the user's
+/// keyring under ``keyDescription`` with a timeout. ``currentKey()`` reads it back and
+/// pushes the timeout out again, so only idle time locks the vault; the timeout never
+/// reaches past ``maximumAge`` after the passphrase was entered. ``lock()`` removes it;
+/// a reboot wipes it. Any process of the same user can read the key while it is there:
+/// this is the in-process security boundary described in DESIGN.md.
+///
+/// Thread-safe: all state is in the kernel and the database.
+public struct VaultSession: Sendable {
+    /// The vault whose key this session holds.
+    public let vault: Vault
+    /// Idle time after which the key expires unless used.
+    public let idleTimeout: Duration
+    /// Longest time the key stays after the passphrase was entered, however busy.
+    public let maximumAge: Duration
+
+    /// Default ``idleTimeout``: 8 hours.
+    public static let defaultIdleTimeout: Duration = .seconds(8 * 3600)
+    /// Default ``maximumAge``: 72 hours (DESIGN.md: the passphrase at least every 72 hours).
+    public static let defaultMaximumAge: Duration = .seconds(72 * 3600)
+
+    /// A session for `vault`. Timeouts are rounded up to whole seconds (at least one).
+    public init(vault: Vault, idleTimeout: Duration = VaultSession.defaultIdleTimeout,
+                maximumAge: Duration = VaultSession.defaultMaximumAge) {
+        self.vault = vault
+        self.idleTimeout = idleTimeout
+        self.maximumAge = maximumAge
+    }
+
+    /// `touchgate:` and a hash of the data directory and the vault id, so two data
+    /// directories, or a vault recreated in the same one, never share a key.
+    public var keyDescription: String {
+        let path = vault.database.location.directory.standardizedFileURL.resolvingSymlinksInPath().path
+        var input = Array(path.utf8)
+        input.append(0)
+        input += vault.vaultID
+        var digest = [UInt8](repeating: 0, count: 16)
+        Sodium.ensureInitialized()
+        _ = crypto_generichash(&digest, digest.count, input, UInt64(input.count), nil, 0)
+        return "touchgate:" + digest.map { String(format: "%02x", $0) }.joined()
+    }
+
+    // Payload: format byte, 32-byte vault key, CLOCK_BOOTTIME of the unlock in ns (LE).
+    private static let payloadFormat: UInt8 = 1
+    private static let payloadBytes = 1 + 32 + 8
+
+    /// Checks `passphrase` (Argon2id, so about a second) and stores the vault key in the
+    /// keyring; returns it. Also records the passphrase entry.
+    /// - Throws: ``VaultError/wrongPassphrase`` (the keyring is then left as it was),
+    ///   ``VaultError/system(operation:code:)`` when the keyring refuses.
+    @discardableResult
+    public func unlock(passphrase: SecureBytes) throws -> VaultKey {
+        let key = try vault.unlock(passphrase: passphrase)
+        let unlockedAt = try BootInstant.now()
+        let nanoseconds = UInt64(unlockedAt.secondsSinceBoot * 1e9)
+        let payload = key.bytes.withUnsafeBytes { keyBytes in
+            SecureBytes.make(count: Self.payloadBytes) { out in
+                out[0] = Self.payloadFormat
+                out.baseAddress!.advanced(by: 1).copyMemory(from: keyBytes.baseAddress!, byteCount: 32)
+                for i in 0..<8 { out[33 + i] = UInt8(nanoseconds >> (8 * UInt64(i)) & 0xff) }
+            }
+        }
+        try KernelKeyring.store(keyDescription, payload: payload, timeout: Self.wholeSeconds(min(idleTimeout, maximumAge)))
+        return key
+    }
+
+    /// The vault key if the vault is unlocked, `nil` if locked. Each successful call
+    /// restarts the idle timeout (capped by ``maximumAge`` since the unlock).
+    public func currentKey() throws -> VaultKey? {
+        let description = keyDescription
+        guard let (serial, payload) = try KernelKeyring.read(description, capacity: Self.payloadBytes) else { return nil }
+        let fields: (format: UInt8, unlockedAt: UInt64)? = payload.withUnsafeBytes { bytes in
+            guard bytes.count == Self.payloadBytes else { return nil }
+            var ns: UInt64 = 0
+            for i in 0..<8 { ns |= UInt64(bytes[33 + i]) << (8 * UInt64(i)) }
+            return (bytes[0], ns)
+        }
+        guard let fields, fields.format == Self.payloadFormat else {
+            // Not a key this code wrote: treat as locked and clear it.
+            try KernelKeyring.remove(description)
+            return nil
+        }
+        let now = try BootInstant.now()
+        let age = now.secondsSinceBoot - Double(fields.unlockedAt) / 1e9
+        let remaining = maximumAge.seconds - age
+        guard remaining > 0 else {
+            try KernelKeyring.remove(description)
+            return nil
+        }
+        let timeout = min(idleTimeout.seconds, remaining)
+        guard try KernelKeyring.setTimeout(serial, Self.wholeSeconds(.seconds(timeout))) else { return nil }
+        let key = payload.withUnsafeBytes { bytes in
+            SecureBytes.make(count: 32) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[1..<33])) }
+        }
+        return VaultKey(bytes: key, vaultID: vault.vaultID)
+    }
+
+    /// The vault key, or ``VaultError/locked`` (whose message says to run `touchgate unlock`).
+    public func requireKey() throws -> VaultKey {
+        guard let key = try currentKey() else { throw VaultError.locked }
+        return key
+    }
+
+    /// Removes the key from the keyring; returns whether the vault was unlocked.
+    @discardableResult
+    public func lock() throws -> Bool {
+        try KernelKeyring.remove(keyDescription)
+    }
+
+    private static func wholeSeconds(_ duration: Duration) -> UInt32 {
+        UInt32(min(max(duration.seconds.rounded(.up), 1), Double(UInt32.max)))
+    }
+}
