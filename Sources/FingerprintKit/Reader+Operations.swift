@@ -13,9 +13,9 @@ extension Reader {
         }
     }
 
-    /// Closes the reader, ending any operation still running first.
+    /// Closes the reader. Not cancellable: a cancelled task still releases the reader.
     public func close() async throws {
-        try await perform { device, cancellable, data in
+        try await perform(cancellable: false) { device, cancellable, data in
             fp_device_close(device, cancellable, asyncReadyCallback, data)
         } finish: { device, result in
             _ = try GErrorFunnel.check { fp_device_close_finish(device, result, $0) }

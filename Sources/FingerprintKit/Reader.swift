@@ -109,20 +109,23 @@ public final class Reader: @unchecked Sendable {
     /// result there. Task cancellation cancels the cancellable and nothing else.
     func perform<T: Sendable>(
         events: AsyncStream<ReaderEvent>.Continuation? = nil,
+        cancellable isCancellable: Bool = true,
         start: @escaping @Sendable (UnsafeMutablePointer<FpDevice>, UnsafeMutablePointer<GCancellable>, gpointer) throws -> Void,
         finish: @escaping @Sendable (UnsafeMutablePointer<FpDevice>, OpaquePointer) throws -> T
     ) async throws -> T {
         let cancellable = GObjectRef(pointer: g_cancellable_new()!)
         defer { g_object_unref(cancellable.pointer) }  // GCancellable is thread-safe
-        do {
-            return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                    GLibLoop.shared.perform { [self] in
-                        self.begin(cancellable: cancellable, events: events, continuation: continuation,
-                                   start: start, finish: finish)
-                    }
+        let call = {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                GLibLoop.shared.perform { [self] in
+                    self.begin(cancellable: cancellable, events: events, continuation: continuation,
+                               start: start, finish: finish)
                 }
-            } onCancel: {
+            }
+        }
+        do {
+            guard isCancellable else { return try await call() }
+            return try await withTaskCancellationHandler(operation: call) {
                 g_cancellable_cancel(cancellable.pointer)
             }
         } catch let error as FingerprintError where error.isDisconnected {

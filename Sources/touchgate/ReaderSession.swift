@@ -1,0 +1,130 @@
+import FingerprintKit
+import Foundation
+
+/// An open reader for one command: picks it, opens it with errors a person can act on,
+/// turns its events into prompts, and closes it.
+struct ReaderSession: Sendable {
+    let context: FingerprintContext
+    let reader: Reader
+    let console: Console
+
+    var info: ReaderInfo { reader.info }
+
+    /// Finds the reader (`device` is a device id or a driver name; default: the first)
+    /// and opens it.
+    static func open(device: String?, console: Console) async throws -> ReaderSession {
+        let context = await FingerprintContext()
+        let reader = try await pick(device: device, in: context)
+        do {
+            try await reader.open()
+        } catch let error as FingerprintError {
+            throw Failure.noReader("cannot open \(reader.info.name) (\(reader.info.driver)): \(error). "
+                                   + ReaderDiagnostics.openHint)
+        }
+        return ReaderSession(context: context, reader: reader, console: console)
+    }
+
+    /// Opens the reader, runs `body` with it and closes it, also when `body` throws or is cancelled.
+    static func with<T: Sendable>(device: String?, console: Console,
+                                  _ body: (ReaderSession) async throws -> T) async throws -> T {
+        let session = try await open(device: device, console: console)
+        do {
+            let value = try await body(session)
+            await session.close()
+            return value
+        } catch {
+            await session.close()
+            throw error
+        }
+    }
+
+    /// Finds a reader without opening it.
+    static func pick(device: String?, in context: FingerprintContext) async throws -> Reader {
+        let readers = await context.readers()
+        guard !readers.isEmpty else { throw Failure.noReader(ReaderDiagnostics.noReaderMessage()) }
+        guard let device else { return readers[0] }
+        if let match = readers.first(where: { $0.info.deviceID == device })
+            ?? readers.first(where: { $0.info.driver == device }) {
+            return match
+        }
+        let known = readers.map { "\($0.info.deviceID) (\($0.info.driver))" }.joined(separator: ", ")
+        throw Failure.noReader("no reader with id or driver '\(device)'; connected: \(known)")
+    }
+
+    /// Closes the reader; a reader that is already gone is not an error.
+    func close() async {
+        if await reader.isOpen { try? await reader.close() }
+    }
+
+    /// Runs `body` with an events continuation whose events become prompts.
+    /// `finger` names the finger in prompts; `stages` is set for enrollment.
+    func prompting<T: Sendable>(
+        _ operation: String, finger: String?,
+        _ body: @Sendable (AsyncStream<ReaderEvent>.Continuation) async throws -> T
+    ) async throws -> T {
+        let (stream, continuation) = AsyncStream.makeStream(of: ReaderEvent.self)
+        let prompter = Prompter(console: console, info: info, operation: operation, finger: finger)
+        let printer = Task { await prompter.consume(stream) }
+        do {
+            let value = try await body(continuation)
+            continuation.finish()
+            await printer.value
+            return value
+        } catch {
+            continuation.finish()
+            await printer.value
+            throw error
+        }
+    }
+}
+
+/// Turns reader events into prompts: exactly one prompt each time the reader starts
+/// waiting for a finger, progress after each enroll stage, and retry hints.
+struct Prompter: Sendable {
+    let console: Console
+    let info: ReaderInfo
+    let operation: String
+    let finger: String?
+
+    func consume(_ stream: AsyncStream<ReaderEvent>) async {
+        var waiting = false
+        var completed = 0
+        for await event in stream {
+            switch event {
+            case .fingerStatus(let status):
+                if status.isWaitingForFinger && !waiting { prompt(stage: completed + 1) }
+                waiting = status.isWaitingForFinger
+            case .enrollStage(let done, let total):
+                completed = done
+                console.event("enroll-stage", [("completed", .int(done)), ("total", .int(total))],
+                              text: "  scan \(done) of \(total) done")
+            case .retry(let reason):
+                console.event("retry", [("reason", .string(Self.name(of: reason))), ("message", .string(reason.message))],
+                              text: "  \(reason.message)")
+            }
+        }
+    }
+
+    private func prompt(stage: Int) {
+        let who = finger.map { $0.replacingOccurrences(of: "-", with: " ") + " finger" } ?? "finger"
+        let action = info.scanType == .swipe
+            ? "Swipe your \(who) across the reader" : "Place your \(who) on the reader"
+        var fields: [(String, JSON)] = [("operation", .string(operation)), ("finger", .optional(finger)),
+                                        ("scan-type", .string(info.scanType.rawValue))]
+        var text = action
+        if operation == "enroll" {
+            fields += [("stage", .int(stage)), ("stages", .int(info.enrollStages))]
+            text += " (scan \(stage) of \(info.enrollStages))"
+        }
+        console.event("finger-needed", fields, text: text)
+    }
+
+    static func name(of reason: RetryReason) -> String {
+        switch reason {
+        case .tooShort: return "too-short"
+        case .centerFinger: return "center-finger"
+        case .removeFinger: return "remove-finger"
+        default: return "general"
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import ArgumentParser
+import Foundation
+
+/// The `touchgate` command: fingerprint-gated secrets for Linux.
+@main
+struct Touchgate: AsyncParsableCommand {
+    static let version = "0.1.0"
+
+    static let configuration = CommandConfiguration(
+        commandName: "touchgate",
+        abstract: "Fingerprint-gated secrets for Linux.",
+        discussion: """
+            Prompts and progress go to standard error, results to standard output; with --json \
+            both are JSON (one object per line on standard error, one result object on standard \
+            output). Exit codes: 0 success or match, 1 no match, 2 no reader, 3 nothing enrolled, \
+            4 reader disconnected, 5 reader error, 6 data error, 7 locked out, 8 authentication \
+            needed or refused, 9 already enrolled, 64 usage, 130 cancelled.
+            """,
+        version: version,
+        subcommands: [
+            Devices.self, Enroll.self, Verify.self, Identify.self, Prints.self, Capture.self,
+        ]
+    )
+
+    static func main() async {
+        // Everything this process creates is private to its owner.
+        umask(0o077)
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+/// Options every command shares.
+struct CommonOptions: ParsableArguments {
+    @Flag(help: "Machine-readable output: JSON lines on standard error, one JSON result on standard output.")
+    var json = false
+}
+
+/// Options of commands that use a reader.
+struct ReaderOptions: ParsableArguments {
+    @Option(name: .long, help: "The reader to use: a device id or driver name (see `touchgate devices`). Default: the first.")
+    var device: String?
+}
+
+/// Options naming whose print.
+struct UserOption: ParsableArguments {
+    @Option(help: "Whose fingers (default: your login name).")
+    var user: String?
+
+    /// The user name to use.
+    var resolved: String { user ?? LoginName.current }
+}
+
+/// The login name of the process owner.
+enum LoginName {
+    static var current: String {
+        if let entry = getpwuid(getuid()), let name = entry.pointee.pw_name { return String(cString: name) }
+        return ProcessInfo.processInfo.environment["USER"] ?? "uid\(getuid())"
+    }
+}
