@@ -33,9 +33,15 @@ struct Attempt {
 }
 
 extension AuthorizationError {
-    /// Whether the user made an attempt that failed (as opposed to being refused).
-    var isAttemptFailure: Bool {
-        if case .authenticationFailed = self { return true }
-        return false
+    /// How a refusal is recorded: `failure` for a wrong finger or passphrase, `error`
+    /// when no verdict was reached, `denied` when policy refused before asking.
+    var auditOutcome: PolicyAuditEvent.Outcome {
+        switch self {
+        case .authenticationFailed(.noMatch), .authenticationFailed(.wrongPassphrase): .failure
+        case .authenticationFailed(.poorCapture), .authenticationFailed(.timedOut), .cancelled,
+            .readerUnavailable, .readerDisconnected, .stateUnavailable:
+            .error
+        case .lockedOut, .itemInvalidated, .passphraseRequired, .nothingEnrolled: .denied
+        }
     }
 }

@@ -95,7 +95,7 @@ extension AccessEvaluator {
                         info.passphraseOnly
                         ? "\(configuration.passphraseOnlyThreshold) failures since the last passphrase entry: passphrase required"
                         : "\(configuration.lockoutThreshold) consecutive failures: locked for \(configuration.lockoutDuration.components.seconds) s"
-                    try emit(event(.lockoutStarted, at: after, factor: .biometry, outcome: .info, reason: reason))
+                    try emit(event(.lockoutStarted, at: after, factor: .biometry, outcome: .success, reason: reason))
                     throw .lockedOut(info)
                 case .alreadyLocked(let info):
                     throw .lockedOut(info)
@@ -108,7 +108,7 @@ extension AccessEvaluator {
     private func recordUncounted(_ error: AuthorizationError, attempt: inout Attempt) throws(AuthorizationError) -> Never {
         try emit(event(
             .authenticationAttempt, at: clock.reading(), factor: .biometry,
-            outcome: .failure, reason: "\(error.description) (not counted)"))
+            outcome: .error, reason: "\(error.description) (not counted)"))
         throw error
     }
 
@@ -126,7 +126,7 @@ extension AccessEvaluator {
             case .cancelled:
                 try emit(event(
                     .authenticationAttempt, at: clock.reading(), factor: .passphrase,
-                    outcome: .failure, reason: "cancelled"))
+                    outcome: .error, reason: "cancelled"))
                 throw .cancelled
             case .unavailable:
                 attempt.interactions -= 1
@@ -148,7 +148,7 @@ extension AccessEvaluator {
             .authenticationAttempt, at: now, factor: .passphrase, outcome: .success,
             reason: "passphrase verified"))
         if wasLocked {
-            try emit(event(.lockoutEnded, at: now, factor: .passphrase, outcome: .info, reason: "lifted by passphrase"))
+            try emit(event(.lockoutEnded, at: now, factor: .passphrase, outcome: .success, reason: "lifted by passphrase"))
         }
         attempt.passphraseVerified = true
     }

@@ -14,7 +14,7 @@ extension AccessEvaluator {
         } catch {
             try emit(event(
                 .unlock, at: clock.reading(), factor: .passphrase,
-                outcome: error.isAttemptFailure ? .failure : .denied, reason: error.description))
+                outcome: error.auditOutcome, reason: error.description))
             throw error
         }
         let now = clock.reading()
@@ -52,7 +52,7 @@ extension AccessEvaluator {
             try await provePassphrase(&attempt, requirement: .enrollmentChange)
         } catch {
             try emit(event(
-                change.auditKind, at: clock.reading(), outcome: error.isAttemptFailure ? .failure : .denied,
+                change.auditKind, at: clock.reading(), outcome: error.auditOutcome,
                 reason: error.description))
             throw error
         }

@@ -17,13 +17,13 @@ extension AccessEvaluator {
         for transition in transitions {
             switch transition {
             case .lockoutExpired:
-                try emit(event(.lockoutEnded, at: now, outcome: .info, reason: "lockout expired"))
+                try emit(event(.lockoutEnded, at: now, outcome: .success, reason: "lockout expired"))
             case .lockoutRestartedAfterReboot:
                 try emit(event(
-                    .lockoutStarted, at: now, outcome: .info,
+                    .lockoutStarted, at: now, outcome: .success,
                     reason: "lockout from an earlier boot restarted with its full duration"))
             case .sessionEnded(let why):
-                try emit(event(.lock, at: now, outcome: .info, reason: "session ended: \(why)"))
+                try emit(event(.lock, at: now, outcome: .success, reason: "session ended: \(why)"))
             }
         }
         return result
@@ -31,16 +31,16 @@ extension AccessEvaluator {
 
     /// Builds an audit event for this evaluator's principal.
     func event(
-        _ kind: AuditEvent.Kind, at time: ClockReading, subject: String? = nil,
-        factor: AuthenticationFactor? = nil, outcome: AuditEvent.Outcome, reason: String
-    ) -> AuditEvent {
-        AuditEvent(
+        _ kind: PolicyAuditEvent.Kind, at time: ClockReading, subject: String? = nil,
+        factor: AuthenticationFactor? = nil, outcome: PolicyAuditEvent.Outcome, reason: String
+    ) -> PolicyAuditEvent {
+        PolicyAuditEvent(
             time: time, principal: principal, kind: kind, subject: subject, factor: factor,
             outcome: outcome, reason: reason)
     }
 
     /// Sends an event to the sink; a sink failure denies the operation.
-    func emit(_ event: AuditEvent) throws(AuthorizationError) {
+    func emit(_ event: PolicyAuditEvent) throws(AuthorizationError) {
         do {
             try auditSink.record(event)
         } catch {

@@ -81,7 +81,7 @@ public struct AccessEvaluator: Sendable {
         } catch {
             try emit(event(
                 operation.auditKind, at: clock.reading(), subject: item.name,
-                outcome: error.isAttemptFailure ? .failure : .denied, reason: error.description))
+                outcome: error.auditOutcome, reason: error.description))
             throw error
         }
 

@@ -7,20 +7,20 @@ import Foundation
 /// (no access without an audit record). Called synchronously from the evaluating task.
 public protocol AuditSink: Sendable {
     /// Records one event.
-    func record(_ event: AuditEvent) throws
+    func record(_ event: PolicyAuditEvent) throws
 }
 
 /// An ``AuditSink`` that calls a closure.
 public struct ClosureAuditSink: AuditSink {
-    private let body: @Sendable (AuditEvent) throws -> Void
+    private let body: @Sendable (PolicyAuditEvent) throws -> Void
 
     /// Wraps `body`, called once per event.
-    public init(_ body: @escaping @Sendable (AuditEvent) throws -> Void) {
+    public init(_ body: @escaping @Sendable (PolicyAuditEvent) throws -> Void) {
         self.body = body
     }
 
     /// Passes the event to the closure.
-    public func record(_ event: AuditEvent) throws {
+    public func record(_ event: PolicyAuditEvent) throws {
         try body(event)
     }
 }
@@ -29,18 +29,18 @@ public struct ClosureAuditSink: AuditSink {
 public final class RecordingAuditSink: AuditSink, @unchecked Sendable {
     // @unchecked Sendable: `stored` is read and written only under `lock`.
     private let lock = NSLock()
-    private var stored: [AuditEvent] = []
+    private var stored: [PolicyAuditEvent] = []
 
     /// Creates an empty recorder.
     public init() {}
 
     /// Appends the event.
-    public func record(_ event: AuditEvent) {
+    public func record(_ event: PolicyAuditEvent) {
         lock.withLock { stored.append(event) }
     }
 
     /// Everything recorded so far, in order.
-    public var events: [AuditEvent] { lock.withLock { stored } }
+    public var events: [PolicyAuditEvent] { lock.withLock { stored } }
 }
 
 /// An ``AuditSink`` that drops every event (for callers that audit elsewhere).
@@ -49,5 +49,5 @@ public struct DiscardingAuditSink: AuditSink {
     public init() {}
 
     /// Does nothing.
-    public func record(_ event: AuditEvent) {}
+    public func record(_ event: PolicyAuditEvent) {}
 }

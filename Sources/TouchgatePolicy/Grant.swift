@@ -6,7 +6,7 @@ import Foundation
 /// one, and for the one item and operation named.
 public struct Grant: Hashable, Sendable {
     /// What was authorized.
-    public var action: AuditEvent.Kind
+    public var action: PolicyAuditEvent.Kind
     /// The item, for item operations.
     public var itemName: String?
     /// The factors the decision relied on (fresh or reused).
@@ -22,7 +22,7 @@ public struct Grant: Hashable, Sendable {
 
     /// Creates a grant.
     public init(
-        action: AuditEvent.Kind, itemName: String?, factors: Set<AuthenticationFactor>,
+        action: PolicyAuditEvent.Kind, itemName: String?, factors: Set<AuthenticationFactor>,
         matchedPrint: EnrolledPrintID?, reusedSession: Bool, decidedAt: ClockReading, reason: String
     ) {
         self.action = action

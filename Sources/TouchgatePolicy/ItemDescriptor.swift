@@ -57,7 +57,7 @@ public enum ItemOperation: String, Hashable, Sendable, Codable, CaseIterable {
     case delete
 
     /// The audit event kind recording this operation.
-    public var auditKind: AuditEvent.Kind {
+    public var auditKind: PolicyAuditEvent.Kind {
         switch self {
         case .read: .itemRead
         case .write: .itemWrite
@@ -74,7 +74,7 @@ public enum EnrollmentChange: String, Hashable, Sendable, Codable {
     case delete
 
     /// The audit event kind recording this change.
-    public var auditKind: AuditEvent.Kind {
+    public var auditKind: PolicyAuditEvent.Kind {
         switch self {
         case .enroll: .fingerEnrolled
         case .delete: .fingerDeleted

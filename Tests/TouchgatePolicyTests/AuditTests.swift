@@ -103,14 +103,27 @@ struct AuditTests {
         #expect(sensor.callCount == 0)
     }
 
+    @Test("outcomes distinguish a wrong finger, no verdict, and a refusal by policy")
+    func outcomes() async throws {
+        let fixture = Fixture()
+        _ = await fixture.read(item(.biometryAny, name: "a"), sensor: ScriptedSensor.neverMatching())
+        _ = await fixture.read(item(.biometryAny, name: "b"), sensor: ScriptedSensor.failing(with: .disconnected))
+        _ = await fixture.read(item(.biometryAny, name: "c"), sensor: ScriptedSensor.alwaysMatching(),
+                               enrollment: EnrollmentStatus(state: Fixture.stateA, printCount: 0))
+        let reads = fixture.events(.itemRead)
+        #expect(reads.map(\.subject) == ["a", "b", "c"])
+        #expect(reads.map(\.outcome) == [.failure, .error, .denied])
+        #expect(fixture.events(.authenticationAttempt).map(\.outcome) == [.failure, .error])
+    }
+
     @Test("events encode with stable kind names")
     func codable() throws {
-        #expect(AuditEvent.Kind.authenticationAttempt.rawValue == "authentication-attempt")
-        #expect(AuditEvent.Kind.lockoutStarted.rawValue == "lockout-start")
-        let event = AuditEvent(
+        #expect(PolicyAuditEvent.Kind.authenticationAttempt.rawValue == "auth.attempt")
+        #expect(PolicyAuditEvent.Kind.lockoutStarted.rawValue == "lockout.start")
+        let event = PolicyAuditEvent(
             time: ClockReading(wall: Date(timeIntervalSince1970: 0), monotonic: MonotonicInstant(bootID: "b", sinceBoot: .seconds(3))),
             principal: "p", kind: .itemRead, subject: "x", outcome: .success, reason: "r")
-        let decoded = try JSONDecoder().decode(AuditEvent.self, from: JSONEncoder().encode(event))
+        let decoded = try JSONDecoder().decode(PolicyAuditEvent.self, from: JSONEncoder().encode(event))
         #expect(decoded == event)
     }
 

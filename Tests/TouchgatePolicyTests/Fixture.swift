@@ -44,7 +44,7 @@ struct Fixture {
     }
 
     /// The audit events of a kind.
-    func events(_ kind: AuditEvent.Kind) -> [AuditEvent] {
+    func events(_ kind: PolicyAuditEvent.Kind) -> [PolicyAuditEvent] {
         audit.events.filter { $0.kind == kind }
     }
 }

@@ -1,8 +1,11 @@
 /// One record for the audit log: who did what, when, with what outcome and why.
 ///
+/// Named apart from the vault's `AuditEvent` (the stored event name): the vault maps
+/// ``kind`` to it by raw value and persists the rest.
+///
 /// Never holds a secret, passphrase or template: subjects are item names and print
 /// identifiers. The vault persists and hash-chains these records.
-public struct AuditEvent: Hashable, Sendable, Codable {
+public struct PolicyAuditEvent: Hashable, Sendable, Codable {
     /// When it happened (wall time for the reader, boot time for ordering).
     public var time: ClockReading
     /// Who acted (the principal the evaluator was created for, e.g. `uid=1000(alice)`).
@@ -32,41 +35,44 @@ public struct AuditEvent: Hashable, Sendable, Codable {
         self.reason = reason
     }
 
-    /// The kinds of recorded events; raw values are the stable stored names.
+    /// The kinds of recorded events; raw values are the stable stored names, the same
+    /// dotted names the vault's audit log uses (`auth.attempt`, `item.read`, ...).
     public enum Kind: String, Hashable, Sendable, Codable, CaseIterable {
         /// A fingerprint or passphrase check and its result.
-        case authenticationAttempt = "authentication-attempt"
+        case authenticationAttempt = "auth.attempt"
         /// An item's secret was requested.
-        case itemRead = "item-read"
+        case itemRead = "item.read"
         /// An item was created or replaced.
-        case itemWrite = "item-write"
+        case itemWrite = "item.write"
         /// An item was deleted.
-        case itemDelete = "item-delete"
+        case itemDelete = "item.delete"
         /// A finger was enrolled (or its authorization decided).
-        case fingerEnrolled = "finger-enroll"
+        case fingerEnrolled = "finger.enroll"
         /// A finger was deleted (or its authorization decided).
-        case fingerDeleted = "finger-delete"
+        case fingerDeleted = "finger.delete"
         /// A session ended (explicitly, on idle, or on expiry).
-        case lock
+        case lock = "vault.lock"
         /// The vault was unlocked with the passphrase.
-        case unlock
+        case unlock = "vault.unlock"
         /// A lockout began.
-        case lockoutStarted = "lockout-start"
+        case lockoutStarted = "lockout.start"
         /// A lockout ended (expired or lifted by the passphrase).
-        case lockoutEnded = "lockout-end"
+        case lockoutEnded = "lockout.end"
         /// An item's access policy was set or changed.
-        case policyChanged = "policy-change"
+        case policyChanged = "policy.change"
     }
 
     /// How an event ended.
     public enum Outcome: String, Hashable, Sendable, Codable, CaseIterable {
-        /// The action succeeded or access was granted.
+        /// The action succeeded or access was granted; also a state change the system
+        /// made by itself (lockout start or end, idle lock).
         case success
         /// An authentication was attempted and failed.
         case failure
-        /// Access was refused without (or before) an attempt, e.g. during a lockout.
+        /// Access was refused by policy without (or before) an attempt, e.g. during a lockout.
         case denied
-        /// A state change the system made by itself (lockout start/end, idle lock).
-        case info
+        /// No verdict was reached: the reader was unplugged, unavailable, timed out,
+        /// captured poorly, or the user cancelled. Not counted toward lockout.
+        case error
     }
 }
