@@ -21,7 +21,9 @@ extension AccessEvaluator {
             do {
                 try await satisfy(left, &attempt)
             } catch {
+                // A cancel is the user's answer; a broken store or audit log fails closed.
                 if error == .cancelled { throw error }
+                if case .stateUnavailable = error { throw error }
                 let asked = attempt.interactions
                 do {
                     try await satisfy(right, &attempt)
@@ -53,7 +55,7 @@ extension AccessEvaluator {
         var poorCaptures = 0
         while true {
             if Task.isCancelled {
-                try recordUncounted(.cancelled, attempt: &attempt)
+                try recordUncounted(.cancelled)
             }
             attempt.interactions += 1
             let outcome: SensorOutcome
@@ -64,11 +66,11 @@ extension AccessEvaluator {
                 case .retry:
                     poorCaptures += 1
                     if poorCaptures <= configuration.maximumRetries { continue }
-                    try recordUncounted(.authenticationFailed(.poorCapture(attempts: poorCaptures)), attempt: &attempt)
-                case .timeout: try recordUncounted(.authenticationFailed(.timedOut), attempt: &attempt)
-                case .cancelled: try recordUncounted(.cancelled, attempt: &attempt)
-                case .unavailable: try recordUncounted(.readerUnavailable, attempt: &attempt)
-                case .disconnected: try recordUncounted(.readerDisconnected, attempt: &attempt)
+                    try recordUncounted(.authenticationFailed(.poorCapture(attempts: poorCaptures)))
+                case .timeout: try recordUncounted(.authenticationFailed(.timedOut))
+                case .cancelled: try recordUncounted(.cancelled)
+                case .unavailable: try recordUncounted(.readerUnavailable)
+                case .disconnected: try recordUncounted(.readerDisconnected)
                 }
             }
             let after = clock.reading()
@@ -105,7 +107,7 @@ extension AccessEvaluator {
     }
 
     /// Audits a reader outcome that is not counted toward lockout, then throws it.
-    private func recordUncounted(_ error: AuthorizationError, attempt: inout Attempt) throws(AuthorizationError) -> Never {
+    private func recordUncounted(_ error: AuthorizationError) throws(AuthorizationError) -> Never {
         try emit(event(
             .authenticationAttempt, at: clock.reading(), factor: .biometry,
             outcome: .error, reason: "\(error.description) (not counted)"))
