@@ -24,7 +24,8 @@ public struct VaultSession: Sendable {
     /// Default ``maximumAge``: 72 hours (DESIGN.md: the passphrase at least every 72 hours).
     public static let defaultMaximumAge: Duration = .seconds(72 * 3600)
 
-    /// A session for `vault`. Timeouts are rounded up to whole seconds (at least one).
+    /// A session for `vault`. Timeouts are rounded up to whole seconds (at least one); the
+    /// key then goes at most one second after them (the keyring's resolution).
     public init(vault: Vault, idleTimeout: Duration = VaultSession.defaultIdleTimeout,
                 maximumAge: Duration = VaultSession.defaultMaximumAge) {
         self.vault = vault
@@ -112,7 +113,10 @@ public struct VaultSession: Sendable {
         try KernelKeyring.remove(keyDescription)
     }
 
+    /// The keyring timeout for `duration`. The kernel keeps expiry times in whole seconds
+    /// of the wall clock (`now_seconds + timeout`), so a timeout of n seconds expires after
+    /// anything between n-1 and n; one second more makes it "at least `duration`".
     private static func wholeSeconds(_ duration: Duration) -> UInt32 {
-        UInt32(min(max(duration.seconds.rounded(.up), 1), Double(UInt32.max)))
+        UInt32(min(max(duration.seconds.rounded(.up), 1) + 1, Double(UInt32.max)))
     }
 }
