@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+@testable import TouchgateVault
+
+/// These use the real kernel keyring of the user running the tests. Every vault has a
+/// random id, part of the key description, so tests running side by side never meet.
+@Suite("Vault session in the kernel keyring")
+struct VaultSessionTests {
+    @Test("unlock puts the key in the keyring; currentKey reads it; lock removes it")
+    func unlockAndLock() throws {
+        let fixture = try VaultFixture()
+        let session = VaultSession(vault: fixture.vault, idleTimeout: .seconds(60))
+        defer { _ = try? session.lock() }
+        #expect(session.keyDescription.hasPrefix("touchgate:"))
+        #expect(try session.currentKey() == nil)
+        #expect(throws: VaultError.locked) { try session.requireKey() }
+
+        #expect(throws: VaultError.wrongPassphrase) { try session.unlock(passphrase: secret("wrong")) }
+        #expect(try session.currentKey() == nil)
+
+        try fixture.vault.setItem(named: "token", value: secret("v"), policy: "biometryAny", freshTouch: false,
+                                  enrollmentDigest: nil, key: fixture.key)
+        try session.unlock(passphrase: secret(VaultFixture.passphrase))
+        // Another handle (as another process would have) finds the same key.
+        let other = VaultSession(vault: try Vault.open(database: fixture.store.database, owner: "alice"))
+        let key = try #require(try other.currentKey())
+        #expect(key.bytes.constantTimeEquals(fixture.key.bytes))
+        #expect(string(try fixture.vault.item(named: "token", key: key).value) == "v")
+
+        #expect(try session.lock())
+        #expect(try session.currentKey() == nil)
+        #expect(try other.currentKey() == nil)
+        #expect(try !session.lock())
+    }
+
+    @Test("the key expires after the idle timeout, and use pushes the timeout out", .timeLimit(.minutes(1)))
+    func idleTimeout() async throws {
+        let fixture = try VaultFixture()
+        let session = VaultSession(vault: fixture.vault, idleTimeout: .seconds(2))
+        defer { _ = try? session.lock() }
+        try session.unlock(passphrase: secret(VaultFixture.passphrase))
+        // Used every second for 3 s: each use restarts the 2 s timeout.
+        for _ in 0..<3 {
+            try await Task.sleep(for: .seconds(1))
+            #expect(try session.currentKey() != nil)
+        }
+        try await Task.sleep(for: .seconds(4))
+        #expect(try session.currentKey() == nil)
+    }
+
+    @Test("a 1 s timeout locks after about 2 s idle", .timeLimit(.minutes(1)))
+    func oneSecondTimeout() async throws {
+        let fixture = try VaultFixture()
+        let session = VaultSession(vault: fixture.vault, idleTimeout: .seconds(1))
+        defer { _ = try? session.lock() }
+        try session.unlock(passphrase: secret(VaultFixture.passphrase))
+        #expect(try session.currentKey() != nil)
+        // The keyring counts whole seconds, so the key goes between 1 and 2 s after its last use.
+        try await Task.sleep(for: .seconds(2.2))
+        #expect(try session.currentKey() == nil)
+        #expect(throws: VaultError.locked) { try session.requireKey() }
+    }
+
+    @Test("the key never outlives the maximum age, however often it is used", .timeLimit(.minutes(1)))
+    func maximumAge() async throws {
+        let fixture = try VaultFixture()
+        let session = VaultSession(vault: fixture.vault, idleTimeout: .seconds(600), maximumAge: .seconds(2))
+        defer { _ = try? session.lock() }
+        try session.unlock(passphrase: secret(VaultFixture.passphrase))
+        try await Task.sleep(for: .seconds(1))
+        #expect(try session.currentKey() != nil)
+        try await Task.sleep(for: .seconds(2))
+        #expect(try session.currentKey() == nil)
+    }
+
+    @Test("a vault created again in the same directory does not pick up the old key")
+    func recreatedVault() throws {
+        let fixture = try VaultFixture()
+        let session = VaultSession(vault: fixture.vault)
+        defer { _ = try? session.lock() }
+        try session.unlock(passphrase: secret(VaultFixture.passphrase))
+        try fixture.store.tamper("DELETE FROM vault_meta")
+        let fresh = try Vault.create(database: fixture.store.database, passphrase: secret("pw"), kdf: .minimum, owner: "alice")
+        let freshSession = VaultSession(vault: fresh)
+        #expect(freshSession.keyDescription != session.keyDescription)
+        #expect(try freshSession.currentKey() == nil)
+    }
+
+    @Test("unlocking records when the passphrase was entered, on the boot clock")
+    func passphraseEntry() throws {
+        let fixture = try VaultFixture()
+        let session = VaultSession(vault: fixture.vault)
+        defer { _ = try? session.lock() }
+        let before = try BootInstant.now()
+        try session.unlock(passphrase: secret(VaultFixture.passphrase))
+        let entry = try #require(try fixture.vault.lastPassphraseEntry())
+        let after = try BootInstant.now()
+        #expect(entry.bootID == before.bootID)
+        #expect(entry.secondsSinceBoot >= before.secondsSinceBoot && entry.secondsSinceBoot <= after.secondsSinceBoot)
+        #expect(entry.isRecent(now: after, maximumAge: .seconds(72 * 3600)))
+        let later = BootInstant(bootID: entry.bootID, secondsSinceBoot: entry.secondsSinceBoot + 72 * 3600 + 1)
+        #expect(!entry.isRecent(now: later, maximumAge: .seconds(72 * 3600)))
+        let rebooted = BootInstant(bootID: "another-boot", secondsSinceBoot: entry.secondsSinceBoot + 1)
+        #expect(!entry.isRecent(now: rebooted, maximumAge: .seconds(72 * 3600)))
+        // A failed attempt records nothing.
+        try fixture.store.tamper("DELETE FROM vault_state")
+        #expect(throws: VaultError.wrongPassphrase) { try session.unlock(passphrase: secret("wrong")) }
+        #expect(try fixture.vault.lastPassphraseEntry() == nil)
+        #expect(VaultSession.defaultMaximumAge == .seconds(72 * 3600))
+    }
+}
