@@ -16,6 +16,8 @@ public enum AuditError: Error, Equatable, CustomStringConvertible {
     /// A stored record has a field of the wrong type (the table was edited by hand).
     case malformedRecord(sequence: Int64)
 
+    /// A one-line, human-readable form (never holds a secret).
+
     public var description: String {
         switch self {
         case let .keyMissing(path):

@@ -31,6 +31,8 @@ public struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConv
         }
     }
 
+    /// A one-line, human-readable form (never holds a secret).
+
     public var description: String { rawValue }
 
     /// A fingerprint or passphrase authentication attempt (`auth.attempt`).
@@ -91,6 +93,8 @@ public struct AuditOutcome: RawRepresentable, Hashable, Sendable, CustomStringCo
     init(stored: String) {
         self.rawValue = stored
     }
+
+    /// A one-line, human-readable form (never holds a secret).
 
     public var description: String { rawValue }
 

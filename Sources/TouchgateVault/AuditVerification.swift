@@ -11,6 +11,8 @@ public enum AuditVerification: Sendable, Equatable, CustomStringConvertible {
         return false
     }
 
+    /// A one-line, human-readable form (never holds a secret).
+
     public var description: String {
         switch self {
         case let .intact(count): return "audit log intact: \(count) records"
