@@ -17,7 +17,6 @@ public enum AuditError: Error, Equatable, CustomStringConvertible {
     case malformedRecord(sequence: Int64)
 
     /// A one-line, human-readable form (never holds a secret).
-
     public var description: String {
         switch self {
         case let .keyMissing(path):

@@ -32,7 +32,6 @@ public struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConv
     }
 
     /// A one-line, human-readable form (never holds a secret).
-
     public var description: String { rawValue }
 
     /// A fingerprint or passphrase authentication attempt (`auth.attempt`).
@@ -95,7 +94,6 @@ public struct AuditOutcome: RawRepresentable, Hashable, Sendable, CustomStringCo
     }
 
     /// A one-line, human-readable form (never holds a secret).
-
     public var description: String { rawValue }
 
     /// The action was carried out (`success`).

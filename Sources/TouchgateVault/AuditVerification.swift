@@ -12,7 +12,6 @@ public enum AuditVerification: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// A one-line, human-readable form (never holds a secret).
-
     public var description: String {
         switch self {
         case let .intact(count): return "audit log intact: \(count) records"
