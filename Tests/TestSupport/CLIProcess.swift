@@ -1,0 +1,192 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a finished `touchgate` run produced.
+public struct CLIResult: Sendable {
+    /// Exit status (or 128 + signal).
+    public let status: Int32
+    /// Everything on standard output.
+    public let stdout: String
+    /// Standard error, line by line.
+    public let stderrLines: [String]
+
+    /// Standard error lines that are JSON objects, parsed.
+    public var events: [[String: Any]] {
+        stderrLines.compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }
+    }
+
+    /// The names of the JSON events on standard error, in order.
+    public var eventNames: [String] { events.compactMap { $0["event"] as? String } }
+
+    /// Standard output parsed as one JSON object.
+    public var json: [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any]
+    }
+}
+
+/// Runs the built `touchgate` binary with a private environment.
+public struct CLIProcess: Sendable {
+    /// The binary next to the test bundle (both are in the build's products directory).
+    public static var binary: String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var directory = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        // The test executable may sit inside TouchgatePackageTests.xctest/.
+        while !FileManager.default.fileExists(atPath: directory.appendingPathComponent("touchgate").path),
+              directory.path != "/" {
+            directory.deleteLastPathComponent()
+        }
+        return directory.appendingPathComponent("touchgate").path
+    }
+
+    /// Environment for every run (HOME, XDG_DATA_HOME, FP_* …); PATH is added.
+    public var environment: [String: String]
+    /// Wraps the command, e.g. `["umockdev-run", "-d", …, "--"]`.
+    public var wrapper: [String] = []
+
+    /// A runner with `environment`.
+    public init(environment: [String: String]) {
+        self.environment = environment
+    }
+
+    /// Runs `touchgate arguments`, writing `stdin` to its standard input, and calls
+    /// `onStderrLine` for every line it prints on standard error as soon as it appears
+    /// (the `Process` is passed so that a test can signal it). A run that outlives
+    /// `timeout` is killed (status 128 + 9), so a hang fails the test instead of stalling it.
+    /// Waiting does not block a thread of Swift's cooperative pool.
+    public func run(_ arguments: [String], stdin: Data? = nil, timeout: TimeInterval = 60,
+                    onStderrLine: @escaping @Sendable (String, Process) -> Void = { _, _ in }) async throws -> CLIResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = wrapper + [Self.binary] + arguments
+        var env = environment
+        env["PATH"] = env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+        process.environment = env
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(stdin) }
+        try? input.fileHandleForWriting.close()
+
+        let collected = LineCollector()
+        let output = LineCollector()
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let group = DispatchGroup()
+                group.enter()
+                Thread.detachNewThread {
+                    output.append(String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+                    group.leave()
+                }
+                group.enter()
+                Thread.detachNewThread {
+                    var pending = Data()
+                    let handle = err.fileHandleForReading
+                    while true {
+                        let chunk = handle.availableData
+                        if chunk.isEmpty { break }
+                        pending.append(chunk)
+                        while let newline = pending.firstIndex(of: 0x0A) {
+                            let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                            pending = Data(pending[(newline + 1)...])
+                            collected.append(line)
+                            onStderrLine(line, process)
+                        }
+                    }
+                    if !pending.isEmpty { collected.append(String(decoding: pending, as: UTF8.self)) }
+                    group.leave()
+                }
+                let killer = DispatchWorkItem { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+                DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
+                process.waitUntilExit()
+                killer.cancel()
+                group.wait()
+                let status = process.terminationReason == .uncaughtSignal
+                    ? 128 + process.terminationStatus : process.terminationStatus
+                continuation.resume(returning: CLIResult(status: status, stdout: output.lines.joined(),
+                                                         stderrLines: collected.lines))
+            }
+        }
+    }
+}
+
+/// Lines gathered from another thread.
+final class LineCollector: @unchecked Sendable {
+    // @unchecked Sendable: `storage` is only touched under `lock`.
+    private let lock = NSLock()
+    private var storage: [String] = []
+
+    func append(_ line: String) {
+        lock.lock()
+        storage.append(line)
+        lock.unlock()
+    }
+
+    var lines: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return storage
+    }
+}
+
+/// A virtual_image reader for end-to-end runs: a socket path in a private HOME, and a
+/// finger that answers each `finger-needed` prompt with the next image.
+public final class VirtualImageFinger: @unchecked Sendable {
+    // @unchecked Sendable: `client` and `queue` are only touched under `lock`.
+    /// The socket libfprint's virtual_image driver listens on.
+    public let socketPath: String
+    private let lock = NSLock()
+    private var client: VirtualImageClient?
+    private var queue: [GreyImageName] = []
+    /// How many prompts were answered.
+    public private(set) var prompts = 0
+
+    /// An image to present, by fixture name.
+    public typealias GreyImageName = String
+
+    /// A finger for the socket at `socketPath`.
+    public init(socketPath: String) { self.socketPath = socketPath }
+
+    /// Present these prints, one per prompt (the last one repeats).
+    public func present(_ names: [String]) {
+        lock.lock()
+        queue = names
+        prompts = 0
+        client = nil  // the driver listens anew for every process
+        lock.unlock()
+    }
+
+    /// Feeds the next image when `line` is a `finger-needed` event.
+    public func handle(_ line: String) {
+        guard Self.isPrompt(line) else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        guard !queue.isEmpty else { return }
+        let name = queue.count > 1 ? queue.removeFirst() : queue[0]
+        prompts += 1
+        do {
+            if client == nil { client = try VirtualImageClient(socketPath: socketPath) }
+            try client?.send(image: try Fixtures.print(name))
+        } catch {
+            FileHandle.standardError.write(Data("virtual finger: \(error)\n".utf8))
+        }
+    }
+
+    /// Whether `line` asks for a finger, in JSON or in text.
+    public static func isPrompt(_ line: String) -> Bool {
+        line.contains("\"event\":\"finger-needed\"") || line.hasPrefix("Place your") || line.hasPrefix("Swipe your")
+    }
+
+    /// Sends an unplug command on the current connection (connecting if needed).
+    public func unplug() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        if client == nil { client = try VirtualImageClient(socketPath: socketPath) }
+        try client?.unplug()
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import Testing
+import TouchgateImageIO
+import TouchgateTestSupport
+
+/// `touchgate capture` on recordings of real USB readers, replayed by umockdev.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct ReplayTests {
+    @Test(arguments: ["vfs5011", "aes3500", "elan"])
+    func captureMatchesTheRecordedImage(driver: String) async throws {
+        let umockdev = try #require(Tools.path("umockdev-run"), "umockdev-run not found: apt-get install umockdev")
+        let recording = Fixtures.recording(driver)
+        let ioctl = try String(contentsOf: recording.appendingPathComponent("capture.ioctl"), encoding: .utf8)
+        let firstLine = try #require(ioctl.split(separator: "\n").first)
+        let devnode = firstLine.replacingOccurrences(of: "@DEV ", with: "")
+        let home = try TemporaryDirectory("touchgate-replay")
+        defer { home.remove() }
+        var process = CLIProcess(environment: [
+            "HOME": home.url.path, "XDG_DATA_HOME": home.path("data"),
+            "FP_DEVICE_EMULATION": "1", "FP_DRIVERS_WHITELIST": driver,
+        ])
+        process.wrapper = [umockdev, "-d", recording.appendingPathComponent("device").path,
+                           "-i", "\(devnode)=\(recording.appendingPathComponent("capture.ioctl").path)", "--"]
+        let output = home.path("capture.pgm")
+        let result = try await process.run(["capture", "--output", output, "--json"])
+        #expect(result.status == 0, "\(result.stderrLines)")
+        #expect(result.eventNames.filter { $0 == "finger-needed" }.count == 1)
+        let captured = try GreyImage(pgm: Data(contentsOf: URL(fileURLWithPath: output)))
+        let reference = try GreyImage(png: Data(contentsOf: recording.appendingPathComponent("capture.png")))
+        #expect(captured.width == reference.width && captured.height == reference.height)
+        #expect(captured.pixels == reference.pixels, "pixels differ from capture.png")
+    }
+}
+
+/// Finds external tools.
+enum Tools {
+    static func path(_ name: String) -> String? {
+        let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin") + ":/usr/bin:/usr/sbin"
+        return paths.split(separator: ":").map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+}
