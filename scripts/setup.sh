@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what Touchgate needs to build and test on Debian 12 (bookworm), then checks
+# that a Swift 6 toolchain is on PATH. Safe to run again: it installs only what is missing.
+set -euo pipefail
+
+packages=(
+  pkg-config libfprint-2-dev libglib2.0-dev libsodium-dev libsqlite3-dev zlib1g-dev  # build
+  umockdev udev systemd util-linux mount                                              # tests: replays, udev rules
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if ! command -v swift >/dev/null 2>&1; then
+  for candidate in /opt/swift/usr/bin /usr/share/swift/usr/bin; do
+    [ -x "$candidate/swift" ] && export PATH="$candidate:$PATH" && break
+  done
+fi
+if ! command -v swift >/dev/null 2>&1; then
+  echo "setup: no Swift toolchain found. Install Swift 6 for Debian 12 from swift.org and put its usr/bin on PATH." >&2
+  exit 1
+fi
+version=$(swift --version 2>/dev/null | grep -oE 'Swift version [0-9]+' | grep -oE '[0-9]+$' || echo 0)
+if [ "$version" -lt 6 ]; then
+  echo "setup: Swift 6 or later is needed; found: $(swift --version 2>&1 | head -1)" >&2
+  exit 1
+fi
