@@ -52,6 +52,8 @@ let package = Package(
         ),
         // Fixtures, the virtual-reader clients and process helpers shared by the tests.
         .target(name: "TouchgateTestSupport", dependencies: ["TouchgateImageIO"], path: "Tests/TestSupport"),
+        // Development tool: plays the finger on the virtual reader for the quick start and benchmarks.
+        .executableTarget(name: "virtual-finger", dependencies: ["TouchgateTestSupport"], path: "Tools/virtual-finger"),
         .testTarget(name: "FingerprintKitTests", dependencies: ["FingerprintKit", "TouchgateTestSupport"]),
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy"]),
         .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault"]),
