@@ -46,7 +46,7 @@ let package = Package(
         .executableTarget(
             name: "touchgate",
             dependencies: [
-                "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "TouchgateImageIO", "CTouchgateSys",
+                "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "TouchgateImageIO", "CTouchgateSys", "CSodium",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
