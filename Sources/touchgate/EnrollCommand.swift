@@ -1,6 +1,7 @@
 import ArgumentParser
 import FingerprintKit
 import Foundation
+import TouchgatePolicy
 import TouchgateVault
 
 /// `touchgate enroll`: scans a finger several times and stores the print.
@@ -10,12 +11,15 @@ struct Enroll: AsyncParsableCommand {
         discussion: """
             The reader asks for several scans (see `touchgate devices`). A finger that is already \
             enrolled for this user on this reader is refused unless --replace is given; readers \
-            that check for duplicates also refuse a finger enrolled under another name.
+            that check for duplicates also refuse a finger enrolled under another name. Once a vault \
+            exists, enrolling needs the vault unlocked and the passphrase (terminal or --passphrase-fd N), \
+            and destroys every biometry-current-set secret.
             """)
 
     @OptionGroup var common: CommonOptions
     @OptionGroup var readerOptions: ReaderOptions
     @OptionGroup var userOption: UserOption
+    @OptionGroup var passphrase: PassphraseOptions
 
     @Option(help: "Which finger: left-thumb … left-little, right-thumb … right-little.")
     var finger: String = "right-index"
@@ -35,14 +39,23 @@ struct Enroll: AsyncParsableCommand {
         let user = userOption.resolved
         let replace = self.replace
         let device = readerOptions.device
+        let input = passphrase.input()
         try await CommandRunner.run(json: common.json) { console in
-            let store = try Storage.printStore()
+            let database = try Storage.database()
+            let store = try Storage.printStore(database: database)
+            let vault = try Vault.exists(in: database) ? try VaultContext.open(database: database) : nil
+            if let vault {
+                _ = try await vault.evaluator.authorizeEnrollmentChange(
+                    .enroll, vaultExists: true, passphrase: vault.verifier(input))
+            }
             let (print, info) = try await ReaderSession.with(device: device, console: console) { session in
                 try await enroll(session: session, store: store, finger: finger, user: user, replace: replace)
             }
-            try store.save(StoredPrint(user: user, finger: finger.name, driver: info.driver, deviceID: info.deviceID,
-                                       enrolledAt: Date(), onDevice: print.isDeviceStored, template: print.serialized),
-                           replace: replace)
+            let stored = StoredPrint(user: user, finger: finger.name, driver: info.driver, deviceID: info.deviceID,
+                                     enrolledAt: Date(), onDevice: print.isDeviceStored, template: print.serialized)
+            try store.save(stored, replace: replace)
+            try EnrollmentTracker.recordChange(.enroll, print: EnrollmentTracker.printID(stored), database: database,
+                                               context: vault)
             console.result([("result", "enrolled"), ("user", .string(user)), ("finger", .string(finger.name)),
                             ("driver", .string(info.driver)), ("device-id", .string(info.deviceID))],
                            text: "Enrolled \(finger.name) of \(user).")

@@ -21,10 +21,13 @@ enum Exit {
     static let dataError: Int32 = 6
     /// Locked out after too many failed attempts.
     static let lockedOut: Int32 = 7
-    /// Authentication needed or refused (wrong passphrase, vault locked, item invalidated).
+    /// Authentication needed or refused (wrong passphrase, vault locked, item invalidated,
+    /// passphrase required).
     static let authentication: Int32 = 8
     /// The finger is already enrolled (use --replace).
     static let alreadyEnrolled: Int32 = 9
+    /// `secret exec`: the command could not be started.
+    static let commandNotRunnable: Int32 = 127
     /// Usage error (ArgumentParser's own status).
     static let usage: Int32 = 64
     /// Interrupted (Ctrl-C) or cancelled.
@@ -75,6 +78,7 @@ struct Failure: Error, CustomStringConvertible {
         case let error as GreyImage.FormatError:
             return .dataError(error.description)
         default:
+            if let failure = fromVaultLayers(error) { return failure }
             return Failure(code: "error", message: String(describing: error), status: Exit.readerError)
         }
     }

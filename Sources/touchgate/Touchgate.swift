@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TouchgateVault
 
 /// The `touchgate` command: fingerprint-gated secrets for Linux.
 @main
@@ -12,17 +13,30 @@ struct Touchgate: AsyncParsableCommand {
         discussion: """
             Prompts and progress go to standard error, results to standard output; with --json \
             both are JSON (one object per line on standard error, one result object on standard \
-            output). Exit codes: 0 success or match, 1 no match, 2 no reader, 3 nothing enrolled, \
-            4 reader disconnected, 5 reader error, 6 data error, 7 locked out, 8 authentication \
-            needed or refused, 9 already enrolled, 64 usage, 130 cancelled.
+            output). Secrets are read from standard input and passphrases from the terminal or \
+            --passphrase-fd N, never from the command line or the environment. Exit codes: 0 success \
+            or match, 1 no match, 2 no reader, 3 nothing enrolled, 4 reader disconnected, 5 reader \
+            error, 6 data error (also a broken audit chain), 7 locked out after too many failed \
+            touches (the message says for how long), 8 authentication needed or refused (wrong \
+            passphrase, vault locked, passphrase required, item invalidated by an enrollment \
+            change), 9 already enrolled, 64 usage, 127 `secret exec` could not start the command, \
+            130 cancelled.
             """,
         version: version,
         subcommands: [
+            Init.self, Unlock.self, Lock.self, Passphrase.self, Status.self, Secret.self, Audit.self, Policy.self,
             Devices.self, Enroll.self, Verify.self, Identify.self, Prints.self, Capture.self,
         ]
     )
 
     static func main() async {
+        // Before anything else: no core dumps, no ptrace by the same user, libsodium ready.
+        do {
+            try ProcessHardening.harden()
+        } catch {
+            Console.write("touchgate: \(error); refusing to handle secrets\n", to: 2)
+            Foundation.exit(Exit.readerError)
+        }
         // Everything this process creates is private to its owner.
         umask(0o077)
         do {

@@ -1,0 +1,63 @@
+import CSodium
+import Foundation
+import TouchgatePolicy
+import TouchgateVault
+
+/// The enrolled set as the policy core sees it: a digest over a change counter and the
+/// identifiers of every stored print, which changes on every enroll and delete.
+///
+/// The counter lives in the state table and is bumped after each change, so replacing a
+/// finger (same identifier) still changes the digest. After a change, items bound to the
+/// old digest (`biometry-current-set`) have their keys destroyed by the vault.
+enum EnrollmentTracker {
+    /// The state-table key of the change counter.
+    static let generationKey = "enrollment.generation"
+
+    /// The policy core's name for a stored print: `user:finger@driver:device-id`.
+    static func printID(_ print: StoredPrint) -> EnrolledPrintID {
+        EnrolledPrintID("\(print.user):\(print.finger)@\(print.driver):\(print.deviceID)")
+    }
+
+    /// What is enrolled now (no template is read, so this works while the vault is locked).
+    static func status(database: TouchgateDatabase) throws -> EnrollmentStatus {
+        let prints = try Storage.printIndex(database: database).prints()
+        let generation = try StateStore(database: database).state(generationKey).map(decode) ?? 0
+        let state = EnrollmentState(generation: generation, printIDs: prints.map(printID), hash: blake2b)
+        return EnrollmentStatus(state: state, printCount: prints.count)
+    }
+
+    /// Records an enroll or delete that has happened: bumps the counter, destroys the keys
+    /// of items bound to the old set, and (with a vault) audits the change and each item lost.
+    /// - Returns: the names of the items invalidated now.
+    @discardableResult
+    static func recordChange(_ change: EnrollmentChange, print: EnrolledPrintID, database: TouchgateDatabase,
+                             context: VaultContext?) throws -> [String] {
+        try StateStore(database: database).updateState(generationKey) { data in
+            data = encode((data.map(decode) ?? 0) &+ 1)
+        }
+        guard let context else { return [] }
+        let status = try status(database: database)
+        let invalidated = try context.vault.destroyKeys(currentEnrollmentDigest: status.state.digest)
+        try context.evaluator.recordEnrollmentChange(change, print: print, newState: status.state)
+        for name in invalidated {
+            try context.record(.itemDelete, .success, item: name,
+                               reason: "key destroyed: the enrolled fingers changed (biometry-current-set)")
+        }
+        return invalidated
+    }
+
+    private static func decode(_ data: Data) -> UInt64 {
+        data.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    private static func encode(_ value: UInt64) -> Data {
+        Data((0..<8).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) })
+    }
+
+    /// BLAKE2b-256 of `message`.
+    static func blake2b(_ message: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        _ = crypto_generichash(&digest, digest.count, message, UInt64(message.count), nil, 0)
+        return digest
+    }
+}

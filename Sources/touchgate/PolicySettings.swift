@@ -1,0 +1,66 @@
+import Foundation
+import TouchgatePolicy
+import TouchgateVault
+
+/// The tunable part of the policy (`touchgate policy set`), kept in the vault's state table.
+///
+/// Values are whole seconds. Lockout threshold 1…20, lockout duration 1 s…24 h, session
+/// (reuse) timeout 0…300 s, idle timeout at most the session timeout; the rest of
+/// ``PolicyConfiguration`` keeps its defaults.
+struct PolicySettings: Codable, Equatable, Sendable {
+    /// The state-table key.
+    static let stateKey = "policy.settings"
+
+    var lockoutThreshold = 3
+    var lockoutDurationSeconds = 15 * 60
+    var sessionTimeoutSeconds = 5 * 60
+    var idleTimeoutSeconds = 2 * 60
+
+    /// The validated configuration.
+    /// - Throws: ``Failure`` (usage) naming the value out of range.
+    func configuration() throws -> PolicyConfiguration {
+        let maximumSession = Int(PolicyConfiguration.maximumSessionTimeout.components.seconds)
+        guard (0...maximumSession).contains(sessionTimeoutSeconds) else {
+            throw Failure.usage("session timeout \(sessionTimeoutSeconds) s is out of range (0 to \(maximumSession) s)")
+        }
+        guard (0...sessionTimeoutSeconds).contains(idleTimeoutSeconds) else {
+            throw Failure.usage("idle timeout \(idleTimeoutSeconds) s is out of range (0 to the session timeout, \(sessionTimeoutSeconds) s)")
+        }
+        do {
+            return try PolicyConfiguration(
+                lockoutThreshold: lockoutThreshold, lockoutDuration: .seconds(lockoutDurationSeconds),
+                sessionTimeout: .seconds(sessionTimeoutSeconds), idleTimeout: .seconds(idleTimeoutSeconds))
+        } catch {
+            throw Failure.usage(error.description)
+        }
+    }
+
+    /// The stored settings, or the defaults.
+    static func load(_ store: StateStore) throws -> PolicySettings {
+        guard let data = try store.state(stateKey) else { return PolicySettings() }
+        do {
+            return try JSONDecoder().decode(PolicySettings.self, from: data)
+        } catch {
+            throw Failure.dataError("the stored policy settings are damaged; set them again with `touchgate policy set`")
+        }
+    }
+
+    /// Stores these settings.
+    func save(_ store: StateStore) throws {
+        let data = try JSONEncoder().encode(self)
+        try store.updateState(Self.stateKey) { $0 = data }
+    }
+
+    /// What changed from `old`, for the audit record: `lockout-threshold 3 -> 2, …`.
+    func changes(from old: PolicySettings) -> String {
+        var parts: [String] = []
+        func note(_ name: String, _ before: Int, _ after: Int) {
+            if before != after { parts.append("\(name) \(before) -> \(after)") }
+        }
+        note("lockout-threshold", old.lockoutThreshold, lockoutThreshold)
+        note("lockout-duration", old.lockoutDurationSeconds, lockoutDurationSeconds)
+        note("session-timeout", old.sessionTimeoutSeconds, sessionTimeoutSeconds)
+        note("idle-timeout", old.idleTimeoutSeconds, idleTimeoutSeconds)
+        return parts.isEmpty ? "unchanged" : parts.joined(separator: ", ")
+    }
+}

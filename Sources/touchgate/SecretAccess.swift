@@ -1,0 +1,54 @@
+import Foundation
+import TouchgatePolicy
+import TouchgateVault
+
+/// Releasing one item: what `secret get` and `secret exec` share.
+///
+/// Order: the vault must be unlocked (its key is in the keyring); the item's policy is
+/// evaluated (lockout checked before any reader is opened; the reader opened only if a
+/// touch is needed); the grant is audited durably by the evaluator; only then is the item
+/// decrypted. A decryption failure after a grant is audited as `integrity.failure`.
+enum SecretAccess {
+    /// Authorizes reading `name` and returns its value.
+    static func read(_ name: String, context: VaultContext, device: String?, passphrase: PassphraseInput,
+                     console: Console) async throws -> SecureBytes {
+        let key = try context.requireKey()
+        let descriptor = try descriptor(of: name, in: context.vault)
+        let enrollment = try EnrollmentTracker.status(database: context.database)
+        let sensor = ReaderSensor(device: device, console: console, prints: try context.printStore(key: key))
+        do {
+            _ = try await context.evaluator.authorize(
+                item: descriptor, operation: .read, enrollment: enrollment, sensor: sensor,
+                passphrase: context.verifier(passphrase))
+        } catch {
+            await sensor.close()
+            if error == .readerUnavailable, let cause = await sensor.lastFailure { throw cause }
+            throw error
+        }
+        await sensor.close()
+        do {
+            return try context.vault.item(named: name, key: key).value
+        } catch let error as VaultError {
+            if case .integrity = error {
+                try context.record(.integrityFailure, .error, item: name, reason: "item failed its integrity check")
+            }
+            throw error
+        }
+    }
+
+    /// What the policy core needs to know about the stored item `name`.
+    static func descriptor(of name: String, in vault: Vault) throws -> ItemDescriptor {
+        guard let info = try vault.items().first(where: { $0.name == name }) else {
+            throw VaultError.itemNotFound(name: name)
+        }
+        let policy: AccessPolicy
+        do {
+            policy = try AccessPolicy(parsing: info.policy)
+        } catch {
+            throw VaultError.integrity(what: "the policy of item \"\(name)\"")
+        }
+        return ItemDescriptor(name: info.name, policy: policy,
+                              boundEnrollmentState: info.enrollmentDigest.map(EnrollmentState.init(digest:)),
+                              requiresFreshTouch: info.freshTouch)
+    }
+}
