@@ -42,7 +42,10 @@ public struct Print: Sendable, Hashable, CustomStringConvertible {
         serialized = data.map { Array(UnsafeBufferPointer(start: $0, count: Int(length))) } ?? []
         finger = Finger(rawValue: Int32(fp_print_get_finger(print).rawValue)) ?? .unknown
         username = fp_print_get_username(print).map { String(cString: $0) }
-        if let date = fp_print_get_enroll_date(print), g_date_valid(date) != 0 {
+        // A print serialized without a date deserializes with a GDate that g_date_valid accepts
+        // but whose day is 0 (seen with fpcmoc's prints), so the calendar date is checked too.
+        if let date = fp_print_get_enroll_date(print), g_date_valid(date) != 0,
+           g_date_valid_dmy(g_date_get_day(date), g_date_get_month(date), g_date_get_year(date)) != 0 {
             enrollDate = DateComponents(year: Int(g_date_get_year(date)),
                                         month: Int(g_date_get_month(date).rawValue),
                                         day: Int(g_date_get_day(date)))
@@ -56,11 +59,32 @@ public struct Print: Sendable, Hashable, CustomStringConvertible {
 
     /// A new libfprint print from serialized bytes; the caller owns the reference. GLib thread only.
     static func deserialize(_ bytes: [UInt8]) throws -> OpaquePointer {
+        // fp_print_deserialize asserts (aborts the process) on 3 bytes or fewer.
+        guard bytes.count > 3 else {
+            throw FingerprintError.invalidPrintData(detail: "\(bytes.count) bytes is too short for a print")
+        }
+        if bytes.starts(with: Array("FP3".utf8)), !isNormalForm(bytes) {
+            throw FingerprintError.invalidPrintData(detail: "truncated or damaged print data")
+        }
         let print = try bytes.withUnsafeBufferPointer { buffer in
             try GErrorFunnel.check { fp_print_deserialize(buffer.baseAddress, gsize(buffer.count), $0) }
         }
         guard let print else { throw FingerprintError.invalidPrintData(detail: "no print in the data") }
         return owned(print)
+    }
+
+    /// Whether the GVariant after `FP3` is in normal form, as `fp_print_serialize` writes it.
+    /// libfprint reads damaged data with default values and then aborts the process on the
+    /// parts that are missing (a truncated blob does that), so such data never reaches it.
+    static func isNormalForm(_ bytes: [UInt8]) -> Bool {
+        guard let type = g_variant_type_new("(issbymsmsia{sv}v)") else { return false }
+        defer { g_variant_type_free(type) }
+        let body = Array(bytes.dropFirst(3))
+        guard let data = body.withUnsafeBytes({ g_bytes_new($0.baseAddress, gsize($0.count)) }) else { return false }
+        defer { g_bytes_unref(data) }
+        guard let variant = g_variant_ref_sink(g_variant_new_from_bytes(type, data, 0)) else { return false }
+        defer { g_variant_unref(variant) }
+        return g_variant_is_normal_form(variant) != 0
     }
 
     /// Takes ownership of a new print. `FpPrint` is a `GInitiallyUnowned`: a floating

@@ -14,19 +14,28 @@ extension Reader {
     }
 
     /// Closes the reader. Not cancellable: a cancelled task still releases the reader.
+    ///
+    /// An unplugged reader is closed too, without error: libfprint holds it open (and the
+    /// context does not report it removed) until it is closed.
     public func close() async throws {
-        try await perform(cancellable: false) { device, cancellable, data in
-            fp_device_close(device, cancellable, asyncReadyCallback, data)
-        } finish: { device, result in
-            _ = try GErrorFunnel.check { fp_device_close_finish(device, result, $0) }
+        do {
+            try await perform(cancellable: false, closing: true) { device, cancellable, data in
+                fp_device_close(device, cancellable, asyncReadyCallback, data)
+            } finish: { device, result in
+                _ = try GErrorFunnel.check { fp_device_close_finish(device, result, $0) }
+            }
+        } catch DeviceErrorCode.removed {
+            // Gone: libfprint has closed it all the same.
         }
     }
 
-    /// Enrolls a finger: the reader asks for ``ReaderInfo/enrollStages`` scans.
+    /// Enrolls a finger: the reader asks for ``ReaderInfo/enrollStages`` scans (the stage
+    /// events carry the count the reader uses now, should its driver have changed it since).
     ///
     /// `events` receives finger status changes, ``ReaderEvent/enrollStage(completed:total:)``
     /// after each good scan and ``ReaderEvent/retry(_:)`` after a poor one (enrollment goes on).
-    /// - Returns: the new print, carrying `finger`, `username` and today's date.
+    /// - Returns: the new print, carrying `finger`, `username` and today's date (no date when
+    ///   replaying a recording, `FP_DEVICE_EMULATION=1`).
     /// - Throws: ``DeviceErrorCode/dataDuplicate`` on readers with a duplicate check when
     ///   the finger is already enrolled there; `CancellationError` when cancelled.
     public func enroll(finger: Finger, username: String,
@@ -36,20 +45,26 @@ extension Reader {
             defer { g_object_unref(UnsafeMutableRawPointer(template)) }
             fp_print_set_finger(template, finger.fpFinger)
             fp_print_set_username(template, username)
+            // Replaying a recorded reader (FP_DEVICE_EMULATION=1) leaves the date out, as libfprint
+            // then leaves out its random id: match-on-chip drivers send both to the reader inside
+            // the print's user id, and a replay only goes on if the bytes are the recording's.
             let today = Calendar(identifier: .gregorian).dateComponents(in: TimeZone.current, from: Date())
-            if let date = g_date_new_dmy(GDateDay(today.day!), GDateMonth(UInt32(today.month!)), GDateYear(today.year!)) {
+            if ProcessInfo.processInfo.environment["FP_DEVICE_EMULATION"] != "1",
+               let date = g_date_new_dmy(GDateDay(today.day!), GDateMonth(UInt32(today.month!)), GDateYear(today.year!)) {
                 fp_print_set_enroll_date(template, date)
                 g_date_free(date)
             }
             // The progress callback gets the reader unretained: it lives as long as its
             // context, and the callback only runs while the operation does.
-            let progress: FpEnrollProgress = { _, completed, _, data, error in
-                guard let data else { return }
+            let progress: FpEnrollProgress = { device, completed, _, data, error in
+                guard let device, let data else { return }
                 let reader = Unmanaged<Reader>.fromOpaque(data).takeUnretainedValue()
                 if let error, error.pointee.domain == fp_device_retry_quark() {
                     reader.yield(.retry(RetryReason(rawValue: error.pointee.code)))
                 } else {
-                    reader.yield(.enrollStage(completed: Int(completed), total: reader.info.enrollStages))
+                    // Read now, not from `info`: a driver may change the count after enumeration.
+                    reader.yield(.enrollStage(completed: Int(completed),
+                                              total: Int(fp_device_get_nr_enroll_stages(device))))
                 }
             }
             fp_device_enroll(device, template, cancellable, progress,

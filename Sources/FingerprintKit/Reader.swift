@@ -84,7 +84,8 @@ public final class Reader: @unchecked Sendable {
     }
 
     private func closeQuietly() {
-        guard !isGone, fp_device_is_open(device.pointer) != 0 else { return }
+        // A removed reader is closed too: libfprint keeps it open until then.
+        guard fp_device_is_open(device.pointer) != 0 else { return }
         let device = self.device
         g_object_ref(device.pointer)
         fp_device_close(device.pointer, nil, { source, result, _ in
@@ -107,9 +108,11 @@ public final class Reader: @unchecked Sendable {
     /// Runs one libfprint asynchronous call: `start` begins it on the GLib thread with a
     /// cancellable and the `user_data` for ``asyncReadyCallback``; `finish` reads the
     /// result there. Task cancellation cancels the cancellable and nothing else.
+    /// `closing` lets the call reach a reader that went away (only closing makes sense then).
     func perform<T: Sendable>(
         events: AsyncStream<ReaderEvent>.Continuation? = nil,
         cancellable isCancellable: Bool = true,
+        closing: Bool = false,
         start: @escaping @Sendable (UnsafeMutablePointer<FpDevice>, UnsafeMutablePointer<GCancellable>, gpointer) throws -> Void,
         finish: @escaping @Sendable (UnsafeMutablePointer<FpDevice>, OpaquePointer) throws -> T
     ) async throws -> T {
@@ -118,8 +121,8 @@ public final class Reader: @unchecked Sendable {
         let call = {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
                 GLibLoop.shared.perform { [self] in
-                    self.begin(cancellable: cancellable, events: events, continuation: continuation,
-                               start: start, finish: finish)
+                    self.begin(cancellable: cancellable, events: events, closing: closing,
+                               continuation: continuation, start: start, finish: finish)
                 }
             }
         }
@@ -145,11 +148,12 @@ public final class Reader: @unchecked Sendable {
     private func begin<T: Sendable>(
         cancellable: GObjectRef<UnsafeMutablePointer<GCancellable>>,
         events: AsyncStream<ReaderEvent>.Continuation?,
+        closing: Bool,
         continuation: CheckedContinuation<T, any Error>,
         start: (UnsafeMutablePointer<FpDevice>, UnsafeMutablePointer<GCancellable>, gpointer) throws -> Void,
         finish: @escaping @Sendable (UnsafeMutablePointer<FpDevice>, OpaquePointer) throws -> T
     ) {
-        if isGone {
+        if isGone && !closing {
             events?.finish()
             continuation.resume(throwing: FingerprintError.device(.removed, detail: ""))
             return

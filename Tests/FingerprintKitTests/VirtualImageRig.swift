@@ -53,6 +53,39 @@ struct VirtualImageRig {
         return (continuation, task)
     }
 
+    /// An events continuation that plays `steps` to the reader, each once it starts waiting
+    /// for a finger, and a task that returns every event seen, in order.
+    ///
+    /// After a retry the image device waits for the finger to lift (its state machine goes
+    /// to "await finger off"), so the script reports the finger off and sends the next step
+    /// only when the reader asks for a finger again; an image sent earlier is dropped.
+    func scripted(_ steps: [ScanStep]) -> (AsyncStream<ReaderEvent>.Continuation, Task<[ReaderEvent], Never>) {
+        let (stream, continuation) = AsyncStream.makeStream(of: ReaderEvent.self)
+        let client = self.client
+        let task = Task {
+            var seen: [ReaderEvent] = []
+            var queue = steps[...]
+            var waiting = false
+            for await event in stream {
+                seen.append(event)
+                switch event {
+                case .fingerStatus(let status):
+                    if status.isWaitingForFinger && !waiting, let next = queue.popFirst() {
+                        try? next.send(to: client)
+                    }
+                    waiting = status.isWaitingForFinger
+                case .retry:
+                    try? client.setFinger(false)
+                    waiting = false
+                case .enrollStage:
+                    break
+                }
+            }
+            return seen
+        }
+        return (continuation, task)
+    }
+
     /// Enrolls `name`'s image (as many times as the reader has stages).
     func enroll(_ name: String, finger: Finger = .rightIndex) async throws -> Print {
         let image = try Fixtures.print(name)
@@ -67,6 +100,65 @@ struct VirtualImageRig {
         let (events, seen) = feeding([try Fixtures.print(name)])
         defer { _ = seen }
         return try await reader.verify(print, events: events)
+    }
+}
+
+/// One thing the test does at the virtual_image reader when it waits for a finger.
+enum ScanStep: Sendable, CustomStringConvertible {
+    /// Present this NIST print.
+    case image(String)
+    /// Report a retry with this `FpDeviceRetry` code.
+    case retry(Int32)
+    /// Fail the operation with this `FpDeviceError` code.
+    case error(Int32)
+    /// Remove the device.
+    case unplug
+    /// Do nothing but tell the test that the reader waits.
+    case signal(AsyncStream<Void>.Continuation)
+
+    func send(to client: VirtualImageClient) throws {
+        switch self {
+        case .image(let name): try client.send(image: Fixtures.print(name))
+        case .retry(let code): try client.sendRetry(code)
+        case .error(let code): try client.sendError(code)
+        case .unplug: try client.unplug()
+        case .signal(let continuation): continuation.yield()
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .image(let name): return "image \(name)"
+        case .retry(let code): return "retry \(code)"
+        case .error(let code): return "error \(code)"
+        case .unplug: return "unplug"
+        case .signal: return "signal"
+        }
+    }
+}
+
+/// The stage numbers among `events`, for a reader of `total` stages.
+func stages(in events: [ReaderEvent], total: Int) -> [Int] {
+    events.compactMap { event in
+        if case .enrollStage(let completed, total) = event { return completed }
+        return nil
+    }
+}
+
+/// The first value `stream` yields within `timeout`, or nil.
+func first<T: Sendable>(of stream: AsyncStream<T>, within timeout: Duration) async -> T? {
+    await withTaskGroup(of: T?.self) { group in
+        group.addTask {
+            for await value in stream { return value }
+            return nil
+        }
+        group.addTask {
+            try? await Task.sleep(for: timeout)
+            return nil
+        }
+        let result = await group.next() ?? nil
+        group.cancelAll()
+        return result
     }
 }
 
