@@ -12,12 +12,16 @@ enum ReaderDiagnostics {
             message += " (FP_DRIVERS_WHITELIST=\(filter) limits the drivers tried)"
         }
         let plugged = pluggedKnownReaders()
-        if !plugged.isEmpty {
-            let list = plugged.map { "\($0.id) at \($0.node)\($0.writable ? "" : " (no write access)")" }
-                .joined(separator: ", ")
-            message += ". A USB device libfprint knows is plugged in: \(list). "
-                + "If it shows no write access, install Touchgate's udev rules (udev/README.md) and replug it; "
-                + "libfprint may also list it as unsupported."
+        let locked = plugged.filter { !$0.writable }
+        if !locked.isEmpty {
+            let list = locked.map { "\($0.id) at \($0.node)" }.joined(separator: ", ")
+            message += ". A fingerprint reader is plugged in but you have no permission to open it: \(list). "
+                + "Install Touchgate's udev rules (see udev/README.md), then unplug and replug the reader."
+        } else if !plugged.isEmpty {
+            let list = plugged.map { "\($0.id) at \($0.node)" }.joined(separator: ", ")
+            message += ". A USB device listed in libfprint's hardware database is plugged in (\(list)), "
+                + "but libfprint did not offer it: this libfprint may list it as unsupported, "
+                + "or FP_DRIVERS_WHITELIST excludes its driver."
         } else {
             message += ". Plug in a supported USB reader; without one, try the virtual reader "
                 + "(see README, \"Quick start\")."

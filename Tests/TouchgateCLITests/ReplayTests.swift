@@ -39,3 +39,22 @@ enum Tools {
         return paths.split(separator: ":").map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 }
+
+/// The no-reader message names a plugged-in reader that libfprint did not offer.
+@Suite(.timeLimit(.minutes(1)))
+struct UnusableReaderTests {
+    @Test func aRecordedReaderThatLibfprintSkipsIsNamed() async throws {
+        let umockdev = try #require(Tools.path("umockdev-run"), "umockdev-run not found: apt-get install umockdev")
+        let home = try TemporaryDirectory("touchgate-unusable")
+        defer { home.remove() }
+        // The vfs5011 recording is plugged in, but only the (unconfigured) virtual driver may run.
+        var process = CLIProcess(environment: ["HOME": home.url.path, "XDG_DATA_HOME": home.path("data"),
+                                               "FP_DRIVERS_WHITELIST": "virtual_image"])
+        process.wrapper = [umockdev, "-d", Fixtures.recording("vfs5011").appendingPathComponent("device").path, "--"]
+        let result = try await process.run(["devices"])
+        #expect(result.status == 2)
+        let message = result.stderrLines.joined(separator: " ")
+        #expect(message.contains("no fingerprint reader found"))
+        #expect(message.contains("138a:0017"), "names the plugged-in reader: \(message)")
+    }
+}
