@@ -12,7 +12,10 @@ enum SecretAccess {
     /// Authorizes reading `name` and returns its value.
     static func read(_ name: String, context: VaultContext, device: String?, passphrase: PassphraseInput,
                      console: Console) async throws -> SecureBytes {
-        let key = try context.requireKey()
+        guard let key = try context.session.currentKey() else {
+            try context.record(.itemRead, .denied, item: name, reason: "vault locked")
+            throw Failure.vaultLocked
+        }
         let descriptor = try descriptor(of: name, in: context.vault)
         let enrollment = try EnrollmentTracker.status(database: context.database)
         let sensor = ReaderSensor(device: device, console: console, prints: try context.printStore(key: key))

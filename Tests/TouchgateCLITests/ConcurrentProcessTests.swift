@@ -1,0 +1,43 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+
+/// Several processes failing at once are all counted: each failure is one IMMEDIATE
+/// transaction on the shared state.
+@Suite(.serialized, .timeLimit(.minutes(5)))
+struct ConcurrentProcessTests {
+    @Test func concurrentFailuresAreAllCounted() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try #require(try await vault.withPassphrase(["policy", "set", "--lockout-threshold", "10"]).status == 0)
+        try await vault.enroll("whorl")
+        try await vault.add("shared", "value", policy: "biometry-any", fresh: true)
+
+        // Each process gets its own virtual_image socket (the driver reads it per process).
+        let count = 4
+        let results = try await withThrowingTaskGroup(of: CLIResult.self) { group in
+            for index in 0..<count {
+                let finger = VirtualImageFinger(socketPath: vault.home.path("reader-\(index).socket"))
+                var process = vault.rig.process
+                process.environment["FP_VIRTUAL_IMAGE"] = finger.socketPath
+                finger.present(["arch"])
+                group.addTask {
+                    try await process.run(["secret", "get", "shared", "--json"]) { line, _ in finger.handle(line) }
+                }
+            }
+            var results: [CLIResult] = []
+            for try await result in group { results.append(result) }
+            return results
+        }
+        #expect(results.map(\.status) == Array(repeating: 1, count: count), "\(results.map(\.stderrLines))")
+        #expect(results.allSatisfy { $0.fingerPrompts == 1 })
+        let lockout = try await vault.lockout()
+        #expect(lockout["consecutive-failures"] as? Int == count)
+        #expect(lockout["cumulative-failures"] as? Int == count)
+        #expect(try await vault.run(["audit", "verify"]).status == 0)
+        let failures = try await vault.run(["audit", "export"]).stdout.split(separator: "\n")
+            .filter { $0.contains("\"event\":\"auth.attempt\"") && $0.contains("\"outcome\":\"failure\"") }
+        #expect(failures.count == count)
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+
+/// A ``CLIRig`` with a vault: passphrases go in on standard input through
+/// `--passphrase-fd 0` (never on touchgate's command line), Argon2id at its minimum cost
+/// (`init --kdf minimum`, the hidden option that exists for tests).
+struct VaultRig {
+    static let passphrase = "correct horse battery staple"
+
+    var rig: CLIRig
+
+    init() throws {
+        rig = try CLIRig()
+    }
+
+    var home: TemporaryDirectory { rig.home }
+    var finger: VirtualImageFinger { rig.finger }
+    var databasePath: String { rig.dataDirectory + "/touchgate.sqlite" }
+
+    /// Standard input holding `lines`, one per line.
+    static func lines(_ lines: String...) -> Data { Data(lines.map { $0 + "\n" }.joined().utf8) }
+
+    /// Runs touchgate, answering each prompt with the next of `prints`.
+    func run(_ arguments: [String], presenting prints: [String] = [], stdin: Data? = nil) async throws -> CLIResult {
+        try await rig.run(arguments, presenting: prints, stdin: stdin)
+    }
+
+    /// Runs a command that needs the passphrase, giving it on descriptor 0.
+    func withPassphrase(_ arguments: [String], _ passphrase: String = VaultRig.passphrase,
+                        presenting prints: [String] = []) async throws -> CLIResult {
+        try await run(arguments + ["--passphrase-fd", "0"], presenting: prints, stdin: Self.lines(passphrase))
+    }
+
+    /// `init` then `unlock`, both required to succeed.
+    func initAndUnlock() async throws {
+        let created = try await withPassphrase(["init", "--kdf", "minimum"])
+        try #require(created.status == 0, "init: \(created.stderrLines)")
+        let unlocked = try await withPassphrase(["unlock"])
+        try #require(unlocked.status == 0, "unlock: \(unlocked.stderrLines)")
+    }
+
+    /// Enrolls `print` as `finger` with the passphrase; required to succeed.
+    func enroll(_ print: String, finger: String = "right-index") async throws {
+        let result = try await withPassphrase(["enroll", "--json", "--finger", finger], presenting: [print])
+        try #require(result.status == 0, "enroll \(print): \(result.stderrLines)")
+    }
+
+    /// Stores `value` under `name`; required to succeed.
+    func add(_ name: String, _ value: String, policy: String, fresh: Bool = false) async throws {
+        let result = try await run(["secret", "add", name, "--policy", policy] + (fresh ? ["--fresh"] : []),
+                                   stdin: Data(value.utf8))
+        try #require(result.status == 0, "secret add \(name): \(result.stderrLines)")
+    }
+
+    /// `secret get NAME --json` presenting `prints`.
+    func get(_ name: String, presenting prints: [String] = []) async throws -> CLIResult {
+        try await run(["secret", "get", name, "--json"], presenting: prints)
+    }
+
+    /// `status --json`, parsed.
+    func status() async throws -> [String: Any] {
+        let result = try await run(["status", "--json"])
+        try #require(result.status == 0, "status: \(result.stderrLines)")
+        return try #require(result.json)
+    }
+
+    /// The `lockout` object of `status --json`.
+    func lockout() async throws -> [String: Any] {
+        try #require(try await status()["lockout"] as? [String: Any])
+    }
+
+    /// Runs SQL on the database file with the sqlite3 shell, as an attacker with the file would.
+    func sql(_ statement: String) throws -> String {
+        let tool = "/usr/bin/sqlite3"
+        try #require(FileManager.default.isExecutableFile(atPath: tool),
+                     "these tests edit the database with the sqlite3 shell: apt-get install sqlite3")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = [databasePath, statement]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "sqlite3 failed on: \(statement)")
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+extension CLIResult {
+    /// How many times a finger was asked for.
+    var fingerPrompts: Int { stderrLines.filter(VirtualImageFinger.isPrompt).count }
+    /// The `error` code of a `--json` failure.
+    var errorCode: String? { json?["error"] as? String }
+}
