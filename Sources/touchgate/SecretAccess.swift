@@ -2,7 +2,7 @@ import Foundation
 import TouchgatePolicy
 import TouchgateVault
 
-/// Releasing one item: what `secret get` and `secret exec` share.
+/// Releasing or replacing one item: what `secret get`, `secret exec` and `secret add` share.
 ///
 /// Order: the vault must be unlocked (its key is in the keyring); the item's policy is
 /// evaluated (lockout checked before any reader is opened; the reader opened only if a
@@ -17,18 +17,8 @@ enum SecretAccess {
             throw Failure.vaultLocked
         }
         let descriptor = try descriptor(of: name, in: context.vault)
-        let enrollment = try EnrollmentTracker.status(database: context.database)
-        let sensor = ReaderSensor(device: device, console: console, prints: try context.printStore(key: key))
-        do {
-            _ = try await context.evaluator.authorize(
-                item: descriptor, operation: .read, enrollment: enrollment, sensor: sensor,
-                passphrase: context.verifier(passphrase))
-        } catch {
-            await sensor.close()
-            if error == .readerUnavailable, let cause = await sensor.lastFailure { throw cause }
-            throw error
-        }
-        await sensor.close()
+        try await authorize(descriptor, .read, context: context, key: key, device: device, passphrase: passphrase,
+                            console: console)
         do {
             return try context.vault.item(named: name, key: key).value
         } catch let error as VaultError {
@@ -39,16 +29,39 @@ enum SecretAccess {
         }
     }
 
+    /// Asks the evaluator for `operation` on `item`, with a lazily opened reader and the
+    /// passphrase as fallback; the evaluator audits the decision.
+    static func authorize(_ item: ItemDescriptor, _ operation: ItemOperation, context: VaultContext, key: VaultKey,
+                          device: String?, passphrase: PassphraseInput, console: Console) async throws {
+        let enrollment = try EnrollmentTracker.status(database: context.database)
+        let sensor = ReaderSensor(device: device, console: console, prints: try context.printStore(key: key))
+        do {
+            _ = try await context.evaluator.authorize(
+                item: item, operation: operation, enrollment: enrollment, sensor: sensor,
+                passphrase: context.verifier(passphrase))
+        } catch {
+            await sensor.close()
+            if error == .readerUnavailable, let cause = await sensor.lastFailure { throw cause }
+            throw error
+        }
+        await sensor.close()
+    }
+
     /// What the policy core needs to know about the stored item `name`.
     static func descriptor(of name: String, in vault: Vault) throws -> ItemDescriptor {
         guard let info = try vault.items().first(where: { $0.name == name }) else {
             throw VaultError.itemNotFound(name: name)
         }
+        return try descriptor(of: info)
+    }
+
+    /// What the policy core needs to know about a stored item.
+    static func descriptor(of info: VaultItemInfo) throws -> ItemDescriptor {
         let policy: AccessPolicy
         do {
             policy = try AccessPolicy(parsing: info.policy)
         } catch {
-            throw VaultError.integrity(what: "the policy of item \"\(name)\"")
+            throw VaultError.integrity(what: "the policy of item \"\(info.name)\"")
         }
         return ItemDescriptor(name: info.name, policy: policy,
                               boundEnrollmentState: info.enrollmentDigest.map(EnrollmentState.init(digest:)),

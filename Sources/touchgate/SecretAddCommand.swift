@@ -12,10 +12,14 @@ extension Secret {
                 (a finger enrolled now; the item is destroyed when a finger is enrolled or deleted), \
                 user-presence (a finger or the passphrase), passphrase; or a combination with & (and) \
                 and | (or), e.g. 'biometry-current-set|passphrase'. --fresh demands a new touch every \
-                time (no 5-minute reuse). One final newline of the input is dropped. Needs the vault unlocked.
+                time (no 5-minute reuse). One final newline of the input is dropped. Needs the vault \
+                unlocked; replacing an item also needs what its current policy asks for (standard input \
+                carries the value, so give a passphrase on another descriptor).
                 """)
 
         @OptionGroup var common: CommonOptions
+        @OptionGroup var readerOptions: ReaderOptions
+        @OptionGroup var passphrase: PassphraseOptions
 
         @Argument(help: "The item's name.")
         var name: String
@@ -39,6 +43,8 @@ extension Secret {
             let name = self.name
             let policy = try AccessPolicy(parsing: self.policy)
             let fresh = self.fresh
+            let device = readerOptions.device
+            let input = passphrase.input()
             try await CommandRunner.run(json: common.json) { console in
                 let context = try VaultContext.open()
                 let key = try context.requireKey()
@@ -52,10 +58,16 @@ extension Secret {
                 }
                 let old = try context.vault.items().first { $0.name == name }
                 let value = try SecretValue.readStandardInput()
+                if let old, !old.isInvalidated {
+                    // Replacing a live item needs what reading it needs; the evaluator audits the write.
+                    try await SecretAccess.authorize(try SecretAccess.descriptor(of: old), .write, context: context,
+                                                     key: key, device: device, passphrase: input, console: console)
+                } else {
+                    try context.record(.itemWrite, .success, item: name,
+                                       reason: old == nil ? "stored" : "replaced an invalidated item")
+                }
                 try context.vault.setItem(named: name, value: value, policy: policy.description, freshTouch: fresh,
                                           enrollmentDigest: digest, key: key)
-                try context.record(.itemWrite, .success, item: name,
-                                   reason: old == nil ? "stored" : "replaced")
                 let oldPolicy = old.flatMap { AccessPolicy($0.policy) }
                 if oldPolicy != policy || old?.freshTouch != fresh {
                     try context.evaluator.recordPolicyChange(item: name, from: oldPolicy, to: policy)

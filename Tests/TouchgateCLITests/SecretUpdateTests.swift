@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Replacing an item needs what reading it needs; a cancelled touch is not a failure.
+@Suite(.serialized, .timeLimit(.minutes(5)))
+struct SecretUpdateTests {
+    @Test func replacingALiveItemNeedsItsCurrentPolicy() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try await vault.enroll("whorl")
+        try await vault.add("deploy-key", "original", policy: "biometry-any", fresh: true)
+
+        let refused = try await vault.run(["secret", "add", "deploy-key", "--policy", "passphrase", "--json"],
+                                          presenting: ["arch"], stdin: Data("attacker".utf8))
+        #expect(refused.status == 1, "\(refused.stderrLines)")
+        #expect(refused.fingerPrompts == 1)
+        let unchanged = try await vault.get("deploy-key", presenting: ["whorl"])
+        #expect(unchanged.stdout == "original")
+        let list = try await vault.run(["secret", "list", "--json"])
+        #expect((list.json?["items"] as? [[String: Any]])?.first?["policy"] as? String == "biometry-any")
+
+        let replaced = try await vault.run(["secret", "add", "deploy-key", "--policy", "biometry-any", "--json"],
+                                           presenting: ["whorl"], stdin: Data("rotated".utf8))
+        #expect(replaced.status == 0, "\(replaced.stderrLines)")
+        #expect(try await vault.get("deploy-key", presenting: ["whorl"]).stdout == "rotated")
+        let trail = try await vault.run(["audit", "export"]).stdout
+        #expect(trail.contains("\"event\":\"item.write\",\"item\":\"deploy-key\",\"outcome\":\"failure\""))
+        #expect(trail.contains("\"event\":\"policy.change\",\"item\":\"deploy-key\""))
+        #expect(!trail.contains("attacker") && !trail.contains("rotated") && !trail.contains("original"))
+    }
+
+    @Test func ctrlCWhileWaitingForATouchIsNotCountedAsAFailure() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try await vault.enroll("whorl")
+        try await vault.add("token", "value", policy: "biometry-any")
+        vault.finger.present([])
+        let started = Date()
+        let result = try await vault.rig.process.run(["secret", "get", "token", "--json"]) { line, process in
+            if VirtualImageFinger.isPrompt(line) { kill(process.processIdentifier, SIGINT) }
+        }
+        #expect(result.status == 130, "\(result.stderrLines)")
+        #expect(result.errorCode == "cancelled")
+        #expect(Date().timeIntervalSince(started) < 10)
+        let lockout = try await vault.lockout()
+        #expect(lockout["consecutive-failures"] as? Int == 0)
+        let trail = try await vault.run(["audit", "export"]).stdout
+        #expect(trail.contains("cancelled (not counted)"))
+        // The reader was released: the next process uses it at once.
+        let next = try await vault.get("token", presenting: ["whorl"])
+        #expect(next.status == 0)
+        #expect(next.stdout == "value")
+    }
+}
