@@ -52,9 +52,11 @@ let package = Package(
         ),
         // Fixtures, the virtual-reader clients and process helpers shared by the tests.
         .target(name: "TouchgateTestSupport", dependencies: ["TouchgateImageIO"], path: "Tests/TestSupport"),
+        // Runs the fpcmoc recording's exact call sequence; FingerprintKitTests runs it under umockdev-run.
+        .executableTarget(name: "fpcmoc-lifecycle", dependencies: ["FingerprintKit"], path: "Tests/ReplayPrograms/fpcmoc-lifecycle"),
         // Development tool: plays the finger on the virtual reader for the quick start and benchmarks.
         .executableTarget(name: "virtual-finger", dependencies: ["TouchgateTestSupport"], path: "Tools/virtual-finger"),
-        .testTarget(name: "FingerprintKitTests", dependencies: ["FingerprintKit", "TouchgateTestSupport"]),
+        .testTarget(name: "FingerprintKitTests", dependencies: ["FingerprintKit", "TouchgateTestSupport", "fpcmoc-lifecycle"]),
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy"]),
         .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault"]),
         .testTarget(name: "TouchgateCLITests", dependencies: ["touchgate", "TouchgateTestSupport"]),
