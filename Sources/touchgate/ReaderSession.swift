@@ -87,18 +87,26 @@ struct Prompter: Sendable {
     let finger: String?
 
     func consume(_ stream: AsyncStream<ReaderEvent>) async {
-        var waiting = false
+        // One prompt per wait: some drivers report "needed" twice before any finger comes
+        // (needed, none, needed); only a finger, a finished stage or a retry starts a new wait.
+        var prompted = false
         var completed = 0
         for await event in stream {
             switch event {
             case .fingerStatus(let status):
-                if status.isWaitingForFinger && !waiting { prompt(stage: completed + 1) }
-                waiting = status.isWaitingForFinger
+                if status.isWaitingForFinger && !prompted {
+                    prompt(stage: completed + 1)
+                    prompted = true
+                } else if status.contains(.present) {
+                    prompted = false
+                }
             case .enrollStage(let done, let total):
+                prompted = false
                 completed = done
                 console.event("enroll-stage", [("completed", .int(done)), ("total", .int(total))],
                               text: "  scan \(done) of \(total) done")
             case .retry(let reason):
+                prompted = false
                 console.event("retry", [("reason", .string(Self.name(of: reason))), ("message", .string(reason.message))],
                               text: "  \(reason.message)")
             }
