@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Touchgate quick start: sets up the machine, builds touchgate, then enrolls a finger,
-# verifies it and unlocks a secret with it.
+# verifies it, creates a vault and releases a secret with the finger.
 #
 # With a real reader plugged in (and no FP_DRIVERS_WHITELIST set) you touch the reader
 # yourself. Without one, libfprint's virtual_image reader is used and the NIST prints in
@@ -18,7 +18,8 @@ bin=$(swift build -c release --show-bin-path)
 touchgate="$bin/touchgate"
 
 demo=$(mktemp -d -t touchgate-demo-XXXXXX)
-trap 'rm -rf "$demo"' EXIT
+# Leave nothing behind: the unlocked key goes from the kernel keyring, the data from the disk.
+trap '"$touchgate" lock >/dev/null 2>&1 || true; rm -rf "$demo"' EXIT
 export XDG_DATA_HOME="$demo/data"
 
 real_reader=""
@@ -42,5 +43,32 @@ else
   step "verify with arch (expect: no match, exit 1)"
   if finger --print arch -- "$touchgate" verify; then echo "unexpected match" >&2; exit 1; fi
 fi
-# SECRETS-DEMO
+
+# The secrets workflow: a vault, a secret guarded by the enrolled finger set, released by a touch.
+if [ -n "$real_reader" ]; then
+  step "create the vault: choose a passphrase (asked twice)"; "$touchgate" init
+  step "unlock it with the passphrase"; "$touchgate" unlock
+  step "store a demo secret that only your enrolled fingers can release"
+  printf 'demo-token-%s\n' "$RANDOM" | "$touchgate" secret add demo-token --policy biometry-current-set
+  step "release it: touch the reader"; "$touchgate" secret get demo-token
+else
+  # A fixed demo passphrase, passed on a pipe (never argv); a real setup types it at the prompt.
+  passphrase() { printf '%s\n' "correct horse battery staple"; }
+  step "create the vault (Argon2id, MODERATE limits: about a second)"
+  "$touchgate" init --passphrase-fd 3 3< <(passphrase)
+  step "unlock it with the passphrase"
+  "$touchgate" unlock --passphrase-fd 3 3< <(passphrase)
+  step "store a secret that only the enrolled finger set can release, with a touch every time"
+  printf 'ghp_demo_%s\n' "$RANDOM$RANDOM" | "$touchgate" secret add demo-token --policy biometry-current-set --fresh
+  step "release it with the whorl finger: the value alone goes to standard output"
+  value=$(finger --print whorl -- "$touchgate" secret get demo-token)
+  echo "secret get printed: $value" >&2
+  step "the arch finger is refused (exit 1)"
+  if finger --print arch -- "$touchgate" secret get demo-token; then
+    echo "unexpected release" >&2; exit 1
+  fi
+  step "status and the audit trail"
+  "$touchgate" status
+  "$touchgate" audit verify
+fi
 step "done"
