@@ -36,7 +36,11 @@ public struct SystemClock: PolicyClock {
     public var wallTime: Date { Date() }
 
     /// Time since boot, suspend included.
-    public var bootTime: Duration {
+    public var bootTime: Duration { Self.readBootTime() }
+
+    /// Reads `CLOCK_BOOTTIME` now: time since boot, suspend included. The one place that
+    /// reads the boot clock, for callers that need no boot id (the vault's keyring session).
+    public static func readBootTime() -> Duration {
         var spec = timespec()
         #if os(Linux)
         let status = clock_gettime(CLOCK_BOOTTIME, &spec)

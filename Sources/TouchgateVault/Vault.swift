@@ -72,8 +72,6 @@ public struct Vault: Sendable {
         let now = Date().timeIntervalSince1970
         let meta = MetaRecord(vaultID: vaultID, kdf: kdf, salt: salt, wrappedKey: [], templatesSealed: false)
         let wrapped = SecretBox.wrap(key.bytes, under: kek, associatedData: meta.associatedData)
-        let entry = try? BootInstant.now()
-
         try database.writer.write { db in
             if try MetaRecord.fetch(db) != nil { throw VaultError.alreadyInitialized(directory: directory) }
             try db.execute(sql: """
@@ -83,7 +81,6 @@ public struct Vault: Sendable {
                 """, arguments: [format, Data(vaultID), Int(kdf.algorithm), Int64(kdf.opsLimit), Int64(kdf.memLimit),
                                  Data(salt), Data(wrapped), now, now])
             try sealPlaintextTemplates(db, key: key)
-            if let entry { try recordPassphraseEntry(db, entry) }
         }
         return Vault(database: database, owner: owner, vaultID: vaultID)
     }
@@ -99,18 +96,15 @@ public struct Vault: Sendable {
 
     // MARK: Passphrase
 
-    /// Checks `passphrase` and returns the vault key; records the passphrase entry.
+    /// Checks `passphrase` and returns the vault key. (When the passphrase was last entered
+    /// is the policy core's to record: `PolicyState.lastPassphraseEntry`.)
     ///
     /// Runs Argon2id with the stored parameters, then opens the wrapped vault key: that
     /// AEAD open is the only check. A wrong passphrase, an altered salt, parameters or
     /// wrapped key all give the same ``VaultError/wrongPassphrase`` after the same work.
     public func unlock(passphrase: SecureBytes) throws -> VaultKey {
         let meta = try currentMeta()
-        let key = try Self.openVaultKey(meta, passphrase: passphrase)
-        if let entry = try? BootInstant.now() {
-            try database.writer.write { db in try Self.recordPassphraseEntry(db, entry) }
-        }
-        return key
+        return try Self.openVaultKey(meta, passphrase: passphrase)
     }
 
     /// Replaces the passphrase: re-wraps the vault key under a key derived from `new`
@@ -131,7 +125,6 @@ public struct Vault: Sendable {
         let next = MetaRecord(vaultID: vaultID, kdf: parameters, salt: salt, wrappedKey: [],
                               templatesSealed: meta.templatesSealed)
         let wrapped = SecretBox.wrap(key.bytes, under: kek, associatedData: next.associatedData)
-        let entry = try? BootInstant.now()
         try database.writer.write { db in
             // Compare-and-swap: a concurrent change made `old` wrong; say so rather than overwrite it.
             try db.execute(sql: """
@@ -141,7 +134,6 @@ public struct Vault: Sendable {
                 """, arguments: [Int(parameters.algorithm), Int64(parameters.opsLimit), Int64(parameters.memLimit),
                                  Data(salt), Data(wrapped), Date().timeIntervalSince1970, Data(meta.wrappedKey)])
             guard db.changesCount == 1 else { throw VaultError.wrongPassphrase }
-            if let entry { try Self.recordPassphraseEntry(db, entry) }
         }
     }
 

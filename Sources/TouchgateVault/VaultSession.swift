@@ -1,5 +1,6 @@
 import CSodium
 import Foundation
+import TouchgatePolicy
 
 /// Holds the unlocked vault key in the kernel keyring between passphrase entries.
 ///
@@ -51,14 +52,13 @@ public struct VaultSession: Sendable {
     private static let payloadBytes = 1 + 32 + 8
 
     /// Checks `passphrase` (Argon2id, so about a second) and stores the vault key in the
-    /// keyring; returns it. Also records the passphrase entry.
+    /// keyring; returns it.
     /// - Throws: ``VaultError/wrongPassphrase`` (the keyring is then left as it was),
     ///   ``VaultError/system(operation:code:)`` when the keyring refuses.
     @discardableResult
     public func unlock(passphrase: SecureBytes) throws -> VaultKey {
         let key = try vault.unlock(passphrase: passphrase)
-        let unlockedAt = try BootInstant.now()
-        let nanoseconds = UInt64(unlockedAt.secondsSinceBoot * 1e9)
+        let nanoseconds = UInt64(SystemClock.readBootTime().seconds * 1e9)
         let payload = key.bytes.withUnsafeBytes { keyBytes in
             SecureBytes.make(count: Self.payloadBytes) { out in
                 out[0] = Self.payloadFormat
@@ -86,8 +86,7 @@ public struct VaultSession: Sendable {
             try KernelKeyring.remove(description)
             return nil
         }
-        let now = try BootInstant.now()
-        let age = now.secondsSinceBoot - Double(fields.unlockedAt) / 1e9
+        let age = SystemClock.readBootTime().seconds - Double(fields.unlockedAt) / 1e9
         let remaining = maximumAge.seconds - age
         guard remaining > 0 else {
             try KernelKeyring.remove(description)
@@ -118,5 +117,13 @@ public struct VaultSession: Sendable {
     /// anything between n-1 and n; one second more makes it "at least `duration`".
     private static func wholeSeconds(_ duration: Duration) -> UInt32 {
         UInt32(min(max(duration.seconds.rounded(.up), 1) + 1, Double(UInt32.max)))
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    fileprivate var seconds: Double {
+        let parts = components
+        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }
 }

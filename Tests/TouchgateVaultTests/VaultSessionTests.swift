@@ -86,26 +86,8 @@ struct VaultSessionTests {
         #expect(try freshSession.currentKey() == nil)
     }
 
-    @Test("unlocking records when the passphrase was entered, on the boot clock")
-    func passphraseEntry() throws {
-        let fixture = try VaultFixture()
-        let session = VaultSession(vault: fixture.vault)
-        defer { _ = try? session.lock() }
-        let before = try BootInstant.now()
-        try session.unlock(passphrase: secret(VaultFixture.passphrase))
-        let entry = try #require(try fixture.vault.lastPassphraseEntry())
-        let after = try BootInstant.now()
-        #expect(entry.bootID == before.bootID)
-        #expect(entry.secondsSinceBoot >= before.secondsSinceBoot && entry.secondsSinceBoot <= after.secondsSinceBoot)
-        #expect(entry.isRecent(now: after, maximumAge: .seconds(72 * 3600)))
-        let later = BootInstant(bootID: entry.bootID, secondsSinceBoot: entry.secondsSinceBoot + 72 * 3600 + 1)
-        #expect(!entry.isRecent(now: later, maximumAge: .seconds(72 * 3600)))
-        let rebooted = BootInstant(bootID: "another-boot", secondsSinceBoot: entry.secondsSinceBoot + 1)
-        #expect(!entry.isRecent(now: rebooted, maximumAge: .seconds(72 * 3600)))
-        // A failed attempt records nothing.
-        try fixture.store.tamper("DELETE FROM vault_state")
-        #expect(throws: VaultError.wrongPassphrase) { try session.unlock(passphrase: secret("wrong")) }
-        #expect(try fixture.vault.lastPassphraseEntry() == nil)
+    @Test("the keyring session is capped at 72 hours after the passphrase")
+    func maximumAgeDefault() {
         #expect(VaultSession.defaultMaximumAge == .seconds(72 * 3600))
     }
 }
