@@ -62,7 +62,7 @@ struct EnrollmentBindingTests {
         #expect(wrong.status == 8)
         #expect(wrong.errorCode == "wrong-passphrase")
         #expect(wrong.fingerPrompts == 0, "refused before the reader")
-        let none = try await vault.run(["enroll", "--json"], presenting: ["whorl"], stdin: Data())
+        let none = try await vault.runWithoutTerminal(["enroll", "--json"], stdin: Data())
         #expect(none.status == 8, "no terminal and no --passphrase-fd: \(none.stderrLines)")
         #expect(try await vault.run(["prints", "list", "--json"]).stdout.contains("right-index") == false)
 

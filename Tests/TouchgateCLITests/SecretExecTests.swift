@@ -40,7 +40,7 @@ struct SecretExecTests {
         try await vault.initAndUnlock()
         try await vault.add("recovery", "words words words", policy: "passphrase", fresh: true)
         // Fresh: the unlock session is not reused, the passphrase is asked again.
-        let noPassphrase = try await vault.run(["secret", "get", "recovery", "--json"], stdin: Data())
+        let noPassphrase = try await vault.runWithoutTerminal(["secret", "get", "recovery", "--json"], stdin: Data())
         #expect(noPassphrase.status == 8, "\(noPassphrase.stderrLines)")
         #expect(noPassphrase.errorCode == "passphrase-required")
         let wrong = try await vault.run(["secret", "get", "recovery", "--passphrase-fd", "0"], stdin: VaultRig.lines("nope"))

@@ -26,6 +26,16 @@ struct VaultRig {
         try await rig.run(arguments, presenting: prints, stdin: stdin)
     }
 
+    /// Runs touchgate in a new session (`setsid --wait`), so it has no terminal to ask on
+    /// even when the tests themselves run in one.
+    func runWithoutTerminal(_ arguments: [String], stdin: Data? = nil) async throws -> CLIResult {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/setsid"),
+                     "this test needs setsid from util-linux: apt-get install util-linux")
+        var process = rig.process
+        process.wrapper = ["/usr/bin/setsid", "--wait"]
+        return try await process.run(arguments, stdin: stdin)
+    }
+
     /// Runs a command that needs the passphrase, giving it on descriptor 0.
     func withPassphrase(_ arguments: [String], _ passphrase: String = VaultRig.passphrase,
                         presenting prints: [String] = []) async throws -> CLIResult {
