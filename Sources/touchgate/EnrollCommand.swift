@@ -45,8 +45,12 @@ struct Enroll: AsyncParsableCommand {
             let store = try Storage.printStore(database: database)
             let vault = try Vault.exists(in: database) ? try VaultContext.open(database: database) : nil
             if let vault {
-                _ = try await vault.evaluator.authorizeEnrollmentChange(
-                    .enroll, vaultExists: true, passphrase: vault.verifier(input))
+                do {
+                    _ = try await vault.evaluator.authorizeEnrollmentChange(
+                        .enroll, vaultExists: true, passphrase: vault.verifier(input))
+                } catch {
+                    throw input.explain(error)
+                }
             }
             let (print, info) = try await ReaderSession.with(device: device, console: console) { session in
                 try await enroll(session: session, store: store, finger: finger, user: user, replace: replace)

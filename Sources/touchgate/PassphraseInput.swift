@@ -1,4 +1,5 @@
 import Foundation
+import TouchgatePolicy
 import TouchgateVault
 #if canImport(Glibc)
 import Glibc
@@ -44,6 +45,7 @@ final class PassphraseInput: @unchecked Sendable {
     let fileDescriptor: Int32?
     private let lock = NSLock()
     private var cached: SecureBytes?
+    private var problem: (any Error)?
 
     /// Input from `fileDescriptor`, or from `/dev/tty` when it is nil.
     init(fileDescriptor: Int32?) {
@@ -58,6 +60,18 @@ final class PassphraseInput: @unchecked Sendable {
             cached = value
             return value
         }
+    }
+
+    /// Remembers why a passphrase check reached no verdict (the policy core only hears
+    /// "unavailable"), so the command can report the real cause.
+    func record(_ error: any Error) {
+        lock.withLock { problem = error }
+    }
+
+    /// The recorded cause behind `error` when it is a "passphrase required" refusal, else `error`.
+    func explain(_ error: any Error) -> any Error {
+        guard case .passphraseRequired? = error as? AuthorizationError else { return error }
+        return lock.withLock { problem } ?? error
     }
 
     /// A new passphrase: on a terminal asked twice and compared; from a descriptor, the next line.

@@ -73,8 +73,12 @@ struct Prints: AsyncParsableCommand {
                 }
                 let vault = try Vault.exists(in: database) ? try VaultContext.open(database: database) : nil
                 if let vault {
-                    _ = try await vault.evaluator.authorizeEnrollmentChange(
-                        .delete, vaultExists: true, passphrase: vault.verifier(input))
+                    do {
+                        _ = try await vault.evaluator.authorizeEnrollmentChange(
+                            .delete, vaultExists: true, passphrase: vault.verifier(input))
+                    } catch {
+                        throw input.explain(error)
+                    }
                 }
                 let store = matches.contains(where: \.onDevice) ? try Storage.printStore(database: database) : index
                 // Templates are needed only to delete a print from the reader's own storage.
@@ -126,8 +130,12 @@ struct Prints: AsyncParsableCommand {
                 let store = Storage.printIndex(database: database)
                 let vault = try Vault.exists(in: database) ? try VaultContext.open(database: database) : nil
                 if let vault {
-                    _ = try await vault.evaluator.authorizeEnrollmentChange(
-                        .delete, vaultExists: true, passphrase: vault.verifier(input))
+                    do {
+                        _ = try await vault.evaluator.authorizeEnrollmentChange(
+                            .delete, vaultExists: true, passphrase: vault.verifier(input))
+                    } catch {
+                        throw input.explain(error)
+                    }
                 }
                 let info = try await ReaderSession.with(device: device, console: console) { session in
                     try await session.reader.clearStorage()

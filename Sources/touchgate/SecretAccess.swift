@@ -42,7 +42,7 @@ enum SecretAccess {
         } catch {
             await sensor.close()
             if error == .readerUnavailable, let cause = await sensor.lastFailure { throw cause }
-            throw error
+            throw passphrase.explain(error)
         }
         await sensor.close()
     }

@@ -20,7 +20,11 @@ struct Unlock: AsyncParsableCommand {
         try await CommandRunner.run(json: common.json) { console in
             let context = try VaultContext.open()
             let verifier = context.verifier(input, unlocking: true)
-            _ = try await context.evaluator.unlock(passphrase: verifier)
+            do {
+                _ = try await context.evaluator.unlock(passphrase: verifier)
+            } catch {
+                throw input.explain(error)
+            }
             console.result([("result", "unlocked")], text: "Unlocked.")
             return Exit.success
         }

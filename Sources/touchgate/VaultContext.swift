@@ -90,6 +90,7 @@ struct VaultPassphraseVerifier: PassphraseVerifier {
         } catch is CancellationError {
             throw .cancelled
         } catch {
+            input.record(error)
             throw .unavailable
         }
         do {
@@ -102,6 +103,7 @@ struct VaultPassphraseVerifier: PassphraseVerifier {
         } catch VaultError.wrongPassphrase {
             return false
         } catch {
+            input.record(error)
             throw .unavailable
         }
     }

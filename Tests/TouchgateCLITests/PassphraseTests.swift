@@ -19,6 +19,9 @@ struct PassphraseTests {
         #expect(try await vault.status()["locked"] as? Bool == true)
         #expect(try await vault.run(["secret", "add", "x", "--policy", "passphrase"], stdin: Data("v".utf8)).status == 8)
 
+        let noTerminal = try await vault.runWithoutTerminal(["unlock"], stdin: Data())
+        #expect(noTerminal.status == 8)
+        #expect(noTerminal.stderrLines.joined().contains("--passphrase-fd"), "says how to give it without a terminal")
         try #require(try await vault.withPassphrase(["unlock"]).status == 0)
         #expect(try await vault.status()["locked"] as? Bool == false)
 
