@@ -7,7 +7,10 @@ import TouchgateVault
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show whether the vault is locked, the session, lockout, enrolled fingers and readers.",
-        discussion: "Reads state only: it never asks for a finger or the passphrase.")
+        discussion: """
+            Reads state only: it never asks for a finger or the passphrase, and does not count as \
+            use (it does not delay the idle lock).
+            """)
 
     @OptionGroup var common: CommonOptions
 
@@ -20,7 +23,7 @@ struct Status: AsyncParsableCommand {
             var lines: [String] = []
             if try Vault.exists(in: database) {
                 let context = try VaultContext.open(database: database)
-                let unlocked = try context.session.currentKey() != nil
+                let unlocked = context.isUnlocked
                 let policy = try context.evaluator.status()
                 let state = try VaultPolicyStateStore(store: context.stateStore).read()
                 let remaining = Self.sessionRemaining(state, context.evaluator.configuration,

@@ -1,3 +1,4 @@
+import CTouchgateSys
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
@@ -41,6 +42,12 @@ struct VaultContext: Sendable {
     func requireKey() throws -> VaultKey {
         guard let key = try session.currentKey() else { throw Failure.vaultLocked }
         return key
+    }
+
+    /// Whether the vault key is in the keyring, checked without reading it, so that asking
+    /// (`touchgate status`, a shell prompt) does not count as use and never delays the idle lock.
+    var isUnlocked: Bool {
+        CTouchgateSys_key_search_user(session.keyDescription) > 0
     }
 
     /// The print store with templates sealed under `key`.
