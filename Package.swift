@@ -56,6 +56,12 @@ let package = Package(
         .executableTarget(name: "fpcmoc-lifecycle", dependencies: ["FingerprintKit"], path: "Tests/ReplayPrograms/fpcmoc-lifecycle"),
         // Development tool: plays the finger on the virtual reader for the quick start and benchmarks.
         .executableTarget(name: "virtual-finger", dependencies: ["TouchgateTestSupport"], path: "Tools/virtual-finger"),
+        // Benchmark helper for bench/run.sh: print galleries, audit logs, Argon2id and fsync timings.
+        .executableTarget(
+            name: "touchgate-bench",
+            dependencies: ["TouchgateVault", "CSodium", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "bench/Sources/touchgate-bench"
+        ),
         .testTarget(name: "FingerprintKitTests", dependencies: ["FingerprintKit", "TouchgateTestSupport", "fpcmoc-lifecycle"]),
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy"]),
         .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault"]),

@@ -1,0 +1,4 @@
+# Touchgate: `make bench` runs the benchmark suite (bench/run.sh) and writes BENCHMARKS.md.
+.PHONY: bench
+bench:
+	bench/run.sh
