@@ -55,7 +55,7 @@ actor ReaderSensor: BiometricSensor {
 
     private func openIfNeeded(prompt: String) async throws -> ReaderSession {
         if let session { return session }
-        console.event("touch-needed", [("action", .string(prompt))], text: prompt)
+        console.event("touch-needed", [("message", .string(prompt))], text: prompt)
         let session = try await ReaderSession.open(device: device, console: console)
         self.session = session
         opened = true
