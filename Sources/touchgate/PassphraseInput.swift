@@ -106,9 +106,9 @@ final class PassphraseInput: @unchecked Sendable {
         guard tcgetattr(fd, &saved) == 0 else { throw PassphraseInputError.noTerminal }
         var quiet = saved
         quiet.c_lflag &= ~tcflag_t(ECHO)
-        guard tcsetattr(fd, TCSAFLUSH, &quiet) == 0 else { throw PassphraseInputError.noTerminal }
+        guard tcsetattr(fd, TCSADRAIN, &quiet) == 0 else { throw PassphraseInputError.noTerminal }
         defer {
-            _ = tcsetattr(fd, TCSAFLUSH, &saved)
+            _ = tcsetattr(fd, TCSADRAIN, &saved)
             _ = Glibc.write(fd, "\n", 1)
         }
         _ = prompt.withCString { Glibc.write(fd, $0, strlen($0)) }

@@ -19,9 +19,9 @@ enum SecretValue {
             let isTerminal = tcgetattr(0, &saved) == 0
             var quiet = saved
             quiet.c_lflag &= ~tcflag_t(ECHO)
-            if isTerminal { _ = tcsetattr(0, TCSAFLUSH, &quiet) }
+            if isTerminal { _ = tcsetattr(0, TCSADRAIN, &quiet) }
             defer {
-                if isTerminal { _ = tcsetattr(0, TCSAFLUSH, &saved) }
+                if isTerminal { _ = tcsetattr(0, TCSADRAIN, &saved) }
                 Console.write("\n", to: 2)
             }
             value = try PassphraseInput.readLine(from: 0, interactive: true)

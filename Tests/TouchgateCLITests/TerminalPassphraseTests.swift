@@ -4,19 +4,19 @@ import TouchgateTestSupport
 
 /// The passphrase typed on a terminal: asked on /dev/tty with echo off, twice at init.
 /// A pseudo-terminal comes from script(1); the typing is fed a moment after start, once
-/// touchgate has turned echo off (what is typed earlier is flushed, as on a real terminal).
+/// touchgate has turned echo off (text typed ahead is kept, but the terminal would echo it).
 @Suite(.serialized, .timeLimit(.minutes(5)))
 struct TerminalPassphraseTests {
     /// Runs touchgate on a new pseudo-terminal, typing `lines` (from a file, so they are on
-    /// no command line) one every half second after the first second.
+    /// no command line) one a second after the first two seconds.
     func onTerminal(_ vault: VaultRig, _ arguments: [String], typing lines: [String]) async throws -> CLIResult {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/script"),
                      "this test needs script from bsdutils: apt-get install bsdutils")
-        var feed = "sleep 1"
+        var feed = "sleep 2"
         for (index, line) in lines.enumerated() {
             let file = vault.home.path("typed-\(index)")
             try Data((line + "\n").utf8).write(to: URL(fileURLWithPath: file))
-            feed += "; cat '\(file)'; sleep 0.5"
+            feed += "; cat '\(file)'; sleep 1"
         }
         var process = vault.rig.process
         process.wrapper = ["/bin/sh", "-c", "(\(feed); sleep 1) | /usr/bin/script -q -e -c \"$*\" /dev/null", "sh"]
