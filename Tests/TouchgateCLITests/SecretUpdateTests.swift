@@ -34,6 +34,23 @@ struct SecretUpdateTests {
         #expect(!trail.contains("attacker") && !trail.contains("rotated") && !trail.contains("original"))
     }
 
+    @Test func loosenedPolicyColumnFailsClosedAndIsAudited() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try await vault.enroll("whorl")
+        try await vault.add("root-password", "p4ss", policy: "passphrase", fresh: true)
+        // Someone with the database file turns the passphrase item into a touch-only one.
+        _ = try vault.sql("UPDATE vault_item SET policy = 'biometry-any' WHERE name = 'root-password'")
+        let result = try await vault.get("root-password", presenting: ["whorl"])
+        #expect(result.status == 6, "\(result.stderrLines)")
+        #expect(result.errorCode == "integrity")
+        #expect(!result.stdout.contains("p4ss"))
+        let trail = try await vault.run(["audit", "export"]).stdout
+        #expect(trail.contains("\"event\":\"integrity.failure\",\"item\":\"root-password\""))
+        #expect(try await vault.run(["audit", "verify"]).status == 0)
+    }
+
     @Test func ctrlCWhileWaitingForATouchIsNotCountedAsAFailure() async throws {
         let vault = try VaultRig()
         defer { vault.home.remove() }
