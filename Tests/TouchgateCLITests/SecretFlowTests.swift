@@ -50,7 +50,8 @@ struct SecretFlowTests {
         let lockout = try await vault.lockout()
         #expect(lockout["locked-out"] as? Bool == true)
         #expect(lockout["consecutive-failures"] as? Int == 3)
-        #expect((lockout["remaining-seconds"] as? Int ?? 0) > 800)
+        let remaining = try #require(lockout["remaining-seconds"] as? Int)
+        #expect(remaining > 800)
 
         // The trail holds every decision and verifies.
         let verified = try await vault.run(["audit", "verify", "--json"])
@@ -112,5 +113,32 @@ struct SecretFlowTests {
         let trail = try await vault.run(["audit", "export"]).stdout
         #expect(trail.contains("\"event\":\"lockout.end\""))
         #expect(trail.contains("lockout-duration 900 -> 3"))
+    }
+
+    @Test func twentyFailuresLeaveOnlyThePassphrase() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try #require(try await vault.withPassphrase(["policy", "set", "--lockout-threshold", "20"]).status == 0)
+        try await vault.enroll("whorl")
+        try await vault.add("token", "t0k", policy: "biometry-any", fresh: true)
+        for attempt in 1...20 {
+            let wrong = try await vault.get("token", presenting: ["arch"])
+            #expect(wrong.status == (attempt < 20 ? 1 : 7), "attempt \(attempt): \(wrong.stderrLines)")
+        }
+        let lockout = try await vault.lockout()
+        #expect(lockout["passphrase-only"] as? Bool == true)
+        #expect(lockout["remaining-seconds"] is NSNull, "no timer: only the passphrase lifts it")
+        let refused = try await vault.get("token", presenting: ["whorl"])
+        #expect(refused.status == 7)
+        #expect(refused.fingerPrompts == 0)
+        let message = try #require(refused.json?["message"] as? String)
+        #expect(message.contains("passphrase"))
+
+        #expect(try await vault.withPassphrase(["unlock"]).status == 0)
+        #expect(try await vault.lockout()["locked-out"] as? Bool == false)
+        let released = try await vault.get("token", presenting: ["whorl"])
+        #expect(released.status == 0)
+        #expect(released.stdout == "t0k")
     }
 }
