@@ -43,15 +43,7 @@ struct Enroll: AsyncParsableCommand {
         try await CommandRunner.run(json: common.json) { console in
             let database = try Storage.database()
             let store = try Storage.printStore(database: database)
-            let vault = try Vault.exists(in: database) ? try VaultContext.open(database: database) : nil
-            if let vault {
-                do {
-                    _ = try await vault.evaluator.authorizeEnrollmentChange(
-                        .enroll, vaultExists: true, passphrase: vault.verifier(input))
-                } catch {
-                    throw input.explain(error)
-                }
-            }
+            let vault = try await VaultContext.authorizingEnrollmentChange(.enroll, database: database, input: input)
             let (print, info) = try await ReaderSession.with(device: device, console: console) { session in
                 try await enroll(session: session, store: store, finger: finger, user: user, replace: replace)
             }

@@ -71,15 +71,7 @@ struct Prints: AsyncParsableCommand {
                 guard !matches.isEmpty else {
                     throw Failure.nothingEnrolled("\(finger) of \(user) is not enrolled; see: touchgate prints list")
                 }
-                let vault = try Vault.exists(in: database) ? try VaultContext.open(database: database) : nil
-                if let vault {
-                    do {
-                        _ = try await vault.evaluator.authorizeEnrollmentChange(
-                            .delete, vaultExists: true, passphrase: vault.verifier(input))
-                    } catch {
-                        throw input.explain(error)
-                    }
-                }
+                let vault = try await VaultContext.authorizingEnrollmentChange(.delete, database: database, input: input)
                 let store = matches.contains(where: \.onDevice) ? try Storage.printStore(database: database) : index
                 // Templates are needed only to delete a print from the reader's own storage.
                 matches = try store.prints(user: user, finger: finger).filter { candidate in
@@ -128,15 +120,7 @@ struct Prints: AsyncParsableCommand {
             try await CommandRunner.run(json: common.json) { console in
                 let database = try Storage.database()
                 let store = Storage.printIndex(database: database)
-                let vault = try Vault.exists(in: database) ? try VaultContext.open(database: database) : nil
-                if let vault {
-                    do {
-                        _ = try await vault.evaluator.authorizeEnrollmentChange(
-                            .delete, vaultExists: true, passphrase: vault.verifier(input))
-                    } catch {
-                        throw input.explain(error)
-                    }
-                }
+                let vault = try await VaultContext.authorizingEnrollmentChange(.delete, database: database, input: input)
                 let info = try await ReaderSession.with(device: device, console: console) { session in
                     try await session.reader.clearStorage()
                     return session.info

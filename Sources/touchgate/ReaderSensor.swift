@@ -31,17 +31,8 @@ actor ReaderSensor: BiometricSensor {
     func identify(prompt: String) async throws(SensorError) -> SensorOutcome {
         do {
             let session = try await openIfNeeded(prompt: prompt)
-            let prints = gallery.map(\.print)
-            if session.info.features.contains(.identify) {
-                let index = try await session.prompting("authorize", finger: nil) { events in
-                    try await session.reader.identify(prints, events: events)
-                }
-                return index.map { .match(gallery[$0].id) } ?? .noMatch
-            }
-            let matched = try await session.prompting("authorize", finger: nil) { events in
-                try await session.reader.verify(prints[0], events: events)
-            }
-            return matched ? .match(gallery[0].id) : .noMatch
+            let index = try await session.match(gallery.map(\.print), operation: "authorize", finger: nil)
+            return index.map { .match(gallery[$0].id) } ?? .noMatch
         } catch {
             throw map(error)
         }

@@ -78,6 +78,23 @@ struct ReaderSession: Sendable {
     }
 }
 
+extension ReaderSession {
+    /// One scan matched against `gallery`: identify when there are several prints and the
+    /// reader can, else verify against the first. Returns the index that matched, or nil.
+    /// A poor scan throws ``FingerprintError/retry(_:)``; the caller decides whether to restart.
+    func match(_ gallery: [Print], operation: String, finger: String?) async throws -> Int? {
+        if gallery.count > 1 && info.features.contains(.identify) {
+            return try await prompting(operation, finger: finger) { events in
+                try await reader.identify(gallery, events: events)
+            }
+        }
+        let matched = try await prompting(operation, finger: finger) { events in
+            try await reader.verify(gallery[0], events: events)
+        }
+        return matched ? 0 : nil
+    }
+}
+
 /// Turns reader events into prompts: exactly one prompt each time the reader starts
 /// waiting for a finger, progress after each enroll stage, and retry hints.
 struct Prompter: Sendable {

@@ -34,6 +34,22 @@ struct VaultContext: Sendable {
                             stateStore: stateStore, settings: settings, evaluator: evaluator)
     }
 
+    /// Before enrolling or deleting a finger: when a vault exists, opens it and has the
+    /// policy core authorize the change (the passphrase is asked for and audited); without
+    /// a vault there is nothing to protect yet and nil is returned.
+    static func authorizingEnrollmentChange(_ change: EnrollmentChange, database: TouchgateDatabase,
+                                            input: PassphraseInput) async throws -> VaultContext? {
+        guard try Vault.exists(in: database) else { return nil }
+        let context = try open(database: database)
+        do {
+            _ = try await context.evaluator.authorizeEnrollmentChange(
+                change, vaultExists: true, passphrase: context.verifier(input))
+        } catch {
+            throw input.explain(error)
+        }
+        return context
+    }
+
     /// Who acts, as the evaluator names it: `uid=1000(alice)`.
     static var principal: String { "uid=\(getuid())(\(LoginName.current))" }
 

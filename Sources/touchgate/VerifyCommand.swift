@@ -5,18 +5,17 @@ import TouchgateVault
 /// How many poor scans a match operation restarts after before giving up (fprintd restarts too).
 let maximumScanAttempts = 5
 
-/// Runs a match operation, restarting it after a poor scan, up to ``maximumScanAttempts``.
-func withScanRetries<T: Sendable>(_ session: ReaderSession, _ operation: String, finger: String?,
-                                  _ body: @Sendable (AsyncStream<ReaderEvent>.Continuation) async throws -> T) async throws -> T {
-    var attempt = 1
+/// Runs `attempt` (one scan), restarting it after a poor scan, up to ``maximumScanAttempts``.
+func withScanRetries<T: Sendable>(_ console: Console, _ attempt: () async throws -> T) async throws -> T {
+    var tries = 1
     while true {
         do {
-            return try await session.prompting(operation, finger: finger, body)
-        } catch let FingerprintError.retry(reason) where attempt < maximumScanAttempts {
-            attempt += 1
-            session.console.event("retry", [("reason", .string(Prompter.name(of: reason))),
-                                            ("message", .string(reason.message)), ("attempt", .int(attempt))],
-                                  text: "  \(reason.message)")
+            return try await attempt()
+        } catch let FingerprintError.retry(reason) where tries < maximumScanAttempts {
+            tries += 1
+            console.event("retry", [("reason", .string(Prompter.name(of: reason))),
+                                    ("message", .string(reason.message)), ("attempt", .int(tries))],
+                          text: "  \(reason.message)")
         } catch FingerprintError.retry(_) {
             throw Failure.readerError("\(maximumScanAttempts) scans in a row were too poor to match; clean the reader and try again")
         }
@@ -34,23 +33,32 @@ func enrolledPrints(_ store: PrintStore, on info: ReaderInfo, user: String?, fin
     return prints
 }
 
-/// Matches one scan against `candidates`: identify when the reader can, else verify the first.
+/// Matches one scan against `candidates`, restarting after poor scans.
 /// Returns the candidate that matched, or nil.
 func match(_ session: ReaderSession, against candidates: [StoredPrint], operation: String,
            finger: String?) async throws -> StoredPrint? {
-    var prints: [Print] = []
-    for candidate in candidates { prints.append(try await Print(serialized: candidate.template)) }
-    let gallery = prints
-    if gallery.count > 1 && session.info.features.contains(.identify) {
-        let index = try await withScanRetries(session, operation, finger: finger) { events in
-            try await session.reader.identify(gallery, events: events)
-        }
-        return index.map { candidates[$0] }
+    var gallery: [Print] = []
+    for candidate in candidates { gallery.append(try await Print(serialized: candidate.template)) }
+    let prints = gallery
+    // With one candidate the prompt can name its finger.
+    let named = finger ?? (candidates.count == 1 ? candidates[0].finger : nil)
+    let index = try await withScanRetries(session.console) {
+        try await session.match(prints, operation: operation, finger: named)
     }
-    let matched = try await withScanRetries(session, operation, finger: finger ?? candidates[0].finger) { events in
-        try await session.reader.verify(gallery[0], events: events)
+    return index.map { candidates[$0] }
+}
+
+/// Prints the result of a match and returns its exit status (0 match, 1 no match).
+/// `extra` goes into the JSON of a no-match; `text` words a match for people.
+func report(_ matched: StoredPrint?, console: Console, extra: [(String, JSON)] = [],
+            text: (StoredPrint) -> String) -> Int32 {
+    guard let matched else {
+        console.result([("result", "no-match"), ("match", false)] + extra, text: "no match")
+        return Exit.noMatch
     }
-    return matched ? candidates[0] : nil
+    console.result([("result", "match"), ("match", true), ("user", .string(matched.user)),
+                    ("finger", .string(matched.finger))], text: text(matched))
+    return Exit.success
 }
 
 /// `touchgate verify`: does the finger on the reader match an enrolled print?
@@ -86,14 +94,9 @@ struct Verify: AsyncParsableCommand {
                 let candidates = try enrolledPrints(store, on: session.info, user: user, finger: finger)
                 return try await match(session, against: candidates, operation: "verify", finger: finger)
             }
-            if let matched {
-                console.result([("result", "match"), ("match", true), ("user", .string(matched.user)),
-                                ("finger", .string(matched.finger))],
-                               text: "match: \(matched.finger) of \(matched.user)")
-                return Exit.success
+            return report(matched, console: console, extra: [("user", .string(user))]) {
+                "match: \($0.finger) of \($0.user)"
             }
-            console.result([("result", "no-match"), ("match", false), ("user", .string(user))], text: "no match")
-            return Exit.noMatch
         }
     }
 }
@@ -115,14 +118,7 @@ struct Identify: AsyncParsableCommand {
                 let candidates = try enrolledPrints(store, on: session.info, user: nil, finger: nil)
                 return try await match(session, against: candidates, operation: "identify", finger: nil)
             }
-            if let matched {
-                console.result([("result", "match"), ("match", true), ("user", .string(matched.user)),
-                                ("finger", .string(matched.finger))],
-                               text: "\(matched.user) \(matched.finger)")
-                return Exit.success
-            }
-            console.result([("result", "no-match"), ("match", false)], text: "no match")
-            return Exit.noMatch
+            return report(matched, console: console) { "\($0.user) \($0.finger)" }
         }
     }
 }
