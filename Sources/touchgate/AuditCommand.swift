@@ -6,7 +6,7 @@ import TouchgateVault
 struct Audit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show, verify and export the audit trail.",
-        subcommands: [Show.self, Verify.self, Export.self])
+        subcommands: [Show.self, Verify.self, Export.self, Prune.self])
 
     /// `touchgate audit show`.
     struct Show: AsyncParsableCommand {
@@ -65,6 +65,50 @@ struct Audit: AsyncParsableCommand {
                                   message: "audit log broken at record \(sequence): \(reason)",
                                   status: Exit.dataError)
                 }
+            }
+        }
+    }
+
+    /// `touchgate audit prune`.
+    struct Prune: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete audit records older than a date (kept six years unless forced).",
+            discussion: """
+                Records younger than six years (HIPAA retention) are refused unless --force is given. \
+                Needs the passphrase (terminal or --passphrase-fd N); the chain stays verifiable and the \
+                prune itself is recorded. Export the trail first if it must be archived.
+                """)
+
+        @OptionGroup var common: CommonOptions
+        @OptionGroup var passphrase: PassphraseOptions
+        @Option(help: ArgumentHelp("Delete records before this day (UTC).", valueName: "YYYY-MM-DD"))
+        var before: String
+        @Flag(help: "Also delete records younger than six years.")
+        var force = false
+
+        var cutoff: Date? {
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = TimeZone(identifier: "UTC")!
+            let parts = before.split(separator: "-").compactMap { Int($0) }
+            guard parts.count == 3,
+                  let date = calendar.date(from: DateComponents(year: parts[0], month: parts[1], day: parts[2])),
+                  calendar.component(.day, from: date) == parts[2] else { return nil }
+            return date
+        }
+
+        func validate() throws {
+            if cutoff == nil { throw ValidationError("--before takes a day as YYYY-MM-DD, such as 2019-01-31") }
+        }
+
+        func run() async throws {
+            let (cutoff, force, input) = (self.cutoff!, force, passphrase.input())
+            try await CommandRunner.run(json: common.json) { console in
+                let context = try VaultContext.open()
+                try context.checkPassphrase(input, purpose: "prune the audit trail")
+                let removed = try context.audit.prune(before: cutoff, force: force, vaultUser: context.vault.owner)
+                console.result([("result", "pruned"), ("removed", .int(removed))],
+                               text: "removed \(removed) audit record(s) older than \(before)")
+                return Exit.success
             }
         }
     }
