@@ -40,11 +40,28 @@ struct image {
   unsigned char *pixels;
 };
 
-static void
+static pid_t child = -1;
+static char directory[4096], socket_path[4096 + 16];
+
+/* Stops the command too, so that it does not wait for a finger forever. */
+static _Noreturn void
+stop (void)
+{
+  if (child > 0)
+    kill (child, SIGTERM);
+  if (directory[0] != '\0')
+    {
+      unlink (socket_path);
+      rmdir (directory);
+    }
+  exit (2);
+}
+
+static _Noreturn void
 die (const char *what)
 {
   fprintf (stderr, "feeder: %s: %s\n", what, strerror (errno));
-  exit (2);
+  stop ();
 }
 
 static void
@@ -132,7 +149,10 @@ static int
 try_connect (const char *path)
 {
   struct sockaddr_un address = { .sun_family = AF_UNIX };
-  snprintf (address.sun_path, sizeof address.sun_path, "%s", path);
+  size_t length = strlen (path);
+  if (length >= sizeof address.sun_path)
+    return -1;
+  memcpy (address.sun_path, path, length + 1);
   int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     die ("socket");
@@ -161,7 +181,7 @@ connect_waiting (const char *path)
       sleep_microseconds (100);
     }
   fprintf (stderr, "feeder: the reader never listened on %s\n", path);
-  exit (2);
+  stop ();
 }
 
 /* Sends one virtual_device command on its own connection and waits until the driver
@@ -208,10 +228,12 @@ main (int argc, char **argv)
       images[i] = load_pgm (items[i]);
 
   const char *base = getenv ("TMPDIR");
-  char directory[4096], socket_path[4096 + 16];
   snprintf (directory, sizeof directory, "%s/feeder-XXXXXX", base != NULL && *base != '\0' ? base : "/tmp");
   if (mkdtemp (directory) == NULL)
-    die ("mkdtemp");
+    {
+      directory[0] = '\0';
+      die ("mkdtemp");
+    }
   snprintf (socket_path, sizeof socket_path, "%s/reader.socket", directory);
   if (strlen (socket_path) >= sizeof ((struct sockaddr_un *) 0)->sun_path)
     {
@@ -224,7 +246,7 @@ main (int argc, char **argv)
   int errors[2];
   if (pipe2 (errors, O_CLOEXEC) != 0)
     die ("pipe");
-  pid_t child = fork ();
+  child = fork ();
   if (child < 0)
     die ("fork");
   if (child == 0)
