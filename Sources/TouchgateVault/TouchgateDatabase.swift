@@ -24,12 +24,12 @@ public final class TouchgateDatabase: Sendable {
         try Self.createPrivately(path)
         var config = Configuration()
         config.busyMode = .timeout(10)
-        config.prepareDatabase { db in
-            // Durable appends: the audit trail must survive a crash right after a decision.
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
         do {
             writer = try DatabasePool(path: path, configuration: config)
+            // Durable commits: an audit record or a lockout count must survive a crash right
+            // after the decision it records. GRDB sets NORMAL when it turns WAL on, after any
+            // prepareDatabase hook, so FULL is set here, on the pool's one writer connection.
+            try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try Self.migrator.migrate(writer)
         } catch let error as DatabaseError {
             throw StoreError.corrupt(path: path, detail: error.message ?? "SQLite error \(error.resultCode)")
