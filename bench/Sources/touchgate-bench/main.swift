@@ -8,10 +8,10 @@
 //   touchgate-bench export --from DIR --out FILE
 //       Writes the store's prints, in the order touchgate reads them, as a gallery file for
 //       bench/reference.c: each serialized print preceded by its length (32-bit little-endian).
-//   touchgate-bench audit-append --data DIR --count N --runs R [--synchronous full]
+//   touchgate-bench audit-append --data DIR --count N --runs R [--synchronous full|normal]
 //       Appends N records R times, one transaction each; prints records/s per run. With
-//       `--synchronous full` the writer connection is set to `PRAGMA synchronous = FULL`
-//       first, so that every commit waits for its fsync.
+//       `--synchronous` the writer connection's `PRAGMA synchronous` is set first: FULL makes
+//       every commit wait for its fsync, NORMAL does not (the transaction and MAC alone).
 //   touchgate-bench synchronous --data DIR
 //       Prints the writer connection's `PRAGMA synchronous` as TouchgateDatabase opens it.
 //   touchgate-bench audit-fill --data DIR --total N
@@ -115,8 +115,9 @@ let benchmarkEntry = AuditEntry(event: .authAttempt, outcome: .success, vaultUse
 
 func auditAppend(_ options: Options) throws {
     let log = try auditLog(options)
-    if options.optional("synchronous") == "full" {
-        try log.database.writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+    if let mode = options.optional("synchronous") {
+        guard ["FULL", "NORMAL"].contains(mode.uppercased()) else { fail("--synchronous takes full or normal", status: 64) }
+        try log.database.writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(mode.uppercased())") }
     }
     let count = options.int("count")
     let clock = ContinuousClock()
