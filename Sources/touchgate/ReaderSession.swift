@@ -104,8 +104,9 @@ struct Prompter: Sendable {
     let finger: String?
 
     func consume(_ stream: AsyncStream<ReaderEvent>) async {
-        // One prompt per wait: some drivers report "needed" twice before any finger comes
-        // (needed, none, needed); only a finger, a finished stage or a retry starts a new wait.
+        // One prompt per wait. Drivers report "needed" again without a new wait (needed, none,
+        // needed before any finger; needed+present, needed while a scan is read), so only a
+        // finished enroll stage or a retry starts a new wait.
         var prompted = false
         var completed = 0
         for await event in stream {
@@ -114,8 +115,6 @@ struct Prompter: Sendable {
                 if status.isWaitingForFinger && !prompted {
                     prompt(stage: completed + 1)
                     prompted = true
-                } else if status.contains(.present) {
-                    prompted = false
                 }
             case .enrollStage(let done, let total):
                 prompted = false
