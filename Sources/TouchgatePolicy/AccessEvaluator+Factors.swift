@@ -65,7 +65,7 @@ extension AccessEvaluator {
                 switch error {
                 case .retry:
                     poorCaptures += 1
-                    if poorCaptures <= configuration.maximumRetries { continue }
+                    if poorCaptures < configuration.maximumScans { continue }
                     try recordUncounted(.authenticationFailed(.poorCapture(attempts: poorCaptures)))
                 case .timeout: try recordUncounted(.authenticationFailed(.timedOut))
                 case .cancelled: try recordUncounted(.cancelled)

@@ -8,8 +8,8 @@
 /// 3. otherwise the policy is walked: for a fingerprint, a running lockout refuses
 ///    *before* the reader is asked, fingerprint-only access needs a passphrase entered
 ///    this boot and within 72 hours, nothing enrolled or no reader refuses; the reader is
-///    asked, and restarted after a poor capture up to ``PolicyConfiguration/maximumRetries``
-///    times; a genuine no-match is counted (in one store transaction) toward lockout.
+///    asked, and restarted after a poor capture until ``PolicyConfiguration/maximumScans``
+///    scans were made; a genuine no-match is counted (in one store transaction) toward lockout.
 ///    `a&b` needs both (passphrase leaves are asked first); `a|b` tries `a`, then `b`
 ///    unless the user cancelled;
 /// 4. the session is refreshed and the grant recorded.

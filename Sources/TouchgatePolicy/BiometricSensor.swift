@@ -3,7 +3,7 @@
 /// FingerprintKit's adapter (in the CLI) implements it over a real or virtual reader;
 /// ``ScriptedSensor`` implements it for tests. The policy core calls it only when a
 /// fresh touch is needed and the reader is not locked out, and restarts it after
-/// ``SensorError/retry(_:)`` up to ``PolicyConfiguration/maximumRetries`` times.
+/// ``SensorError/retry(_:)`` until ``PolicyConfiguration/maximumScans`` scans were made.
 public protocol BiometricSensor: Sendable {
     /// Captures one finger and matches it against the enrolled prints.
     ///

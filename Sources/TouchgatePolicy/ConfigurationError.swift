@@ -10,8 +10,8 @@ public enum ConfigurationError: Error, Hashable, Sendable {
     case passphraseOnlyThresholdOutOfRange(Int)
     /// The passphrase maximum age is zero, negative or longer than 72 hours.
     case passphraseMaxAgeOutOfRange(Duration)
-    /// The retry count is outside `0...10`.
-    case maximumRetriesOutOfRange(Int)
+    /// The scan budget (``PolicyConfiguration/maximumScans``) is outside `1...10`.
+    case maximumScansOutOfRange(Int)
 }
 
 extension ConfigurationError: CustomStringConvertible {
@@ -28,8 +28,8 @@ extension ConfigurationError: CustomStringConvertible {
             "passphrase-only threshold \(value) is out of range (at least the lockout threshold, at most 100)"
         case .passphraseMaxAgeOutOfRange(let value):
             "passphrase maximum age \(value) is out of range (more than zero, at most 72 hours)"
-        case .maximumRetriesOutOfRange(let value):
-            "retry count \(value) is out of range (0 to 10)"
+        case .maximumScansOutOfRange(let value):
+            "scan budget \(value) is out of range (1 to 10 scans per operation)"
         }
     }
 }

@@ -4,7 +4,8 @@
 /// 15 minutes; 20 failures since the last passphrase entry leave only the passphrase;
 /// a touch may be reused for 5 minutes (never more: Apple's maximum), ended earlier by
 /// 2 idle minutes; the passphrase must have been entered this boot and within 72 hours
-/// for a fingerprint alone to open anything.
+/// for a fingerprint alone to open anything; every operation that waits for a finger
+/// takes at most 5 scans.
 ///
 /// The idle timeout defaults below the session timeout on purpose: the session timeout
 /// counts from the last touch, the idle timeout from the last use, so an idle timeout
@@ -20,8 +21,8 @@ public struct PolicyConfiguration: Hashable, Sendable {
     public static let maximumPassphraseOnlyThreshold = 100
     /// The longest accepted ``passphraseMaxAge``.
     public static let maximumPassphraseAge: Duration = .seconds(72 * 60 * 60)
-    /// The accepted range of ``maximumRetries``.
-    public static let retryRange: ClosedRange<Int> = 0...10
+    /// The accepted range of ``maximumScans``.
+    public static let scanRange: ClosedRange<Int> = 1...10
 
     /// Consecutive failed matches that start a timed lockout.
     public let lockoutThreshold: Int
@@ -37,8 +38,13 @@ public struct PolicyConfiguration: Hashable, Sendable {
     public let passphraseOnlyThreshold: Int
     /// How long a passphrase entry allows fingerprint-only access.
     public let passphraseMaxAge: Duration
-    /// How many times a capture is restarted after a poor-quality read.
-    public let maximumRetries: Int
+    /// The most scans one operation takes while it waits for a finger: the first scan
+    /// plus the restarts after poor-quality captures (``SensorError/retry(_:)``). When
+    /// every one of them is poor the operation ends with
+    /// ``AuthenticationFailure/poorCapture(attempts:)``, which is not counted toward
+    /// lockout. The one budget for item access and bare checks (verify, identify) alike;
+    /// adapters that drive a reader themselves should use the same figure.
+    public let maximumScans: Int
 
     /// The defaults described above.
     public static let standard = try! PolicyConfiguration()
@@ -55,7 +61,7 @@ public struct PolicyConfiguration: Hashable, Sendable {
         idleTimeout: Duration = .seconds(2 * 60),
         passphraseOnlyThreshold: Int = 20,
         passphraseMaxAge: Duration = .seconds(72 * 60 * 60),
-        maximumRetries: Int = 3
+        maximumScans: Int = 5
     ) throws(ConfigurationError) {
         guard Self.lockoutThresholdRange.contains(lockoutThreshold) else {
             throw .lockoutThresholdOutOfRange(lockoutThreshold)
@@ -74,8 +80,8 @@ public struct PolicyConfiguration: Hashable, Sendable {
         guard passphraseMaxAge > .zero, passphraseMaxAge <= Self.maximumPassphraseAge else {
             throw .passphraseMaxAgeOutOfRange(passphraseMaxAge)
         }
-        guard Self.retryRange.contains(maximumRetries) else {
-            throw .maximumRetriesOutOfRange(maximumRetries)
+        guard Self.scanRange.contains(maximumScans) else {
+            throw .maximumScansOutOfRange(maximumScans)
         }
         let session = min(sessionTimeout, Self.maximumSessionTimeout)
         self.lockoutThreshold = lockoutThreshold
@@ -84,6 +90,6 @@ public struct PolicyConfiguration: Hashable, Sendable {
         self.idleTimeout = min(idleTimeout, session)
         self.passphraseOnlyThreshold = passphraseOnlyThreshold
         self.passphraseMaxAge = passphraseMaxAge
-        self.maximumRetries = maximumRetries
+        self.maximumScans = maximumScans
     }
 }

@@ -130,7 +130,7 @@ struct AuditTests {
     @Test("every error has a user message saying what to do, without internal detail")
     func messages() {
         let errors: [AuthorizationError] = [
-            .authenticationFailed(.noMatch(attemptsBeforeLockout: 1)), .authenticationFailed(.poorCapture(attempts: 4)),
+            .authenticationFailed(.noMatch(attemptsBeforeLockout: 1)), .authenticationFailed(.poorCapture(attempts: 5)),
             .authenticationFailed(.timedOut), .authenticationFailed(.wrongPassphrase), .cancelled,
             .readerUnavailable, .readerDisconnected, .nothingEnrolled,
             .lockedOut(LockoutInfo(remaining: .seconds(125), passphraseOnly: false)),

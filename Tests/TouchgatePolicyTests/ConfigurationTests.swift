@@ -13,7 +13,7 @@ struct ConfigurationTests {
         #expect(standard.idleTimeout == .seconds(120))
         #expect(standard.passphraseOnlyThreshold == 20)
         #expect(standard.passphraseMaxAge == .seconds(72 * 3600))
-        #expect(standard.maximumRetries == 3)
+        #expect(standard.maximumScans == 5)
     }
 
     @Test("the session timeout is clamped to 5 minutes and the idle timeout to the session timeout")
@@ -55,7 +55,8 @@ struct ConfigurationTests {
         #expect(throws: ConfigurationError.passphraseMaxAgeOutOfRange(.seconds(73 * 3600))) {
             try PolicyConfiguration(passphraseMaxAge: .seconds(73 * 3600))
         }
-        #expect(throws: ConfigurationError.maximumRetriesOutOfRange(11)) { try PolicyConfiguration(maximumRetries: 11) }
+        #expect(throws: ConfigurationError.maximumScansOutOfRange(0)) { try PolicyConfiguration(maximumScans: 0) }
+        #expect(throws: ConfigurationError.maximumScansOutOfRange(11)) { try PolicyConfiguration(maximumScans: 11) }
         #expect((try? PolicyConfiguration(lockoutThreshold: 20)) != nil)
         #expect((try? PolicyConfiguration(lockoutThreshold: 1)) != nil)
     }

@@ -123,7 +123,7 @@ struct LockoutTests {
             (.cancelled, .cancelled),
             (.disconnected, .readerDisconnected),
             (.unavailable, .readerUnavailable),
-            (.retry(.tooShort), .authenticationFailed(.poorCapture(attempts: 4))),
+            (.retry(.tooShort), .authenticationFailed(.poorCapture(attempts: 5))),
         ])
     func uncountedOutcomes(sensorError: SensorError, expected: AuthorizationError) async throws {
         let fixture = Fixture()
@@ -136,19 +136,29 @@ struct LockoutTests {
         #expect(status.cumulativeFailures == 0)
         #expect(status.lockout == nil)
         // The reader was asked every time: nothing locked it.
-        #expect(sensor.callCount == (sensorError == .retry(.tooShort) ? 20 : 5))
+        #expect(sensor.callCount == (sensorError == .retry(.tooShort) ? 25 : 5))
     }
 
-    @Test("a poor capture is retried up to the limit, then the match counts")
+    @Test("a poor capture is retried within the budget of 5 scans, then the match counts")
     func retryThenMatch() async throws {
         let fixture = Fixture()
         let sensor = ScriptedSensor([
             .failure(.retry(.centerFinger)), .failure(.retry(.removeFinger)), .failure(.retry(.general)),
-            .success(.match("finger-2")),
+            .failure(.retry(.tooShort)), .success(.match("finger-2")),
         ])
         let grant = try #require(await fixture.read(item(.biometryAny), sensor: sensor).value)
         #expect(grant.matchedPrint == "finger-2")
-        #expect(sensor.callCount == 4)
+        #expect(sensor.callCount == 5)
+    }
+
+    @Test("five poor scans end a read with poorCapture; a sixth scan is never taken")
+    func retryBudgetExhausted() async throws {
+        let fixture = Fixture()
+        let sensor = ScriptedSensor(
+            Array(repeating: .failure(.retry(.general)), count: 5), then: .success(.match("finger-1")))
+        #expect(await fixture.read(item(.biometryAny), sensor: sensor).error == .authenticationFailed(.poorCapture(attempts: 5)))
+        #expect(sensor.callCount == PolicyConfiguration.standard.maximumScans)
+        #expect(try fixture.status().consecutiveFailures == 0)
     }
 
     @Test("a match resets the consecutive count but not the cumulative one")
