@@ -14,6 +14,21 @@ struct Attempt {
     var passphraseVerified = false
     /// How many times the user was actually asked (reader or passphrase).
     var interactions = 0
+    /// What a fingerprint proven here leads to; decides the passphrase-freshness rule
+    /// and how outcomes are audited.
+    var purpose = Purpose.release
+
+    /// What a fingerprint proven in an attempt leads to.
+    enum Purpose {
+        /// Releases key material or changes state (item access, unlock): a fingerprint
+        /// alone needs a passphrase entered this boot and within the maximum age, and the
+        /// operation writes its own audit record for refusals before the reader is asked.
+        case release
+        /// A bare check (`verify`, `identify`) that releases nothing: no passphrase
+        /// freshness rule, no session, and every outcome, refusals before the reader
+        /// included, is an `auth.attempt` record whose reason names ``Attempt/action``.
+        case check
+    }
 
     /// The factors proven.
     var factors: Set<AuthenticationFactor> {
@@ -21,6 +36,12 @@ struct Attempt {
         if matchedPrint != nil { result.insert(.biometry) }
         if passphraseVerified { result.insert(.passphrase) }
         return result
+    }
+
+    /// An audit reason for a fingerprint outcome; a bare check names its action, since
+    /// no other record says what the touch was for.
+    func auditReason(_ text: String) -> String {
+        purpose == .check ? "\(action): \(text)" : text
     }
 
     /// Why the attempt succeeded, in words.

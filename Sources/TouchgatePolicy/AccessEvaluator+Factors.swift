@@ -35,27 +35,39 @@ extension AccessEvaluator {
         }
     }
 
-    /// Proves a fingerprint: lockout, passphrase freshness, enrollment, then the reader.
+    /// Proves a fingerprint: lockout, passphrase freshness (for a release), enrollment,
+    /// then the reader, which is restarted after poor captures within
+    /// ``PolicyConfiguration/maximumScans``.
     func proveBiometry(_ attempt: inout Attempt) async throws(AuthorizationError) {
         if attempt.matchedPrint != nil { return }
         let configuration = configuration
         let now = clock.reading()
-        let (lockout, requirement) = try withState(at: now) { state in
-            (
-                state.lockoutInfo(at: now.monotonic, configuration: configuration),
-                state.passphraseRequirement(at: now.monotonic, configuration: configuration)
-            )
+        let lockout: LockoutInfo?
+        let requirement: PassphraseRequirement?
+        do {
+            (lockout, requirement) = try withState(at: now) { state in
+                (
+                    state.lockoutInfo(at: now.monotonic, configuration: configuration),
+                    state.passphraseRequirement(at: now.monotonic, configuration: configuration)
+                )
+            }
+        } catch {
+            try refuseBeforeAsking(error, attempt)
         }
-        if let lockout { throw .lockedOut(lockout) }
-        if !attempt.passphraseVerified, let requirement { throw .passphraseRequired(requirement) }
-        guard let enrollment = attempt.enrollment, enrollment.printCount > 0 else { throw .nothingEnrolled }
-        guard let sensor = attempt.sensor else { throw .readerUnavailable }
+        if let lockout { try refuseBeforeAsking(.lockedOut(lockout), attempt) }
+        if attempt.purpose == .release, !attempt.passphraseVerified, let requirement {
+            throw .passphraseRequired(requirement)
+        }
+        guard let enrollment = attempt.enrollment, enrollment.printCount > 0 else {
+            try refuseBeforeAsking(.nothingEnrolled, attempt)
+        }
+        guard let sensor = attempt.sensor else { try refuseBeforeAsking(.readerUnavailable, attempt) }
 
         let prompt = "Touch the fingerprint reader to \(attempt.action)"
         var poorCaptures = 0
         while true {
             if Task.isCancelled {
-                try recordUncounted(.cancelled)
+                try recordUncounted(.cancelled, attempt)
             }
             attempt.interactions += 1
             let outcome: SensorOutcome
@@ -66,11 +78,11 @@ extension AccessEvaluator {
                 case .retry:
                     poorCaptures += 1
                     if poorCaptures < configuration.maximumScans { continue }
-                    try recordUncounted(.authenticationFailed(.poorCapture(attempts: poorCaptures)))
-                case .timeout: try recordUncounted(.authenticationFailed(.timedOut))
-                case .cancelled: try recordUncounted(.cancelled)
-                case .unavailable: try recordUncounted(.readerUnavailable)
-                case .disconnected: try recordUncounted(.readerDisconnected)
+                    try recordUncounted(.authenticationFailed(.poorCapture(attempts: poorCaptures)), attempt)
+                case .timeout: try recordUncounted(.authenticationFailed(.timedOut), attempt)
+                case .cancelled: try recordUncounted(.cancelled, attempt)
+                case .unavailable: try recordUncounted(.readerUnavailable, attempt)
+                case .disconnected: try recordUncounted(.readerDisconnected, attempt)
                 }
             }
             let after = clock.reading()
@@ -79,7 +91,7 @@ extension AccessEvaluator {
                 try withState(at: after) { $0.recordMatch() }
                 try emit(event(
                     .authenticationAttempt, at: after, subject: print.rawValue, factor: .biometry,
-                    outcome: .success, reason: "fingerprint matched"))
+                    outcome: .success, reason: attempt.auditReason("fingerprint matched")))
                 attempt.matchedPrint = print
                 return
             case .noMatch:
@@ -88,7 +100,7 @@ extension AccessEvaluator {
                 }
                 try emit(event(
                     .authenticationAttempt, at: after, factor: .biometry, outcome: .failure,
-                    reason: "no match"))
+                    reason: attempt.auditReason("no match")))
                 switch effect {
                 case .counted(let left):
                     throw .authenticationFailed(.noMatch(attemptsBeforeLockout: left))
@@ -107,10 +119,22 @@ extension AccessEvaluator {
     }
 
     /// Audits a reader outcome that is not counted toward lockout, then throws it.
-    private func recordUncounted(_ error: AuthorizationError) throws(AuthorizationError) -> Never {
+    private func recordUncounted(_ error: AuthorizationError, _ attempt: Attempt) throws(AuthorizationError) -> Never {
         try emit(event(
             .authenticationAttempt, at: clock.reading(), factor: .biometry,
-            outcome: .error, reason: "\(error.description) (not counted)"))
+            outcome: .error, reason: attempt.auditReason("\(error.description) (not counted)")))
+        throw error
+    }
+
+    /// Throws a refusal made before the reader was asked. A release leaves the record to
+    /// its operation (e.g. `item.read`, denied); a bare check has no such record, so the
+    /// refusal is its `auth.attempt`.
+    private func refuseBeforeAsking(_ error: AuthorizationError, _ attempt: Attempt) throws(AuthorizationError) -> Never {
+        if attempt.purpose == .check {
+            try emit(event(
+                .authenticationAttempt, at: clock.reading(), factor: .biometry,
+                outcome: error.auditOutcome, reason: attempt.auditReason(error.description)))
+        }
         throw error
     }
 

@@ -14,6 +14,10 @@
 ///    unless the user cancelled;
 /// 4. the session is refreshed and the grant recorded.
 ///
+/// A bare fingerprint check (`verify`, `identify`) goes through
+/// ``authenticate(action:enrollment:sensor:)``: the same step 3 for a fingerprint, minus
+/// the passphrase-freshness rule and the session.
+///
 /// A value type holding its collaborators; copy it freely. All state lives in the
 /// ``PolicyStateStore``, so evaluators in several processes sharing a store agree.
 public struct AccessEvaluator: Sendable {
