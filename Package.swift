@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "FingerprintKit", targets: ["FingerprintKit"]),
         .library(name: "TouchgatePolicy", targets: ["TouchgatePolicy"]),
         .library(name: "TouchgateVault", targets: ["TouchgateVault"]),
+        .library(name: "TouchgateWire", targets: ["TouchgateWire"]),
+        .library(name: "TouchgateService", targets: ["TouchgateService"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -43,10 +45,20 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // Requests, results, events and error codes: what --json renders and the daemon speaks.
+        .target(name: "TouchgateWire"),
+        // Every use case, for an explicit principal; the CLI and the daemon only adapt it.
+        .target(
+            name: "TouchgateService",
+            dependencies: [
+                "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "TouchgateWire", "TouchgateImageIO",
+                "CTouchgateSys",
+            ]
+        ),
         .executableTarget(
             name: "touchgate",
             dependencies: [
-                "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "TouchgateImageIO", "CTouchgateSys", "CSodium",
+                "TouchgateService", "TouchgateWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -65,6 +77,7 @@ let package = Package(
         .testTarget(name: "FingerprintKitTests", dependencies: ["FingerprintKit", "TouchgateTestSupport", "fpcmoc-lifecycle"]),
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy"]),
         .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault"]),
+        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateWire", "TouchgateTestSupport"]),
         .testTarget(name: "TouchgateCLITests", dependencies: ["touchgate", "TouchgateTestSupport"]),
         .testTarget(name: "UdevTests"),
     ]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import TouchgateVault
+import TouchgateService
+import TouchgateWire
 
 /// `touchgate audit`: the hash-chained record of every decision.
 struct Audit: AsyncParsableCommand {
@@ -20,25 +21,15 @@ struct Audit: AsyncParsableCommand {
         func run() async throws {
             let limit = self.limit
             try await CommandRunner.run(json: common.json) { console in
-                let records = try VaultContext.open().audit.records(limit: limit)
+                let records = try await service.auditRecords(limit: limit)
                 let text = records.map { record in
-                    let time = record.time.formatted(.iso8601)
                     let item = record.item.map { " '\($0)'" } ?? ""
-                    return "#\(record.sequence) \(time) \(record.loginName) \(record.event) \(record.outcome)\(item): \(record.reason)"
+                    return StoredText.escaped("#\(record.seq) \(record.time.formatted(.iso8601)) \(record.login) "
+                                              + "\(record.event) \(record.outcome)\(item): \(record.reason)")
                 }.joined(separator: "\n")
-                console.result([("records", .array(records.map(Self.json)))], text: records.isEmpty ? "no records" : text)
-                return Exit.success
+                console.result("records", RecordList(records: records), text: records.isEmpty ? "no records" : text)
+                return ExitStatus.success
             }
-        }
-
-        static func json(_ record: AuditRecord) -> JSON {
-            .object([
-                ("seq", .int(Int(record.sequence))), ("time", .string(record.time.formatted(.iso8601))),
-                ("boot-time", .number(record.bootTime)), ("uid", .int(Int(record.uid))),
-                ("login", .string(record.loginName)), ("vault-user", .optional(record.vaultUser)),
-                ("event", .string(record.event.rawValue)), ("item", .optional(record.item)),
-                ("outcome", .string(record.outcome.rawValue)), ("reason", .string(record.reason)),
-            ])
         }
     }
 
@@ -47,24 +38,18 @@ struct Audit: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check the audit chain.",
             discussion: """
-                Exit status 0 when every record and the head row check out; 6 when a record was \
-                edited, inserted, deleted or reordered, naming the first record that cannot be trusted.
+                Exit status 0 when every record, the head row and the authenticated state check out; 6 \
+                when a record was edited, inserted, deleted or reordered, the log was wiped, or the \
+                state was edited outside touchgate, naming the first thing that cannot be trusted.
                 """)
 
         @OptionGroup var common: CommonOptions
 
         func run() async throws {
             try await CommandRunner.run(json: common.json) { console in
-                switch try VaultContext.open().audit.verify() {
-                case .intact(let count):
-                    console.result([("result", "intact"), ("records", .int(count))],
-                                   text: "audit log intact: \(count) records")
-                    return Exit.success
-                case .broken(let sequence, let reason):
-                    throw Failure(code: "audit-broken",
-                                  message: "audit log broken at record \(sequence): \(reason)",
-                                  status: Exit.dataError)
-                }
+                let count = try await service.verifyAudit()
+                console.result("intact", RecordCount(records: count), text: "audit log intact: \(count) records")
+                return ExitStatus.success
             }
         }
     }
@@ -101,14 +86,13 @@ struct Audit: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let (cutoff, force, input) = (self.cutoff!, force, passphrase.input())
+            let (cutoff, force, input, before) = (cutoff!, force, passphrase.input(), before)
             try await CommandRunner.run(json: common.json) { console in
-                let context = try VaultContext.open()
-                try context.checkPassphrase(input, purpose: "prune the audit trail")
-                let removed = try context.audit.prune(before: cutoff, force: force, vaultUser: context.vault.owner)
-                console.result([("result", "pruned"), ("removed", .int(removed))],
+                let removed = try await service.pruneAudit(before: cutoff, force: force,
+                                                           interaction: TerminalInteraction(console: console, input: input))
+                console.result("pruned", Removed(removed: removed),
                                text: "removed \(removed) audit record(s) older than \(before)")
-                return Exit.success
+                return ExitStatus.success
             }
         }
     }
@@ -120,9 +104,24 @@ struct Audit: AsyncParsableCommand {
 
         func run() async throws {
             try await CommandRunner.run(json: false) { _ in
-                try VaultContext.open().audit.exportJSONLines { Console.write($0, to: 1) }
-                return Exit.success
+                _ = try await service.exportAudit { Console.write($0, to: 1) }
+                return ExitStatus.success
             }
         }
     }
+}
+
+/// `{"records": [...]}`.
+struct RecordList: Encodable, Sendable {
+    var records: [AuditRecordReport]
+}
+
+/// `{"records": N}`.
+struct RecordCount: Encodable, Sendable {
+    var records: Int
+}
+
+/// `{"removed": N}`.
+struct Removed: Encodable, Sendable {
+    var removed: Int
 }

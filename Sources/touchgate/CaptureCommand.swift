@@ -1,7 +1,7 @@
 import ArgumentParser
-import FingerprintKit
 import Foundation
-import TouchgateImageIO
+import TouchgateService
+import TouchgateWire
 
 /// `touchgate capture`: saves one image from a reader that can capture.
 struct Capture: AsyncParsableCommand {
@@ -19,14 +19,8 @@ struct Capture: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "The file to write (.pgm or .png).")
     var output: String
 
-    enum Format { case pgm, png }
-
-    var format: Format? {
-        switch (output as NSString).pathExtension.lowercased() {
-        case "pgm": return .pgm
-        case "png": return .png
-        default: return nil
-        }
+    var format: ImageFormat? {
+        ImageFormat(rawValue: (output as NSString).pathExtension.lowercased())
     }
 
     func validate() throws {
@@ -34,42 +28,12 @@ struct Capture: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let output = self.output
-        let format = self.format!
-        let device = readerOptions.device
+        let (output, format, device) = (output, format!, readerOptions.device)
         try await CommandRunner.run(json: common.json) { console in
-            let image = try await ReaderSession.with(device: device, console: console) { session in
-                try await session.prompting("capture", finger: nil) { events in
-                    try await session.reader.capture(waitForFinger: true, events: events)
-                }
-            }
-            let grey = GreyImage(width: image.width, height: image.height, pixels: image.pixels)
-            let data = format == .png ? grey.pngData() : grey.pgmData()
-            try writePrivately(data, to: output)
-            console.result([("result", "captured"), ("output", .string(output)), ("width", .int(image.width)),
-                            ("height", .int(image.height))],
-                           text: "Wrote \(image.width)x\(image.height) image to \(output).")
-            return Exit.success
+            let report = try await service.capture(to: output, format: format, device: device,
+                                                   interaction: TerminalInteraction(console: console))
+            console.result("captured", report, text: "Wrote \(report.width)x\(report.height) image to \(output).")
+            return ExitStatus.success
         }
-    }
-}
-
-/// Writes `data` to `path` with mode 0600 through a temporary file in the same directory,
-/// so that an interrupted write never leaves a partial file where the old one was.
-func writePrivately(_ data: Data, to path: String) throws {
-    let directory = (path as NSString).deletingLastPathComponent
-    var template = Array(((directory.isEmpty ? "." : directory) + "/.touchgate-XXXXXX").utf8CString)
-    let fd = mkstemp(&template)
-    guard fd >= 0 else {
-        throw Failure.dataError("cannot write to \(directory.isEmpty ? "." : directory): \(String(cString: strerror(errno)))")
-    }
-    let temporary = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    let synced = fsync(fd) == 0
-    close(fd)
-    guard written == data.count, synced, rename(temporary, path) == 0 else {
-        let reason = String(cString: strerror(errno))
-        unlink(temporary)
-        throw Failure.dataError("cannot write \(path): \(reason)")
     }
 }

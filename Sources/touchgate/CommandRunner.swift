@@ -1,9 +1,11 @@
 import ArgumentParser
 @preconcurrency import Dispatch
 import Foundation
+import TouchgateService
+import TouchgateWire
 
 /// Runs a command's body with the conventions every command shares: Ctrl-C (or SIGTERM)
-/// cancels the running operation, which releases the reader before the process exits;
+/// cancels the running request, which releases the reader before the process exits;
 /// errors are reported once, in text or JSON, and become the documented exit status.
 enum CommandRunner {
     static func run(json: Bool, _ body: @escaping @Sendable (Console) async throws -> Int32) async throws {
@@ -15,11 +17,12 @@ enum CommandRunner {
         do {
             status = try await task.value
         } catch {
-            let failure = Failure.from(error)
+            let failure = error as? ServiceError
+                ?? (error is CancellationError ? .cancelled : ServiceError(.error, String(describing: error)))
             console.failure(failure)
-            throw ExitCode(failure.status)
+            throw ExitCode(failure.exitStatus)
         }
-        if status != Exit.success { throw ExitCode(status) }
+        if status != ExitStatus.success { throw ExitCode(status) }
     }
 }
 
@@ -35,7 +38,7 @@ final class SignalCancellation: @unchecked Sendable {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                if fired.setOnce() { cancel() } else { exit(Exit.cancelled) }
+                if fired.setOnce() { cancel() } else { exit(ExitStatus.cancelled) }
             }
             source.resume()
             return source
@@ -60,5 +63,37 @@ final class OnceFlag: @unchecked Sendable {
         if value { return false }
         value = true
         return true
+    }
+}
+
+/// The terminal side of a request: events to the console, passphrases from the
+/// terminal or `--passphrase-fd`.
+struct TerminalInteraction: Interaction {
+    let console: Console
+    let input: PassphraseInput
+
+    init(console: Console, input: PassphraseInput = PassphraseInput(fileDescriptor: nil)) {
+        self.console = console
+        self.input = input
+    }
+
+    func event(_ event: InteractionEvent) {
+        console.event(event)
+    }
+
+    func passphrase(prompt: String) throws -> SecretBytes {
+        do {
+            return try input.passphrase(prompt: prompt)
+        } catch let error as PassphraseInputError {
+            throw error.serviceError
+        }
+    }
+
+    func newPassphrase(prompt: String) throws -> SecretBytes {
+        do {
+            return try input.newPassphrase(prompt: prompt)
+        } catch let error as PassphraseInputError {
+            throw error.serviceError
+        }
     }
 }

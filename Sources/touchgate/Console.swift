@@ -1,41 +1,58 @@
 import Foundation
+import TouchgateWire
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Where a command speaks: prompts and progress to standard error, the result to
-/// standard output. With `--json`, each progress line is a JSON object on standard error
-/// and the result is one JSON object on standard output.
+/// standard output. With `--json`, each event is a JSON object on its own line of
+/// standard error and the result is one JSON object on standard output, both in the
+/// wire types' one JSON form.
 struct Console: Sendable {
     /// Whether `--json` was given.
     let json: Bool
 
-    /// A progress or prompt line. `text` is shown to people; `event` and `fields` are the JSON form.
-    func event(_ event: String, _ fields: [(String, JSON)] = [], text: String) {
+    /// A prompt, progress line or hint.
+    func event(_ event: InteractionEvent) {
         if json {
-            Self.write(JSON.object([("event", .string(event))] + fields).serialized + "\n", to: 2)
-        } else {
-            Self.write(text + "\n", to: 2)
+            Self.write(WireCoding.line(event) + "\n", to: 2)
+            return
+        }
+        switch event.event {
+        case .passphraseNeeded:
+            return  // the terminal prompt itself says it
+        case .enrollStage, .retry:
+            Self.write("  " + event.message + "\n", to: 2)
+        default:
+            Self.write(event.message + "\n", to: 2)
         }
     }
 
-    /// The command's result: `text` for people, `fields` for `--json`.
-    func result(_ fields: [(String, JSON)], text: String?) {
+    /// The command's result: `text` for people, `report` (under `"result": result`) for `--json`.
+    func result<Report: Encodable & Sendable>(_ result: String, _ report: Report, text: String?) {
         if json {
-            Self.write(JSON.object(fields).serialized + "\n", to: 1)
+            Self.write(WireCoding.line(Outcome(result, report)) + "\n", to: 1)
         } else if let text {
             Self.write(text + "\n", to: 1)
         }
     }
 
-    /// Reports a failure on standard error (and as the JSON result with `--json`).
-    func failure(_ failure: Failure) {
+    /// A warning that does not change the outcome.
+    func warning(_ message: String) {
         if json {
-            let fields: [(String, JSON)] = [("error", .string(failure.code)), ("message", .string(failure.message))]
-            Self.write(JSON.object([("event", "error")] + fields).serialized + "\n", to: 2)
-            Self.write(JSON.object([("result", "error")] + fields).serialized + "\n", to: 1)
+            Self.write(WireCoding.line(WarningLine(message: message)) + "\n", to: 2)
         } else {
-            Self.write("touchgate: \(failure.message)\n", to: 2)
+            Self.write("touchgate: warning: \(message)\n", to: 2)
+        }
+    }
+
+    /// Reports a failure on standard error (and as the JSON result with `--json`).
+    func failure(_ error: ServiceError) {
+        if json {
+            Self.write(WireCoding.line(ErrorLine(event: "error", error: error)) + "\n", to: 2)
+            Self.write(WireCoding.line(ErrorLine(result: "error", error: error)) + "\n", to: 1)
+        } else {
+            Self.write("touchgate: \(error.message)\n", to: 2)
         }
     }
 
@@ -50,4 +67,37 @@ struct Console: Sendable {
             bytes = bytes.dropFirst(written)
         }
     }
+}
+
+/// A failure as one JSON line: `{"event"|"result": …, "error": code, "message": …, …}`.
+private struct ErrorLine: Encodable {
+    var event: String?
+    var result: String?
+    var error: ServiceError
+
+    init(event: String? = nil, result: String? = nil, error: ServiceError) {
+        self.event = event
+        self.result = result
+        self.error = error
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encodeIfPresent(event, forKey: .event)
+        try container.encodeIfPresent(result, forKey: .result)
+        try container.encode(error.code, forKey: .error)
+        try container.encode(error.message, forKey: .message)
+        try container.encodeIfPresent(error.attemptsLeft, forKey: .attemptsLeft)
+        try container.encodeIfPresent(error.retryAfterSeconds, forKey: .retryAfterSeconds)
+    }
+
+    private enum Key: String, CodingKey {
+        case event, result, error, message, attemptsLeft, retryAfterSeconds
+    }
+}
+
+/// `{"event": "warning", "message": …}`.
+private struct WarningLine: Encodable {
+    var event = "warning"
+    var message: String
 }

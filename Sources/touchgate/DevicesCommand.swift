@@ -1,5 +1,6 @@
 import ArgumentParser
-import FingerprintKit
+import TouchgateService
+import TouchgateWire
 
 /// `touchgate devices`: the readers libfprint finds.
 struct Devices: AsyncParsableCommand {
@@ -11,23 +12,19 @@ struct Devices: AsyncParsableCommand {
 
     func run() async throws {
         try await CommandRunner.run(json: common.json) { console in
-            let context = await FingerprintContext()
-            let readers = await context.readers().map(\.info)
-            if readers.isEmpty { throw Failure.noReader(ReaderDiagnostics.noReaderMessage()) }
+            let readers = await service.readers()
+            if readers.isEmpty { throw ServiceError(.noReader, service.noReaderExplanation()) }
             let text = readers.enumerated().map { index, info in
-                "\(index == 0 ? "*" : " ") \(info.deviceID)  \(info.name)  [driver \(info.driver), \(info.scanType.rawValue), "
-                    + "\(info.enrollStages) enroll scans; \(info.features.names.joined(separator: ", "))]"
+                "\(index == 0 ? "*" : " ") \(info.deviceID)  \(info.name)  [driver \(info.driver), \(info.scanType), "
+                    + "\(info.enrollStages) enroll scans; \(info.features.joined(separator: ", "))]"
             }.joined(separator: "\n")
-            console.result([("devices", .array(readers.map(Self.json)))], text: text)
-            return Exit.success
+            console.result("devices", ReaderList(devices: readers), text: text)
+            return ExitStatus.success
         }
     }
+}
 
-    static func json(_ info: ReaderInfo) -> JSON {
-        .object([
-            ("device-id", .string(info.deviceID)), ("driver", .string(info.driver)), ("name", .string(info.name)),
-            ("scan-type", .string(info.scanType.rawValue)), ("enroll-stages", .int(info.enrollStages)),
-            ("features", .array(info.features.names.map(JSON.string))),
-        ])
-    }
+/// `{"devices": [...]}`.
+struct ReaderList: Encodable, Sendable {
+    var devices: [ReaderReport]
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
-import TouchgateVault
+import TouchgateService
+import TouchgateWire
 
 /// `touchgate init`: creates the vault under a new passphrase.
 struct Init: AsyncParsableCommand {
@@ -14,34 +15,15 @@ struct Init: AsyncParsableCommand {
     @OptionGroup var passphrase: PassphraseOptions
 
     /// Argon2id cost; `minimum` is for tests only.
-    @Option(help: .hidden) var kdf: KDFChoice = .moderate
+    @Option(help: .hidden) var kdf: KeyStretching = .moderate
 
     func run() async throws {
-        let input = passphrase.input()
-        let kdf = kdf.parameters
+        let (input, kdf) = (passphrase.input(), kdf)
         try await CommandRunner.run(json: common.json) { console in
-            let database = try Storage.database()
-            if try Vault.exists(in: database) {
-                throw VaultError.alreadyInitialized(directory: database.location.directory.path)
-            }
-            let secret = try input.newPassphrase(prompt: "New vault passphrase: ")
-            let vault = try Vault.create(database: database, passphrase: secret, kdf: kdf)
-            let context = try VaultContext.open(database: database)
-            try context.record(.vaultInit, .success, reason: "vault created (\(kdf))")
-            console.result([("result", "initialized"), ("directory", .string(database.location.directory.path)),
-                            ("owner", .string(vault.owner))],
-                           text: "Created the vault in \(database.location.directory.path). Next: touchgate unlock")
-            return Exit.success
-        }
-    }
-}
-
-extension KDFChoice {
-    /// The Argon2id parameters.
-    var parameters: KDFParameters {
-        switch self {
-        case .moderate: .moderate
-        case .minimum: .minimum
+            let report = try await service.initialize(stretching: kdf,
+                                                      interaction: TerminalInteraction(console: console, input: input))
+            console.result("initialized", report, text: "Created the vault in \(report.directory). Next: touchgate unlock")
+            return ExitStatus.success
         }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
-import TouchgateVault
+import TouchgateService
+import TouchgateWire
 
 /// `touchgate passphrase`: passphrase management.
 struct Passphrase: AsyncParsableCommand {
@@ -26,28 +27,18 @@ struct Passphrase: AsyncParsableCommand {
         var newFileDescriptor: Int32?
 
         /// Argon2id cost for the new wrapping; `minimum` is for tests only.
-        @Option(help: .hidden) var kdf: KDFChoice?
+        @Option(help: .hidden) var kdf: KeyStretching?
 
         func run() async throws {
             let current = passphrase.input()
             let newInput = newFileDescriptor.map { PassphraseInput(fileDescriptor: $0) } ?? current
-            let kdf = kdf?.parameters
+            let kdf = kdf
             try await CommandRunner.run(json: common.json) { console in
-                let context = try VaultContext.open()
-                let old = try current.passphrase(prompt: "Current passphrase: ")
-                // Check before asking for the new one, so a typo is reported at once.
-                do {
-                    _ = try context.vault.unlock(passphrase: old)
-                } catch VaultError.wrongPassphrase {
-                    try context.record(.passphraseChange, .failure, reason: "wrong current passphrase")
-                    throw VaultError.wrongPassphrase
-                }
-                let new = try newInput.newPassphrase(prompt: "New passphrase: ")
-                try context.vault.changePassphrase(from: old, to: new, kdf: kdf)
-                try context.record(.passphraseChange, .success,
-                                   reason: "passphrase changed (\(try context.vault.kdfParameters()))")
-                console.result([("result", "changed")], text: "Passphrase changed.")
-                return Exit.success
+                try await service.changePassphrase(
+                    stretching: kdf, current: TerminalInteraction(console: console, input: current),
+                    new: TerminalInteraction(console: console, input: newInput))
+                console.result("changed", EmptyReport(), text: "Passphrase changed.")
+                return ExitStatus.success
             }
         }
     }

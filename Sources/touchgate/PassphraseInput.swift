@@ -1,12 +1,12 @@
 import Foundation
-import TouchgatePolicy
-import TouchgateVault
+import TouchgateService
+import TouchgateWire
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Why a passphrase could not be read. Never carries any of its bytes.
-enum PassphraseInputError: Error, CustomStringConvertible {
+enum PassphraseInputError: Error, Equatable, CustomStringConvertible {
     /// There is no terminal to ask on and no `--passphrase-fd` was given.
     case noTerminal
     /// The descriptor ended before a passphrase was read.
@@ -28,12 +28,17 @@ enum PassphraseInputError: Error, CustomStringConvertible {
         case .io(let code): "cannot read the passphrase: \(String(cString: strerror(code)))"
         }
     }
+
+    /// The service's form: no terminal means the passphrase is required but cannot be asked.
+    var serviceError: ServiceError {
+        ServiceError(self == .noTerminal ? .passphraseRequired : .passphraseInput, description)
+    }
 }
 
 /// Reads passphrases from the controlling terminal without echo, or one line at a time
 /// from a file descriptor (`--passphrase-fd N`). Never from argv or the environment.
 ///
-/// Bytes go straight into guarded memory (``SecureBytes``); no `String` ever holds them.
+/// Bytes go straight into guarded memory (``SecretBytes``); no `String` ever holds them.
 /// Each ``passphrase(prompt:)`` answer is kept for the life of the process, so a policy
 /// that asks twice (an `and`) does not read the descriptor twice.
 /// `@unchecked Sendable`: `cached` is only touched under `lock`.
@@ -44,8 +49,7 @@ final class PassphraseInput: @unchecked Sendable {
     /// The descriptor to read from, or nil for the terminal.
     let fileDescriptor: Int32?
     private let lock = NSLock()
-    private var cached: SecureBytes?
-    private var problem: (any Error)?
+    private var cached: SecretBytes?
 
     /// Input from `fileDescriptor`, or from `/dev/tty` when it is nil.
     init(fileDescriptor: Int32?) {
@@ -53,7 +57,7 @@ final class PassphraseInput: @unchecked Sendable {
     }
 
     /// The passphrase, asked once per process.
-    func passphrase(prompt: String) throws -> SecureBytes {
+    func passphrase(prompt: String) throws -> SecretBytes {
         try lock.withLock {
             if let cached { return cached }
             let value = try read(prompt: prompt)
@@ -62,20 +66,8 @@ final class PassphraseInput: @unchecked Sendable {
         }
     }
 
-    /// Remembers why a passphrase check reached no verdict (the policy core only hears
-    /// "unavailable"), so the command can report the real cause.
-    func record(_ error: any Error) {
-        lock.withLock { problem = error }
-    }
-
-    /// The recorded cause behind `error` when it is a "passphrase required" refusal, else `error`.
-    func explain(_ error: any Error) -> any Error {
-        guard case .passphraseRequired? = error as? AuthorizationError else { return error }
-        return lock.withLock { problem } ?? error
-    }
-
     /// A new passphrase: on a terminal asked twice and compared; from a descriptor, the next line.
-    func newPassphrase(prompt: String) throws -> SecureBytes {
+    func newPassphrase(prompt: String) throws -> SecretBytes {
         try lock.withLock {
             let first = try read(prompt: prompt)
             guard fileDescriptor == nil else { return first }
@@ -86,8 +78,8 @@ final class PassphraseInput: @unchecked Sendable {
     }
 
     /// Reads one passphrase, uncached.
-    private func read(prompt: String) throws -> SecureBytes {
-        let value: SecureBytes
+    private func read(prompt: String) throws -> SecretBytes {
+        let value: SecretBytes
         if let fileDescriptor {
             value = try Self.readLine(from: fileDescriptor, interactive: false)
         } else {
@@ -98,7 +90,7 @@ final class PassphraseInput: @unchecked Sendable {
     }
 
     /// Asks on `/dev/tty` with echo off; the terminal settings are restored however it ends.
-    private static func readFromTerminal(prompt: String) throws -> SecureBytes {
+    private static func readFromTerminal(prompt: String) throws -> SecretBytes {
         let fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else { throw PassphraseInputError.noTerminal }
         defer { close(fd) }
@@ -117,10 +109,10 @@ final class PassphraseInput: @unchecked Sendable {
 
     /// Reads up to a newline (not included; a `\r` before it is dropped too) or the end.
     /// `interactive` polls so that Ctrl-C (task cancellation) ends the wait.
-    static func readLine(from fd: Int32, interactive: Bool) throws -> SecureBytes {
+    static func readLine(from fd: Int32, interactive: Bool) throws -> SecretBytes {
         var length = 0
         var ended = false
-        let buffer = try SecureBytes.make(count: maximumLength) { raw in
+        let buffer = try SecretBytes.make(count: maximumLength) { raw in
             var byte: UInt8 = 0
             defer { byte = 0 }
             while length < raw.count {
@@ -147,7 +139,7 @@ final class PassphraseInput: @unchecked Sendable {
         return buffer.withUnsafeBytes { bytes in
             var used = length
             if used > 0 && bytes[used - 1] == 0x0D { used -= 1 }
-            return SecureBytes.make(count: used) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<used])) }
+            return SecretBytes.make(count: used) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<used])) }
         }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import TouchgateService
 
 /// `--passphrase-fd N`: the passphrase comes one line at a time from descriptor N instead
 /// of the terminal. There is deliberately no option or variable that takes it as text.
@@ -20,7 +21,4 @@ struct PassphraseOptions: ParsableArguments {
 
 /// `--kdf`: Argon2id cost, for init and passphrase change. `minimum` exists only so that
 /// tests run fast; it is hidden from help and gives no real protection.
-enum KDFChoice: String, ExpressibleByArgument, CaseIterable {
-    case moderate
-    case minimum
-}
+extension KeyStretching: ExpressibleByArgument {}

@@ -1,6 +1,6 @@
 import ArgumentParser
-import TouchgatePolicy
-import TouchgateVault
+import TouchgateService
+import TouchgateWire
 
 /// `touchgate policy`: lockout and session limits.
 struct Policy: AsyncParsableCommand {
@@ -8,18 +8,10 @@ struct Policy: AsyncParsableCommand {
         abstract: "Show or change the lockout and session limits.",
         subcommands: [Show.self, Set.self])
 
-    static func fields(_ settings: PolicySettings) -> [(String, JSON)] {
-        [("lockout-threshold", .int(settings.lockoutThreshold)),
-         ("lockout-duration-seconds", .int(settings.lockoutDurationSeconds)),
-         ("session-timeout-seconds", .int(settings.sessionTimeoutSeconds)),
-         ("idle-timeout-seconds", .int(settings.idleTimeoutSeconds)),
-         ("passphrase-only-threshold", .int(PolicyConfiguration.standard.passphraseOnlyThreshold))]
-    }
-
-    static func text(_ settings: PolicySettings) -> String {
+    static func text(_ settings: SettingsReport) -> String {
         """
         lockout: after \(settings.lockoutThreshold) failed touches in a row, for \(settings.lockoutDurationSeconds) s
-        passphrase only: after \(PolicyConfiguration.standard.passphraseOnlyThreshold) failed touches since the passphrase
+        passphrase only: after \(settings.passphraseOnlyThreshold) failed touches since the passphrase
         session reuse: \(settings.sessionTimeoutSeconds) s after a touch, ended by \(settings.idleTimeoutSeconds) s idle
         """
     }
@@ -32,9 +24,9 @@ struct Policy: AsyncParsableCommand {
 
         func run() async throws {
             try await CommandRunner.run(json: common.json) { console in
-                let settings = try VaultContext.open().settings
-                console.result(Policy.fields(settings), text: Policy.text(settings))
-                return Exit.success
+                let settings = try await service.settings()
+                console.result("policy", settings, text: Policy.text(settings))
+                return ExitStatus.success
             }
         }
     }
@@ -69,27 +61,13 @@ struct Policy: AsyncParsableCommand {
 
         func run() async throws {
             let input = passphrase.input()
-            let (threshold, duration, session, idle) = (lockoutThreshold, lockoutDuration, sessionTimeout, idleTimeout)
+            let change = SettingsChange(lockoutThreshold: lockoutThreshold, lockoutDurationSeconds: lockoutDuration,
+                                        sessionTimeoutSeconds: sessionTimeout, idleTimeoutSeconds: idleTimeout)
             try await CommandRunner.run(json: common.json) { console in
-                let context = try VaultContext.open()
-                var settings = context.settings
-                settings.lockoutThreshold = threshold ?? settings.lockoutThreshold
-                settings.lockoutDurationSeconds = duration ?? settings.lockoutDurationSeconds
-                settings.sessionTimeoutSeconds = session ?? settings.sessionTimeoutSeconds
-                // Lowering the session timeout lowers an idle timeout above it.
-                settings.idleTimeoutSeconds = idle ?? min(settings.idleTimeoutSeconds, settings.sessionTimeoutSeconds)
-                _ = try settings.configuration()
-                let change = settings.changes(from: context.settings)
-                do {
-                    try context.checkPassphrase(input, purpose: "change the policy")
-                } catch {
-                    try context.record(.policyChange, .denied, reason: "refused (\(change)): passphrase not verified")
-                    throw error
-                }
-                try settings.save(context.stateStore)
-                try context.record(.policyChange, .success, reason: change)
-                console.result([("result", "changed")] + Policy.fields(settings), text: Policy.text(settings))
-                return Exit.success
+                let settings = try await service.changeSettings(
+                    change, interaction: TerminalInteraction(console: console, input: input))
+                console.result("changed", settings, text: Policy.text(settings))
+                return ExitStatus.success
             }
         }
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import TouchgateVault
+import TouchgateService
+import TouchgateWire
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,11 +25,10 @@ extension Secret {
             let device = options.readerOptions.device
             let input = options.passphrase.input()
             try await CommandRunner.run(json: options.common.json) { console in
-                let context = try VaultContext.open()
-                let value = try await SecretAccess.read(name, context: context, device: device, passphrase: input,
-                                                        console: console)
+                let value = try await service.release(name, device: device,
+                                                      interaction: TerminalInteraction(console: console, input: input))
                 try SecretValue.writeStandardOutput(value)
-                return Exit.success
+                return ExitStatus.success
             }
         }
     }
@@ -71,9 +71,8 @@ extension Secret {
             let variable = self.variable
             let command = self.command
             try await CommandRunner.run(json: options.common.json) { console in
-                let context = try VaultContext.open()
-                let value = try await SecretAccess.read(name, context: context, device: device, passphrase: input,
-                                                        console: console)
+                let value = try await service.release(name, device: device,
+                                                      interaction: TerminalInteraction(console: console, input: input))
                 try ChildProcess.exec(command, setting: variable, to: value)
             }
         }
@@ -83,11 +82,10 @@ extension Secret {
 /// Replacing this process with another one that receives a secret in its environment.
 enum ChildProcess {
     /// Sets `variable` to `value` and execs `command`; returns only by throwing.
-    static func exec(_ command: [String], setting variable: String, to value: SecureBytes) throws -> Never {
+    static func exec(_ command: [String], setting variable: String, to value: SecretBytes) throws -> Never {
         try SecretValue.withCString(value) { pointer in
             guard setenv(variable, pointer, 1) == 0 else {
-                throw Failure(code: "exec-failed", message: "cannot set \(variable): \(String(cString: strerror(errno)))",
-                              status: Exit.commandNotRunnable)
+                throw ServiceError(.execFailed, "cannot set \(variable): \(String(cString: strerror(errno)))")
             }
         }
         var arguments: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) }
@@ -95,7 +93,6 @@ enum ChildProcess {
         execvp(command[0], &arguments)
         let code = errno
         unsetenv(variable)
-        throw Failure(code: "exec-failed", message: "cannot run \(command[0]): \(String(cString: strerror(code)))",
-                      status: Exit.commandNotRunnable)
+        throw ServiceError(.execFailed, "cannot run \(command[0]): \(String(cString: strerror(code)))")
     }
 }

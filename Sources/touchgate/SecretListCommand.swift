@@ -1,32 +1,28 @@
 import ArgumentParser
 import Foundation
-import TouchgateVault
+import TouchgateService
+import TouchgateWire
 
 extension Secret {
     /// `touchgate secret list`: names and policies, never values.
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List stored secrets: names and policies, never values.",
-            discussion: "Works while the vault is locked.")
+            discussion: "Works while the vault is locked. Control characters in names are shown escaped.")
 
         @OptionGroup var common: CommonOptions
 
         func run() async throws {
             try await CommandRunner.run(json: common.json) { console in
-                let items = try VaultContext.open().vault.items()
+                let items = try await service.items()
                 let text = items.isEmpty ? "no secrets stored" : items.map { item in
-                    var line = "\(item.name)  \(item.policy)"
-                    if item.freshTouch { line += "  (fresh touch)" }
-                    if item.isInvalidated { line += "  (invalidated: fingers changed; store it again)" }
+                    var line = StoredText.escaped("\(item.name)  \(item.policy)")
+                    if item.fresh { line += "  (fresh touch)" }
+                    if item.invalidated { line += "  (invalidated: fingers changed; store it again)" }
                     return line
                 }.joined(separator: "\n")
-                console.result([("items", .array(items.map { item in
-                    .object([("name", .string(item.name)), ("policy", .string(item.policy)),
-                             ("fresh", .bool(item.freshTouch)), ("bound-to-fingers", .bool(item.enrollmentDigest != nil)),
-                             ("invalidated", .bool(item.isInvalidated)),
-                             ("updated", .string(ISO8601DateFormatter().string(from: item.updatedAt)))])
-                }))], text: text)
-                return Exit.success
+                console.result("items", ItemList(items: items), text: text)
+                return ExitStatus.success
             }
         }
     }
@@ -46,16 +42,20 @@ extension Secret {
         func run() async throws {
             let name = self.name
             try await CommandRunner.run(json: common.json) { console in
-                let context = try VaultContext.open()
-                _ = try context.requireKey()
-                guard try context.vault.deleteItem(named: name) else {
-                    try context.record(.itemDelete, .error, item: name, reason: "no such item")
-                    throw VaultError.itemNotFound(name: name)
-                }
-                try context.record(.itemDelete, .success, item: name, reason: "deleted by user")
-                console.result([("result", "deleted"), ("name", .string(name))], text: "Deleted '\(name)'.")
-                return Exit.success
+                try await service.remove(name)
+                console.result("deleted", NameReport(name: name), text: "Deleted '\(StoredText.escaped(name))'.")
+                return ExitStatus.success
             }
         }
     }
+}
+
+/// `{"items": [...]}`.
+struct ItemList: Encodable, Sendable {
+    var items: [ItemReport]
+}
+
+/// `{"name": …}`.
+struct NameReport: Encodable, Sendable {
+    var name: String
 }

@@ -1,5 +1,6 @@
 import Foundation
-import TouchgateVault
+import TouchgateService
+import TouchgateWire
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,8 +12,8 @@ enum SecretValue {
 
     /// Reads the value from standard input: the whole input, without one final newline.
     /// On a terminal it is asked for without echo (one line).
-    static func readStandardInput() throws -> SecureBytes {
-        let value: SecureBytes
+    static func readStandardInput() throws -> SecretBytes {
+        let value: SecretBytes
         if isatty(0) == 1 {
             Console.write("Secret value (not shown): ", to: 2)
             var saved = termios()
@@ -28,41 +29,41 @@ enum SecretValue {
         } else {
             value = try readAll(from: 0)
         }
-        guard value.count > 0 else { throw Failure.usage("the secret value is empty; pipe it on standard input") }
+        guard value.count > 0 else { throw ServiceError(.usage, "the secret value is empty; pipe it on standard input") }
         return value
     }
 
     /// Everything up to the end of `fd`, minus one trailing newline.
-    private static func readAll(from fd: Int32) throws -> SecureBytes {
+    private static func readAll(from fd: Int32) throws -> SecretBytes {
         var length = 0
-        let buffer = try SecureBytes.make(count: maximumLength + 1) { raw in
+        let buffer = try SecretBytes.make(count: maximumLength + 1) { raw in
             while length < raw.count {
                 let count = read(fd, raw.baseAddress! + length, raw.count - length)
                 if count < 0 {
                     if errno == EINTR { continue }
-                    throw Failure.dataError("cannot read standard input: \(String(cString: strerror(errno)))")
+                    throw ServiceError(.dataError, "cannot read standard input: \(String(cString: strerror(errno)))")
                 }
                 if count == 0 { break }
                 length += count
             }
         }
         guard length <= maximumLength else {
-            throw Failure.usage("the secret value is longer than \(maximumLength) bytes")
+            throw ServiceError(.usage, "the secret value is longer than \(maximumLength) bytes")
         }
         return buffer.withUnsafeBytes { bytes in
             let used = length > 0 && bytes[length - 1] == 0x0A ? length - 1 : length
-            return SecureBytes.make(count: used) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<used])) }
+            return SecretBytes.make(count: used) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<used])) }
         }
     }
 
     /// Writes the value to standard output as is (a newline is added only for a terminal).
-    static func writeStandardOutput(_ value: SecureBytes) throws {
+    static func writeStandardOutput(_ value: SecretBytes) throws {
         try value.withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {
                 let written = write(1, bytes.baseAddress! + offset, bytes.count - offset)
                 if written < 0 && errno == EINTR { continue }
-                guard written > 0 else { throw Failure.dataError("cannot write to standard output") }
+                guard written > 0 else { throw ServiceError(.dataError, "cannot write to standard output") }
                 offset += written
             }
         }
@@ -70,13 +71,13 @@ enum SecretValue {
     }
 
     /// Calls `body` with the value as a NUL-terminated string in guarded memory.
-    /// - Throws: ``Failure`` when the value itself holds a NUL byte (it cannot be a C string).
-    static func withCString<R>(_ value: SecureBytes, _ body: (UnsafePointer<CChar>) throws -> R) throws -> R {
+    /// - Throws: ``ServiceError`` when the value itself holds a NUL byte (it cannot be a C string).
+    static func withCString<R>(_ value: SecretBytes, _ body: (UnsafePointer<CChar>) throws -> R) throws -> R {
         let terminated = try value.withUnsafeBytes { bytes in
             guard !bytes.contains(0) else {
-                throw Failure.usage("the secret holds a NUL byte, so it cannot go into an environment variable")
+                throw ServiceError(.usage, "the secret holds a NUL byte, so it cannot go into an environment variable")
             }
-            return SecureBytes.make(count: bytes.count + 1) { $0.copyMemory(from: bytes) }
+            return SecretBytes.make(count: bytes.count + 1) { $0.copyMemory(from: bytes) }
         }
         return try terminated.withUnsafeBytes { try body($0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import TouchgateVault
+import TouchgateService
+import TouchgateWire
 
 /// The `touchgate` command: fingerprint-gated secrets for Linux.
 @main
@@ -32,10 +33,10 @@ struct Touchgate: AsyncParsableCommand {
     static func main() async {
         // Before anything else: no core dumps, no ptrace by the same user, libsodium ready.
         do {
-            try ProcessHardening.harden()
+            try TouchgateService.hardenProcess()
         } catch {
-            Console.write("touchgate: \(error); refusing to handle secrets\n", to: 2)
-            Foundation.exit(Exit.readerError)
+            Console.write("touchgate: \(error.message)\n", to: 2)
+            Foundation.exit(error.exitStatus)
         }
         // Everything this process creates is private to its owner.
         umask(0o077)
@@ -68,15 +69,7 @@ struct ReaderOptions: ParsableArguments {
 struct UserOption: ParsableArguments {
     @Option(help: "Whose fingers (default: your login name).")
     var user: String?
-
-    /// The user name to use.
-    var resolved: String { user ?? LoginName.current }
 }
 
-/// The login name of the process owner.
-enum LoginName {
-    static var current: String {
-        if let entry = getpwuid(getuid()), let name = entry.pointee.pw_name { return String(cString: name) }
-        return ProcessInfo.processInfo.environment["USER"] ?? "uid\(getuid())"
-    }
-}
+/// The service every command adapts: this user's data in the personal (in-process) mode.
+let service = TouchgateService.personal()

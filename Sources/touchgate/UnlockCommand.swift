@@ -1,5 +1,6 @@
 import ArgumentParser
-import TouchgateVault
+import TouchgateService
+import TouchgateWire
 
 /// `touchgate unlock`: the passphrase puts the vault key in the kernel keyring.
 struct Unlock: AsyncParsableCommand {
@@ -18,15 +19,9 @@ struct Unlock: AsyncParsableCommand {
     func run() async throws {
         let input = passphrase.input()
         try await CommandRunner.run(json: common.json) { console in
-            let context = try VaultContext.open()
-            let verifier = context.verifier(input, unlocking: true)
-            do {
-                _ = try await context.evaluator.unlock(passphrase: verifier)
-            } catch {
-                throw input.explain(error)
-            }
-            console.result([("result", "unlocked")], text: "Unlocked.")
-            return Exit.success
+            try await service.unlock(interaction: TerminalInteraction(console: console, input: input))
+            console.result("unlocked", EmptyReport(), text: "Unlocked.")
+            return ExitStatus.success
         }
     }
 }
@@ -34,17 +29,20 @@ struct Unlock: AsyncParsableCommand {
 /// `touchgate lock`: wipes the vault key from the keyring and ends the reuse session.
 struct Lock: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Lock the vault: forget the key and end the session.")
+        abstract: "Lock the vault: forget the key and end the session.",
+        discussion: """
+            The key is removed first, whatever else is damaged; damage found afterwards is shown as \
+            a warning with the command that repairs it.
+            """)
 
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
         try await CommandRunner.run(json: common.json) { console in
-            let context = try VaultContext.open()
-            let wasUnlocked = try context.session.lock()
-            try context.evaluator.lock(reason: wasUnlocked ? "locked by user" : "locked by user (key already gone)")
-            console.result([("result", "locked"), ("was-unlocked", .bool(wasUnlocked))], text: "Locked.")
-            return Exit.success
+            let report = try await service.lock()
+            if let problem = report.problem { console.warning(problem) }
+            console.result("locked", report, text: "Locked.")
+            return ExitStatus.success
         }
     }
 }

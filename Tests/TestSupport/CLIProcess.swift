@@ -182,6 +182,15 @@ public final class VirtualImageFinger: @unchecked Sendable {
         line.contains("\"event\":\"finger-needed\"") || line.hasPrefix("Place your") || line.hasPrefix("Swipe your")
     }
 
+    /// Answers the current wait with a poor scan (libfprint's retry `code`, 0 general),
+    /// on the current connection (connecting if needed).
+    public func retry(_ code: Int32 = 0) throws {
+        lock.lock()
+        defer { lock.unlock() }
+        if client == nil { client = try VirtualImageClient(socketPath: socketPath) }
+        try client?.sendRetry(code)
+    }
+
     /// Sends an unplug command on the current connection (connecting if needed).
     public func unplug() throws {
         lock.lock()

@@ -23,9 +23,13 @@ struct ReaderCommandTests {
         let result = try await rig.run(["devices"])
         #expect(result.status == 2)
         #expect(result.stderrLines.joined().contains("no fingerprint reader found"))
+        let enroll = try await rig.run(["enroll", "--json"])
+        #expect(enroll.status == 2)
+        #expect(enroll.json?["error"] as? String == "no-reader")
+        // Nothing is enrolled, so verify refuses before looking for a reader at all.
         let verify = try await rig.run(["verify", "--json"])
-        #expect(verify.status == 2)
-        #expect(verify.json?["error"] as? String == "no-reader")
+        #expect(verify.status == 3)
+        #expect(verify.json?["error"] as? String == "nothing-enrolled")
     }
 
     @Test func enrollPromptsOncePerStageThenVerifyMatchesOnlyTheSameFinger() async throws {
@@ -47,10 +51,12 @@ struct ReaderCommandTests {
         #expect(match.json?["match"] as? Bool == true)
         #expect(match.json?["finger"] as? String == "right-index")
         #expect(match.eventNames.filter { $0 == "finger-needed" }.count == 1)
-        for other in ["arch", "loop-right", "tented_arch"] {
+        // Two wrong fingers: counted, one left before the lockout (default threshold 3).
+        for (other, left) in [("arch", 2), ("loop-right", 1)] {
             let result = try await rig.run(["verify", "--json"], presenting: [other])
             #expect(result.status == 1, "\(other) must not match")
             #expect(result.json?["result"] as? String == "no-match")
+            #expect(result.json?["attempts-left"] as? Int == left)
         }
         // Standard output holds only the result.
         let text = try await rig.run(["verify"], presenting: ["whorl"])

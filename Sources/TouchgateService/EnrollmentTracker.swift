@@ -20,7 +20,7 @@ enum EnrollmentTracker {
 
     /// What is enrolled now (no template is read, so this works while the vault is locked).
     static func status(database: TouchgateDatabase) throws -> EnrollmentStatus {
-        let prints = try Storage.printIndex(database: database).prints()
+        let prints = try PrintStore(database: database, sealing: TemplatesWithheld()).prints()
         let generation = try StateStore(database: database).state(generationKey).map(decode) ?? 0
         let state = EnrollmentState(generation: generation, printIDs: prints.map(printID), hash: blake2b)
         return EnrollmentStatus(state: state, printCount: prints.count)

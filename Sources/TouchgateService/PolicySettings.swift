@@ -1,6 +1,7 @@
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
+import TouchgateWire
 
 /// The tunable part of the policy (`touchgate policy set`), kept in the vault's state table.
 ///
@@ -17,32 +18,46 @@ struct PolicySettings: Codable, Equatable, Sendable {
     var idleTimeoutSeconds = 2 * 60
 
     /// The validated configuration.
-    /// - Throws: ``Failure`` (usage) naming the value out of range.
+    /// - Throws: ``ServiceError`` (usage) naming the value out of range.
     func configuration() throws -> PolicyConfiguration {
         let maximumSession = Int(PolicyConfiguration.maximumSessionTimeout.components.seconds)
         guard (0...maximumSession).contains(sessionTimeoutSeconds) else {
-            throw Failure.usage("session timeout \(sessionTimeoutSeconds) s is out of range (0 to \(maximumSession) s)")
+            throw ServiceError.usage("session timeout \(sessionTimeoutSeconds) s is out of range (0 to \(maximumSession) s)")
         }
         guard (0...sessionTimeoutSeconds).contains(idleTimeoutSeconds) else {
-            throw Failure.usage("idle timeout \(idleTimeoutSeconds) s is out of range (0 to the session timeout, \(sessionTimeoutSeconds) s)")
+            throw ServiceError.usage("idle timeout \(idleTimeoutSeconds) s is out of range (0 to the session timeout, \(sessionTimeoutSeconds) s)")
         }
         do {
             return try PolicyConfiguration(
                 lockoutThreshold: lockoutThreshold, lockoutDuration: .seconds(lockoutDurationSeconds),
                 sessionTimeout: .seconds(sessionTimeoutSeconds), idleTimeout: .seconds(idleTimeoutSeconds))
         } catch {
-            throw Failure.usage(error.description)
+            throw ServiceError.usage(error.description)
         }
     }
 
-    /// The stored settings, or the defaults.
+    /// The stored settings, or the defaults when none were set.
+    /// - Throws: ``ServiceError`` (data error) when the stored value does not decode.
     static func load(_ store: StateStore) throws -> PolicySettings {
         guard let data = try store.state(stateKey) else { return PolicySettings() }
         do {
             return try JSONDecoder().decode(PolicySettings.self, from: data)
         } catch {
-            throw Failure.dataError("the stored policy settings are damaged; set them again with `touchgate policy set`")
+            throw ServiceError(.stateTampered, "the stored policy settings are damaged; run: touchgate repair")
         }
+    }
+
+    /// The stored settings; the defaults when they are absent, cannot be read or cannot
+    /// be trusted. The defaults are the strictest settings a user could not loosen
+    /// without the passphrase, so a damaged row never weakens the policy; the damage is
+    /// reported by the checks that read the state itself.
+    static func loadOrDefaults(_ store: StateStore) -> PolicySettings {
+        (try? load(store)) ?? PolicySettings()
+    }
+
+    /// The validated configuration, or the defaults when these settings are out of range.
+    var configurationOrDefaults: PolicyConfiguration {
+        (try? configuration()) ?? .standard
     }
 
     /// Stores these settings.

@@ -1,33 +1,34 @@
 import FingerprintKit
 import Foundation
+import TouchgateWire
 
-/// An open reader for one command: picks it, opens it with errors a person can act on,
+/// An open reader for one request: picks it, opens it with errors a person can act on,
 /// turns its events into prompts, and closes it.
 struct ReaderSession: Sendable {
     let context: FingerprintContext
     let reader: Reader
-    let console: Console
+    let interaction: any Interaction
 
     var info: ReaderInfo { reader.info }
 
     /// Finds the reader (`device` is a device id or a driver name; default: the first)
     /// and opens it.
-    static func open(device: String?, console: Console) async throws -> ReaderSession {
+    static func open(device: String?, interaction: any Interaction) async throws -> ReaderSession {
         let context = await FingerprintContext()
         let reader = try await pick(device: device, in: context)
         do {
             try await reader.open()
         } catch let error as FingerprintError {
-            throw Failure.noReader("cannot open \(reader.info.name) (\(reader.info.driver)): \(error). "
-                                   + ReaderDiagnostics.openHint)
+            throw ServiceError.noReader("cannot open \(reader.info.name) (\(reader.info.driver)): \(error). "
+                                        + ReaderDiagnostics.openHint)
         }
-        return ReaderSession(context: context, reader: reader, console: console)
+        return ReaderSession(context: context, reader: reader, interaction: interaction)
     }
 
     /// Opens the reader, runs `body` with it and closes it, also when `body` throws or is cancelled.
-    static func with<T: Sendable>(device: String?, console: Console,
+    static func with<T: Sendable>(device: String?, interaction: any Interaction,
                                   _ body: (ReaderSession) async throws -> T) async throws -> T {
-        let session = try await open(device: device, console: console)
+        let session = try await open(device: device, interaction: interaction)
         do {
             let value = try await body(session)
             await session.close()
@@ -41,14 +42,14 @@ struct ReaderSession: Sendable {
     /// Finds a reader without opening it.
     static func pick(device: String?, in context: FingerprintContext) async throws -> Reader {
         let readers = await context.readers()
-        guard !readers.isEmpty else { throw Failure.noReader(ReaderDiagnostics.noReaderMessage()) }
+        guard !readers.isEmpty else { throw ServiceError.noReader(ReaderDiagnostics.noReaderMessage()) }
         guard let device else { return readers[0] }
         if let match = readers.first(where: { $0.info.deviceID == device })
             ?? readers.first(where: { $0.info.driver == device }) {
             return match
         }
         let known = readers.map { "\($0.info.deviceID) (\($0.info.driver))" }.joined(separator: ", ")
-        throw Failure.noReader("no reader with id or driver '\(device)'; connected: \(known)")
+        throw ServiceError.noReader("no reader with id or driver '\(StoredText.escaped(device))'; connected: \(known)")
     }
 
     /// Closes the reader; a reader that is already gone is not an error.
@@ -57,13 +58,13 @@ struct ReaderSession: Sendable {
     }
 
     /// Runs `body` with an events continuation whose events become prompts.
-    /// `finger` names the finger in prompts; `stages` is set for enrollment.
+    /// `finger` names the finger in prompts.
     func prompting<T: Sendable>(
         _ operation: String, finger: String?,
         _ body: @Sendable (AsyncStream<ReaderEvent>.Continuation) async throws -> T
     ) async throws -> T {
         let (stream, continuation) = AsyncStream.makeStream(of: ReaderEvent.self)
-        let prompter = Prompter(console: console, info: info, operation: operation, finger: finger)
+        let prompter = Prompter(interaction: interaction, info: info, operation: operation, finger: finger)
         let printer = Task { await prompter.consume(stream) }
         do {
             let value = try await body(continuation)
@@ -76,12 +77,10 @@ struct ReaderSession: Sendable {
             throw error
         }
     }
-}
 
-extension ReaderSession {
     /// One scan matched against `gallery`: identify when there are several prints and the
     /// reader can, else verify against the first. Returns the index that matched, or nil.
-    /// A poor scan throws ``FingerprintError/retry(_:)``; the caller decides whether to restart.
+    /// A poor scan throws ``FingerprintError/retry(_:)``; the policy core decides whether to restart.
     func match(_ gallery: [Print], operation: String, finger: String?) async throws -> Int? {
         if gallery.count > 1 && info.features.contains(.identify) {
             return try await prompting(operation, finger: finger) { events in
@@ -95,10 +94,18 @@ extension ReaderSession {
     }
 }
 
+extension ReaderInfo {
+    /// The wire form.
+    var report: ReaderReport {
+        ReaderReport(deviceID: deviceID, driver: driver, name: name, scanType: scanType.rawValue,
+                     enrollStages: enrollStages, features: features.names)
+    }
+}
+
 /// Turns reader events into prompts: exactly one prompt each time the reader starts
 /// waiting for a finger, progress after each enroll stage, and retry hints.
 struct Prompter: Sendable {
-    let console: Console
+    let interaction: any Interaction
     let info: ReaderInfo
     let operation: String
     let finger: String?
@@ -119,12 +126,13 @@ struct Prompter: Sendable {
             case .enrollStage(let done, let total):
                 prompted = false
                 completed = done
-                console.event("enroll-stage", [("completed", .int(done)), ("total", .int(total))],
-                              text: "  scan \(done) of \(total) done")
+                var progress = InteractionEvent(.enrollStage, "scan \(done) of \(total) done")
+                progress.completed = done
+                progress.total = total
+                interaction.event(progress)
             case .retry(let reason):
                 prompted = false
-                console.event("retry", [("reason", .string(Self.name(of: reason))), ("message", .string(reason.message))],
-                              text: "  \(reason.message)")
+                interaction.event(Self.retryEvent(reason, attempt: nil))
             }
         }
     }
@@ -133,14 +141,24 @@ struct Prompter: Sendable {
         let who = finger.map { $0.replacingOccurrences(of: "-", with: " ") + " finger" } ?? "finger"
         let action = info.scanType == .swipe
             ? "Swipe your \(who) across the reader" : "Place your \(who) on the reader"
-        var fields: [(String, JSON)] = [("operation", .string(operation)), ("finger", .optional(finger)),
-                                        ("scan-type", .string(info.scanType.rawValue))]
-        var text = action
+        var event = InteractionEvent(.fingerNeeded, action)
+        event.operation = operation
+        event.finger = finger
+        event.scanType = info.scanType.rawValue
         if operation == "enroll" {
-            fields += [("stage", .int(stage)), ("stages", .int(info.enrollStages))]
-            text += " (scan \(stage) of \(info.enrollStages))"
+            event.stage = stage
+            event.stages = info.enrollStages
+            event.message += " (scan \(stage) of \(info.enrollStages))"
         }
-        console.event("finger-needed", fields, text: text)
+        interaction.event(event)
+    }
+
+    /// The hint for a poor scan; `attempt` is the scan that comes next, when counted.
+    static func retryEvent(_ reason: RetryReason, attempt: Int?) -> InteractionEvent {
+        var event = InteractionEvent(.retry, reason.message)
+        event.reason = name(of: reason)
+        event.attempt = attempt
+        return event
     }
 
     static func name(of reason: RetryReason) -> String {

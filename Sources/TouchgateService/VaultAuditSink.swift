@@ -1,5 +1,6 @@
 import TouchgatePolicy
 import TouchgateVault
+import TouchgateWire
 
 /// Sends the policy core's decisions to the vault's hash-chained audit log.
 ///
@@ -8,7 +9,7 @@ import TouchgateVault
 /// subject (a print identifier) goes into the reason. The OS user is added by the log.
 struct VaultAuditSink: AuditSink {
     let log: AuditLog
-    let vaultUser: String
+    let vaultUser: String?
 
     func record(_ event: PolicyAuditEvent) throws {
         let namesItem = [.itemRead, .itemWrite, .itemDelete, .policyChanged].contains(event.kind)
@@ -16,7 +17,7 @@ struct VaultAuditSink: AuditSink {
         if let factor = event.factor { reason = "\(factor.rawValue): \(reason)" }
         if !namesItem, let subject = event.subject { reason += " [\(subject)]" }
         guard let outcome = AuditOutcome(rawValue: event.outcome.rawValue) else {
-            throw Failure.dataError("unknown audit outcome \(event.outcome.rawValue)")
+            throw ServiceError.dataError("unknown audit outcome \(event.outcome.rawValue)")
         }
         try log.append(AuditEntry(
             event: AuditEvent(rawValue: event.kind.rawValue), outcome: outcome, vaultUser: vaultUser,

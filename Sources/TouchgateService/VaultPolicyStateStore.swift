@@ -3,11 +3,12 @@ import TouchgatePolicy
 import TouchgateVault
 
 /// The policy core's state (failure counters, lockout, reuse session, passphrase entry)
-/// kept as one JSON value in the vault's state table.
+/// kept as one JSON value in the vault's authenticated state table.
 ///
 /// Each ``update(_:)`` is one `BEGIN IMMEDIATE` transaction (``StateStore/updateState(_:_:)``),
 /// so attempts made at the same time by several processes are all counted. A value that
-/// no longer decodes throws, and the evaluator then denies access (fail closed).
+/// no longer decodes, or state edited outside touchgate, throws, and the evaluator then
+/// denies access (fail closed).
 struct VaultPolicyStateStore: PolicyStateStore {
     /// The state-table key.
     static let stateKey = "policy.state"

@@ -1,0 +1,43 @@
+import CTouchgateSys
+import TouchgateVault
+
+/// Where an unlocked vault key waits between the passphrase and the touches that use it.
+///
+/// Today: the user's kernel keyring (``KernelKeyringCustody``), readable by the user's own
+/// processes — the in-process boundary. Next: a daemon's own locked memory.
+public protocol KeyCustody: Sendable {
+    /// Holds `key`, which `passphrase` just opened, from now until lock, idle timeout or
+    /// the maximum age.
+    func hold(passphrase: SecretBytes) throws -> VaultKey
+    /// The key if held; counts as use (restarts the idle timeout).
+    func currentKey() throws -> VaultKey?
+    /// Whether the key is held, without counting as use.
+    var isHolding: Bool { get }
+    /// Forgets the key; returns whether it was held.
+    @discardableResult func release() throws -> Bool
+}
+
+/// The vault key in the kernel keyring (`VaultSession`), with the same timeouts in every process.
+struct KernelKeyringCustody: KeyCustody {
+    let session: VaultSession
+
+    init(vault: Vault) {
+        session = VaultSession(vault: vault)
+    }
+
+    func hold(passphrase: SecretBytes) throws -> VaultKey {
+        try session.unlock(passphrase: passphrase)
+    }
+
+    func currentKey() throws -> VaultKey? {
+        try session.currentKey()
+    }
+
+    var isHolding: Bool {
+        CTouchgateSys_key_search_user(session.keyDescription) > 0
+    }
+
+    func release() throws -> Bool {
+        try session.lock()
+    }
+}

@@ -1,0 +1,106 @@
+import FingerprintKit
+import Foundation
+import TouchgatePolicy
+import TouchgateVault
+import TouchgateWire
+
+/// The policy core's ``BiometricSensor`` over a FingerprintKit reader.
+///
+/// The reader is opened lazily, on the first ``identify(prompt:)``: when the evaluator
+/// refuses first (lockout, nothing enrolled, passphrase needed) no reader is even
+/// enumerated and no finger is asked for. Each call is one capture with exactly one
+/// `finger-needed` prompt (the evaluator restarts after a poor scan, within its one scan
+/// budget); the finger is matched against the sealed prints enrolled on that reader,
+/// optionally only those of one user or finger. Call ``close()`` when done.
+actor ReaderSensor: BiometricSensor {
+    /// Which stored prints may match.
+    struct Candidates: Sendable {
+        var user: String?
+        var finger: String?
+    }
+
+    private let device: String?
+    private let interaction: any Interaction
+    private let prints: PrintStore
+    private let candidates: Candidates
+    private let operation: String
+    private var session: ReaderSession?
+    private var gallery: [(id: EnrolledPrintID, stored: StoredPrint, print: Print)] = []
+    private var scans = 0
+    /// The error behind the last ``SensorError/unavailable``, for the message.
+    private(set) var lastFailure: (any Error)?
+
+    /// A sensor on `device` (id or driver; nil: the first reader) matching `prints`.
+    init(device: String?, interaction: any Interaction, prints: PrintStore,
+         candidates: Candidates = Candidates(), operation: String = "authorize") {
+        self.device = device
+        self.interaction = interaction
+        self.prints = prints
+        self.candidates = candidates
+        self.operation = operation
+    }
+
+    func identify(prompt: String) async throws(SensorError) -> SensorOutcome {
+        do {
+            let session = try await openIfNeeded(prompt: prompt)
+            scans += 1
+            // With one candidate the prompt can name its finger.
+            let named = candidates.finger ?? (gallery.count == 1 ? gallery[0].stored.finger : nil)
+            let index = try await session.match(gallery.map(\.print), operation: operation, finger: named)
+            return index.map { .match(gallery[$0].id) } ?? .noMatch
+        } catch {
+            throw map(error)
+        }
+    }
+
+    /// The stored print behind an id this sensor reported.
+    func stored(_ id: EnrolledPrintID) -> StoredPrint? {
+        gallery.first { $0.id == id }?.stored
+    }
+
+    /// Closes the reader if it was opened.
+    func close() async {
+        await session?.close()
+        session = nil
+    }
+
+    private func openIfNeeded(prompt: String) async throws -> ReaderSession {
+        if let session { return session }
+        interaction.event(InteractionEvent(.touchNeeded, prompt))
+        let session = try await ReaderSession.open(device: device, interaction: interaction)
+        self.session = session
+        let info = session.info
+        var gallery: [(EnrolledPrintID, StoredPrint, Print)] = []
+        for stored in try prints.prints(user: candidates.user, finger: candidates.finger,
+                                        driver: info.driver, deviceID: info.deviceID) {
+            gallery.append((EnrollmentTracker.printID(stored), stored, try await Print(serialized: stored.template)))
+        }
+        guard !gallery.isEmpty else {
+            let who = [candidates.finger, candidates.user.map { "of \($0)" }].compactMap { $0 }.joined(separator: " ")
+            throw ServiceError.nothingEnrolled("nothing enrolled\(who.isEmpty ? "" : " for \(who)") on \(info.name) "
+                                               + "(\(info.deviceID)); run: touchgate enroll")
+        }
+        self.gallery = gallery
+        return session
+    }
+
+    private func map(_ error: any Error) -> SensorError {
+        switch error {
+        case is CancellationError:
+            return .cancelled
+        case FingerprintError.retry(let reason):
+            interaction.event(Prompter.retryEvent(reason, attempt: scans + 1))
+            switch reason {
+            case .tooShort: return .retry(.tooShort)
+            case .centerFinger: return .retry(.centerFinger)
+            case .removeFinger: return .retry(.removeFinger)
+            default: return .retry(.general)
+            }
+        case let error as FingerprintError where error.isDisconnected:
+            return .disconnected
+        default:
+            lastFailure = error
+            return .unavailable
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import TouchgatePolicy
+import TouchgateVault
+
+/// One principal's data directory, opened for one request.
+///
+/// Before `touchgate init` templates are stored in the clear; once a vault exists they
+/// are sealed under a key derived from the vault key, so reading a template needs the
+/// key held by the custody.
+struct StoreAccess: Sendable {
+    let database: TouchgateDatabase
+    let principal: Principal
+    let custody: @Sendable (Vault) -> any KeyCustody
+
+    /// Whether `touchgate init` has run.
+    func vaultExists() throws -> Bool {
+        try Vault.exists(in: database)
+    }
+
+    /// The vault with its custody, audit log, settings and evaluator.
+    /// - Throws: `VaultError.notInitialized` without a vault.
+    func vault() throws -> VaultContext {
+        try VaultContext.open(self)
+    }
+
+    /// The vault when one exists, else nil.
+    func vaultIfPresent() throws -> VaultContext? {
+        try vaultExists() ? vault() : nil
+    }
+
+    /// The audit log, the authenticated state, the settings and an evaluator over them:
+    /// what every decision needs, with or without a vault.
+    func policyGuard(vaultUser: String?) throws -> PolicyGuard {
+        let audit = try AuditLog(database: database)
+        let stateStore = StateStore(database: database)
+        let settings = PolicySettings.loadOrDefaults(stateStore)
+        let evaluator = AccessEvaluator(
+            configuration: settings.configurationOrDefaults, clock: SystemClock(),
+            store: VaultPolicyStateStore(store: stateStore),
+            auditSink: VaultAuditSink(log: audit, vaultUser: vaultUser), principal: principal.description)
+        return PolicyGuard(audit: audit, stateStore: stateStore, settings: settings, evaluator: evaluator)
+    }
+
+    /// Names, fingers and readers of the stored prints, never templates (works while locked).
+    func printIndex() -> PrintStore {
+        PrintStore(database: database, sealing: TemplatesWithheld())
+    }
+
+    /// The prints with their templates: plaintext before a vault exists, sealed after.
+    /// - Throws: ``ServiceError/vaultLocked`` when a vault exists and its key is not held.
+    func printStore() throws -> PrintStore {
+        guard let context = try vaultIfPresent() else { return PrintStore(database: database) }
+        return try context.printStore(key: context.requireKey())
+    }
+}
+
+/// A sealing that never yields a template: listings need only the other columns.
+struct TemplatesWithheld: TemplateSealing {
+    struct Refused: Error {}
+
+    func seal(_ template: [UInt8], context: String) throws -> [UInt8] { throw Refused() }
+    func open(_ stored: [UInt8], context: String) throws -> [UInt8] { [] }
+}
+
+/// What guards every decision: the audit log, the authenticated state, the settings in
+/// force and the policy core's evaluator wired to them.
+struct PolicyGuard: Sendable {
+    let audit: AuditLog
+    let stateStore: StateStore
+    let settings: PolicySettings
+    let evaluator: AccessEvaluator
+}

@@ -1,0 +1,161 @@
+import FingerprintKit
+import Foundation
+import TouchgatePolicy
+import TouchgateVault
+import TouchgateWire
+
+/// What `prints clear` did.
+public struct ClearReport: Codable, Sendable, Equatable {
+    /// The reader wiped.
+    public var deviceID: String
+    /// How many stored prints were forgotten.
+    public var forgotten: Int
+}
+
+/// What `prints delete` did.
+public struct DeleteReport: Codable, Sendable, Equatable {
+    /// Whose finger.
+    public var user: String
+    /// Which finger.
+    public var finger: String
+    /// How many prints (one per reader) were deleted.
+    public var count: Int
+}
+
+extension TouchgateService {
+    /// The finger names accepted by enroll, verify and delete: `left-thumb` … `right-little`.
+    public static let fingerNames: [String] = Finger.allCases.dropFirst().map(\.name)
+
+    /// The canonical name of `finger` (also accepts fprintd's `right-index-finger`), or nil.
+    public static func fingerName(_ finger: String) -> String? {
+        guard let parsed = Finger(name: finger), parsed != .unknown else { return nil }
+        return parsed.name
+    }
+
+    /// Enrolls `finger` of `user` (default: the principal) on `device`.
+    ///
+    /// Once a vault exists this needs the key held and the passphrase, and destroys every
+    /// `biometry-current-set` secret; the print, the new enrollment generation, the
+    /// destroyed keys and the audit record are one change.
+    public func enroll(finger fingerName: String, user: String? = nil, replace: Bool = false, device: String? = nil,
+                       interaction: any Interaction) async throws(ServiceError) -> PrintReport {
+        try await withStore { store in
+            guard let finger = Self.fingerName(fingerName).flatMap(Finger.init(name:)) else {
+                throw ServiceError.usage("unknown finger '\(StoredText.escaped(fingerName))'; use one of: "
+                                         + Self.fingerNames.joined(separator: ", "))
+            }
+            let user = user ?? principal.loginName
+            try Self.checkName(user, what: "user")
+            let prints = try store.printStore()
+            let vault = try store.vaultIfPresent()
+            try await vault?.authorizeEnrollmentChange(.enroll, interaction)
+            let (print, info) = try await ReaderSession.with(device: device, interaction: interaction) { session in
+                try await Self.enroll(session: session, store: prints, finger: finger, user: user, replace: replace)
+            }
+            let stored = StoredPrint(user: user, finger: finger.name, driver: info.driver, deviceID: info.deviceID,
+                                     enrolledAt: Date(), onDevice: print.isDeviceStored, template: print.serialized)
+            try prints.save(stored, replace: replace)
+            try EnrollmentTracker.recordChange(.enroll, print: EnrollmentTracker.printID(stored),
+                                               database: store.database, context: vault)
+            return Self.report(stored)
+        }
+    }
+
+    private static func enroll(session: ReaderSession, store: PrintStore, finger: Finger, user: String,
+                               replace: Bool) async throws -> (Print, ReaderInfo) {
+        let info = session.info
+        let existing = try store.prints(user: user, finger: finger.name, driver: info.driver, deviceID: info.deviceID)
+        if !existing.isEmpty && !replace {
+            throw StoreError.alreadyEnrolled(user: user, finger: finger.name)
+        }
+        var start = InteractionEvent(.enrollStart, "Enrolling \(finger.name) of \(user) on \(info.name): "
+                                     + "\(info.enrollStages) scans.")
+        start.user = user
+        start.finger = finger.name
+        start.deviceID = info.deviceID
+        start.stages = info.enrollStages
+        session.interaction.event(start)
+        // A print on the reader's own storage is replaced there too.
+        for old in existing where old.onDevice {
+            if let print = try? await Print(serialized: old.template) { try? await session.reader.deletePrint(print) }
+        }
+        do {
+            let print = try await session.prompting("enroll", finger: finger.name) { events in
+                try await session.reader.enroll(finger: finger, username: user, events: events)
+            }
+            return (print, info)
+        } catch DeviceErrorCode.dataDuplicate {
+            throw ServiceError(.alreadyEnrolled,
+                               "the reader says this finger is already enrolled on it (perhaps under another "
+                                   + "user or finger name); delete that print first (touchgate prints list)")
+        }
+    }
+
+    /// The enrolled prints (of `user`, or everyone's), never their templates. Works while locked.
+    public func prints(user: String? = nil) async throws(ServiceError) -> [PrintReport] {
+        try await withStore { store in try store.printIndex().prints(user: user).map(Self.report) }
+    }
+
+    /// Deletes `finger` of `user` (from the reader too, when it stores prints). Once a
+    /// vault exists this needs the passphrase and destroys every `biometry-current-set` secret.
+    public func deletePrint(finger fingerName: String, user: String? = nil, device: String? = nil,
+                            interaction: any Interaction) async throws(ServiceError) -> DeleteReport {
+        try await withStore { store in
+            guard let finger = Self.fingerName(fingerName) else {
+                throw ServiceError.usage("unknown finger '\(StoredText.escaped(fingerName))'")
+            }
+            let user = user ?? principal.loginName
+            let index = store.printIndex()
+            var matches = try index.prints(user: user, finger: finger)
+            if let device { matches = matches.filter { $0.deviceID == device || $0.driver == device } }
+            guard !matches.isEmpty else {
+                throw ServiceError.nothingEnrolled("\(finger) of \(StoredText.escaped(user)) is not enrolled; "
+                                                   + "see: touchgate prints list")
+            }
+            let vault = try store.vaultIfPresent()
+            try await vault?.authorizeEnrollmentChange(.delete, interaction)
+            let prints = matches.contains(where: \.onDevice) ? try store.printStore() : index
+            // Templates are needed only to delete a print from the reader's own storage.
+            matches = try prints.prints(user: user, finger: finger).filter { candidate in
+                matches.contains { $0.driver == candidate.driver && $0.deviceID == candidate.deviceID }
+            }
+            for stored in matches where stored.onDevice {
+                // The reader's copy goes first, so a failure leaves both in place.
+                try await ReaderSession.with(device: stored.deviceID, interaction: interaction) { session in
+                    try await session.reader.deletePrint(try await Print(serialized: stored.template))
+                }
+            }
+            for stored in matches {
+                _ = try prints.delete(user: stored.user, finger: stored.finger, driver: stored.driver,
+                                      deviceID: stored.deviceID)
+                try EnrollmentTracker.recordChange(.delete, print: EnrollmentTracker.printID(stored),
+                                                   database: store.database, context: vault)
+            }
+            return DeleteReport(user: user, finger: finger, count: matches.count)
+        }
+    }
+
+    /// Wipes a reader's own storage and forgets every print made on it. Once a vault
+    /// exists this needs the passphrase and destroys every `biometry-current-set` secret.
+    public func clearReader(device: String? = nil, interaction: any Interaction) async throws(ServiceError) -> ClearReport {
+        try await withStore { store in
+            let vault = try store.vaultIfPresent()
+            try await vault?.authorizeEnrollmentChange(.delete, interaction)
+            let info = try await ReaderSession.with(device: device, interaction: interaction) { session in
+                try await session.reader.clearStorage()
+                return session.info
+            }
+            let count = try store.printIndex().deleteAll(driver: info.driver, deviceID: info.deviceID)
+            if count > 0 {
+                try EnrollmentTracker.recordChange(.delete, print: EnrolledPrintID("*@\(info.driver):\(info.deviceID)"),
+                                                   database: store.database, context: vault)
+            }
+            return ClearReport(deviceID: info.deviceID, forgotten: count)
+        }
+    }
+
+    static func report(_ print: StoredPrint) -> PrintReport {
+        PrintReport(user: print.user, finger: print.finger, driver: print.driver, deviceID: print.deviceID,
+                    enrolled: print.enrolledAt, onDevice: print.onDevice)
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import TouchgatePolicy
+import TouchgateVault
+import TouchgateWire
+
+extension TouchgateService {
+    /// Checks a finger against the enrolled prints of `user` (default: the principal),
+    /// optionally one finger only.
+    ///
+    /// An authentication attempt like any other: refused during a lockout without opening
+    /// the reader, a genuine no-match counted toward the lockout, every attempt audited.
+    /// It releases nothing and starts no reuse session. A no-match is an answer, not an
+    /// error: the report says `match: false` and how many attempts are left.
+    public func verify(user: String? = nil, finger: String? = nil, device: String? = nil,
+                       interaction: any Interaction) async throws(ServiceError) -> MatchReport {
+        try await withStore { store in
+            let finger = try finger.map { name in
+                guard let canonical = Self.fingerName(name) else {
+                    throw ServiceError.usage("unknown finger '\(StoredText.escaped(name))'; use a name like right-index")
+                }
+                return canonical
+            }
+            let user = user ?? principal.loginName
+            let who = "\(finger ?? "a finger") of \(user)"
+            return try await match(store, ReaderSensor.Candidates(user: user, finger: finger), operation: "verify",
+                                   action: "verify \(who)", device: device, interaction: interaction)
+        }
+    }
+
+    /// Finds which enrolled user and finger is on the reader; counted and audited like verify.
+    public func identify(device: String? = nil, interaction: any Interaction) async throws(ServiceError) -> MatchReport {
+        try await withStore { store in
+            try await match(store, ReaderSensor.Candidates(), operation: "identify", action: "identify a finger",
+                            device: device, interaction: interaction)
+        }
+    }
+
+    /// One authentication attempt through the policy core, against `candidates`.
+    private func match(_ store: StoreAccess, _ candidates: ReaderSensor.Candidates, operation: String, action: String,
+                       device: String?, interaction: any Interaction) async throws -> MatchReport {
+        let guarded = try store.policyGuard(vaultUser: try store.vaultExists() ? principal.loginName : nil)
+        let prints = try store.printStore()
+        let enrollment = try EnrollmentTracker.status(database: store.database)
+        let sensor = ReaderSensor(device: device, interaction: interaction, prints: prints, candidates: candidates,
+                                  operation: operation)
+        do {
+            let grant = try await guarded.evaluator.authenticate(action: action, enrollment: enrollment, sensor: sensor)
+            let matched = await grant.matchedPrint.asyncMap { await sensor.stored($0) } ?? nil
+            await sensor.close()
+            return MatchReport(match: true, user: matched?.user, finger: matched?.finger)
+        } catch {
+            await sensor.close()
+            if case .authenticationFailed(.noMatch(let left)) = error {
+                return MatchReport(match: false, user: candidates.user, finger: nil, attemptsLeft: left)
+            }
+            if error == .readerUnavailable, let cause = await sensor.lastFailure { throw cause }
+            throw error
+        }
+    }
+}
+
+extension Optional where Wrapped: Sendable {
+    /// `map` with an async transform.
+    fileprivate func asyncMap<T>(_ transform: (Wrapped) async -> T) async -> T? {
+        guard let value = self else { return nil }
+        return await transform(value)
+    }
+}

@@ -1,0 +1,74 @@
+import FingerprintKit
+import Foundation
+import TouchgateImageIO
+import TouchgateWire
+
+/// The file format of a captured image.
+public enum ImageFormat: String, Sendable, CaseIterable {
+    /// Binary 8-bit PGM.
+    case pgm
+    /// 8-bit grey PNG.
+    case png
+}
+
+/// What `capture` wrote.
+public struct CaptureReport: Codable, Sendable, Equatable {
+    /// The file written.
+    public var output: String
+    /// Image width in pixels.
+    public var width: Int
+    /// Image height in pixels.
+    public var height: Int
+}
+
+extension TouchgateService {
+    /// The readers libfprint finds now (an empty list when there is none).
+    public func readers() async -> [ReaderReport] {
+        await FingerprintContext().readers().map(\.info.report)
+    }
+
+    /// Why no reader is usable, in words a person can act on.
+    public func noReaderExplanation() -> String {
+        ReaderDiagnostics.noReaderMessage()
+    }
+
+    /// Captures one image from a reader that can, into a private file (mode 0600: it is
+    /// biometric data), written through a temporary file so a failure leaves no partial file.
+    public func capture(to path: String, format: ImageFormat, device: String? = nil,
+                        interaction: any Interaction) async throws(ServiceError) -> CaptureReport {
+        try await serviceErrors {
+            let image = try await ReaderSession.with(device: device, interaction: interaction) { session in
+                try await session.prompting("capture", finger: nil) { events in
+                    try await session.reader.capture(waitForFinger: true, events: events)
+                }
+            }
+            let grey = GreyImage(width: image.width, height: image.height, pixels: image.pixels)
+            try PrivateFile.write(format == .png ? grey.pngData() : grey.pgmData(), to: path)
+            return CaptureReport(output: path, width: image.width, height: image.height)
+        }
+    }
+}
+
+/// Files only their owner can read.
+enum PrivateFile {
+    /// Writes `data` to `path` with mode 0600 through a temporary file in the same
+    /// directory, so that an interrupted write never leaves a partial file where the old one was.
+    static func write(_ data: Data, to path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        let folder = directory.isEmpty ? "." : directory
+        var template = Array((folder + "/.touchgate-XXXXXX").utf8CString)
+        let fd = mkstemp(&template)
+        guard fd >= 0 else {
+            throw ServiceError.dataError("cannot write to \(folder): \(String(cString: strerror(errno)))")
+        }
+        let temporary = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let written = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == data.count, synced, rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw ServiceError.dataError("cannot write \(path): \(reason)")
+        }
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import TouchgatePolicy
+import TouchgateVault
+import TouchgateWire
+
+/// What `secret add` stored.
+public struct StoredReport: Codable, Sendable, Equatable {
+    /// The item's name.
+    public var name: String
+    /// Its policy.
+    public var policy: String
+    /// Whether every release needs a fresh touch.
+    public var fresh: Bool
+    /// Whether an existing item was replaced.
+    public var replaced: Bool
+}
+
+extension TouchgateService {
+    /// Checks a policy given in string form (`biometry-any`, `a|b`, `a&b`, …).
+    /// - Throws: ``ServiceError`` (usage) saying what is wrong with it.
+    public static func checkPolicy(_ text: String) throws(ServiceError) {
+        do {
+            _ = try AccessPolicy(parsing: text)
+        } catch {
+            throw ServiceError.usage("invalid policy: \(error)")
+        }
+    }
+
+    /// Releases the value of `name` once its policy is satisfied.
+    ///
+    /// Order: the key must be held; the policy is evaluated (a lockout refuses before any
+    /// reader is opened; the reader is opened only if a touch is needed); the grant is
+    /// audited durably; only then is the item decrypted. A decryption failure after a
+    /// grant is audited as `integrity.failure`.
+    public func release(_ name: String, device: String? = nil,
+                        interaction: any Interaction) async throws(ServiceError) -> SecretBytes {
+        try await withStore { store in
+            let context = try store.vault()
+            guard let key = try context.custody.currentKey() else {
+                try context.record(.itemRead, .denied, item: name, reason: "vault locked")
+                throw ServiceError.vaultLocked
+            }
+            let info = try Self.item(name, in: context.vault)
+            try await authorize(try Self.descriptor(of: info), .read, context: context, key: key, device: device,
+                                interaction: interaction)
+            do {
+                return try context.vault.item(named: name, key: key).value
+            } catch let error as VaultError {
+                if case .integrity = error {
+                    try context.record(.integrityFailure, .error, item: name, reason: "item failed its integrity check")
+                }
+                throw error
+            }
+        }
+    }
+
+    /// Stores the value `value` yields under `name` with `policy`. `value` is called once
+    /// the request is known to be possible (vault unlocked, policy valid), so nothing is
+    /// asked for in vain. Replacing a live item needs what its current policy asks for;
+    /// the check and the write cannot be separated by another writer.
+    public func store(_ name: String, value: @Sendable () throws -> SecretBytes, policy text: String, fresh: Bool, device: String? = nil,
+                      interaction: any Interaction) async throws(ServiceError) -> StoredReport {
+        try await withStore { store in
+            try Self.checkName(name, what: "secret")
+            try Self.checkPolicy(text)
+            let policy = try AccessPolicy(parsing: text)
+            let context = try store.vault()
+            let key = try context.requireKey()
+            var digest: [UInt8]?
+            if policy.referencesCurrentSet {
+                let enrollment = try EnrollmentTracker.status(database: context.database)
+                guard enrollment.printCount > 0 else {
+                    throw ServiceError.nothingEnrolled("biometry-current-set binds the item to the enrolled fingers, "
+                                                       + "and none is enrolled; run: touchgate enroll")
+                }
+                digest = enrollment.state.digest
+            }
+            let old = try context.vault.items().first { $0.name == name }
+            let value = try value()
+            if let old, !old.isInvalidated {
+                // Replacing a live item needs what reading it needs; the evaluator audits the write.
+                try await authorize(try Self.descriptor(of: old), .write, context: context, key: key, device: device,
+                                    interaction: interaction)
+            } else {
+                try context.record(.itemWrite, .success, item: name,
+                                   reason: old == nil ? "stored" : "replaced an invalidated item")
+            }
+            try context.vault.setItem(named: name, value: value, policy: policy.description, freshTouch: fresh,
+                                      enrollmentDigest: digest, key: key)
+            let oldPolicy = old.flatMap { AccessPolicy($0.policy) }
+            if oldPolicy != policy || old?.freshTouch != fresh {
+                try context.evaluator.recordPolicyChange(item: name, from: oldPolicy, to: policy)
+            }
+            return StoredReport(name: name, policy: policy.description, fresh: fresh, replaced: old != nil)
+        }
+    }
+
+    /// Every stored secret: names and policies, never values. Works while locked.
+    public func items() async throws(ServiceError) -> [ItemReport] {
+        try await withStore { store in
+            try store.vault().vault.items().map { item in
+                ItemReport(name: item.name, policy: item.policy, fresh: item.freshTouch,
+                           boundToFingers: item.enrollmentDigest != nil, invalidated: item.isInvalidated,
+                           updated: item.updatedAt)
+            }
+        }
+    }
+
+    /// Deletes `name`. Needs the key held, not a touch (deleting releases nothing); audited.
+    public func remove(_ name: String) async throws(ServiceError) {
+        try await withStore { store in
+            let context = try store.vault()
+            _ = try context.requireKey()
+            guard try context.vault.deleteItem(named: name) else {
+                try context.record(.itemDelete, .error, item: name, reason: "no such item")
+                throw VaultError.itemNotFound(name: name)
+            }
+            try context.record(.itemDelete, .success, item: name, reason: "deleted by user")
+        }
+    }
+
+    /// Asks the evaluator for `operation` on `item`, with a lazily opened reader and the
+    /// passphrase as fallback; the evaluator audits the decision.
+    func authorize(_ item: ItemDescriptor, _ operation: ItemOperation, context: VaultContext, key: VaultKey,
+                   device: String?, interaction: any Interaction) async throws {
+        let enrollment = try EnrollmentTracker.status(database: context.database)
+        let sensor = ReaderSensor(device: device, interaction: interaction, prints: try context.printStore(key: key))
+        let verifier = context.verifier(interaction)
+        do {
+            _ = try await context.evaluator.authorize(item: item, operation: operation, enrollment: enrollment,
+                                                      sensor: sensor, passphrase: verifier)
+        } catch {
+            await sensor.close()
+            if error == .readerUnavailable, let cause = await sensor.lastFailure { throw cause }
+            throw verifier.explain(error)
+        }
+        await sensor.close()
+    }
+
+    /// The stored item `name`.
+    static func item(_ name: String, in vault: Vault) throws -> VaultItemInfo {
+        guard let info = try vault.items().first(where: { $0.name == name }) else {
+            throw VaultError.itemNotFound(name: name)
+        }
+        return info
+    }
+
+    /// What the policy core needs to know about a stored item.
+    static func descriptor(of info: VaultItemInfo) throws -> ItemDescriptor {
+        let policy: AccessPolicy
+        do {
+            policy = try AccessPolicy(parsing: info.policy)
+        } catch {
+            throw VaultError.integrity(what: "the policy of item \"\(StoredText.escaped(info.name))\"")
+        }
+        return ItemDescriptor(name: info.name, policy: policy,
+                              boundEnrollmentState: info.enrollmentDigest.map(EnrollmentState.init(digest:)),
+                              requiresFreshTouch: info.freshTouch)
+    }
+}

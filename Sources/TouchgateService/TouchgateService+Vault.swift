@@ -1,0 +1,105 @@
+import Foundation
+import TouchgatePolicy
+import TouchgateVault
+import TouchgateWire
+
+/// How hard the passphrase is stretched (Argon2id).
+public enum KeyStretching: String, Sendable, CaseIterable {
+    /// libsodium's MODERATE limits (3 passes, 256 MiB): the default.
+    case moderate
+    /// The minimum limits: for tests only; gives no real protection.
+    case minimum
+
+    var parameters: KDFParameters {
+        switch self {
+        case .moderate: .moderate
+        case .minimum: .minimum
+        }
+    }
+}
+
+/// What `init` made.
+public struct InitReport: Codable, Sendable, Equatable {
+    /// The data directory.
+    public var directory: String
+    /// The vault user.
+    public var owner: String
+}
+
+/// What `lock` did.
+public struct LockReport: Codable, Sendable, Equatable {
+    /// Whether the key was held before.
+    public var wasUnlocked: Bool
+    /// Damage found while recording the lock (the key is gone all the same).
+    public var problem: String?
+}
+
+extension TouchgateService {
+    /// Creates the vault under a new passphrase (asked through `interaction`) and seals
+    /// every template enrolled before it. The vault stays locked.
+    public func initialize(stretching: KeyStretching = .moderate,
+                           interaction: any Interaction) async throws(ServiceError) -> InitReport {
+        try await withStore { store in
+            if try store.vaultExists() {
+                throw VaultError.alreadyInitialized(directory: location.directory.path)
+            }
+            let secret = try interaction.newPassphrase(prompt: "New vault passphrase: ")
+            let kdf = stretching.parameters
+            let vault = try Vault.create(database: store.database, passphrase: secret, kdf: kdf,
+                                         owner: principal.loginName)
+            try store.vault().record(.vaultInit, .success, reason: "vault created (\(kdf))")
+            return InitReport(directory: location.directory.path, owner: vault.owner)
+        }
+    }
+
+    /// Unlocks with the passphrase: the key goes to the custody, every lockout is lifted
+    /// and a fingerprint alone may release secrets for the next 72 hours of this boot.
+    public func unlock(interaction: any Interaction) async throws(ServiceError) {
+        try await withStore { store in
+            let context = try store.vault()
+            let verifier = context.verifier(interaction, unlocking: true)
+            do {
+                _ = try await context.evaluator.unlock(passphrase: verifier)
+            } catch {
+                throw verifier.explain(error)
+            }
+        }
+    }
+
+    /// Locks: the key is released first, whatever else is damaged, then the session is
+    /// ended and the lock audited. Damage met after the key is gone is reported in the
+    /// result, not thrown: the lock itself succeeded.
+    public func lock() async throws(ServiceError) -> LockReport {
+        try await withStore { store in
+            let vault = try Vault.open(database: store.database, owner: principal.loginName)
+            let wasUnlocked = try store.custody(vault).release()
+            do {
+                let context = try store.vault()
+                try context.evaluator.lock(reason: wasUnlocked ? "locked by user" : "locked by user (key already gone)")
+                return LockReport(wasUnlocked: wasUnlocked, problem: nil)
+            } catch {
+                return LockReport(wasUnlocked: wasUnlocked, problem: ServiceError.from(error).message)
+            }
+        }
+    }
+
+    /// Changes the passphrase: the current one is checked first (so a typo is reported at
+    /// once), then the new one is asked for. Items, prints and a held key are untouched.
+    public func changePassphrase(stretching: KeyStretching? = nil, current: any Interaction,
+                                 new: any Interaction) async throws(ServiceError) {
+        try await withStore { store in
+            let context = try store.vault()
+            let old = try current.passphrase(prompt: "Current passphrase: ")
+            do {
+                _ = try context.vault.unlock(passphrase: old)
+            } catch VaultError.wrongPassphrase {
+                try context.record(.passphraseChange, .failure, reason: "wrong current passphrase")
+                throw VaultError.wrongPassphrase
+            }
+            let next = try new.newPassphrase(prompt: "New passphrase: ")
+            try context.vault.changePassphrase(from: old, to: next, kdf: stretching?.parameters)
+            try context.record(.passphraseChange, .success,
+                               reason: "passphrase changed (\(try context.vault.kdfParameters()))")
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import TouchgateVault
+import TouchgateWire
+
+/// Every Touchgate use case, for one principal over one data directory.
+///
+/// This is the only place that decides anything: who may release a secret, when a touch
+/// is needed, what is counted and audited. The CLI and the daemon only adapt it: they
+/// parse a request, supply an ``Interaction`` for prompts and the passphrase, and render
+/// the typed result or the ``ServiceError``.
+///
+/// Each use case opens the store for its own duration, so values are cheap to keep and
+/// safe to share across tasks. Use cases never read the process's identity: the
+/// ``principal`` is who acts.
+public struct TouchgateService: Sendable {
+    /// Who acts.
+    public let principal: Principal
+    /// The data directory.
+    public let location: StoreLocation
+    /// Where unlocked vault keys wait.
+    let custody: @Sendable (Vault) -> any KeyCustody
+
+    /// A service for `principal` over `location`, keeping unlocked keys in the kernel keyring.
+    public init(principal: Principal, location: StoreLocation) {
+        self.principal = principal
+        self.location = location
+        custody = { KernelKeyringCustody(vault: $0) }
+    }
+
+    /// The personal (in-process) mode: this process's user, `$XDG_DATA_HOME/touchgate`,
+    /// the kernel keyring.
+    public static func personal() -> TouchgateService {
+        TouchgateService(principal: .current(), location: .fromEnvironment())
+    }
+
+    /// Opens the store and runs `body`, translating every error to a ``ServiceError``.
+    func withStore<T>(_ body: (StoreAccess) async throws -> T) async throws(ServiceError) -> T {
+        try await serviceErrors {
+            let database = try TouchgateDatabase(location: location)
+            return try await body(StoreAccess(database: database, principal: principal, custody: custody))
+        }
+    }
+
+    /// Checks a name given for something to store.
+    static func checkName(_ name: String, what: String) throws {
+        if let problem = StoredText.problem(withName: name, what: what) { throw ServiceError.usage(problem) }
+    }
+}
+
+extension TouchgateService {
+    /// Process-wide protections for any program that handles secrets: no core dumps, no
+    /// ptrace by the same user, fatal signals that wipe secret memory and exit at once.
+    /// Call it first thing in `main`, before anything is read.
+    public static func hardenProcess() throws(ServiceError) {
+        do {
+            try ProcessHardening.harden()
+        } catch {
+            throw ServiceError(.error, "\(error); refusing to handle secrets")
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import TouchgatePolicy
+import TouchgateVault
+import TouchgateWire
+
+/// The vault and everything that guards it, opened for one request: the key custody,
+/// the audit log, the stored policy settings and an evaluator wired to all of them.
+struct VaultContext: Sendable {
+    let store: StoreAccess
+    let vault: Vault
+    let custody: any KeyCustody
+    let audit: AuditLog
+    let stateStore: StateStore
+    let settings: PolicySettings
+    let evaluator: AccessEvaluator
+
+    var database: TouchgateDatabase { store.database }
+
+    /// Opens the vault of `store`'s principal.
+    /// - Throws: `VaultError.notInitialized` when `touchgate init` has not been run.
+    static func open(_ store: StoreAccess) throws -> VaultContext {
+        let vault = try Vault.open(database: store.database, owner: store.principal.loginName)
+        let guarded = try store.policyGuard(vaultUser: vault.owner)
+        return VaultContext(store: store, vault: vault, custody: store.custody(vault), audit: guarded.audit,
+                            stateStore: guarded.stateStore, settings: guarded.settings, evaluator: guarded.evaluator)
+    }
+
+    /// The vault key from the custody.
+    /// - Throws: ``ServiceError/vaultLocked`` when it is not held.
+    func requireKey() throws -> VaultKey {
+        guard let key = try custody.currentKey() else { throw ServiceError.vaultLocked }
+        return key
+    }
+
+    /// The print store with templates sealed under `key`.
+    func printStore(key: VaultKey) throws -> PrintStore {
+        PrintStore(database: database, sealing: try vault.templateSealing(key: key))
+    }
+
+    /// Appends one audit record for something the evaluator does not decide itself.
+    func record(_ event: AuditEvent, _ outcome: AuditOutcome, item: String? = nil, reason: String) throws {
+        try audit.append(event, outcome, vaultUser: vault.owner, item: item, reason: reason)
+    }
+
+    /// Checks the passphrase for an administrative change and audits the attempt.
+    /// - Returns: the vault key it opened.
+    /// - Throws: `VaultError.wrongPassphrase` after recording the failure.
+    @discardableResult
+    func checkPassphrase(_ interaction: any Interaction, purpose: String) throws -> VaultKey {
+        interaction.event(InteractionEvent(.passphraseNeeded, "Passphrase to \(purpose)"))
+        let passphrase = try interaction.passphrase(prompt: "Passphrase to \(purpose): ")
+        do {
+            let key = try vault.unlock(passphrase: passphrase)
+            try record(.authAttempt, .success, reason: "passphrase: passphrase verified (\(purpose))")
+            return key
+        } catch VaultError.wrongPassphrase {
+            try record(.authAttempt, .failure, reason: "passphrase: wrong passphrase (\(purpose))")
+            throw VaultError.wrongPassphrase
+        }
+    }
+
+    /// Checks passphrases for the evaluator; with `unlocking`, a correct one also gives
+    /// the vault key to the custody.
+    func verifier(_ interaction: any Interaction, unlocking: Bool = false) -> VaultPassphraseVerifier {
+        VaultPassphraseVerifier(vault: vault, interaction: interaction, custody: unlocking ? custody : nil)
+    }
+
+    /// Has the policy core authorize enrolling or deleting a finger: the passphrase is
+    /// asked for and audited.
+    func authorizeEnrollmentChange(_ change: EnrollmentChange, _ interaction: any Interaction) async throws {
+        let verifier = verifier(interaction)
+        do {
+            _ = try await evaluator.authorizeEnrollmentChange(change, vaultExists: true, passphrase: verifier)
+        } catch {
+            throw verifier.explain(error)
+        }
+    }
+}
+
+/// The vault's passphrase check, as the policy core asks for it.
+///
+/// Asks the interaction for the passphrase, runs Argon2id and tries to open the vault
+/// key; only the verdict leaves. With a `custody`, a correct passphrase also hands the
+/// key over (`touchgate unlock`). The policy core hears only "unavailable" when the
+/// passphrase could not be asked; ``explain(_:)`` recovers the real cause for the message.
+final class VaultPassphraseVerifier: PassphraseVerifier, @unchecked Sendable {
+    // @unchecked Sendable: `problem` is only touched under `lock`; the rest is immutable.
+    let vault: Vault
+    let interaction: any Interaction
+    let custody: (any KeyCustody)?
+    private let lock = NSLock()
+    private var problem: (any Error)?
+
+    init(vault: Vault, interaction: any Interaction, custody: (any KeyCustody)?) {
+        self.vault = vault
+        self.interaction = interaction
+        self.custody = custody
+    }
+
+    func verifyPassphrase(prompt: String) async throws(PassphraseEntryError) -> Bool {
+        let passphrase: SecretBytes
+        do {
+            interaction.event(InteractionEvent(.passphraseNeeded, prompt))
+            passphrase = try interaction.passphrase(prompt: prompt + ": ")
+        } catch is CancellationError {
+            throw .cancelled
+        } catch {
+            lock.withLock { problem = error }
+            throw .unavailable
+        }
+        do {
+            if let custody {
+                _ = try custody.hold(passphrase: passphrase)
+            } else {
+                _ = try vault.unlock(passphrase: passphrase)
+            }
+            return true
+        } catch VaultError.wrongPassphrase {
+            return false
+        } catch {
+            lock.withLock { problem = error }
+            throw .unavailable
+        }
+    }
+
+    /// The recorded cause behind `error` when it is a "passphrase required" refusal, else `error`.
+    func explain(_ error: any Error) -> any Error {
+        guard case .passphraseRequired? = error as? AuthorizationError else { return error }
+        return lock.withLock { problem } ?? error
+    }
+}

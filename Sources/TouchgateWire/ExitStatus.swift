@@ -1,0 +1,29 @@
+/// The documented exit statuses of `touchgate` (README "Exit codes"). Keep the two in step.
+public enum ExitStatus {
+    /// Success; for verify and identify, a match.
+    public static let success: Int32 = 0
+    /// Verify, identify or a release: the finger did not match.
+    public static let noMatch: Int32 = 1
+    /// No reader found, or it cannot be opened.
+    public static let noReader: Int32 = 2
+    /// Nothing enrolled for this user, finger and reader.
+    public static let nothingEnrolled: Int32 = 3
+    /// The reader was unplugged during the operation.
+    public static let disconnected: Int32 = 4
+    /// The reader failed (busy, protocol error, unsupported, too many poor scans).
+    public static let readerError: Int32 = 5
+    /// Stored data cannot be used: damaged, edited outside touchgate, or missing.
+    public static let dataError: Int32 = 6
+    /// Locked out after too many failed attempts.
+    public static let lockedOut: Int32 = 7
+    /// Authentication needed or refused.
+    public static let authentication: Int32 = 8
+    /// The finger is already enrolled (use --replace).
+    public static let alreadyEnrolled: Int32 = 9
+    /// Usage error.
+    public static let usage: Int32 = 64
+    /// `secret exec`: the command could not be started.
+    public static let commandNotRunnable: Int32 = 127
+    /// Interrupted (Ctrl-C) or cancelled.
+    public static let cancelled: Int32 = 130
+}

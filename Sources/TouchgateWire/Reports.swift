@@ -1,0 +1,248 @@
+import Foundation
+
+/// A fingerprint reader.
+public struct ReaderReport: Codable, Sendable, Equatable {
+    /// libfprint's device id.
+    public var deviceID: String
+    /// The driver's name.
+    public var driver: String
+    /// The product name.
+    public var name: String
+    /// `press` or `swipe`.
+    public var scanType: String
+    /// Scans an enrollment takes.
+    public var enrollStages: Int
+    /// What the reader can do (`identify`, `verify`, `capture`, `storage`, …).
+    public var features: [String]
+
+    /// A report.
+    public init(deviceID: String, driver: String, name: String, scanType: String, enrollStages: Int, features: [String]) {
+        self.deviceID = deviceID
+        self.driver = driver
+        self.name = name
+        self.scanType = scanType
+        self.enrollStages = enrollStages
+        self.features = features
+    }
+}
+
+/// An enrolled print, never its template.
+public struct PrintReport: Codable, Sendable, Equatable {
+    /// Whose finger.
+    public var user: String
+    /// Which finger (`right-index`, …).
+    public var finger: String
+    /// The reader's driver.
+    public var driver: String
+    /// The reader's device id.
+    public var deviceID: String
+    /// When it was enrolled.
+    public var enrolled: Date
+    /// Whether the reader keeps the print in its own storage.
+    public var onDevice: Bool
+
+    /// A report.
+    public init(user: String, finger: String, driver: String, deviceID: String, enrolled: Date, onDevice: Bool) {
+        self.user = user
+        self.finger = finger
+        self.driver = driver
+        self.deviceID = deviceID
+        self.enrolled = enrolled
+        self.onDevice = onDevice
+    }
+}
+
+/// The answer of verify and identify.
+public struct MatchReport: Codable, Sendable, Equatable {
+    /// Whether an enrolled print matched.
+    public var match: Bool
+    /// Whose print matched (verify: also whose prints were tried).
+    public var user: String?
+    /// Which finger matched.
+    public var finger: String?
+    /// After a no-match: failed touches left before a lockout starts.
+    public var attemptsLeft: Int?
+
+    /// A report.
+    public init(match: Bool, user: String?, finger: String?, attemptsLeft: Int? = nil) {
+        self.match = match
+        self.user = user
+        self.finger = finger
+        self.attemptsLeft = attemptsLeft
+    }
+}
+
+/// A stored secret, never its value.
+public struct ItemReport: Codable, Sendable, Equatable {
+    /// The item's name.
+    public var name: String
+    /// Its access policy in string form.
+    public var policy: String
+    /// Whether every release needs a fresh touch.
+    public var fresh: Bool
+    /// Whether it is bound to the enrolled fingers (`biometry-current-set`).
+    public var boundToFingers: Bool
+    /// Whether an enrollment change destroyed its key.
+    public var invalidated: Bool
+    /// When it was last stored.
+    public var updated: Date
+
+    /// A report.
+    public init(name: String, policy: String, fresh: Bool, boundToFingers: Bool, invalidated: Bool, updated: Date) {
+        self.name = name
+        self.policy = policy
+        self.fresh = fresh
+        self.boundToFingers = boundToFingers
+        self.invalidated = invalidated
+        self.updated = updated
+    }
+}
+
+/// The tunable limits (`touchgate policy`).
+public struct SettingsReport: Codable, Sendable, Equatable {
+    /// Failed touches in a row that start a lockout.
+    public var lockoutThreshold: Int
+    /// How long a lockout lasts.
+    public var lockoutDurationSeconds: Int
+    /// How long a touch may be reused.
+    public var sessionTimeoutSeconds: Int
+    /// Idle time that ends the reuse session.
+    public var idleTimeoutSeconds: Int
+    /// Failures since the passphrase after which only the passphrase helps.
+    public var passphraseOnlyThreshold: Int
+
+    /// A report.
+    public init(lockoutThreshold: Int, lockoutDurationSeconds: Int, sessionTimeoutSeconds: Int,
+                idleTimeoutSeconds: Int, passphraseOnlyThreshold: Int) {
+        self.lockoutThreshold = lockoutThreshold
+        self.lockoutDurationSeconds = lockoutDurationSeconds
+        self.sessionTimeoutSeconds = sessionTimeoutSeconds
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.passphraseOnlyThreshold = passphraseOnlyThreshold
+    }
+}
+
+/// `touchgate status`: state only, never a secret.
+public struct StatusReport: Codable, Sendable, Equatable {
+    /// The reuse session.
+    public struct Session: Codable, Sendable, Equatable {
+        /// Whether a touch or passphrase can be reused now.
+        public var active: Bool
+        /// Seconds of reuse left.
+        public var remainingSeconds: Int?
+        /// A session.
+        public init(active: Bool, remainingSeconds: Int?) {
+            self.active = active
+            self.remainingSeconds = remainingSeconds
+        }
+
+        /// Writes `remaining-seconds` as `null` when there is none, so scripts always find the key.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(active, forKey: .active)
+            try container.encode(remainingSeconds, forKey: .remainingSeconds)
+        }
+    }
+
+    /// Failure counting and lockout.
+    public struct Lockout: Codable, Sendable, Equatable {
+        /// Whether fingerprints are refused now.
+        public var lockedOut: Bool
+        /// Seconds until a timed lockout ends.
+        public var remainingSeconds: Int?
+        /// Whether only the passphrase lifts it.
+        public var passphraseOnly: Bool
+        /// Failures in a row.
+        public var consecutiveFailures: Int
+        /// Failures since the passphrase.
+        public var cumulativeFailures: Int
+        /// Failures in a row that start a lockout.
+        public var threshold: Int
+        /// Lockout state.
+        public init(lockedOut: Bool, remainingSeconds: Int?, passphraseOnly: Bool, consecutiveFailures: Int,
+                    cumulativeFailures: Int, threshold: Int) {
+            self.lockedOut = lockedOut
+            self.remainingSeconds = remainingSeconds
+            self.passphraseOnly = passphraseOnly
+            self.consecutiveFailures = consecutiveFailures
+            self.cumulativeFailures = cumulativeFailures
+            self.threshold = threshold
+        }
+
+        /// Writes `remaining-seconds` as `null` when no timer runs, so scripts always find the key.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(lockedOut, forKey: .lockedOut)
+            try container.encode(remainingSeconds, forKey: .remainingSeconds)
+            try container.encode(passphraseOnly, forKey: .passphraseOnly)
+            try container.encode(consecutiveFailures, forKey: .consecutiveFailures)
+            try container.encode(cumulativeFailures, forKey: .cumulativeFailures)
+            try container.encode(threshold, forKey: .threshold)
+        }
+    }
+
+    /// Whether a vault exists.
+    public var initialized: Bool
+    /// Whether the vault key is not held (nil without a vault).
+    public var locked: Bool?
+    /// The reuse session (nil without a vault).
+    public var session: Session?
+    /// Lockout (nil without a vault, or when the state could not be trusted).
+    public var lockout: Lockout?
+    /// Why the passphrase is needed before a fingerprint alone opens anything, if it is.
+    public var passphraseRequired: String?
+    /// How many secrets are stored.
+    public var items: Int?
+    /// A problem found while reading the state (tampering), with the command that repairs it.
+    public var problem: String?
+    /// What is enrolled.
+    public var enrolled: [PrintReport]
+    /// Readers found now.
+    public var readers: [ReaderReport]
+
+    /// A report without a vault.
+    public init(enrolled: [PrintReport], readers: [ReaderReport]) {
+        initialized = false
+        self.enrolled = enrolled
+        self.readers = readers
+    }
+}
+
+/// One audit record, as stored (verify the chain to trust it).
+public struct AuditRecordReport: Codable, Sendable, Equatable {
+    /// Position in the chain.
+    public var seq: Int64
+    /// Wall-clock time.
+    public var time: Date
+    /// Seconds since boot when written.
+    public var bootTime: Double
+    /// The OS uid of the writer.
+    public var uid: UInt32
+    /// Its login name.
+    public var login: String
+    /// The vault user acting, if any.
+    public var vaultUser: String?
+    /// What happened (`auth.attempt`, `item.read`, …).
+    public var event: String
+    /// The item, if any.
+    public var item: String?
+    /// `success`, `failure`, `denied` or `error`.
+    public var outcome: String
+    /// Why, in words.
+    public var reason: String
+
+    /// A report.
+    public init(seq: Int64, time: Date, bootTime: Double, uid: UInt32, login: String, vaultUser: String?,
+                event: String, item: String?, outcome: String, reason: String) {
+        self.seq = seq
+        self.time = time
+        self.bootTime = bootTime
+        self.uid = uid
+        self.login = login
+        self.vaultUser = vaultUser
+        self.event = event
+        self.item = item
+        self.outcome = outcome
+        self.reason = reason
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+import TouchgateWire
+
+@Suite struct WireCodingTests {
+    @Test func keysAreKebabCaseAndRoundTrip() throws {
+        var event = InteractionEvent(.fingerNeeded, "Place your finger on the reader")
+        event.deviceID = "virtual_image/0"
+        event.scanType = "press"
+        let line = WireCoding.line(event)
+        #expect(line.contains("\"event\":\"finger-needed\""))
+        #expect(line.contains("\"device-id\":\"virtual_image/0\""), "slashes are not escaped")
+        #expect(line.contains("\"scan-type\":\"press\""))
+        #expect(!line.contains("\n"))
+        let back = try WireCoding.decoder().decode(InteractionEvent.self, from: Data(line.utf8))
+        #expect(back == event)
+    }
+
+    @Test func outcomeMergesResultWithTheReport() throws {
+        let report = MatchReport(match: false, user: "alice", finger: nil, attemptsLeft: 2)
+        let object = try #require(try JSONSerialization.jsonObject(
+            with: Data(WireCoding.line(Outcome("no-match", report)).utf8)) as? [String: Any])
+        #expect(object["result"] as? String == "no-match")
+        #expect(object["match"] as? Bool == false)
+        #expect(object["attempts-left"] as? Int == 2)
+        #expect(object["finger"] == nil, "absent values are left out")
+    }
+
+    @Test func everyErrorCodeHasADocumentedExitStatus() {
+        let documented: Set<Int32> = [1, 2, 3, 4, 5, 6, 7, 8, 9, 64, 127, 130]
+        for code in ErrorCode.allCases {
+            #expect(documented.contains(code.exitStatus), "\(code)")
+        }
+        #expect(ErrorCode.stateTampered.exitStatus == 6)
+        #expect(ErrorCode.lockedOut.exitStatus == 7)
+    }
+}
+
+@Suite struct StoredTextTests {
+    @Test func namesWithControlCharactersAreRefused() {
+        #expect(StoredText.problem(withName: "github-token", what: "secret") == nil)
+        #expect(StoredText.problem(withName: "Ünïcode name with spaces", what: "secret") == nil)
+        for hostile in ["evil\u{1B}[2J", "two\nlines", "tab\there", "bell\u{07}", "c1\u{9B}31m", "bidi\u{202E}txt", ""] {
+            #expect(StoredText.problem(withName: hostile, what: "secret") != nil, "\(hostile.debugDescription)")
+        }
+        #expect(StoredText.problem(withName: String(repeating: "a", count: 257), what: "secret") != nil)
+    }
+
+    @Test func escapingLeavesNoControlCharacter() {
+        let shown = StoredText.escaped("a\u{1B}]0;pwned\u{07}b\nc")
+        #expect(shown == "a\\u{001B}]0;pwned\\u{0007}b\\u{000A}c")
+        #expect(!shown.unicodeScalars.contains { $0.value < 0x20 })
+        #expect(StoredText.escaped("plain") == "plain")
+    }
+}
