@@ -75,6 +75,7 @@ import TouchgateTestSupport
         try await vault.add("token", "t0k", policy: "biometry-any")
         // Each prompt is answered with a retry instead of an image; both give up after 5 scans.
         for arguments in [["verify", "--json"], ["secret", "get", "token", "--json"]] {
+            vault.finger.present([])  // a new connection: the driver listens anew for every process
             let result = try await vault.rig.process.run(arguments) { line, _ in
                 if VirtualImageFinger.isPrompt(line) { try? vault.finger.retry() }
             }
