@@ -55,9 +55,11 @@ public struct CLIProcess: Sendable {
     /// Runs `touchgate arguments`, writing `stdin` to its standard input, and calls
     /// `onStderrLine` for every line it prints on standard error as soon as it appears
     /// (the `Process` is passed so that a test can signal it). A run that outlives
-    /// `timeout` is killed (status 128 + 9), so a hang fails the test instead of stalling it.
+    /// `timeout` is killed (status 128 + 9), so a hang fails the test instead of stalling it;
+    /// `killAfter` kills it with SIGKILL at that moment on purpose.
     /// Waiting does not block a thread of Swift's cooperative pool.
     public func run(_ arguments: [String], stdin: Data? = nil, timeout: TimeInterval = 60,
+                    killAfter: TimeInterval? = nil,
                     onStderrLine: @escaping @Sendable (String, Process) -> Void = { _, _ in }) async throws -> CLIResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -70,6 +72,11 @@ public struct CLIProcess: Sendable {
         process.standardError = err
         process.standardInput = input
         try process.run()
+        if let killAfter {
+            // A crash at a chosen moment: SIGKILL, which the process cannot catch or delay.
+            let pid = process.processIdentifier
+            DispatchQueue.global().asyncAfter(deadline: .now() + killAfter) { kill(pid, SIGKILL) }
+        }
         if let stdin { input.fileHandleForWriting.write(stdin) }
         try? input.fileHandleForWriting.close()
 
