@@ -1,5 +1,6 @@
 #include "CTouchgateSys.h"
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -181,5 +182,10 @@ int CTouchgateSys_install_fatal_signal_handlers(const char *program) {
     for (size_t i = 0; i < count; i++) {
         if (sigaction(fatal_signals[i], &action, NULL) != 0) return -errno;
     }
+    // A signal sent with kill(2) that every thread blocks stays pending while the
+    // process carries on. Dispatch's worker threads block SIGABRT, SIGQUIT, SIGXCPU
+    // and SIGXFSZ, so the calling (main) thread must accept them all.
+    int failed = pthread_sigmask(SIG_UNBLOCK, &action.sa_mask, NULL);
+    if (failed != 0) return -failed;
     return 0;
 }

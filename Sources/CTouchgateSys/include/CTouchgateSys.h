@@ -50,7 +50,8 @@ int CTouchgateSys_secret_unregister(long slot, const void *pointer);
 /// backtracer, with one that zeroes every registered region, writes the single line
 /// "PROGRAM: stopped by fatal signal N (NAME); memory wiped, nothing further released"
 /// to descriptor 2 and calls _exit(128 + N). Nothing else is printed: no registers,
-/// no backtrace. Also gives the calling thread an alternate signal stack if it has none.
+/// no backtrace. Also unblocks those signals in the calling thread (so a kill(2) always
+/// finds a thread to deliver to) and gives it an alternate signal stack if it has none.
 /// `program` (at most 63 bytes are kept) may be NULL for "touchgate". Returns 0 or -errno.
 int CTouchgateSys_install_fatal_signal_handlers(const char *program);
 
