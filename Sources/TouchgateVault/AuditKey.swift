@@ -1,4 +1,5 @@
 import CSodium
+import CTouchgateSys
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -16,6 +17,9 @@ final class AuditKey: @unchecked Sendable {
     // Safe to share: `bytes` is filled once in init, then made read-only with
     // sodium_mprotect_readonly, and freed only in deinit, when no other reference exists.
     private let bytes: UnsafeMutableRawPointer
+    /// Its slot in the registry the fatal-signal handler wipes (which copes with
+    /// read-only pages), or -1 when the registry was full.
+    private let registrySlot: Int
 
     /// Key length in bytes (`crypto_generichash_KEYBYTES`).
     static let length = 32
@@ -24,17 +28,21 @@ final class AuditKey: @unchecked Sendable {
         guard sodium_init() >= 0, let memory = sodium_malloc(Self.length) else {
             fatalError("libsodium could not be initialised or could not allocate guarded memory")
         }
+        let slot = CTouchgateSys_secret_register(memory, Self.length)
         do {
             try fill(memory)
         } catch {
+            if slot >= 0 { CTouchgateSys_secret_unregister(slot, memory) }
             sodium_free(memory)
             throw error
         }
         sodium_mprotect_readonly(memory)
         bytes = memory
+        registrySlot = slot
     }
 
     deinit {
+        if registrySlot >= 0 { CTouchgateSys_secret_unregister(registrySlot, bytes) }
         sodium_free(bytes)
     }
 

@@ -1,4 +1,5 @@
 import CSodium
+import CTouchgateSys
 
 /// Secret bytes (keys, passphrases, item values) kept in libsodium's guarded memory.
 ///
@@ -7,29 +8,49 @@ import CSodium
 /// around it. They are zeroed and freed when the last reference goes away. The
 /// contents never appear in `description`, `debugDescription` or a `Mirror`.
 ///
+/// Every allocation is also recorded, from before it is filled until just before it is
+/// freed, in the process-wide registry that the fatal-signal handler installed by
+/// ``ProcessHardening/harden()`` zeroes before the process exits. The registry holds
+/// `CTOUCHGATESYS_SECRET_REGION_SLOTS` (1024) regions; past that a new allocation is
+/// still guarded and zeroed on release as usual, only not wiped by the handler
+/// (the kernel discards its pages when the process exits, and core dumps are off).
+///
 /// Immutable once made: read it with ``withUnsafeBytes(_:)``.
 public final class SecureBytes: @unchecked Sendable {
     // @unchecked Sendable: the memory is written only inside the initialiser, before
     // `self` is published, and never again; afterwards every access is a read, and
     // `deinit` runs only once no other reference exists.
     private let pointer: UnsafeMutableRawPointer
+    /// The allocation's slot in the fatal-signal registry, or -1 when the registry was full.
+    let registrySlot: Int
     /// How many bytes are held.
     public let count: Int
 
-    private init(pointer: UnsafeMutableRawPointer, count: Int) {
-        self.pointer = pointer
+    private init(allocation: (pointer: UnsafeMutableRawPointer, slot: Int), count: Int) {
+        self.pointer = allocation.pointer
+        self.registrySlot = allocation.slot
         self.count = count
     }
 
-    /// Zeroed guarded memory for `count` bytes (at least one, so the pointer is never null).
-    private static func allocate(count: Int) -> UnsafeMutableRawPointer {
+    /// Zeroed guarded memory for `count` bytes (at least one, so the pointer is never
+    /// null), already registered for wiping on a fatal signal.
+    private static func allocate(count: Int) -> (pointer: UnsafeMutableRawPointer, slot: Int) {
         precondition(count >= 0, "negative size")
         Sodium.ensureInitialized()
         guard let pointer = sodium_malloc(max(count, 1)) else {
             fatalError("sodium_malloc(\(count)) failed: out of memory")
         }
         sodium_memzero(pointer, max(count, 1))
-        return pointer
+        return (pointer, CTouchgateSys_secret_register(pointer, max(count, 1)))
+    }
+
+    /// Unregisters, then zeroes, unlocks and unmaps an allocation.
+    private static func release(_ allocation: (pointer: UnsafeMutableRawPointer, slot: Int)) {
+        if allocation.slot >= 0 {
+            let result = CTouchgateSys_secret_unregister(allocation.slot, allocation.pointer)
+            precondition(result == 0, "SecureBytes registry slot \(allocation.slot) does not hold this allocation")
+        }
+        sodium_free(allocation.pointer)  // zeroes before unmapping
     }
 
     /// Allocates `count` bytes in guarded memory and lets `initializer` fill them.
@@ -38,20 +59,22 @@ public final class SecureBytes: @unchecked Sendable {
     public static func make(
         count: Int, _ initializer: (UnsafeMutableRawBufferPointer) throws -> Void
     ) rethrows -> SecureBytes {
-        let pointer = allocate(count: count)
+        let allocation = allocate(count: count)
         do {
-            try initializer(UnsafeMutableRawBufferPointer(start: pointer, count: count))
+            try initializer(UnsafeMutableRawBufferPointer(start: allocation.pointer, count: count))
         } catch {
-            sodium_free(pointer)  // zeroes before unmapping
+            release(allocation)
             throw error
         }
-        return SecureBytes(pointer: pointer, count: count)
+        return SecureBytes(allocation: allocation, count: count)
     }
 
     /// A copy of `bytes` in guarded memory. The caller remains responsible for wiping the source.
     public init(copying bytes: some Collection<UInt8>) {
+        let allocation = Self.allocate(count: bytes.count)
+        pointer = allocation.pointer
+        registrySlot = allocation.slot
         count = bytes.count
-        pointer = Self.allocate(count: count)
         UnsafeMutableRawBufferPointer(start: pointer, count: count).copyBytes(from: bytes)
     }
 
@@ -74,7 +97,7 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     deinit {
-        sodium_free(pointer)  // zeroes, unlocks and unmaps
+        Self.release((pointer, registrySlot))
     }
 }
 

@@ -31,4 +31,28 @@ long CTouchgateSys_key_restrict_to_user(int32_t serial);
 /// keyctl(KEYCTL_INVALIDATE): the key becomes unreachable at once and is collected. 0 or -errno.
 long CTouchgateSys_key_invalidate(int32_t serial);
 
+/// How many secret regions the fatal-signal registry holds at once.
+#define CTOUCHGATESYS_SECRET_REGION_SLOTS 1024
+
+/// Records [pointer, pointer + length) as secret memory that the fatal-signal handler
+/// zeroes. Lock-free and thread-safe. Returns the slot to pass to
+/// CTouchgateSys_secret_unregister, or -1 when the registry is full (the region is
+/// then still freed and zeroed normally, just not by the handler) or the region is empty.
+long CTouchgateSys_secret_register(void *pointer, size_t length);
+
+/// Removes a region before it is freed. Returns 0, or -1 when `slot` does not hold
+/// `pointer` (a programmer error). If the fatal-signal handler is wiping the region at
+/// that moment it never returns: the process is exiting and the memory must stay mapped.
+int CTouchgateSys_secret_unregister(long slot, const void *pointer);
+
+/// Replaces the handlers of every core-dumping signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+/// SIGABRT, SIGTRAP, SIGSYS, SIGQUIT, SIGXCPU, SIGXFSZ), including the Swift runtime's
+/// backtracer, with one that zeroes every registered region, writes the single line
+/// "PROGRAM: stopped by fatal signal N (NAME); memory wiped, nothing further released"
+/// to descriptor 2 and calls _exit(128 + N). Nothing else is printed: no registers,
+/// no backtrace. Also unblocks those signals in the calling thread (so a kill(2) always
+/// finds a thread to deliver to) and gives it an alternate signal stack if it has none.
+/// `program` (at most 63 bytes are kept) may be NULL for "touchgate". Returns 0 or -errno.
+int CTouchgateSys_install_fatal_signal_handlers(const char *program);
+
 #endif
