@@ -182,6 +182,11 @@ struct MetaRecord {
     var wrappedKey: [UInt8]
     var templatesSealed: Bool
 
+    /// Whether a vault exists (the row is there, whatever it holds).
+    static func exists(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM vault_meta WHERE id = 1)") ?? false
+    }
+
     static func fetch(_ db: Database) throws -> MetaRecord? {
         guard let row = try Row.fetchOne(db, sql: """
             SELECT vault_id, kdf_algorithm, kdf_opslimit, kdf_memlimit, kdf_salt, wrapped_vault_key, templates_sealed
