@@ -15,6 +15,7 @@ extension AuditLog {
     /// Checks, inside the caller's transaction, that the head is present, authentic, of the
     /// current format and names the last record, and that the state matches its digest.
     static func checkState(_ db: Database, key: AuditKey) throws -> StateCheck {
+        if let problem = try foreignTriggerProblem(db) { return StateCheck(problem: problem) }
         guard let stored = try AuditHead.fetch(db) else {
             return StateCheck(problem: "the audit head row, which authenticates the state, is missing")
         }
@@ -36,6 +37,15 @@ extension AuditLog {
                               problem: "the stored values do not match the digest in the audit head: the lockout, settings or enrollment state was edited outside touchgate")
         }
         return StateCheck(authenticHead: head)
+    }
+
+    /// Touchgate defines no trigger. One added with sqlite3 would run inside touchgate's own
+    /// writes (resetting a counter after each update, say), before the new digest is taken,
+    /// and so be authenticated with it; any trigger is therefore tampering.
+    static func foreignTriggerProblem(_ db: Database) throws -> String? {
+        let names = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
+        guard let first = names.first else { return nil }
+        return "the database holds a trigger touchgate did not create (\(AuditEntry.clean(first, maximumBytes: 64))\(names.count > 1 ? " and \(names.count - 1) more" : "")): it could rewrite the state inside touchgate's own writes"
     }
 
     /// Why `head` does not name the last stored record, or `nil` when it does.

@@ -62,6 +62,9 @@ extension AuditLog {
             return .broken(at: last, reason: "record \(last) is not the one last written")
         }
         // Every record is intact; what follows concerns the state kept beside them.
+        if let problem = try Self.foreignTriggerProblem(db) {
+            return .broken(at: last + 1, reason: problem + "; run `touchgate repair`")
+        }
         guard let digest = head.stateDigest else {
             return .broken(at: last + 1, reason: "the audit head does not cover the lockout, settings and enrollment state (an older format that was not upgraded); run `touchgate repair`")
         }

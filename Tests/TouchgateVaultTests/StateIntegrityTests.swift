@@ -60,6 +60,27 @@ struct StateIntegrityTests {
         #expect(reason.contains("touchgate repair"))
     }
 
+    @Test("a trigger added to rewrite the state inside touchgate's own writes is refused; reseal drops it")
+    func trigger() throws {
+        let fixture = try StateFixture()
+        try fixture.sqlite3("""
+            CREATE TRIGGER forget AFTER UPDATE ON vault_state WHEN NEW.key = 'policy.state' BEGIN
+                UPDATE vault_state SET value = CAST('{"failures":0}' AS BLOB) WHERE key = 'policy.state';
+            END
+            """)
+        let detail = tamperDetail {
+            try fixture.state.updateState("policy.state") { $0 = Data(#"{"failures":3}"#.utf8) }
+        }
+        #expect(detail?.contains("trigger") == true && detail?.contains("forget") == true)
+        #expect(try fixture.state.unverifiedState().values["policy.state"] == StateFixture.policyState)
+        #expect(brokenReason(try fixture.log.verify()).contains("trigger"))
+
+        try fixture.state.reseal(try fixture.state.unverifiedState().values)
+        try fixture.state.updateState("policy.state") { $0 = Data(#"{"failures":3}"#.utf8) }
+        #expect(try fixture.state.state("policy.state") == Data(#"{"failures":3}"#.utf8))
+        #expect(try fixture.log.verify().isIntact)
+    }
+
     @Test("editing updated_at alone is not an integrity failure (it is informational)")
     func updatedAt() throws {
         let fixture = try StateFixture()
