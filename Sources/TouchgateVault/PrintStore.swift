@@ -100,23 +100,35 @@ public struct PrintStore: Sendable {
     public func prints(user: String? = nil, finger: String? = nil,
                        driver: String? = nil, deviceID: String? = nil) throws -> [StoredPrint] {
         let rows = try database.writer.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT user, finger, driver, deviceID, enrolledAt, onDevice, template FROM print
-                WHERE (?1 IS NULL OR user = ?1) AND (?2 IS NULL OR finger = ?2)
-                  AND (?3 IS NULL OR driver = ?3) AND (?4 IS NULL OR deviceID = ?4)
-                ORDER BY user, finger, driver, deviceID
-                """, arguments: [user, finger, driver, deviceID])
+            try Self.rows(db, user: user, finger: finger, driver: driver, deviceID: deviceID)
         }
-        return try rows.map { row in
-            let user: String = row["user"], finger: String = row["finger"]
-            let driver: String = row["driver"], deviceID: String = row["deviceID"]
-            let stored: Data = row["template"]
-            let template = try sealing.open(Array(stored),
-                                            context: Self.context(user: user, finger: finger, driver: driver, deviceID: deviceID))
-            return StoredPrint(user: user, finger: finger, driver: driver, deviceID: deviceID,
-                               enrolledAt: Date(timeIntervalSince1970: row["enrolledAt"]),
-                               onDevice: row["onDevice"], template: template)
-        }
+        return try rows.map(decode)
+    }
+
+    /// The same, inside the caller's transaction.
+    func prints(_ db: Database, user: String?, finger: String?, driver: String?, deviceID: String?) throws -> [StoredPrint] {
+        try Self.rows(db, user: user, finger: finger, driver: driver, deviceID: deviceID).map(decode)
+    }
+
+    private static func rows(_ db: Database, user: String?, finger: String?, driver: String?, deviceID: String?) throws -> [Row] {
+        try Row.fetchAll(db, sql: """
+            SELECT user, finger, driver, deviceID, enrolledAt, onDevice, template FROM print
+            WHERE (?1 IS NULL OR user = ?1) AND (?2 IS NULL OR finger = ?2)
+              AND (?3 IS NULL OR driver = ?3) AND (?4 IS NULL OR deviceID = ?4)
+            ORDER BY user, finger, driver, deviceID
+            """, arguments: [user, finger, driver, deviceID])
+    }
+
+    /// A print from its row, its template opened through ``sealing``.
+    private func decode(_ row: Row) throws -> StoredPrint {
+        let user: String = row["user"], finger: String = row["finger"]
+        let driver: String = row["driver"], deviceID: String = row["deviceID"]
+        let stored: Data = row["template"]
+        let template = try sealing.open(Array(stored),
+                                        context: Self.context(user: user, finger: finger, driver: driver, deviceID: deviceID))
+        return StoredPrint(user: user, finger: finger, driver: driver, deviceID: deviceID,
+                           enrolledAt: Date(timeIntervalSince1970: row["enrolledAt"]),
+                           onDevice: row["onDevice"], template: template)
     }
 
     /// Deletes the print for this key; returns whether one was there.

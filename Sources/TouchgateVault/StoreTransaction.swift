@@ -151,6 +151,15 @@ public final class StoreTransaction {
         try prints.save(database, print, replace: replace)
     }
 
+    /// The stored prints as `prints` reads them (its sealing opens the templates; a sealing
+    /// that withholds them gives a listing), as this transaction sees them: after its own
+    /// saves and deletions, so the new enrollment state can be computed before it commits.
+    public func prints(in prints: PrintStore, user: String? = nil, finger: String? = nil,
+                       driver: String? = nil, deviceID: String? = nil) throws -> [StoredPrint] {
+        requireSameStore(prints.database)
+        return try prints.prints(database, user: user, finger: finger, driver: driver, deviceID: deviceID)
+    }
+
     /// Deletes the print for this key; returns whether one was there.
     @discardableResult
     public func deletePrint(user: String, finger: String, driver: String, deviceID: String) throws -> Bool {

@@ -83,6 +83,7 @@ struct StoreTransactionTests {
         }
         let invalidated = try fixture.log.atomically { tx -> [String] in
             try tx.save(print("left-index"), replace: false, in: prints)
+            #expect(try tx.prints(in: prints).map(\.template) == [Array("FP3 left-index".utf8)])
             try tx.updateState("enrollment.generation") { $0 = Data([0, 0, 0, 0, 0, 0, 0, 8]) }
             try tx.append(.fingerEnroll, .success, vaultUser: "alice", reason: "left-index")
             let names = try tx.destroyKeys(currentEnrollmentDigest: [8], in: fixture.vault.vault)
