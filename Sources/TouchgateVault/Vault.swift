@@ -50,16 +50,20 @@ public struct Vault: Sendable {
     /// Creates the vault: a random vault key wrapped under `passphrase`, and every print
     /// template already stored in plaintext sealed under it, all in one transaction.
     ///
-    /// Runs Argon2id once (about a second with ``KDFParameters/moderate``). Opens the audit
-    /// log first (creating its key file and head if this store has none yet), because the
-    /// vault's `templates_sealed` marker is part of the authenticated state.
+    /// Runs Argon2id once (about a second with ``KDFParameters/moderate``). Uses `log`, or
+    /// opens the audit log (creating its key file and head if this store has none yet),
+    /// because the vault's `templates_sealed` marker is part of the authenticated state.
+    /// With `entry` (`vault.init`, say), the vault's first audit record is written in the
+    /// same transaction, so no vault ever exists without one; its journald copy goes
+    /// after the commit.
     /// - Throws: ``VaultError/alreadyInitialized(directory:)`` if a vault exists (nothing
     ///   is changed), ``VaultError/invalidArgument(_:)`` for an empty passphrase,
     ///   ``VaultError/keyDerivationFailed(parameters:)``, ``IntegrityError/stateTampered(detail:)``
     ///   when the state was edited (nothing is created), ``AuditError``, or ``StoreError``.
     @discardableResult
     public static func create(database: TouchgateDatabase, passphrase: SecureBytes,
-                              kdf: KDFParameters = .default, owner: String = Vault.currentUser) throws -> Vault {
+                              kdf: KDFParameters = .default, owner: String = Vault.currentUser,
+                              log: AuditLog? = nil, recording entry: AuditEntry? = nil) throws -> Vault {
         guard passphrase.count > 0 else { throw VaultError.invalidArgument("the passphrase must not be empty") }
         guard kdf.isAcceptable else {
             throw VaultError.invalidArgument("unsupported key-derivation parameters \(kdf)")
@@ -76,8 +80,9 @@ public struct Vault: Sendable {
         let meta = MetaRecord(vaultID: vaultID, kdf: kdf, salt: salt, wrappedKey: [], templatesSealed: false)
         let wrapped = SecretBox.wrap(key.bytes, under: kek, associatedData: meta.associatedData)
         // The vault's marker joins the authenticated state: the audit head must be there to cover it.
-        let log = try AuditLog(database: database)
-        try database.writeImmediately { db in
+        let log = try log ?? AuditLog(database: database)
+        precondition(log.database.location == database.location, "the audit log belongs to another data directory")
+        let record = try database.writeImmediately { db -> AuditRecord? in
             if try MetaRecord.fetch(db) != nil { throw VaultError.alreadyInitialized(directory: directory) }
             let head = try log.requireAuthenticState(db)
             try db.execute(sql: """
@@ -88,7 +93,9 @@ public struct Vault: Sendable {
                                  Data(salt), Data(wrapped), now, now])
             try sealPlaintextTemplates(db, with: VaultTemplateSealing(vaultKey: key))
             try log.saveState(db, head: head)
+            return try entry.map { try log.insert($0, db) }
         }
+        if let record { log.journal.send(record) }
         return Vault(database: database, owner: owner, vaultID: vaultID)
     }
 

@@ -64,6 +64,21 @@ struct AuditWipeTests {
         #expect(try StateStore(log: log).state("policy.state") == nil)
     }
 
+    @Test("a vault created with its first record: both or neither")
+    func createWithRecord() throws {
+        let store = try TemporaryStore()
+        let log = try AuditLog(database: store.database, journal: .disabled)
+        try Vault.create(database: store.database, passphrase: secret("pw"), kdf: .minimum, owner: "alice",
+                         log: log, recording: AuditEntry(event: .vaultInit, outcome: .success, vaultUser: "alice"))
+        #expect(try log.records().map(\.event) == [.vaultInit])
+        #expect(try log.verify() == .intact(count: 1))
+        #expect(throws: VaultError.self) {
+            try Vault.create(database: store.database, passphrase: secret("pw"), kdf: .minimum, owner: "alice",
+                             log: log, recording: AuditEntry(event: .vaultInit, outcome: .success))
+        }
+        #expect(try log.count() == 1)
+    }
+
     @Test("before any vault exists a wiped log is started afresh, as before")
     func noVault() throws {
         let fixture = try AuditFixture()
