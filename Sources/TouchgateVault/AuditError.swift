@@ -15,6 +15,11 @@ public enum AuditError: Error, Equatable, CustomStringConvertible {
     case chainBroken(at: Int64, reason: String)
     /// A stored record has a field of the wrong type (the table was edited by hand).
     case malformedRecord(sequence: Int64)
+    /// A vault exists but its audit trail is gone: the key file, the head row or every
+    /// record. `detail` says which. The log is not started afresh silently; the repair
+    /// command (`touchgate repair`) may start a new trail with
+    /// ``AuditLog/restart(database:journal:now:vaultUser:reason:)``, which records the loss.
+    case wiped(detail: String)
 
     /// A one-line, human-readable form (never holds a secret).
     public var description: String {
@@ -27,6 +32,8 @@ public enum AuditError: Error, Equatable, CustomStringConvertible {
             return "refusing to prune records newer than \(requested.formatted(.iso8601)): audit records are kept for six years (HIPAA 45 CFR 164.316(b)(2)), so the cutoff may be at most \(oldestAllowed.formatted(.iso8601)); pass --force to override"
         case let .chainBroken(at, reason):
             return "refusing to prune: the audit chain is broken at record \(at) (\(reason)); nothing was removed"
+        case let .wiped(detail):
+            return "the audit trail of this vault is gone: \(detail). It is not started afresh silently: restore the data directory (the database together with audit.key) from a backup, or run `touchgate repair` to start a new trail that records the loss"
         case let .malformedRecord(sequence):
             return "audit record \(sequence) has a field of the wrong type; the audit table was edited by hand (run `touchgate audit verify`)"
         }

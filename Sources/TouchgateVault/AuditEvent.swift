@@ -64,12 +64,15 @@ public struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let auditPrune = AuditEvent(rawValue: "audit.prune")
     /// Stored data failed an integrity check (`integrity.failure`).
     public static let integrityFailure = AuditEvent(rawValue: "integrity.failure")
+    /// The audit head was upgraded to a new format, such as one that authenticates the
+    /// lockout, settings and enrollment state (`audit.upgrade`).
+    public static let auditUpgrade = AuditEvent(rawValue: "audit.upgrade")
 
     /// Every event this release defines, in a stable order.
     public static let known: [AuditEvent] = [
         .authAttempt, .itemRead, .itemWrite, .itemDelete, .fingerEnroll, .fingerDelete,
         .vaultLock, .vaultUnlock, .vaultInit, .passphraseChange, .lockoutStart, .lockoutEnd,
-        .policyChange, .auditPrune, .integrityFailure,
+        .policyChange, .auditPrune, .integrityFailure, .auditUpgrade,
     ]
 }
 

@@ -102,21 +102,8 @@ final class AuditKey: @unchecked Sendable {
     /// sees a half-written key.
     static func create(path: String) throws -> AuditKey {
         let key = try AuditKey { memory in randombytes_buf(memory, Self.length) }
-        let temporary = path + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let fd = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw StoreError.io(path: temporary, detail: String(cString: strerror(errno))) }
+        let temporary = try key.writeTemporary(beside: path)
         defer { unlink(temporary) }
-        var failure: Int32 = 0
-        var done = 0
-        while done < Self.length && failure == 0 {
-            let count = write(fd, key.bytes + done, Self.length - done)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { failure = count < 0 ? errno : EIO } else { done += count }
-        }
-        if failure == 0 && fchmod(fd, 0o600) != 0 { failure = errno }
-        if failure == 0 && fsync(fd) != 0 { failure = errno }
-        close(fd)
-        guard failure == 0 else { throw StoreError.io(path: temporary, detail: String(cString: strerror(failure))) }
         if link(temporary, path) != 0 {
             let linkError = errno
             guard linkError == EEXIST else {
@@ -125,11 +112,53 @@ final class AuditKey: @unchecked Sendable {
             return try load(path: path)
         }
         // Make the new name durable before anything is MACed with the key.
+        syncDirectory(of: path)
+        return key
+    }
+
+    /// Creates a fresh random key and puts it at `path` in place of whatever key file is
+    /// there (`rename`, so a reader sees the old file or the new one, never a mix).
+    /// Only for ``AuditLog/restart(database:journal:now:vaultUser:reason:)``.
+    static func replace(path: String) throws -> AuditKey {
+        let key = try AuditKey { memory in randombytes_buf(memory, Self.length) }
+        let temporary = try key.writeTemporary(beside: path)
+        guard rename(temporary, path) == 0 else {
+            let renameError = errno
+            unlink(temporary)
+            throw StoreError.io(path: path, detail: String(cString: strerror(renameError)))
+        }
+        syncDirectory(of: path)
+        return key
+    }
+
+    /// Writes the key to a new private file next to `path` (mode 0600, synced); returns its path.
+    private func writeTemporary(beside path: String) throws -> String {
+        let temporary = path + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let fd = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StoreError.io(path: temporary, detail: String(cString: strerror(errno))) }
+        var failure: Int32 = 0
+        var done = 0
+        while done < Self.length && failure == 0 {
+            let count = write(fd, bytes + done, Self.length - done)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { failure = count < 0 ? errno : EIO } else { done += count }
+        }
+        if failure == 0 && fchmod(fd, 0o600) != 0 { failure = errno }
+        if failure == 0 && fsync(fd) != 0 { failure = errno }
+        close(fd)
+        guard failure == 0 else {
+            unlink(temporary)
+            throw StoreError.io(path: temporary, detail: String(cString: strerror(failure)))
+        }
+        return temporary
+    }
+
+    /// Makes a new directory entry durable.
+    private static func syncDirectory(of path: String) {
         let directory = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directory >= 0 {
             fsync(directory)
             close(directory)
         }
-        return key
     }
 }

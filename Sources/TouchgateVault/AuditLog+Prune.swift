@@ -61,7 +61,7 @@ extension AuditLog {
                     try db.execute(sql: "DELETE FROM audit WHERE seq <= ?", arguments: [lastRemoved])
                     removed = db.changesCount
                     try AuditHead(headSequence: head.headSequence, headMAC: head.headMAC, anchorSequence: lastRemoved,
-                                  anchorMAC: Array(anchorMAC), key: key).save(db)
+                                  anchorMAC: Array(anchorMAC), stateDigest: head.stateDigest, key: key).save(db)
                 }
                 var reason = removed == 0
                     ? "nothing before \(cutoffText)"

@@ -3,8 +3,9 @@ import GRDB
 
 extension AuditLog {
     /// The audit tables. `audit` holds the chain; `auditHead` is a single row with the
-    /// last record's sequence and MAC (the head) and the last pruned record's sequence
-    /// and MAC (the anchor), MACed together so that a removed tail or a moved anchor shows.
+    /// last record's sequence and MAC (the head), the last pruned record's sequence and
+    /// MAC (the anchor) and the digest of the authenticated state (``StateDigest``), MACed
+    /// together so that a removed tail, a moved anchor or an edited state shows.
     static func registerMigrations(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v3-audit") { db in
             // STRICT: a hand edit cannot slip a differently typed value past the decoder.
@@ -34,6 +35,11 @@ extension AuditLog {
                     mac BLOB NOT NULL
                 ) STRICT;
                 """)
+        }
+        migrator.registerMigration("v4-audit-state") { db in
+            // The head also covers the authenticated state (vault_state and templates_sealed).
+            // NULL marks a head of the first format; AuditLog.init upgrades it once.
+            try db.execute(sql: "ALTER TABLE auditHead ADD COLUMN stateDigest BLOB")
         }
     }
 
@@ -102,36 +108,58 @@ struct AuditHead {
     var anchorSequence: Int64
     /// MAC of that record (genesis when nothing was pruned): the first kept record links to it.
     var anchorMAC: [UInt8]
-    /// The stored MAC over the four fields above.
+    /// The ``StateDigest`` of `vault_state` and `templates_sealed` as touchgate last left
+    /// them; `nil` in a head of the first format, written before the state was authenticated.
+    var stateDigest: [UInt8]?
+    /// The stored MAC over the fields above (see ``AuditMAC/state(headSequence:headMAC:anchorSequence:anchorMAC:stateDigest:key:)``).
     var mac: [UInt8]
 
     /// A head whose MAC is computed with `key`.
-    init(headSequence: Int64, headMAC: [UInt8], anchorSequence: Int64, anchorMAC: [UInt8], key: AuditKey) {
+    init(headSequence: Int64, headMAC: [UInt8], anchorSequence: Int64, anchorMAC: [UInt8],
+         stateDigest: [UInt8]?, key: AuditKey) {
         self.headSequence = headSequence
         self.headMAC = headMAC
         self.anchorSequence = anchorSequence
         self.anchorMAC = anchorMAC
-        self.mac = AuditMAC.state(headSequence: headSequence, headMAC: headMAC,
-                                  anchorSequence: anchorSequence, anchorMAC: anchorMAC, key: key)
+        self.stateDigest = stateDigest
+        self.mac = AuditMAC.state(headSequence: headSequence, headMAC: headMAC, anchorSequence: anchorSequence,
+                                  anchorMAC: anchorMAC, stateDigest: stateDigest, key: key)
     }
 
-    private init(headSequence: Int64, headMAC: [UInt8], anchorSequence: Int64, anchorMAC: [UInt8], mac: [UInt8]) {
+    private init(headSequence: Int64, headMAC: [UInt8], anchorSequence: Int64, anchorMAC: [UInt8],
+                 stateDigest: [UInt8]?, mac: [UInt8]) {
         self.headSequence = headSequence
         self.headMAC = headMAC
         self.anchorSequence = anchorSequence
         self.anchorMAC = anchorMAC
+        self.stateDigest = stateDigest
         self.mac = mac
     }
 
     /// Whether the stored MAC matches the fields under `key`.
     func isAuthentic(key: AuditKey) -> Bool {
-        AuditMAC.equal(mac, AuditMAC.state(headSequence: headSequence, headMAC: headMAC,
-                                           anchorSequence: anchorSequence, anchorMAC: anchorMAC, key: key))
+        AuditMAC.equal(mac, AuditMAC.state(headSequence: headSequence, headMAC: headMAC, anchorSequence: anchorSequence,
+                                           anchorMAC: anchorMAC, stateDigest: stateDigest, key: key))
+    }
+
+    /// The same head moved to another last record (an append), MACed with `key`; the
+    /// anchor and the state digest are carried over unchanged.
+    func advanced(to sequence: Int64, mac recordMAC: [UInt8], key: AuditKey) -> AuditHead {
+        AuditHead(headSequence: sequence, headMAC: recordMAC, anchorSequence: anchorSequence,
+                  anchorMAC: anchorMAC, stateDigest: stateDigest, key: key)
+    }
+
+    /// The same head with another state digest, MACed with `key`.
+    func with(stateDigest digest: [UInt8], key: AuditKey) -> AuditHead {
+        AuditHead(headSequence: headSequence, headMAC: headMAC, anchorSequence: anchorSequence,
+                  anchorMAC: anchorMAC, stateDigest: digest, key: key)
     }
 
     /// The stored row: `nil` if absent, `.some(nil)` if present but malformed.
     static func fetch(_ db: Database) throws -> AuditHead?? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT headSeq, headMAC, anchorSeq, anchorMAC, mac FROM auditHead WHERE id = 1") else {
+        guard let row = try Row.fetchOne(db, sql: """
+            SELECT headSeq, headMAC, anchorSeq, anchorMAC, mac, stateDigest FROM auditHead WHERE id = 1
+            """) else {
             return nil
         }
         guard case let .int64(headSequence) = (row[0] as DatabaseValue).storage,
@@ -140,16 +168,25 @@ struct AuditHead {
               case let .blob(anchorMAC) = (row[3] as DatabaseValue).storage,
               case let .blob(mac) = (row[4] as DatabaseValue).storage
         else { return .some(nil) }
+        let stateDigest: [UInt8]?
+        switch (row[5] as DatabaseValue).storage {
+        case .null: stateDigest = nil
+        case let .blob(digest): stateDigest = Array(digest)
+        default: return .some(nil)
+        }
         return AuditHead(headSequence: headSequence, headMAC: Array(headMAC), anchorSequence: anchorSequence,
-                         anchorMAC: Array(anchorMAC), mac: Array(mac))
+                         anchorMAC: Array(anchorMAC), stateDigest: stateDigest, mac: Array(mac))
     }
 
     /// Inserts or replaces the row.
     func save(_ db: Database) throws {
         try db.execute(sql: """
-            INSERT INTO auditHead (id, headSeq, headMAC, anchorSeq, anchorMAC, mac) VALUES (1, ?, ?, ?, ?, ?)
+            INSERT INTO auditHead (id, headSeq, headMAC, anchorSeq, anchorMAC, stateDigest, mac)
+            VALUES (1, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO UPDATE SET headSeq = excluded.headSeq, headMAC = excluded.headMAC,
-                anchorSeq = excluded.anchorSeq, anchorMAC = excluded.anchorMAC, mac = excluded.mac
-            """, arguments: [headSequence, Data(headMAC), anchorSequence, Data(anchorMAC), Data(mac)])
+                anchorSeq = excluded.anchorSeq, anchorMAC = excluded.anchorMAC,
+                stateDigest = excluded.stateDigest, mac = excluded.mac
+            """, arguments: [headSequence, Data(headMAC), anchorSequence, Data(anchorMAC),
+                             stateDigest.map { Data($0) }, Data(mac)])
     }
 }

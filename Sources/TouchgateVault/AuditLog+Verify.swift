@@ -6,8 +6,10 @@ extension AuditLog {
     /// Finds the first record that is missing (a gap), out of place, does not link to
     /// its predecessor (insertion, deletion, reordering), or whose MAC does not match its
     /// fields (an edit or a forgery); then checks that the last record is the one the
-    /// head row names (a removed tail). Reads one snapshot; memory use does not grow with
-    /// the number of records. See ``AuditLog`` for what cannot be detected.
+    /// head row names (a removed tail); finally that the state in `vault_state` and the
+    /// vault's `templates_sealed` marker match the digest in the head (an edited or
+    /// swapped state, reported after the last record). Reads one snapshot; memory use does
+    /// not grow with the number of records. See ``AuditLog`` for what cannot be detected.
     public func verify() throws -> AuditVerification {
         try database.writer.read { db in try verify(db) }
     }
@@ -58,6 +60,16 @@ extension AuditLog {
         }
         guard AuditMAC.equal(previous, head.headMAC) else {
             return .broken(at: last, reason: "record \(last) is not the one last written")
+        }
+        // Every record is intact; what follows concerns the state kept beside them.
+        if let problem = try Self.foreignTriggerProblem(db) {
+            return .broken(at: last + 1, reason: problem + "; run `touchgate repair`")
+        }
+        guard let digest = head.stateDigest else {
+            return .broken(at: last + 1, reason: "the audit head does not cover the lockout, settings and enrollment state (an older format that was not upgraded); run `touchgate repair`")
+        }
+        guard AuditMAC.equal(try StateDigest.compute(db), digest) else {
+            return .broken(at: last + 1, reason: "the lockout, settings or enrollment state was edited outside touchgate (it does not match the digest in the audit head); run `touchgate repair`")
         }
         return .intact(count: count)
     }

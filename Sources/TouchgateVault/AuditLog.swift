@@ -21,10 +21,18 @@ import GRDB
 /// - anything done by someone who can read `audit.key`, including malware running as
 ///   the same user: they can recompute every MAC. A daemon owning the store under
 ///   another uid is the stronger boundary;
-/// - the whole database (records and head together) replaced by an older genuine copy,
-///   or the log wiped entirely together with its head row: the database cannot witness
-///   its own past. The copy sent to journald (``AuditJournal``), off-machine log
-///   shipping and backups are the witnesses for that.
+/// - the whole database (records and head together) replaced by an older genuine copy:
+///   the database cannot witness its own past. The copy sent to journald
+///   (``AuditJournal``), off-machine log shipping and backups are the witnesses for that.
+///   A log wiped together with its head row (and key) is reported by ``init(database:journal:now:)``
+///   once a vault exists; before that there is nothing to anchor it to.
+///
+/// ## Authenticated state
+/// The head row also carries a digest of the state other layers keep in `vault_state`
+/// (lockout counters, settings, the enrollment generation) and of the vault's
+/// `templates_sealed` marker (``StateDigest``). ``StateStore`` checks it inside every
+/// read and update, and ``verify()`` reports a mismatch, so a state edited with sqlite3,
+/// or swapped for an older copy while newer records remain, is found.
 ///
 /// ## Concurrency
 /// Thread-safe; any number of instances and processes may append to one database.
@@ -54,43 +62,50 @@ public final class AuditLog: Sendable {
     /// This log's key file.
     public var keyPath: String { AuditKey.path(in: database.location) }
 
-    /// Opens the audit log in `database`, creating the key file on first use.
+    /// Opens the audit log in `database`, creating the key file and the head on first use.
     ///
-    /// The key file is created (mode 0600) only while the log is empty; if the log has
-    /// records and the key is gone, this throws rather than start a chain nobody can
-    /// check. `now` is the wall clock (tests inject one); monotonic time always comes
-    /// from `CLOCK_BOOTTIME`.
-    /// - Throws: ``AuditError/keyMissing(path:)``, ``AuditError/keyInvalid(path:detail:)``,
-    ///   ``StoreError/unsafePermissions(path:detail:)`` for a key file others can read,
-    ///   ``StoreError/io(path:detail:)``, or a GRDB `DatabaseError`.
-    public init(database: TouchgateDatabase, journal: AuditJournal = .system,
-                now: @escaping @Sendable () -> Date = { Date() }) throws {
+    /// Before any vault exists, a missing key file and head are created (mode 0600) while
+    /// the log is empty; if the log has records and the key is gone, this throws rather
+    /// than start a chain nobody can check. Once a vault exists (a `vault_meta` row), the
+    /// log's existence is anchored: a missing key file, a missing head row, or a log
+    /// whose records were all deleted is ``AuditError/wiped(detail:)``, never a fresh
+    /// start; ``restart(database:journal:now:vaultUser:reason:)`` is the deliberate way
+    /// to begin a new trail.
+    ///
+    /// A head written before the state was authenticated (format 1, no state digest) is
+    /// upgraded here, once, when it is authentic and names the last record: it then
+    /// covers the state as it is now (trust on first use: an edit made before the
+    /// upgrade is adopted), and an `audit.upgrade` record says so. `now` is the wall clock
+    /// (tests inject one); monotonic time always comes from `CLOCK_BOOTTIME`.
+    /// - Throws: ``AuditError/wiped(detail:)``, ``AuditError/keyMissing(path:)``,
+    ///   ``AuditError/keyInvalid(path:detail:)``, ``StoreError/unsafePermissions(path:detail:)``
+    ///   for a key file others can read, ``StoreError/io(path:detail:)``, or a GRDB `DatabaseError`.
+    public convenience init(database: TouchgateDatabase, journal: AuditJournal = .system,
+                            now: @escaping @Sendable () -> Date = { Date() }) throws {
+        let path = AuditKey.path(in: database.location)
+        let key: AuditKey
+        if AuditKey.exists(at: path) {
+            key = try AuditKey.load(path: path)
+        } else {
+            let (vaultExists, hasHistory) = try database.writer.read { db in
+                (try MetaRecord.exists(db),
+                 try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM audit) OR EXISTS (SELECT 1 FROM auditHead)") ?? false)
+            }
+            if vaultExists { throw AuditError.wiped(detail: "the audit key \(path) is missing") }
+            guard !hasHistory else { throw AuditError.keyMissing(path: path) }
+            key = try AuditKey.create(path: path)
+        }
+        self.init(database: database, journal: journal, now: now, key: key)
+        try prepareHead()
+    }
+
+    /// A log over `database` MACed with `key`, without any check (restart and repair).
+    init(database: TouchgateDatabase, journal: AuditJournal, now: @escaping @Sendable () -> Date, key: AuditKey) {
         self.database = database
         self.journal = journal
         self.now = now
         self.host = AuditHost.current()
-        let path = AuditKey.path(in: database.location)
-        if AuditKey.exists(at: path) {
-            key = try AuditKey.load(path: path)
-        } else {
-            let hasHistory = try database.writer.read { db in
-                try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM audit) OR EXISTS (SELECT 1 FROM auditHead)") ?? false
-            }
-            guard !hasHistory else { throw AuditError.keyMissing(path: path) }
-            key = try AuditKey.create(path: path)
-        }
-        let key = self.key
-        try database.writer.writeWithoutTransaction { db in
-            try db.inTransaction(.immediate) {
-                // A fresh log gets its head row now, so that a later missing row is evidence.
-                let empty = try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM audit)") ?? true
-                if try AuditHead.fetch(db) == nil && empty {
-                    try AuditHead(headSequence: 0, headMAC: AuditMAC.genesis, anchorSequence: 0,
-                                  anchorMAC: AuditMAC.genesis, key: key).save(db)
-                }
-                return .commit
-            }
-        }
+        self.key = key
     }
 
     /// Appends one record and returns it as stored.
@@ -148,9 +163,9 @@ public final class AuditLog: Sendable {
                                    fields.loginName, fields.vaultUser, fields.event, fields.item, fields.outcome,
                                    fields.reason, Data(fields.previousMAC), Data(mac)])
         if let head {
-            // Only an authentic head moves forward; a damaged or missing one stays as evidence.
-            try AuditHead(headSequence: fields.sequence, headMAC: mac, anchorSequence: head.anchorSequence,
-                          anchorMAC: head.anchorMAC, key: key).save(db)
+            // Only an authentic head moves forward (with the state digest it carries, unchanged);
+            // a damaged or missing one stays as evidence.
+            try head.advanced(to: fields.sequence, mac: mac, key: key).save(db)
         }
         return Self.record(fields, mac: mac)
     }

@@ -49,14 +49,21 @@ enum AuditMAC {
         return key.mac(encoder.output)
     }
 
-    /// The MAC of the head row: the last record's sequence and MAC, and the prune anchor.
+    /// The MAC of the head row: the last record's sequence and MAC, the prune anchor and,
+    /// from format 2 on, the digest of the authenticated state (``StateDigest``).
+    ///
+    /// A head without a digest is the first format (`TGAUDS01`), written before the state
+    /// was authenticated; one with a digest is `TGAUDS02`. The domains differ, so a head
+    /// of one format never verifies as the other: clearing the digest column of a
+    /// format-2 head does not give an authentic format-1 head.
     static func state(headSequence: Int64, headMAC: [UInt8], anchorSequence: Int64, anchorMAC: [UInt8],
-                      key: AuditKey) -> [UInt8] {
-        var encoder = Encoder(domain: "TGAUDS01")
+                      stateDigest: [UInt8]?, key: AuditKey) -> [UInt8] {
+        var encoder = Encoder(domain: stateDigest == nil ? "TGAUDS01" : "TGAUDS02")
         encoder.integer(headSequence)
         encoder.bytes(headMAC)
         encoder.integer(anchorSequence)
         encoder.bytes(anchorMAC)
+        if let stateDigest { encoder.bytes(stateDigest) }
         return key.mac(encoder.output)
     }
 
@@ -81,13 +88,20 @@ enum AuditMAC {
         }
     }
 
-    private struct Encoder {
-        var output: [UInt8]
+    /// The canonical encoder; ``StateDigest`` uses it too.
+    struct Encoder {
+        private(set) var output: [UInt8]
 
         init(domain: StaticString) {
             output = []
             output.reserveCapacity(256)
             output.append(contentsOf: UnsafeBufferPointer(start: domain.utf8Start, count: domain.utf8CodeUnitCount))
+        }
+
+        /// Appends bytes as they are (no length): only for fixed-size tags and for output
+        /// of another encoder, whose own encoding is already unambiguous.
+        mutating func raw(_ value: [UInt8]) {
+            output.append(contentsOf: value)
         }
 
         mutating func integer(_ value: Int64) {

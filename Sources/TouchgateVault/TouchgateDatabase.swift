@@ -41,6 +41,23 @@ public final class TouchgateDatabase: Sendable {
         try location.prepare()
     }
 
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction on the writer connection and commits
+    /// (durably: `synchronous = FULL`); rolls back and rethrows when `body` throws.
+    ///
+    /// Immediate, so the write lock is taken before anything is read: a read-modify-write
+    /// in `body` cannot be interleaved with another process's. Never call the database
+    /// from `body` other than through the `Database` it is given (GRDB is not reentrant).
+    func writeImmediately<T>(_ body: (Database) throws -> T) throws -> T {
+        try writer.writeWithoutTransaction { db in
+            var result: T?
+            try db.inTransaction(.immediate) {
+                result = try body(db)
+                return .commit
+            }
+            return result!
+        }
+    }
+
     /// Creates an empty file with mode 0600 before SQLite does, so it is never briefly public.
     private static func createPrivately(_ path: String) throws {
         let fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0o600)

@@ -3,43 +3,74 @@ import GRDB
 
 extension Vault {
     /// Stores `value` under `name`, replacing any item of that name (which keeps its id
-    /// and creation date but gets a new item key and nonce).
+    /// and creation date but gets a new item key and nonce, hence a new ``VaultItemInfo/version``).
     ///
+    /// One `BEGIN IMMEDIATE` transaction; to write the item together with its audit record,
+    /// use ``StoreTransaction/setItem(named:value:policy:freshTouch:enrollmentDigest:key:expecting:in:)``.
     /// - Parameters:
     ///   - policy: the access-control policy, stored as given and authenticated.
     ///   - freshTouch: whether release needs a fresh touch; authenticated.
     ///   - enrollmentDigest: the enrollment state to bind to (``destroyKeys(currentEnrollmentDigest:)``
     ///     destroys the item when it changes), or `nil` for an unbound item.
     ///   - key: the vault key.
-    /// - Throws: ``VaultError/invalidArgument(_:)`` for an empty name, ``StoreError``.
+    ///   - expecting: what must be stored now: anything (the default), no such item, or
+    ///     the version read earlier.
+    /// - Returns: the item's new version.
+    /// - Throws: ``VaultError/invalidArgument(_:)`` for an empty name,
+    ///   ``ConflictError/itemChanged(name:)`` when `expecting` does not hold (nothing is
+    ///   written), ``VaultError/notInitialized(directory:)``, ``StoreError``.
+    @discardableResult
     public func setItem(named name: String, value: SecureBytes, policy: String, freshTouch: Bool,
-                        enrollmentDigest: [UInt8]?, key: VaultKey) throws {
+                        enrollmentDigest: [UInt8]?, key: VaultKey, expecting: ItemExpectation = .any) throws -> ItemVersion {
         check(key)
         guard !name.isEmpty else { throw VaultError.invalidArgument("an item needs a name") }
-        let owner = self.owner
-        _ = try currentMeta()
-        try database.writer.write { db in
-            let existing = try Row.fetchOne(db, sql: "SELECT id, created_at FROM vault_item WHERE owner = ? AND name = ?",
-                                            arguments: [owner, name])
-            let id: String = existing?["id"] ?? UUID().uuidString.lowercased()
-            let now = Date().timeIntervalSince1970
-            let createdAt: Double = existing?["created_at"] ?? now
-            let bound = ItemBinding(id: id, owner: owner, name: name, policy: policy,
-                                    freshTouch: freshTouch, enrollmentDigest: enrollmentDigest)
-            let itemKey = SecureBytes.random(count: SecretBox.keyBytes)
-            let wrappedKey = SecretBox.wrap(itemKey, under: key.bytes, associatedData: bound.keyAssociatedData)
-            let sealed = SecretBox.seal(value, key: itemKey, associatedData: bound.valueAssociatedData)
-            try db.execute(sql: """
-                INSERT INTO vault_item (id, owner, name, policy, fresh_touch, enrollment_digest, wrapped_key,
-                                        nonce, ciphertext, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (id) DO UPDATE SET
-                    policy = excluded.policy, fresh_touch = excluded.fresh_touch,
-                    enrollment_digest = excluded.enrollment_digest, wrapped_key = excluded.wrapped_key,
-                    nonce = excluded.nonce, ciphertext = excluded.ciphertext, updated_at = excluded.updated_at
-                """, arguments: [id, owner, name, policy, freshTouch, enrollmentDigest.map { Data($0) },
-                                 Data(wrappedKey), Data(sealed.nonce), Data(sealed.ciphertext), createdAt, now])
+        return try database.writeImmediately { db in
+            try setItem(db, named: name, value: value, policy: policy, freshTouch: freshTouch,
+                        enrollmentDigest: enrollmentDigest, key: key, expecting: expecting)
         }
+    }
+
+    /// The write itself, inside the caller's transaction.
+    func setItem(_ db: Database, named name: String, value: SecureBytes, policy: String, freshTouch: Bool,
+                 enrollmentDigest: [UInt8]?, key: VaultKey, expecting: ItemExpectation) throws -> ItemVersion {
+        check(key)
+        guard !name.isEmpty else { throw VaultError.invalidArgument("an item needs a name") }
+        try requireSameVault(db)
+        let existing = try Row.fetchOne(db, sql: "SELECT id, created_at, nonce FROM vault_item WHERE owner = ? AND name = ?",
+                                        arguments: [owner, name])
+        try expecting.check(current: existing.map { Self.nonce(of: $0) }, name: name)
+        let id: String = existing?["id"] ?? UUID().uuidString.lowercased()
+        let now = Date().timeIntervalSince1970
+        let createdAt: Double = existing?["created_at"] ?? now
+        let bound = ItemBinding(id: id, owner: owner, name: name, policy: policy,
+                                freshTouch: freshTouch, enrollmentDigest: enrollmentDigest)
+        let itemKey = SecureBytes.random(count: SecretBox.keyBytes)
+        let wrappedKey = SecretBox.wrap(itemKey, under: key.bytes, associatedData: bound.keyAssociatedData)
+        let sealed = SecretBox.seal(value, key: itemKey, associatedData: bound.valueAssociatedData)
+        try db.execute(sql: """
+            INSERT INTO vault_item (id, owner, name, policy, fresh_touch, enrollment_digest, wrapped_key,
+                                    nonce, ciphertext, created_at, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (id) DO UPDATE SET
+                policy = excluded.policy, fresh_touch = excluded.fresh_touch,
+                enrollment_digest = excluded.enrollment_digest, wrapped_key = excluded.wrapped_key,
+                nonce = excluded.nonce, ciphertext = excluded.ciphertext, updated_at = excluded.updated_at
+            """, arguments: [id, owner, name, policy, freshTouch, enrollmentDigest.map { Data($0) },
+                             Data(wrappedKey), Data(sealed.nonce), Data(sealed.ciphertext), createdAt, now])
+        return ItemVersion(bytes: sealed.nonce)
+    }
+
+    /// The stored nonce of an item row (empty when a hand edit gave it another type).
+    private static func nonce(of row: Row) -> [UInt8] {
+        if case let .blob(nonce) = (row["nonce"] as DatabaseValue).storage { return Array(nonce) }
+        return []
+    }
+
+    /// Inside a transaction: the vault row is there and is still this handle's vault.
+    func requireSameVault(_ db: Database) throws {
+        guard let meta = try MetaRecord.fetch(db) else { throw VaultError.notInitialized(directory: directory) }
+        // The vault was deleted and created again under this handle: a new vault.
+        guard meta.vaultID == vaultID else { throw VaultError.locked }
     }
 
     /// Decrypts the item `name`.
@@ -71,14 +102,22 @@ extension Vault {
     }
 
     /// Deletes the item `name` (no key needed); returns whether it existed.
+    ///
+    /// With `expecting` other than `.any`, deletes only if the item is still what was
+    /// read (``ConflictError/itemChanged(name:)`` otherwise, nothing deleted).
     @discardableResult
-    public func deleteItem(named name: String) throws -> Bool {
-        let owner = self.owner
-        return try database.writer.write { db in
-            try db.execute(sql: "PRAGMA secure_delete = ON")
-            try db.execute(sql: "DELETE FROM vault_item WHERE owner = ? AND name = ?", arguments: [owner, name])
-            return db.changesCount > 0
-        }
+    public func deleteItem(named name: String, expecting: ItemExpectation = .any) throws -> Bool {
+        try database.writeImmediately { db in try deleteItem(db, named: name, expecting: expecting) }
+    }
+
+    /// The deletion itself, inside the caller's transaction.
+    func deleteItem(_ db: Database, named name: String, expecting: ItemExpectation) throws -> Bool {
+        let current = try Row.fetchOne(db, sql: "SELECT nonce FROM vault_item WHERE owner = ? AND name = ?",
+                                       arguments: [owner, name])
+        try expecting.check(current: current.map { Self.nonce(of: $0) }, name: name)
+        try db.execute(sql: "PRAGMA secure_delete = ON")
+        try db.execute(sql: "DELETE FROM vault_item WHERE owner = ? AND name = ?", arguments: [owner, name])
+        return db.changesCount > 0
     }
 
     /// The owner's items, by name: names, policies, bindings and dates, never values.
@@ -100,26 +139,42 @@ extension Vault {
     /// - Returns: the names of the items invalidated now.
     @discardableResult
     public func destroyKeys(currentEnrollmentDigest: [UInt8]) throws -> [String] {
+        try database.writeImmediately { db in try Self.destroyKeys(db, currentEnrollmentDigest: currentEnrollmentDigest) }
+    }
+
+    /// The destruction itself, inside the caller's transaction.
+    static func destroyKeys(_ db: Database, currentEnrollmentDigest: [UInt8]) throws -> [String] {
         let digest = Data(currentEnrollmentDigest)
-        return try database.writer.write { db in
-            try db.execute(sql: "PRAGMA secure_delete = ON")
-            let condition = "enrollment_digest IS NOT NULL AND enrollment_digest != ? AND wrapped_key IS NOT NULL"
-            let names = try String.fetchAll(db, sql: "SELECT name FROM vault_item WHERE \(condition) ORDER BY name",
-                                            arguments: [digest])
-            try db.execute(sql: "UPDATE vault_item SET wrapped_key = NULL, updated_at = ? WHERE \(condition)",
-                           arguments: [Date().timeIntervalSince1970, digest])
-            return names
-        }
+        try db.execute(sql: "PRAGMA secure_delete = ON")
+        let condition = "enrollment_digest IS NOT NULL AND enrollment_digest != ? AND wrapped_key IS NOT NULL"
+        let names = try String.fetchAll(db, sql: "SELECT name FROM vault_item WHERE \(condition) ORDER BY name",
+                                        arguments: [digest])
+        try db.execute(sql: "UPDATE vault_item SET wrapped_key = NULL, updated_at = ? WHERE \(condition)",
+                       arguments: [Date().timeIntervalSince1970, digest])
+        return names
+    }
+
+    /// The owner's item `name` as a listing shows it (with its version), or `nil`.
+    public func itemInfo(named name: String) throws -> VaultItemInfo? {
+        try database.writer.read { db in try itemInfo(db, named: name) }
+    }
+
+    /// The listing entry, inside the caller's transaction.
+    func itemInfo(_ db: Database, named name: String) throws -> VaultItemInfo? {
+        try Row.fetchOne(db, sql: "SELECT * FROM vault_item WHERE owner = ? AND name = ?", arguments: [owner, name])
+            .map(Self.info(from:))
     }
 
     private static func info(from row: Row) -> VaultItemInfo {
         let digest: Data? = row["enrollment_digest"]
         let wrapped: Data? = row["wrapped_key"]
-        return VaultItemInfo(name: row["name"], owner: row["owner"], policy: row["policy"],
-                             freshTouch: row["fresh_touch"], enrollmentDigest: digest.map(Array.init),
-                             isInvalidated: wrapped == nil,
-                             createdAt: Date(timeIntervalSince1970: row["created_at"]),
-                             updatedAt: Date(timeIntervalSince1970: row["updated_at"]))
+        var info = VaultItemInfo(name: row["name"], owner: row["owner"], policy: row["policy"],
+                                 freshTouch: row["fresh_touch"], enrollmentDigest: digest.map(Array.init),
+                                 isInvalidated: wrapped == nil,
+                                 createdAt: Date(timeIntervalSince1970: row["created_at"]),
+                                 updatedAt: Date(timeIntervalSince1970: row["updated_at"]))
+        info.version = ItemVersion(bytes: nonce(of: row))
+        return info
     }
 }
 

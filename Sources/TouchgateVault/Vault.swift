@@ -50,13 +50,20 @@ public struct Vault: Sendable {
     /// Creates the vault: a random vault key wrapped under `passphrase`, and every print
     /// template already stored in plaintext sealed under it, all in one transaction.
     ///
-    /// Runs Argon2id once (about a second with ``KDFParameters/moderate``).
+    /// Runs Argon2id once (about a second with ``KDFParameters/moderate``). Uses `log`, or
+    /// opens the audit log (creating its key file and head if this store has none yet),
+    /// because the vault's `templates_sealed` marker is part of the authenticated state.
+    /// With `entry` (`vault.init`, say), the vault's first audit record is written in the
+    /// same transaction, so no vault ever exists without one; its journald copy goes
+    /// after the commit.
     /// - Throws: ``VaultError/alreadyInitialized(directory:)`` if a vault exists (nothing
     ///   is changed), ``VaultError/invalidArgument(_:)`` for an empty passphrase,
-    ///   ``VaultError/keyDerivationFailed(parameters:)``, or ``StoreError``.
+    ///   ``VaultError/keyDerivationFailed(parameters:)``, ``IntegrityError/stateTampered(detail:)``
+    ///   when the state was edited (nothing is created), ``AuditError``, or ``StoreError``.
     @discardableResult
     public static func create(database: TouchgateDatabase, passphrase: SecureBytes,
-                              kdf: KDFParameters = .default, owner: String = Vault.currentUser) throws -> Vault {
+                              kdf: KDFParameters = .default, owner: String = Vault.currentUser,
+                              log: AuditLog? = nil, recording entry: AuditEntry? = nil) throws -> Vault {
         guard passphrase.count > 0 else { throw VaultError.invalidArgument("the passphrase must not be empty") }
         guard kdf.isAcceptable else {
             throw VaultError.invalidArgument("unsupported key-derivation parameters \(kdf)")
@@ -72,16 +79,23 @@ public struct Vault: Sendable {
         let now = Date().timeIntervalSince1970
         let meta = MetaRecord(vaultID: vaultID, kdf: kdf, salt: salt, wrappedKey: [], templatesSealed: false)
         let wrapped = SecretBox.wrap(key.bytes, under: kek, associatedData: meta.associatedData)
-        try database.writer.write { db in
+        // The vault's marker joins the authenticated state: the audit head must be there to cover it.
+        let log = try log ?? AuditLog(database: database)
+        precondition(log.database.location == database.location, "the audit log belongs to another data directory")
+        let record = try database.writeImmediately { db -> AuditRecord? in
             if try MetaRecord.fetch(db) != nil { throw VaultError.alreadyInitialized(directory: directory) }
+            let head = try log.requireAuthenticState(db)
             try db.execute(sql: """
                 INSERT INTO vault_meta (id, format, vault_id, kdf_algorithm, kdf_opslimit, kdf_memlimit,
                                         kdf_salt, wrapped_vault_key, templates_sealed, created_at, passphrase_changed_at)
                 VALUES (1, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
                 """, arguments: [format, Data(vaultID), Int(kdf.algorithm), Int64(kdf.opsLimit), Int64(kdf.memLimit),
                                  Data(salt), Data(wrapped), now, now])
-            try sealPlaintextTemplates(db, key: key)
+            try sealPlaintextTemplates(db, with: VaultTemplateSealing(vaultKey: key))
+            try log.saveState(db, head: head)
+            return try entry.map { try log.insert($0, db) }
         }
+        if let record { log.journal.send(record) }
         return Vault(database: database, owner: owner, vaultID: vaultID)
     }
 
@@ -110,9 +124,23 @@ public struct Vault: Sendable {
     /// Replaces the passphrase: re-wraps the vault key under a key derived from `new`
     /// with a fresh salt (and `kdf`, or the current parameters). Items, templates and an
     /// unlocked session are untouched; `old` stops working.
+    ///
+    /// ``preparePassphraseChange(from:to:kdf:)`` then ``StoreTransaction/changePassphrase(_:in:)``
+    /// do the same with the audit record in the same transaction.
     /// - Throws: ``VaultError/wrongPassphrase`` when `old` is wrong (or the passphrase was
     ///   changed meanwhile by another process), ``VaultError/invalidArgument(_:)``.
     public func changePassphrase(from old: SecureBytes, to new: SecureBytes, kdf: KDFParameters? = nil) throws {
+        let change = try preparePassphraseChange(from: old, to: new, kdf: kdf)
+        try database.writeImmediately { db in try apply(db, change) }
+    }
+
+    /// Checks `old` and wraps the vault key under `new` (Argon2id twice, a few seconds with
+    /// ``KDFParameters/moderate``), without writing: run this outside any transaction, then
+    /// store the result with ``StoreTransaction/changePassphrase(_:in:)``.
+    /// - Throws: ``VaultError/wrongPassphrase``, ``VaultError/invalidArgument(_:)``,
+    ///   ``VaultError/keyDerivationFailed(parameters:)``.
+    public func preparePassphraseChange(from old: SecureBytes, to new: SecureBytes,
+                                        kdf: KDFParameters? = nil) throws -> PassphraseChange {
         guard new.count > 0 else { throw VaultError.invalidArgument("the new passphrase must not be empty") }
         let meta = try currentMeta()
         let parameters = kdf ?? meta.kdf
@@ -125,16 +153,22 @@ public struct Vault: Sendable {
         let next = MetaRecord(vaultID: vaultID, kdf: parameters, salt: salt, wrappedKey: [],
                               templatesSealed: meta.templatesSealed)
         let wrapped = SecretBox.wrap(key.bytes, under: kek, associatedData: next.associatedData)
-        try database.writer.write { db in
-            // Compare-and-swap: a concurrent change made `old` wrong; say so rather than overwrite it.
-            try db.execute(sql: """
-                UPDATE vault_meta SET kdf_algorithm = ?, kdf_opslimit = ?, kdf_memlimit = ?, kdf_salt = ?,
-                                      wrapped_vault_key = ?, passphrase_changed_at = ?
-                WHERE id = 1 AND wrapped_vault_key = ?
-                """, arguments: [Int(parameters.algorithm), Int64(parameters.opsLimit), Int64(parameters.memLimit),
-                                 Data(salt), Data(wrapped), Date().timeIntervalSince1970, Data(meta.wrappedKey)])
-            guard db.changesCount == 1 else { throw VaultError.wrongPassphrase }
-        }
+        return PassphraseChange(vaultID: vaultID, parameters: parameters, salt: salt, wrappedKey: wrapped,
+                                replacing: meta.wrappedKey)
+    }
+
+    /// Stores a prepared change inside the caller's transaction.
+    func apply(_ db: Database, _ change: PassphraseChange) throws {
+        precondition(change.vaultID == vaultID, "this PassphraseChange was prepared for another vault")
+        // Compare-and-swap: a concurrent change made `old` wrong; say so rather than overwrite it.
+        try db.execute(sql: """
+            UPDATE vault_meta SET kdf_algorithm = ?, kdf_opslimit = ?, kdf_memlimit = ?, kdf_salt = ?,
+                                  wrapped_vault_key = ?, passphrase_changed_at = ?
+            WHERE id = 1 AND vault_id = ? AND wrapped_vault_key = ?
+            """, arguments: [Int(change.parameters.algorithm), Int64(change.parameters.opsLimit),
+                             Int64(change.parameters.memLimit), Data(change.salt), Data(change.wrappedKey),
+                             Date().timeIntervalSince1970, Data(vaultID), Data(change.replacing)])
+        guard db.changesCount == 1 else { throw VaultError.wrongPassphrase }
     }
 
     /// The Argon2id parameters the passphrase is currently protected with.
@@ -174,6 +208,20 @@ public struct Vault: Sendable {
     }
 }
 
+/// A passphrase change prepared by ``Vault/preparePassphraseChange(from:to:kdf:)``: the vault
+/// key wrapped under the new passphrase, and the wrapped key it replaces.
+///
+/// Holds no secret (only wrapped keys, a salt and parameters). Storing it fails with
+/// ``VaultError/wrongPassphrase`` if the passphrase was changed since it was prepared.
+public struct PassphraseChange: Sendable {
+    let vaultID: [UInt8]
+    let parameters: KDFParameters
+    let salt: [UInt8]
+    let wrappedKey: [UInt8]
+    /// The wrapped key read when the old passphrase was checked (the compare-and-swap value).
+    let replacing: [UInt8]
+}
+
 /// The `vault_meta` row.
 struct MetaRecord {
     var vaultID: [UInt8]
@@ -181,6 +229,11 @@ struct MetaRecord {
     var salt: [UInt8]
     var wrappedKey: [UInt8]
     var templatesSealed: Bool
+
+    /// Whether a vault exists (the row is there, whatever it holds).
+    static func exists(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM vault_meta WHERE id = 1)") ?? false
+    }
 
     static func fetch(_ db: Database) throws -> MetaRecord? {
         guard let row = try Row.fetchOne(db, sql: """
@@ -193,7 +246,15 @@ struct MetaRecord {
             vaultID: Array(vaultID),
             kdf: KDFParameters(algorithm: Int32(truncatingIfNeeded: algorithm),
                                opsLimit: UInt64(max(ops, 0)), memLimit: UInt64(max(mem, 0))),
-            salt: Array(salt), wrappedKey: Array(wrapped), templatesSealed: row["templates_sealed"])
+            salt: Array(salt), wrappedKey: Array(wrapped), templatesSealed: isSet(row["templates_sealed"]))
+    }
+
+    /// Reads the marker without trapping on a hand-edited value: only a non-zero integer
+    /// is "sealed"; anything else sends the caller down the sealing path, whose state
+    /// check then reports the edit.
+    private static func isSet(_ value: DatabaseValue) -> Bool {
+        if case let .int64(number) = value.storage { return number != 0 }
+        return false
     }
 
     /// What the wrapped vault key is bound to: the vault id, the KDF parameters and salt.

@@ -18,6 +18,11 @@ public struct VaultItemInfo: Sendable, Equatable {
     public var createdAt: Date
     /// When its value or policy last changed.
     public var updatedAt: Date
+    /// The stored state this listing saw: pass it to ``ItemExpectation/version(_:)`` so that
+    /// a write made on the strength of this listing fails if the item changed meanwhile.
+    /// A value built with ``init(name:owner:policy:freshTouch:enrollmentDigest:isInvalidated:createdAt:updatedAt:)``
+    /// matches no stored item.
+    public internal(set) var version: ItemVersion
 
     /// A listing entry (vault internals and tests build these).
     public init(name: String, owner: String, policy: String, freshTouch: Bool, enrollmentDigest: [UInt8]?,
@@ -30,6 +35,7 @@ public struct VaultItemInfo: Sendable, Equatable {
         self.isInvalidated = isInvalidated
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.version = .unknown
     }
 }
 

@@ -9,7 +9,9 @@ import GRDB
 ///   destroyed by an enrollment change), the value's nonce and ciphertext, and the
 ///   authenticated columns (id, owner, name, policy, fresh_touch, enrollment_digest).
 /// - `vault_state`: small blobs other layers persist (lockout counters, the last
-///   passphrase entry), each updated in one immediate write transaction.
+///   passphrase entry), each updated in one immediate write transaction. Every row and
+///   `templates_sealed` are authenticated by a digest in the audit head (``StateDigest``,
+///   ``StateStore``).
 enum VaultSchema {
     static func registerMigrations(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v2-vault") { db in

@@ -54,17 +54,38 @@ public struct VaultTemplateSealing: TemplateSealing {
         }
         return plain.withUnsafeBytes { Array($0) }
     }
+
+    /// Whether `stored` is a template sealed under this key for `context`.
+    func opens(_ stored: [UInt8], context: String) -> Bool {
+        (try? open(stored, context: context)) != nil
+    }
 }
 
 extension Vault {
     /// The sealing ``PrintStore`` must use with this vault. Seals any templates still
     /// stored in plaintext first (normally done by ``create(database:passphrase:kdf:owner:)``).
+    ///
+    /// Sealing writes `templates_sealed`, part of the authenticated state, so it checks
+    /// that state first and updates the audit head in the same transaction. Each template
+    /// is examined on its own (see ``PrintStore``'s sealing rule), so a flipped marker can
+    /// never seal a template twice.
+    /// - Throws: ``IntegrityError/stateTampered(detail:)`` when the state was edited
+    ///   (nothing is sealed), ``VaultError/integrity(what:)`` for a damaged sealed template,
+    ///   ``AuditError`` when the audit log cannot be opened.
     public func templateSealing(key: VaultKey) throws -> VaultTemplateSealing {
         check(key)
+        let sealing = VaultTemplateSealing(vaultKey: key)
         if try !currentMeta().templatesSealed {
-            try database.writer.write { db in try Self.sealPlaintextTemplates(db, key: key) }
+            let log = try AuditLog(database: database)
+            try database.writeImmediately { db in
+                let head = try log.requireAuthenticState(db)
+                try requireSameVault(db)
+                guard try MetaRecord.fetch(db)?.templatesSealed == false else { return }  // another process did it
+                try Self.sealPlaintextTemplates(db, with: sealing)
+                try log.saveState(db, head: head)
+            }
         }
-        return VaultTemplateSealing(vaultKey: key)
+        return sealing
     }
 
     /// The sealing ``PrintStore`` must use with `database`: plaintext while no vault
@@ -78,10 +99,9 @@ extension Vault {
 
     /// Seals every plaintext template and sets the `templates_sealed` marker, inside the
     /// caller's write transaction (so either all prints are sealed and marked, or none).
-    /// Does nothing once the marker is set.
-    static func sealPlaintextTemplates(_ db: Database, key: VaultKey) throws {
-        guard try Bool.fetchOne(db, sql: "SELECT templates_sealed FROM vault_meta WHERE id = 1") == false else { return }
-        try PrintStore.resealTemplates(db, from: PlaintextTemplates(), to: VaultTemplateSealing(vaultKey: key))
+    /// The caller checks the authenticated state before and saves it after.
+    static func sealPlaintextTemplates(_ db: Database, with sealing: VaultTemplateSealing) throws {
+        try PrintStore.sealPlaintextTemplates(db, with: sealing)
         try db.execute(sql: "UPDATE vault_meta SET templates_sealed = 1 WHERE id = 1")
     }
 }

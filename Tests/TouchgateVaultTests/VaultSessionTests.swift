@@ -95,6 +95,13 @@ struct VaultSessionTests {
         defer { _ = try? session.lock() }
         try session.unlock(passphrase: secret(VaultFixture.passphrase))
         try fixture.store.tamper("DELETE FROM vault_meta")
+        // Removing the vault row by hand is an edit of the authenticated state: accept it
+        // as the repair command would, or creating the vault again is refused.
+        let state = StateStore(database: fixture.store.database)
+        #expect(throws: IntegrityError.self) {
+            try Vault.create(database: fixture.store.database, passphrase: secret("pw"), kdf: .minimum, owner: "alice")
+        }
+        try state.reseal(try state.unverifiedState().values)
         let fresh = try Vault.create(database: fixture.store.database, passphrase: secret("pw"), kdf: .minimum, owner: "alice")
         let freshSession = VaultSession(vault: fresh)
         #expect(freshSession.keyDescription != session.keyDescription)
