@@ -52,7 +52,7 @@ let package = Package(
             name: "TouchgateService",
             dependencies: [
                 "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "TouchgateWire", "TouchgateImageIO",
-                "CTouchgateSys",
+                "CTouchgateSys", "CSodium",
             ]
         ),
         .executableTarget(

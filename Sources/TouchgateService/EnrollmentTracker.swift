@@ -6,11 +6,11 @@ import TouchgateVault
 /// The enrolled set as the policy core sees it: a digest over a change counter and the
 /// identifiers of every stored print, which changes on every enroll and delete.
 ///
-/// The counter lives in the state table and is bumped after each change, so replacing a
-/// finger (same identifier) still changes the digest. After a change, items bound to the
-/// old digest (`biometry-current-set`) have their keys destroyed by the vault.
+/// The counter lives in the authenticated state and is bumped with each change, so
+/// replacing a finger (same identifier) still changes the digest. Items bound to the old
+/// digest (`biometry-current-set`) have their keys destroyed in the same transaction.
 enum EnrollmentTracker {
-    /// The state-table key of the change counter.
+    /// The state key of the change counter.
     static let generationKey = "enrollment.generation"
 
     /// The policy core's name for a stored print: `user:finger@driver:device-id`.
@@ -22,26 +22,35 @@ enum EnrollmentTracker {
     static func status(database: TouchgateDatabase) throws -> EnrollmentStatus {
         let prints = try PrintStore(database: database, sealing: TemplatesWithheld()).prints()
         let generation = try StateStore(database: database).state(generationKey).map(decode) ?? 0
+        return status(prints: prints, generation: generation)
+    }
+
+    private static func status(prints: [StoredPrint], generation: UInt64) -> EnrollmentStatus {
         let state = EnrollmentState(generation: generation, printIDs: prints.map(printID), hash: blake2b)
         return EnrollmentStatus(state: state, printCount: prints.count)
     }
 
-    /// Records an enroll or delete that has happened: bumps the counter, destroys the keys
-    /// of items bound to the old set, and (with a vault) audits the change and each item lost.
+    /// Records an enroll or delete made in `transaction`: bumps the counter, destroys the
+    /// keys of items bound to the old set, and (with a vault) has the policy core end the
+    /// fingerprint session and record the change, and records each item lost. All of it
+    /// commits with the print change itself, or none of it does.
     /// - Returns: the names of the items invalidated now.
     @discardableResult
-    static func recordChange(_ change: EnrollmentChange, print: EnrolledPrintID, database: TouchgateDatabase,
-                             context: VaultContext?) throws -> [String] {
-        try StateStore(database: database).updateState(generationKey) { data in
-            data = encode((data.map(decode) ?? 0) &+ 1)
+    static func recordChange(_ change: EnrollmentChange, print: EnrolledPrintID, in transaction: StoreTransaction,
+                             store: StoreAccess, context: VaultContext?) throws -> [String] {
+        let generation = try transaction.updateState(generationKey) { data in
+            let next = (data.map(decode) ?? 0) &+ 1
+            data = encode(next)
+            return next
         }
         guard let context else { return [] }
-        let status = try status(database: database)
-        let invalidated = try context.vault.destroyKeys(currentEnrollmentDigest: status.state.digest)
-        try context.evaluator.recordEnrollmentChange(change, print: print, newState: status.state)
+        let prints = try transaction.prints(in: store.printIndex())
+        let status = status(prints: prints, generation: generation)
+        let invalidated = try transaction.destroyKeys(currentEnrollmentDigest: status.state.digest, in: context.vault)
+        try context.guarded.evaluator(in: transaction).recordEnrollmentChange(change, print: print, newState: status.state)
         for name in invalidated {
-            try context.record(.itemDelete, .success, item: name,
-                               reason: "key destroyed: the enrolled fingers changed (biometry-current-set)")
+            try transaction.append(.itemDelete, .success, vaultUser: context.vault.owner, item: name,
+                                   reason: "key destroyed: the enrolled fingers changed (biometry-current-set)")
         }
         return invalidated
     }

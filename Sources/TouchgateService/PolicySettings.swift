@@ -60,10 +60,9 @@ struct PolicySettings: Codable, Equatable, Sendable {
         (try? configuration()) ?? .standard
     }
 
-    /// Stores these settings.
-    func save(_ store: StateStore) throws {
-        let data = try JSONEncoder().encode(self)
-        try store.updateState(Self.stateKey) { $0 = data }
+    /// The stored form.
+    func encoded() throws -> Data {
+        try JSONEncoder().encode(self)
     }
 
     /// What changed from `old`, for the audit record: `lockout-threshold 3 -> 2, …`.

@@ -36,7 +36,12 @@ extension ServiceError {
         case let error as StoreError:
             if case .alreadyEnrolled = error { return ServiceError(.alreadyEnrolled, error.description) }
             return .dataError(error.description)
+        case let error as IntegrityError:
+            return ServiceError(.stateTampered, error.description)
+        case let error as ConflictError:
+            return ServiceError(.conflict, error.description)
         case let error as AuditError:
+            if case .wiped = error { return ServiceError(.auditBroken, error.description) }
             return ServiceError(.auditError, error.description)
         default:
             return ServiceError(.error, String(describing: error))
@@ -68,14 +73,9 @@ extension ServiceError {
             return ServiceError(.itemInvalidated, message)
         case .passphraseRequired:
             return ServiceError(.passphraseRequired, message + " Without a terminal, pass it with --passphrase-fd N.")
-        case .stateUnavailable(let detail):
-            return stateProblem(detail) ?? .dataError(message)
+        case .stateUnavailable:
+            return .dataError(message)
         }
-    }
-
-    /// A damaged or edited state, recognised from the policy core's report of it.
-    static func stateProblem(_ detail: String) -> ServiceError? {
-        detail.contains("touchgate repair") ? ServiceError(.stateTampered, detail) : nil
     }
 
     /// A vault error: authentication problems are 8, the rest data errors.

@@ -32,13 +32,19 @@ struct StoreAccess: Sendable {
     /// what every decision needs, with or without a vault.
     func policyGuard(vaultUser: String?) throws -> PolicyGuard {
         let audit = try AuditLog(database: database)
-        let stateStore = StateStore(database: database)
+        let stateStore = StateStore(log: audit)
         let settings = PolicySettings.loadOrDefaults(stateStore)
         let evaluator = AccessEvaluator(
             configuration: settings.configurationOrDefaults, clock: SystemClock(),
             store: VaultPolicyStateStore(store: stateStore),
             auditSink: VaultAuditSink(log: audit, vaultUser: vaultUser), principal: principal.description)
-        return PolicyGuard(audit: audit, stateStore: stateStore, settings: settings, evaluator: evaluator)
+        return PolicyGuard(audit: audit, stateStore: stateStore, settings: settings, evaluator: evaluator,
+                           vaultUser: vaultUser)
+    }
+
+    /// The audit log, for changes made in one transaction with their records.
+    func audit() throws -> AuditLog {
+        try AuditLog(database: database)
     }
 
     /// Names, fingers and readers of the stored prints, never templates (works while locked).
@@ -69,4 +75,27 @@ struct PolicyGuard: Sendable {
     let stateStore: StateStore
     let settings: PolicySettings
     let evaluator: AccessEvaluator
+    let vaultUser: String?
+
+    /// Before any decision: the authenticated state must check out. Edited, removed or
+    /// swapped-back state is audited (`integrity.failure`) and refused as tampering, which
+    /// leaves every touch refused until `touchgate repair`: the most restrictive state.
+    func requireIntactState() throws {
+        do {
+            _ = try stateStore.state(VaultPolicyStateStore.stateKey)
+        } catch let error as IntegrityError {
+            _ = try? audit.append(.integrityFailure, .error, vaultUser: vaultUser, reason: error.description)
+            throw error
+        }
+    }
+
+    /// The same evaluator, deciding inside `transaction`: its state changes and records
+    /// commit or roll back with the transaction.
+    func evaluator(in transaction: StoreTransaction) -> AccessEvaluator {
+        let handle = TransactionHandle(handle: transaction)
+        return AccessEvaluator(
+            configuration: evaluator.configuration, clock: evaluator.clock,
+            store: VaultPolicyStateStore(transaction: handle),
+            auditSink: VaultAuditSink(transaction: handle, vaultUser: vaultUser), principal: evaluator.principal)
+    }
 }

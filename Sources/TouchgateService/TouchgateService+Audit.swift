@@ -41,6 +41,7 @@ extension TouchgateService {
                            interaction: any Interaction) async throws(ServiceError) -> Int {
         try await withStore { store in
             let context = try store.vault()
+            try context.requireIntactState()
             if !force && cutoff > AuditLog.retentionCutoff(now: Date()) {
                 // Refused (and audited) before the passphrase is asked for.
                 return try context.audit.prune(before: cutoff, force: false, vaultUser: context.vault.owner)

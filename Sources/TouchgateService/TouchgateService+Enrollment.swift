@@ -48,15 +48,18 @@ extension TouchgateService {
             try Self.checkName(user, what: "user")
             let prints = try store.printStore()
             let vault = try store.vaultIfPresent()
+            try vault?.requireIntactState()
             try await vault?.authorizeEnrollmentChange(.enroll, interaction)
             let (print, info) = try await ReaderSession.with(device: device, interaction: interaction) { session in
                 try await Self.enroll(session: session, store: prints, finger: finger, user: user, replace: replace)
             }
             let stored = StoredPrint(user: user, finger: finger.name, driver: info.driver, deviceID: info.deviceID,
                                      enrolledAt: Date(), onDevice: print.isDeviceStored, template: print.serialized)
-            try prints.save(stored, replace: replace)
-            try EnrollmentTracker.recordChange(.enroll, print: EnrollmentTracker.printID(stored),
-                                               database: store.database, context: vault)
+            try store.audit().atomically { transaction in
+                try transaction.save(stored, replace: replace, in: prints)
+                try EnrollmentTracker.recordChange(.enroll, print: EnrollmentTracker.printID(stored), in: transaction,
+                                                   store: store, context: vault)
+            }
             return Self.report(stored)
         }
     }
@@ -113,6 +116,7 @@ extension TouchgateService {
                                                    + "see: touchgate prints list")
             }
             let vault = try store.vaultIfPresent()
+            try vault?.requireIntactState()
             try await vault?.authorizeEnrollmentChange(.delete, interaction)
             let prints = matches.contains(where: \.onDevice) ? try store.printStore() : index
             // Templates are needed only to delete a print from the reader's own storage.
@@ -126,10 +130,12 @@ extension TouchgateService {
                 }
             }
             for stored in matches {
-                _ = try prints.delete(user: stored.user, finger: stored.finger, driver: stored.driver,
-                                      deviceID: stored.deviceID)
-                try EnrollmentTracker.recordChange(.delete, print: EnrollmentTracker.printID(stored),
-                                                   database: store.database, context: vault)
+                try store.audit().atomically { transaction in
+                    _ = try transaction.deletePrint(user: stored.user, finger: stored.finger, driver: stored.driver,
+                                                    deviceID: stored.deviceID)
+                    try EnrollmentTracker.recordChange(.delete, print: EnrollmentTracker.printID(stored), in: transaction,
+                                                       store: store, context: vault)
+                }
             }
             return DeleteReport(user: user, finger: finger, count: matches.count)
         }
@@ -140,15 +146,19 @@ extension TouchgateService {
     public func clearReader(device: String? = nil, interaction: any Interaction) async throws(ServiceError) -> ClearReport {
         try await withStore { store in
             let vault = try store.vaultIfPresent()
+            try vault?.requireIntactState()
             try await vault?.authorizeEnrollmentChange(.delete, interaction)
             let info = try await ReaderSession.with(device: device, interaction: interaction) { session in
                 try await session.reader.clearStorage()
                 return session.info
             }
-            let count = try store.printIndex().deleteAll(driver: info.driver, deviceID: info.deviceID)
-            if count > 0 {
-                try EnrollmentTracker.recordChange(.delete, print: EnrolledPrintID("*@\(info.driver):\(info.deviceID)"),
-                                                   database: store.database, context: vault)
+            let count = try store.audit().atomically { transaction in
+                let count = try transaction.deleteAllPrints(driver: info.driver, deviceID: info.deviceID)
+                if count > 0 {
+                    try EnrollmentTracker.recordChange(.delete, print: EnrolledPrintID("*@\(info.driver):\(info.deviceID)"),
+                                                       in: transaction, store: store, context: vault)
+                }
+                return count
             }
             return ClearReport(deviceID: info.deviceID, forgotten: count)
         }

@@ -39,6 +39,7 @@ extension TouchgateService {
     private func match(_ store: StoreAccess, _ candidates: ReaderSensor.Candidates, operation: String, action: String,
                        device: String?, interaction: any Interaction) async throws -> MatchReport {
         let guarded = try store.policyGuard(vaultUser: try store.vaultExists() ? principal.loginName : nil)
+        try guarded.requireIntactState()
         let prints = try store.printStore()
         let enrollment = try EnrollmentTracker.status(database: store.database)
         let sensor = ReaderSensor(device: device, interaction: interaction, prints: prints, candidates: candidates,

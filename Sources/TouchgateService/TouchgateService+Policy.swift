@@ -37,6 +37,7 @@ extension TouchgateService {
     {
         try await withStore { store in
             let context = try store.vault()
+            try context.requireIntactState()
             let current = try PolicySettings.load(context.stateStore)
             var settings = current
             settings.lockoutThreshold = change.lockoutThreshold ?? settings.lockoutThreshold
@@ -53,8 +54,10 @@ extension TouchgateService {
                 try context.record(.policyChange, .denied, reason: "refused (\(description)): passphrase not verified")
                 throw error
             }
-            try settings.save(context.stateStore)
-            try context.record(.policyChange, .success, reason: description)
+            try context.audit.atomically { transaction in
+                try transaction.updateState(PolicySettings.stateKey) { $0 = try settings.encoded() }
+                try transaction.append(.policyChange, .success, vaultUser: context.vault.owner, reason: description)
+            }
             return settings.report
         }
     }

@@ -36,6 +36,7 @@ extension TouchgateService {
                         interaction: any Interaction) async throws(ServiceError) -> SecretBytes {
         try await withStore { store in
             let context = try store.vault()
+            try context.requireIntactState()
             guard let key = try context.custody.currentKey() else {
                 try context.record(.itemRead, .denied, item: name, reason: "vault locked")
                 throw ServiceError.vaultLocked
@@ -65,6 +66,7 @@ extension TouchgateService {
             try Self.checkPolicy(text)
             let policy = try AccessPolicy(parsing: text)
             let context = try store.vault()
+            try context.requireIntactState()
             let key = try context.requireKey()
             var digest: [UInt8]?
             if policy.referencesCurrentSet {
@@ -75,21 +77,27 @@ extension TouchgateService {
                 }
                 digest = enrollment.state.digest
             }
-            let old = try context.vault.items().first { $0.name == name }
+            let old = try context.vault.itemInfo(named: name)
             let value = try value()
             if let old, !old.isInvalidated {
-                // Replacing a live item needs what reading it needs; the evaluator audits the write.
+                // Replacing a live item needs what reading it needs; the evaluator audits the authorization.
                 try await authorize(try Self.descriptor(of: old), .write, context: context, key: key, device: device,
                                     interaction: interaction)
-            } else {
-                try context.record(.itemWrite, .success, item: name,
-                                   reason: old == nil ? "stored" : "replaced an invalidated item")
             }
-            try context.vault.setItem(named: name, value: value, policy: policy.description, freshTouch: fresh,
-                                      enrollmentDigest: digest, key: key)
             let oldPolicy = old.flatMap { AccessPolicy($0.policy) }
-            if oldPolicy != policy || old?.freshTouch != fresh {
-                try context.evaluator.recordPolicyChange(item: name, from: oldPolicy, to: policy)
+            // The write happens only if the item is still the one authorized (or still absent),
+            // together with its records: concurrent writers cannot skip the authorization.
+            try context.audit.atomically { transaction in
+                try transaction.setItem(named: name, value: value, policy: policy.description, freshTouch: fresh,
+                                        enrollmentDigest: digest, key: key,
+                                        expecting: old.map { .version($0.version) } ?? .absent, in: context.vault)
+                try transaction.append(.itemWrite, .success, vaultUser: context.vault.owner, item: name,
+                                       reason: old == nil ? "stored" : old!.isInvalidated
+                                           ? "replaced an invalidated item" : "replaced")
+                if oldPolicy != policy || old?.freshTouch != fresh {
+                    try transaction.append(.policyChange, .success, vaultUser: context.vault.owner, item: name,
+                                           reason: "\(oldPolicy?.description ?? "none") -> \(policy)")
+                }
             }
             return StoredReport(name: name, policy: policy.description, fresh: fresh, replaced: old != nil)
         }
@@ -110,12 +118,18 @@ extension TouchgateService {
     public func remove(_ name: String) async throws(ServiceError) {
         try await withStore { store in
             let context = try store.vault()
+            try context.requireIntactState()
             _ = try context.requireKey()
-            guard try context.vault.deleteItem(named: name) else {
+            let deleted = try context.audit.atomically { transaction in
+                guard try transaction.deleteItem(named: name, in: context.vault) else { return false }
+                try transaction.append(.itemDelete, .success, vaultUser: context.vault.owner, item: name,
+                                       reason: "deleted by user")
+                return true
+            }
+            guard deleted else {
                 try context.record(.itemDelete, .error, item: name, reason: "no such item")
                 throw VaultError.itemNotFound(name: name)
             }
-            try context.record(.itemDelete, .success, item: name, reason: "deleted by user")
         }
     }
 
@@ -139,7 +153,7 @@ extension TouchgateService {
 
     /// The stored item `name`.
     static func item(_ name: String, in vault: Vault) throws -> VaultItemInfo {
-        guard let info = try vault.items().first(where: { $0.name == name }) else {
+        guard let info = try vault.itemInfo(named: name) else {
             throw VaultError.itemNotFound(name: name)
         }
         return info

@@ -15,11 +15,20 @@ extension TouchgateService {
             let enrolled = try store.printIndex().prints().map(Self.report)
             let readers = await FingerprintContext().readers().map(\.info.report)
             var report = StatusReport(enrolled: enrolled, readers: readers)
-            guard let context = try store.vaultIfPresent() else { return report }
+            guard try store.vaultExists() else { return report }
             report.initialized = true
+            let context: VaultContext
+            do {
+                context = try store.vault()
+            } catch {
+                // A wiped trail: report it with its repair rather than fail the status.
+                report.problem = ServiceError.from(error).message
+                return report
+            }
             report.locked = !context.custody.isHolding
             report.items = try context.vault.items().count
             do {
+                try context.stateStore.state(VaultPolicyStateStore.stateKey).map { _ in () }
                 let policy = try context.evaluator.status()
                 let state = try VaultPolicyStateStore(store: context.stateStore).read()
                 let remaining = Self.sessionRemaining(state, context.evaluator.configuration,

@@ -45,9 +45,12 @@ extension TouchgateService {
             }
             let secret = try interaction.newPassphrase(prompt: "New vault passphrase: ")
             let kdf = stretching.parameters
-            let vault = try Vault.create(database: store.database, passphrase: secret, kdf: kdf,
-                                         owner: principal.loginName)
-            try store.vault().record(.vaultInit, .success, reason: "vault created (\(kdf))")
+            // The vault and its first audit record are one transaction.
+            let vault = try Vault.create(
+                database: store.database, passphrase: secret, kdf: kdf, owner: principal.loginName,
+                log: try store.audit(),
+                recording: AuditEntry(event: .vaultInit, outcome: .success, vaultUser: principal.loginName,
+                                      reason: "vault created (\(kdf))"))
             return InitReport(directory: location.directory.path, owner: vault.owner)
         }
     }
@@ -57,6 +60,7 @@ extension TouchgateService {
     public func unlock(interaction: any Interaction) async throws(ServiceError) {
         try await withStore { store in
             let context = try store.vault()
+            try context.requireIntactState()
             let verifier = context.verifier(interaction, unlocking: true)
             do {
                 _ = try await context.evaluator.unlock(passphrase: verifier)
@@ -75,6 +79,7 @@ extension TouchgateService {
             let wasUnlocked = try store.custody(vault).release()
             do {
                 let context = try store.vault()
+                try context.requireIntactState()
                 try context.evaluator.lock(reason: wasUnlocked ? "locked by user" : "locked by user (key already gone)")
                 return LockReport(wasUnlocked: wasUnlocked, problem: nil)
             } catch {
@@ -89,6 +94,7 @@ extension TouchgateService {
                                  new: any Interaction) async throws(ServiceError) {
         try await withStore { store in
             let context = try store.vault()
+            try context.requireIntactState()
             let old = try current.passphrase(prompt: "Current passphrase: ")
             do {
                 _ = try context.vault.unlock(passphrase: old)
@@ -97,9 +103,14 @@ extension TouchgateService {
                 throw VaultError.wrongPassphrase
             }
             let next = try new.newPassphrase(prompt: "New passphrase: ")
-            try context.vault.changePassphrase(from: old, to: next, kdf: stretching?.parameters)
-            try context.record(.passphraseChange, .success,
-                               reason: "passphrase changed (\(try context.vault.kdfParameters()))")
+            // Argon2id first, outside the transaction; then the new wrapping and its record together.
+            let change = try context.vault.preparePassphraseChange(from: old, to: next, kdf: stretching?.parameters)
+            let parameters = try stretching?.parameters ?? context.vault.kdfParameters()
+            try context.audit.atomically { transaction in
+                try transaction.changePassphrase(change, in: context.vault)
+                try transaction.append(.passphraseChange, .success, vaultUser: context.vault.owner,
+                                       reason: "passphrase changed (\(parameters))")
+            }
         }
     }
 }

@@ -9,20 +9,26 @@ struct VaultContext: Sendable {
     let store: StoreAccess
     let vault: Vault
     let custody: any KeyCustody
-    let audit: AuditLog
-    let stateStore: StateStore
-    let settings: PolicySettings
-    let evaluator: AccessEvaluator
+    /// The audit log, authenticated state, settings and evaluator.
+    let guarded: PolicyGuard
 
     var database: TouchgateDatabase { store.database }
+    var audit: AuditLog { guarded.audit }
+    var stateStore: StateStore { guarded.stateStore }
+    var settings: PolicySettings { guarded.settings }
+    var evaluator: AccessEvaluator { guarded.evaluator }
 
     /// Opens the vault of `store`'s principal.
     /// - Throws: `VaultError.notInitialized` when `touchgate init` has not been run.
     static func open(_ store: StoreAccess) throws -> VaultContext {
         let vault = try Vault.open(database: store.database, owner: store.principal.loginName)
         let guarded = try store.policyGuard(vaultUser: vault.owner)
-        return VaultContext(store: store, vault: vault, custody: store.custody(vault), audit: guarded.audit,
-                            stateStore: guarded.stateStore, settings: guarded.settings, evaluator: guarded.evaluator)
+        return VaultContext(store: store, vault: vault, custody: store.custody(vault), guarded: guarded)
+    }
+
+    /// Refuses (and audits) state edited outside touchgate; see ``PolicyGuard/requireIntactState()``.
+    func requireIntactState() throws {
+        try guarded.requireIntactState()
     }
 
     /// The vault key from the custody.

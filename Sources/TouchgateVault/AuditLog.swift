@@ -139,9 +139,13 @@ public final class AuditLog: Sendable {
     /// Inserts the next record inside the caller's write transaction.
     func insert(_ entry: AuditEntry, _ db: Database) throws -> AuditRecord {
         let storedHead = try AuditHead.fetch(db)
-        let head: AuditHead? = storedHead.flatMap { $0 }.flatMap { $0.isAuthentic(key: key) ? $0 : nil }
         let last = try Row.fetchOne(db, sql: "SELECT seq, mac FROM audit ORDER BY seq DESC LIMIT 1")
         let lastSequence: Int64 = last.flatMap { $0[0] as Int64? } ?? 0
+        // An authentic head is built on, unless records exist beyond it: then it is an older
+        // copy swapped back (with the state it authenticates), and moving it forward would
+        // make that older state look current again. It stays as evidence.
+        let head: AuditHead? = storedHead.flatMap { $0 }
+            .flatMap { $0.isAuthentic(key: key) && $0.headSequence >= lastSequence ? $0 : nil }
         let storedHeadSequence = storedHead.flatMap { $0 }?.headSequence ?? 0
         let previousMAC: [UInt8]
         if let head {
@@ -163,8 +167,8 @@ public final class AuditLog: Sendable {
                                    fields.loginName, fields.vaultUser, fields.event, fields.item, fields.outcome,
                                    fields.reason, Data(fields.previousMAC), Data(mac)])
         if let head {
-            // Only an authentic head moves forward (with the state digest it carries, unchanged);
-            // a damaged or missing one stays as evidence.
+            // Only an authentic, current head moves forward (with the state digest it carries,
+            // unchanged); a damaged, missing or swapped-back one stays as evidence.
             try head.advanced(to: fields.sequence, mac: mac, key: key).save(db)
         }
         return Self.record(fields, mac: mac)

@@ -25,7 +25,7 @@ struct Touchgate: AsyncParsableCommand {
             """,
         version: version,
         subcommands: [
-            Init.self, Unlock.self, Lock.self, Passphrase.self, Status.self, Secret.self, Audit.self, Policy.self,
+            Init.self, Unlock.self, Lock.self, Passphrase.self, Status.self, Secret.self, Audit.self, Policy.self, Repair.self,
             Devices.self, Enroll.self, Verify.self, Identify.self, Prints.self, Capture.self,
         ]
     )
