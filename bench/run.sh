@@ -114,18 +114,20 @@ mkdir -p "$samples"
 
 # --- measuring -----------------------------------------------------------------------
 
-# measure WARMUP NAME:STATUS:FUNCTION...
+# measure WARMUP NAME:STATUS:FUNCTION[:PREPARE]...
 # Runs each FUNCTION (a shell function running one command) WARMUP times untimed, then
 # `runs` times timed, interleaved (A B A B …) so that a change in machine load hits every
 # command alike. A run is timed from before the fork to after the exit ($EPOCHREALTIME).
 # A run ending with another status than STATUS marks NAME failed: it gets no figure.
+# PREPARE, when given, runs untimed before each run of FUNCTION.
 measure() {
-  local warmup=$1 i spec name expected function status start end
+  local warmup=$1 i spec name expected function prepare status start end
   shift
   for ((i = -warmup; i < runs; i++)); do
     for spec in "$@"; do
-      IFS=: read -r name expected function <<<"$spec"
+      IFS=: read -r name expected function prepare <<<"$spec"
       [ -e "$samples/$name.failed" ] && continue
+      [ -z "$prepare" ] || "$prepare" >/dev/null 2>>"$log"
       start=$EPOCHREALTIME
       "$function" >/dev/null 2>>"$log" && status=0 || status=$?
       end=$EPOCHREALTIME
@@ -246,11 +248,14 @@ tg_device_miss() { XDG_DATA_HOME=$device_data "$feeder" device arch -- "$touchga
 c_device_miss() { "$feeder" device arch -- "$reference" verify "$work/verify-device.gallery"; }
 # A match on virtual_image varies more from run to run than touchgate's overhead: twice the runs.
 runs=$((runs * 2)) measure 1 verify-image-match:0:tg_image_match verify-image-match-c:0:c_image_match
-runs=$((runs * 2)) measure 1 verify-image-miss:1:tg_image_miss verify-image-miss-c:1:c_image_miss
+# A no-match counts toward the lockout: each timed miss starts with the counters cleared.
+clear_image() { "$helper" clear-failures --data "$image_data"; }
+clear_device() { "$helper" clear-failures --data "$device_data"; }
+runs=$((runs * 2)) measure 1 verify-image-miss:1:tg_image_miss:clear_image verify-image-miss-c:1:c_image_miss
 tg_version() { "$touchgate" --version; }
 # `--version` alongside, so that start-up can be compared with these runs (figure 6).
 measure 1 verify-device-match:0:tg_device_match verify-device-match-c:0:c_device_match version-verify:0:tg_version
-measure 1 verify-device-miss:1:tg_device_miss verify-device-miss-c:1:c_device_miss
+measure 1 verify-device-miss:1:tg_device_miss:clear_device verify-device-miss-c:1:c_device_miss
 # Where the difference lies: the time inside libfprint, from its debug log (millisecond stamps),
 # from creating the context to the reader's close completing.
 inside() {  # inside NAME FUNCTION: `runs` runs with G_MESSAGES_DEBUG=all
@@ -279,13 +284,14 @@ done
 identify_data=$(data_dir identify)
 tg_identify() { XDG_DATA_HOME=$identify_data "$feeder" image "$prints/$probe.pgm" -- "$touchgate" identify; }
 c_identify() { "$feeder" image "$prints/$probe.pgm" -- "$reference" identify "$work/identify.gallery"; }
+clear_identify() { "$helper" clear-failures --data "$identify_data"; }
 for size in $galleries; do
   say "   $size"
   setup "$helper" replicate --from "$seed" --to "$identify_data" --count "$size"
   setup "$helper" export --from "$identify_data" --out "$work/identify.gallery"
   warmup=1
   ((size < 100)) || warmup=0
-  measure "$warmup" "identify-$size:1:tg_identify" "identify-$size-c:1:c_identify"
+  measure "$warmup" "identify-$size:1:tg_identify:clear_identify" "identify-$size-c:1:c_identify"
 done
 
 # --- 3. secret release, 4. unlock ----------------------------------------------------

@@ -26,6 +26,11 @@
 //       Overwrites 4 KiB blocks of an allocated file, each followed by fdatasync, N times
 //       per run; prints microseconds per write+fdatasync: what durability costs on this disk.
 //
+//   touchgate-bench clear-failures --data DIR
+//       Forgets the failure counters and any lockout (through the authenticated state store,
+//       as a passphrase entry would), so that a no-match can be timed again and again:
+//       verify and identify count every no-match toward a lockout.
+//
 // DIR is an XDG_DATA_HOME: the store is DIR/touchgate, as touchgate would find it.
 // Records go to the database only, never to the system journal.
 import CSodium
@@ -203,9 +208,15 @@ func timed(runs: Int, _ body: () throws -> Void) throws {
     }
 }
 
+func clearFailures(_ options: Options) throws {
+    // "policy.state" is the policy core's state (TouchgateService's VaultPolicyStateStore);
+    // with no value it starts afresh: no failures, no lockout, no session.
+    try StateStore(database: try options.database("data")).updateState("policy.state") { $0 = nil }
+}
+
 let arguments = CommandLine.arguments.dropFirst()
 guard let command = arguments.first else {
-    fail("usage: touchgate-bench replicate|export|audit-append|synchronous|audit-fill|audit-verify|argon2id|fsync --name value…", status: 64)
+    fail("usage: touchgate-bench replicate|export|audit-append|synchronous|audit-fill|audit-verify|argon2id|fsync|clear-failures --name value…", status: 64)
 }
 let options = Options(arguments.dropFirst())
 do {
@@ -218,6 +229,7 @@ do {
     case "synchronous": try synchronous(options)
     case "argon2id": try argon2id(options)
     case "fsync": try fsyncProbe(options)
+    case "clear-failures": try clearFailures(options)
     default: fail("unknown command \(command)", status: 64)
     }
 } catch {
