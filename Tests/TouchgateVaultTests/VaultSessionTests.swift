@@ -38,20 +38,23 @@ struct VaultSessionTests {
         let fixture = try VaultFixture()
         let session = VaultSession(vault: fixture.vault, idleTimeout: .seconds(2))
         defer { _ = try? session.lock() }
-        try session.unlock(passphrase: secret(VaultFixture.passphrase))
         // Used about every half second for 3 s: each use restarts the 2 s timeout. The key
         // must be there whenever the previous use was less than 1.5 s ago (a loaded machine
-        // may sleep longer than asked; such a gap proves nothing, so it ends the loop).
-        let start = ContinuousClock.now
-        var lastUse = start
+        // may sleep longer than asked; such a gap proves nothing, so it ends the round, and
+        // a round with no use at all is tried again, up to five times).
         var uses = 0
-        while ContinuousClock.now - start < .seconds(3) {
-            try await Task.sleep(for: .milliseconds(500))
-            let now = ContinuousClock.now
-            guard now - lastUse < .milliseconds(1500) else { break }
-            #expect(try session.currentKey() != nil)
-            lastUse = now
-            uses += 1
+        for _ in 1...5 where uses == 0 {
+            try session.unlock(passphrase: secret(VaultFixture.passphrase))
+            let start = ContinuousClock.now
+            var lastUse = start
+            while ContinuousClock.now - start < .seconds(3) {
+                try await Task.sleep(for: .milliseconds(500))
+                let now = ContinuousClock.now
+                guard now - lastUse < .milliseconds(1500) else { break }
+                #expect(try session.currentKey() != nil)
+                lastUse = now
+                uses += 1
+            }
         }
         #expect(uses >= 1, "the machine was too loaded to use the key within its timeout")
         try await Task.sleep(for: .seconds(4))
