@@ -22,9 +22,16 @@ public struct TouchgateService: Sendable {
 
     /// A service for `principal` over `location`, keeping unlocked keys in the kernel keyring.
     public init(principal: Principal, location: StoreLocation) {
+        self.init(principal: principal, location: location, custody: { KernelKeyringCustody(vault: $0) })
+    }
+
+    /// A service for `principal` over `location`, keeping unlocked keys where `custody`
+    /// says (one custody per vault; a daemon keeps them in its own memory).
+    public init(principal: Principal, location: StoreLocation,
+                custody: @escaping @Sendable (Vault) -> any KeyCustody) {
         self.principal = principal
         self.location = location
-        custody = { KernelKeyringCustody(vault: $0) }
+        self.custody = custody
     }
 
     /// The personal (in-process) mode: this process's user, `$XDG_DATA_HOME/touchgate`,
