@@ -18,10 +18,7 @@ struct ConcurrentProcessTests {
         let count = 4
         let results = try await withThrowingTaskGroup(of: CLIResult.self) { group in
             for index in 0..<count {
-                let finger = VirtualImageFinger(socketPath: vault.home.path("reader-\(index).socket"))
-                var process = vault.rig.process
-                process.environment["FP_VIRTUAL_IMAGE"] = finger.socketPath
-                finger.present(["arch"])
+                let (process, finger) = vault.ownReader("reader-\(index)", presenting: ["arch"])
                 group.addTask {
                     try await process.run(["secret", "get", "shared", "--json"]) { line, _ in finger.handle(line) }
                 }

@@ -39,10 +39,7 @@ struct HostileInputTests {
             try await withThrowingTaskGroup(of: CLIResult.self) { group in
                 for index in 0..<count {
                     // Each process gets its own virtual_image socket and a wrong finger.
-                    let finger = VirtualImageFinger(socketPath: vault.home.path("\(prefix)-\(index).socket"))
-                    var process = vault.rig.process
-                    process.environment["FP_VIRTUAL_IMAGE"] = finger.socketPath
-                    finger.present(["arch"])
+                    let (process, finger) = vault.ownReader("\(prefix)-\(index)", presenting: ["arch"])
                     group.addTask {
                         try await process.run(["secret", "add", "shared", "--policy", "biometry-any", "--fresh", "--json"],
                                               stdin: Data("\(prefix)-\(index)".utf8)) { line, _ in finger.handle(line) }

@@ -36,6 +36,16 @@ struct VaultRig {
         return try await process.run(arguments, stdin: stdin)
     }
 
+    /// A runner with a virtual_image socket of its own (the driver reads its socket per
+    /// process, so processes running at once each need one) and a finger presenting `prints`.
+    func ownReader(_ name: String, presenting prints: [String]) -> (CLIProcess, VirtualImageFinger) {
+        let finger = VirtualImageFinger(socketPath: home.path("\(name).socket"))
+        var process = rig.process
+        process.environment["FP_VIRTUAL_IMAGE"] = finger.socketPath
+        finger.present(prints)
+        return (process, finger)
+    }
+
     /// Runs a command that needs the passphrase, giving it on descriptor 0.
     func withPassphrase(_ arguments: [String], _ passphrase: String = VaultRig.passphrase,
                         presenting prints: [String] = []) async throws -> CLIResult {
