@@ -44,7 +44,7 @@ public struct VaultSession: Sendable {
         var digest = [UInt8](repeating: 0, count: 16)
         Sodium.ensureInitialized()
         _ = crypto_generichash(&digest, digest.count, input, UInt64(input.count), nil, 0)
-        return "touchgate:" + digest.map { String(format: "%02x", $0) }.joined()
+        return "touchgate:" + Hex.encode(digest)
     }
 
     // Payload: format byte, 32-byte vault key, CLOCK_BOOTTIME of the unlock in ns (LE).
