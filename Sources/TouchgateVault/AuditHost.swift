@@ -19,14 +19,6 @@ struct AuditHost: Sendable {
         return AuditHost(uid: UInt32(uid), loginName: loginName(uid: uid), bootID: bootID())
     }
 
-    /// Seconds since boot, suspend included (`CLOCK_BOOTTIME`); unaffected by changes
-    /// to the wall clock.
-    static func bootTime() -> Double {
-        var now = timespec()
-        guard clock_gettime(CLOCK_BOOTTIME, &now) == 0 else { return 0 }
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1_000_000_000
-    }
-
     private static func bootID() -> String {
         guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else {
             return "unknown"
