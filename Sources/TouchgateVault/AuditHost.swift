@@ -15,8 +15,8 @@ struct AuditHost: Sendable {
     /// The current process and boot. The boot id and login name cannot change while the
     /// process runs, so they are read once.
     static func current() -> AuditHost {
-        let uid = getuid()
-        return AuditHost(uid: UInt32(uid), loginName: loginName(uid: uid), bootID: bootID())
+        let uid = UInt32(getuid())
+        return AuditHost(uid: uid, loginName: UserDatabase.loginName(of: uid), bootID: bootID())
     }
 
     private static func bootID() -> String {
@@ -25,20 +25,5 @@ struct AuditHost: Sendable {
         }
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         return trimmed.isEmpty ? "unknown" : trimmed
-    }
-
-    private static func loginName(uid: uid_t) -> String {
-        var entry = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 4096)
-        while true {
-            let status = getpwuid_r(uid, &entry, &buffer, buffer.count, &result)
-            if status == ERANGE && buffer.count < 1 << 20 {
-                buffer = [CChar](repeating: 0, count: buffer.count * 4)
-                continue
-            }
-            guard status == 0, result != nil, let name = entry.pw_name else { return "#\(uid)" }
-            return String(cString: name)
-        }
     }
 }
