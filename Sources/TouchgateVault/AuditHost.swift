@@ -1,6 +1,8 @@
-import Foundation
+import TouchgatePolicy
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Facts about the writing process and machine that every audit record carries.
@@ -16,14 +18,7 @@ struct AuditHost: Sendable {
     /// process runs, so they are read once.
     static func current() -> AuditHost {
         let uid = UInt32(getuid())
-        return AuditHost(uid: uid, loginName: UserDatabase.loginName(of: uid), bootID: bootID())
-    }
-
-    private static func bootID() -> String {
-        guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else {
-            return "unknown"
-        }
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        return trimmed.isEmpty ? "unknown" : trimmed
+        return AuditHost(uid: uid, loginName: UserDatabase.loginName(of: uid),
+                         bootID: SystemClock.readBootID()?.rawValue ?? "unknown")
     }
 }

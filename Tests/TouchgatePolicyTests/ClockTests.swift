@@ -19,6 +19,19 @@ struct ClockTests {
         #expect(abs(clock.wallTime.timeIntervalSinceNow) < 5)
     }
 
+    @Test("the boot id is read trimmed; an unreadable or empty file gives none")
+    func bootIDFile() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("boot-id-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(SystemClock.readBootID(path: path) == nil)
+        try " \n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(SystemClock.readBootID(path: path) == nil)
+        try "0d5f-boot\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(SystemClock.readBootID(path: path) == "0d5f-boot")
+        #expect(SystemClock(bootIDPath: path).bootID == "0d5f-boot")
+        #expect(SystemClock.readBootID() == SystemClock().bootID)
+    }
+
     @Test("a duration converts to seconds as a Double, fraction included")
     func durationInSeconds() {
         #expect(Duration.zero.timeInterval == 0)
