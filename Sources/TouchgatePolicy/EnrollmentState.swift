@@ -37,42 +37,16 @@ public struct EnrollmentState: Hashable, Sendable, Codable, CustomStringConverti
         digest = hash(message)
     }
 
-    /// Parses the lowercase hexadecimal form written by ``hexString``.
+    /// Parses the hexadecimal form written by ``hexString`` (``Hex/decode(_:)``: digits
+    /// of either case); `nil` for anything else.
     public init?(hex: String) {
-        let scalars = Array(hex.unicodeScalars)
-        guard scalars.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(scalars.count / 2)
-        var index = 0
-        while index < scalars.count {
-            guard let high = Self.nibble(scalars[index]), let low = Self.nibble(scalars[index + 1])
-            else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        digest = bytes
+        guard let digest = Hex.decode(hex) else { return nil }
+        self.digest = digest
     }
 
-    /// The digest in lowercase hexadecimal, for storage and display.
-    public var hexString: String {
-        let digits = Array("0123456789abcdef".unicodeScalars)
-        var text = String.UnicodeScalarView()
-        for byte in digest {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
-        }
-        return String(text)
-    }
+    /// The digest in lowercase hexadecimal (``Hex/encode(_:)``), for storage and display.
+    public var hexString: String { Hex.encode(digest) }
 
     /// The hexadecimal digest.
     public var description: String { hexString }
-
-    private static func nibble(_ scalar: Unicode.Scalar) -> UInt8? {
-        switch scalar {
-        case "0"..."9": UInt8(scalar.value - 48)
-        case "a"..."f": UInt8(scalar.value - 87)
-        case "A"..."F": UInt8(scalar.value - 55)
-        default: nil
-        }
-    }
 }

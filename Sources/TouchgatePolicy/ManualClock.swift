@@ -53,11 +53,3 @@ public final class ManualClock: PolicyClock, @unchecked Sendable {
         }
     }
 }
-
-extension Duration {
-    /// The duration in seconds as a `TimeInterval`.
-    var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
-    }
-}

@@ -16,20 +16,27 @@ public struct SystemClock: PolicyClock {
     /// The boot identifier read at initialization.
     public let bootID: BootID
 
+    /// Where the kernel publishes the id of the current boot.
+    public static let kernelBootIDPath = "/proc/sys/kernel/random/boot_id"
+
     /// Reads the boot identifier from the kernel.
     public init() {
-        self.init(bootIDPath: "/proc/sys/kernel/random/boot_id")
+        self.init(bootIDPath: Self.kernelBootIDPath)
     }
 
     /// Reads the boot identifier from `bootIDPath` (tests point it at a file they own).
     public init(bootIDPath: String) {
-        let text = (try? String(contentsOfFile: bootIDPath, encoding: .utf8))?
+        bootID = Self.readBootID(path: bootIDPath) ?? BootID("unknown-\(UUID().uuidString.lowercased())")
+    }
+
+    /// Reads the boot identifier in `path` (white space trimmed); `nil` when the file
+    /// cannot be read or holds nothing. The one place that reads the boot id: the clock
+    /// and the vault's audit records each choose their own fallback.
+    public static func readBootID(path: String = kernelBootIDPath) -> BootID? {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8))?
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        if let text, !text.isEmpty {
-            bootID = BootID(text)
-        } else {
-            bootID = BootID("unknown-\(UUID().uuidString.lowercased())")
-        }
+        guard let text, !text.isEmpty else { return nil }
+        return BootID(text)
     }
 
     /// The current wall-clock time.

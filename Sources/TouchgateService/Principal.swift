@@ -1,4 +1,5 @@
 import Foundation
+import TouchgateVault
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,26 +23,10 @@ public struct Principal: Sendable, Equatable, CustomStringConvertible {
 
     /// The real user of this process.
     public static func current() -> Principal {
-        let uid = getuid()
-        return Principal(uid: UInt32(uid), loginName: loginName(of: uid))
+        let uid = UInt32(getuid())
+        return Principal(uid: uid, loginName: UserDatabase.loginName(of: uid))
     }
 
     /// `uid=1000(alice)`, as audit records name who acted.
     public var description: String { "uid=\(uid)(\(loginName))" }
-
-    /// The password database's name for `uid` (getpwuid_r, growing the buffer as needed).
-    static func loginName(of uid: uid_t) -> String {
-        var entry = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 4096)
-        while true {
-            let status = getpwuid_r(uid, &entry, &buffer, buffer.count, &result)
-            if status == ERANGE && buffer.count < 1 << 20 {
-                buffer = [CChar](repeating: 0, count: buffer.count * 4)
-                continue
-            }
-            guard status == 0, result != nil, let name = entry.pw_name else { return "#\(uid)" }
-            return String(cString: name)
-        }
-    }
 }

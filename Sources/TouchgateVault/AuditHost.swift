@@ -1,6 +1,8 @@
-import Foundation
+import TouchgatePolicy
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Facts about the writing process and machine that every audit record carries.
@@ -15,38 +17,8 @@ struct AuditHost: Sendable {
     /// The current process and boot. The boot id and login name cannot change while the
     /// process runs, so they are read once.
     static func current() -> AuditHost {
-        let uid = getuid()
-        return AuditHost(uid: UInt32(uid), loginName: loginName(uid: uid), bootID: bootID())
-    }
-
-    /// Seconds since boot, suspend included (`CLOCK_BOOTTIME`); unaffected by changes
-    /// to the wall clock.
-    static func bootTime() -> Double {
-        var now = timespec()
-        guard clock_gettime(CLOCK_BOOTTIME, &now) == 0 else { return 0 }
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1_000_000_000
-    }
-
-    private static func bootID() -> String {
-        guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else {
-            return "unknown"
-        }
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        return trimmed.isEmpty ? "unknown" : trimmed
-    }
-
-    private static func loginName(uid: uid_t) -> String {
-        var entry = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 4096)
-        while true {
-            let status = getpwuid_r(uid, &entry, &buffer, buffer.count, &result)
-            if status == ERANGE && buffer.count < 1 << 20 {
-                buffer = [CChar](repeating: 0, count: buffer.count * 4)
-                continue
-            }
-            guard status == 0, result != nil, let name = entry.pw_name else { return "#\(uid)" }
-            return String(cString: name)
-        }
+        let uid = UInt32(getuid())
+        return AuditHost(uid: uid, loginName: UserDatabase.loginName(of: uid),
+                         bootID: SystemClock.readBootID()?.rawValue ?? "unknown")
     }
 }

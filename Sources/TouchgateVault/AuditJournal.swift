@@ -1,4 +1,5 @@
 import Foundation
+import TouchgatePolicy
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -54,7 +55,7 @@ public struct AuditJournal: Sendable {
         if let user = record.vaultUser { fields.append(("TOUCHGATE_VAULT_USER", user)) }
         fields.append(("TOUCHGATE_REASON", record.reason))
         fields.append(("TOUCHGATE_BOOT_TIME", String(record.bootTime)))
-        fields.append(("TOUCHGATE_MAC", AuditMAC.hex(record.mac)))
+        fields.append(("TOUCHGATE_MAC", Hex.encode(record.mac)))
         return fields
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import TouchgatePolicy
 
 /// The tamper-evident audit trail (HIPAA 45 CFR 164.312(b) audit controls).
 ///
@@ -76,7 +77,8 @@ public final class AuditLog: Sendable {
     /// upgraded here, once, when it is authentic and names the last record: it then
     /// covers the state as it is now (trust on first use: an edit made before the
     /// upgrade is adopted), and an `audit.upgrade` record says so. `now` is the wall clock
-    /// (tests inject one); monotonic time always comes from `CLOCK_BOOTTIME`.
+    /// (tests inject one); boot time always comes from `CLOCK_BOOTTIME`
+    /// (``SystemClock/readBootTime()``).
     /// - Throws: ``AuditError/wiped(detail:)``, ``AuditError/keyMissing(path:)``,
     ///   ``AuditError/keyInvalid(path:detail:)``, ``StoreError/unsafePermissions(path:detail:)``
     ///   for a key file others can read, ``StoreError/io(path:detail:)``, or a GRDB `DatabaseError`.
@@ -157,7 +159,7 @@ public final class AuditLog: Sendable {
         }
         let fields = AuditMAC.Fields(
             sequence: max(lastSequence, storedHeadSequence) + 1,
-            unixTime: now().timeIntervalSince1970, bootTime: AuditHost.bootTime(),
+            unixTime: now().timeIntervalSince1970, bootTime: SystemClock.readBootTime().timeInterval,
             bootID: host.bootID, uid: Int64(host.uid), loginName: host.loginName,
             vaultUser: entry.vaultUser, event: entry.event.rawValue, item: entry.item,
             outcome: entry.outcome.rawValue, reason: entry.reason, previousMAC: previousMAC)

@@ -1,4 +1,5 @@
 import Foundation
+import TouchgatePolicy
 
 /// One stored audit record, as ``AuditLog`` returns it.
 ///
@@ -51,8 +52,8 @@ public struct AuditRecord: Sendable, Equatable {
         out += ",\"item\":" + (item.map(Self.jsonString) ?? "null")
         out += ",\"outcome\":" + Self.jsonString(outcome.rawValue)
         out += ",\"reason\":" + Self.jsonString(reason)
-        out += ",\"prevMAC\":\"" + AuditMAC.hex(previousMAC) + "\""
-        out += ",\"mac\":\"" + AuditMAC.hex(mac) + "\"}\n"
+        out += ",\"prevMAC\":\"" + Hex.encode(previousMAC) + "\""
+        out += ",\"mac\":\"" + Hex.encode(mac) + "\"}\n"
         return out
     }
 

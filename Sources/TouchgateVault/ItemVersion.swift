@@ -1,3 +1,5 @@
+import TouchgatePolicy
+
 /// Which stored state of an item a write expects to replace: the item's current nonce,
 /// which every write of the item renews, taken as an opaque token.
 ///
@@ -17,29 +19,17 @@ public struct ItemVersion: Sendable, Hashable, LosslessStringConvertible {
     /// A version that matches no stored item (for ``VaultItemInfo`` values built by hand).
     static let unknown = ItemVersion(bytes: [])
 
-    /// Parses the hex form written by ``description``; `nil` for anything else.
+    /// Parses the hex form written by ``description``; `nil` for anything else (empty
+    /// text, upper-case digits: only the exact text ``description`` writes).
     public init?(_ description: String) {
-        let digits = Array(description.utf8)
-        guard !digits.isEmpty, digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let high = Self.nibble(digits[index]), let low = Self.nibble(digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
+        guard let bytes = Hex.decode(description), !bytes.isEmpty, Hex.encode(bytes) == description else {
+            return nil
         }
         self.bytes = bytes
     }
 
-    /// Lowercase hex.
-    public var description: String { AuditMAC.hex(bytes) }
-
-    private static func nibble(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
-        default: return nil
-        }
-    }
+    /// Lowercase hex (``Hex/encode(_:)``).
+    public var description: String { Hex.encode(bytes) }
 }
 
 /// What a write of an item expects to find (compare-and-swap).

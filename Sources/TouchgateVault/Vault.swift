@@ -32,9 +32,10 @@ public struct Vault: Sendable {
         self.vaultID = vaultID
     }
 
-    /// The login name of the effective user, the default ``owner``.
+    /// The login name of the effective user (``UserDatabase/loginName(of:)``: `#<uid>`
+    /// when the password database has no entry), the default ``owner``.
     public static var currentUser: String {
-        NSUserName()
+        UserDatabase.loginName(of: UInt32(geteuid()))
     }
 
     /// The vault's data directory, for messages.

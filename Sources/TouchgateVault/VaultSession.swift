@@ -44,7 +44,7 @@ public struct VaultSession: Sendable {
         var digest = [UInt8](repeating: 0, count: 16)
         Sodium.ensureInitialized()
         _ = crypto_generichash(&digest, digest.count, input, UInt64(input.count), nil, 0)
-        return "touchgate:" + digest.map { String(format: "%02x", $0) }.joined()
+        return "touchgate:" + Hex.encode(digest)
     }
 
     // Payload: format byte, 32-byte vault key, CLOCK_BOOTTIME of the unlock in ns (LE).
@@ -58,7 +58,7 @@ public struct VaultSession: Sendable {
     @discardableResult
     public func unlock(passphrase: SecureBytes) throws -> VaultKey {
         let key = try vault.unlock(passphrase: passphrase)
-        let nanoseconds = UInt64(SystemClock.readBootTime().seconds * 1e9)
+        let nanoseconds = UInt64(SystemClock.readBootTime().timeInterval * 1e9)
         let payload = key.bytes.withUnsafeBytes { keyBytes in
             SecureBytes.make(count: Self.payloadBytes) { out in
                 out[0] = Self.payloadFormat
@@ -86,13 +86,13 @@ public struct VaultSession: Sendable {
             try KernelKeyring.remove(description)
             return nil
         }
-        let age = SystemClock.readBootTime().seconds - Double(fields.unlockedAt) / 1e9
-        let remaining = maximumAge.seconds - age
+        let age = SystemClock.readBootTime().timeInterval - Double(fields.unlockedAt) / 1e9
+        let remaining = maximumAge.timeInterval - age
         guard remaining > 0 else {
             try KernelKeyring.remove(description)
             return nil
         }
-        let timeout = min(idleTimeout.seconds, remaining)
+        let timeout = min(idleTimeout.timeInterval, remaining)
         guard try KernelKeyring.setTimeout(serial, Self.wholeSeconds(.seconds(timeout))) else { return nil }
         let key = payload.withUnsafeBytes { bytes in
             SecureBytes.make(count: 32) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[1..<33])) }
@@ -116,14 +116,6 @@ public struct VaultSession: Sendable {
     /// of the wall clock (`now_seconds + timeout`), so a timeout of n seconds expires after
     /// anything between n-1 and n; one second more makes it "at least `duration`".
     private static func wholeSeconds(_ duration: Duration) -> UInt32 {
-        UInt32(min(max(duration.seconds.rounded(.up), 1) + 1, Double(UInt32.max)))
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, as a `Double`.
-    fileprivate var seconds: Double {
-        let parts = components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
+        UInt32(min(max(duration.timeInterval.rounded(.up), 1) + 1, Double(UInt32.max)))
     }
 }

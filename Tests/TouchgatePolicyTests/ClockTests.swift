@@ -19,6 +19,29 @@ struct ClockTests {
         #expect(abs(clock.wallTime.timeIntervalSinceNow) < 5)
     }
 
+    @Test("the boot id is read trimmed; an unreadable or empty file gives none")
+    func bootIDFile() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("boot-id-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(SystemClock.readBootID(path: path) == nil)
+        try " \n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(SystemClock.readBootID(path: path) == nil)
+        try "0d5f-boot\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(SystemClock.readBootID(path: path) == "0d5f-boot")
+        #expect(SystemClock(bootIDPath: path).bootID == "0d5f-boot")
+        #expect(SystemClock.readBootID() == SystemClock().bootID)
+    }
+
+    @Test("a duration converts to seconds as a Double, fraction included")
+    func durationInSeconds() {
+        #expect(Duration.zero.timeInterval == 0)
+        #expect(Duration.milliseconds(1500).timeInterval == 1.5)
+        #expect(Duration.nanoseconds(-250_000_000).timeInterval == -0.25)
+        #expect(Duration.seconds(72 * 3600).timeInterval == 259_200)
+        let now = SystemClock.readBootTime()
+        #expect(abs(now.timeInterval - Double(now.components.seconds)) < 1)
+    }
+
     @Test("an unreadable boot id gives a unique unknown id (every process a new boot)")
     func unreadableBootID() {
         let one = SystemClock(bootIDPath: "/nonexistent/boot_id")

@@ -1,0 +1,26 @@
+import Foundation
+import Testing
+import TouchgateVault
+
+@Suite("User database: login names for user ids")
+struct UserDatabaseTests {
+    @Test("a uid with an entry gets its login name; root is uid 0")
+    func knownUsers() throws {
+        #expect(UserDatabase.loginName(of: 0) == "root")
+        let uid = getuid()
+        let entry = try #require(getpwuid(uid), "this test needs an /etc/passwd entry for uid \(uid)")
+        #expect(UserDatabase.loginName(of: UInt32(uid)) == String(cString: entry.pointee.pw_name))
+    }
+
+    @Test("a uid without an entry is named #<uid>")
+    func unknownUser() throws {
+        let uid: UInt32 = 3_999_999_999
+        try #require(getpwuid(uid_t(uid)) == nil, "uid \(uid) unexpectedly has a password entry")
+        #expect(UserDatabase.loginName(of: uid) == "#3999999999")
+    }
+
+    @Test("the vault's default owner is the effective user's login name")
+    func currentUser() {
+        #expect(Vault.currentUser == UserDatabase.loginName(of: UInt32(geteuid())))
+    }
+}
