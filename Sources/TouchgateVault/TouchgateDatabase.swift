@@ -30,7 +30,9 @@ public final class TouchgateDatabase: Sendable {
             // after the decision it records. GRDB sets NORMAL when it turns WAL on, after any
             // prepareDatabase hook, so FULL is set here, on the pool's one writer connection.
             try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-            try Self.migrator.migrate(writer)
+            // GRDB reads which migrations ran, then runs the rest: two processes opening a new
+            // store at once would both create its tables. One at a time, then.
+            try Self.whileHoldingMigrationLock(location) { try Self.migrator.migrate(writer) }
         } catch let error as DatabaseError {
             throw StoreError.corrupt(path: path, detail: error.message ?? "SQLite error \(error.resultCode)")
         }
@@ -56,6 +58,20 @@ public final class TouchgateDatabase: Sendable {
             }
             return result!
         }
+    }
+
+    /// Runs `body` holding an exclusive `flock` on `migrate.lock` in the data directory
+    /// (created private), so that concurrent first opens migrate one after the other.
+    private static func whileHoldingMigrationLock(_ location: StoreLocation, _ body: () throws -> Void) throws {
+        let path = location.directory.appendingPathComponent("migrate.lock").path
+        let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw StoreError.io(path: path, detail: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw StoreError.io(path: path, detail: String(cString: strerror(errno))) }
+        }
+        defer { flock(fd, LOCK_UN) }
+        try body()
     }
 
     /// Creates an empty file with mode 0600 before SQLite does, so it is never briefly public.
