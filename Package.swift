@@ -31,6 +31,12 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
+        // libpwquality: how strong a new vault passphrase is (the checks passwd and cryptsetup use).
+        .systemLibrary(
+            name: "CPWQuality",
+            pkgConfig: "pwquality",
+            providers: [.apt(["libpwquality-dev"])]
+        ),
         // zlib, for PNG files written by `touchgate capture`.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // Only what Swift cannot call directly (variadic prctl, struct ucred).
@@ -52,7 +58,7 @@ let package = Package(
             name: "TouchgateService",
             dependencies: [
                 "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "TouchgateWire", "TouchgateImageIO",
-                "CTouchgateSys", "CSodium",
+                "CTouchgateSys", "CSodium", "CPWQuality",
             ]
         ),
         .executableTarget(

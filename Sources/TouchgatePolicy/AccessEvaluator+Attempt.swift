@@ -12,6 +12,9 @@ struct Attempt {
     var matchedPrint: EnrolledPrintID?
     /// Whether the passphrase was verified during this attempt.
     var passphraseVerified = false
+    /// Why an `or` fell back to its other branch, said in the next prompt (e.g. "the
+    /// fingerprint was not accepted (locked out)"), so a fallback is never silent.
+    var fallbackReason: String?
     /// How many times the user was actually asked (reader or passphrase).
     var interactions = 0
     /// What a fingerprint proven here leads to; decides the passphrase-freshness rule

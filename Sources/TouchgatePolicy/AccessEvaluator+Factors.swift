@@ -25,6 +25,8 @@ extension AccessEvaluator {
                 if error == .cancelled { throw error }
                 if case .stateUnavailable = error { throw error }
                 let asked = attempt.interactions
+                attempt.fallbackReason = error.userMessage
+                defer { attempt.fallbackReason = nil }
                 do {
                     try await satisfy(right, &attempt)
                 } catch let fallbackError {
@@ -146,7 +148,10 @@ extension AccessEvaluator {
         attempt.interactions += 1
         let correct: Bool
         do {
-            correct = try await verifier.verifyPassphrase(prompt: "Passphrase to \(attempt.action)")
+            let prompt = "Passphrase to \(attempt.action)"
+            correct = try await verifier.verifyPassphrase(
+                prompt: attempt.fallbackReason.map { "\($0) Instead: \(prompt.prefix(1).lowercased())\(prompt.dropFirst())" }
+                    ?? prompt)
         } catch {
             switch error {
             case .cancelled:

@@ -1,4 +1,5 @@
 import CTouchgateSys
+import Foundation
 import TouchgateVault
 
 /// Where an unlocked vault key waits between the passphrase and the touches that use it.
@@ -6,13 +7,16 @@ import TouchgateVault
 /// Today: the user's kernel keyring (``KernelKeyringCustody``), readable by the user's own
 /// processes — the in-process boundary. Next: a daemon's own locked memory.
 public protocol KeyCustody: Sendable {
-    /// Holds `key`, which `passphrase` just opened, from now until lock, idle timeout or
-    /// the maximum age.
-    func hold(passphrase: SecretBytes) throws -> VaultKey
+    /// Holds `key`, which the passphrase opened just now, until lock, idle timeout or the
+    /// maximum age.
+    func hold(_ key: VaultKey) throws
     /// The key if held; counts as use (restarts the idle timeout).
     func currentKey() throws -> VaultKey?
     /// Whether the key is held, without counting as use.
     var isHolding: Bool { get }
+    /// When the held key goes at the latest, without counting as use; nil when not held
+    /// or unknown.
+    var latestExpiry: Date? { get }
     /// Forgets the key; returns whether it was held.
     @discardableResult func release() throws -> Bool
 }
@@ -25,8 +29,8 @@ struct KernelKeyringCustody: KeyCustody {
         session = VaultSession(vault: vault)
     }
 
-    func hold(passphrase: SecretBytes) throws -> VaultKey {
-        try session.unlock(passphrase: passphrase)
+    func hold(_ key: VaultKey) throws {
+        try session.hold(key)
     }
 
     func currentKey() throws -> VaultKey? {
@@ -35,6 +39,10 @@ struct KernelKeyringCustody: KeyCustody {
 
     var isHolding: Bool {
         CTouchgateSys_key_search_user(session.keyDescription) > 0
+    }
+
+    var latestExpiry: Date? {
+        try? session.latestExpiry()
     }
 
     func release() throws -> Bool {

@@ -66,9 +66,10 @@ actor ReaderSensor: BiometricSensor {
 
     private func openIfNeeded(prompt: String) async throws -> ReaderSession {
         if let session { return session }
-        interaction.event(InteractionEvent(.touchNeeded, prompt))
+        // Only once there is a reader to touch.
         let session = try await ReaderSession.open(device: device, interaction: interaction)
         self.session = session
+        interaction.event(InteractionEvent(.touchNeeded, prompt))
         let info = session.info
         var gallery: [(EnrolledPrintID, StoredPrint, Print)] = []
         for stored in try prints.prints(user: candidates.user, finger: candidates.finger,

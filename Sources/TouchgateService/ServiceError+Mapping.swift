@@ -42,6 +42,7 @@ extension ServiceError {
             return ServiceError(.conflict, error.description)
         case let error as AuditError:
             if case .wiped = error { return ServiceError(.auditBroken, error.description) }
+            if case .withinRetention = error { return ServiceError(.retention, error.description) }
             return ServiceError(.auditError, error.description)
         default:
             return ServiceError(.error, String(describing: error))

@@ -46,7 +46,7 @@ extension TouchgateService {
                 // Refused (and audited) before the passphrase is asked for.
                 return try context.audit.prune(before: cutoff, force: false, vaultUser: context.vault.owner)
             }
-            try context.checkPassphrase(interaction, purpose: "prune the audit trail")
+            try await context.checkPassphrase(interaction, purpose: "prune the audit trail")
             return try context.audit.prune(before: cutoff, force: force, vaultUser: context.vault.owner)
         }
     }

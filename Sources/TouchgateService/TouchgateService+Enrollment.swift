@@ -4,12 +4,30 @@ import TouchgatePolicy
 import TouchgateVault
 import TouchgateWire
 
+/// What `enroll` did.
+public struct EnrollReport: Codable, Sendable, Equatable {
+    /// Whose finger.
+    public var user: String
+    /// Which finger.
+    public var finger: String
+    /// The reader's driver.
+    public var driver: String
+    /// The reader's device id.
+    public var deviceID: String
+    /// Whether the reader keeps the print in its own storage.
+    public var onDevice: Bool
+    /// The `biometry-current-set` secrets whose keys the change destroyed.
+    public var invalidated: [String]
+}
+
 /// What `prints clear` did.
 public struct ClearReport: Codable, Sendable, Equatable {
     /// The reader wiped.
     public var deviceID: String
     /// How many stored prints were forgotten.
     public var forgotten: Int
+    /// The `biometry-current-set` secrets whose keys the change destroyed.
+    public var invalidated: [String]
 }
 
 /// What `prints delete` did.
@@ -20,6 +38,8 @@ public struct DeleteReport: Codable, Sendable, Equatable {
     public var finger: String
     /// How many prints (one per reader) were deleted.
     public var count: Int
+    /// The `biometry-current-set` secrets whose keys the change destroyed.
+    public var invalidated: [String]
 }
 
 extension TouchgateService {
@@ -35,10 +55,11 @@ extension TouchgateService {
     /// Enrolls `finger` of `user` (default: the principal) on `device`.
     ///
     /// Once a vault exists this needs the key held and the passphrase, and destroys every
-    /// `biometry-current-set` secret; the print, the new enrollment generation, the
-    /// destroyed keys and the audit record are one change.
+    /// `biometry-current-set` secret: those are listed and must be confirmed first. The
+    /// reader and the finger are checked before anything is asked. The print, the new
+    /// enrollment generation, the destroyed keys and the audit record are one change.
     public func enroll(finger fingerName: String, user: String? = nil, replace: Bool = false, device: String? = nil,
-                       interaction: any Interaction) async throws(ServiceError) -> PrintReport {
+                       interaction: any Interaction) async throws(ServiceError) -> EnrollReport {
         try await withStore { store in
             guard let finger = Self.fingerName(fingerName).flatMap(Finger.init(name:)) else {
                 throw ServiceError.usage("unknown finger '\(StoredText.escaped(fingerName))'; use one of: "
@@ -49,28 +70,33 @@ extension TouchgateService {
             let prints = try store.printStore()
             let vault = try store.vaultIfPresent()
             try vault?.requireIntactState()
-            try await vault?.authorizeEnrollmentChange(.enroll, interaction)
             let (print, info) = try await ReaderSession.with(device: device, interaction: interaction) { session in
-                try await Self.enroll(session: session, store: prints, finger: finger, user: user, replace: replace)
+                try await Self.enroll(session: session, store: prints, finger: finger, user: user, replace: replace) {
+                    try await vault?.confirmAndAuthorize(.enroll, "Enrolling \(finger.name)", interaction)
+                }
             }
             let stored = StoredPrint(user: user, finger: finger.name, driver: info.driver, deviceID: info.deviceID,
                                      enrolledAt: Date(), onDevice: print.isDeviceStored, template: print.serialized)
-            try store.audit().atomically { transaction in
+            let invalidated = try store.audit().atomically { transaction in
                 try transaction.save(stored, replace: replace, in: prints)
-                try EnrollmentTracker.recordChange(.enroll, print: EnrollmentTracker.printID(stored), in: transaction,
-                                                   store: store, context: vault)
+                return try EnrollmentTracker.recordChange(.enroll, print: EnrollmentTracker.printID(stored),
+                                                          in: transaction, store: store, context: vault)
             }
-            return Self.report(stored)
+            return EnrollReport(user: stored.user, finger: stored.finger, driver: stored.driver,
+                                deviceID: stored.deviceID, onDevice: stored.onDevice, invalidated: invalidated)
         }
     }
 
-    private static func enroll(session: ReaderSession, store: PrintStore, finger: Finger, user: String,
-                               replace: Bool) async throws -> (Print, ReaderInfo) {
+    /// Checks the finger is not enrolled yet, then runs `authorize` (confirmation and
+    /// passphrase), then enrolls: nothing is asked before what can fail without asking.
+    private static func enroll(session: ReaderSession, store: PrintStore, finger: Finger, user: String, replace: Bool,
+                               authorize: () async throws -> Void) async throws -> (Print, ReaderInfo) {
         let info = session.info
         let existing = try store.prints(user: user, finger: finger.name, driver: info.driver, deviceID: info.deviceID)
         if !existing.isEmpty && !replace {
             throw StoreError.alreadyEnrolled(user: user, finger: finger.name)
         }
+        try await authorize()
         var start = InteractionEvent(.enrollStart, "Enrolling \(finger.name) of \(user) on \(info.name): "
                                      + "\(info.enrollStages) scans.")
         start.user = user
@@ -117,7 +143,7 @@ extension TouchgateService {
             }
             let vault = try store.vaultIfPresent()
             try vault?.requireIntactState()
-            try await vault?.authorizeEnrollmentChange(.delete, interaction)
+            try await vault?.confirmAndAuthorize(.delete, "Deleting \(finger) of \(user)", interaction)
             let prints = matches.contains(where: \.onDevice) ? try store.printStore() : index
             // Templates are needed only to delete a print from the reader's own storage.
             matches = try prints.prints(user: user, finger: finger).filter { candidate in
@@ -129,15 +155,16 @@ extension TouchgateService {
                     try await session.reader.deletePrint(try await Print(serialized: stored.template))
                 }
             }
+            var invalidated: [String] = []
             for stored in matches {
-                try store.audit().atomically { transaction in
+                invalidated += try store.audit().atomically { transaction in
                     _ = try transaction.deletePrint(user: stored.user, finger: stored.finger, driver: stored.driver,
                                                     deviceID: stored.deviceID)
-                    try EnrollmentTracker.recordChange(.delete, print: EnrollmentTracker.printID(stored), in: transaction,
-                                                       store: store, context: vault)
+                    return try EnrollmentTracker.recordChange(.delete, print: EnrollmentTracker.printID(stored),
+                                                              in: transaction, store: store, context: vault)
                 }
             }
-            return DeleteReport(user: user, finger: finger, count: matches.count)
+            return DeleteReport(user: user, finger: finger, count: matches.count, invalidated: invalidated)
         }
     }
 
@@ -147,20 +174,20 @@ extension TouchgateService {
         try await withStore { store in
             let vault = try store.vaultIfPresent()
             try vault?.requireIntactState()
-            try await vault?.authorizeEnrollmentChange(.delete, interaction)
             let info = try await ReaderSession.with(device: device, interaction: interaction) { session in
+                try await vault?.confirmAndAuthorize(.delete, "Clearing \(session.info.name)", interaction)
                 try await session.reader.clearStorage()
                 return session.info
             }
-            let count = try store.audit().atomically { transaction in
+            let (count, invalidated) = try store.audit().atomically { transaction in
                 let count = try transaction.deleteAllPrints(driver: info.driver, deviceID: info.deviceID)
-                if count > 0 {
-                    try EnrollmentTracker.recordChange(.delete, print: EnrolledPrintID("*@\(info.driver):\(info.deviceID)"),
-                                                       in: transaction, store: store, context: vault)
-                }
-                return count
+                guard count > 0 else { return (0, [String]()) }
+                let invalidated = try EnrollmentTracker.recordChange(
+                    .delete, print: EnrolledPrintID("*@\(info.driver):\(info.deviceID)"), in: transaction, store: store,
+                    context: vault)
+                return (count, invalidated)
             }
-            return ClearReport(deviceID: info.deviceID, forgotten: count)
+            return ClearReport(deviceID: info.deviceID, forgotten: count, invalidated: invalidated)
         }
     }
 

@@ -49,7 +49,7 @@ extension TouchgateService {
             _ = try settings.configuration()
             let description = settings.changes(from: current)
             do {
-                try context.checkPassphrase(interaction, purpose: "change the policy")
+                try await context.checkPassphrase(interaction, purpose: "change the policy")
             } catch {
                 try context.record(.policyChange, .denied, reason: "refused (\(description)): passphrase not verified")
                 throw error

@@ -46,16 +46,19 @@ extension TouchgateService {
                 return RepairReport(repaired: false, found: [], auditRestarted: false, settingsReset: false)
             }
 
-            interaction.event(InteractionEvent(.passphraseNeeded, "Passphrase to repair the vault"))
-            let passphrase = try interaction.passphrase(prompt: "Passphrase to repair the vault: ")
-            let key: VaultKey
-            do {
-                key = try vault.unlock(passphrase: passphrase)
-            } catch VaultError.wrongPassphrase {
+            let recordWrong = {
                 if wiped == nil {
                     _ = try? AuditLog(database: store.database).append(
                         .authAttempt, .failure, vaultUser: vault.owner, reason: "passphrase: wrong passphrase (repair)")
                 }
+            }
+            let key: VaultKey
+            do {
+                (_, key) = try await PassphraseEntry.open(vault, interaction: interaction,
+                                                          prompt: "Passphrase to repair the vault",
+                                                          wrong: { _ in recordWrong() })
+            } catch VaultError.wrongPassphrase {
+                recordWrong()
                 throw VaultError.wrongPassphrase
             }
 
@@ -83,13 +86,8 @@ extension TouchgateService {
             let context = try store.vault()
             _ = try vault.templateSealing(key: key)
             _ = try await context.evaluator.unlock(passphrase: AlreadyVerified())
-            _ = try context.custody.hold(passphrase: passphrase)
+            try context.custody.hold(key)
             return RepairReport(repaired: true, found: found, auditRestarted: wiped != nil, settingsReset: settingsReset)
         }
     }
-}
-
-/// The passphrase this request already verified.
-private struct AlreadyVerified: PassphraseVerifier {
-    func verifyPassphrase(prompt: String) async throws(PassphraseEntryError) -> Bool { true }
 }

@@ -59,7 +59,8 @@ extension TouchgateService {
     /// the request is known to be possible (vault unlocked, policy valid), so nothing is
     /// asked for in vain. Replacing a live item needs what its current policy asks for;
     /// the check and the write cannot be separated by another writer.
-    public func store(_ name: String, value: @Sendable () throws -> SecretBytes, policy text: String, fresh: Bool, device: String? = nil,
+    public func store(_ name: String, value: @Sendable () throws -> SecretBytes, policy text: String, fresh: Bool,
+                      replace: Bool = false, device: String? = nil,
                       interaction: any Interaction) async throws(ServiceError) -> StoredReport {
         try await withStore { store in
             try Self.checkName(name, what: "secret")
@@ -78,6 +79,13 @@ extension TouchgateService {
                 digest = enrollment.state.digest
             }
             let old = try context.vault.itemInfo(named: name)
+            if let old, !old.isInvalidated, !replace {
+                let shown = StoredText.escaped(name)
+                guard try interaction.confirm("A secret named '\(shown)' exists. Replace it?", details: []) else {
+                    throw ServiceError(.alreadyExists, "a secret named '\(shown)' exists; nothing was changed "
+                                       + "(confirm at the terminal, or pass --replace)")
+                }
+            }
             let value = try value()
             if let old, !old.isInvalidated {
                 // Replacing a live item needs what reading it needs; the evaluator audits the authorization.
@@ -92,9 +100,9 @@ extension TouchgateService {
                                         enrollmentDigest: digest, key: key,
                                         expecting: old.map { .version($0.version) } ?? .absent, in: context.vault)
                 try transaction.append(.itemWrite, .success, vaultUser: context.vault.owner, item: name,
-                                       reason: old == nil ? "stored" : old!.isInvalidated
-                                           ? "replaced an invalidated item" : "replaced")
-                if oldPolicy != policy || old?.freshTouch != fresh {
+                                       reason: old == nil ? "created (\(policy)\(fresh ? ", fresh touch" : ""))"
+                                           : old!.isInvalidated ? "replaced an invalidated item" : "replaced")
+                if let old, oldPolicy != policy || old.freshTouch != fresh {
                     try transaction.append(.policyChange, .success, vaultUser: context.vault.owner, item: name,
                                            reason: "\(oldPolicy?.description ?? "none") -> \(policy)")
                 }
@@ -114,12 +122,19 @@ extension TouchgateService {
         }
     }
 
-    /// Deletes `name`. Needs the key held, not a touch (deleting releases nothing); audited.
-    public func remove(_ name: String) async throws(ServiceError) {
+    /// Deletes `name` once the person confirms. Needs the key held, not a touch (deleting
+    /// releases nothing); audited.
+    public func remove(_ name: String, interaction: any Interaction) async throws(ServiceError) {
         try await withStore { store in
             let context = try store.vault()
             try context.requireIntactState()
             _ = try context.requireKey()
+            let shown = StoredText.escaped(name)
+            if try context.vault.itemInfo(named: name) != nil {
+                guard try interaction.confirm("Delete the secret '\(shown)'? It cannot be recovered.", details: []) else {
+                    throw ServiceError(.declined, "'\(shown)' was not deleted (confirm at the terminal, or pass --yes)")
+                }
+            }
             let deleted = try context.audit.atomically { transaction in
                 guard try transaction.deleteItem(named: name, in: context.vault) else { return false }
                 try transaction.append(.itemDelete, .success, vaultUser: context.vault.owner, item: name,

@@ -26,6 +26,7 @@ extension TouchgateService {
                 return report
             }
             report.locked = !context.custody.isHolding
+            report.keyExpires = report.locked == false ? context.custody.latestExpiry : nil
             report.items = try context.vault.items().count
             do {
                 try context.stateStore.state(VaultPolicyStateStore.stateKey).map { _ in () }
@@ -33,7 +34,9 @@ extension TouchgateService {
                 let state = try VaultPolicyStateStore(store: context.stateStore).read()
                 let remaining = Self.sessionRemaining(state, context.evaluator.configuration,
                                                       now: context.evaluator.clock.monotonicNow)
-                report.session = StatusReport.Session(active: remaining != nil, remainingSeconds: remaining.map(Self.seconds))
+                report.session = StatusReport.Session(
+                    active: remaining != nil, remainingSeconds: remaining.map(Self.seconds),
+                    touchReusable: remaining != nil && state.session?.biometry != nil && policy.lockout == nil)
                 report.lockout = StatusReport.Lockout(
                     lockedOut: policy.lockout != nil, remainingSeconds: policy.lockout?.remaining.map(Self.seconds),
                     passphraseOnly: policy.lockout?.passphraseOnly ?? false,

@@ -35,22 +35,31 @@ public struct LockReport: Codable, Sendable, Equatable {
 }
 
 extension TouchgateService {
-    /// Creates the vault under a new passphrase (asked through `interaction`) and seals
-    /// every template enrolled before it. The vault stays locked.
+    /// Creates the vault under a new passphrase (asked through `interaction`; refused when
+    /// libpwquality refuses it) and seals every template enrolled before it. The vault is
+    /// left unlocked, as after `unlock`.
     public func initialize(stretching: KeyStretching = .moderate,
                            interaction: any Interaction) async throws(ServiceError) -> InitReport {
         try await withStore { store in
             if try store.vaultExists() {
                 throw VaultError.alreadyInitialized(directory: location.directory.path)
             }
-            let secret = try interaction.newPassphrase(prompt: "New vault passphrase: ")
+            let secret = try PassphraseEntry.new(interaction, prompt: "New vault passphrase: ",
+                                                 user: principal.loginName)
             let kdf = stretching.parameters
             // The vault and its first audit record are one transaction.
-            let vault = try Vault.create(
-                database: store.database, passphrase: secret, kdf: kdf, owner: principal.loginName,
-                log: try store.audit(),
-                recording: AuditEntry(event: .vaultInit, outcome: .success, vaultUser: principal.loginName,
-                                      reason: "vault created (\(kdf))"))
+            let log = try store.audit()
+            let owner = principal.loginName
+            let vault = try await PassphraseEntry.offThread {
+                try Vault.create(database: store.database, passphrase: secret, kdf: kdf, owner: owner, log: log,
+                                 recording: AuditEntry(event: .vaultInit, outcome: .success, vaultUser: owner,
+                                                       reason: "vault created (\(kdf))"))
+            }
+            // Then unlocked, as after `touchgate unlock`: the passphrase was just entered.
+            let key = try await PassphraseEntry.offThread { try vault.unlock(passphrase: secret) }
+            let context = try store.vault()
+            _ = try await context.evaluator.unlock(passphrase: AlreadyVerified())
+            try context.custody.hold(key)
             return InitReport(directory: location.directory.path, owner: vault.owner)
         }
     }
@@ -95,16 +104,22 @@ extension TouchgateService {
         try await withStore { store in
             let context = try store.vault()
             try context.requireIntactState()
-            let old = try current.passphrase(prompt: "Current passphrase: ")
+            let recordWrong = { try context.record(.passphraseChange, .failure, reason: "wrong current passphrase") }
+            let old: SecretBytes
             do {
-                _ = try context.vault.unlock(passphrase: old)
+                (old, _) = try await PassphraseEntry.open(context.vault, interaction: current, prompt: "Current passphrase",
+                                                          wrong: { _ in try recordWrong() })
             } catch VaultError.wrongPassphrase {
-                try context.record(.passphraseChange, .failure, reason: "wrong current passphrase")
+                try recordWrong()
                 throw VaultError.wrongPassphrase
             }
-            let next = try new.newPassphrase(prompt: "New passphrase: ")
+            let next = try PassphraseEntry.new(new, prompt: "New passphrase: ", user: principal.loginName)
             // Argon2id first, outside the transaction; then the new wrapping and its record together.
-            let change = try context.vault.preparePassphraseChange(from: old, to: next, kdf: stretching?.parameters)
+            let vault = context.vault
+            let kdf = stretching?.parameters
+            let change = try await PassphraseEntry.offThread {
+                try vault.preparePassphraseChange(from: old, to: next, kdf: kdf)
+            }
             let parameters = try stretching?.parameters ?? context.vault.kdfParameters()
             try context.audit.atomically { transaction in
                 try transaction.changePassphrase(change, in: context.vault)

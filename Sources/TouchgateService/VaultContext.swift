@@ -48,19 +48,19 @@ struct VaultContext: Sendable {
         try audit.append(event, outcome, vaultUser: vault.owner, item: item, reason: reason)
     }
 
-    /// Checks the passphrase for an administrative change and audits the attempt.
+    /// Checks the passphrase for an administrative change and audits every try.
     /// - Returns: the vault key it opened.
-    /// - Throws: `VaultError.wrongPassphrase` after recording the failure.
+    /// - Throws: `VaultError.wrongPassphrase` after recording the failures.
     @discardableResult
-    func checkPassphrase(_ interaction: any Interaction, purpose: String) throws -> VaultKey {
-        interaction.event(InteractionEvent(.passphraseNeeded, "Passphrase to \(purpose)"))
-        let passphrase = try interaction.passphrase(prompt: "Passphrase to \(purpose): ")
+    func checkPassphrase(_ interaction: any Interaction, purpose: String) async throws -> VaultKey {
+        let recordWrong = { try self.record(.authAttempt, .failure, reason: "passphrase: wrong passphrase (\(purpose))") }
         do {
-            let key = try vault.unlock(passphrase: passphrase)
+            let (_, key) = try await PassphraseEntry.open(vault, interaction: interaction, prompt: "Passphrase to \(purpose)",
+                                                          wrong: { _ in try recordWrong() })
             try record(.authAttempt, .success, reason: "passphrase: passphrase verified (\(purpose))")
             return key
         } catch VaultError.wrongPassphrase {
-            try record(.authAttempt, .failure, reason: "passphrase: wrong passphrase (\(purpose))")
+            try recordWrong()
             throw VaultError.wrongPassphrase
         }
     }
@@ -68,7 +68,31 @@ struct VaultContext: Sendable {
     /// Checks passphrases for the evaluator; with `unlocking`, a correct one also gives
     /// the vault key to the custody.
     func verifier(_ interaction: any Interaction, unlocking: Bool = false) -> VaultPassphraseVerifier {
-        VaultPassphraseVerifier(vault: vault, interaction: interaction, custody: unlocking ? custody : nil)
+        let context = self
+        return VaultPassphraseVerifier(vault: vault, interaction: interaction, custody: unlocking ? custody : nil) {
+            try context.record(.authAttempt, .failure, reason: "passphrase: wrong passphrase (try again)")
+        }
+    }
+
+    /// The live secrets an enroll or delete would destroy (`biometry-current-set`).
+    func boundItems() throws -> [String] {
+        try vault.items().filter { $0.enrollmentDigest != nil && !$0.isInvalidated }.map(\.name)
+    }
+
+    /// Before an enroll or delete: lists the secrets it would destroy and has the person
+    /// confirm (refused without confirmation), then asks for the passphrase.
+    func confirmAndAuthorize(_ change: EnrollmentChange, _ action: String, _ interaction: any Interaction) async throws {
+        let bound = try boundItems()
+        if !bound.isEmpty {
+            let what = "\(bound.count) secret\(bound.count == 1 ? "" : "s") bound to the enrolled fingers "
+                + "(biometry-current-set)"
+            guard try interaction.confirm("\(action) destroys \(what) for good. Continue?", details: bound) else {
+                throw ServiceError(.declined, "nothing was changed: \(action.lowercased()) would destroy \(what): "
+                                   + bound.map(StoredText.escaped).joined(separator: ", ")
+                                   + ". Confirm at the terminal, or pass --yes")
+            }
+        }
+        try await authorizeEnrollmentChange(change, interaction)
     }
 
     /// Has the policy core authorize enrolling or deleting a finger: the passphrase is
@@ -85,8 +109,8 @@ struct VaultContext: Sendable {
 
 /// The vault's passphrase check, as the policy core asks for it.
 ///
-/// Asks the interaction for the passphrase, runs Argon2id and tries to open the vault
-/// key; only the verdict leaves. With a `custody`, a correct passphrase also hands the
+/// Asks the interaction for the passphrase (up to three tries at a terminal), runs
+/// Argon2id and tries to open the vault key; only the verdict leaves. With a `custody`, a correct passphrase also hands the
 /// key over (`touchgate unlock`). The policy core hears only "unavailable" when the
 /// passphrase could not be asked; ``explain(_:)`` recovers the real cause for the message.
 final class VaultPassphraseVerifier: PassphraseVerifier, @unchecked Sendable {
@@ -97,32 +121,29 @@ final class VaultPassphraseVerifier: PassphraseVerifier, @unchecked Sendable {
     private let lock = NSLock()
     private var problem: (any Error)?
 
-    init(vault: Vault, interaction: any Interaction, custody: (any KeyCustody)?) {
+    /// Records one wrong try that is not the last.
+    let wrongTry: @Sendable () throws -> Void
+
+    init(vault: Vault, interaction: any Interaction, custody: (any KeyCustody)?,
+         wrongTry: @escaping @Sendable () throws -> Void) {
         self.vault = vault
         self.interaction = interaction
         self.custody = custody
+        self.wrongTry = wrongTry
     }
 
     func verifyPassphrase(prompt: String) async throws(PassphraseEntryError) -> Bool {
-        let passphrase: SecretBytes
         do {
-            interaction.event(InteractionEvent(.passphraseNeeded, prompt))
-            passphrase = try interaction.passphrase(prompt: prompt + ": ")
-        } catch is CancellationError {
-            throw .cancelled
-        } catch {
-            lock.withLock { problem = error }
-            throw .unavailable
-        }
-        do {
-            if let custody {
-                _ = try custody.hold(passphrase: passphrase)
-            } else {
-                _ = try vault.unlock(passphrase: passphrase)
-            }
+            // Wrong tries before the last are recorded here; the policy core records the last.
+            let (_, key) = try await PassphraseEntry.open(vault, interaction: interaction, prompt: prompt, wrong: { _ in
+                try self.wrongTry()
+            })
+            try custody?.hold(key)
             return true
         } catch VaultError.wrongPassphrase {
             return false
+        } catch is CancellationError {
+            throw .cancelled
         } catch {
             lock.withLock { problem = error }
             throw .unavailable

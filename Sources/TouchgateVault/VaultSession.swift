@@ -58,6 +58,15 @@ public struct VaultSession: Sendable {
     @discardableResult
     public func unlock(passphrase: SecureBytes) throws -> VaultKey {
         let key = try vault.unlock(passphrase: passphrase)
+        try hold(key)
+        return key
+    }
+
+    /// Stores `key`, which the caller opened with the passphrase just now, in the keyring;
+    /// the maximum age counts from now.
+    /// - Throws: ``VaultError/system(operation:code:)`` when the keyring refuses.
+    public func hold(_ key: VaultKey) throws {
+        vault.check(key)
         let nanoseconds = UInt64(SystemClock.readBootTime().timeInterval * 1e9)
         let payload = key.bytes.withUnsafeBytes { keyBytes in
             SecureBytes.make(count: Self.payloadBytes) { out in
@@ -67,7 +76,6 @@ public struct VaultSession: Sendable {
             }
         }
         try KernelKeyring.store(keyDescription, payload: payload, timeout: Self.wholeSeconds(min(idleTimeout, maximumAge)))
-        return key
     }
 
     /// The vault key if the vault is unlocked, `nil` if locked. Each successful call
@@ -98,6 +106,22 @@ public struct VaultSession: Sendable {
             SecureBytes.make(count: 32) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[1..<33])) }
         }
         return VaultKey(bytes: key, vaultID: vault.vaultID)
+    }
+
+    /// When the held key goes at the latest (the maximum age after the passphrase), or nil
+    /// when none is held. Reading it does not count as use: the idle timeout is not pushed
+    /// out, and it may take the key sooner.
+    public func latestExpiry() throws -> Date? {
+        guard let (_, payload) = try KernelKeyring.read(keyDescription, capacity: Self.payloadBytes) else { return nil }
+        let unlockedAt: Double? = payload.withUnsafeBytes { bytes in
+            guard bytes.count == Self.payloadBytes, bytes[0] == Self.payloadFormat else { return nil }
+            var ns: UInt64 = 0
+            for i in 0..<8 { ns |= UInt64(bytes[33 + i]) << (8 * UInt64(i)) }
+            return Double(ns) / 1e9
+        }
+        guard let unlockedAt else { return nil }
+        let remaining = maximumAge.timeInterval - (SystemClock.readBootTime().timeInterval - unlockedAt)
+        return remaining > 0 ? Date().addingTimeInterval(remaining) : nil
     }
 
     /// The vault key, or ``VaultError/locked`` (whose message says to run `touchgate unlock`).

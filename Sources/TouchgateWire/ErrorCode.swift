@@ -43,6 +43,14 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case itemInvalidated = "item-invalidated"
     /// The finger is already enrolled.
     case alreadyEnrolled = "already-enrolled"
+    /// A secret of that name exists and replacing it was not confirmed.
+    case alreadyExists = "already-exists"
+    /// The person declined a confirmation, or it could not be asked (no terminal, no --yes).
+    case declined
+    /// A prune inside the retention period.
+    case retention
+    /// The new passphrase is too weak to protect the vault.
+    case weakPassphrase = "weak-passphrase"
     /// The request itself is invalid.
     case usage
     /// The user cancelled.
@@ -60,13 +68,15 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
         case .nothingEnrolled: ExitStatus.nothingEnrolled
         case .disconnected: ExitStatus.disconnected
         case .readerError, .error: ExitStatus.readerError
-        case .dataError, .integrity, .stateTampered, .auditError, .auditBroken, .noVault, .alreadyInitialized,
-            .notFound, .conflict:
+        case .dataError, .integrity, .stateTampered, .auditError, .auditBroken:
             ExitStatus.dataError
+        case .noVault, .notFound: ExitStatus.notFound
+        case .alreadyInitialized, .alreadyEnrolled, .alreadyExists: ExitStatus.alreadyExists
+        case .declined, .retention, .weakPassphrase: ExitStatus.refused
+        case .conflict: ExitStatus.tryAgain
         case .lockedOut: ExitStatus.lockedOut
         case .wrongPassphrase, .vaultLocked, .passphraseRequired, .passphraseInput, .itemInvalidated:
             ExitStatus.authentication
-        case .alreadyEnrolled: ExitStatus.alreadyEnrolled
         case .usage: ExitStatus.usage
         case .cancelled: ExitStatus.cancelled
         case .execFailed: ExitStatus.commandNotRunnable

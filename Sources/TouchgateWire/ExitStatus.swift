@@ -12,16 +12,26 @@ public enum ExitStatus {
     public static let disconnected: Int32 = 4
     /// The reader failed (busy, protocol error, unsupported, too many poor scans).
     public static let readerError: Int32 = 5
-    /// Stored data cannot be used: damaged, edited outside touchgate, or missing.
+    /// Stored data cannot be used: damaged, edited outside touchgate, a broken or wiped
+    /// audit trail, unsafe permissions.
     public static let dataError: Int32 = 6
     /// Locked out after too many failed attempts.
     public static let lockedOut: Int32 = 7
     /// Authentication needed or refused.
     public static let authentication: Int32 = 8
-    /// The finger is already enrolled (use --replace).
-    public static let alreadyEnrolled: Int32 = 9
+    /// It already exists: the finger is enrolled, the vault exists, a secret of that name
+    /// exists (use --replace).
+    public static let alreadyExists: Int32 = 9
+    /// Not found: no vault yet, no secret of that name.
+    public static let notFound: Int32 = 10
+    /// Refused by a rule or by the person: a confirmation declined (or not possible
+    /// without a terminal and no --yes), a prune inside the retention period, a passphrase
+    /// too weak to protect the vault.
+    public static let refused: Int32 = 11
     /// Usage error.
     public static let usage: Int32 = 64
+    /// Someone else changed it meanwhile; nothing was written: try again.
+    public static let tryAgain: Int32 = 75
     /// `secret exec`: the command could not be started.
     public static let commandNotRunnable: Int32 = 127
     /// Interrupted (Ctrl-C) or cancelled.

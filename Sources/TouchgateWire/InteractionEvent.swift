@@ -16,6 +16,8 @@ public struct InteractionEvent: Codable, Sendable, Equatable {
         case retry
         /// The passphrase is about to be asked.
         case passphraseNeeded = "passphrase-needed"
+        /// Something the person should know: a warning, a fallback, a retry.
+        case notice
     }
 
     /// What happened.

@@ -130,10 +130,13 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var active: Bool
         /// Seconds of reuse left.
         public var remainingSeconds: Int?
+        /// Whether a recent touch can be reused now (else a finger-guarded secret needs a touch).
+        public var touchReusable: Bool
         /// A session.
-        public init(active: Bool, remainingSeconds: Int?) {
+        public init(active: Bool, remainingSeconds: Int?, touchReusable: Bool) {
             self.active = active
             self.remainingSeconds = remainingSeconds
+            self.touchReusable = touchReusable
         }
 
         /// Writes `remaining-seconds` as `null` when there is none, so scripts always find the key.
@@ -141,6 +144,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(active, forKey: .active)
             try container.encode(remainingSeconds, forKey: .remainingSeconds)
+            try container.encode(touchReusable, forKey: .touchReusable)
         }
     }
 
@@ -185,6 +189,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var initialized: Bool
     /// Whether the vault key is not held (nil without a vault).
     public var locked: Bool?
+    /// When the held key goes at the latest (sooner after the idle timeout).
+    public var keyExpires: Date?
     /// The reuse session (nil without a vault).
     public var session: Session?
     /// Lockout (nil without a vault, or when the state could not be trusted).

@@ -67,23 +67,27 @@ final class OnceFlag: @unchecked Sendable {
 }
 
 /// The terminal side of a request: events to the console, passphrases from the
-/// terminal or `--passphrase-fd`.
+/// terminal or `--passphrase-fd`, confirmations at the terminal unless given in advance
+/// (`--yes`, `--replace`).
 struct TerminalInteraction: Interaction {
     let console: Console
     let input: PassphraseInput
+    /// Whether the person confirmed in advance.
+    let assumeYes: Bool
 
-    init(console: Console, input: PassphraseInput = PassphraseInput(fileDescriptor: nil)) {
+    init(console: Console, input: PassphraseInput = PassphraseInput(fileDescriptor: nil), assumeYes: Bool = false) {
         self.console = console
         self.input = input
+        self.assumeYes = assumeYes
     }
 
     func event(_ event: InteractionEvent) {
         console.event(event)
     }
 
-    func passphrase(prompt: String) throws -> SecretBytes {
+    func passphrase(prompt: String, again: Bool) throws -> SecretBytes {
         do {
-            return try input.passphrase(prompt: prompt)
+            return try input.passphrase(prompt: prompt, again: again)
         } catch let error as PassphraseInputError {
             throw error.serviceError
         }
@@ -95,5 +99,12 @@ struct TerminalInteraction: Interaction {
         } catch let error as PassphraseInputError {
             throw error.serviceError
         }
+    }
+
+    var canAskAgain: Bool { input.fileDescriptor == nil }
+
+    func confirm(_ question: String, details: [String]) throws -> Bool {
+        if assumeYes { return true }
+        return try TerminalQuestion.ask(question, details: details.map { "  " + StoredText.escaped($0) })
     }
 }

@@ -6,19 +6,22 @@ import TouchgateWire
 struct Devices: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List fingerprint readers.",
-        discussion: "Exit status 0 when at least one reader is found, 2 when none is.")
+        discussion: """
+            Exit status 0, also when none is found: the list is then empty (--json) and standard \
+            error says why and what to do.
+            """)
 
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
         try await CommandRunner.run(json: common.json) { console in
             let readers = await service.readers()
-            if readers.isEmpty { throw ServiceError(.noReader, service.noReaderExplanation()) }
+            if readers.isEmpty { console.warning(service.noReaderExplanation()) }
             let text = readers.enumerated().map { index, info in
                 "\(index == 0 ? "*" : " ") \(info.deviceID)  \(info.name)  [driver \(info.driver), \(info.scanType), "
                     + "\(info.enrollStages) enroll scans; \(info.features.joined(separator: ", "))]"
             }.joined(separator: "\n")
-            console.result("devices", ReaderList(devices: readers), text: text)
+            console.result("devices", ReaderList(devices: readers), text: readers.isEmpty ? nil : text)
             return ExitStatus.success
         }
     }

@@ -25,6 +25,9 @@ struct Enroll: AsyncParsableCommand {
     @Flag(help: "Enroll again a finger that is already enrolled, replacing its print.")
     var replace = false
 
+    @Flag(help: "Do not ask before destroying the biometry-current-set secrets an enrollment invalidates.")
+    var yes = false
+
     func validate() throws {
         guard TouchgateService.fingerName(finger) != nil else {
             throw ValidationError("unknown finger '\(finger)'; use one of: "
@@ -33,12 +36,22 @@ struct Enroll: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (finger, user, replace, device, input) = (finger, userOption.user, replace, readerOptions.device, passphrase.input())
+        let (finger, user, replace, device, input, yes) = (finger, userOption.user, replace, readerOptions.device,
+                                                            passphrase.input(), yes)
         try await CommandRunner.run(json: common.json) { console in
-            let print = try await service.enroll(finger: finger, user: user, replace: replace, device: device,
-                                                 interaction: TerminalInteraction(console: console, input: input))
-            console.result("enrolled", print, text: "Enrolled \(print.finger) of \(StoredText.escaped(print.user)).")
+            let report = try await service.enroll(
+                finger: finger, user: user, replace: replace, device: device,
+                interaction: TerminalInteraction(console: console, input: input, assumeYes: yes))
+            console.result("enrolled", report, text: "Enrolled \(report.finger) of \(StoredText.escaped(report.user))."
+                           + invalidatedText(report.invalidated))
             return ExitStatus.success
         }
     }
+}
+
+/// What an enrollment change destroyed, for people: empty when nothing was.
+func invalidatedText(_ names: [String]) -> String {
+    guard !names.isEmpty else { return "" }
+    return "\nDestroyed (bound to the old set of fingers; store them again): "
+        + names.map(StoredText.escaped).joined(separator: ", ")
 }

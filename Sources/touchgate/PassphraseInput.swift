@@ -56,10 +56,10 @@ final class PassphraseInput: @unchecked Sendable {
         self.fileDescriptor = fileDescriptor
     }
 
-    /// The passphrase, asked once per process.
-    func passphrase(prompt: String) throws -> SecretBytes {
+    /// The passphrase, asked once per process unless `again` (after a wrong one).
+    func passphrase(prompt: String, again: Bool = false) throws -> SecretBytes {
         try lock.withLock {
-            if let cached { return cached }
+            if let cached, !again { return cached }
             let value = try read(prompt: prompt)
             cached = value
             return value

@@ -49,16 +49,21 @@ struct Prints: AsyncParsableCommand {
         @Option(help: "Which finger.")
         var finger: String
 
+        @Flag(help: "Do not ask before destroying the biometry-current-set secrets the deletion invalidates.")
+        var yes = false
+
         func validate() throws {
             guard TouchgateService.fingerName(finger) != nil else { throw ValidationError("unknown finger '\(finger)'") }
         }
 
         func run() async throws {
-            let (finger, user, device, input) = (finger, userOption.user, readerOptions.device, passphrase.input())
+            let (finger, user, device, input, yes) = (finger, userOption.user, readerOptions.device, passphrase.input(), yes)
             try await CommandRunner.run(json: common.json) { console in
-                let report = try await service.deletePrint(finger: finger, user: user, device: device,
-                                                           interaction: TerminalInteraction(console: console, input: input))
-                console.result("deleted", report, text: "Deleted \(report.finger) of \(StoredText.escaped(report.user)).")
+                let report = try await service.deletePrint(
+                    finger: finger, user: user, device: device,
+                    interaction: TerminalInteraction(console: console, input: input, assumeYes: yes))
+                console.result("deleted", report, text: "Deleted \(report.finger) of \(StoredText.escaped(report.user))."
+                               + invalidatedText(report.invalidated))
                 return ExitStatus.success
             }
         }
@@ -85,9 +90,10 @@ struct Prints: AsyncParsableCommand {
         func run() async throws {
             let (device, input) = (readerOptions.device, passphrase.input())
             try await CommandRunner.run(json: common.json) { console in
-                let report = try await service.clearReader(device: device,
-                                                           interaction: TerminalInteraction(console: console, input: input))
-                console.result("cleared", report, text: "Cleared \(report.deviceID); forgot \(report.forgotten) stored print(s).")
+                let report = try await service.clearReader(
+                    device: device, interaction: TerminalInteraction(console: console, input: input, assumeYes: true))
+                console.result("cleared", report, text: "Cleared \(report.deviceID); forgot \(report.forgotten) stored print(s)."
+                               + invalidatedText(report.invalidated))
                 return ExitStatus.success
             }
         }

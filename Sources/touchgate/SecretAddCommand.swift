@@ -13,7 +13,8 @@ extension Secret {
                 user-presence (a finger or the passphrase), passphrase; or a combination with & (and) \
                 and | (or), e.g. 'biometry-current-set|passphrase'. --fresh demands a new touch every \
                 time (no 5-minute reuse). One final newline of the input is dropped. Names are at most \
-                256 bytes without control characters. Needs the vault unlocked; replacing an item also \
+                256 bytes without control characters. Needs the vault unlocked. A secret of that name is \
+                replaced only once confirmed at the terminal or with --replace, and replacing also \
                 needs what its current policy asks for (standard input carries the value, so give a \
                 passphrase on another descriptor).
                 """)
@@ -31,6 +32,9 @@ extension Secret {
         @Flag(help: "Ask for a fresh touch or passphrase on every read (no session reuse).")
         var fresh = false
 
+        @Flag(help: "Replace a secret of that name without asking (it still needs what its policy asks for).")
+        var replace = false
+
         func validate() throws {
             if let problem = StoredText.problem(withName: name, what: "secret") { throw ValidationError(problem) }
             do {
@@ -41,10 +45,12 @@ extension Secret {
         }
 
         func run() async throws {
-            let (name, policy, fresh, device, input) = (name, policy, fresh, readerOptions.device, passphrase.input())
+            let (name, policy, fresh, replace, device, input) = (name, policy, fresh, replace, readerOptions.device,
+                                                                 passphrase.input())
             try await CommandRunner.run(json: common.json) { console in
-                let report = try await service.store(name, value: SecretValue.readStandardInput, policy: policy, fresh: fresh, device: device,
-                                                     interaction: TerminalInteraction(console: console, input: input))
+                let report = try await service.store(
+                    name, value: SecretValue.readStandardInput, policy: policy, fresh: fresh, replace: replace,
+                    device: device, interaction: TerminalInteraction(console: console, input: input))
                 console.result("stored", report, text: "Stored '\(StoredText.escaped(report.name))' "
                                + "(\(report.policy)\(report.fresh ? ", fresh touch" : "")).")
                 return ExitStatus.success

@@ -13,8 +13,9 @@ extension Secret {
             abstract: "Release a secret to standard output.",
             discussion: """
                 Asks for a touch (or the passphrase) as the item's policy requires, unless a touch \
-                or passphrase entry of the last 5 minutes can be reused. Standard output holds the \
-                value and nothing else. Exit status 1 no match, 7 locked out, 8 vault locked, \
+                or passphrase entry within the reuse window can be reused (touchgate policy show). \
+                Standard output holds the value and nothing else; with --json, one JSON object whose \
+                "value" holds it ("encoding": "base64" when it is not UTF-8 text). Exit status 1 no match, 7 locked out, 8 vault locked, \
                 passphrase needed or item invalidated.
                 """)
 
@@ -27,7 +28,12 @@ extension Secret {
             try await CommandRunner.run(json: options.common.json) { console in
                 let value = try await service.release(name, device: device,
                                                       interaction: TerminalInteraction(console: console, input: input))
-                try SecretValue.writeStandardOutput(value)
+                if console.json {
+                    // One JSON result: the value as a field (base64 when it is not UTF-8 text).
+                    console.result("released", SecretValue.report(name: name, value: value), text: nil)
+                } else {
+                    try SecretValue.writeStandardOutput(value)
+                }
                 return ExitStatus.success
             }
         }

@@ -32,17 +32,23 @@ extension Secret {
         static let configuration = CommandConfiguration(
             commandName: "rm",
             abstract: "Delete a stored secret.",
-            discussion: "Needs the vault unlocked, not a touch (deleting releases nothing); audited.")
+            discussion: """
+                Asks for confirmation at the terminal (--yes to skip it; without a terminal --yes is \
+                required). Needs the vault unlocked, not a touch (deleting releases nothing); audited.
+                """)
 
         @OptionGroup var common: CommonOptions
 
         @Argument(help: "The item's name.")
         var name: String
 
+        @Flag(help: "Delete without asking.")
+        var yes = false
+
         func run() async throws {
-            let name = self.name
+            let (name, yes) = (name, yes)
             try await CommandRunner.run(json: common.json) { console in
-                try await service.remove(name)
+                try await service.remove(name, interaction: TerminalInteraction(console: console, assumeYes: yes))
                 console.result("deleted", NameReport(name: name), text: "Deleted '\(StoredText.escaped(name))'.")
                 return ExitStatus.success
             }

@@ -5,8 +5,26 @@ import TouchgateWire
 import Glibc
 #endif
 
-/// Reading and writing item values without them passing through a `String`.
+/// `secret get --json`: the released value as a field.
+struct ReleasedValue: Encodable, Sendable {
+    var name: String
+    var value: String
+    var encoding: String
+}
+
+/// Reading and writing item values without them passing through a `String` (except
+/// `--json`, which must put the value in its JSON text).
 enum SecretValue {
+    /// The JSON result of a release: the value as UTF-8 text, or base64 when it is not text.
+    static func report(name: String, value: SecretBytes) -> ReleasedValue {
+        value.withUnsafeBytes { bytes in
+            if let text = String(validating: bytes, as: UTF8.self) {
+                return ReleasedValue(name: name, value: text, encoding: "utf-8")
+            }
+            return ReleasedValue(name: name, value: Data(bytes).base64EncodedString(), encoding: "base64")
+        }
+    }
+
     /// The largest value accepted, in bytes.
     static let maximumLength = 64 * 1024
 

@@ -41,6 +41,10 @@ struct Touchgate: AsyncParsableCommand {
         // Everything this process creates is private to its owner.
         umask(0o077)
         do {
+            if let suggestion = CommandSuggestion.forUnknownCommand(in: Array(CommandLine.arguments.dropFirst())) {
+                Console.write("touchgate: \(suggestion)\n", to: 2)
+                Foundation.exit(ExitStatus.usage)
+            }
             var command = try parseAsRoot()
             if var command = command as? AsyncParsableCommand {
                 try await command.run()

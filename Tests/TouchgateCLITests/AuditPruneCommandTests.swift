@@ -15,7 +15,8 @@ struct AuditPruneCommandTests {
         #expect(recordsBefore >= 2)
 
         let refused = try await vault.withPassphrase(["audit", "prune", "--before", today, "--json"])
-        #expect(refused.status == 6)
+        #expect(refused.status == 11, "refused by the retention rule")
+        #expect(refused.errorCode == "retention")
         let message = refused.json?["message"] as? String
         #expect(message?.contains("six years") == true, "\(refused.stderrLines)")
         let afterRefusal = try await vault.run(["audit", "export"]).stdout

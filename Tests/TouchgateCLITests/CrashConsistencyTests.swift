@@ -82,13 +82,13 @@ struct CrashConsistencyTests {
                        "right-thumb", "right-middle", "right-ring", "right-little"]
         for (trial, finger) in fingers.enumerated() {
             // A secret bound to the enrolled set: an enrollment must destroy its key with the change.
-            let bound = try await vault.run(["secret", "add", "bound", "--policy", "biometry-current-set", "--json"],
+            let bound = try await vault.run(["secret", "add", "bound", "--policy", "biometry-current-set", "--replace", "--json"],
                                             presenting: ["whorl"], stdin: Data("b\(trial)".utf8))
             try #require(bound.status == 0, "\(bound.stderrLines)")
             let delay = Double.random(in: 0...window)
             vault.finger.present(["arch"])
             let finger0 = vault.finger
-            _ = try await vault.rig.process.run(["enroll", "--json", "--finger", finger, "--passphrase-fd", "0"],
+            _ = try await vault.rig.process.run(["enroll", "--json", "--finger", finger, "--yes", "--passphrase-fd", "0"],
                                                 stdin: VaultRig.lines(VaultRig.passphrase), killAfter: delay) { line, _ in
                 finger0.handle(line)
             }

@@ -16,7 +16,20 @@ struct EnrollmentBindingTests {
         try await vault.add("any", "any-finger", policy: "biometry-any")
         try await vault.add("either", "finger-or-passphrase", policy: "biometry-current-set|passphrase")
 
-        try await vault.enroll("arch", finger: "left-thumb")
+        // Without a terminal to confirm on and without --yes, nothing happens, and the
+        // secrets that would be destroyed are named.
+        let declined = try await vault.runWithoutTerminal(["enroll", "--json", "--finger", "left-thumb", "--passphrase-fd", "0"],
+                                                          stdin: VaultRig.lines(VaultRig.passphrase))
+        #expect(declined.status == 11, "\(declined.stderrLines)")
+        #expect(declined.errorCode == "declined")
+        let named = declined.json?["message"] as? String ?? ""
+        #expect(named.contains("bound") && named.contains("either") && !named.contains("any,"), "\(named)")
+        #expect((try await vault.run(["prints", "list", "--json"]).json?["prints"] as? [Any])?.count == 1)
+
+        let enrolled = try await vault.withPassphrase(["enroll", "--json", "--yes", "--finger", "left-thumb"],
+                                                      presenting: ["arch"])
+        #expect(enrolled.status == 0, "\(enrolled.stderrLines)")
+        #expect(Set(enrolled.json?["invalidated"] as? [String] ?? []) == ["bound", "either"], "says which were destroyed")
 
         let gone = try await vault.get("bound", presenting: ["whorl"])
         #expect(gone.status == 8)
@@ -48,7 +61,7 @@ struct EnrollmentBindingTests {
 
         // Deleting a finger changes the set too: a new current-set item dies with it.
         try await vault.add("bound2", "second", policy: "biometry-current-set")
-        let deleted = try await vault.withPassphrase(["prints", "delete", "--finger", "left-thumb"])
+        let deleted = try await vault.withPassphrase(["prints", "delete", "--finger", "left-thumb", "--yes"])
         #expect(deleted.status == 0, "\(deleted.stderrLines)")
         #expect(try await vault.get("bound2", presenting: ["whorl"]).status == 8)
         #expect(try await vault.get("any", presenting: ["whorl"]).status == 0)

@@ -41,7 +41,7 @@ struct HostileInputTests {
                     // Each process gets its own virtual_image socket and a wrong finger.
                     let (process, finger) = vault.ownReader("\(prefix)-\(index)", presenting: ["arch"])
                     group.addTask {
-                        try await process.run(["secret", "add", "shared", "--policy", "biometry-any", "--fresh", "--json"],
+                        try await process.run(["secret", "add", "shared", "--policy", "biometry-any", "--fresh", "--replace", "--json"],
                                               stdin: Data("\(prefix)-\(index)".utf8)) { line, _ in finger.handle(line) }
                     }
                 }

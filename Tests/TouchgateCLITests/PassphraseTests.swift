@@ -11,8 +11,9 @@ struct PassphraseTests {
         let created = try await vault.withPassphrase(["init", "--kdf", "minimum"])
         #expect(created.status == 0)
         // A second init is refused and leaves the vault alone.
-        #expect(try await vault.withPassphrase(["init", "--kdf", "minimum"], "other").status == 6)
+        #expect(try await vault.withPassphrase(["init", "--kdf", "minimum"], "other").status == 9, "already exists")
 
+        #expect(try await vault.run(["lock"]).status == 0, "init left it unlocked")
         let wrongUnlock = try await vault.withPassphrase(["unlock", "--json"], "not-the-passphrase-42")
         #expect(wrongUnlock.status == 8)
         #expect(wrongUnlock.errorCode == "wrong-passphrase")
@@ -34,21 +35,29 @@ struct PassphraseTests {
         #expect(try await vault.run(["policy", "show", "--json"]).json?["session-timeout-seconds"] as? Int == 300)
 
         let wrongChange = try await vault.run(["passphrase", "change", "--passphrase-fd", "0"],
-                                              stdin: VaultRig.lines("not-the-passphrase-42", "new one"))
+                                              stdin: VaultRig.lines("not-the-passphrase-42", "a new long passphrase"))
         #expect(wrongChange.status == 8)
-        #expect(try await vault.withPassphrase(["unlock"], "new one").status == 8, "the new one was not set")
+        #expect(try await vault.withPassphrase(["unlock"], "a new long passphrase").status == 8, "the new one was not set")
         #expect(try await vault.withPassphrase(["unlock"]).status == 0, "the old one still works")
 
+        // libpwquality refuses the weakest passphrases: they are all that protects the data at rest.
+        for weak in ["a", "password", "abcdefgh"] {
+            let refused = try await vault.run(["passphrase", "change", "--passphrase-fd", "0", "--json"],
+                                              stdin: VaultRig.lines(VaultRig.passphrase, weak))
+            #expect(refused.status == 11, "\(weak): \(refused.stderrLines)")
+            #expect(refused.errorCode == "weak-passphrase")
+        }
+        #expect(try await vault.withPassphrase(["unlock"]).status == 0, "nothing changed")
         let changed = try await vault.run(["passphrase", "change", "--passphrase-fd", "0", "--kdf", "minimum"],
-                                          stdin: VaultRig.lines(VaultRig.passphrase, "new one"))
+                                          stdin: VaultRig.lines(VaultRig.passphrase, "a new long passphrase"))
         #expect(changed.status == 0, "\(changed.stderrLines)")
         #expect(try await vault.withPassphrase(["unlock"]).status == 8)
-        #expect(try await vault.withPassphrase(["unlock"], "new one").status == 0)
+        #expect(try await vault.withPassphrase(["unlock"], "a new long passphrase").status == 0)
 
         let trail = try await vault.run(["audit", "export"]).stdout
         #expect(trail.contains("\"event\":\"passphrase.change\""))
         #expect(trail.contains("\"event\":\"policy.change\",\"item\":null,\"outcome\":\"denied\""))
-        for secret in [VaultRig.passphrase, "new one", "not-the-passphrase-42"] {
+        for secret in [VaultRig.passphrase, "a new long passphrase", "not-the-passphrase-42"] {
             #expect(!trail.contains(secret), "no passphrase in the trail")
         }
         #expect(try await vault.run(["audit", "verify"]).status == 0)

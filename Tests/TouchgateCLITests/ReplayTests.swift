@@ -52,7 +52,7 @@ struct UnusableReaderTests {
                                                "FP_DRIVERS_WHITELIST": "virtual_image"])
         process.wrapper = [umockdev, "-d", Fixtures.recording("vfs5011").appendingPathComponent("device").path, "--"]
         let result = try await process.run(["devices"])
-        #expect(result.status == 2)
+        #expect(result.status == 0, "an empty list")
         let message = result.stderrLines.joined(separator: " ")
         #expect(message.contains("no fingerprint reader found"))
         #expect(message.contains("138a:0017"), "names the plugged-in reader: \(message)")

@@ -60,9 +60,10 @@ struct SecretExecTests {
         #expect(names == ["recovery", "two"])
         #expect(!list.stdout.contains("words"))
 
-        #expect(try await vault.run(["secret", "rm", "recovery"]).status == 0)
-        #expect(try await vault.run(["secret", "rm", "recovery"]).status == 6)
-        #expect(try await vault.run(["secret", "get", "recovery"]).status == 6)
+        #expect(try await vault.run(["secret", "rm", "recovery"]).status == 11, "no terminal to confirm on, no --yes")
+        #expect(try await vault.run(["secret", "rm", "recovery", "--yes"]).status == 0)
+        #expect(try await vault.run(["secret", "rm", "recovery", "--yes"]).status == 10, "not found")
+        #expect(try await vault.run(["secret", "get", "recovery"]).status == 10)
         let trail = try await vault.run(["audit", "export"]).stdout
         #expect(trail.contains("\"event\":\"item.delete\",\"item\":\"recovery\",\"outcome\":\"success\""))
         #expect(!trail.contains("words words"))

@@ -15,7 +15,12 @@ struct SecretUpdateTests {
         try await vault.enroll("whorl")
         try await vault.add("deploy-key", "original", policy: "biometry-any", fresh: true)
 
-        let refused = try await vault.run(["secret", "add", "deploy-key", "--policy", "passphrase", "--json"],
+        // Without a terminal to confirm on, an existing name is kept unless --replace.
+        let kept = try await vault.runWithoutTerminal(["secret", "add", "deploy-key", "--policy", "passphrase", "--json"],
+                                                      stdin: Data("attacker".utf8))
+        #expect(kept.status == 9, "\(kept.stderrLines)")
+        #expect(kept.errorCode == "already-exists")
+        let refused = try await vault.run(["secret", "add", "deploy-key", "--policy", "passphrase", "--replace", "--json"],
                                           presenting: ["arch"], stdin: Data("attacker".utf8))
         #expect(refused.status == 1, "\(refused.stderrLines)")
         #expect(refused.fingerPrompts == 1)
@@ -24,7 +29,7 @@ struct SecretUpdateTests {
         let list = try await vault.run(["secret", "list", "--json"])
         #expect((list.json?["items"] as? [[String: Any]])?.first?["policy"] as? String == "biometry-any")
 
-        let replaced = try await vault.run(["secret", "add", "deploy-key", "--policy", "biometry-any", "--json"],
+        let replaced = try await vault.run(["secret", "add", "deploy-key", "--policy", "biometry-any", "--replace", "--json"],
                                            presenting: ["whorl"], stdin: Data("rotated".utf8))
         #expect(replaced.status == 0, "\(replaced.stderrLines)")
         #expect(try await vault.get("deploy-key", presenting: ["whorl"]).stdout == "rotated")

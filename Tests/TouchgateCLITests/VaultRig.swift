@@ -46,6 +46,29 @@ struct VaultRig {
         return (process, finger)
     }
 
+    /// Runs touchgate on a new pseudo-terminal (script(1)), typing `lines` (from files, so
+    /// they are on no command line) one a second after the first two seconds; the finger
+    /// presents `prints`. Standard output holds everything the terminal showed; touchgate's
+    /// standard error stays apart (so the finger sees its prompts) when `errorsApart`.
+    func onTerminal(_ arguments: [String], typing lines: [String], presenting prints: [String] = [],
+                    errorsApart: Bool = false) async throws -> CLIResult
+    {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/script"),
+                     "this test needs script from bsdutils: apt-get install bsdutils")
+        var feed = "sleep 2"
+        for (index, line) in lines.enumerated() {
+            let file = home.path("typed-\(UUID().uuidString)-\(index)")
+            try Data((line + "\n").utf8).write(to: URL(fileURLWithPath: file))
+            feed += "; cat '\(file)'; sleep 1"
+        }
+        var process = rig.process
+        let command = errorsApart ? "\"$* 2>&3\" /dev/null 3>&2" : "\"$*\" /dev/null"
+        process.wrapper = ["/bin/sh", "-c", "(\(feed); sleep 1) | /usr/bin/script -q -e -c \(command)", "sh"]
+        finger.present(prints)
+        let finger = self.finger
+        return try await process.run(arguments) { line, _ in finger.handle(line) }
+    }
+
     /// Runs a command that needs the passphrase, giving it on descriptor 0.
     func withPassphrase(_ arguments: [String], _ passphrase: String = VaultRig.passphrase,
                         presenting prints: [String] = []) async throws -> CLIResult {
@@ -60,9 +83,10 @@ struct VaultRig {
         try #require(unlocked.status == 0, "unlock: \(unlocked.stderrLines)")
     }
 
-    /// Enrolls `print` as `finger` with the passphrase; required to succeed.
+    /// Enrolls `print` as `finger` with the passphrase (and `--yes`: it destroys any
+    /// biometry-current-set secret without asking); required to succeed.
     func enroll(_ print: String, finger: String = "right-index") async throws {
-        let result = try await withPassphrase(["enroll", "--json", "--finger", finger], presenting: [print])
+        let result = try await withPassphrase(["enroll", "--json", "--yes", "--finger", finger], presenting: [print])
         try #require(result.status == 0, "enroll \(print): \(result.stderrLines)")
     }
 

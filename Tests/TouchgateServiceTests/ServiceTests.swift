@@ -11,19 +11,27 @@ final class ScriptedInteraction: Interaction, @unchecked Sendable {
     private let lock = NSLock()
     private var recorded: [InteractionEvent] = []
     let answer: String?
+    let confirms: Bool
 
-    init(passphrase: String? = ServiceRig.passphrase) { answer = passphrase }
+    init(passphrase: String? = ServiceRig.passphrase, confirms: Bool = true) {
+        answer = passphrase
+        self.confirms = confirms
+    }
 
     var events: [InteractionEvent] { lock.withLock { recorded } }
 
     func event(_ event: InteractionEvent) { lock.withLock { recorded.append(event) } }
 
-    func passphrase(prompt: String) throws -> SecretBytes {
+    var canAskAgain: Bool { false }
+
+    func confirm(_ question: String, details: [String]) throws -> Bool { confirms }
+
+    func passphrase(prompt: String, again: Bool) throws -> SecretBytes {
         guard let answer else { throw ServiceError(.passphraseRequired, "no passphrase in this test") }
         return SecretBytes.make(count: answer.utf8.count) { $0.copyBytes(from: Array(answer.utf8)) }
     }
 
-    func newPassphrase(prompt: String) throws -> SecretBytes { try passphrase(prompt: prompt) }
+    func newPassphrase(prompt: String) throws -> SecretBytes { try passphrase(prompt: prompt, again: false) }
 }
 
 /// Keeps the unlocked key in this process's memory (what the daemon will do), so the
@@ -36,11 +44,11 @@ final class MemoryCustody: KeyCustody, @unchecked Sendable {
 
     init(vault: Vault) { self.vault = vault }
 
-    func hold(passphrase: SecretBytes) throws -> VaultKey {
-        let key = try vault.unlock(passphrase: passphrase)
+    func hold(_ key: VaultKey) throws {
         lock.withLock { self.key = key }
-        return key
     }
+
+    var latestExpiry: Date? { nil }
 
     func currentKey() throws -> VaultKey? { lock.withLock { key } }
     var isHolding: Bool { lock.withLock { key != nil } }
@@ -249,7 +257,7 @@ private func text(_ bytes: SecretBytes) -> String {
         // version it was authorized for, or got a conflict.
         #expect(outcomes.allSatisfy { $0 == "written" || $0 == "conflict" }, "\(outcomes)")
         let writes = try await rig.service.auditRecords().filter { $0.event == "item.write" && $0.outcome == "success" }
-        #expect(writes.filter { $0.reason == "stored" }.count == 1, "one creation")
-        #expect(writes.filter { $0.reason == "stored" || $0.reason == "replaced" }.count == outcomes.filter { $0 == "written" }.count)
+        #expect(writes.filter { $0.reason.hasPrefix("created") }.count == 1, "one creation")
+        #expect(writes.filter { $0.reason.hasPrefix("created") || $0.reason == "replaced" }.count == outcomes.filter { $0 == "written" }.count)
     }
 }

@@ -1,0 +1,2 @@
+// libpwquality: passphrase strength (length, character classes, cracklib dictionary check).
+#include <pwquality.h>

@@ -1,0 +1,118 @@
+import Foundation
+import TouchgatePolicy
+import TouchgateVault
+import TouchgateWire
+
+/// Asking for the vault passphrase and checking it: up to three tries where the person
+/// can retype it (like sudo and cryptsetup), one from a descriptor; Argon2id runs off the
+/// cooperative pool and is abandoned at once when the request is cancelled (Ctrl-C), so a
+/// cancelled unlock never leaves a key behind.
+enum PassphraseEntry {
+    /// Tries at a terminal.
+    static let maximumTries = 3
+
+    /// Asks until the passphrase opens `vault`'s key, calling `wrong` with the try number
+    /// after each wrong one but the last (the caller records them).
+    /// - Returns: the passphrase and the key it opened.
+    /// - Throws: `VaultError.wrongPassphrase` after the last wrong try, `CancellationError`.
+    static func open(_ vault: Vault, interaction: any Interaction, prompt: String,
+                     wrong: (Int) throws -> Void = { _ in }) async throws -> (SecretBytes, VaultKey) {
+        var again = false
+        var tries = 0
+        while true {
+            tries += 1
+            interaction.event(InteractionEvent(.passphraseNeeded, prompt))
+            let passphrase = try interaction.passphrase(prompt: prompt + ": ", again: again)
+            do {
+                let key = try await offThread { try vault.unlock(passphrase: passphrase) }
+                return (passphrase, key)
+            } catch VaultError.wrongPassphrase where tries < maximumTries && interaction.canAskAgain {
+                try wrong(tries)
+                interaction.notice("wrong passphrase; try again (\(maximumTries - tries) more)")
+                again = true
+            }
+        }
+    }
+
+    /// A new passphrase that libpwquality does not refuse, asked again (on a terminal, up
+    /// to three times) after a mismatch or a refusal; a weak one is accepted with a warning.
+    /// - Throws: ``ServiceError`` `weak-passphrase` or the interaction's mismatch error
+    ///   after the last try.
+    static func new(_ interaction: any Interaction, prompt: String, user: String) throws -> SecretBytes {
+        var tries = 0
+        while true {
+            tries += 1
+            let last = tries >= maximumTries || !interaction.canAskAgain
+            let passphrase: SecretBytes
+            do {
+                passphrase = try interaction.newPassphrase(prompt: prompt)
+            } catch let error as ServiceError where error.code == .passphraseInput && !last {
+                interaction.notice("\(error.message); try again")
+                continue
+            }
+            switch PassphraseStrength.assess(passphrase, user: user) {
+            case .strong:
+                return passphrase
+            case .weak(let why):
+                interaction.notice("this passphrase is weak (\(why)); it is all that protects your secrets "
+                                   + "at rest, so consider a longer one (touchgate passphrase change)")
+                return passphrase
+            case .rejected(let why):
+                let message = "passphrase refused: \(why). It is all that protects your secrets at rest: use a few "
+                    + "unrelated words or 12 or more mixed characters"
+                if last { throw ServiceError(.weakPassphrase, message + "; nothing was changed") }
+                interaction.notice(message + "; try again")
+            }
+        }
+    }
+
+    /// Runs slow, blocking work (Argon2id) on a thread of its own and returns its result,
+    /// or throws `CancellationError` as soon as the calling task is cancelled; the
+    /// abandoned result is dropped (secret bytes are zeroed when released).
+    static func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        let race = Race<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                race.start(continuation)
+                Thread.detachNewThread { race.finish(Result { try body() }) }
+            }
+        } onCancel: {
+            race.finish(.failure(CancellationError()))
+        }
+    }
+}
+
+/// The passphrase this request already verified (for recording the entry with the policy core).
+struct AlreadyVerified: PassphraseVerifier {
+    func verifyPassphrase(prompt: String) async throws(PassphraseEntryError) -> Bool { true }
+}
+
+/// Whichever comes first, the work or the cancellation, resumes the continuation once.
+///
+/// `@unchecked Sendable`: every field is read and written under `lock`.
+private final class Race<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<T, any Error>?
+    private var early: Result<T, any Error>?
+    private var done = false
+
+    func start(_ continuation: CheckedContinuation<T, any Error>) {
+        let early: Result<T, any Error>? = lock.withLock {
+            if let early = self.early { return early }
+            self.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(with: early) }
+    }
+
+    func finish(_ result: Result<T, any Error>) {
+        let waiting: CheckedContinuation<T, any Error>? = lock.withLock {
+            guard !done else { return nil }
+            done = true
+            if let continuation { self.continuation = nil; return continuation }
+            early = result
+            return nil
+        }
+        waiting?.resume(with: result)
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Day one as a new user: nothing lost without a question, prompts that forgive typos,
+/// honest JSON and exit codes, plain words.
+@Suite(.serialized, .timeLimit(.minutes(8)))
+struct DayOneTests {
+    @Test func initUnlocksTheNewVaultAndRefusesAWeakPassphrase() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        let weak = try await vault.withPassphrase(["init", "--kdf", "minimum", "--json"], "hunter22")
+        #expect(weak.status == 11, "\(weak.stderrLines)")
+        #expect(weak.errorCode == "weak-passphrase")
+        #expect(try await vault.status()["initialized"] as? Bool == false, "nothing was created")
+
+        let created = try await vault.withPassphrase(["init", "--kdf", "minimum"])
+        #expect(created.status == 0, "\(created.stderrLines)")
+        let status = try await vault.status()
+        #expect(status["locked"] as? Bool == false, "init leaves the vault unlocked")
+        #expect(status["passphrase-required"] == nil, "the passphrase was just entered")
+        try await vault.add("x", "v", policy: "passphrase")  // needs the unlocked vault
+    }
+
+    @Test func aMistypedPassphraseCanBeRetypedTwice() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        #expect(try await vault.run(["lock"]).status == 0)
+        let unlocked = try await vault.onTerminal(["unlock"], typing: ["typo one", "typo two", VaultRig.passphrase])
+        #expect(unlocked.status == 0, "\(unlocked.stdout)")
+        #expect(unlocked.stdout.components(separatedBy: "wrong passphrase; try again").count == 3, "\(unlocked.stdout)")
+        #expect(try await vault.status()["locked"] as? Bool == false)
+        let records = try #require(try await vault.run(["audit", "show", "--json"]).json?["records"] as? [[String: Any]])
+        let wrong = records.filter { ($0["reason"] as? String)?.contains("wrong passphrase") == true }
+        #expect(wrong.count == 2, "each wrong try is on record")
+
+        #expect(try await vault.run(["lock"]).status == 0)
+        let threeWrong = try await vault.onTerminal(["unlock"], typing: ["a", "b", "c"])
+        #expect(threeWrong.status == 8, "\(threeWrong.stdout)")
+        #expect(try await vault.status()["locked"] as? Bool == true)
+    }
+
+    @Test func enrollListsWhatItWouldDestroyAndAsks() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try await vault.enroll("whorl")
+        try await vault.add("bound", "b", policy: "biometry-current-set")
+        // "n" at the question: nothing changes and no finger or passphrase is asked for.
+        let declined = try await vault.onTerminal(["enroll", "--finger", "left-thumb"], typing: ["n"],
+                                                  presenting: ["arch"], errorsApart: true)
+        #expect(declined.status == 11, "\(declined.stdout) \(declined.stderrLines)")
+        #expect(declined.stdout.contains("bound") && declined.stdout.contains("[y/N]"), "\(declined.stdout)")
+        #expect(declined.fingerPrompts == 0)
+        #expect(!declined.stdout.contains("Passphrase"))
+        #expect((try await vault.run(["prints", "list", "--json"]).json?["prints"] as? [Any])?.count == 1)
+        // "y", then the passphrase: enrolled, and it says what was destroyed.
+        let accepted = try await vault.onTerminal(["enroll", "--finger", "left-thumb"], typing: ["y", VaultRig.passphrase],
+                                                  presenting: ["arch"], errorsApart: true)
+        #expect(accepted.status == 0, "\(accepted.stdout) \(accepted.stderrLines)")
+        #expect(accepted.stdout.contains("Destroyed") && accepted.stdout.contains("bound"), "\(accepted.stdout)")
+    }
+
+    @Test func replacingOrDeletingASecretIsConfirmed() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try await vault.add("token", "one", policy: "passphrase")
+        let declined = try await vault.onTerminal(["secret", "add", "token", "--policy", "passphrase"], typing: ["n"])
+        #expect(declined.status == 9, "\(declined.stdout)")
+        #expect(declined.stdout.contains("Replace it?"))
+        let kept = try await vault.withPassphrase(["secret", "get", "token"])
+        #expect(kept.stdout == "one")
+
+        let removeDeclined = try await vault.onTerminal(["secret", "rm", "token"], typing: ["no"])
+        #expect(removeDeclined.status == 11, "\(removeDeclined.stdout)")
+        let removed = try await vault.onTerminal(["secret", "rm", "token"], typing: ["yes"])
+        #expect(removed.status == 0, "\(removed.stdout)")
+        #expect(try await vault.run(["secret", "get", "token"]).status == 10, "not found")
+    }
+
+    @Test func jsonMeansOneResultAndEveryFailureHasItsOwnCode() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        #expect(try await vault.run(["secret", "list", "--json"]).errorCode == "no-vault")
+        #expect(try await vault.run(["secret", "list"]).status == 10, "no vault yet: not found")
+        try await vault.initAndUnlock()
+        #expect(try await vault.withPassphrase(["init", "--kdf", "minimum"]).status == 9, "already exists")
+        try await vault.add("token", "ghp_s3cret", policy: "passphrase")
+        let released = try await vault.run(["secret", "get", "token", "--json", "--passphrase-fd", "0"],
+                                           stdin: VaultRig.lines(VaultRig.passphrase))
+        #expect(released.status == 0)
+        #expect(released.json?["value"] as? String == "ghp_s3cret", "the value is a field of the one JSON result")
+        #expect(released.json?["result"] as? String == "released")
+        #expect(released.stdout.split(separator: "\n").count == 1)
+        #expect(try await vault.run(["secret", "get", "nothing"]).status == 10)
+        #expect(try await vault.run(["audit", "prune", "--before", "2999-01-01"]).status == 11, "inside the retention")
+    }
+
+    @Test func aMistypedCommandSuggestsTheRightOne() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        let enrol = try await vault.run(["enrol"])
+        #expect(enrol.status == 64)
+        #expect(enrol.stderrLines.joined().contains("Did you mean: touchgate enroll?"), "\(enrol.stderrLines)")
+        let gte = try await vault.run(["secret", "gte", "x"])
+        #expect(gte.stderrLines.joined().contains("touchgate secret get"), "\(gte.stderrLines)")
+    }
+
+    @Test func statusSpeaksPlainly() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try await vault.enroll("whorl")
+        for _ in 1...3 { _ = try await vault.run(["verify"], presenting: ["arch"]) }
+        let text = try await vault.run(["status"]).stdout
+        #expect(text.contains("vault: unlocked: the key is kept until"), "\(text)")
+        #expect(text.contains("min") && text.contains("left (touchgate unlock lifts it now)"), "\(text)")
+        #expect(text.contains("touch: needed"), "\(text)")
+        #expect(!text.contains("not-entered-since-boot"))
+    }
+
+    @Test func aFallbackToThePassphraseIsSaid() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try await vault.enroll("whorl")
+        try await vault.add("either", "e", policy: "user-presence", fresh: true)
+        for _ in 1...3 { _ = try await vault.run(["verify"], presenting: ["arch"]) }
+        let released = try await vault.run(["secret", "get", "either", "--json", "--passphrase-fd", "0"],
+                                           stdin: VaultRig.lines(VaultRig.passphrase))
+        #expect(released.status == 0, "\(released.stderrLines)")
+        let asked = released.events.first { $0["event"] as? String == "passphrase-needed" }?["message"] as? String
+        #expect(asked?.contains("Too many failed fingerprint attempts") == true, "\(String(describing: asked))")
+        #expect(asked?.contains("Instead") == true)
+    }
+
+    @Test func noTouchIsAskedForWhenThereIsNoReader() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try await vault.enroll("whorl")
+        try await vault.add("token", "t", policy: "biometry-any")
+        var process = vault.rig.process
+        process.environment["FP_DRIVERS_WHITELIST"] = "no_such_driver"
+        let result = try await process.run(["secret", "get", "token", "--json"])
+        #expect(result.status == 2, "\(result.stderrLines)")
+        #expect(!result.eventNames.contains("touch-needed"))
+    }
+
+    @Test func ctrlCDuringKeyStretchingLeavesTheVaultLocked() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        // The real cost (MODERATE Argon2id, about half a second here), so there is time to interrupt it.
+        let created = try await vault.withPassphrase(["init"])
+        try #require(created.status == 0, "\(created.stderrLines)")
+        #expect(try await vault.run(["lock"]).status == 0)
+        let result = try await vault.rig.process.run(["unlock", "--json", "--passphrase-fd", "0"],
+                                                     stdin: VaultRig.lines(VaultRig.passphrase)) { line, process in
+            if line.contains("\"event\":\"passphrase-needed\"") {
+                DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { kill(process.processIdentifier, SIGINT) }
+            }
+        }
+        #expect(result.status == 130, "\(result.stderrLines)")
+        #expect(try await vault.status()["locked"] as? Bool == true, "a cancelled unlock leaves no key behind")
+    }
+}
