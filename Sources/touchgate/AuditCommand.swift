@@ -21,7 +21,7 @@ struct Audit: AsyncParsableCommand {
         func run() async throws {
             let limit = self.limit
             try await CommandRunner.run(json: common.json) { console in
-                let records = try await service.auditRecords(limit: limit)
+                let records = try await service.auditRecords(AuditFilter(limit: limit))
                 let text = records.map { record in
                     let item = record.item.map { " '\($0)'" } ?? ""
                     return StoredText.escaped("#\(record.seq) \(record.time.formatted(.iso8601)) \(record.login) "
