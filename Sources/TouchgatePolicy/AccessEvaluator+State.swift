@@ -23,7 +23,7 @@ extension AccessEvaluator {
                     .lockoutStarted, at: now, outcome: .success,
                     reason: "lockout from an earlier boot restarted with its full duration"))
             case .sessionEnded(let why):
-                try emit(event(.lock, at: now, outcome: .success, reason: "session ended: \(why)"))
+                try emit(event(.sessionEnded, at: now, outcome: .success, reason: why))
             }
         }
         return result

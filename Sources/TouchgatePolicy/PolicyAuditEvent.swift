@@ -50,8 +50,11 @@ public struct PolicyAuditEvent: Hashable, Sendable, Codable {
         case fingerEnrolled = "finger.enroll"
         /// A finger was deleted (or its authorization decided).
         case fingerDeleted = "finger.delete"
-        /// A session ended (explicitly, on idle, or on expiry).
+        /// The session was ended on request, such as by `touchgate lock`.
         case lock = "vault.lock"
+        /// The session ended by itself: idle for the idle timeout, past the session
+        /// timeout, or the machine restarted (the reason says which).
+        case sessionEnded = "session.end"
         /// The vault was unlocked with the passphrase.
         case unlock = "vault.unlock"
         /// A lockout began.
@@ -65,7 +68,7 @@ public struct PolicyAuditEvent: Hashable, Sendable, Codable {
     /// How an event ended.
     public enum Outcome: String, Hashable, Sendable, Codable, CaseIterable {
         /// The action succeeded or access was granted; also a state change the system
-        /// made by itself (lockout start or end, idle lock).
+        /// made by itself (lockout start or end, a session ending on idle).
         case success
         /// An authentication was attempted and failed.
         case failure

@@ -1,18 +1,31 @@
 import Foundation
+import TouchgatePolicy
 import TouchgateVault
 import TouchgateWire
 
 extension TouchgateService {
-    /// Audit records as stored, oldest first (verify the chain to trust them); only the
-    /// last `limit` when given.
-    public func auditRecords(limit: Int? = nil) async throws(ServiceError) -> [AuditRecordReport] {
-        try await withStore { store in
-            try store.vault().audit.records(limit: limit).map { record in
-                AuditRecordReport(seq: record.sequence, time: record.time, bootTime: record.bootTime, uid: record.uid,
-                                  login: record.loginName, vaultUser: record.vaultUser, event: record.event.rawValue,
-                                  item: record.item, outcome: record.outcome.rawValue, reason: record.reason)
-            }
+    /// Every audit event name this release writes, in a stable order (for help texts and
+    /// ``AuditFilter/events``).
+    public static var auditEventNames: [String] { AuditEvent.known.map(\.rawValue) }
+
+    /// The audit records `filter` selects, in its order (as stored: verify the chain to
+    /// trust them). Without a filter, every record, oldest first. The chain fields are
+    /// left out; ``exportAudit(_:to:)`` includes them.
+    /// - Throws: ``ServiceError`` `usage` for a filter that cannot match as meant (an
+    ///   unknown event or outcome, a negative limit, `since` not before `until`).
+    public func auditRecords(_ filter: AuditFilter = AuditFilter()) async throws(ServiceError) -> [AuditRecordReport] {
+        let query = try Self.auditQuery(filter)
+        return try await withStore { store in
+            try store.vault().audit.records(query).map { Self.report($0, chain: false) }
         }
+    }
+
+    /// How many records `filter` selects, ignoring its limit: beside ``auditRecords(_:)``
+    /// it tells how many a limit left out.
+    /// - Throws: ``ServiceError`` `usage` as ``auditRecords(_:)`` does.
+    public func auditRecordCount(_ filter: AuditFilter = AuditFilter()) async throws(ServiceError) -> Int {
+        let query = try Self.auditQuery(filter)
+        return try await withStore { store in try store.vault().audit.count(query) }
     }
 
     /// Checks the audit chain; returns how many records it holds.
@@ -30,9 +43,19 @@ extension TouchgateService {
         }
     }
 
-    /// Writes every record as one JSON object per line, with its chain MACs.
-    public func exportAudit(to write: @escaping (String) -> Void) async throws(ServiceError) -> Int {
-        try await withStore { store in try store.vault().audit.exportJSONLines { write($0) } }
+    /// Writes the records `filter` selects (every record, oldest first, by default) as
+    /// JSON lines: each an ``AuditRecordReport`` in the wire's one JSON form (the keys of
+    /// `audit show --json`) with its chain fields, ending in a newline. Returns how many.
+    ///
+    /// Streams from one database snapshot; records are exported as stored, so run
+    /// ``verifyAudit()`` alongside.
+    /// - Throws: ``ServiceError`` `usage` as ``auditRecords(_:)`` does.
+    public func exportAudit(_ filter: AuditFilter = AuditFilter(),
+                            to write: @escaping (String) -> Void) async throws(ServiceError) -> Int {
+        let query = try Self.auditQuery(filter)
+        return try await withStore { store in
+            try store.vault().audit.forEachRecord(query) { write(WireCoding.line(Self.report($0, chain: true)) + "\n") }
+        }
     }
 
     /// Deletes records older than `cutoff`; records younger than six years only with
@@ -49,5 +72,50 @@ extension TouchgateService {
             try await context.checkPassphrase(interaction, purpose: "prune the audit trail")
             return try context.audit.prune(before: cutoff, force: force, vaultUser: context.vault.owner)
         }
+    }
+
+    /// The vault query for a filter, checked.
+    static func auditQuery(_ filter: AuditFilter) throws(ServiceError) -> AuditQuery {
+        var events: [AuditEvent] = []
+        for name in filter.events {
+            guard let event = AuditEvent.known.first(where: { $0.rawValue == name }) else {
+                throw ServiceError.usage("unknown audit event \(name.debugDescription); events are "
+                                         + AuditEvent.known.map(\.rawValue).joined(separator: ", "))
+            }
+            events.append(event)
+        }
+        var outcomes: [AuditOutcome] = []
+        for name in filter.outcomes {
+            guard let outcome = AuditOutcome(rawValue: name) else {
+                throw ServiceError.usage("unknown audit outcome \(name.debugDescription); outcomes are "
+                                         + "success, failure, denied, error")
+            }
+            outcomes.append(outcome)
+        }
+        if let limit = filter.limit, limit < 0 {
+            throw ServiceError.usage("a limit of audit records cannot be negative (\(limit))")
+        }
+        if let since = filter.since, let until = filter.until, since >= until {
+            throw ServiceError.usage("the start of the period (\(since.formatted(.iso8601))) is not before its end "
+                                     + "(\(until.formatted(.iso8601)))")
+        }
+        return AuditQuery(since: filter.since, until: filter.until, item: filter.item, events: events,
+                          outcomes: outcomes, limit: filter.limit,
+                          order: filter.order == .oldestFirst ? .oldestFirst : .newestFirst)
+    }
+
+    /// A stored record on the wire; with `chain`, also the fields its MAC covers exactly.
+    static func report(_ record: AuditRecord, chain: Bool) -> AuditRecordReport {
+        var report = AuditRecordReport(
+            seq: record.sequence, time: record.time, bootTime: record.bootTime, uid: record.uid,
+            login: record.loginName, vaultUser: record.vaultUser, event: record.event.rawValue,
+            item: record.item, outcome: record.outcome.rawValue, reason: record.reason)
+        if chain {
+            report.unixTime = record.unixTime
+            report.bootID = record.bootID
+            report.prevMAC = Hex.encode(record.previousMAC)
+            report.mac = Hex.encode(record.mac)
+        }
+        return report
     }
 }

@@ -46,8 +46,11 @@ public struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let fingerEnroll = AuditEvent(rawValue: "finger.enroll")
     /// An enrolled finger was deleted (`finger.delete`).
     public static let fingerDelete = AuditEvent(rawValue: "finger.delete")
-    /// The vault was locked, by request or on idle (`vault.lock`).
+    /// The vault was locked on request, such as by `touchgate lock` (`vault.lock`).
     public static let vaultLock = AuditEvent(rawValue: "vault.lock")
+    /// A reuse session ended by itself: idle, expired, or the machine restarted
+    /// (`session.end`). Records before this event existed said `vault.lock` instead.
+    public static let sessionEnd = AuditEvent(rawValue: "session.end")
     /// The vault was unlocked with the passphrase (`vault.unlock`).
     public static let vaultUnlock = AuditEvent(rawValue: "vault.unlock")
     /// A vault was created (`vault.init`).
@@ -71,7 +74,7 @@ public struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConv
     /// Every event this release defines, in a stable order.
     public static let known: [AuditEvent] = [
         .authAttempt, .itemRead, .itemWrite, .itemDelete, .fingerEnroll, .fingerDelete,
-        .vaultLock, .vaultUnlock, .vaultInit, .passphraseChange, .lockoutStart, .lockoutEnd,
+        .vaultLock, .sessionEnd, .vaultUnlock, .vaultInit, .passphraseChange, .lockoutStart, .lockoutEnd,
         .policyChange, .auditPrune, .integrityFailure, .auditUpgrade,
     ]
 }

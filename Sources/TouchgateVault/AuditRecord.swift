@@ -1,5 +1,4 @@
 import Foundation
-import TouchgatePolicy
 
 /// One stored audit record, as ``AuditLog`` returns it.
 ///
@@ -36,44 +35,4 @@ public struct AuditRecord: Sendable, Equatable {
 
     /// ``unixTime`` as a `Date`.
     public var time: Date { Date(timeIntervalSince1970: unixTime) }
-
-    /// The record as one JSON object on one line (with the final newline), keys in a
-    /// fixed order: `seq`, `time` (ISO-8601 UTC, milliseconds), `unixTime`, `bootTime`,
-    /// `bootID`, `uid`, `login`, `vaultUser`, `event`, `item`, `outcome`, `reason`,
-    /// `prevMAC`, `mac` (lowercase hex). Absent names are `null`.
-    public var jsonLine: String {
-        var out = "{\"seq\":\(sequence)"
-        out += ",\"time\":" + Self.jsonString(time.formatted(Self.isoStyle))
-        out += ",\"unixTime\":\(unixTime),\"bootTime\":\(bootTime)"
-        out += ",\"bootID\":" + Self.jsonString(bootID)
-        out += ",\"uid\":\(uid),\"login\":" + Self.jsonString(loginName)
-        out += ",\"vaultUser\":" + (vaultUser.map(Self.jsonString) ?? "null")
-        out += ",\"event\":" + Self.jsonString(event.rawValue)
-        out += ",\"item\":" + (item.map(Self.jsonString) ?? "null")
-        out += ",\"outcome\":" + Self.jsonString(outcome.rawValue)
-        out += ",\"reason\":" + Self.jsonString(reason)
-        out += ",\"prevMAC\":\"" + Hex.encode(previousMAC) + "\""
-        out += ",\"mac\":\"" + Hex.encode(mac) + "\"}\n"
-        return out
-    }
-
-    private static let isoStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: TimeZone(identifier: "UTC")!)
-
-    /// A JSON string literal for `text` (RFC 8259 escaping).
-    static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029:
-                out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
 }

@@ -215,10 +215,14 @@ public struct StatusReport: Codable, Sendable, Equatable {
 }
 
 /// One audit record, as stored (verify the chain to trust it).
+///
+/// `audit show --json` leaves the chain fields out; `audit export` fills them in, so an
+/// export line holds the same keys as a shown record plus `unix-time`, `boot-id`,
+/// `prev-mac` and `mac`: everything the record's MAC covers.
 public struct AuditRecordReport: Codable, Sendable, Equatable {
     /// Position in the chain.
     public var seq: Int64
-    /// Wall-clock time.
+    /// Wall-clock time (whole seconds on the wire; ``unixTime`` is exact).
     public var time: Date
     /// Seconds since boot when written.
     public var bootTime: Double
@@ -228,7 +232,7 @@ public struct AuditRecordReport: Codable, Sendable, Equatable {
     public var login: String
     /// The vault user acting, if any.
     public var vaultUser: String?
-    /// What happened (`auth.attempt`, `item.read`, …).
+    /// What happened (`auth.attempt`, `item.read`, `session.end`, …).
     public var event: String
     /// The item, if any.
     public var item: String?
@@ -236,10 +240,19 @@ public struct AuditRecordReport: Codable, Sendable, Equatable {
     public var outcome: String
     /// Why, in words.
     public var reason: String
+    /// Chain field: the wall time exactly as stored, Unix seconds with fraction.
+    public var unixTime: Double?
+    /// Chain field: the kernel's boot id when the record was written.
+    public var bootID: String?
+    /// Chain field: the previous record's MAC (or the genesis value or prune anchor), lowercase hex.
+    public var prevMAC: String?
+    /// Chain field: this record's keyed BLAKE2b-256 MAC, lowercase hex.
+    public var mac: String?
 
-    /// A report.
+    /// A report; the chain fields are left out unless given.
     public init(seq: Int64, time: Date, bootTime: Double, uid: UInt32, login: String, vaultUser: String?,
-                event: String, item: String?, outcome: String, reason: String) {
+                event: String, item: String?, outcome: String, reason: String, unixTime: Double? = nil,
+                bootID: String? = nil, prevMAC: String? = nil, mac: String? = nil) {
         self.seq = seq
         self.time = time
         self.bootTime = bootTime
@@ -250,5 +263,16 @@ public struct AuditRecordReport: Codable, Sendable, Equatable {
         self.item = item
         self.outcome = outcome
         self.reason = reason
+        self.unixTime = unixTime
+        self.bootID = bootID
+        self.prevMAC = prevMAC
+        self.mac = mac
+    }
+
+    // `prevMAC` is spelled `prevMac` so that the wire's kebab-case key, `prev-mac`, reads
+    // back: the decoder turns `prev-mac` into `prevMac` (it knows only the `ID` acronym).
+    private enum CodingKeys: String, CodingKey {
+        case seq, time, bootTime, uid, login, vaultUser, event, item, outcome, reason, unixTime, bootID, mac
+        case prevMAC = "prevMac"
     }
 }

@@ -2,6 +2,9 @@ import ArgumentParser
 import Foundation
 import TouchgateService
 import TouchgateWire
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `touchgate audit`: the hash-chained record of every decision.
 struct Audit: AsyncParsableCommand {
@@ -11,25 +14,70 @@ struct Audit: AsyncParsableCommand {
 
     /// `touchgate audit show`.
     struct Show: AsyncParsableCommand {
+        /// How many records a terminal gets without `--limit` or `--all`.
+        static let terminalLimit = 50
+
         static let configuration = CommandConfiguration(
-            abstract: "Show audit records, oldest first (as stored: run `audit verify` to trust them).")
+            abstract: "Show audit records (as stored: run `audit verify` to trust them).",
+            discussion: """
+                On a terminal: the newest \(terminalLimit) records first, then a line saying how many \
+                more there are, through a pager ($PAGER, else less -FRX) when they do not fit the \
+                window. Otherwise (a pipe, a file, --json): every record, oldest first. --limit N keeps \
+                the N most recent matching records in either case; --oldest-first and --newest-first \
+                choose the order. Times are UTC.
+                """)
 
         @OptionGroup var common: CommonOptions
-        @Option(help: "Only the last N records.")
-        var limit: Int?
+        @OptionGroup var filters: AuditFilterOptions
+        @Flag(help: "Every matching record, even on a terminal.")
+        var all = false
+        @Flag var order: RecordOrder?
+        @Flag(help: "Write to the terminal directly, never through a pager.")
+        var noPager = false
+
+        func validate() throws {
+            if all && filters.limit != nil { throw ValidationError("--all and --limit cannot be used together") }
+        }
 
         func run() async throws {
-            let limit = self.limit
+            let terminal = !common.json && isatty(1) == 1
+            var filter = filters.filter(now: Date())
+            filter.order = order?.wire ?? (terminal ? .newestFirst : .oldestFirst)
+            if terminal && filter.limit == nil && !all { filter.limit = Self.terminalLimit }
+            let (request, unfiltered) = (filter, filters.isEmpty)
+            let page = PageText()
             try await CommandRunner.run(json: common.json) { console in
-                let records = try await service.auditRecords(limit: limit)
-                let text = records.map { record in
-                    let item = record.item.map { " '\($0)'" } ?? ""
-                    return StoredText.escaped("#\(record.seq) \(record.time.formatted(.iso8601)) \(record.login) "
-                                              + "\(record.event) \(record.outcome)\(item): \(record.reason)")
-                }.joined(separator: "\n")
-                console.result("records", RecordList(records: records), text: records.isEmpty ? "no records" : text)
+                let records = try await service.auditRecords(request)
+                guard terminal else {
+                    console.result("records", RecordList(records: records),
+                                   text: records.isEmpty ? Self.none(unfiltered) : records.map(Self.line).joined(separator: "\n"))
+                    return ExitStatus.success
+                }
+                var lines = records.isEmpty ? [Self.none(unfiltered)] : records.map(Self.line)
+                if let limit = request.limit, records.count == limit {
+                    let more = try await service.auditRecordCount(request) - records.count
+                    if more > 0 {
+                        lines.append("… \(more) older record\(more == 1 ? "" : "s") not shown: --limit N or --all shows "
+                                     + "more; --since, --until, --item, --event and --outcome narrow them")
+                    }
+                }
+                page.text = lines.joined(separator: "\n") + "\n"
                 return ExitStatus.success
             }
+            // Paged once the request is over, so that Ctrl-C in the pager cancels nothing.
+            if let text = page.text { Pager.show(text, allowed: !noPager) }
+        }
+
+        /// One record on one line: `#seq time login event outcome 'item': reason`.
+        @Sendable static func line(_ record: AuditRecordReport) -> String {
+            let item = record.item.map { " '\($0)'" } ?? ""
+            return StoredText.escaped("#\(record.seq) \(record.time.formatted(.iso8601)) \(record.login) "
+                                      + "\(record.event) \(record.outcome)\(item): \(record.reason)")
+        }
+
+        /// What is said when nothing is shown.
+        @Sendable static func none(_ unfiltered: Bool) -> String {
+            unfiltered ? "no records" : "no matching records"
         }
     }
 
@@ -100,14 +148,96 @@ struct Audit: AsyncParsableCommand {
     /// `touchgate audit export`.
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Write every record as one JSON object per line, with its chain MACs.")
+            abstract: "Write audit records as JSON lines, with their chain fields.",
+            discussion: """
+                One JSON object per line, oldest first: the keys of `audit show --json` plus \
+                unix-time (the exact stored time), boot-id, prev-mac and mac (lowercase hex): \
+                everything each record's MAC covers. JSON is the only format, so --json changes \
+                only the form of an error. The filters are those of `audit show`; without them \
+                every record is written.
+                """)
+
+        @OptionGroup var common: CommonOptions
+        @OptionGroup var filters: AuditFilterOptions
 
         func run() async throws {
-            try await CommandRunner.run(json: false) { _ in
-                _ = try await service.exportAudit { Console.write($0, to: 1) }
+            let filter = filters.filter(now: Date())
+            try await CommandRunner.run(json: common.json) { _ in
+                _ = try await service.exportAudit(filter) { Console.write($0, to: 1) }
                 return ExitStatus.success
             }
         }
+    }
+}
+
+/// The filters `audit show` and `audit export` share.
+struct AuditFilterOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Only records from this moment on: \(TimeArgument.forms).", valueName: "time"))
+    var since: String?
+    @Option(help: ArgumentHelp("Only records before this moment (the same forms as --since).", valueName: "time"))
+    var until: String?
+    @Option(help: ArgumentHelp("Only records about this item.", valueName: "name"))
+    var item: String?
+    @Option(help: ArgumentHelp(
+        "Only this event: \(TouchgateService.auditEventNames.joined(separator: ", ")). Repeat it, or separate "
+            + "names with commas, for several.",
+        valueName: "event"))
+    var event: [String] = []
+    @Option(help: ArgumentHelp(
+        "Only this outcome: success, failure, denied or error. Repeat it, or separate names with commas, for several.",
+        valueName: "outcome"))
+    var outcome: [String] = []
+    @Option(help: ArgumentHelp("Only the N most recent matching records.", valueName: "N"))
+    var limit: Int?
+
+    func validate() throws {
+        for (name, value) in [("--since", since), ("--until", until)] {
+            if let value, TimeArgument.parse(value, now: Date()) == nil {
+                throw ValidationError("\(name) takes \(TimeArgument.forms), not \(value.debugDescription)")
+            }
+        }
+        if let limit, limit < 1 { throw ValidationError("--limit takes a number of records, 1 or more") }
+    }
+
+    /// Whether no condition was given (a limit is not one).
+    var isEmpty: Bool { since == nil && until == nil && item == nil && event.isEmpty && outcome.isEmpty }
+
+    /// The filter these options ask for, oldest first; times ago count back from `now`.
+    func filter(now: Date) -> AuditFilter {
+        func names(_ values: [String]) -> [String] {
+            values.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty }
+        }
+        return AuditFilter(since: since.flatMap { TimeArgument.parse($0, now: now) },
+                           until: until.flatMap { TimeArgument.parse($0, now: now) },
+                           item: item, events: names(event), outcomes: names(outcome), limit: limit)
+    }
+}
+
+/// `--oldest-first` or `--newest-first`.
+enum RecordOrder: String, EnumerableFlag {
+    case oldestFirst, newestFirst
+
+    /// The order on the wire.
+    var wire: AuditFilter.Order { self == .oldestFirst ? .oldestFirst : .newestFirst }
+
+    static func help(for value: RecordOrder) -> ArgumentHelp? {
+        value == .oldestFirst ? "Oldest first (the default when not on a terminal)."
+            : "Newest first (the default on a terminal)."
+    }
+}
+
+/// Text a command shows once its request is over (see ``Pager``).
+///
+/// `@unchecked Sendable`: `stored` is only touched under `lock`.
+final class PageText: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: String?
+
+    /// The text, once set.
+    var text: String? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
     }
 }
 

@@ -33,8 +33,7 @@ struct ConcurrentProcessTests {
         #expect(lockout["consecutive-failures"] as? Int == count)
         #expect(lockout["cumulative-failures"] as? Int == count)
         #expect(try await vault.run(["audit", "verify"]).status == 0)
-        let failures = try await vault.run(["audit", "export"]).stdout.split(separator: "\n")
-            .filter { $0.contains("\"event\":\"auth.attempt\"") && $0.contains("\"outcome\":\"failure\"") }
+        let failures = try await vault.auditTrail().matching(["event": "auth.attempt", "outcome": "failure"])
         #expect(failures.count == count)
     }
 }

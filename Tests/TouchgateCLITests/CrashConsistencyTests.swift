@@ -15,15 +15,11 @@ struct CrashConsistencyTests {
     }
 
     private func records(_ vault: VaultRig) async throws -> [[String: Any]] {
-        let export = try await vault.run(["audit", "export"])
-        try #require(export.status == 0, "\(export.stderrLines)")
-        return export.stdout.split(separator: "\n").compactMap {
-            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
-        }
+        try await vault.auditTrail()
     }
 
     private func successes(_ records: [[String: Any]], _ event: String) -> [[String: Any]] {
-        records.filter { $0["event"] as? String == event && $0["outcome"] as? String == "success" }
+        records.matching(["event": event, "outcome": "success"])
     }
 
     @Test func secretAddKilledAnywhereLeavesNoGapAndNoFalseRecord() async throws {

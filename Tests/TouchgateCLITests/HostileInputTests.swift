@@ -67,8 +67,7 @@ struct HostileInputTests {
         #expect(replaced.allSatisfy { $0.status != 0 }, "\(replaced.map(\.status))")
         #expect(try await vault.withPassphrase(["unlock"]).status == 0)
         #expect(try await vault.get("shared", presenting: ["whorl"]).stdout == value, "the item was not replaced")
-        let trail = try await vault.run(["audit", "export"]).stdout.split(separator: "\n")
-        let stores = trail.filter { $0.contains("\"event\":\"item.write\"") && $0.contains("\"outcome\":\"success\"") }
+        let stores = try await vault.auditTrail().matching(["event": "item.write", "outcome": "success"])
         #expect(stores.count == 1, "one write, one record: \(stores)")
     }
 }

@@ -21,8 +21,8 @@ struct SecretExecTests {
         #expect(result.stdout.components(separatedBy: "tok-12345").count == 2, "only the echoed copy")
         #expect(result.fingerPrompts == 1)
         #expect(!result.stderrLines.joined().contains("tok-12345"))
-        let trail = try await vault.run(["audit", "export"]).stdout
-        #expect(trail.contains("\"event\":\"item.read\",\"item\":\"api-token\",\"outcome\":\"success\""))
+        let trail = try await vault.auditTrail()
+        #expect(trail.matching(["event": "item.read", "item": "api-token", "outcome": "success"]).count == 1)
 
         // The child's exit status is passed through; a missing command is 127.
         let failing = try await vault.run(["secret", "exec", "api-token", "--env", "T", "--", "/bin/sh", "-c", "exit 3"])
@@ -65,7 +65,7 @@ struct SecretExecTests {
         #expect(try await vault.run(["secret", "rm", "recovery", "--yes"]).status == 10, "not found")
         #expect(try await vault.run(["secret", "get", "recovery"]).status == 10)
         let trail = try await vault.run(["audit", "export"]).stdout
-        #expect(trail.contains("\"event\":\"item.delete\",\"item\":\"recovery\",\"outcome\":\"success\""))
+        #expect(try await vault.auditTrail().matching(["event": "item.delete", "item": "recovery", "outcome": "success"]).count == 1)
         #expect(!trail.contains("words words"))
     }
 }

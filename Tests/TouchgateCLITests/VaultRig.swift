@@ -114,6 +114,16 @@ struct VaultRig {
         try #require(try await status()["lockout"] as? [String: Any])
     }
 
+    /// `audit export`, required to succeed: one parsed JSON object per record, oldest first.
+    func auditTrail() async throws -> [[String: Any]] {
+        let export = try await run(["audit", "export"])
+        try #require(export.status == 0, "audit export: \(export.stderrLines)")
+        return try export.stdout.split(separator: "\n").map { line in
+            try #require((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
+                         "audit export wrote a line that is not a JSON object: \(line)")
+        }
+    }
+
     /// Runs SQL on the database file with the sqlite3 shell, as an attacker with the file would.
     func sql(_ statement: String) throws -> String {
         let tool = "/usr/bin/sqlite3"
@@ -137,4 +147,12 @@ extension CLIResult {
     var fingerPrompts: Int { stderrLines.filter(VirtualImageFinger.isPrompt).count }
     /// The `error` code of a `--json` failure.
     var errorCode: String? { json?["error"] as? String }
+}
+
+extension [[String: Any]] {
+    /// The audit records whose `fields` have exactly these text values; a `nil` value asks
+    /// for the field to be absent.
+    func matching(_ fields: [String: String?]) -> [[String: Any]] {
+        filter { record in fields.allSatisfy { key, value in record[key] as? String == value } }
+    }
 }

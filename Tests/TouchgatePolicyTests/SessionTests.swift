@@ -53,7 +53,8 @@ struct SessionTests {
         fixture.clock.advance(by: .seconds(120))  // idle for the whole idle timeout
         #expect(try #require(await fixture.read(item(.biometryAny), sensor: sensor).value).reusedSession == false)
         #expect(sensor.callCount == 2)
-        #expect(fixture.events(.lock).contains { $0.reason.contains("idle") })
+        #expect(fixture.events(.sessionEnded).map(\.reason) == ["idle for 120 s"])
+        #expect(fixture.events(.lock).isEmpty, "vault.lock is kept for an explicit lock")
     }
 
     @Test("a configured idle timeout is honoured")

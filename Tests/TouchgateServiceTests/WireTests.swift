@@ -26,6 +26,31 @@ import TouchgateWire
         #expect(object["finger"] == nil, "absent values are left out")
     }
 
+    @Test func anAuditRecordsChainFieldsAreKebabCaseAndRoundTrip() throws {
+        var record = AuditRecordReport(seq: 7, time: Date(timeIntervalSince1970: 1_700_000_000), bootTime: 12.5,
+                                       uid: 1000, login: "ana", vaultUser: nil, event: "session.end", item: nil,
+                                       outcome: "success", reason: "idle for 120 s")
+        let shown = try #require(try JSONSerialization.jsonObject(with: Data(WireCoding.line(record).utf8)) as? [String: Any])
+        #expect(Set(shown.keys) == ["seq", "time", "boot-time", "uid", "login", "event", "outcome", "reason"])
+        record.unixTime = 1_700_000_000.25
+        record.bootID = "b00t"
+        record.prevMAC = String(repeating: "0", count: 64)
+        record.mac = String(repeating: "a", count: 64)
+        let line = WireCoding.line(record)
+        let exported = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(Set(exported.keys) == Set(shown.keys).union(["unix-time", "boot-id", "prev-mac", "mac"]))
+        #expect(try WireCoding.decoder().decode(AuditRecordReport.self, from: Data(line.utf8)) == record)
+    }
+
+    @Test func anAuditFilterRoundTripsAndAbsentKeysMeanNoCondition() throws {
+        let filter = AuditFilter(since: Date(timeIntervalSince1970: 1_700_000_000), item: "token",
+                                 events: ["item.read", "session.end"], outcomes: ["denied"], limit: 5, order: .newestFirst)
+        let line = WireCoding.line(filter)
+        #expect(line.contains("\"order\":\"newest-first\""))
+        #expect(try WireCoding.decoder().decode(AuditFilter.self, from: Data(line.utf8)) == filter)
+        #expect(try WireCoding.decoder().decode(AuditFilter.self, from: Data("{}".utf8)) == AuditFilter())
+    }
+
     @Test func everyErrorCodeHasADocumentedExitStatus() {
         let documented: Set<Int32> = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 64, 75, 127, 130]
         for code in ErrorCode.allCases {
