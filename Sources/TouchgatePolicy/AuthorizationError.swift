@@ -86,18 +86,18 @@ extension AuthorizationError {
             "No fingerprint is enrolled. Run: touchgate enroll (once a vault exists it asks for the passphrase)."
         case .lockedOut(let info):
             if info.passphraseOnly {
-                "Too many failed fingerprint attempts: only the passphrase lifts this lockout. Run: touchgate unlock"
+                "Too many failed fingerprint attempts: only the passphrase lifts this lockout. Run: touchgate unlock."
             } else if let remaining = info.remaining {
-                "Too many failed fingerprint attempts. Try again in \(Self.minutesText(remaining)), or lift the lockout now with the passphrase: touchgate unlock"
+                "Too many failed fingerprint attempts. Try again in \(Self.minutesText(remaining)), or lift the lockout now with the passphrase: touchgate unlock."
             } else {
-                "Too many failed fingerprint attempts. Lift the lockout with the passphrase: touchgate unlock"
+                "Too many failed fingerprint attempts. Lift the lockout with the passphrase: touchgate unlock."
             }
         case .itemInvalidated(let item):
             "'\(item)' was bound to the fingers enrolled when it was stored; that set has changed, so it can no longer be read. Store it again."
         case .passphraseRequired(.notEnteredSinceBoot):
-            "The passphrase has not been entered since this computer started, and a fingerprint alone opens nothing until it is. Run: touchgate unlock"
+            "The passphrase has not been entered since this computer started, and a fingerprint alone opens nothing until it is. Run: touchgate unlock."
         case .passphraseRequired(.expired):
-            "The passphrase was last entered more than 72 hours ago, and a fingerprint alone opens nothing until it is entered again. Run: touchgate unlock"
+            "The passphrase was last entered more than 72 hours ago, and a fingerprint alone opens nothing until it is entered again. Run: touchgate unlock."
         case .passphraseRequired(.enrollmentChange):
             "Enrolling or removing a finger needs the passphrase."
         case .passphraseRequired(.requiredByPolicy):

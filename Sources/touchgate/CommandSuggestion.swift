@@ -19,7 +19,7 @@ enum CommandSuggestion {
                 continue
             }
             let names = subcommands.map { $0._commandName }
-            let close = names.filter { $0.hasPrefix(word) || distance($0, word) <= max(1, word.count / 3) }
+            let close = names.filter { $0.hasPrefix(word) || distance($0, word) <= (word.count < 3 ? 1 : 2) }
             let known = "(\(path.joined(separator: " ")) --help lists them)"
             guard !close.isEmpty else {
                 return "unknown command '\(StoredText.escaped(word))' \(known)"

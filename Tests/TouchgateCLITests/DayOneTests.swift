@@ -74,7 +74,7 @@ struct DayOneTests {
         #expect(declined.status == 9, "\(declined.stdout)")
         #expect(declined.stdout.contains("Replace it?"))
         let kept = try await vault.withPassphrase(["secret", "get", "token"])
-        #expect(kept.stdout == "one")
+        #expect(kept.released == "one")
 
         let removeDeclined = try await vault.onTerminal(["secret", "rm", "token"], typing: ["no"])
         #expect(removeDeclined.status == 11, "\(removeDeclined.stdout)")

@@ -41,7 +41,7 @@ struct EnrollmentBindingTests {
         #expect(alsoGone.status == 8)
         let kept = try await vault.get("any", presenting: ["arch"])
         #expect(kept.status == 0, "\(kept.stderrLines)")
-        #expect(kept.stdout == "any-finger")
+        #expect(kept.released == "any-finger")
 
         let list = try await vault.run(["secret", "list", "--json"])
         let items = try #require(list.json?["items"] as? [[String: Any]])

@@ -76,6 +76,6 @@ struct FatalSignalTests {
         #expect(releases.isEmpty, "no read was recorded as granted")
         let released = try await vault.get("api-token", presenting: ["whorl"])
         #expect(released.status == 0, "\(released.stderrLines)")
-        #expect(released.stdout == "tok-s3cret-98765")
+        #expect(released.released == "tok-s3cret-98765")
     }
 }

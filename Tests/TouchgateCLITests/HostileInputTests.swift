@@ -60,13 +60,13 @@ struct HostileInputTests {
         #expect(try await vault.withPassphrase(["unlock"]).status == 0, "the passphrase lifts the lockout")
         let stored = try await vault.get("shared", presenting: ["whorl"])
         #expect(stored.status == 0)
-        let value = stored.stdout
+        let value = stored.released
 
         // Every replacement must be authorized, and every finger presented now is wrong.
         let replaced = try await race("second")
         #expect(replaced.allSatisfy { $0.status != 0 }, "\(replaced.map(\.status))")
         #expect(try await vault.withPassphrase(["unlock"]).status == 0)
-        #expect(try await vault.get("shared", presenting: ["whorl"]).stdout == value, "the item was not replaced")
+        #expect(try await vault.get("shared", presenting: ["whorl"]).released == value, "the item was not replaced")
         let stores = try await vault.auditTrail().matching(["event": "item.write", "outcome": "success"])
         #expect(stores.count == 1, "one write, one record: \(stores)")
     }

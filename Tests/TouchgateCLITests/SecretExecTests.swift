@@ -49,7 +49,7 @@ struct SecretExecTests {
         let right = try await vault.run(["secret", "get", "recovery", "--passphrase-fd", "0"],
                                         stdin: VaultRig.lines(VaultRig.passphrase))
         #expect(right.status == 0, "\(right.stderrLines)")
-        #expect(right.stdout == "words words words")
+        #expect(right.released == "words words words")
 
         #expect(try await vault.run(["secret", "add", "bad", "--policy", "biometry-some"], stdin: Data("x".utf8)).status == 64)
         #expect(try await vault.run(["secret", "add", "empty", "--policy", "passphrase"], stdin: Data()).status == 64)

@@ -25,14 +25,14 @@ struct SecretUpdateTests {
         #expect(refused.status == 1, "\(refused.stderrLines)")
         #expect(refused.fingerPrompts == 1)
         let unchanged = try await vault.get("deploy-key", presenting: ["whorl"])
-        #expect(unchanged.stdout == "original")
+        #expect(unchanged.released == "original")
         let list = try await vault.run(["secret", "list", "--json"])
         #expect((list.json?["items"] as? [[String: Any]])?.first?["policy"] as? String == "biometry-any")
 
         let replaced = try await vault.run(["secret", "add", "deploy-key", "--policy", "biometry-any", "--replace", "--json"],
                                            presenting: ["whorl"], stdin: Data("rotated".utf8))
         #expect(replaced.status == 0, "\(replaced.stderrLines)")
-        #expect(try await vault.get("deploy-key", presenting: ["whorl"]).stdout == "rotated")
+        #expect(try await vault.get("deploy-key", presenting: ["whorl"]).released == "rotated")
         let trail = try await vault.run(["audit", "export"]).stdout
         let records = try await vault.auditTrail()
         #expect(!records.matching(["event": "item.write", "item": "deploy-key", "outcome": "failure"]).isEmpty)
@@ -77,6 +77,6 @@ struct SecretUpdateTests {
         // The reader was released: the next process uses it at once.
         let next = try await vault.get("token", presenting: ["whorl"])
         #expect(next.status == 0)
-        #expect(next.stdout == "value")
+        #expect(next.released == "value")
     }
 }

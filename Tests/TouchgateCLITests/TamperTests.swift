@@ -42,7 +42,7 @@ struct TamperTests {
         #expect(!trail.matching(["event": "integrity.failure"]).isEmpty, "\(what): the tampering is on record")
         let released = try await vault.get("token", presenting: ["whorl"])
         #expect(released.status == 0, "\(what): \(released.stderrLines)")
-        #expect(released.stdout == "t0k", "\(what): nothing was lost")
+        #expect(released.released == "t0k", "\(what): nothing was lost")
     }
 
     @Test func resettingALockoutWithSQLIsDetected() async throws {
@@ -131,7 +131,7 @@ struct TamperTests {
             #expect(try await vault.run(["audit", "verify"]).status == 0)
             let trail = try await vault.auditTrail()
             #expect(trail.first?["event"] as? String == "integrity.failure", "the new chain starts by saying the old one is gone")
-            #expect(try await vault.get("token", presenting: ["whorl"]).stdout == "t0k")
+            #expect(try await vault.get("token", presenting: ["whorl"]).released == "t0k")
         }
     }
 

@@ -145,6 +145,8 @@ struct VaultRig {
 extension CLIResult {
     /// How many times a finger was asked for.
     var fingerPrompts: Int { stderrLines.filter(VirtualImageFinger.isPrompt).count }
+    /// What `secret get` released: the `value` of its `--json` result, or standard output as is.
+    var released: String { (json?["value"] as? String) ?? stdout }
     /// The `error` code of a `--json` failure.
     var errorCode: String? { json?["error"] as? String }
 }
