@@ -36,7 +36,7 @@ extension Secret {
 
         @OptionGroup var common: CommonOptions
 
-        @Argument(help: "The item's name.")
+        @Argument(help: "The item's name.", completion: Completions.secretNames)
         var name: String
 
         func run() async throws {
