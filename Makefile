@@ -1,4 +1,87 @@
-# Touchgate: `make bench` runs the benchmark suite (bench/run.sh) and writes BENCHMARKS.md.
-.PHONY: bench
+# Touchgate: build, install and benchmark.
+#
+#   make                  release build of touchgate, its man pages and shell completions
+#   make install          installs them under $(PREFIX): the binary in bin/, a man page per
+#                         command in share/man/man1, bash, zsh and fish completions
+#   make install-udev     the udev rules and hwdb that give the user at the seat the reader
+#                         (udev/README.md); reloads udev unless DESTDIR is set
+#   make uninstall        removes what install put there (uninstall-udev: the udev files)
+#   make bench            the benchmark suite (bench/run.sh); writes BENCHMARKS.md
+#
+# PREFIX (default /usr/local) and DESTDIR (a staging root, for packages) as usual; the
+# udev files go to $(DESTDIR)$(UDEVDIR), /etc/udev by default. `make && sudo make install`
+# builds as you and only copies as root: install rebuilds only what is out of date.
+# SCRATCH (the build directory, default .build), CONFIGURATION=debug and SWIFTPM_FLAGS
+# (--ignore-lock, as `swift test` holds the build directory while tests run) are for tests.
+
+PREFIX        ?= /usr/local
+DESTDIR       ?=
+BINDIR        ?= $(PREFIX)/bin
+MAN1DIR       ?= $(PREFIX)/share/man/man1
+BASHCOMPDIR   ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR    ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR   ?= $(PREFIX)/share/fish/vendor_completions.d
+UDEVDIR       ?= /etc/udev
+SWIFT         ?= swift
+SCRATCH       ?= .build
+CONFIGURATION ?= release
+SWIFTPM_FLAGS ?=
+
+SWIFTPM  = $(SWIFT) $(1) --scratch-path $(SCRATCH) $(SWIFTPM_FLAGS)
+SOURCES := Package.swift $(shell find Sources -type f)
+BINARY   = $(SCRATCH)/$(CONFIGURATION)/touchgate
+# Where swift-argument-parser's GenerateManual plugin writes touchgate's pages.
+MANOUT   = $(SCRATCH)/plugins/GenerateManual/outputs/touchgate
+COMPOUT  = $(SCRATCH)/completions
+# The pages carry the date of the last commit, so a rebuild gives the same pages.
+MANDATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
+
+.PHONY: all install install-udev uninstall uninstall-udev bench
+all: $(BINARY) $(MANOUT)/touchgate.1 $(COMPOUT)/touchgate
+
+$(BINARY): $(SOURCES)
+	$(call SWIFTPM,build) -c $(CONFIGURATION) --product touchgate
+	touch $@
+
+# One page per command (touchgate.1, touchgate.secret.get.1, …), from the command
+# definitions in the built binary. The plugin builds the package's products first.
+$(MANOUT)/touchgate.1: $(BINARY)
+	rm -rf $(MANOUT)
+	$(call SWIFTPM,package) plugin generate-manual --configuration $(CONFIGURATION) --multi-page --date $(MANDATE)
+
+$(COMPOUT)/touchgate: $(BINARY)
+	mkdir -p $(COMPOUT)
+	$(BINARY) --generate-completion-script zsh > $(COMPOUT)/_touchgate
+	$(BINARY) --generate-completion-script fish > $(COMPOUT)/touchgate.fish
+	$(BINARY) --generate-completion-script bash > $@
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	install -m 0755 $(BINARY) $(DESTDIR)$(BINDIR)/touchgate
+	install -m 0644 $(MANOUT)/*.1 $(DESTDIR)$(MAN1DIR)/
+	install -m 0644 $(COMPOUT)/touchgate $(DESTDIR)$(BASHCOMPDIR)/touchgate
+	install -m 0644 $(COMPOUT)/_touchgate $(DESTDIR)$(ZSHCOMPDIR)/_touchgate
+	install -m 0644 $(COMPOUT)/touchgate.fish $(DESTDIR)$(FISHCOMPDIR)/touchgate.fish
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/touchgate $(DESTDIR)$(MAN1DIR)/touchgate.1 $(DESTDIR)$(MAN1DIR)/touchgate.*.1 \
+		$(DESTDIR)$(BASHCOMPDIR)/touchgate $(DESTDIR)$(ZSHCOMPDIR)/_touchgate $(DESTDIR)$(FISHCOMPDIR)/touchgate.fish
+
+# Reloading is for the running system only: a staged install (DESTDIR) stays files.
+UDEV_RELOAD = if [ -z "$(DESTDIR)" ]; then \
+	{ systemd-hwdb update && udevadm control --reload-rules && udevadm trigger --subsystem-match=usb; } \
+	|| echo "make: udev was not reloaded; replug the reader or reboot" >&2; fi
+
+install-udev:
+	install -d $(DESTDIR)$(UDEVDIR)/hwdb.d $(DESTDIR)$(UDEVDIR)/rules.d
+	install -m 0644 udev/60-touchgate-fingerprint-reader.hwdb $(DESTDIR)$(UDEVDIR)/hwdb.d/
+	install -m 0644 udev/70-touchgate-fingerprint-reader.rules $(DESTDIR)$(UDEVDIR)/rules.d/
+	@$(UDEV_RELOAD)
+
+uninstall-udev:
+	rm -f $(DESTDIR)$(UDEVDIR)/hwdb.d/60-touchgate-fingerprint-reader.hwdb \
+		$(DESTDIR)$(UDEVDIR)/rules.d/70-touchgate-fingerprint-reader.rules
+	@$(UDEV_RELOAD)
+
 bench:
 	bench/run.sh

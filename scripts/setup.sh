@@ -7,6 +7,7 @@ packages=(
   pkg-config libfprint-2-dev libglib2.0-dev libsodium-dev libsqlite3-dev zlib1g-dev make  # build
   libpwquality-dev cracklib-runtime                                                     # passphrase strength
   umockdev udev systemd util-linux mount bsdutils sqlite3                             # tests: replays, udev rules, tampering
+  man-db groff-base                                                                    # tests: make install renders the man pages
 )
 
 missing=()

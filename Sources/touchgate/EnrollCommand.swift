@@ -19,7 +19,7 @@ struct Enroll: AsyncParsableCommand {
     @OptionGroup var userOption: UserOption
     @OptionGroup var passphrase: PassphraseOptions
 
-    @Option(help: "Which finger: left-thumb … left-little, right-thumb … right-little.")
+    @Option(help: "Which finger: left-thumb … left-little, right-thumb … right-little.", completion: Completions.fingers)
     var finger: String = "right-index"
 
     @Flag(help: "Enroll again a finger that is already enrolled, replacing its print.")

@@ -46,7 +46,7 @@ struct Prints: AsyncParsableCommand {
         @OptionGroup var readerOptions: ReaderOptions
         @OptionGroup var userOption: UserOption
         @OptionGroup var passphrase: PassphraseOptions
-        @Option(help: "Which finger.")
+        @Option(help: "Which finger.", completion: Completions.fingers)
         var finger: String
 
         @Flag(help: "Do not ask before destroying the biometry-current-set secrets the deletion invalidates.")

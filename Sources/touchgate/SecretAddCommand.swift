@@ -23,10 +23,10 @@ extension Secret {
         @OptionGroup var readerOptions: ReaderOptions
         @OptionGroup var passphrase: PassphraseOptions
 
-        @Argument(help: "The item's name.")
+        @Argument(help: "The item's name.", completion: Completions.secretNames)
         var name: String
 
-        @Option(help: "Who may read it: biometry-any, biometry-current-set, user-presence, passphrase, or an &/| combination.")
+        @Option(help: "Who may read it: biometry-any, biometry-current-set, user-presence, passphrase, or an &/| combination.", completion: Completions.policies)
         var policy: String
 
         @Flag(help: "Ask for a fresh touch or passphrase on every read (no session reuse).")

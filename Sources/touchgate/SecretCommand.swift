@@ -17,6 +17,6 @@ struct ReleaseOptions: ParsableArguments {
     @OptionGroup var readerOptions: ReaderOptions
     @OptionGroup var passphrase: PassphraseOptions
 
-    @Argument(help: "The item's name.")
+    @Argument(help: "The item's name.", completion: Completions.secretNames)
     var name: String
 }

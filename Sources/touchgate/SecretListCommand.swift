@@ -39,7 +39,7 @@ extension Secret {
 
         @OptionGroup var common: CommonOptions
 
-        @Argument(help: "The item's name.")
+        @Argument(help: "The item's name.", completion: Completions.secretNames)
         var name: String
 
         @Flag(help: "Delete without asking.")

@@ -17,7 +17,7 @@ struct Verify: AsyncParsableCommand {
     @OptionGroup var readerOptions: ReaderOptions
     @OptionGroup var userOption: UserOption
 
-    @Option(help: "Which finger to check, or `any` for any enrolled finger of the user.")
+    @Option(help: "Which finger to check, or `any` for any enrolled finger of the user.", completion: Completions.fingersOrAny)
     var finger: String = "any"
 
     func validate() throws {

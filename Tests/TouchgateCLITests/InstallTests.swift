@@ -1,0 +1,234 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+
+/// Day one as a new user: `make install` puts the binary, a man page per command and the
+/// shell completions in place, and TAB completes secret names, fingers and policies.
+@Suite(.serialized, .timeLimit(.minutes(15)))
+struct InstallTests {
+    static let fingers = ["left-thumb", "left-index", "left-middle", "left-ring", "left-little",
+                          "right-thumb", "right-index", "right-middle", "right-ring", "right-little"]
+    static let policies = ["biometry-any", "biometry-current-set", "user-presence", "passphrase"]
+
+    @Test func bashCompletesStoredSecretNamesFingersAndPolicies() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try await vault.add("github-token", "v", policy: "passphrase")
+        try await vault.add("aws/prod", "v", policy: "user-presence")
+        // A name bash would expand inside `compgen -W` is not offered (and not expanded).
+        try await vault.add("x$HOME", "v", policy: "passphrase")
+        #expect(try await vault.run(["lock"]).status == 0, "names are completed while the vault is locked")
+
+        let bash = try BashCompletion(vault: vault)
+        for command in ["get", "exec", "rm", "add"] {
+            #expect(try bash.complete("secret", command, "") == ["aws/prod", "github-token"], "secret \(command)")
+        }
+        #expect(try bash.complete("secret", "get", "gi") == ["github-token"])
+        #expect(try bash.complete("secret", "get", "--json", "") == ["aws/prod", "github-token"])
+
+        #expect(try bash.complete("secret", "add", "new", "--policy", "") == Self.policies)
+        #expect(try bash.complete("secret", "add", "new", "--policy", "biometry-c") == ["biometry-current-set"])
+        #expect(try bash.complete("verify", "--finger", "") == Self.fingers + ["any"])
+        #expect(try bash.complete("enroll", "--finger", "") == Self.fingers)
+        #expect(try bash.complete("prints", "delete", "--finger", "right-i") == ["right-index"])
+
+        // Every offered policy is one `secret add` accepts (exit 8, locked; not 64, usage).
+        for policy in Self.policies {
+            let added = try await vault.run(["secret", "add", "p", "--policy", policy], stdin: Data("v".utf8))
+            #expect(added.status == 8, "--policy \(policy): \(added.stderrLines)")
+        }
+    }
+
+    @Test func completingWithoutAStoreOffersNothingAndCreatesNothing() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        let bash = try BashCompletion(vault: vault)
+        #expect(try bash.complete("secret", "get", "") == [])
+        #expect(!FileManager.default.fileExists(atPath: vault.rig.dataDirectory), "a TAB created the data directory")
+        // A store that cannot be read (another user's mode): nothing, and no error text.
+        try await vault.initAndUnlock()
+        try await vault.add("github-token", "v", policy: "passphrase")
+        #expect(chmod(vault.rig.dataDirectory, 0o755) == 0)
+        #expect(try bash.complete("secret", "get", "") == [])
+    }
+
+    @Test func makeInstallStagesBinaryManPagesAndCompletions() async throws {
+        for tool in ["/usr/bin/make", "/usr/bin/man", "/usr/bin/groff"] {
+            try #require(FileManager.default.isExecutableFile(atPath: tool),
+                         "this test needs make, man-db and groff-base: apt-get install make man-db groff-base")
+        }
+        let stage = try TemporaryDirectory("touchgate-install")
+        defer { stage.remove() }
+        let build = BuildProducts()
+
+        let installed = try build.make("install", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
+        try #require(installed.status == 0, "make install: \(installed.output)")
+        let binary = stage.path("usr/bin/touchgate")
+        #expect(FileManager.default.isExecutableFile(atPath: binary))
+
+        // A page for every command and subcommand the binary has.
+        let man1 = stage.path("usr/share/man/man1")
+        let pages = Set(try FileManager.default.contentsOfDirectory(atPath: man1))
+        let commands = try commandPaths(of: binary)
+        #expect(commands.count > 25, "\(commands)")
+        #expect(commands.contains(["touchgate", "secret", "get"]))
+        for command in commands {
+            #expect(pages.contains(command.joined(separator: ".") + ".1"), "no man page for \(command.joined(separator: " "))")
+        }
+        #expect(pages.count == commands.count, "pages: \(pages.sorted())")
+
+        // `man -l` renders the top page without complaint; it points at the others.
+        let rendered = try run("/usr/bin/man", ["-l", "-P", "cat", man1 + "/touchgate.1"],
+                               environment: ["MANWIDTH": "80", "LANG": "C.UTF-8"])
+        #expect(rendered.status == 0)
+        #expect(rendered.stderr.isEmpty, "man or groff warned: \(rendered.stderr)")
+        #expect(rendered.stdout.contains("touchgate — Fingerprint-gated secrets for Linux."), "\(rendered.stdout)")
+        #expect(rendered.stdout.contains("touchgate.secret(1)"))
+        let secretGet = try run("/usr/bin/man", ["-l", "-P", "cat", man1 + "/touchgate.secret.get.1"],
+                                environment: ["MANWIDTH": "80", "LANG": "C.UTF-8"])
+        #expect(secretGet.stdout.contains("--passphrase-fd"), "\(secretGet.stdout)")
+
+        let completions = [
+            "usr/share/bash-completion/completions/touchgate": "complete -o filenames -F _touchgate touchgate",
+            "usr/share/zsh/site-functions/_touchgate": "#compdef touchgate",
+            "usr/share/fish/vendor_completions.d/touchgate.fish": "complete -c 'touchgate'",
+        ]
+        for (path, marker) in completions {
+            let text = try String(contentsOfFile: stage.path(path), encoding: .utf8)
+            #expect(text.contains(marker), "\(path) is not touchgate's completion script")
+        }
+
+        let udev = try build.make("install-udev", "DESTDIR=\(stage.url.path)")
+        try #require(udev.status == 0, "make install-udev: \(udev.output)")
+        for file in ["hwdb.d/60-touchgate-fingerprint-reader.hwdb", "rules.d/70-touchgate-fingerprint-reader.rules"] {
+            let staged = try Data(contentsOf: stage.url.appendingPathComponent("etc/udev/" + file))
+            let source = try Data(contentsOf: Fixtures.packageRoot.appendingPathComponent("udev/" + file.split(separator: "/")[1]))
+            #expect(staged == source, "\(file)")
+        }
+
+        for target in ["uninstall", "uninstall-udev"] {
+            let removed = try build.make(target, "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
+            #expect(removed.status == 0, "make \(target): \(removed.output)")
+        }
+        let left = FileManager.default.enumerator(atPath: stage.url.path)?.compactMap { $0 as? String }
+            .filter { !isDirectory(stage.path($0)) } ?? []
+        #expect(left.isEmpty, "left after uninstall: \(left)")
+    }
+
+    /// Every command path (`["touchgate", "secret", "get"]`, …) in the binary's own description.
+    private func commandPaths(of binary: String) throws -> [[String]] {
+        let dump = try run(binary, ["--experimental-dump-help"])
+        try #require(dump.status == 0, "\(dump.stderr)")
+        let root = try #require(try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
+        func walk(_ command: [String: Any], _ path: [String]) -> [[String]] {
+            guard let name = command["commandName"] as? String else { return [] }
+            let here = path + [name]
+            let children = command["subcommands"] as? [[String: Any]] ?? []
+            return [here] + children.flatMap { walk($0, here) }
+        }
+        return walk(try #require(root["command"] as? [String: Any]), [])
+    }
+}
+
+/// The generated bash completion script, sourced in a real bash, asked what TAB offers.
+private struct BashCompletion {
+    let script: String
+    let helper: String
+    let environment: [String: String]
+
+    init(vault: VaultRig) throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/bin/bash"), "this test needs bash: apt-get install bash")
+        let binary = CLIProcess.binary
+        let generated = try run(binary, ["--generate-completion-script", "bash"])
+        try #require(generated.status == 0, "\(generated.stderr)")
+        script = vault.home.path("touchgate.bash")
+        try generated.stdout.write(toFile: script, atomically: true, encoding: .utf8)
+        // What bash sets before it calls a completion function (`complete -F`).
+        helper = vault.home.path("complete.sh")
+        try """
+            source "$1"; shift
+            COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+            COMP_LINE="${COMP_WORDS[*]}"; COMP_POINT=${#COMP_LINE}
+            COMPREPLY=()
+            _touchgate touchgate "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+            printf '%s\\n' "${COMPREPLY[@]}"
+            """.write(toFile: helper, atomically: true, encoding: .utf8)
+        var environment = vault.rig.process.environment
+        environment["PATH"] = URL(fileURLWithPath: binary).deletingLastPathComponent().path + ":/usr/bin:/bin"
+        self.environment = environment
+    }
+
+    /// What TAB offers after `touchgate words…`, the last word being the one completed.
+    func complete(_ words: String...) throws -> [String] {
+        let result = try run("/bin/bash", ["--norc", "--noprofile", helper, script, "touchgate"] + words,
+                             environment: environment, inheriting: false)
+        #expect(result.status == 0 && result.stderr.isEmpty, "bash: \(result.stderr)")
+        return result.stdout.split(separator: "\n").map(String.init)
+    }
+}
+
+/// The products directory this test runs from, and `make` over it with the same configuration.
+private struct BuildProducts {
+    /// `.build` (or the `--scratch-path` the tests were built with).
+    let scratch: String
+    /// `debug` or `release`.
+    let configuration: String
+
+    init() {
+        let products = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent()
+        configuration = products.lastPathComponent
+        scratch = products.deletingLastPathComponent().deletingLastPathComponent().path
+    }
+
+    /// `make TARGET…` in the package root with the built products: the binary is not built
+    /// again (`-o`), the man pages and completions are always made anew (`-B`); a run that
+    /// takes over 10 minutes is ended (status 124). The `swift test` running this holds the
+    /// build directory's lock for as long as the tests run, and builds nothing meanwhile:
+    /// the plugin's own build, of products that are up to date, goes on past the lock.
+    func make(_ arguments: String...) throws -> (status: Int32, output: String) {
+        // timeout(1) ends make and the swift processes it started (one process group).
+        let result = try run("/usr/bin/timeout", ["600", "make", "-C", Fixtures.packageRoot.path, "-B",
+                                                  "-o", "\(scratch)/\(configuration)/touchgate",
+                                                  "SCRATCH=\(scratch)", "CONFIGURATION=\(configuration)",
+                                                  "SWIFTPM_FLAGS=--ignore-lock"] + arguments,
+                             timeout: 660)
+        return (result.status, result.stdout + result.stderr)
+    }
+}
+
+private func isDirectory(_ path: String) -> Bool {
+    var directory: ObjCBool = false
+    return FileManager.default.fileExists(atPath: path, isDirectory: &directory) && directory.boolValue
+}
+
+/// Runs a program to completion (killed after `timeout` seconds), output through files so
+/// a chatty program cannot block on a full pipe.
+private func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+                 inheriting: Bool = true, timeout: TimeInterval = 60) throws -> (status: Int32, stdout: String, stderr: String) {
+    let scratch = try TemporaryDirectory("touchgate-run")
+    defer { scratch.remove() }
+    let (outPath, errPath) = (scratch.path("stdout"), scratch.path("stderr"))
+    try Data().write(to: URL(fileURLWithPath: outPath))
+    try Data().write(to: URL(fileURLWithPath: errPath))
+    let (out, err) = (try FileHandle(forWritingTo: URL(fileURLWithPath: outPath)),
+                      try FileHandle(forWritingTo: URL(fileURLWithPath: errPath)))
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.environment = inheriting
+        ? ProcessInfo.processInfo.environment.merging(environment) { _, new in new } : environment
+    process.standardInput = FileHandle.nullDevice
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let pid = process.processIdentifier
+    let killer = DispatchWorkItem { kill(pid, SIGKILL) }
+    DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
+    process.waitUntilExit()
+    killer.cancel()
+    try out.close()
+    try err.close()
+    return (process.terminationStatus, try String(contentsOfFile: outPath, encoding: .utf8),
+            try String(contentsOfFile: errPath, encoding: .utf8))
+}
