@@ -5,7 +5,7 @@ import TouchgateTestSupport
 /// The README's "Try it without a reader" runs as written: its `sh` blocks, in order, in
 /// one bash on a pseudo-terminal, the passphrase typed at the prompts. A README command
 /// that stops working fails this test.
-@Suite(.serialized, .timeLimit(.minutes(5)))
+@Suite(.serialized, .timeLimit(.minutes(10)))
 struct ReadmeWalkthroughTests {
     static let passphrase = "a passphrase typed at the terminal"
 
@@ -74,6 +74,40 @@ struct ReadmeWalkthroughTests {
         #expect(output.components(separatedBy: secret).count == 2, "the value is shown once, by the whorl release")
         #expect(!output.contains(Self.passphrase), "the passphrase is not echoed")
         #expect(leftovers.isEmpty, "the clean-up deletes the demo's data (and virtual-finger its sockets): \(leftovers)")
+    }
+
+    /// The Quick start's `scripts/quickstart.sh` line, run as written on a terminal with
+    /// this process's environment (less any `FP_*` variable, so it looks for a real reader
+    /// as a user's run does and falls back to the virtual one). It runs in a copy of this
+    /// checkout (with `shared/` beside it): `swift test` holds the lock on this one's
+    /// .build, so its release build would wait forever. The copy builds in release mode from
+    /// nothing, about two and a half minutes on two idle cores.
+    @Test func quickStartRunsAsWritten() async throws {
+        let line = try #require(try Readme.shellBlocks(inSection: "Quick start")
+            .joined(separator: "\n").components(separatedBy: "\n")
+            .first { $0.hasPrefix("scripts/quickstart.sh") }, "no scripts/quickstart.sh line in Quick start")
+        let command = String(line.prefix { $0 != "#" }).trimmingCharacters(in: .whitespaces)
+
+        let home = try TemporaryDirectory("touchgate-quickstart")
+        defer { home.remove() }
+        let files = FileManager.default, checkout = home.path("touchgate")
+        try files.createDirectory(atPath: checkout, withIntermediateDirectories: false)
+        for name in try files.contentsOfDirectory(atPath: Fixtures.packageRoot.path)
+        where !name.hasPrefix(".build") && name != ".git" {
+            try files.copyItem(at: Fixtures.packageRoot.appendingPathComponent(name), to: URL(fileURLWithPath: checkout + "/" + name))
+        }
+        try files.createSymbolicLink(atPath: home.path("shared"),
+                                     withDestinationPath: Fixtures.packageRoot.deletingLastPathComponent().appendingPathComponent("shared").path)
+
+        let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("FP_") }
+        let session = try TerminalSession(command, directory: checkout, environment: environment)
+        let status = await session.finish(timeout: 8 * 60)
+        let output = session.output
+        #expect(status == 0, "\(command) failed (status \(status)):\n\(output)")
+        for shown in ["Enrolled right-index of ", "match: right-index of ", "no match", "secret get printed: ghp_demo_",
+                      "audit log intact: ", "== done"] {
+            #expect(output.contains(shown), "'\(shown)' not shown:\n\(output)")
+        }
     }
 
     /// The value of an `echo "VALUE" | touchgate secret add …` line.

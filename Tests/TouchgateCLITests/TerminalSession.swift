@@ -76,16 +76,21 @@ final class TerminalSession: @unchecked Sendable {
     }
 
     /// Waits for the command to end; returns its exit status, or 128 + N when signal N
-    /// ended it. After `timeout` seconds the terminal is closed (SIGKILL to script(1): what
-    /// runs on the terminal gets SIGHUP) and the result is 128 + SIGKILL.
+    /// ended it. After `timeout` seconds the command's process group and script(1) are
+    /// killed (SIGHUP is not enough: the test process blocks it, and children inherit
+    /// that) and the result is 128 + SIGKILL.
     func finish(timeout: TimeInterval) async -> Int32 {
         let finished = self.finished, process = self.process
         let ended = await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 let ended = finished.wait(timeout: .now() + timeout) == .success
                 if !ended {
-                    kill(process.processIdentifier, SIGKILL)
-                    _ = finished.wait(timeout: .now() + 10)  // a process that ignores SIGHUP may keep it open
+                    let script = process.processIdentifier
+                    // script's child leads the terminal's session and its foreground group.
+                    let children = (try? String(contentsOfFile: "/proc/\(script)/task/\(script)/children", encoding: .utf8)) ?? ""
+                    for child in children.split(separator: " ").compactMap({ pid_t($0) }) { kill(-child, SIGKILL) }
+                    kill(script, SIGKILL)
+                    _ = finished.wait(timeout: .now() + 10)
                 }
                 continuation.resume(returning: ended)
             }
