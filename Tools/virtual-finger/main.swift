@@ -1,7 +1,11 @@
 // virtual-finger: runs a command against libfprint's virtual_image reader and plays the
 // finger. Each time the command asks for a finger (a `finger-needed` JSON event or a
 // "Place/Swipe your …" line on standard error) the next NIST print is sent to the
-// reader. Standard input and output pass through; the exit status is the command's.
+// reader. The command runs as a shell would run it in the foreground: in this process
+// group (so it can ask for a passphrase on the terminal, and Ctrl-C reaches it), with
+// every descriptor this tool was given (standard input and output, `3<file`, …); its
+// standard error is copied through unchanged. The exit status is the command's
+// (128 + N when signal N ended it).
 //
 //   virtual-finger [--print NAME]... [--socket PATH] -- touchgate verify
 //
@@ -17,7 +21,8 @@ import Glibc
 func usage() -> Never {
     FileHandle.standardError.write(Data("""
         usage: virtual-finger [--print NAME]... [--socket PATH] -- COMMAND [ARGS...]
-          --print NAME   a print to present (whorl, arch, loop-right, tented_arch); repeat for several
+          --print NAME   a print to present (whorl, arch, loop-right, tented_arch); repeat for several;
+                         none presents nothing, so the command waits (to try Ctrl-C)
           --socket PATH  the virtual_image socket (default: a private temporary path)
 
         """.utf8))
@@ -42,38 +47,47 @@ if prints.isEmpty { prints = ["whorl"] }
 let directory: TemporaryDirectory? = socketPath == nil ? try? TemporaryDirectory("virtual-finger") : nil
 let socket = socketPath ?? directory!.path("virtual-image.socket")
 let finger = VirtualImageFinger(socketPath: socket)
-finger.present(prints)
+finger.present(prints == ["none"] ? [] : prints)
 
-var environment = ProcessInfo.processInfo.environment
-environment["FP_VIRTUAL_IMAGE"] = socket
-environment["FP_DRIVERS_WHITELIST"] = environment["FP_DRIVERS_WHITELIST"] ?? "virtual_image"
+setenv("FP_VIRTUAL_IMAGE", socket, 1)
+setenv("FP_DRIVERS_WHITELIST", "virtual_image", 0)  // unless the caller chose drivers
 
-let process = Process()
-process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-process.arguments = command
-process.environment = environment
-let errors = Pipe()
-process.standardError = errors
-do { try process.run() } catch {
-    FileHandle.standardError.write(Data("virtual-finger: cannot run \(command[0]): \(error)\n".utf8))
-    exit(127)
+// The one descriptor the child must not inherit is this pipe: close-on-exec on both ends
+// (the child's copy on descriptor 2 is made by dup2, which clears the flag).
+var errors: [Int32] = [-1, -1]
+guard pipe(&errors) == 0, errors.allSatisfy({ fcntl($0, F_SETFD, FD_CLOEXEC) == 0 }) else {
+    FileHandle.standardError.write(Data("virtual-finger: pipe: \(Errno(errno))\n".utf8))
+    exit(71)
 }
-// Ctrl-C reaches the child through the terminal; the tool itself waits for it.
-signal(SIGINT, SIG_IGN)
+let child: Child
+switch Child.spawn(command, standardError: errors[1]) {
+case .success(let started): child = started
+case .failure(let error):
+    FileHandle.standardError.write(Data("virtual-finger: cannot run \(command[0]): \(error)\n".utf8))
+    directory?.remove()
+    exit(error.code == ENOENT ? 127 : 126)
+}
+close(errors[1])
 
-var pending = Data()
-let handle = errors.fileHandleForReading
+var pending = [UInt8]()
+var buffer = [UInt8](repeating: 0, count: 4096)
 while true {
-    let chunk = handle.availableData
-    if chunk.isEmpty { break }
-    FileHandle.standardError.write(chunk)
-    pending.append(chunk)
+    let count = read(errors[0], &buffer, buffer.count)
+    if count < 0 && errno == EINTR { continue }
+    if count <= 0 { break }
+    var written = 0
+    while written < count {
+        let result = buffer[written..<count].withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        if result < 0 && errno == EINTR { continue }
+        if result <= 0 { break }  // our standard error is gone; keep feeding the finger
+        written += result
+    }
+    pending += buffer[0..<count]
     while let newline = pending.firstIndex(of: 0x0A) {
-        let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-        pending = Data(pending[(newline + 1)...])
-        finger.handle(line)
+        finger.handle(String(decoding: pending[..<newline], as: UTF8.self))
+        pending.removeSubrange(...newline)
     }
 }
-process.waitUntilExit()
+let status = child.wait()
 directory?.remove()
-exit(process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus)
+exit(status)

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `virtual-finger` runs its command as a shell runs a foreground job: on the terminal's
+/// foreground process group (Ctrl-C reaches it), with every descriptor it was given, and
+/// with SIGTERM forwarded; its exit status is the command's.
+@Suite(.serialized, .timeLimit(.minutes(5)))
+struct VirtualFingerToolTests {
+    static let value = "released-only-by-a-touch"
+
+    /// A vault with whorl enrolled and `demo` stored under `biometry-any --fresh`.
+    func vaultWithSecret() async throws -> VaultRig {
+        let vault = try VaultRig()
+        try await vault.initAndUnlock()
+        try await vault.enroll("whorl")
+        try await vault.add("demo", Self.value, policy: "biometry-any", fresh: true)
+        return vault
+    }
+
+    /// `command` on a new terminal, in the vault's HOME, with the vault's environment and
+    /// the build's products first on PATH.
+    func onTerminal(_ vault: VaultRig, _ command: String) throws -> TerminalSession {
+        var environment = vault.rig.process.environment
+        let products = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent().path
+        environment["PATH"] = products + ":/usr/local/bin:/usr/bin:/bin"
+        return try TerminalSession(command, directory: vault.home.url.path, environment: environment)
+    }
+
+    @Test func ctrlCAtTheFingerWaitEndsTouchgateWith130AndReleasesNothing() async throws {
+        let vault = try await vaultWithSecret()
+        defer { vault.home.remove() }
+        let session = try onTerminal(vault, #"virtual-finger --print none -- touchgate secret get demo > released; echo "status $?""#)
+        let waiting = try await session.waitForLine(where: VirtualImageFinger.isPrompt)
+        try #require(waiting, "no finger prompt:\n\(session.output)")
+        session.type("\u{03}")
+        let status = await session.finish(timeout: 30)
+        #expect(status == 0, "bash went on after the command:\n\(session.output)")
+        #expect(session.output.contains("status 130"), "\(session.output)")
+        #expect(try String(contentsOfFile: vault.home.path("released"), encoding: .utf8).isEmpty)
+        #expect(try await vault.lockout()["consecutive-failures"] as? Int == 0, "a cancel is not a failed attempt")
+    }
+
+    @Test func sigtermIsForwardedAndTheCommandsStatusReturned() async throws {
+        let vault = try await vaultWithSecret()
+        defer { vault.home.remove() }
+        // exec: virtual-finger takes the shell's process id, written to `pid` first.
+        let session = try onTerminal(vault, "echo $$ > pid; exec virtual-finger --print none -- touchgate secret get demo > released")
+        let waiting = try await session.waitForLine(where: VirtualImageFinger.isPrompt)
+        try #require(waiting, "no finger prompt:\n\(session.output)")
+        let pid = try #require(pid_t(try String(contentsOfFile: vault.home.path("pid"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        kill(pid, SIGTERM)
+        let status = await session.finish(timeout: 30)
+        #expect(status == 130, "touchgate cancels on SIGTERM (143 would mean virtual-finger died of it):\n\(session.output)")
+        #expect(try String(contentsOfFile: vault.home.path("released"), encoding: .utf8).isEmpty)
+    }
+
+    @Test func descriptorsFromTheShellPassThrough() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        let created = try await vault.withPassphrase(["init", "--kdf", "minimum"])
+        try #require(created.status == 0, "init: \(created.stderrLines)")
+        _ = try await vault.run(["lock"])
+        try Data((VaultRig.passphrase + "\n").utf8).write(to: URL(fileURLWithPath: vault.home.path("passphrase")))
+
+        let session = try onTerminal(vault, "virtual-finger -- touchgate unlock --passphrase-fd 3 3<passphrase")
+        let status = await session.finish(timeout: 60)
+        #expect(status == 0, "\(session.output)")
+        #expect(session.output.contains("Unlocked."))
+        #expect(try await vault.status()["locked"] as? Bool == false)
+    }
+
+    @Test func aCommandThatIsMissingEndsWith127() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        let session = try onTerminal(vault, "virtual-finger -- no-such-command-here")
+        let status = await session.finish(timeout: 30)
+        #expect(status == 127, "\(session.output)")
+        #expect(session.output.contains("cannot run no-such-command-here"))
+    }
+}
