@@ -46,18 +46,15 @@ fi
 
 # The secrets workflow: a vault, a secret guarded by the enrolled finger set, released by a touch.
 if [ -n "$real_reader" ]; then
-  step "create the vault: choose a passphrase (asked twice)"; "$touchgate" init
-  step "unlock it with the passphrase"; "$touchgate" unlock
+  step "create the vault: choose a passphrase (asked twice); it is left unlocked"; "$touchgate" init
   step "store a demo secret that only your enrolled fingers can release"
   printf 'demo-token-%s\n' "$RANDOM" | "$touchgate" secret add demo-token --policy biometry-current-set
   step "release it: touch the reader"; "$touchgate" secret get demo-token
 else
   # A fixed demo passphrase, passed on a pipe (never argv); a real setup types it at the prompt.
   passphrase() { printf '%s\n' "correct horse battery staple"; }
-  step "create the vault (Argon2id, MODERATE limits: about a second)"
+  step "create the vault (Argon2id, MODERATE limits: about a second); it is left unlocked"
   "$touchgate" init --passphrase-fd 3 3< <(passphrase)
-  step "unlock it with the passphrase"
-  "$touchgate" unlock --passphrase-fd 3 3< <(passphrase)
   step "store a secret that only the enrolled finger set can release, with a touch every time"
   printf 'ghp_demo_%s\n' "$RANDOM$RANDOM" | "$touchgate" secret add demo-token --policy biometry-current-set --fresh
   step "release it with the whorl finger: the value alone goes to standard output"

@@ -7,8 +7,10 @@ struct Init: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create the vault, protected by a new passphrase.",
         discussion: """
-            The passphrase is asked twice on the terminal, or read (once) from --passphrase-fd N. \
-            Fingerprints enrolled before are sealed into the vault. Run `touchgate unlock` next.
+            The passphrase is asked twice on the terminal (a mismatch can be retyped), or read once \
+            from --passphrase-fd N; libpwquality refuses the weakest (exit 11) and warns about weak \
+            ones. Fingerprints enrolled before are sealed into the vault, and the vault is left \
+            unlocked, as after `touchgate unlock`.
             """)
 
     @OptionGroup var common: CommonOptions
@@ -22,7 +24,8 @@ struct Init: AsyncParsableCommand {
         try await CommandRunner.run(json: common.json) { console in
             let report = try await service.initialize(stretching: kdf,
                                                       interaction: TerminalInteraction(console: console, input: input))
-            console.result("initialized", report, text: "Created the vault in \(report.directory). Next: touchgate unlock")
+            console.result("initialized", report, text: "Created the vault in \(report.directory); it is unlocked. "
+                           + "Keep the passphrase safe: it cannot be recovered.")
             return ExitStatus.success
         }
     }

@@ -17,11 +17,11 @@ struct Touchgate: AsyncParsableCommand {
             output). Secrets are read from standard input and passphrases from the terminal or \
             --passphrase-fd N, never from the command line or the environment. Exit codes: 0 success \
             or match, 1 no match, 2 no reader, 3 nothing enrolled, 4 reader disconnected, 5 reader \
-            error, 6 data error (also a broken audit chain), 7 locked out after too many failed \
-            touches (the message says for how long), 8 authentication needed or refused (wrong \
-            passphrase, vault locked, passphrase required, item invalidated by an enrollment \
-            change), 9 already enrolled, 64 usage, 127 `secret exec` could not start the command, \
-            130 cancelled.
+            error, 6 damaged or tampered data (the message names the fix, often `touchgate repair`), \
+            7 locked out, 8 authentication needed or refused, 9 already exists, 10 not found, \
+            11 refused (not confirmed, retention, weak passphrase), 64 usage, 75 changed meanwhile: \
+            try again, 127 `secret exec` could not start the command, 130 cancelled. See man touchgate \
+            and the README's "Exit codes" and "JSON".
             """,
         version: version,
         subcommands: [

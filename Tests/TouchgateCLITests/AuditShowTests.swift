@@ -59,7 +59,7 @@ struct AuditShowTests {
         #expect(try await shown(vault, ["--item", "k1"]).map { $0["event"] as? String } == ["item.write"])
         #expect(try await shown(vault, ["--event", "item.write"]).compactMap { $0["item"] as? String } == ["k0", "k1", "k2"])
         #expect(try await shown(vault, ["--event", "vault.init,vault.unlock"]).compactMap { $0["event"] as? String }
-            == ["vault.init", "vault.unlock"])
+            == ["vault.init", "vault.unlock", "vault.unlock"], "init unlocks, then initAndUnlock unlocks again")
         #expect(try await shown(vault, ["--event", "vault.init", "--event", "audit.prune"]).count == 2)
         let denied = try await shown(vault, ["--outcome", "denied"])
         #expect(denied.map { $0["event"] as? String } == ["audit.prune"])

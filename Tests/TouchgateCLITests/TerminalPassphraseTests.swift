@@ -12,7 +12,9 @@ struct TerminalPassphraseTests {
         defer { vault.home.remove() }
         let typed = "typed-on-a-tty"
 
-        let mismatch = try await vault.onTerminal(["init", "--kdf", "minimum"], typing: [typed, "something else"])
+        // Three mismatched repeats in a row (a typo is forgiven twice) end the command.
+        let mismatch = try await vault.onTerminal(["init", "--kdf", "minimum"],
+                                                  typing: [typed, "something else", typed, "other", typed, "third"])
         #expect(mismatch.status == 8, "\(mismatch.stdout)")
         #expect(mismatch.stdout.contains("differ"))
         #expect(try await vault.run(["status", "--json"]).json?["initialized"] as? Bool == false)
