@@ -18,10 +18,11 @@ enum EnrollmentTracker {
         EnrolledPrintID("\(print.user):\(print.finger)@\(print.driver):\(print.deviceID)")
     }
 
-    /// What is enrolled now (no template is read, so this works while the vault is locked).
-    static func status(database: TouchgateDatabase) throws -> EnrollmentStatus {
-        let prints = try PrintStore(database: database, sealing: TemplatesWithheld()).prints()
-        let generation = try StateStore(database: database).state(generationKey).map(decode) ?? 0
+    /// What is enrolled now (no template is read, so this works while the vault is locked),
+    /// reading the generation through the request's already open, authenticated state.
+    static func status(_ guarded: PolicyGuard) throws -> EnrollmentStatus {
+        let prints = try PrintStore(database: guarded.audit.database, sealing: TemplatesWithheld()).prints()
+        let generation = try guarded.stateStore.state(generationKey).map(decode) ?? 0
         return status(prints: prints, generation: generation)
     }
 

@@ -77,7 +77,7 @@ extension TouchgateService {
             }
             let stored = StoredPrint(user: user, finger: finger.name, driver: info.driver, deviceID: info.deviceID,
                                      enrolledAt: Date(), onDevice: print.isDeviceStored, template: print.serialized)
-            let invalidated = try store.audit().atomically { transaction in
+            let invalidated = try (vault?.audit ?? store.audit()).atomically { transaction in
                 try transaction.save(stored, replace: replace, in: prints)
                 return try EnrollmentTracker.recordChange(.enroll, print: EnrollmentTracker.printID(stored),
                                                           in: transaction, store: store, context: vault)
@@ -157,7 +157,7 @@ extension TouchgateService {
             }
             var invalidated: [String] = []
             for stored in matches {
-                invalidated += try store.audit().atomically { transaction in
+                invalidated += try (vault?.audit ?? store.audit()).atomically { transaction in
                     _ = try transaction.deletePrint(user: stored.user, finger: stored.finger, driver: stored.driver,
                                                     deviceID: stored.deviceID)
                     return try EnrollmentTracker.recordChange(.delete, print: EnrollmentTracker.printID(stored),
@@ -179,7 +179,7 @@ extension TouchgateService {
                 try await session.reader.clearStorage()
                 return session.info
             }
-            let (count, invalidated) = try store.audit().atomically { transaction in
+            let (count, invalidated) = try (vault?.audit ?? store.audit()).atomically { transaction in
                 let count = try transaction.deleteAllPrints(driver: info.driver, deviceID: info.deviceID)
                 guard count > 0 else { return (0, [String]()) }
                 let invalidated = try EnrollmentTracker.recordChange(

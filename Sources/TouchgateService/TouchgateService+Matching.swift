@@ -41,7 +41,7 @@ extension TouchgateService {
         let guarded = try store.policyGuard(vaultUser: try store.vaultExists() ? principal.loginName : nil)
         try guarded.requireIntactState()
         let prints = try store.printStore()
-        let enrollment = try EnrollmentTracker.status(database: store.database)
+        let enrollment = try EnrollmentTracker.status(guarded)
         let sensor = ReaderSensor(device: device, interaction: interaction, prints: prints, candidates: candidates,
                                   operation: operation)
         do {

@@ -71,7 +71,7 @@ extension TouchgateService {
             let key = try context.requireKey()
             var digest: [UInt8]?
             if policy.referencesCurrentSet {
-                let enrollment = try EnrollmentTracker.status(database: context.database)
+                let enrollment = try EnrollmentTracker.status(context.guarded)
                 guard enrollment.printCount > 0 else {
                     throw ServiceError.nothingEnrolled("biometry-current-set binds the item to the enrolled fingers, "
                                                        + "and none is enrolled; run: touchgate enroll")
@@ -152,7 +152,7 @@ extension TouchgateService {
     /// passphrase as fallback; the evaluator audits the decision.
     func authorize(_ item: ItemDescriptor, _ operation: ItemOperation, context: VaultContext, key: VaultKey,
                    device: String?, interaction: any Interaction) async throws {
-        let enrollment = try EnrollmentTracker.status(database: context.database)
+        let enrollment = try EnrollmentTracker.status(context.guarded)
         let sensor = ReaderSensor(device: device, interaction: interaction, prints: try context.printStore(key: key))
         let verifier = context.verifier(interaction)
         do {
