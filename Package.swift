@@ -61,6 +61,8 @@ let package = Package(
                 "CTouchgateSys", "CSodium", "CPWQuality",
             ]
         ),
+        // The daemon's socket side: listening, peer credentials, framing (no use case lives here).
+        .target(name: "TouchgateDaemon", dependencies: ["TouchgateService", "TouchgateWire", "TouchgateVault", "CTouchgateSys"]),
         .executableTarget(
             name: "touchgate",
             dependencies: [
