@@ -61,8 +61,13 @@ let package = Package(
                 "CTouchgateSys", "CSodium", "CPWQuality",
             ]
         ),
-        // The daemon's socket side: listening, peer credentials, framing (no use case lives here).
-        .target(name: "TouchgateDaemon", dependencies: ["TouchgateService", "TouchgateWire", "TouchgateVault", "CTouchgateSys"]),
+        // Both ends of the daemon's socket: listening, connecting, peer credentials, framing.
+        .target(name: "TouchgateSocket", dependencies: ["TouchgateWire", "TouchgateVault", "CTouchgateSys"]),
+        // touchgated's request handling: the socket protocol over TouchgateService (no use case lives here).
+        .target(name: "TouchgateDaemon", dependencies: ["TouchgateService", "TouchgateSocket", "TouchgateWire", "TouchgateVault"]),
+        // The CLI's side of the daemon: the same requests, sent over the socket.
+        .target(name: "TouchgateClient", dependencies: ["TouchgateService", "TouchgateSocket", "TouchgateWire"]),
+        .executableTarget(name: "touchgated", dependencies: ["TouchgateDaemon", "TouchgateService", "TouchgateSocket"]),
         .executableTarget(
             name: "touchgate",
             dependencies: [

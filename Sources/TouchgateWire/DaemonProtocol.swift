@@ -46,14 +46,16 @@ public struct ClientMessage: Codable, Sendable, Equatable {
     public var kind: Kind
     /// The request this message belongs to, chosen by the client, increasing.
     public var id: UInt64
-    /// For a request: the operation (`status`, `secret.get`, …).
-    public var operation: String?
+    /// For a request: the operation.
+    public var operation: DaemonOperation?
     /// For a request: its arguments.
     public var arguments: RequestArguments?
     /// For an answer to a confirmation.
     public var confirmed: Bool?
-    /// For an answer to a passphrase question: no passphrase (the person cancelled).
+    /// For an answer: the person cancelled instead of answering.
     public var declined: Bool?
+    /// For an answer: why the client could not ask (no terminal, unreadable input).
+    public var error: ServiceError?
     /// How many raw secret bytes follow this line.
     public var secretLength: Int?
 
@@ -63,6 +65,21 @@ public struct ClientMessage: Codable, Sendable, Equatable {
         self.kind = kind
         self.id = id
     }
+}
+
+/// The operations, one per use case; the names are the protocol's.
+public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
+    case status, initialize = "init", unlock, lock
+    case changePassphrase = "passphrase.change"
+    case enroll
+    case prints = "prints.list", deletePrint = "prints.delete", clearReader = "prints.clear"
+    case verify, identify
+    case readers = "devices", capture
+    case settings = "policy.show", changeSettings = "policy.set"
+    case repair
+    case release = "secret.get", store = "secret.add", items = "secret.list", remove = "secret.rm"
+    case auditRecords = "audit.show", auditCount = "audit.count", verifyAudit = "audit.verify"
+    case exportAudit = "audit.export", pruneAudit = "audit.prune"
 }
 
 /// The arguments of every operation, flat; each operation reads the ones it documents.
@@ -81,10 +98,33 @@ public struct RequestArguments: Codable, Sendable, Equatable {
     public var replace: Bool?
     /// Confirmed in advance (`--yes`).
     public var assumeYes: Bool?
+    /// Whether the person can be asked again after a wrong passphrase (a terminal can;
+    /// a descriptor gives one line). For `passphrase.change`: about the current passphrase.
+    public var canAskAgain: Bool?
+    /// For `passphrase.change`: whether the new passphrase can be asked again.
+    public var newCanAskAgain: Bool?
     /// Audit filter.
     public var filter: AuditFilter?
-    /// Settings to change, by name.
-    public var settings: [String: String]?
+    /// `init`, `passphrase.change`: how hard the key is stretched (`moderate`, `minimum`).
+    public var stretching: String?
+    /// `secret.add`: ask for a fresh touch every time.
+    public var fresh: Bool?
+    /// `audit.prune`: the cutoff; `force`: inside the retention period.
+    public var before: Date?
+    /// `audit.prune`: inside the retention period.
+    public var force: Bool?
+    /// `capture`: where the image goes and its format.
+    public var path: String?
+    /// `capture`: `png` or `pgm`.
+    public var format: String?
+    /// `policy.set`: failed touches that start a lockout.
+    public var lockoutThreshold: Int?
+    /// `policy.set`: lockout length in seconds.
+    public var lockoutDurationSeconds: Int?
+    /// `policy.set`: how long a touch may be reused, in seconds.
+    public var sessionTimeoutSeconds: Int?
+    /// `policy.set`: idle time that ends the session, in seconds.
+    public var idleTimeoutSeconds: Int?
 
     /// No arguments.
     public init() {}
@@ -104,11 +144,13 @@ public struct DaemonMessage: Codable, Sendable, Equatable {
         case result
         /// The request failed; ``error`` says why.
         case failure
+        /// A line of output the client writes to its standard output (`audit.export`).
+        case output
     }
 
     /// A question the daemon asks the person through the client.
     public struct Question: Codable, Sendable, Equatable {
-        /// `passphrase`, `new-passphrase` or `confirm`.
+        /// `passphrase`, `new-passphrase`, `confirm` or `secret-value` (the value to store).
         public var kind: String
         /// What to show.
         public var prompt: String
@@ -136,6 +178,8 @@ public struct DaemonMessage: Codable, Sendable, Equatable {
     public var question: Question?
     /// Failure: the error.
     public var error: ServiceError?
+    /// Output: the text.
+    public var text: String?
     /// How many raw secret bytes follow this line (a released secret's value).
     public var secretLength: Int?
 
@@ -165,6 +209,15 @@ public struct ResultMessage<Report: Codable & Sendable>: Codable, Sendable {
         self.result = result
         self.secretLength = secretLength
     }
+}
+
+/// A count, for operations whose answer is one number.
+public struct CountReport: Codable, Sendable, Equatable {
+    /// How many.
+    public var count: Int
+
+    /// A count.
+    public init(count: Int) { self.count = count }
 }
 
 /// Why bytes from a peer are not a message.

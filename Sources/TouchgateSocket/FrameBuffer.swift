@@ -1,4 +1,3 @@
-import TouchgateService
 import TouchgateVault
 import TouchgateWire
 
@@ -44,10 +43,10 @@ final class FrameBuffer {
     }
 
     /// The next `length` bytes as a secret once all have arrived, else nil.
-    func takeSecret(_ length: Int) throws(FrameError) -> SecretBytes? {
+    func takeSecret(_ length: Int) throws(FrameError) -> SecureBytes? {
         guard length >= 0, length <= DaemonProtocol.maximumSecretBytes else { throw .secretTooLong }
         guard count >= length else { return nil }
-        let secret = SecretBytes(copying: UnsafeBufferPointer(start: base, count: length))
+        let secret = SecureBytes(copying: UnsafeBufferPointer(start: base, count: length))
         consume(length)
         return secret
     }
