@@ -71,7 +71,7 @@ let package = Package(
         .executableTarget(
             name: "touchgate",
             dependencies: [
-                "TouchgateService", "TouchgateWire",
+                "TouchgateService", "TouchgateWire", "TouchgateClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

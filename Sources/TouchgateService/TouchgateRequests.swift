@@ -25,7 +25,7 @@ public protocol TouchgateRequests: Sendable {
     func verify(user: String?, finger: String?, device: String?,
                 interaction: any Interaction) async throws(ServiceError) -> MatchReport
     func identify(device: String?, interaction: any Interaction) async throws(ServiceError) -> MatchReport
-    func listReaders() async throws(ServiceError) -> ReaderList
+    func listReaders() async throws(ServiceError) -> ReaderInventory
     func capture(to path: String, format: ImageFormat, device: String?,
                  interaction: any Interaction) async throws(ServiceError) -> CaptureReport
 
@@ -56,7 +56,7 @@ public enum ServiceMode: String, Codable, Sendable {
 }
 
 /// The readers, and when there are none, why.
-public struct ReaderList: Codable, Sendable, Equatable {
+public struct ReaderInventory: Codable, Sendable, Equatable {
     /// The readers found.
     public var readers: [ReaderReport]
     /// Why none is usable, when none was found.
@@ -72,8 +72,8 @@ public struct ReaderList: Codable, Sendable, Equatable {
 extension TouchgateService: TouchgateRequests {
     public var mode: ServiceMode { .personal }
 
-    public func listReaders() async throws(ServiceError) -> ReaderList {
+    public func listReaders() async throws(ServiceError) -> ReaderInventory {
         let readers = await readers()
-        return ReaderList(readers: readers, explanation: readers.isEmpty ? noReaderExplanation() : nil)
+        return ReaderInventory(readers: readers, explanation: readers.isEmpty ? noReaderExplanation() : nil)
     }
 }
