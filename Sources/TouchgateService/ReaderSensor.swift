@@ -87,6 +87,18 @@ actor ReaderSensor: BiometricSensor {
             throw ServiceError.nothingEnrolled("nothing enrolled\(who.isEmpty ? "" : " for \(who)") on \(info.name) "
                                                + "(\(info.deviceID)); run: touchgate enroll")
         }
+        // A reader with its own storage that lost a print (cleared by another program) would only
+        // answer "no match" for it: leave those out, and say what to do when none is left.
+        let lost = try await TouchgateService.lostFromReader(gallery.map(\.2), session: session)
+        if !lost.isEmpty {
+            gallery = gallery.enumerated().filter { !lost.contains($0.offset) }.map(\.element)
+            guard !gallery.isEmpty else {
+                throw ServiceError.nothingEnrolled(
+                    "\(info.name) (\(info.deviceID)) no longer holds the print enrolled for this finger; see: "
+                        + "touchgate prints list. Delete the stored print (touchgate prints delete --finger NAME) and "
+                        + "enroll the finger again")
+            }
+        }
         self.gallery = gallery
         return session
     }
@@ -105,13 +117,6 @@ actor ReaderSensor: BiometricSensor {
             }
         case let error as FingerprintError where error.isDisconnected:
             return .disconnected
-        case DeviceErrorCode.dataNotFound where session?.info.features.contains(.storage) == true:
-            // The reader lost the print the store holds for it (cleared by another program, or reset).
-            let info = session.map { "\($0.info.name) (\($0.info.deviceID))" } ?? "the reader"
-            lastFailure = ServiceError.nothingEnrolled(
-                "\(info) no longer holds the print enrolled for this finger; see: touchgate prints list. Delete the "
-                    + "stored print (touchgate prints delete --finger NAME) and enroll the finger again")
-            return .unavailable
         default:
             lastFailure = error
             return .unavailable

@@ -242,6 +242,20 @@ extension TouchgateService {
         }.value
     }
 
+    /// Which of `prints` (stored prints about to be matched) the reader provably no longer
+    /// holds: those carrying a Touchgate label that no print on the reader carries, or equal
+    /// to none of them. Empty on readers that cannot list, and for prints it cannot tell.
+    static func lostFromReader(_ prints: [Print], session: ReaderSession) async throws -> Set<Int> {
+        guard session.info.features.contains(.storageList) else { return [] }
+        let held = try await session.reader.listPrints()
+        var lost: Set<Int> = []
+        for (index, print) in prints.enumerated() where print.isDeviceStored {
+            guard let nonce = ChipLabel.nonce(in: print.username) else { continue }
+            if !held.contains(where: { ChipLabel.nonce(in: $0.username) == nonce || $0 == print }) { lost.insert(index) }
+        }
+        return lost
+    }
+
     /// An error in a few words, for a note.
     static func briefly(_ error: any Error) -> String {
         let service = ServiceError.from(error)
