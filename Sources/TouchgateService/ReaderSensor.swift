@@ -25,6 +25,9 @@ actor ReaderSensor: BiometricSensor {
     private let candidates: Candidates
     private let operation: String
     private var session: ReaderSession?
+    /// Runs once the reader is open, before any finger is asked for (readers with storage:
+    /// removing what an interrupted enrollment left there).
+    private let prepare: (@Sendable (ReaderSession) async -> Void)?
     private var gallery: [(id: EnrolledPrintID, stored: StoredPrint, print: Print)] = []
     private var scans = 0
     /// The error behind the last ``SensorError/unavailable``, for the message.
@@ -32,7 +35,9 @@ actor ReaderSensor: BiometricSensor {
 
     /// A sensor on `device` (id or driver; nil: the first reader) matching `prints`.
     init(device: String?, interaction: any Interaction, prints: PrintStore,
-         candidates: Candidates = Candidates(), operation: String = "authorize") {
+         candidates: Candidates = Candidates(), operation: String = "authorize",
+         prepare: (@Sendable (ReaderSession) async -> Void)? = nil) {
+        self.prepare = prepare
         self.device = device
         self.interaction = interaction
         self.prints = prints
@@ -69,6 +74,7 @@ actor ReaderSensor: BiometricSensor {
         // Only once there is a reader to touch.
         let session = try await ReaderSession.open(device: device, interaction: interaction)
         self.session = session
+        await prepare?(session)
         interaction.event(InteractionEvent(.touchNeeded, prompt))
         let info = session.info
         var gallery: [(EnrolledPrintID, StoredPrint, Print)] = []
@@ -80,6 +86,18 @@ actor ReaderSensor: BiometricSensor {
             let who = [candidates.finger, candidates.user.map { "of \($0)" }].compactMap { $0 }.joined(separator: " ")
             throw ServiceError.nothingEnrolled("nothing enrolled\(who.isEmpty ? "" : " for \(who)") on \(info.name) "
                                                + "(\(info.deviceID)); run: touchgate enroll")
+        }
+        // A reader with its own storage that lost a print (cleared by another program) would only
+        // answer "no match" for it: leave those out, and say what to do when none is left.
+        let lost = try await TouchgateService.lostFromReader(gallery.map(\.2), session: session)
+        if !lost.isEmpty {
+            gallery = gallery.enumerated().filter { !lost.contains($0.offset) }.map(\.element)
+            guard !gallery.isEmpty else {
+                throw ServiceError.nothingEnrolled(
+                    "\(info.name) (\(info.deviceID)) no longer holds the print enrolled for this finger; see: "
+                        + "touchgate prints list. Delete the stored print (touchgate prints delete --finger NAME) and "
+                        + "enroll the finger again")
+            }
         }
         self.gallery = gallery
         return session

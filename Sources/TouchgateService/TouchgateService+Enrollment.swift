@@ -70,33 +70,85 @@ extension TouchgateService {
             let prints = try store.printStore()
             let vault = try store.vaultIfPresent()
             try vault?.requireIntactState()
-            let (print, info) = try await ReaderSession.with(device: device, interaction: interaction) { session in
-                try await Self.enroll(session: session, store: prints, finger: finger, user: user, replace: replace) {
+            let (stored, invalidated) = try await ReaderSession.with(device: device, interaction: interaction) { session in
+                let (print, pending) = try await Self.enroll(session: session, store: store, prints: prints, finger: finger,
+                                                             user: user, replace: replace) {
                     try await vault?.confirmAndAuthorize(.enroll, "Enrolling \(finger.name)", interaction)
                 }
-            }
-            let stored = StoredPrint(user: user, finger: finger.name, driver: info.driver, deviceID: info.deviceID,
-                                     enrolledAt: Date(), onDevice: print.isDeviceStored, template: print.serialized)
-            let invalidated = try (vault?.audit ?? store.audit()).atomically { transaction in
-                try transaction.save(stored, replace: replace, in: prints)
-                return try EnrollmentTracker.recordChange(.enroll, print: EnrollmentTracker.printID(stored),
-                                                          in: transaction, store: store, context: vault)
+                let info = session.info
+                let stored = StoredPrint(user: user, finger: finger.name, driver: info.driver, deviceID: info.deviceID,
+                                         enrolledAt: Date(), onDevice: print.isDeviceStored, template: print.serialized)
+                do {
+                    // Cancelled after the reader stored the print and before the store took it (also while
+                    // waiting for the database): it goes from the reader, rather than the store keeping it.
+                    let invalidated = try await Self.unlessCancelled { cancelled in
+                        try (vault?.audit ?? store.audit()).atomically { transaction in
+                            if cancelled.isSet { throw CancellationError() }
+                            try transaction.save(stored, replace: replace, in: prints)
+                            if let pending {
+                                // The mark goes with the save: a mark still there means the store never got the print.
+                                try ReaderLedger.update(ReaderLedger.key(info), in: transaction) { ledger in
+                                    ledger.pending.removeAll { $0.nonce == pending.nonce }
+                                    ledger.enrolled.removeAll { $0.user == user && $0.finger == finger.name }
+                                    ledger.enrolled.append(.init(user: user, finger: finger.name, nonce: pending.nonce))
+                                }
+                            }
+                            return try EnrollmentTracker.recordChange(.enroll, print: EnrollmentTracker.printID(stored),
+                                                                      in: transaction, store: store, context: vault)
+                        }
+                    }
+                    return (stored, invalidated)
+                } catch {
+                    if let pending { await Self.discard(print, nonce: pending.nonce, session: session, store: store) }
+                    throw error
+                }
             }
             return EnrollReport(user: stored.user, finger: stored.finger, driver: stored.driver,
                                 deviceID: stored.deviceID, onDevice: stored.onDevice, invalidated: invalidated)
         }
     }
 
+    /// Runs `body` unless the request is cancelled first; `body` gets a flag that turns on
+    /// when the request is cancelled while it runs (a transaction checks it once it holds
+    /// the database, so that a cancel during the wait for the lock still keeps nothing).
+    private static func unlessCancelled<T>(_ body: (CancellationFlag) throws -> T) async throws -> T {
+        let flag = CancellationFlag()
+        return try await withTaskCancellationHandler {
+            try Task.checkCancellation()
+            return try body(flag)
+        } onCancel: {
+            flag.set()
+        }
+    }
+
     /// Checks the finger is not enrolled yet, then runs `authorize` (confirmation and
     /// passphrase), then enrolls: nothing is asked before what can fail without asking.
-    private static func enroll(session: ReaderSession, store: PrintStore, finger: Finger, user: String, replace: Bool,
-                               authorize: () async throws -> Void) async throws -> (Print, ReaderInfo) {
+    ///
+    /// On a reader with its own storage, first removes what an interrupted enrollment left
+    /// there, then records this enrollment as pending (committed) and enrolls under the
+    /// username ``ChipLabel/username(nonce:user:)`` (see ``ReaderLedger``). When the reader
+    /// fails or the request is cancelled before the print is returned, whatever the reader
+    /// may have kept under that nonce is removed at once where it can be.
+    /// - Returns: the print and, on a reader with storage, its pending mark.
+    private static func enroll(session: ReaderSession, store: StoreAccess, prints: PrintStore, finger: Finger,
+                               user: String, replace: Bool,
+                               authorize: () async throws -> Void) async throws -> (Print, ReaderLedger.Pending?) {
         let info = session.info
-        let existing = try store.prints(user: user, finger: finger.name, driver: info.driver, deviceID: info.deviceID)
+        let existing = try prints.prints(user: user, finger: finger.name, driver: info.driver, deviceID: info.deviceID)
         if !existing.isEmpty && !replace {
             throw StoreError.alreadyEnrolled(user: user, finger: finger.name)
         }
         try await authorize()
+        let onChip = info.features.contains(.storage)
+        var pending: ReaderLedger.Pending?
+        if onChip {
+            try await reconcile(session, store: store)
+            let mark = ReaderLedger.Pending(nonce: ChipLabel.newNonce(), user: user, finger: finger.name, started: Date())
+            try store.audit().atomically { transaction in
+                try ReaderLedger.update(ReaderLedger.key(info), in: transaction) { $0.pending.append(mark) }
+            }
+            pending = mark
+        }
         var start = InteractionEvent(.enrollStart, "Enrolling \(finger.name) of \(user) on \(info.name): "
                                      + "\(info.enrollStages) scans.")
         start.user = user
@@ -108,19 +160,28 @@ extension TouchgateService {
         for old in existing where old.onDevice {
             if let print = try? await Print(serialized: old.template) { try? await session.reader.deletePrint(print) }
         }
+        let username = pending.map { ChipLabel.username(nonce: $0.nonce, user: user) } ?? user
         do {
             let print = try await session.prompting("enroll", finger: finger.name) { events in
-                try await session.reader.enroll(finger: finger, username: user, events: events)
+                try await session.reader.enroll(finger: finger, username: username, events: events)
             }
-            return (print, info)
-        } catch DeviceErrorCode.dataDuplicate {
-            throw ServiceError(.alreadyEnrolled,
-                               "the reader says this finger is already enrolled on it (perhaps under another "
-                                   + "user or finger name); delete that print first (touchgate prints list)")
+            return (print, pending)
+        } catch {
+            if pending != nil {
+                // Readers normally keep nothing from a failed enrollment; make sure, without waiting for next time.
+                await Task { _ = try? await reconcile(session, store: store) }.value
+            }
+            if case DeviceErrorCode.dataDuplicate = error {
+                throw ServiceError(.alreadyEnrolled,
+                                   "the reader says this finger is already enrolled on it (perhaps under another "
+                                       + "user or finger name); delete that print first (touchgate prints list)")
+            }
+            throw error
         }
     }
 
-    /// The enrolled prints (of `user`, or everyone's), never their templates. Works while locked.
+    /// The enrolled prints (of `user`, or everyone's), never their templates, without
+    /// asking any reader (see ``printList(user:device:interaction:)``). Works while locked.
     public func prints(user: String? = nil) async throws(ServiceError) -> [PrintReport] {
         try await withStore { store in try store.printIndex().prints(user: user).map(Self.report) }
     }
@@ -160,6 +221,12 @@ extension TouchgateService {
                 invalidated += try (vault?.audit ?? store.audit()).atomically { transaction in
                     _ = try transaction.deletePrint(user: stored.user, finger: stored.finger, driver: stored.driver,
                                                     deviceID: stored.deviceID)
+                    if stored.onDevice {
+                        try ReaderLedger.update(ReaderLedger.key(driver: stored.driver, deviceID: stored.deviceID),
+                                                in: transaction) { ledger in
+                            ledger.enrolled.removeAll { $0.user == stored.user && $0.finger == stored.finger }
+                        }
+                    }
                     return try EnrollmentTracker.recordChange(.delete, print: EnrollmentTracker.printID(stored),
                                                               in: transaction, store: store, context: vault)
                 }
@@ -181,6 +248,8 @@ extension TouchgateService {
             }
             let (count, invalidated) = try (vault?.audit ?? store.audit()).atomically { transaction in
                 let count = try transaction.deleteAllPrints(driver: info.driver, deviceID: info.deviceID)
+                // The reader is empty now: nothing of ours, pending or enrolled, is left on it.
+                try ReaderLedger.update(ReaderLedger.key(info), in: transaction) { $0 = ReaderLedger() }
                 guard count > 0 else { return (0, [String]()) }
                 let invalidated = try EnrollmentTracker.recordChange(
                     .delete, print: EnrolledPrintID("*@\(info.driver):\(info.deviceID)"), in: transaction, store: store,
@@ -195,4 +264,15 @@ extension TouchgateService {
         PrintReport(user: print.user, finger: print.finger, driver: print.driver, deviceID: print.deviceID,
                     enrolled: print.enrolledAt, onDevice: print.onDevice)
     }
+}
+
+/// Whether the request was cancelled, readable from the database's own thread (where
+/// `Task.isCancelled` does not see the request's task).
+final class CancellationFlag: @unchecked Sendable {
+    // @unchecked Sendable: `value` is only touched under `lock`.
+    private let lock = NSLock()
+    private var value = false
+
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
 }

@@ -43,7 +43,10 @@ extension TouchgateService {
         let prints = try store.printStore()
         let enrollment = try EnrollmentTracker.status(guarded)
         let sensor = ReaderSensor(device: device, interaction: interaction, prints: prints, candidates: candidates,
-                                  operation: operation)
+                                  operation: operation) { session in
+            // What an interrupted enrollment left on a reader with storage goes before the touch.
+            if session.info.features.contains(.storage) { _ = try? await Self.reconcile(session, store: store) }
+        }
         do {
             let grant = try await guarded.evaluator.authenticate(action: action, enrollment: enrollment, sensor: sensor)
             let matched = await grant.matchedPrint.asyncMap { await sensor.stored($0) } ?? nil

@@ -40,15 +40,20 @@ public struct PrintReport: Codable, Sendable, Equatable {
     public var enrolled: Date
     /// Whether the reader keeps the print in its own storage.
     public var onDevice: Bool
+    /// For a print kept on a reader whose storage was listed: ``ReaderState/inStep`` or
+    /// ``ReaderState/missingOnReader``; absent when the reader was not compared.
+    public var readerState: ReaderState?
 
     /// A report.
-    public init(user: String, finger: String, driver: String, deviceID: String, enrolled: Date, onDevice: Bool) {
+    public init(user: String, finger: String, driver: String, deviceID: String, enrolled: Date, onDevice: Bool,
+                readerState: ReaderState? = nil) {
         self.user = user
         self.finger = finger
         self.driver = driver
         self.deviceID = deviceID
         self.enrolled = enrolled
         self.onDevice = onDevice
+        self.readerState = readerState
     }
 }
 
