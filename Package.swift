@@ -91,7 +91,7 @@ let package = Package(
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy"]),
         .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault"]),
         .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateWire", "TouchgateVault", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "TouchgateCLITests", dependencies: ["touchgate", "virtual-finger", "TouchgateTestSupport"]),
+        .testTarget(name: "TouchgateCLITests", dependencies: ["touchgate", "touchgated", "virtual-finger", "TouchgateTestSupport", "TouchgateSocket", "TouchgateWire"]),
         .testTarget(name: "UdevTests"),
     ]
 )

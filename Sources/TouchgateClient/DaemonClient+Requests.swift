@@ -55,8 +55,14 @@ extension DaemonClient {
         return try await call(.enroll, arguments, asking(interaction)).0
     }
 
-    public func prints(user: String?) async throws(ServiceError) -> [PrintReport] {
-        try await call(.prints, arguments { $0.user = user }).0
+    public func printList(user: String?, device: String?,
+                          interaction: any Interaction) async throws(ServiceError) -> PrintListReport {
+        try await call(.prints, arguments { $0.user = user; $0.device = device }, asking(interaction)).0
+    }
+
+    public func deleteOrphans(device: String?, interaction: any Interaction) async throws(ServiceError) -> OrphanDeleteReport {
+        try await call(.deleteOrphans, arguments { $0.device = device; $0.canAskAgain = interaction.canAskAgain },
+                       asking(interaction)).0
     }
 
     public func deletePrint(finger: String, user: String?, device: String?,

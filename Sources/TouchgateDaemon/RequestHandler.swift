@@ -67,7 +67,15 @@ struct RequestHandler: Sendable {
                                                    device: arguments.device, interaction: interaction))
             }
         case .prints:
-            return reply(id, try await service.prints(user: nil))
+            return try await readers.one {
+                reply(id, try await service.printList(user: arguments.user, device: arguments.device,
+                                                      interaction: interaction))
+            }
+        case .deleteOrphans:
+            try stores.requireRoot(peer, "deleting prints the store does not know from a reader")
+            return try await readers.one {
+                reply(id, try await service.deleteOrphans(device: arguments.device, interaction: interaction))
+            }
         case .deletePrint:
             let finger = try required(arguments.finger, "finger")
             return try await readers.one {
@@ -180,7 +188,7 @@ struct DaemonStores: Sendable {
         let location = StoreLocation(directory: directory.appendingPathComponent("users")
             .appendingPathComponent(String(principal.uid)))
         let keys = self.keys
-        return TouchgateService(principal: principal, location: location, custody: { keys.custody(for: $0) })
+        return TouchgateService(principal: principal, location: location, mode: .system, custody: { keys.custody(for: $0) })
     }
 
     func requireRoot(_ peer: Peer, _ what: String) throws(ServiceError) {

@@ -18,7 +18,8 @@ public protocol TouchgateRequests: Sendable {
 
     func enroll(finger: String, user: String?, replace: Bool, device: String?,
                 interaction: any Interaction) async throws(ServiceError) -> EnrollReport
-    func prints(user: String?) async throws(ServiceError) -> [PrintReport]
+    func printList(user: String?, device: String?, interaction: any Interaction) async throws(ServiceError) -> PrintListReport
+    func deleteOrphans(device: String?, interaction: any Interaction) async throws(ServiceError) -> OrphanDeleteReport
     func deletePrint(finger: String, user: String?, device: String?,
                      interaction: any Interaction) async throws(ServiceError) -> DeleteReport
     func clearReader(device: String?, interaction: any Interaction) async throws(ServiceError) -> ClearReport
@@ -53,6 +54,19 @@ public enum ServiceMode: String, Codable, Sendable {
     case personal
     /// `touchgated`, under its own uid (its own store and memory).
     case system
+
+    /// What the mode protects against, as `status` says it.
+    public var trustBoundary: String {
+        switch self {
+        case .personal:
+            "in-process: guards against someone at your unlocked session without your finger and against "
+                + "offline theft, not against your own programs (they can read the unlocked key from your keyring "
+                + "and roll back your files)"
+        case .system:
+            "touchgated under its own user: your programs can ask, but cannot read keys, edit or roll back state, "
+                + "or forge the audit trail"
+        }
+    }
 }
 
 /// The readers, and when there are none, why.
@@ -70,7 +84,6 @@ public struct ReaderInventory: Codable, Sendable, Equatable {
 }
 
 extension TouchgateService: TouchgateRequests {
-    public var mode: ServiceMode { .personal }
 
     public func listReaders() async throws(ServiceError) -> ReaderInventory {
         let readers = await readers()

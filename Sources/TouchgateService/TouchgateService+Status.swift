@@ -15,6 +15,8 @@ extension TouchgateService {
             let enrolled = try store.printIndex().prints().map(Self.report)
             let readers = await FingerprintContext().readers().map(\.info.report)
             var report = StatusReport(enrolled: enrolled, readers: readers)
+            report.mode = mode.rawValue
+            report.trustBoundary = mode.trustBoundary
             guard try store.vaultExists() else { return report }
             report.initialized = true
             let context: VaultContext

@@ -72,7 +72,8 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     case status, initialize = "init", unlock, lock
     case changePassphrase = "passphrase.change"
     case enroll
-    case prints = "prints.list", deletePrint = "prints.delete", clearReader = "prints.clear"
+    case prints = "prints.list", deletePrint = "prints.delete", deleteOrphans = "prints.delete-orphans"
+    case clearReader = "prints.clear"
     case verify, identify
     case readers = "devices", capture
     case settings = "policy.show", changeSettings = "policy.set"

@@ -62,6 +62,10 @@ struct Status: AsyncParsableCommand {
             .map { StoredText.escaped("\($0.finger) of \($0.user)") }.joined(separator: ", ")))
         lines.append("readers: " + (status.readers.isEmpty ? "none" : status.readers
             .map { "\($0.name) (\($0.deviceID))" }.joined(separator: ", ")))
+        if let mode = status.mode {
+            lines.append("mode: \(mode == "system" ? "system (touchgated)" : "personal (this process)"); "
+                         + (status.trustBoundary ?? ""))
+        }
         return lines.joined(separator: "\n")
     }
 
