@@ -5,15 +5,18 @@ import Foundation
 /// says about itself.
 ///
 /// For image readers the template holds minutiae, which are biometric data; it never
-/// appears in ``description``. Prints only match on the reader (driver and device id)
-/// that made them.
-public struct Print: Sendable, Hashable, CustomStringConvertible {
+/// appears in ``debugDescription``, in string interpolation or in a mirror (`dump`).
+/// Prints only match on the reader (driver and device id) that made them.
+public struct Print: Sendable, Hashable, CustomDebugStringConvertible, CustomReflectable {
     /// `fp_print_serialize` output (an `FP3…` blob).
     public let serialized: [UInt8]
     /// Which finger.
     public let finger: Finger
     /// The user name stored in the print, if any.
     public let username: String?
+    /// The description stored in the print, if any (`fp_print_get_description`). Match-on-chip
+    /// drivers keep it on the reader with the print, so other programs listing the reader see it.
+    public let description: String?
     /// The enrollment date stored in the print (a calendar day), if any.
     public let enrollDate: DateComponents?
     /// Driver of the reader that made it.
@@ -42,6 +45,7 @@ public struct Print: Sendable, Hashable, CustomStringConvertible {
         serialized = data.map { Array(UnsafeBufferPointer(start: $0, count: Int(length))) } ?? []
         finger = Finger(rawValue: Int32(fp_print_get_finger(print).rawValue)) ?? .unknown
         username = fp_print_get_username(print).map { String(cString: $0) }
+        description = fp_print_get_description(print).map { String(cString: $0) }
         // A print serialized without a date deserializes with a GDate that g_date_valid accepts
         // but whose day is 0 (seen with fpcmoc's prints), so the calendar date is checked too.
         if let date = fp_print_get_enroll_date(print), g_date_valid(date) != 0,
@@ -96,8 +100,16 @@ public struct Print: Sendable, Hashable, CustomStringConvertible {
         return print
     }
 
-    public var description: String {
+    /// A summary without the template; also what `"\(print)"` shows.
+    public var debugDescription: String {
         "Print(\(finger), user: \(username ?? "-"), \(driver)/\(deviceID)\(isDeviceStored ? ", on device" : ""))"
+    }
+
+    /// The metadata only, so that `dump` and reflection never show the template.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["finger": finger, "username": username as Any, "description": description as Any,
+                                "driver": driver, "deviceID": deviceID, "isDeviceStored": isDeviceStored],
+               displayStyle: .struct)
     }
 }
 

@@ -34,17 +34,23 @@ extension Reader {
     ///
     /// `events` receives finger status changes, ``ReaderEvent/enrollStage(completed:total:)``
     /// after each good scan and ``ReaderEvent/retry(_:)`` after a poor one (enrollment goes on).
-    /// - Returns: the new print, carrying `finger`, `username` and today's date (no date when
-    ///   replaying a recording, `FP_DEVICE_EMULATION=1`).
+    /// - Parameters:
+    ///   - username: stored in the print; nil stores none.
+    ///   - description: stored in the print; nil stores none. Match-on-chip drivers derive the
+    ///     user id they write to the reader from the print's metadata, so what is set here
+    ///     may be visible to other programs that list the reader's storage.
+    /// - Returns: the new print, carrying `finger`, `username`, `description` and today's
+    ///   date (no date when replaying a recording, `FP_DEVICE_EMULATION=1`).
     /// - Throws: ``DeviceErrorCode/dataDuplicate`` on readers with a duplicate check when
     ///   the finger is already enrolled there; `CancellationError` when cancelled.
-    public func enroll(finger: Finger, username: String,
+    public func enroll(finger: Finger, username: String?, description: String? = nil,
                        events: AsyncStream<ReaderEvent>.Continuation? = nil) async throws -> Print {
         return try await perform(events: events) { [self] device, cancellable, data in
             let template = Print.owned(fp_print_new(device)!)
             defer { g_object_unref(UnsafeMutableRawPointer(template)) }
             fp_print_set_finger(template, finger.fpFinger)
-            fp_print_set_username(template, username)
+            if let username { fp_print_set_username(template, username) }
+            if let description { fp_print_set_description(template, description) }
             // Replaying a recorded reader (FP_DEVICE_EMULATION=1) leaves the date out, as libfprint
             // then leaves out its random id: match-on-chip drivers send both to the reader inside
             // the print's user id, and a replay only goes on if the bytes are the recording's.
