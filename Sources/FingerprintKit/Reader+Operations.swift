@@ -84,11 +84,12 @@ extension Reader {
     }
 
     /// Scans a finger and compares it with one enrolled print.
-    /// - Returns: whether it matched.
+    /// - Returns: whether it matched, and the print the reader made of the scan when its
+    ///   driver reports one.
     /// - Throws: ``FingerprintError/retry(_:)`` after a poor scan (restart to try again),
     ///   ``FingerprintError/invalidPrintData(detail:)`` when `print` cannot be read,
     ///   ``DeviceErrorCode/removed`` when the reader goes away, `CancellationError`.
-    public func verify(_ print: Print, events: AsyncStream<ReaderEvent>.Continuation? = nil) async throws -> Bool {
+    public func verify(_ print: Print, events: AsyncStream<ReaderEvent>.Continuation? = nil) async throws -> VerifyResult {
         let serialized = print.serialized
         return try await perform(events: events) { device, cancellable, data in
             let enrolled = try Print.deserialize(serialized)
@@ -96,16 +97,23 @@ extension Reader {
             fp_device_verify(device, enrolled, cancellable, nil, nil, nil, asyncReadyCallback, data)
         } finish: { device, result in
             var matched: gboolean = 0
-            _ = try GErrorFunnel.check { fp_device_verify_finish(device, result, &matched, nil, $0) }
-            return matched != 0
+            var scanned: OpaquePointer?
+            _ = try GErrorFunnel.check { fp_device_verify_finish(device, result, &matched, &scanned, $0) }
+            defer { if let scanned { g_object_unref(UnsafeMutableRawPointer(scanned)) } }
+            return VerifyResult(matched: matched != 0, scanned: try scanned.map { try Print(fpPrint: $0) })
         }
     }
 
     /// Scans a finger and looks for it among `gallery`.
-    /// - Returns: the index in `gallery` of the print that matched, or nil for no match.
+    /// - Returns: the index in `gallery` of the print that matched (nil for no match), that
+    ///   print as the reader reported it, and the print the reader made of the scan when its
+    ///   driver reports one. On a reader with storage the scanned print may name a print the
+    ///   reader holds that `gallery` lacks (libfprint reports no match then): compare it
+    ///   with the reader's ``listPrints()`` to see which.
     /// - Throws: as ``verify(_:events:)``; ``FingerprintError/unsupported(_:)`` on readers
     ///   without identification.
-    public func identify(_ gallery: [Print], events: AsyncStream<ReaderEvent>.Continuation? = nil) async throws -> Int? {
+    public func identify(_ gallery: [Print],
+                         events: AsyncStream<ReaderEvent>.Continuation? = nil) async throws -> IdentifyResult {
         guard info.features.contains(.identify) else { throw FingerprintError.unsupported("identify a finger among several prints") }
         let blobs = gallery.map(\.serialized)
         let prints = GObjectRef(pointer: GalleryBox())
@@ -119,14 +127,24 @@ extension Reader {
         } finish: { device, result in
             defer { prints.pointer.release() }
             var match: OpaquePointer?
-            _ = try GErrorFunnel.check { fp_device_identify_finish(device, result, &match, nil, $0) }
-            guard let match, let array = prints.pointer.array else { return nil }
-            defer { g_object_unref(UnsafeMutableRawPointer(match)) }
-            for index in 0..<Int(array.pointee.len) {
-                let candidate = OpaquePointer(array.pointee.pdata[index]!)
-                if candidate == match || fp_print_equal(candidate, match) != 0 { return index }
+            var scanned: OpaquePointer?
+            _ = try GErrorFunnel.check { fp_device_identify_finish(device, result, &match, &scanned, $0) }
+            defer {
+                if let match { g_object_unref(UnsafeMutableRawPointer(match)) }
+                if let scanned { g_object_unref(UnsafeMutableRawPointer(scanned)) }
             }
-            return nil
+            var index: Int?
+            if let match, let array = prints.pointer.array {
+                for candidate in 0..<Int(array.pointee.len) {
+                    let print = OpaquePointer(array.pointee.pdata[candidate]!)
+                    if print == match || fp_print_equal(print, match) != 0 {
+                        index = candidate
+                        break
+                    }
+                }
+            }
+            return IdentifyResult(index: index, matched: try match.map { try Print(fpPrint: $0) },
+                                  scanned: try scanned.map { try Print(fpPrint: $0) })
         }
     }
 

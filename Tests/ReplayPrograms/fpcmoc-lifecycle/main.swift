@@ -72,8 +72,14 @@ let listed = await step("list") { try await reader.listPrints() }
 report("list", ["count": listed.count, "device_stored": listed.map(\.isDeviceStored)])
 guard listed.count == 1 else { fail("list", "expected one stored print, found \(listed.count)") }
 
-let matched = await step("verify") { try await reader.verify(enrolled) }
-report("verify", ["match": matched])
+let verified = await step("verify") { try await reader.verify(enrolled) }
+let matched = verified.matched
+/// Whether a reported print equals `print` (NSNull when the driver reported none).
+func equality(_ reported: Print?, _ print: Print) -> Any {
+    guard let reported else { return NSNull() }
+    return reported == print
+}
+report("verify", ["match": matched, "scanned_equal": equality(verified.scanned, enrolled)])
 guard matched else { fail("verify", "the enrolled finger did not match") }
 
 let gallery = await step("deserialize") {
@@ -83,8 +89,11 @@ let gallery = await step("deserialize") {
 }
 guard gallery == listed else { fail("deserialize", "a listed print did not read back the same from its serialized form") }
 report("deserialize", ["count": gallery.count])
-let index = await step("identify") { try await reader.identify(gallery) }
-report("identify", ["index": index.map { $0 as Any } ?? NSNull()])
+let identified = await step("identify") { try await reader.identify(gallery) }
+let index = identified.index
+let indexValue: Any = index.map { $0 as Any } ?? NSNull()
+report("identify", ["index": indexValue, "matched_equal": equality(identified.matched, gallery[0]),
+                    "scanned_equal": equality(identified.scanned, gallery[0])])
 guard index == 0 else { fail("identify", "expected a match with the listed print") }
 
 await step("delete") { try await reader.deletePrint(gallery[0]) }
