@@ -30,11 +30,13 @@ extension Reader {
     ///
     /// Callable whether or not the reader is open, and while an operation runs. What
     /// happens to that operation is the driver's choice (libfprint leaves it undefined): it
-    /// may be held until ``resume()``, be left to finish first, or end with
-    /// ``DeviceErrorCode/busy``; a driver that cannot suspend mid-operation (such as the
-    /// virtual drivers) makes this call throw ``DeviceErrorCode/notSupported`` and the
-    /// operation goes on. Until ``resume()``, every operation, opening and closing
-    /// included, fails with ``DeviceErrorCode/busy``.
+    /// may be held until ``resume()`` or left to finish first, or it ends with
+    /// ``DeviceErrorCode/busy`` ("Cannot run while suspended"). A driver that cannot
+    /// suspend mid-operation (virtual_device, for one) makes this call throw
+    /// ``DeviceErrorCode/notSupported``, and libfprint still ends the operation with
+    /// ``DeviceErrorCode/busy``; call ``resume()`` all the same, then the reader works
+    /// again. After a successful suspend every operation, opening and closing included,
+    /// fails with ``DeviceErrorCode/busy`` until ``resume()``.
     ///
     /// Cancellation only stops a call that has not started: libfprint ignores the
     /// cancellable once the suspend runs, and the call then finishes as usual.

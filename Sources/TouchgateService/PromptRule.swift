@@ -13,9 +13,16 @@ import FingerprintKit
 /// - a driver that stops reporting "needed" after a retry hint is prompted all the same;
 /// - a driver that finishes enrollment in fewer stages than it announced ends with a
 ///   progress event showing the real total (`completed == total`).
-/// A wait closes with its scan (a finger reported present, a stage, a retry, or the end
-/// of the operation): no prompt comes after the scan it asks for, and none once every
-/// stage is done.
+/// A finger reported present while a wait is still unprompted means the scan began
+/// before the grace period ran out (a quick person, or a replayed recording): its prompt
+/// is shown then, so it still comes before the scan's result. A status without "needed"
+/// holds the fallback back (the reader says it is not waiting, as fpcmoc does once its
+/// last scan is in); a later "needed" still prompts. A wait closes with its scan (a
+/// stage, a retry, or the end of the operation): no prompt comes after the scan it asks
+/// for, and none once every stage is done. Drivers that keep "needed" set for the whole
+/// operation and toggle only "present" (fpcmoc, virtual_device) report "needed" again
+/// when the finger lifts, before the stage event: that report belongs to the scan just
+/// made and is ignored.
 ///
 /// The grace period is short (``shortGrace``) except where the driver is known to report
 /// "needed" on time: readers of libfprint's image-device layer (it reports "needed" as
@@ -88,6 +95,8 @@ struct PromptRule: Sendable, Equatable {
     private var open = false
     /// Whether the current wait opened after a stage.
     private var afterStage = false
+    /// Whether the current wait's grace period may still prompt.
+    private var armed = false
     private var ended = false
 
     /// A rule for one operation; `stages` is what the reader announced (enrollment), or nil
@@ -107,12 +116,11 @@ struct PromptRule: Sendable, Equatable {
             return wait == 0 ? openWait() : []
         case .fingerStatus(let status):
             guard open else { return [] }
-            if status.contains(.present) {
-                // The scan this wait asks for is under way: too late to ask for it.
-                open = false
+            if status.contains(.present) { return [prompt()] }
+            guard status.contains(.needed) else {
+                armed = false
                 return []
             }
-            guard status.contains(.needed) else { return [] }
             if afterStage { timelyAfterStages = true }
             return [prompt()]
         case let .enrollStage(done, total):
@@ -124,7 +132,7 @@ struct PromptRule: Sendable, Equatable {
             open = false
             return [.retry(reason)] + openWait()
         case .graceElapsed(let elapsed):
-            guard open, elapsed == wait else { return [] }
+            guard open, armed, elapsed == wait else { return [] }
             return [prompt()]
         case .finished(let succeeded):
             ended = true
@@ -142,6 +150,7 @@ struct PromptRule: Sendable, Equatable {
         guard !counting || completed < stages else { return [] }
         wait += 1
         open = true
+        armed = true
         self.afterStage = afterStage
         let long = timely || (afterStage && timelyAfterStages)
         return [.startGrace(wait: wait, after: long ? Self.longGrace : Self.shortGrace)]

@@ -137,28 +137,25 @@ extension DeviceTests {
             let reader = rig.reader
             let verify = Task { try await reader.verify(print, events: events) }
             #expect(await first(of: waiting, within: .seconds(5)) != nil, "the reader never waited for a finger")
-            let suspended = await Result { try await reader.suspend() }
-            Swift.print("SUSPEND-MID-OPERATION: \(suspended)")
-            let resumed = await Result { try await reader.resume() }
-            Swift.print("RESUME-MID-OPERATION: \(resumed)")
-            try rig.send("SCAN finger-1")
-            let outcome = await Result { try await within(.seconds(5)) { try await verify.value } }
-            Swift.print("OPERATION-AFTER: \(outcome)")
+            // virtual_device cannot suspend mid-operation: suspend says so, and libfprint ends the
+            // operation it interrupted with busy; after resume the reader works again.
+            #expect(deviceCode(of: await Result { try await reader.suspend() }) == .notSupported)
+            #expect(deviceCode(of: await Result { try await within(.seconds(5)) { try await verify.value } }) == .busy)
             _ = await watcher.value
+            try await reader.resume()
+            #expect(try await rig.verify(print, scanning: "finger-1") == true)
             await rig.tearDown()
         }
 
-        @Test func exploreEvents() async throws {
+        @Test func suspendingAClosedReaderKeepsItClosedUntilResumed() async throws {
             let rig = try await VirtualDeviceRig.make(storage: false)
             defer { rig.directory.remove() }
-            try rig.send("SET_ENROLL_STAGES 3")
-            let (_, events) = try await rig.enroll("finger-1", stages: 3)
-            Swift.print("EVENTS-ENROLL: \(events)")
-            try rig.send("RETRY 1")
-            for _ in 0..<3 { try rig.send("SCAN finger-1") }
-            let (ev2, seen2) = collecting()
-            _ = try await within(.seconds(10)) { [reader = rig.reader] in try await reader.enroll(finger: .leftIndex, username: nil, events: ev2) }
-            Swift.print("EVENTS-ENROLL-RETRY: \(await seen2.value)")
+            try await rig.reader.close()
+            try await rig.reader.suspend()
+            #expect(deviceCode(of: await Result { try await rig.reader.open() }) == .busy)
+            try await rig.reader.resume()
+            try await rig.reader.open()
+            #expect(await rig.reader.isOpen)
             await rig.tearDown()
         }
     }

@@ -61,8 +61,11 @@ import Testing
 
     @Test func aVerifyWithoutFingerStatusIsPromptedOnce() {
         #expect(Self.transcript([.graceElapses, .graceElapses, .succeeded], stages: nil) == ["ask"])
-        // A finger already on the reader before the grace period ends: no prompt after it.
-        #expect(Self.transcript([.touched, .graceElapses, .succeeded], stages: nil) == [])
+        // A finger on the reader before the grace period ends: the prompt comes at once,
+        // still before the scan's result, and only once.
+        #expect(Self.transcript([.touched, .graceElapses, .succeeded], stages: nil) == ["ask"])
+        #expect(Self.transcript([.touched, .stage(1, of: 2), .touched, .stage(2, of: 2), .succeeded], stages: 2)
+                == Self.askedThenDone(1...2, of: 2))
     }
 
     // MARK: (b) reports "needed" only after the scan it belonged to
@@ -144,6 +147,32 @@ import Testing
         // An image reader is known to report on time.
         var image = PromptRule(stages: 5, timely: true)
         #expect(image.handle(.started) == [.startGrace(wait: 1, after: PromptRule.longGrace)])
+    }
+
+    /// fpcmoc as its recording replays (no time passes between events): "needed" once at
+    /// the start and kept set, "present" on and off around every scan, 12 stages of 25
+    /// announced with 3 retries, then "needed" cleared.
+    @Test func theFpcmocSequenceIsPromptedOncePerScanAndEndsWithTheRealTotal() {
+        var steps: [Step] = [.needed]
+        var expected: [String] = []
+        for stage in 1...12 {
+            if [6, 8, 11].contains(stage) {
+                steps += [.touched, .needed, .retry]
+                expected += ["ask \(stage)/25", "retry"]
+            }
+            steps += [.touched, .needed, .stage(stage, of: 25)]
+            expected += ["ask \(stage)/25", "done \(stage)/25"]
+        }
+        steps += [.lifted, .graceElapses, .succeeded]
+        let seen = Self.transcript(steps, stages: 25)
+        #expect(seen == expected + ["done 12/12"])
+        #expect(seen.filter { $0.hasPrefix("ask") }.count == 15, "12 stages and 3 retries")
+    }
+
+    @Test func aReaderSayingItNoLongerWaitsHoldsTheFallbackBack() {
+        // "needed" cleared before the grace period ends: no prompt; a later "needed" prompts.
+        #expect(Self.transcript([.lifted, .graceElapses, .succeeded], stages: nil) == [])
+        #expect(Self.transcript([.lifted, .graceElapses, .needed, .succeeded], stages: nil) == ["ask"])
     }
 
     // MARK: readers that behave

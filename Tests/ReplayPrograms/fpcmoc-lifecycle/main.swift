@@ -48,7 +48,13 @@ let collected = Task {
     var stages: [Int] = []
     var totals: Set<Int> = []
     var retries = 0
+    var sequence: [String] = []
     for await event in events {
+        switch event {
+        case .enrollStage(let completed, _): sequence.append("stage \(completed)")
+        case .retry: sequence.append("retry")
+        case .fingerStatus(let status): sequence.append("status \(status.rawValue)")
+        }
         switch event {
         case .enrollStage(let completed, let total):
             stages.append(completed)
@@ -59,13 +65,13 @@ let collected = Task {
             break
         }
     }
-    return (stages, totals, retries)
+    return (stages, totals, retries, sequence)
 }
 // The recording was made with a fresh print: no finger and no user name, which libfprint
 // spells "nobody" in the user id it sends to the reader.
 let enrolled = await step("enroll") { try await reader.enroll(finger: .unknown, username: "nobody", events: continuation) }
-let (stages, totals, retries) = await collected.value
-report("enroll", ["stages": stages, "totals": totals.sorted(), "retries": retries,
+let (stages, totals, retries, sequence) = await collected.value
+report("enroll", ["stages": stages, "totals": totals.sorted(), "retries": retries, "events": sequence,
                   "device_stored": enrolled.isDeviceStored, "driver": enrolled.driver])
 
 let listed = await step("list") { try await reader.listPrints() }
