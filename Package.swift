@@ -83,7 +83,7 @@ let package = Package(
         .testTarget(name: "FingerprintKitTests", dependencies: ["FingerprintKit", "TouchgateTestSupport", "fpcmoc-lifecycle"]),
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy"]),
         .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault"]),
-        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateWire", "TouchgateVault", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateWire", "TouchgateVault", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TouchgateCLITests", dependencies: ["touchgate", "virtual-finger", "TouchgateTestSupport"]),
         .testTarget(name: "UdevTests"),
     ]
