@@ -253,7 +253,7 @@ public final class FprintdRig: @unchecked Sendable {
 
 /// The finger on fprintd's virtual_image reader: each time fprintd publishes
 /// `finger-needed: true` it sends the next of the presented images (`retry` sends a poor
-/// scan instead). fprintd opens the reader for each claim, and the driver listens anew each
+/// scan instead, once). fprintd opens the reader for each claim, and the driver listens anew each
 /// time, so a connection the driver has closed is replaced by a new one.
 public final class FprintdFinger: @unchecked Sendable {
     // @unchecked Sendable: `queue`, `client`, `prompts` and `monitor` are touched under `lock` only.
@@ -327,7 +327,8 @@ public final class FprintdFinger: @unchecked Sendable {
         defer { lock.unlock() }
         prompts += 1
         guard !queue.isEmpty else { return }
-        let name = queue.count > 1 ? queue.removeFirst() : queue[0]
+        // The last image repeats, but not a poor scan: fprintd starts the next scan by itself.
+        let name = queue.count > 1 || queue[0] == "retry" ? queue.removeFirst() : queue[0]
         do {
             if client == nil || isClosed(clientFD) {
                 client = nil
