@@ -19,6 +19,9 @@ public struct TouchgateService: Sendable {
     public let location: StoreLocation
     /// Where unlocked vault keys wait.
     let custody: @Sendable (Vault) -> any KeyCustody
+    /// How to reach the reader: `auto`, `libfprint` or `fprintd` (see ``ReaderBackendChoice``);
+    /// `TOUCHGATE_READER_BACKEND` by default.
+    public var readerBackendSetting: String? = ProcessInfo.processInfo.environment[ReaderBackendChoice.environmentVariable]
 
     /// A service for `principal` over `location`, keeping unlocked keys in the kernel keyring.
     public init(principal: Principal, location: StoreLocation) {
