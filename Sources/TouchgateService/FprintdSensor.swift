@@ -40,17 +40,9 @@ actor FprintdSensor: BiometricSensor {
             let claim = try await claimIfNeeded(prompt: prompt)
             scans += 1
             let fprintdFinger = finger.flatMap(Finger.init(name:))?.fprintdName ?? "any"
-            let (stream, continuation) = AsyncStream.makeStream(of: ReaderEvent.self)
             let prompter = Prompter(interaction: interaction, info: target.info, operation: operation, finger: finger)
-            let printer = Task { await prompter.consume(stream) }
-            let result: FprintdVerifyResult
-            do {
-                result = try await claim.verify(finger: fprintdFinger, events: continuation)
-                await printer.value
-            } catch {
-                continuation.finish()
-                await printer.value
-                throw error
+            let result = try await prompter.prompting { events in
+                try await claim.verify(finger: fprintdFinger, events: events)
             }
             guard result.matched else { return .noMatch }
             let id = EnrollmentTracker.fprintdPrintID(user: user, finger: result.finger ?? "any", device: target.device)

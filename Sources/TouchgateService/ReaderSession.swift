@@ -64,29 +64,7 @@ struct ReaderSession: Sendable {
         _ operation: String, finger: String?,
         _ body: @Sendable (AsyncStream<ReaderEvent>.Continuation) async throws -> T
     ) async throws -> T {
-        let (events, continuation) = AsyncStream.makeStream(of: ReaderEvent.self)
-        let (inputs, feed) = AsyncStream.makeStream(of: PromptRule.Input.self)
-        let prompter = Prompter(interaction: interaction, info: info, operation: operation, finger: finger)
-        let printer = Task { await prompter.run(inputs, feed: feed) }
-        feed.yield(.started)
-        // The reader finishes its stream when the operation ends, so every event is fed
-        // before the outcome.
-        let forwarder = Task { for await event in events { feed.yield(PromptRule.Input(event)) } }
-        func end(_ succeeded: Bool) async {
-            continuation.finish()
-            await forwarder.value
-            feed.yield(.finished(succeeded: succeeded))
-            feed.finish()
-            await printer.value
-        }
-        do {
-            let value = try await body(continuation)
-            await end(true)
-            return value
-        } catch {
-            await end(false)
-            throw error
-        }
+        try await Prompter(interaction: interaction, info: info, operation: operation, finger: finger).prompting(body)
     }
 
     /// One scan matched against `gallery`: identify when there are several prints and the
@@ -120,6 +98,35 @@ struct Prompter: Sendable {
     let info: ReaderInfo
     let operation: String
     let finger: String?
+
+    /// Runs `body` (one reader operation, direct or through fprintd) with an events
+    /// continuation whose events become prompts, progress and hints.
+    func prompting<T: Sendable>(
+        _ body: @Sendable (AsyncStream<ReaderEvent>.Continuation) async throws -> T
+    ) async throws -> T {
+        let (events, continuation) = AsyncStream.makeStream(of: ReaderEvent.self)
+        let (inputs, feed) = AsyncStream.makeStream(of: PromptRule.Input.self)
+        let printer = Task { await run(inputs, feed: feed) }
+        feed.yield(.started)
+        // The reader finishes its stream when the operation ends, so every event is fed
+        // before the outcome.
+        let forwarder = Task { for await event in events { feed.yield(PromptRule.Input(event)) } }
+        func end(_ succeeded: Bool) async {
+            continuation.finish()
+            await forwarder.value
+            feed.yield(.finished(succeeded: succeeded))
+            feed.finish()
+            await printer.value
+        }
+        do {
+            let value = try await body(continuation)
+            await end(true)
+            return value
+        } catch {
+            await end(false)
+            throw error
+        }
+    }
 
     /// Consumes `inputs` until they finish; grace periods end through `feed`.
     func run(_ inputs: AsyncStream<PromptRule.Input>, feed: AsyncStream<PromptRule.Input>.Continuation) async {

@@ -59,7 +59,7 @@ struct FprintdTests {
         fprintd.finger.present(["whorl"])
         let notThere = try await vault.run(["verify", "--json", "--finger", "left-thumb"])
         #expect(notThere.status == 3)
-        #expect((notThere.json?["message"] as? String ?? "").contains("fprintd-enroll -f left-thumb"))
+        #expect(Self.message(notThere).contains("fprintd-enroll -f left-thumb"))
         #expect(fprintd.finger.prompts == 0, "refused before claiming the reader")
 
         fprintd.finger.present(["arch"])
@@ -240,11 +240,16 @@ struct FprintdTests {
         try Data("FP3".utf8).write(to: URL(fileURLWithPath: "\(copy)/\(NSUserName())/virtual_image/0/notes"))
         let foreign = try await vault.run(["import", "fprintd", "--from", copy, "--json"])
         #expect(foreign.status == 6)
-        #expect((foreign.json?["message"] as? String ?? "").contains("not named like a print"))
+        #expect(Self.message(foreign).contains("not named like a print"))
 
         let nobody = try await vault.run(["import", "fprintd", "--from", copy, "--user", "nobody-here", "--json"])
         #expect(nobody.status == 10)
-        #expect((nobody.json?["message"] as? String ?? "").contains("no prints of nobody-here"))
+        #expect(Self.message(nobody).contains("no prints of nobody-here"))
         #expect((try await vault.run(["prints", "list", "--json"]).json?["prints"] as? [Any])?.isEmpty == true)
+    }
+
+    /// The `message` of a JSON result, or "".
+    static func message(_ result: CLIResult) -> String {
+        (result.json?["message"] as? String) ?? ""
     }
 }
