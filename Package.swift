@@ -90,7 +90,7 @@ let package = Package(
         .testTarget(name: "FingerprintKitTests", dependencies: ["FingerprintKit", "TouchgateTestSupport", "fpcmoc-lifecycle"]),
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy"]),
         .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault"]),
-        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateWire", "TouchgateVault", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateWire", "TouchgateVault", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TouchgateCLITests", dependencies: ["touchgate", "touchgated", "virtual-finger", "TouchgateTestSupport", "TouchgateSocket", "TouchgateWire"]),
         .testTarget(name: "UdevTests"),
     ]

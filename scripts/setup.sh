@@ -8,6 +8,7 @@ packages=(
   libpwquality-dev cracklib-runtime                                                     # passphrase strength
   umockdev udev systemd util-linux mount bsdutils sqlite3                             # tests: replays, udev rules, tampering
   man-db groff-base                                                                    # tests: make install renders the man pages
+  fprintd python3-dbusmock dbus-daemon libglib2.0-bin                                 # tests: the real fprintd on a private bus
 )
 
 missing=()

@@ -34,17 +34,23 @@ extension Reader {
     ///
     /// `events` receives finger status changes, ``ReaderEvent/enrollStage(completed:total:)``
     /// after each good scan and ``ReaderEvent/retry(_:)`` after a poor one (enrollment goes on).
-    /// - Returns: the new print, carrying `finger`, `username` and today's date (no date when
-    ///   replaying a recording, `FP_DEVICE_EMULATION=1`).
+    /// - Parameters:
+    ///   - username: stored in the print; nil stores none.
+    ///   - description: stored in the print; nil stores none. Match-on-chip drivers derive the
+    ///     user id they write to the reader from the print's metadata, so what is set here
+    ///     may be visible to other programs that list the reader's storage.
+    /// - Returns: the new print, carrying `finger`, `username`, `description` and today's
+    ///   date (no date when replaying a recording, `FP_DEVICE_EMULATION=1`).
     /// - Throws: ``DeviceErrorCode/dataDuplicate`` on readers with a duplicate check when
     ///   the finger is already enrolled there; `CancellationError` when cancelled.
-    public func enroll(finger: Finger, username: String,
+    public func enroll(finger: Finger, username: String?, description: String? = nil,
                        events: AsyncStream<ReaderEvent>.Continuation? = nil) async throws -> Print {
         return try await perform(events: events) { [self] device, cancellable, data in
             let template = Print.owned(fp_print_new(device)!)
             defer { g_object_unref(UnsafeMutableRawPointer(template)) }
             fp_print_set_finger(template, finger.fpFinger)
-            fp_print_set_username(template, username)
+            if let username { fp_print_set_username(template, username) }
+            if let description { fp_print_set_description(template, description) }
             // Replaying a recorded reader (FP_DEVICE_EMULATION=1) leaves the date out, as libfprint
             // then leaves out its random id: match-on-chip drivers send both to the reader inside
             // the print's user id, and a replay only goes on if the bytes are the recording's.
@@ -78,11 +84,12 @@ extension Reader {
     }
 
     /// Scans a finger and compares it with one enrolled print.
-    /// - Returns: whether it matched.
+    /// - Returns: whether it matched, and the print the reader made of the scan when its
+    ///   driver reports one.
     /// - Throws: ``FingerprintError/retry(_:)`` after a poor scan (restart to try again),
     ///   ``FingerprintError/invalidPrintData(detail:)`` when `print` cannot be read,
     ///   ``DeviceErrorCode/removed`` when the reader goes away, `CancellationError`.
-    public func verify(_ print: Print, events: AsyncStream<ReaderEvent>.Continuation? = nil) async throws -> Bool {
+    public func verify(_ print: Print, events: AsyncStream<ReaderEvent>.Continuation? = nil) async throws -> VerifyResult {
         let serialized = print.serialized
         return try await perform(events: events) { device, cancellable, data in
             let enrolled = try Print.deserialize(serialized)
@@ -90,16 +97,23 @@ extension Reader {
             fp_device_verify(device, enrolled, cancellable, nil, nil, nil, asyncReadyCallback, data)
         } finish: { device, result in
             var matched: gboolean = 0
-            _ = try GErrorFunnel.check { fp_device_verify_finish(device, result, &matched, nil, $0) }
-            return matched != 0
+            var scanned: OpaquePointer?
+            _ = try GErrorFunnel.check { fp_device_verify_finish(device, result, &matched, &scanned, $0) }
+            defer { if let scanned { g_object_unref(UnsafeMutableRawPointer(scanned)) } }
+            return VerifyResult(matched: matched != 0, scanned: try scanned.map { try Print(fpPrint: $0) })
         }
     }
 
     /// Scans a finger and looks for it among `gallery`.
-    /// - Returns: the index in `gallery` of the print that matched, or nil for no match.
+    /// - Returns: the index in `gallery` of the print that matched (nil for no match), that
+    ///   print as the reader reported it, and the print the reader made of the scan when its
+    ///   driver reports one. On a reader with storage the scanned print may name a print the
+    ///   reader holds that `gallery` lacks (libfprint reports no match then): compare it
+    ///   with the reader's ``listPrints()`` to see which.
     /// - Throws: as ``verify(_:events:)``; ``FingerprintError/unsupported(_:)`` on readers
     ///   without identification.
-    public func identify(_ gallery: [Print], events: AsyncStream<ReaderEvent>.Continuation? = nil) async throws -> Int? {
+    public func identify(_ gallery: [Print],
+                         events: AsyncStream<ReaderEvent>.Continuation? = nil) async throws -> IdentifyResult {
         guard info.features.contains(.identify) else { throw FingerprintError.unsupported("identify a finger among several prints") }
         let blobs = gallery.map(\.serialized)
         let prints = GObjectRef(pointer: GalleryBox())
@@ -113,14 +127,24 @@ extension Reader {
         } finish: { device, result in
             defer { prints.pointer.release() }
             var match: OpaquePointer?
-            _ = try GErrorFunnel.check { fp_device_identify_finish(device, result, &match, nil, $0) }
-            guard let match, let array = prints.pointer.array else { return nil }
-            defer { g_object_unref(UnsafeMutableRawPointer(match)) }
-            for index in 0..<Int(array.pointee.len) {
-                let candidate = OpaquePointer(array.pointee.pdata[index]!)
-                if candidate == match || fp_print_equal(candidate, match) != 0 { return index }
+            var scanned: OpaquePointer?
+            _ = try GErrorFunnel.check { fp_device_identify_finish(device, result, &match, &scanned, $0) }
+            defer {
+                if let match { g_object_unref(UnsafeMutableRawPointer(match)) }
+                if let scanned { g_object_unref(UnsafeMutableRawPointer(scanned)) }
             }
-            return nil
+            var index: Int?
+            if let match, let array = prints.pointer.array {
+                for candidate in 0..<Int(array.pointee.len) {
+                    let print = OpaquePointer(array.pointee.pdata[candidate]!)
+                    if print == match || fp_print_equal(print, match) != 0 {
+                        index = candidate
+                        break
+                    }
+                }
+            }
+            return IdentifyResult(index: index, matched: try match.map { try Print(fpPrint: $0) },
+                                  scanned: try scanned.map { try Print(fpPrint: $0) })
         }
     }
 

@@ -24,6 +24,8 @@ public final class Reader: @unchecked Sendable {
     private var events: AsyncStream<ReaderEvent>.Continuation?
     private var cancellable: UnsafeMutablePointer<GCancellable>?
     private(set) var isGone = false
+    /// Set by a finished ``suspend()``, cleared by ``resume()``.
+    var isSuspended = false
     private var shuttingDown = false
 
     /// GLib thread only.
@@ -105,9 +107,19 @@ public final class Reader: @unchecked Sendable {
         }
     }
 
+    /// Whether the reader waits for a finger and whether one is on it, now
+    /// (`fp_device_get_finger_status`). Changes while an operation runs also arrive as
+    /// ``ReaderEvent/fingerStatus(_:)``; drivers that never report it always give `[]`.
+    public var fingerStatus: FingerStatus {
+        get async {
+            let device = self.device
+            return await GLibLoop.shared.run { FingerStatus(rawValue: fp_device_get_finger_status(device.pointer).rawValue) }
+        }
+    }
+
     /// Runs one libfprint asynchronous call: `start` begins it on the GLib thread with a
     /// cancellable and the `user_data` for ``asyncReadyCallback``; `finish` reads the
-    /// result there. Task cancellation cancels the cancellable and nothing else.
+    /// result there. Task cancellation cancels the cancellable (on the GLib thread) and nothing else.
     /// `closing` lets the call reach a reader that went away (only closing makes sense then).
     func perform<T: Sendable>(
         events: AsyncStream<ReaderEvent>.Continuation? = nil,
@@ -129,12 +141,27 @@ public final class Reader: @unchecked Sendable {
         do {
             guard isCancellable else { return try await call() }
             return try await withTaskCancellationHandler(operation: call) {
-                g_cancellable_cancel(cancellable.pointer)
+                Self.cancel(cancellable)
             }
         } catch let error as FingerprintError where error.isDisconnected {
             throw error
         } catch let error as FingerprintError where isGoneNow(error) {
             throw FingerprintError.device(.removed, detail: "")
+        }
+    }
+
+    /// Cancels on the GLib thread. `g_cancellable_cancel` is thread-safe, but it runs the
+    /// cancellable's handlers in the calling thread, and libfprint's handler
+    /// (`fp_device_cancelled_cb`) attaches an idle source to the default context, then
+    /// unrefs it through a device field that the idle callback clears on the GLib thread:
+    /// cancelled from another thread, the idle could run in between, and GLib printed
+    /// `g_source_unref: assertion 'source != NULL' failed` (seen on Ctrl-C at the finger
+    /// wait). The reference keeps the cancellable alive until the hop has run.
+    static func cancel(_ cancellable: GObjectRef<UnsafeMutablePointer<GCancellable>>) {
+        g_object_ref(cancellable.pointer)
+        GLibLoop.shared.perform {
+            g_cancellable_cancel(cancellable.pointer)
+            g_object_unref(cancellable.pointer)
         }
     }
 
@@ -156,6 +183,12 @@ public final class Reader: @unchecked Sendable {
         if isGone && !closing {
             events?.finish()
             continuation.resume(throwing: FingerprintError.device(.removed, detail: ""))
+            return
+        }
+        if isSuspended && !closing {
+            // libfprint refuses too (busy); saying why spares the caller a guess.
+            events?.finish()
+            continuation.resume(throwing: FingerprintError.device(.busy, detail: "the reader is suspended; resume it first"))
             return
         }
         if self.cancellable != nil {

@@ -81,6 +81,17 @@ extension DaemonClient {
                        asking(interaction)).0
     }
 
+    public func importFromFprintd(user: String?, from directory: String, dryRun: Bool,
+                                  interaction: any Interaction) async throws(ServiceError) -> ImportReport {
+        let arguments = arguments {
+            $0.user = user
+            $0.path = directory
+            $0.dryRun = dryRun
+            $0.canAskAgain = interaction.canAskAgain
+        }
+        return try await call(.importFprintd, arguments, asking(interaction)).0
+    }
+
     public func verify(user: String?, finger: String?, device: String?,
                        interaction: any Interaction) async throws(ServiceError) -> MatchReport {
         try await call(.verify, arguments { $0.user = user; $0.finger = finger; $0.device = device },

@@ -87,6 +87,12 @@ struct RequestHandler: Sendable {
             return try await readers.one {
                 reply(id, try await service.clearReader(device: arguments.device, interaction: interaction))
             }
+        case .importFprintd:
+            // fprintd's store is root's: only root may have the daemon read it.
+            try stores.requireRoot(peer, "importing from fprintd's store")
+            let from = try required(arguments.path, "path")
+            return reply(id, try await service.importFromFprintd(user: nil, from: from, dryRun: arguments.dryRun ?? false,
+                                                                 interaction: interaction))
         case .verify:
             return try await readers.one {
                 reply(id, try await service.verify(user: nil, finger: arguments.finger, device: arguments.device,

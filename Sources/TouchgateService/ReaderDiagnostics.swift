@@ -4,7 +4,8 @@ import TouchgateWire
 /// Explains why no reader is usable: nothing plugged in, or a supported USB reader the
 /// user cannot open (udev rules missing), or a filter in the environment.
 enum ReaderDiagnostics {
-    static let openHint = "If another program holds the reader, stop it (sudo systemctl stop fprintd); "
+    static let openHint = "If fprintd holds the reader, let Touchgate verify through it (unset "
+        + "TOUCHGATE_READER_BACKEND, or set it to fprintd) or stop fprintd (sudo systemctl stop fprintd); "
         + "if you lack permission to the USB device, install the udev rules (see udev/README.md)."
 
     static func noReaderMessage(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {

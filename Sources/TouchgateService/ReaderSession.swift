@@ -57,25 +57,14 @@ struct ReaderSession: Sendable {
         if await reader.isOpen { try? await reader.close() }
     }
 
-    /// Runs `body` with an events continuation whose events become prompts.
+    /// Runs `body` with an events continuation whose events become prompts, progress and
+    /// hints, by ``PromptRule``: one prompt each time the reader waits for a scan.
     /// `finger` names the finger in prompts.
     func prompting<T: Sendable>(
         _ operation: String, finger: String?,
         _ body: @Sendable (AsyncStream<ReaderEvent>.Continuation) async throws -> T
     ) async throws -> T {
-        let (stream, continuation) = AsyncStream.makeStream(of: ReaderEvent.self)
-        let prompter = Prompter(interaction: interaction, info: info, operation: operation, finger: finger)
-        let printer = Task { await prompter.consume(stream) }
-        do {
-            let value = try await body(continuation)
-            continuation.finish()
-            await printer.value
-            return value
-        } catch {
-            continuation.finish()
-            await printer.value
-            throw error
-        }
+        try await Prompter(interaction: interaction, info: info, operation: operation, finger: finger).prompting(body)
     }
 
     /// One scan matched against `gallery`: identify when there are several prints and the
@@ -84,11 +73,11 @@ struct ReaderSession: Sendable {
     func match(_ gallery: [Print], operation: String, finger: String?) async throws -> Int? {
         if gallery.count > 1 && info.features.contains(.identify) {
             return try await prompting(operation, finger: finger) { events in
-                try await reader.identify(gallery, events: events)
+                try await reader.identify(gallery, events: events).index
             }
         }
         let matched = try await prompting(operation, finger: finger) { events in
-            try await reader.verify(gallery[0], events: events)
+            try await reader.verify(gallery[0], events: events).matched
         }
         return matched ? 0 : nil
     }
@@ -102,42 +91,76 @@ extension ReaderInfo {
     }
 }
 
-/// Turns reader events into prompts: exactly one prompt each time the reader starts
-/// waiting for a finger, progress after each enroll stage, and retry hints.
+/// Runs a ``PromptRule`` over one operation: feeds it the inputs, keeps its grace
+/// periods, and turns its outputs into interaction events.
 struct Prompter: Sendable {
     let interaction: any Interaction
     let info: ReaderInfo
     let operation: String
     let finger: String?
 
-    func consume(_ stream: AsyncStream<ReaderEvent>) async {
-        // One prompt per wait. Drivers report "needed" again without a new wait (needed, none,
-        // needed before any finger; needed+present, needed while a scan is read), so only a
-        // finished enroll stage or a retry starts a new wait.
-        var prompted = false
-        var completed = 0
-        for await event in stream {
-            switch event {
-            case .fingerStatus(let status):
-                if status.isWaitingForFinger && !prompted {
-                    prompt(stage: completed + 1)
-                    prompted = true
-                }
-            case .enrollStage(let done, let total):
-                prompted = false
-                completed = done
-                var progress = InteractionEvent(.enrollStage, "scan \(done) of \(total) done")
-                progress.completed = done
-                progress.total = total
-                interaction.event(progress)
-            case .retry(let reason):
-                prompted = false
-                interaction.event(Self.retryEvent(reason, attempt: nil))
-            }
+    /// Runs `body` (one reader operation, direct or through fprintd) with an events
+    /// continuation whose events become prompts, progress and hints.
+    func prompting<T: Sendable>(
+        _ body: @Sendable (AsyncStream<ReaderEvent>.Continuation) async throws -> T
+    ) async throws -> T {
+        let (events, continuation) = AsyncStream.makeStream(of: ReaderEvent.self)
+        let (inputs, feed) = AsyncStream.makeStream(of: PromptRule.Input.self)
+        let printer = Task { await run(inputs, feed: feed) }
+        feed.yield(.started)
+        // The reader finishes its stream when the operation ends, so every event is fed
+        // before the outcome.
+        let forwarder = Task { for await event in events { feed.yield(PromptRule.Input(event)) } }
+        func end(_ succeeded: Bool) async {
+            continuation.finish()
+            await forwarder.value
+            feed.yield(.finished(succeeded: succeeded))
+            feed.finish()
+            await printer.value
+        }
+        do {
+            let value = try await body(continuation)
+            await end(true)
+            return value
+        } catch {
+            await end(false)
+            throw error
         }
     }
 
-    private func prompt(stage: Int) {
+    /// Consumes `inputs` until they finish; grace periods end through `feed`.
+    func run(_ inputs: AsyncStream<PromptRule.Input>, feed: AsyncStream<PromptRule.Input>.Continuation) async {
+        // libfprint's image-device layer (readers that capture) reports "needed" as each wait starts.
+        var rule = PromptRule(stages: operation == "enroll" ? info.enrollStages : nil,
+                              timely: info.features.contains(.capture))
+        var timers: [Task<Void, Never>] = []
+        for await input in inputs {
+            for output in rule.handle(input) {
+                switch output {
+                case let .prompt(stage, stages):
+                    prompt(stage: stage, stages: stages)
+                case let .progress(done, total):
+                    let message = done == total && total < info.enrollStages
+                        ? "scan \(done) of \(total) done (the reader finished before the \(info.enrollStages) it announced)"
+                        : "scan \(done) of \(total) done"
+                    var progress = InteractionEvent(.enrollStage, message)
+                    progress.completed = done
+                    progress.total = total
+                    interaction.event(progress)
+                case .retry(let reason):
+                    interaction.event(Self.retryEvent(reason, attempt: nil))
+                case let .startGrace(wait, grace):
+                    timers.append(Task {
+                        try? await Task.sleep(for: grace)
+                        feed.yield(.graceElapsed(wait: wait))
+                    })
+                }
+            }
+        }
+        for timer in timers { timer.cancel() }
+    }
+
+    private func prompt(stage: Int, stages: Int) {
         let who = finger.map { $0.replacingOccurrences(of: "-", with: " ") + " finger" } ?? "finger"
         let action = info.scanType == .swipe
             ? "Swipe your \(who) across the reader" : "Place your \(who) on the reader"
@@ -147,8 +170,8 @@ struct Prompter: Sendable {
         event.scanType = info.scanType.rawValue
         if operation == "enroll" {
             event.stage = stage
-            event.stages = info.enrollStages
-            event.message += " (scan \(stage) of \(info.enrollStages))"
+            event.stages = stages
+            event.message += " (scan \(stage) of \(stages))"
         }
         interaction.event(event)
     }

@@ -23,6 +23,8 @@ public protocol TouchgateRequests: Sendable {
     func deletePrint(finger: String, user: String?, device: String?,
                      interaction: any Interaction) async throws(ServiceError) -> DeleteReport
     func clearReader(device: String?, interaction: any Interaction) async throws(ServiceError) -> ClearReport
+    func importFromFprintd(user: String?, from directory: String, dryRun: Bool,
+                           interaction: any Interaction) async throws(ServiceError) -> ImportReport
     func verify(user: String?, finger: String?, device: String?,
                 interaction: any Interaction) async throws(ServiceError) -> MatchReport
     func identify(device: String?, interaction: any Interaction) async throws(ServiceError) -> MatchReport

@@ -67,6 +67,7 @@ extension TouchgateService {
             }
             let user = user ?? principal.loginName
             try Self.checkName(user, what: "user")
+            try await refuseWhileFprintdOwnsTheReader(device: device, "enrolled")
             let prints = try store.printStore()
             let vault = try store.vaultIfPresent()
             try vault?.requireIntactState()
@@ -199,6 +200,7 @@ extension TouchgateService {
             var matches = try index.prints(user: user, finger: finger)
             if let device { matches = matches.filter { $0.deviceID == device || $0.driver == device } }
             guard !matches.isEmpty else {
+                try await refuseWhileFprintdOwnsTheReader(device: device, "deleted")
                 throw ServiceError.nothingEnrolled("\(finger) of \(StoredText.escaped(user)) is not enrolled; "
                                                    + "see: touchgate prints list")
             }
@@ -239,6 +241,7 @@ extension TouchgateService {
     /// exists this needs the passphrase and destroys every `biometry-current-set` secret.
     public func clearReader(device: String? = nil, interaction: any Interaction) async throws(ServiceError) -> ClearReport {
         try await withStore { store in
+            try await refuseWhileFprintdOwnsTheReader(device: device, "cleared")
             let vault = try store.vaultIfPresent()
             try vault?.requireIntactState()
             let info = try await ReaderSession.with(device: device, interaction: interaction) { session in

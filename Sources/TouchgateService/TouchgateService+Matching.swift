@@ -38,6 +38,13 @@ extension TouchgateService {
     /// One authentication attempt through the policy core, against `candidates`.
     private func match(_ store: StoreAccess, _ candidates: ReaderSensor.Candidates, operation: String, action: String,
                        device: String?, interaction: any Interaction) async throws -> MatchReport {
+        if case .fprintd(let target) = try await resolveBackend(device: device) {
+            return try await target.closing { target in
+                try await fprintdMatch(store, target: target, user: candidates.user ?? principal.loginName,
+                                       finger: candidates.finger, operation: operation, action: action,
+                                       interaction: interaction)
+            }
+        }
         let guarded = try store.policyGuard(vaultUser: try store.vaultExists() ? principal.loginName : nil)
         try guarded.requireIntactState()
         let prints = try store.printStore()

@@ -22,9 +22,25 @@ public struct CaptureReport: Codable, Sendable, Equatable {
 }
 
 extension TouchgateService {
-    /// The readers libfprint finds now (an empty list when there is none).
+    /// The readers found now (an empty list when there is none): fprintd's while fprintd
+    /// owns them (see ``ReaderBackendChoice``), else those libfprint finds. Each says which
+    /// backend reaches it.
     public func readers() async -> [ReaderReport] {
-        await FingerprintContext().readers().map(\.info.report)
+        await readerReports().readers
+    }
+
+    /// The readers and the backend in use (`libfprint` or `fprintd`).
+    func readerReports() async -> (readers: [ReaderReport], backend: String) {
+        if case .fprintd(let target)? = try? await resolveBackend(device: nil) {
+            let devices = (try? await target.client.devices()) ?? [target.device]
+            await target.close()
+            return (devices.map { device in
+                var report = device.info.report
+                report.backend = "fprintd"
+                return report
+            }, "fprintd")
+        }
+        return (await FingerprintContext().readers().map(\.info.report), "libfprint")
     }
 
     /// Why no reader is usable, in words a person can act on.

@@ -71,7 +71,7 @@ extension TouchgateService {
             let key = try context.requireKey()
             var digest: [UInt8]?
             if policy.referencesCurrentSet {
-                let enrollment = try EnrollmentTracker.status(context.guarded)
+                let enrollment = try await currentEnrollment(context, device: device)
                 guard enrollment.printCount > 0 else {
                     throw ServiceError.nothingEnrolled("biometry-current-set binds the item to the enrolled fingers, "
                                                        + "and none is enrolled; run: touchgate enroll")
@@ -152,6 +152,11 @@ extension TouchgateService {
     /// passphrase as fallback; the evaluator audits the decision.
     func authorize(_ item: ItemDescriptor, _ operation: ItemOperation, context: VaultContext, key: VaultKey,
                    device: String?, interaction: any Interaction) async throws {
+        if case .fprintd(let target) = try await resolveBackend(device: device) {
+            return try await target.closing { target in
+                try await fprintdAuthorize(item, operation, context: context, target: target, interaction: interaction)
+            }
+        }
         let enrollment = try EnrollmentTracker.status(context.guarded)
         let sensor = ReaderSensor(device: device, interaction: interaction, prints: try context.printStore(key: key))
         let verifier = context.verifier(interaction)

@@ -13,10 +13,11 @@ extension TouchgateService {
     public func status() async throws(ServiceError) -> StatusReport {
         try await withStore { store in
             let enrolled = try store.printIndex().prints().map(Self.report)
-            let readers = await FingerprintContext().readers().map(\.info.report)
+            let (readers, backend) = await readerReports()
             var report = StatusReport(enrolled: enrolled, readers: readers)
             report.mode = mode.rawValue
             report.trustBoundary = mode.trustBoundary
+            report.readerBackend = backend
             guard try store.vaultExists() else { return report }
             report.initialized = true
             let context: VaultContext

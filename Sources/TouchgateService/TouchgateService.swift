@@ -21,6 +21,9 @@ public struct TouchgateService: Sendable {
     let custody: @Sendable (Vault) -> any KeyCustody
     /// Which process this service runs in: the user's own (personal) or touchgated (system).
     public let mode: ServiceMode
+    /// How to reach the reader: `auto`, `libfprint` or `fprintd` (see ``ReaderBackendChoice``);
+    /// `TOUCHGATE_READER_BACKEND` by default.
+    public var readerBackendSetting: String? = ProcessInfo.processInfo.environment[ReaderBackendChoice.environmentVariable]
 
     /// A service for `principal` over `location`, keeping unlocked keys in the kernel keyring.
     public init(principal: Principal, location: StoreLocation) {

@@ -73,7 +73,7 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     case changePassphrase = "passphrase.change"
     case enroll
     case prints = "prints.list", deletePrint = "prints.delete", deleteOrphans = "prints.delete-orphans"
-    case clearReader = "prints.clear"
+    case clearReader = "prints.clear", importFprintd = "import.fprintd"
     case verify, identify
     case readers = "devices", capture
     case settings = "policy.show", changeSettings = "policy.set"
@@ -114,8 +114,10 @@ public struct RequestArguments: Codable, Sendable, Equatable {
     public var before: Date?
     /// `audit.prune`: inside the retention period.
     public var force: Bool?
-    /// `capture`: where the image goes and its format.
+    /// `capture`: where the image goes; `import.fprintd`: fprintd's store.
     public var path: String?
+    /// `import.fprintd`: show what would change, change nothing.
+    public var dryRun: Bool?
     /// `capture`: `png` or `pgm`.
     public var format: String?
     /// `policy.set`: failed touches that start a lockout.

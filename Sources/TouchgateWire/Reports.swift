@@ -14,15 +14,20 @@ public struct ReaderReport: Codable, Sendable, Equatable {
     public var enrollStages: Int
     /// What the reader can do (`identify`, `verify`, `capture`, `storage`, …).
     public var features: [String]
+    /// How Touchgate reaches it: `libfprint` (opens the reader itself) or `fprintd`
+    /// (verifies through fprintd, which owns the reader).
+    public var backend: String
 
     /// A report.
-    public init(deviceID: String, driver: String, name: String, scanType: String, enrollStages: Int, features: [String]) {
+    public init(deviceID: String, driver: String, name: String, scanType: String, enrollStages: Int, features: [String],
+                backend: String = "libfprint") {
         self.deviceID = deviceID
         self.driver = driver
         self.name = name
         self.scanType = scanType
         self.enrollStages = enrollStages
         self.features = features
+        self.backend = backend
     }
 }
 
@@ -215,6 +220,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var enrolled: [PrintReport]
     /// Readers found now.
     public var readers: [ReaderReport]
+    /// How Touchgate reaches the reader now: `libfprint` (directly) or `fprintd`.
+    public var readerBackend: String = "libfprint"
 
     /// A report without a vault.
     public init(enrolled: [PrintReport], readers: [ReaderReport]) {

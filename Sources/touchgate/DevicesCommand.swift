@@ -19,8 +19,12 @@ struct Devices: AsyncParsableCommand {
             let readers = inventory.readers
             if let explanation = inventory.explanation { console.warning(explanation) }
             let text = readers.enumerated().map { index, info in
-                "\(index == 0 ? "*" : " ") \(info.deviceID)  \(info.name)  [driver \(info.driver), \(info.scanType), "
-                    + "\(info.enrollStages) enroll scans; \(info.features.joined(separator: ", "))]"
+                guard info.backend == "fprintd" else {
+                    return "\(index == 0 ? "*" : " ") \(info.deviceID)  \(info.name)  [driver \(info.driver), \(info.scanType), "
+                        + "\(info.enrollStages) enroll scans; \(info.features.joined(separator: ", "))]"
+                }
+                return "\(index == 0 ? "*" : " ") \(info.name)  [through fprintd, \(info.scanType), "
+                    + "\(info.enrollStages) enroll scans; enroll with fprintd-enroll]"
             }.joined(separator: "\n")
             console.result("devices", ReaderList(devices: readers), text: readers.isEmpty ? nil : text)
             return ExitStatus.success

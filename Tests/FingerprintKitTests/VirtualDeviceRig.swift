@@ -64,7 +64,7 @@ struct VirtualDeviceRig {
     /// Verifies `print` against a queued scan of `id`.
     func verify(_ print: Print, scanning id: String) async throws -> Bool {
         try send("SCAN \(id)")
-        return try await within(.seconds(10)) { [reader] in try await reader.verify(print) }
+        return try await within(.seconds(10)) { [reader] in try await reader.verify(print).matched }
     }
 }
 

@@ -95,10 +95,10 @@ extension DeviceTests {
             let gallery = [first, second]
             for (index, id) in ["id-a", "id-b"].enumerated() {
                 try rig.send("SCAN \(id)")
-                #expect(try await within(.seconds(10)) { try await rig.reader.identify(gallery) } == index)
+                #expect(try await within(.seconds(10)) { try await rig.reader.identify(gallery).index } == index)
             }
             try rig.send("SCAN id-c")
-            #expect(try await within(.seconds(10)) { try await rig.reader.identify(gallery) } == nil)
+            #expect(try await within(.seconds(10)) { try await rig.reader.identify(gallery).index } == nil)
             #expect(try await rig.verify(first, scanning: "id-a") == true)
             #expect(try await rig.verify(first, scanning: "id-b") == false)
 

@@ -99,7 +99,7 @@ struct VirtualImageRig {
     func verify(_ print: Print, with name: String) async throws -> Bool {
         let (events, seen) = feeding([try Fixtures.print(name)])
         defer { _ = seen }
-        return try await reader.verify(print, events: events)
+        return try await reader.verify(print, events: events).matched
     }
 }
 

@@ -66,6 +66,9 @@ public final class VirtualImageClient: @unchecked Sendable {
 
     deinit { close(fd) }
 
+    /// The connection's descriptor, to see whether the driver closed it.
+    var descriptor: Int32 { fd }
+
     private func send(_ first: Int32, _ second: Int32, payload: [UInt8] = []) throws {
         var bytes = [UInt8]()
         withUnsafeBytes(of: first) { bytes += $0 }

@@ -48,7 +48,13 @@ let collected = Task {
     var stages: [Int] = []
     var totals: Set<Int> = []
     var retries = 0
+    var sequence: [String] = []
     for await event in events {
+        switch event {
+        case .enrollStage(let completed, _): sequence.append("stage \(completed)")
+        case .retry: sequence.append("retry")
+        case .fingerStatus(let status): sequence.append("status \(status.rawValue)")
+        }
         switch event {
         case .enrollStage(let completed, let total):
             stages.append(completed)
@@ -59,21 +65,27 @@ let collected = Task {
             break
         }
     }
-    return (stages, totals, retries)
+    return (stages, totals, retries, sequence)
 }
 // The recording was made with a fresh print: no finger and no user name, which libfprint
 // spells "nobody" in the user id it sends to the reader.
 let enrolled = await step("enroll") { try await reader.enroll(finger: .unknown, username: "nobody", events: continuation) }
-let (stages, totals, retries) = await collected.value
-report("enroll", ["stages": stages, "totals": totals.sorted(), "retries": retries,
+let (stages, totals, retries, sequence) = await collected.value
+report("enroll", ["stages": stages, "totals": totals.sorted(), "retries": retries, "events": sequence,
                   "device_stored": enrolled.isDeviceStored, "driver": enrolled.driver])
 
 let listed = await step("list") { try await reader.listPrints() }
 report("list", ["count": listed.count, "device_stored": listed.map(\.isDeviceStored)])
 guard listed.count == 1 else { fail("list", "expected one stored print, found \(listed.count)") }
 
-let matched = await step("verify") { try await reader.verify(enrolled) }
-report("verify", ["match": matched])
+let verified = await step("verify") { try await reader.verify(enrolled) }
+let matched = verified.matched
+/// Whether a reported print equals `print` (NSNull when the driver reported none).
+func equality(_ reported: Print?, _ print: Print) -> Any {
+    guard let reported else { return NSNull() }
+    return reported == print
+}
+report("verify", ["match": matched, "scanned_equal": equality(verified.scanned, enrolled)])
 guard matched else { fail("verify", "the enrolled finger did not match") }
 
 let gallery = await step("deserialize") {
@@ -83,8 +95,11 @@ let gallery = await step("deserialize") {
 }
 guard gallery == listed else { fail("deserialize", "a listed print did not read back the same from its serialized form") }
 report("deserialize", ["count": gallery.count])
-let index = await step("identify") { try await reader.identify(gallery) }
-report("identify", ["index": index.map { $0 as Any } ?? NSNull()])
+let identified = await step("identify") { try await reader.identify(gallery) }
+let index = identified.index
+let indexValue: Any = index.map { $0 as Any } ?? NSNull()
+report("identify", ["index": indexValue, "matched_equal": equality(identified.matched, gallery[0]),
+                    "scanned_equal": equality(identified.scanned, gallery[0])])
 guard index == 0 else { fail("identify", "expected a match with the listed print") }
 
 await step("delete") { try await reader.deletePrint(gallery[0]) }

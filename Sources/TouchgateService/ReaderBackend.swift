@@ -1,0 +1,143 @@
+import FingerprintKit
+import Foundation
+import TouchgateWire
+
+/// Which way Touchgate reaches the reader, as configured.
+///
+/// `TOUCHGATE_READER_BACKEND` sets it: `auto` (the default), `libfprint` or `fprintd`.
+/// - `libfprint`: Touchgate opens the reader itself and matches against the prints it
+///   enrolled (`touchgate enroll`). fprintd must not hold the reader.
+/// - `fprintd`: Touchgate verifies through fprintd's D-Bus API against the prints enrolled
+///   in fprintd (`fprintd-enroll`, the desktop's settings); fprintd keeps serving login,
+///   the lock screen and sudo.
+/// - `auto`: fprintd when it is on the system bus (running, or startable by the bus) and
+///   has a reader; the reader directly otherwise. fprintd exits when idle and the bus starts
+///   it again on the next call, so "installed" rather than "running now" decides: the
+///   choice must not flip between two requests, as `biometry-current-set` secrets are bound
+///   to the enrolled set of the backend in use.
+public enum ReaderBackendChoice: String, Sendable, CaseIterable {
+    case auto, libfprint, fprintd
+
+    /// The environment variable that sets it.
+    public static let environmentVariable = "TOUCHGATE_READER_BACKEND"
+
+    /// The choice a setting names (nil or empty: `auto`).
+    /// - Throws: a usage error for anything else, rather than reading it as `auto`.
+    static func parse(_ setting: String?) throws -> ReaderBackendChoice {
+        let value = setting?.lowercased() ?? ""
+        if value.isEmpty { return .auto }
+        guard let choice = ReaderBackendChoice(rawValue: value) else {
+            throw ServiceError.usage("\(environmentVariable)=\(StoredText.escaped(value)) is not known; "
+                                     + "use auto, libfprint or fprintd")
+        }
+        return choice
+    }
+}
+
+/// fprintd and the reader it serves, for one request. Close it when done.
+struct FprintdTarget: Sendable {
+    let client: FprintdClient
+    let device: FprintdDevice
+
+    var info: ReaderInfo { device.info }
+
+    func close() async { await client.close() }
+
+    /// Runs `body` and closes the connection after, also when it throws.
+    func closing<T>(_ body: (FprintdTarget) async throws -> T) async throws -> T {
+        do {
+            let value = try await body(self)
+            await close()
+            return value
+        } catch {
+            await close()
+            throw error
+        }
+    }
+}
+
+/// The backend one request uses.
+enum ResolvedBackend: Sendable {
+    case libfprint
+    case fprintd(FprintdTarget)
+
+    var name: String {
+        switch self {
+        case .libfprint: "libfprint"
+        case .fprintd: "fprintd"
+        }
+    }
+
+    func close() async {
+        if case .fprintd(let target) = self { await target.close() }
+    }
+}
+
+extension TouchgateService {
+    /// Picks the backend for a request touching `device` (a device id, driver or, for
+    /// fprintd, its device name; nil: the default reader). See ``ReaderBackendChoice``.
+    func resolveBackend(device: String?) async throws -> ResolvedBackend {
+        switch try ReaderBackendChoice.parse(readerBackendSetting) {
+        case .libfprint:
+            return .libfprint
+        case .fprintd:
+            let client = try await FprintdClient.connect()
+            do {
+                return .fprintd(try await Self.pick(device: device, client: client, required: true)!)
+            } catch {
+                await client.close()
+                throw error
+            }
+        case .auto:
+            guard let client = try? await FprintdClient.connect() else { return .libfprint }
+            if await client.presence() != .absent,
+               let target = try? await Self.pick(device: device, client: client, required: false) {
+                return .fprintd(target)
+            }
+            await client.close()
+            return .libfprint
+        }
+    }
+
+    /// Runs `body` with the resolved backend and closes it after.
+    func withBackend<T>(device: String?, _ body: (ResolvedBackend) async throws -> T) async throws -> T {
+        let backend = try await resolveBackend(device: device)
+        do {
+            let value = try await body(backend)
+            await backend.close()
+            return value
+        } catch {
+            await backend.close()
+            throw error
+        }
+    }
+
+    /// fprintd's reader named by `device` (its name, object path or index), or its default.
+    /// Not `required`: nil when fprintd has no such reader, so the direct path can try.
+    private static func pick(device: String?, client: FprintdClient, required: Bool) async throws -> FprintdTarget? {
+        let devices = try await client.devices()
+        guard !devices.isEmpty else {
+            if required { throw FprintdError.noReader }
+            return nil
+        }
+        guard let device else { return FprintdTarget(client: client, device: devices[0]) }
+        if let match = devices.first(where: {
+            $0.info.name == device || $0.objectPath == device || $0.objectPath.hasSuffix("/" + device)
+                || device == "fprintd"
+        }) {
+            return FprintdTarget(client: client, device: match)
+        }
+        guard required else { return nil }
+        let known = devices.map { StoredText.escaped($0.info.name) }.joined(separator: ", ")
+        throw ServiceError.noReader("fprintd has no reader '\(StoredText.escaped(device))'; it has: \(known)")
+    }
+
+    /// The refusal for enrolling or deleting prints while fprintd owns the reader.
+    static func managedByFprintd(_ action: String) -> ServiceError {
+        ServiceError(.readerError,
+                     "the reader is managed by fprintd, so its fingers are \(action) with fprintd, not touchgate: "
+                         + "fprintd-enroll -f right-index-finger, fprintd-delete $USER, or your desktop's "
+                         + "fingerprint settings. Touchgate verifies through fprintd. To use Touchgate's own "
+                         + "prints instead, stop fprintd and set \(ReaderBackendChoice.environmentVariable)=libfprint")
+    }
+}
