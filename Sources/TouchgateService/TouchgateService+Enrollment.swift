@@ -161,7 +161,11 @@ extension TouchgateService {
         for old in existing where old.onDevice {
             if let print = try? await Print(serialized: old.template) { try? await session.reader.deletePrint(print) }
         }
-        let username = pending.map { ChipLabel.username(nonce: $0.nonce, user: user) } ?? user
+        // A replayed recording (FP_DEVICE_EMULATION=1) only goes on if the user id sent to the
+        // reader is the recorded one byte for byte, which is why libfprint itself leaves its
+        // random part out then; the label is left out too (the user name alone is sent).
+        let replaying = ProcessInfo.processInfo.environment["FP_DEVICE_EMULATION"] == "1"
+        let username = replaying ? user : pending.map { ChipLabel.username(nonce: $0.nonce, user: user) } ?? user
         do {
             let print = try await session.prompting("enroll", finger: finger.name) { events in
                 try await session.reader.enroll(finger: finger, username: username, events: events)
