@@ -13,6 +13,9 @@ final class DaemonRig: @unchecked Sendable {
     static let passphrase = "correct horse battery staple"
     /// The unprivileged user the tests run clients as (Debian's `nobody`).
     static let otherUID: UInt32 = 65534
+    /// The user the daemon runs as when the tests run as root: Debian's `daemon` (uid 1),
+    /// standing in for the dedicated user the service unit creates.
+    static let daemonUID: UInt32 = 1
 
     let home: TemporaryDirectory
     let finger: VirtualImageFinger
@@ -29,9 +32,16 @@ final class DaemonRig: @unchecked Sendable {
     init() throws {
         let home = try TemporaryDirectory("touchgated")
         self.home = home
-        finger = VirtualImageFinger(socketPath: home.path("virtual-image.socket"))
+        finger = VirtualImageFinger(socketPath: home.path("dev/virtual-image.socket"))
         // The socket's directory must be reachable by the other user, as /run/touchgate is.
         chmod(home.url.path, 0o755)
+        // The daemon's own: its state, and the directory where its virtual reader listens.
+        for owned in ["state", "dev"] {
+            try FileManager.default.createDirectory(atPath: home.path(owned), withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            if getuid() == 0 { chown(home.path(owned), Self.daemonUID, Self.daemonUID) }
+        }
+        chmod(home.path("dev"), 0o755)
         try FileManager.default.createDirectory(atPath: home.path("run"), withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o755])
         let bin = home.path("bin")
@@ -57,8 +67,16 @@ final class DaemonRig: @unchecked Sendable {
     /// Starts the daemon and waits until it accepts connections.
     func start() async throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binDirectory + "/touchgated")
-        process.arguments = ["--socket", socketPath, "--state-dir", stateDirectory]
+        let command = [binDirectory + "/touchgated", "--socket", socketPath, "--state-dir", stateDirectory]
+        if getuid() == 0 {
+            // Under a user of its own, as installed: its files and memory are not the clients'.
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=\(Self.daemonUID)", "--regid=\(Self.daemonUID)", "--clear-groups", "--"] + command
+            chown(home.path("run"), Self.daemonUID, Self.daemonUID)
+        } else {
+            process.executableURL = URL(fileURLWithPath: command[0])
+            process.arguments = Array(command.dropFirst())
+        }
         process.environment = [
             "PATH": "/usr/bin:/bin",
             "FP_VIRTUAL_IMAGE": finger.socketPath,
@@ -85,6 +103,17 @@ final class DaemonRig: @unchecked Sendable {
         if process.isRunning { kill(process.processIdentifier, signal) }
         process.waitUntilExit()
         lock.withLock { daemon = nil }
+    }
+
+    /// How many keys the kernel holds for the daemon's user (`/proc/key-users`), or nil
+    /// when it holds none.
+    static func kernelKeys(of uid: UInt32) -> Int? {
+        let table = (try? String(contentsOfFile: "/proc/key-users", encoding: .utf8)) ?? ""
+        for line in table.split(separator: "\n") {
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == ":" || $0 == "/" }).filter { !$0.isEmpty }
+            if fields.first.flatMap({ UInt32($0) }) == uid, fields.count > 2 { return Int(fields[2]) }
+        }
+        return nil
     }
 
     /// What the daemon wrote to its log.
