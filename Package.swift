@@ -61,10 +61,17 @@ let package = Package(
                 "CTouchgateSys", "CSodium", "CPWQuality",
             ]
         ),
+        // Both ends of the daemon's socket: listening, connecting, peer credentials, framing.
+        .target(name: "TouchgateSocket", dependencies: ["TouchgateWire", "TouchgateVault", "CTouchgateSys"]),
+        // touchgated's request handling: the socket protocol over TouchgateService (no use case lives here).
+        .target(name: "TouchgateDaemon", dependencies: ["TouchgateService", "TouchgateSocket", "TouchgateWire", "TouchgateVault"]),
+        // The CLI's side of the daemon: the same requests, sent over the socket.
+        .target(name: "TouchgateClient", dependencies: ["TouchgateService", "TouchgateSocket", "TouchgateWire"]),
+        .executableTarget(name: "touchgated", dependencies: ["TouchgateDaemon", "TouchgateService", "TouchgateSocket"]),
         .executableTarget(
             name: "touchgate",
             dependencies: [
-                "TouchgateService", "TouchgateWire",
+                "TouchgateService", "TouchgateWire", "TouchgateClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -84,7 +91,7 @@ let package = Package(
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy"]),
         .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault"]),
         .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateWire", "TouchgateVault", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "TouchgateCLITests", dependencies: ["touchgate", "virtual-finger", "TouchgateTestSupport"]),
+        .testTarget(name: "TouchgateCLITests", dependencies: ["touchgate", "touchgated", "virtual-finger", "TouchgateTestSupport", "TouchgateSocket", "TouchgateWire"]),
         .testTarget(name: "UdevTests"),
     ]
 )

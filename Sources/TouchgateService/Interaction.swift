@@ -9,7 +9,8 @@ public typealias SecretBytes = SecureBytes
 /// passphrase comes from, and who confirms a change that loses data. The CLI implements
 /// it over the terminal; a daemon over its socket.
 ///
-/// Calls come from the task running the request, one at a time and in order.
+/// Calls come from the task running the request, one at a time and in order. Questions
+/// are asynchronous: a daemon waits for its client's answer without holding a thread.
 public protocol Interaction: Sendable {
     /// Shows a prompt, progress or hint.
     func event(_ event: InteractionEvent)
@@ -19,10 +20,10 @@ public protocol Interaction: Sendable {
     /// anew.
     /// - Throws: `CancellationError` when the person cancels; any other error when it
     ///   cannot be asked (its description is shown).
-    func passphrase(prompt: String, again: Bool) throws -> SecretBytes
+    func passphrase(prompt: String, again: Bool) async throws -> SecretBytes
 
     /// Asks for a new passphrase (on a terminal: twice, compared).
-    func newPassphrase(prompt: String) throws -> SecretBytes
+    func newPassphrase(prompt: String) async throws -> SecretBytes
 
     /// Whether a wrong or refused passphrase can be asked for again: a person at a
     /// terminal can retype it; a descriptor gives one line.
@@ -31,13 +32,13 @@ public protocol Interaction: Sendable {
     /// Asks the person to confirm a change that loses data; `details` lists what (item
     /// names, to be shown escaped). Returns false when declined or when nobody can be
     /// asked (no terminal, and the caller did not confirm in advance).
-    func confirm(_ question: String, details: [String]) throws -> Bool
+    func confirm(_ question: String, details: [String]) async throws -> Bool
 }
 
 extension Interaction {
     /// The vault passphrase, remembered within the request.
-    public func passphrase(prompt: String) throws -> SecretBytes {
-        try passphrase(prompt: prompt, again: false)
+    public func passphrase(prompt: String) async throws -> SecretBytes {
+        try await passphrase(prompt: prompt, again: false)
     }
 
     /// A hint or warning for the person.

@@ -22,7 +22,7 @@ enum PassphraseEntry {
         while true {
             tries += 1
             interaction.event(InteractionEvent(.passphraseNeeded, prompt))
-            let passphrase = try interaction.passphrase(prompt: prompt + ": ", again: again)
+            let passphrase = try await interaction.passphrase(prompt: prompt + ": ", again: again)
             do {
                 let key = try await offThread { try vault.unlock(passphrase: passphrase) }
                 return (passphrase, key)
@@ -38,14 +38,14 @@ enum PassphraseEntry {
     /// to three times) after a mismatch or a refusal; a weak one is accepted with a warning.
     /// - Throws: ``ServiceError`` `weak-passphrase` or the interaction's mismatch error
     ///   after the last try.
-    static func new(_ interaction: any Interaction, prompt: String, user: String) throws -> SecretBytes {
+    static func new(_ interaction: any Interaction, prompt: String, user: String) async throws -> SecretBytes {
         var tries = 0
         while true {
             tries += 1
             let last = tries >= maximumTries || !interaction.canAskAgain
             let passphrase: SecretBytes
             do {
-                passphrase = try interaction.newPassphrase(prompt: prompt)
+                passphrase = try await interaction.newPassphrase(prompt: prompt)
             } catch let error as ServiceError where error.code == .passphraseInput && !last {
                 interaction.notice("\(error.message); try again")
                 continue

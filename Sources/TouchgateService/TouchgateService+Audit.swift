@@ -51,7 +51,7 @@ extension TouchgateService {
     /// ``verifyAudit()`` alongside.
     /// - Throws: ``ServiceError`` `usage` as ``auditRecords(_:)`` does.
     public func exportAudit(_ filter: AuditFilter = AuditFilter(),
-                            to write: @escaping (String) -> Void) async throws(ServiceError) -> Int {
+                            to write: @escaping @Sendable (String) -> Void) async throws(ServiceError) -> Int {
         let query = try Self.auditQuery(filter)
         return try await withStore { store in
             try store.vault().audit.forEachRecord(query) { write(WireCoding.line(Self.report($0, chain: true)) + "\n") }

@@ -59,7 +59,7 @@ extension TouchgateService {
     /// the request is known to be possible (vault unlocked, policy valid), so nothing is
     /// asked for in vain. Replacing a live item needs what its current policy asks for;
     /// the check and the write cannot be separated by another writer.
-    public func store(_ name: String, value: @Sendable () throws -> SecretBytes, policy text: String, fresh: Bool,
+    public func store(_ name: String, value: @escaping @Sendable () async throws -> SecretBytes, policy text: String, fresh: Bool,
                       replace: Bool = false, device: String? = nil,
                       interaction: any Interaction) async throws(ServiceError) -> StoredReport {
         try await withStore { store in
@@ -81,12 +81,12 @@ extension TouchgateService {
             let old = try context.vault.itemInfo(named: name)
             if let old, !old.isInvalidated, !replace {
                 let shown = StoredText.escaped(name)
-                guard try interaction.confirm("A secret named '\(shown)' exists. Replace it?", details: []) else {
+                guard try await interaction.confirm("A secret named '\(shown)' exists. Replace it?", details: []) else {
                     throw ServiceError(.alreadyExists, "a secret named '\(shown)' exists; nothing was changed "
                                        + "(confirm at the terminal, or pass --replace)")
                 }
             }
-            let value = try value()
+            let value = try await value()
             if let old, !old.isInvalidated {
                 // Replacing a live item needs what reading it needs; the evaluator audits the authorization.
                 try await authorize(try Self.descriptor(of: old), .write, context: context, key: key, device: device,
@@ -131,7 +131,7 @@ extension TouchgateService {
             _ = try context.requireKey()
             let shown = StoredText.escaped(name)
             if try context.vault.itemInfo(named: name) != nil {
-                guard try interaction.confirm("Delete the secret '\(shown)'? It cannot be recovered.", details: []) else {
+                guard try await interaction.confirm("Delete the secret '\(shown)'? It cannot be recovered.", details: []) else {
                     throw ServiceError(.declined, "'\(shown)' was not deleted (confirm at the terminal, or pass --yes)")
                 }
             }

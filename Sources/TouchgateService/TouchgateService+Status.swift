@@ -15,6 +15,8 @@ extension TouchgateService {
             let enrolled = try store.printIndex().prints().map(Self.report)
             let (readers, backend) = await readerReports()
             var report = StatusReport(enrolled: enrolled, readers: readers)
+            report.mode = mode.rawValue
+            report.trustBoundary = mode.trustBoundary
             report.readerBackend = backend
             guard try store.vaultExists() else { return report }
             report.initialized = true

@@ -44,7 +44,7 @@ extension TouchgateService {
             if try store.vaultExists() {
                 throw VaultError.alreadyInitialized(directory: location.directory.path)
             }
-            let secret = try PassphraseEntry.new(interaction, prompt: "New vault passphrase: ",
+            let secret = try await PassphraseEntry.new(interaction, prompt: "New vault passphrase: ",
                                                  user: principal.loginName)
             let kdf = stretching.parameters
             // The vault and its first audit record are one transaction.
@@ -113,7 +113,7 @@ extension TouchgateService {
                 try recordWrong()
                 throw VaultError.wrongPassphrase
             }
-            let next = try PassphraseEntry.new(new, prompt: "New passphrase: ", user: principal.loginName)
+            let next = try await PassphraseEntry.new(new, prompt: "New passphrase: ", user: principal.loginName)
             // Argon2id first, outside the transaction; then the new wrapping and its record together.
             let vault = context.vault
             let kdf = stretching?.parameters

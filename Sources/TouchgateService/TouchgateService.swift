@@ -19,6 +19,8 @@ public struct TouchgateService: Sendable {
     public let location: StoreLocation
     /// Where unlocked vault keys wait.
     let custody: @Sendable (Vault) -> any KeyCustody
+    /// Which process this service runs in: the user's own (personal) or touchgated (system).
+    public let mode: ServiceMode
     /// How to reach the reader: `auto`, `libfprint` or `fprintd` (see ``ReaderBackendChoice``);
     /// `TOUCHGATE_READER_BACKEND` by default.
     public var readerBackendSetting: String? = ProcessInfo.processInfo.environment[ReaderBackendChoice.environmentVariable]
@@ -30,10 +32,11 @@ public struct TouchgateService: Sendable {
 
     /// A service for `principal` over `location`, keeping unlocked keys where `custody`
     /// says (one custody per vault; a daemon keeps them in its own memory).
-    public init(principal: Principal, location: StoreLocation,
+    public init(principal: Principal, location: StoreLocation, mode: ServiceMode = .personal,
                 custody: @escaping @Sendable (Vault) -> any KeyCustody) {
         self.principal = principal
         self.location = location
+        self.mode = mode
         self.custody = custody
     }
 

@@ -86,7 +86,7 @@ struct VaultContext: Sendable {
         if !bound.isEmpty {
             let what = "\(bound.count) secret\(bound.count == 1 ? "" : "s") bound to the enrolled fingers "
                 + "(biometry-current-set)"
-            guard try interaction.confirm("\(action) destroys \(what) for good. Continue?", details: bound) else {
+            guard try await interaction.confirm("\(action) destroys \(what) for good. Continue?", details: bound) else {
                 throw ServiceError(.declined, "nothing was changed: \(action.lowercased()) would destroy \(what): "
                                    + bound.map(StoredText.escaped).joined(separator: ", ")
                                    + ". Confirm at the terminal, or pass --yes")

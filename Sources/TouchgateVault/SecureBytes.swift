@@ -34,7 +34,7 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// Zeroed guarded memory for `count` bytes (at least one, so the pointer is never
     /// null), already registered for wiping on a fatal signal.
-    private static func allocate(count: Int) -> (pointer: UnsafeMutableRawPointer, slot: Int) {
+    static func allocate(count: Int) -> (pointer: UnsafeMutableRawPointer, slot: Int) {
         precondition(count >= 0, "negative size")
         Sodium.ensureInitialized()
         guard let pointer = sodium_malloc(max(count, 1)) else {
@@ -45,7 +45,7 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     /// Unregisters, then zeroes, unlocks and unmaps an allocation.
-    private static func release(_ allocation: (pointer: UnsafeMutableRawPointer, slot: Int)) {
+    static func release(_ allocation: (pointer: UnsafeMutableRawPointer, slot: Int)) {
         if allocation.slot >= 0 {
             let result = CTouchgateSys_secret_unregister(allocation.slot, allocation.pointer)
             precondition(result == 0, "SecureBytes registry slot \(allocation.slot) does not hold this allocation")
@@ -108,4 +108,30 @@ extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible, Cu
     public var debugDescription: String { description }
     /// A mirror without children, so `dump` and debuggers' summaries show no contents.
     public var customMirror: Mirror { Mirror(self, children: [:]) }
+}
+
+/// A mutable working buffer in the same guarded, registered memory as ``SecureBytes``,
+/// for bytes that pass through on their way to becoming secrets (a socket's receive
+/// buffer). Zeroed and freed when released.
+///
+/// Not `Sendable`: one owner reads and writes it.
+public final class GuardedBuffer {
+    private let allocation: (pointer: UnsafeMutableRawPointer, slot: Int)
+    /// Its size in bytes.
+    public let capacity: Int
+
+    /// `capacity` zeroed bytes.
+    public init(capacity: Int) {
+        allocation = SecureBytes.allocate(count: capacity)
+        self.capacity = capacity
+    }
+
+    /// The bytes, for reading and writing; valid while the buffer lives.
+    public var bytes: UnsafeMutableRawBufferPointer {
+        UnsafeMutableRawBufferPointer(start: allocation.pointer, count: capacity)
+    }
+
+    deinit {
+        SecureBytes.release(allocation)
+    }
 }

@@ -29,4 +29,20 @@ public enum UserDatabase {
             return String(cString: name)
         }
     }
+
+    /// The uid of the login `name`, or nil when the password database has none.
+    public static func uid(of name: String) -> UInt32? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        while true {
+            let status = getpwnam_r(name, &entry, &buffer, buffer.count, &result)
+            if status == ERANGE && buffer.count < 1 << 20 {
+                buffer = [CChar](repeating: 0, count: buffer.count * 4)
+                continue
+            }
+            guard status == 0, result != nil else { return nil }
+            return UInt32(entry.pw_uid)
+        }
+    }
 }

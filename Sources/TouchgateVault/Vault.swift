@@ -19,7 +19,7 @@ public struct Vault: Sendable {
     /// The vault user: items are stored under and authenticated with this name.
     public let owner: String
     /// The random id chosen when the vault was created.
-    let vaultID: [UInt8]
+    public let vaultID: [UInt8]
 
     /// Length of the random vault id.
     static let idBytes = 16

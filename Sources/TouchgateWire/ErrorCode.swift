@@ -51,6 +51,10 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case retention
     /// The new passphrase is too weak to protect the vault.
     case weakPassphrase = "weak-passphrase"
+    /// touchgated cannot be reached, or broke off the conversation.
+    case daemonUnavailable = "daemon-unavailable"
+    /// The caller may not do this (another user's data, a system-wide change without root).
+    case forbidden
     /// The request itself is invalid.
     case usage
     /// The user cancelled.
@@ -72,8 +76,8 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
             ExitStatus.dataError
         case .noVault, .notFound: ExitStatus.notFound
         case .alreadyInitialized, .alreadyEnrolled, .alreadyExists: ExitStatus.alreadyExists
-        case .declined, .retention, .weakPassphrase: ExitStatus.refused
-        case .conflict: ExitStatus.tryAgain
+        case .declined, .retention, .weakPassphrase, .forbidden: ExitStatus.refused
+        case .conflict, .daemonUnavailable: ExitStatus.tryAgain
         case .lockedOut: ExitStatus.lockedOut
         case .wrongPassphrase, .vaultLocked, .passphraseRequired, .passphraseInput, .itemInvalidated:
             ExitStatus.authentication

@@ -195,6 +195,11 @@ public struct StatusReport: Codable, Sendable, Equatable {
         }
     }
 
+    /// Which process enforces the guarantees: `personal` (this user's own process over files
+    /// in their home) or `system` (touchgated, under its own uid).
+    public var mode: String?
+    /// What that mode protects against, in one sentence.
+    public var trustBoundary: String?
     /// Whether a vault exists.
     public var initialized: Bool
     /// Whether the vault key is not held (nil without a vault).

@@ -30,7 +30,8 @@ enum Completions {
     /// there is no store yet or it cannot be read.
     static func storedSecretNames() -> [String] {
         // No store yet: say nothing rather than create one on a TAB.
-        guard FileManager.default.fileExists(atPath: service.location.databasePath) else { return [] }
+        if let personal = service as? TouchgateService,
+           !FileManager.default.fileExists(atPath: personal.location.databasePath) { return [] }
         let names = NameBox()
         let done = DispatchSemaphore(value: 0)
         // argument-parser calls a synchronous closure from the synchronous `parseAsRoot()`

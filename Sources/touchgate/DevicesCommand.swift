@@ -15,8 +15,9 @@ struct Devices: AsyncParsableCommand {
 
     func run() async throws {
         try await CommandRunner.run(json: common.json) { console in
-            let readers = await service.readers()
-            if readers.isEmpty { console.warning(service.noReaderExplanation()) }
+            let inventory = try await service.listReaders()
+            let readers = inventory.readers
+            if let explanation = inventory.explanation { console.warning(explanation) }
             let text = readers.enumerated().map { index, info in
                 guard info.backend == "fprintd" else {
                     return "\(index == 0 ? "*" : " ") \(info.deviceID)  \(info.name)  [driver \(info.driver), \(info.scanType), "

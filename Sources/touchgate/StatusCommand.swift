@@ -63,6 +63,10 @@ struct Status: AsyncParsableCommand {
         lines.append("readers: " + (status.readers.isEmpty ? "none" : status.readers
             .map { $0.backend == "fprintd" ? "\($0.name) (through fprintd)" : "\($0.name) (\($0.deviceID))" }
             .joined(separator: ", ")))
+        if let mode = status.mode {
+            lines.append("mode: \(mode == "system" ? "system (touchgated)" : "personal (this process)"); "
+                         + (status.trustBoundary ?? ""))
+        }
         return lines.joined(separator: "\n")
     }
 

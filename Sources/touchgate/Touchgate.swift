@@ -75,5 +75,6 @@ struct UserOption: ParsableArguments {
     var user: String?
 }
 
-/// The service every command adapts: this user's data in the personal (in-process) mode.
-let service = TouchgateService.personal()
+/// The service every command adapts: touchgated when its socket exists (the system
+/// mode), else this user's own data in this process (the personal mode).
+let service: any TouchgateRequests = ServiceChoice.resolve()

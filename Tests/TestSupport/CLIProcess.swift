@@ -46,6 +46,8 @@ public struct CLIProcess: Sendable {
     public var environment: [String: String]
     /// Wraps the command, e.g. `["umockdev-run", "-d", …, "--"]`.
     public var wrapper: [String] = []
+    /// Another `touchgate` binary to run (a copy that other users may execute).
+    public var binaryOverride: String?
 
     /// A runner with `environment`.
     public init(environment: [String: String]) {
@@ -63,7 +65,7 @@ public struct CLIProcess: Sendable {
                     onStderrLine: @escaping @Sendable (String, Process) -> Void = { _, _ in }) async throws -> CLIResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = wrapper + [Self.binary] + arguments
+        process.arguments = wrapper + [binaryOverride ?? Self.binary] + arguments
         var env = environment
         env["PATH"] = env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
         process.environment = env

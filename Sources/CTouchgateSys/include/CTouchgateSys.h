@@ -11,6 +11,10 @@ int CTouchgateSys_harden_process(void);
 /// Whether the process is currently dumpable (prctl(PR_GET_DUMPABLE)): 1, 0, or -errno.
 int CTouchgateSys_is_dumpable(void);
 
+/// getsockopt(SO_PEERCRED) on a connected Unix socket: who is at the other end, as the
+/// kernel recorded it when the peer connected (struct ucred needs _GNU_SOURCE). 0 or -errno.
+int CTouchgateSys_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t *pid);
+
 /// add_key("user", description, payload, length, KEY_SPEC_USER_KEYRING): creates or
 /// updates a key in the user keyring (syscall(2) is variadic). Returns the serial or -errno.
 long CTouchgateSys_key_add_user(const char *description, const void *payload, size_t length);

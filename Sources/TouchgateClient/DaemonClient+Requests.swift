@@ -1,0 +1,185 @@
+import Foundation
+import TouchgateService
+import TouchgateWire
+
+/// Each request as its protocol operation: arguments out, the report back.
+extension DaemonClient {
+    private func arguments(_ build: (inout RequestArguments) -> Void) -> RequestArguments {
+        var arguments = RequestArguments()
+        build(&arguments)
+        return arguments
+    }
+
+    private func asking(_ interaction: any Interaction) -> Parties {
+        Parties(interaction: interaction)
+    }
+
+    public func status() async throws(ServiceError) -> StatusReport {
+        try await call(.status).0
+    }
+
+    public func initialize(stretching: KeyStretching, interaction: any Interaction) async throws(ServiceError) -> InitReport {
+        try await call(.initialize, arguments { $0.stretching = stretching.rawValue; $0.canAskAgain = interaction.canAskAgain },
+                       asking(interaction)).0
+    }
+
+    public func unlock(interaction: any Interaction) async throws(ServiceError) {
+        _ = try await call(.unlock, arguments { $0.canAskAgain = interaction.canAskAgain }, asking(interaction),
+                           as: EmptyReport.self)
+    }
+
+    public func lock() async throws(ServiceError) -> LockReport {
+        try await call(.lock).0
+    }
+
+    public func changePassphrase(stretching: KeyStretching?, current: any Interaction,
+                                 new: any Interaction) async throws(ServiceError) {
+        let arguments = arguments {
+            $0.stretching = stretching?.rawValue
+            $0.canAskAgain = current.canAskAgain
+            $0.newCanAskAgain = new.canAskAgain
+        }
+        _ = try await call(.changePassphrase, arguments, Parties(interaction: current, newPassphrase: new),
+                           as: EmptyReport.self)
+    }
+
+    public func enroll(finger: String, user: String?, replace: Bool, device: String?,
+                       interaction: any Interaction) async throws(ServiceError) -> EnrollReport {
+        let arguments = arguments {
+            $0.finger = finger
+            $0.user = user
+            $0.replace = replace
+            $0.device = device
+            $0.canAskAgain = interaction.canAskAgain
+        }
+        return try await call(.enroll, arguments, asking(interaction)).0
+    }
+
+    public func printList(user: String?, device: String?,
+                          interaction: any Interaction) async throws(ServiceError) -> PrintListReport {
+        try await call(.prints, arguments { $0.user = user; $0.device = device }, asking(interaction)).0
+    }
+
+    public func deleteOrphans(device: String?, interaction: any Interaction) async throws(ServiceError) -> OrphanDeleteReport {
+        try await call(.deleteOrphans, arguments { $0.device = device; $0.canAskAgain = interaction.canAskAgain },
+                       asking(interaction)).0
+    }
+
+    public func deletePrint(finger: String, user: String?, device: String?,
+                            interaction: any Interaction) async throws(ServiceError) -> DeleteReport {
+        let arguments = arguments {
+            $0.finger = finger
+            $0.user = user
+            $0.device = device
+            $0.canAskAgain = interaction.canAskAgain
+        }
+        return try await call(.deletePrint, arguments, asking(interaction)).0
+    }
+
+    public func clearReader(device: String?, interaction: any Interaction) async throws(ServiceError) -> ClearReport {
+        try await call(.clearReader, arguments { $0.device = device; $0.canAskAgain = interaction.canAskAgain },
+                       asking(interaction)).0
+    }
+
+    public func importFromFprintd(user: String?, from directory: String, dryRun: Bool,
+                                  interaction: any Interaction) async throws(ServiceError) -> ImportReport {
+        let arguments = arguments {
+            $0.user = user
+            $0.path = directory
+            $0.dryRun = dryRun
+            $0.canAskAgain = interaction.canAskAgain
+        }
+        return try await call(.importFprintd, arguments, asking(interaction)).0
+    }
+
+    public func verify(user: String?, finger: String?, device: String?,
+                       interaction: any Interaction) async throws(ServiceError) -> MatchReport {
+        try await call(.verify, arguments { $0.user = user; $0.finger = finger; $0.device = device },
+                       asking(interaction)).0
+    }
+
+    public func identify(device: String?, interaction: any Interaction) async throws(ServiceError) -> MatchReport {
+        try await call(.identify, arguments { $0.device = device }, asking(interaction)).0
+    }
+
+    public func listReaders() async throws(ServiceError) -> ReaderInventory {
+        try await call(.readers).0
+    }
+
+    public func capture(to path: String, format: ImageFormat, device: String?,
+                        interaction: any Interaction) async throws(ServiceError) -> CaptureReport {
+        try await call(.capture, arguments { $0.path = path; $0.format = format.rawValue; $0.device = device },
+                       asking(interaction)).0
+    }
+
+    public func settings() async throws(ServiceError) -> SettingsReport {
+        try await call(.settings).0
+    }
+
+    public func changeSettings(_ change: SettingsChange,
+                               interaction: any Interaction) async throws(ServiceError) -> SettingsReport {
+        let arguments = arguments {
+            $0.lockoutThreshold = change.lockoutThreshold
+            $0.lockoutDurationSeconds = change.lockoutDurationSeconds
+            $0.sessionTimeoutSeconds = change.sessionTimeoutSeconds
+            $0.idleTimeoutSeconds = change.idleTimeoutSeconds
+            $0.canAskAgain = interaction.canAskAgain
+        }
+        return try await call(.changeSettings, arguments, asking(interaction)).0
+    }
+
+    public func repair(interaction: any Interaction) async throws(ServiceError) -> RepairReport {
+        try await call(.repair, arguments { $0.canAskAgain = interaction.canAskAgain }, asking(interaction)).0
+    }
+
+    public func release(_ name: String, device: String?, interaction: any Interaction) async throws(ServiceError) -> SecretBytes {
+        let (_, secret) = try await call(.release, arguments { $0.item = name; $0.device = device; $0.canAskAgain = interaction.canAskAgain },
+                                         asking(interaction), as: EmptyReport.self)
+        guard let secret else { throw ServiceError(.daemonUnavailable, "touchgated released no value") }
+        return secret
+    }
+
+    public func store(_ name: String, value: @escaping @Sendable () async throws -> SecretBytes, policy: String, fresh: Bool,
+                      replace: Bool, device: String?, interaction: any Interaction) async throws(ServiceError) -> StoredReport {
+        let arguments = arguments {
+            $0.item = name
+            $0.policy = policy
+            $0.fresh = fresh
+            $0.replace = replace
+            $0.device = device
+            $0.canAskAgain = interaction.canAskAgain
+        }
+        return try await call(.store, arguments, Parties(interaction: interaction, secretValue: value)).0
+    }
+
+    public func items() async throws(ServiceError) -> [ItemReport] {
+        try await call(.items).0
+    }
+
+    public func remove(_ name: String, interaction: any Interaction) async throws(ServiceError) {
+        _ = try await call(.remove, arguments { $0.item = name; $0.canAskAgain = interaction.canAskAgain }, asking(interaction),
+                           as: EmptyReport.self)
+    }
+
+    public func auditRecords(_ filter: AuditFilter) async throws(ServiceError) -> [AuditRecordReport] {
+        try await call(.auditRecords, arguments { $0.filter = filter }).0
+    }
+
+    public func auditRecordCount(_ filter: AuditFilter) async throws(ServiceError) -> Int {
+        try await call(.auditCount, arguments { $0.filter = filter }, as: CountReport.self).0.count
+    }
+
+    public func verifyAudit() async throws(ServiceError) -> Int {
+        try await call(.verifyAudit, as: CountReport.self).0.count
+    }
+
+    public func exportAudit(_ filter: AuditFilter,
+                            to write: @escaping @Sendable (String) -> Void) async throws(ServiceError) -> Int {
+        try await call(.exportAudit, arguments { $0.filter = filter }, Parties(output: write), as: CountReport.self).0.count
+    }
+
+    public func pruneAudit(before cutoff: Date, force: Bool, interaction: any Interaction) async throws(ServiceError) -> Int {
+        let arguments = arguments { $0.before = cutoff; $0.force = force; $0.canAskAgain = interaction.canAskAgain }
+        return try await call(.pruneAudit, arguments, asking(interaction), as: CountReport.self).0.count
+    }
+}

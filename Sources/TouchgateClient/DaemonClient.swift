@@ -1,0 +1,137 @@
+import Foundation
+import TouchgateService
+import TouchgateSocket
+import TouchgateWire
+
+/// The requests of ``TouchgateRequests`` sent to `touchgated` over its socket: the same
+/// reports and errors as in-process, with prompts, progress and questions relayed to the
+/// caller's ``Interaction``. Each call is one connection; cancelling the calling task
+/// closes it, which cancels the request in the daemon and releases the reader.
+public struct DaemonClient: TouchgateRequests {
+    /// The daemon's socket.
+    public let socketPath: String
+
+    /// A client of the daemon listening at `socketPath`.
+    public init(socketPath: String) {
+        self.socketPath = socketPath
+    }
+
+    public var mode: ServiceMode { .system }
+
+    /// What a call needs besides its operation and arguments.
+    struct Parties: Sendable {
+        var interaction: (any Interaction)?
+        /// Who answers `new-passphrase` questions (passphrase change), when not `interaction`.
+        var newPassphrase: (any Interaction)?
+        /// Supplies the value of a secret being stored.
+        var secretValue: (@Sendable () async throws -> SecretBytes)?
+        /// Receives `output` lines.
+        var output: (@Sendable (String) -> Void)?
+    }
+
+    /// Sends one request and relays the conversation until its result.
+    func call<Report: Codable & Sendable>(
+        _ operation: DaemonOperation, _ arguments: RequestArguments = RequestArguments(), _ parties: Parties = Parties(),
+        as: Report.Type = Report.self
+    ) async throws(ServiceError) -> (Report, SecretBytes?) {
+        let socket: FramedSocket
+        do {
+            socket = try FramedSocket.connect(path: socketPath)
+        } catch {
+            throw ServiceError(.daemonUnavailable, "cannot reach touchgated at \(socketPath): \(error). Is it running? "
+                                   + "Check with: systemctl status touchgated.socket")
+        }
+        defer { socket.close() }
+        do {
+            return try await withTaskCancellationHandler {
+                try await converse(socket, operation, arguments, parties)
+            } onCancel: {
+                socket.close()
+            }
+        } catch let error as ServiceError {
+            throw error
+        } catch is CancellationError {
+            throw .cancelled
+        } catch {
+            throw ServiceError(.daemonUnavailable, "the conversation with touchgated failed: \(error)")
+        }
+    }
+
+    private func converse<Report: Codable & Sendable>(
+        _ socket: FramedSocket, _ operation: DaemonOperation, _ arguments: RequestArguments, _ parties: Parties
+    ) async throws -> (Report, SecretBytes?) {
+        let id: UInt64 = 1
+        var request = ClientMessage(kind: .request, id: id)
+        request.operation = operation
+        request.arguments = arguments
+        var greeted = false
+        for try await frame in socket.frames() {
+            let message = try frame.decode(DaemonMessage.self)
+            if !greeted {
+                guard message.kind == .hello, message.versions?.contains(DaemonProtocol.version) == true else {
+                    throw ServiceError(.daemonUnavailable, "touchgated at \(socketPath) does not speak protocol version "
+                                           + "\(DaemonProtocol.version); update touchgate and touchgated together")
+                }
+                greeted = true
+                guard socket.send(request) else { break }
+                continue
+            }
+            switch message.kind {
+            case .hello:
+                throw FrameError.malformed("a second hello")
+            case .event:
+                if let event = message.event { parties.interaction?.event(event) }
+            case .output:
+                if let text = message.text { parties.output?(text) }
+            case .ask:
+                guard let question = message.question else { throw FrameError.malformed("an ask without a question") }
+                let (answer, secret) = await answer(question, id: id, parties)
+                guard socket.send(answer, secret: secret) else { break }
+            case .result:
+                let result = try frame.decode(ResultMessage<Report>.self)
+                return (result.result, frame.secret)
+            case .failure:
+                throw message.error ?? ServiceError(.error, "touchgated failed without saying why")
+            }
+        }
+        try Task.checkCancellation()
+        throw ServiceError(.daemonUnavailable, "touchgated closed the connection before answering; "
+                               + "see its log: journalctl -u touchgated")
+    }
+
+    /// The caller's answer to `question`, never throwing: a failure to ask travels back
+    /// to the daemon, which ends the request with it.
+    private func answer(_ question: DaemonMessage.Question, id: UInt64,
+                        _ parties: Parties) async -> (ClientMessage, SecretBytes?) {
+        var answer = ClientMessage(kind: .answer, id: id)
+        do {
+            guard let interaction = parties.interaction else {
+                throw ServiceError(.passphraseRequired, "nobody to ask: \(question.prompt)")
+            }
+            var secret: SecretBytes?
+            switch question.kind {
+            case "passphrase":
+                secret = try await interaction.passphrase(prompt: question.prompt, again: question.again ?? false)
+            case "new-passphrase":
+                secret = try await (parties.newPassphrase ?? interaction).newPassphrase(prompt: question.prompt)
+            case "secret-value":
+                guard let value = parties.secretValue else { throw ServiceError(.usage, "no value to store") }
+                secret = try await value()
+            case "confirm":
+                answer.confirmed = try await interaction.confirm(question.prompt, details: question.details ?? [])
+            default:
+                throw ServiceError(.error, "touchgated asked a question this client does not know ('\(question.kind)'); "
+                                       + "update touchgate")
+            }
+            answer.secretLength = secret?.count
+            return (answer, secret)
+        } catch let error as ServiceError {
+            answer.error = error
+        } catch is CancellationError {
+            answer.declined = true
+        } catch {
+            answer.error = ServiceError(.passphraseInput, String(describing: error))
+        }
+        return (answer, nil)
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import TouchgateService
+import TouchgateSocket
+import TouchgateVault
+import TouchgateWire
+
+/// `touchgated`: serves ``DaemonProtocol`` on a listening socket for every user, over one
+/// store per user in its state directory, with the unlocked keys in its own memory.
+public final class Daemon: Sendable {
+    private let listener: UnixListener
+    private let handler: RequestHandler
+    private let keys: HeldKeys
+    private let log: @Sendable (String) -> Void
+
+    /// A daemon serving `listener` over stores in `stateDirectory` (created 0700 if missing).
+    public init(listener: UnixListener, stateDirectory: URL, log: @escaping @Sendable (String) -> Void) throws {
+        try FileManager.default.createDirectory(at: stateDirectory.appendingPathComponent("users"),
+                                                withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        chmod(stateDirectory.path, 0o700)
+        self.listener = listener
+        keys = HeldKeys()
+        handler = RequestHandler(stores: DaemonStores(directory: stateDirectory, keys: keys), readers: ReaderQueue())
+        self.log = log
+    }
+
+    /// Accepts and serves connections until ``stop()``.
+    public func run() async {
+        let sweeper = Task { [keys] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(30))
+                keys.sweep()
+            }
+        }
+        defer { sweeper.cancel() }
+        let listener = self.listener
+        let connections = AsyncStream<Int32> { continuation in
+            let thread = Thread {
+                while let descriptor = try? listener.accept() {
+                    continuation.yield(descriptor)
+                }
+                continuation.finish()
+            }
+            thread.name = "touchgated-accept"
+            thread.start()
+        }
+        await withDiscardingTaskGroup { group in
+            for await descriptor in connections {
+                group.addTask { [self] in await serve(FramedSocket(descriptor: descriptor)) }
+            }
+        }
+        keys.releaseAll()
+    }
+
+    /// Stops accepting; connections being served finish their requests.
+    public func stop() {
+        listener.close()
+    }
+
+    /// One connection: a hello, then requests one at a time, each answered once.
+    private func serve(_ socket: FramedSocket) async {
+        socket.setSendTimeout(seconds: 10)
+        guard let peer = try? socket.peer() else { return socket.close() }
+        var hello = DaemonMessage(kind: .hello, id: 0)
+        hello.versions = [DaemonProtocol.version]
+        guard socket.send(hello) else { return socket.close() }
+        let slot = RequestSlot()
+        do {
+            for try await frame in socket.frames() {
+                let message = try frame.decode(ClientMessage.self)
+                switch message.kind {
+                case .request:
+                    guard let operation = message.operation else { throw FrameError.malformed("a request needs an operation") }
+                    let interaction = DaemonInteraction(socket: socket, id: message.id, answers: AnswerSlot(),
+                                                        canAskAgain: message.arguments?.canAskAgain ?? false,
+                                                        assumeYes: message.arguments?.assumeYes ?? false)
+                    log("\(peer): \(operation.rawValue)")
+                    let handler = self.handler
+                    guard await slot.start(id: message.id, answers: interaction.answers, { [slot] in
+                        let reply = await handler.respond(to: message, peer: peer, interaction: interaction)
+                        await slot.finish(id: message.id)
+                        socket.sendRaw(reply.line, secret: reply.secret)
+                    }) else {
+                        throw FrameError.malformed("request \(message.id) arrived while request is still running")
+                    }
+                case .answer:
+                    guard await slot.deliver(message, secret: frame.secret) else {
+                        throw FrameError.malformed("an answer to no question")
+                    }
+                case .cancel:
+                    await slot.cancel(id: message.id)
+                }
+            }
+        } catch {
+            var failure = DaemonMessage(kind: .failure, id: 0)
+            failure.error = ServiceError(.usage, "\(error); closing the connection")
+            socket.send(failure)
+            log("\(peer): protocol error: \(error)")
+        }
+        // The client is gone or broke the protocol: whatever runs for it is cancelled,
+        // which releases the reader, and is waited for.
+        await slot.cancelAndWait()
+        socket.close()
+    }
+}
+
+/// The request a connection runs, if any: at most one at a time.
+actor RequestSlot {
+    private var running: (id: UInt64, task: Task<Void, Never>, answers: AnswerSlot)?
+
+    /// Starts `body` as request `id`; false when one is still running.
+    func start(id: UInt64, answers: AnswerSlot, _ body: @escaping @Sendable () async -> Void) -> Bool {
+        guard running == nil else { return false }
+        running = (id, Task { await body() }, answers)
+        return true
+    }
+
+    /// Marks request `id` ended (before its reply is read, so the next may follow at once).
+    func finish(id: UInt64) {
+        if running?.id == id { running = nil }
+    }
+
+    /// Hands an answer to the running request's outstanding question.
+    func deliver(_ message: ClientMessage, secret: SecretBytes?) async -> Bool {
+        guard let running, running.id == message.id else { return false }
+        return await running.answers.deliver(message, secret: secret)
+    }
+
+    /// Cancels request `id` if it runs.
+    func cancel(id: UInt64) async {
+        guard let running, running.id == id else { return }
+        running.task.cancel()
+        await running.answers.fail(CancellationError())
+    }
+
+    /// Cancels whatever runs and waits for it to end.
+    func cancelAndWait() async {
+        guard let running else { return }
+        running.task.cancel()
+        await running.answers.fail(CancellationError())
+        await running.task.value
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import TouchgatePolicy
+import TouchgateService
+import TouchgateVault
+
+/// Unlocked vault keys in the daemon's own memory (guarded, locked, not dumpable, wiped
+/// when released): no user process can read them, unlike the kernel keyring of the
+/// personal mode. Each key goes after the idle timeout without use, at the maximum age
+/// after its passphrase however busy, on lock, and when the daemon stops.
+///
+/// Times are on the boot clock (`CLOCK_BOOTTIME`), which counts suspended time too.
+///
+/// `@unchecked Sendable`: `held` is only touched under `lock`.
+final class HeldKeys: @unchecked Sendable {
+    private struct Held {
+        let key: VaultKey
+        let unlockedAt: Double
+        var lastUse: Double
+    }
+
+    let idleTimeout: Duration
+    let maximumAge: Duration
+    private let lock = NSLock()
+    private var held: [String: Held] = [:]
+
+    init(idleTimeout: Duration = VaultSession.defaultIdleTimeout, maximumAge: Duration = VaultSession.defaultMaximumAge) {
+        self.idleTimeout = idleTimeout
+        self.maximumAge = maximumAge
+    }
+
+    /// The custody of one vault's key.
+    func custody(for vault: Vault) -> any KeyCustody {
+        Custody(keys: self, slot: Self.slot(of: vault))
+    }
+
+    /// Forgets every key that has expired; returns how many.
+    @discardableResult
+    func sweep() -> Int {
+        let now = Self.now()
+        return lock.withLock {
+            let expired = held.filter { expiry(of: $0.value) <= now }.map(\.key)
+            for slot in expired { held[slot] = nil }
+            return expired.count
+        }
+    }
+
+    /// Forgets every key (the daemon stops).
+    func releaseAll() {
+        lock.withLock { held.removeAll() }
+    }
+
+    /// How many keys are held.
+    var count: Int { lock.withLock { held.count } }
+
+    fileprivate func hold(_ key: VaultKey, slot: String) {
+        let now = Self.now()
+        lock.withLock { held[slot] = Held(key: key, unlockedAt: now, lastUse: now) }
+    }
+
+    fileprivate func use(_ slot: String) -> VaultKey? {
+        let now = Self.now()
+        return lock.withLock {
+            guard var entry = held[slot] else { return nil }
+            guard expiry(of: entry) > now else {
+                held[slot] = nil
+                return nil
+            }
+            entry.lastUse = now
+            held[slot] = entry
+            return entry.key
+        }
+    }
+
+    fileprivate func peek(_ slot: String) -> (holding: Bool, latest: Date?) {
+        let now = Self.now()
+        return lock.withLock {
+            guard let entry = held[slot], expiry(of: entry) > now else { return (false, nil) }
+            return (true, Date().addingTimeInterval(entry.unlockedAt + maximumAge.timeInterval - now))
+        }
+    }
+
+    fileprivate func release(_ slot: String) -> Bool {
+        lock.withLock { held.removeValue(forKey: slot) != nil }
+    }
+
+    /// Under `lock`.
+    private func expiry(of entry: Held) -> Double {
+        min(entry.lastUse + idleTimeout.timeInterval, entry.unlockedAt + maximumAge.timeInterval)
+    }
+
+    /// The vault's directory and its random id: a vault made anew in the same directory
+    /// never finds the old one's key.
+    private static func slot(of vault: Vault) -> String {
+        vault.database.location.directory.standardizedFileURL.path + "#" + Hex.encode(vault.vaultID)
+    }
+
+    private static func now() -> Double {
+        SystemClock.readBootTime().timeInterval
+    }
+
+    private struct Custody: KeyCustody {
+        let keys: HeldKeys
+        let slot: String
+
+        func hold(_ key: VaultKey) throws { keys.hold(key, slot: slot) }
+        func currentKey() throws -> VaultKey? { keys.use(slot) }
+        var isHolding: Bool { keys.peek(slot).holding }
+        var latestExpiry: Date? { keys.peek(slot).latest }
+        func release() throws -> Bool { keys.release(slot) }
+    }
+}

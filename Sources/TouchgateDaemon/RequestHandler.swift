@@ -1,0 +1,225 @@
+import Foundation
+import TouchgateService
+import TouchgateSocket
+import TouchgateVault
+import TouchgateWire
+
+/// Turns one protocol request into one call of the service, for the peer who sent it.
+///
+/// Who acts is the peer's uid from `SO_PEERCRED`, never anything the request says: a
+/// request naming another user is served only for root. Nothing is decided here beyond
+/// that; every rule lives in ``TouchgateService``.
+struct RequestHandler: Sendable {
+    /// Where each user's store lives, and the held keys.
+    let stores: DaemonStores
+    /// One reader operation at a time, in arrival order.
+    let readers: ReaderQueue
+
+    /// Runs `request` (a request with an operation) and returns its result or failure, to send.
+    func respond(to request: ClientMessage, peer: Peer, interaction: DaemonInteraction) async -> Reply {
+        do {
+            return try await run(request.operation!, request.arguments ?? RequestArguments(), peer: peer,
+                                 interaction: interaction)
+        } catch {
+            var failure = DaemonMessage(kind: .failure, id: request.id)
+            failure.error = error as? ServiceError
+                ?? (error is CancellationError ? .cancelled : ServiceError(.error, String(describing: error)))
+            return Reply(line: DaemonProtocol.encode(failure), secret: nil)
+        }
+    }
+
+    /// A reply: the result line and the secret bytes that follow it.
+    struct Reply {
+        let line: [UInt8]
+        let secret: SecretBytes?
+    }
+
+    private func reply<R: Codable & Sendable>(_ id: UInt64, _ report: R, secret: SecretBytes? = nil) -> Reply {
+        Reply(line: DaemonProtocol.encode(ResultMessage(id: id, result: report, secretLength: secret?.count)),
+              secret: secret)
+    }
+
+    // swiftlint:disable:next cyclomatic_complexity function_body_length
+    private func run(_ operation: DaemonOperation, _ arguments: RequestArguments, peer: Peer,
+                     interaction: DaemonInteraction) async throws -> Reply {
+        let id = interaction.id
+        let service = try stores.service(for: peer, actingFor: arguments.user)
+        switch operation {
+        case .status:
+            return reply(id, try await service.status())
+        case .initialize:
+            return reply(id, try await service.initialize(stretching: try stretching(arguments) ?? .moderate,
+                                                          interaction: interaction))
+        case .unlock:
+            try await service.unlock(interaction: interaction)
+            return reply(id, EmptyReport())
+        case .lock:
+            return reply(id, try await service.lock())
+        case .changePassphrase:
+            let new = DaemonInteraction(socket: interaction.socket, id: id, answers: interaction.answers,
+                                        canAskAgain: arguments.newCanAskAgain ?? false, assumeYes: false)
+            try await service.changePassphrase(stretching: try stretching(arguments), current: interaction, new: new)
+            return reply(id, EmptyReport())
+        case .enroll:
+            let finger = try required(arguments.finger, "finger")
+            return try await readers.one {
+                reply(id, try await service.enroll(finger: finger, user: nil, replace: arguments.replace ?? false,
+                                                   device: arguments.device, interaction: interaction))
+            }
+        case .prints:
+            return try await readers.one {
+                reply(id, try await service.printList(user: arguments.user, device: arguments.device,
+                                                      interaction: interaction))
+            }
+        case .deleteOrphans:
+            try stores.requireRoot(peer, "deleting prints the store does not know from a reader")
+            return try await readers.one {
+                reply(id, try await service.deleteOrphans(device: arguments.device, interaction: interaction))
+            }
+        case .deletePrint:
+            let finger = try required(arguments.finger, "finger")
+            return try await readers.one {
+                reply(id, try await service.deletePrint(finger: finger, user: nil, device: arguments.device,
+                                                        interaction: interaction))
+            }
+        case .clearReader:
+            try stores.requireRoot(peer, "clearing a reader's own storage")
+            return try await readers.one {
+                reply(id, try await service.clearReader(device: arguments.device, interaction: interaction))
+            }
+        case .importFprintd:
+            // fprintd's store is root's: only root may have the daemon read it.
+            try stores.requireRoot(peer, "importing from fprintd's store")
+            let from = try required(arguments.path, "path")
+            return reply(id, try await service.importFromFprintd(user: nil, from: from, dryRun: arguments.dryRun ?? false,
+                                                                 interaction: interaction))
+        case .verify:
+            return try await readers.one {
+                reply(id, try await service.verify(user: nil, finger: arguments.finger, device: arguments.device,
+                                                   interaction: interaction))
+            }
+        case .identify:
+            return try await readers.one {
+                reply(id, try await service.identify(device: arguments.device, interaction: interaction))
+            }
+        case .readers:
+            return reply(id, try await service.listReaders())
+        case .capture:
+            throw ServiceError(.usage, "capture writes an image file as the daemon's user; run it without the daemon "
+                                   + "(stop touchgated) to capture")
+        case .settings:
+            return reply(id, try await service.settings())
+        case .changeSettings:
+            let change = SettingsChange(lockoutThreshold: arguments.lockoutThreshold,
+                                        lockoutDurationSeconds: arguments.lockoutDurationSeconds,
+                                        sessionTimeoutSeconds: arguments.sessionTimeoutSeconds,
+                                        idleTimeoutSeconds: arguments.idleTimeoutSeconds)
+            return reply(id, try await service.changeSettings(change, interaction: interaction))
+        case .repair:
+            return reply(id, try await service.repair(interaction: interaction))
+        case .release:
+            let name = try required(arguments.item, "item")
+            let value = try await readers.one {
+                try await service.release(name, device: arguments.device, interaction: interaction)
+            }
+            return reply(id, EmptyReport(), secret: value)
+        case .store:
+            let name = try required(arguments.item, "item")
+            let policy = try required(arguments.policy, "policy")
+            return try await readers.one {
+                reply(id, try await service.store(name, value: { try await interaction.secretValue() }, policy: policy,
+                                                  fresh: arguments.fresh ?? false, replace: arguments.replace ?? false,
+                                                  device: arguments.device, interaction: interaction))
+            }
+        case .items:
+            return reply(id, try await service.items())
+        case .remove:
+            let name = try required(arguments.item, "item")
+            return try await readers.one {
+                try await service.remove(name, interaction: interaction)
+                return reply(id, EmptyReport())
+            }
+        case .auditRecords:
+            return reply(id, try await service.auditRecords(arguments.filter ?? AuditFilter()))
+        case .auditCount:
+            return reply(id, CountReport(count: try await service.auditRecordCount(arguments.filter ?? AuditFilter())))
+        case .verifyAudit:
+            return reply(id, CountReport(count: try await service.verifyAudit()))
+        case .exportAudit:
+            let socket = interaction.socket
+            let count = try await service.exportAudit(arguments.filter ?? AuditFilter()) { text in
+                var output = DaemonMessage(kind: .output, id: id)
+                output.text = text
+                socket.send(output)
+            }
+            return reply(id, CountReport(count: count))
+        case .pruneAudit:
+            let before = try required(arguments.before, "before")
+            return reply(id, CountReport(count: try await service.pruneAudit(before: before, force: arguments.force ?? false,
+                                                                              interaction: interaction)))
+        }
+    }
+
+    private func required<T>(_ value: T?, _ name: String) throws(ServiceError) -> T {
+        guard let value else { throw ServiceError(.usage, "the request lacks '\(name)'") }
+        return value
+    }
+
+    private func stretching(_ arguments: RequestArguments) throws(ServiceError) -> KeyStretching? {
+        guard let text = arguments.stretching else { return nil }
+        guard let stretching = KeyStretching(rawValue: text) else {
+            throw ServiceError(.usage, "unknown key stretching '\(StoredText.escaped(text))'")
+        }
+        return stretching
+    }
+}
+
+/// Each user's store under the daemon's state directory, and the keys it holds.
+struct DaemonStores: Sendable {
+    /// The state directory (`/var/lib/touchgate`).
+    let directory: URL
+    let keys: HeldKeys
+
+    /// The service for `peer`, or for `user` when root asks on their behalf.
+    func service(for peer: Peer, actingFor user: String?) throws(ServiceError) -> TouchgateService {
+        let own = Principal(uid: peer.uid, loginName: UserDatabase.loginName(of: peer.uid))
+        var principal = own
+        if let user, user != own.loginName {
+            try requireRoot(peer, "acting for another user")
+            guard let uid = UserDatabase.uid(of: user) else {
+                throw ServiceError(.usage, "no user named '\(StoredText.escaped(user))' on this system")
+            }
+            principal = Principal(uid: uid, loginName: user)
+        }
+        let location = StoreLocation(directory: directory.appendingPathComponent("users")
+            .appendingPathComponent(String(principal.uid)))
+        let keys = self.keys
+        return TouchgateService(principal: principal, location: location, mode: .system, custody: { keys.custody(for: $0) })
+    }
+
+    func requireRoot(_ peer: Peer, _ what: String) throws(ServiceError) {
+        guard peer.isRoot else {
+            throw ServiceError(.forbidden, "\(what) needs root; ask your administrator (sudo touchgate …)")
+        }
+    }
+}
+
+/// One reader operation at a time, served in arrival order; the others wait.
+actor ReaderQueue {
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    /// Runs `body` once every operation that arrived earlier has ended.
+    func one<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        if busy {
+            await withCheckedContinuation { waiting.append($0) }
+        }
+        busy = true
+        defer { handOver() }
+        return try await body()
+    }
+
+    private func handOver() {
+        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+    }
+}

@@ -1,0 +1,67 @@
+import CTouchgateSys
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Who is at the other end of a connection, as the kernel recorded it when the peer
+/// connected (`SO_PEERCRED`): it cannot be claimed or forged by anything the peer sends.
+public struct Peer: Sendable, Equatable, CustomStringConvertible {
+    /// The peer's user id.
+    public let uid: UInt32
+    /// The peer's group id.
+    public let gid: UInt32
+    /// The peer's process id when it connected.
+    public let pid: Int32
+    /// The peer's executable (`/proc/PID/exe`), when it could be read: for the audit
+    /// trail only, never for decisions (a process can exec something else after connecting).
+    public let executable: String?
+
+    /// A peer with these ids.
+    public init(uid: UInt32, gid: UInt32, pid: Int32, executable: String?) {
+        self.uid = uid
+        self.gid = gid
+        self.pid = pid
+        self.executable = executable
+    }
+
+    /// The credentials of the process connected to `socket`.
+    public static func of(socket: Int32) throws -> Peer {
+        var uid: UInt32 = 0, gid: UInt32 = 0, pid: Int32 = 0
+        let result = CTouchgateSys_peer_credentials(socket, &uid, &gid, &pid)
+        guard result == 0 else { throw SocketError.system("SO_PEERCRED", -result) }
+        return Peer(uid: uid, gid: gid, pid: pid, executable: executable(of: pid))
+    }
+
+    /// Whether the peer is root.
+    public var isRoot: Bool { uid == 0 }
+
+    public var description: String {
+        "uid=\(uid) pid=\(pid)" + (executable.map { " exe=\($0)" } ?? "")
+    }
+
+    private static func executable(of pid: Int32) -> String? {
+        guard pid > 0 else { return nil }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// A failed system call on a socket.
+public enum SocketError: Error, Equatable, CustomStringConvertible {
+    /// `call` failed with `errno`.
+    case system(String, Int32)
+    /// The socket path is taken by something that is not a stale socket.
+    case pathInUse(String)
+
+    public var description: String {
+        switch self {
+        case .system(let call, let number):
+            return "\(call): \(String(cString: strerror(number)))"
+        case .pathInUse(let path):
+            return "\(path) exists and is not a stale socket; remove it or choose another path"
+        }
+    }
+}

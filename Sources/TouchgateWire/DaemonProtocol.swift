@@ -1,0 +1,269 @@
+import Foundation
+
+/// The `touchgated` socket protocol, version 1.
+///
+/// A connection carries messages in both directions. Each message is one line of JSON in
+/// ``WireCoding``'s form (an object, UTF-8, ending in `\n`, at most
+/// ``maximumLineBytes`` including the newline). A message that carries secret bytes (a
+/// passphrase, a secret's value) says how many in `secret-length`, and exactly that many
+/// raw bytes follow its newline: secrets never pass through a JSON string, so neither side
+/// holds them in memory it cannot wipe.
+///
+/// A conversation: the daemon greets (``DaemonMessage/Kind/hello``); the client sends one
+/// ``ClientMessage/Kind/request``; the daemon streams ``DaemonMessage/Kind/event``s, may
+/// ``DaemonMessage/Kind/ask`` (passphrase, new passphrase, confirmation), which the
+/// client ``ClientMessage/Kind/answer``s, and ends with exactly one
+/// ``DaemonMessage/Kind/result`` or ``DaemonMessage/Kind/failure``. The client may then
+/// send the next request on the same connection. A ``ClientMessage/Kind/cancel``, or the
+/// client closing the connection, cancels the request and releases the reader.
+///
+/// Anything else (a malformed, oversized or out-of-order message, an unknown version)
+/// gets a ``DaemonMessage/Kind/failure`` with code `usage` and the connection is closed.
+public enum DaemonProtocol {
+    /// The version this build speaks.
+    public static let version = 1
+    /// The longest message line, newline included.
+    public static let maximumLineBytes = 64 * 1024
+    /// The most secret bytes one message may carry.
+    public static let maximumSecretBytes = 64 * 1024
+}
+
+/// A message from a client.
+public struct ClientMessage: Codable, Sendable, Equatable {
+    /// What the message is.
+    public enum Kind: String, Codable, Sendable {
+        /// Starts a request: ``operation`` with ``arguments``.
+        case request
+        /// Answers the daemon's last ``DaemonMessage/Kind/ask``.
+        case answer
+        /// Cancels the running request.
+        case cancel
+    }
+
+    /// Protocol version the client speaks.
+    public var version: Int
+    /// What the message is.
+    public var kind: Kind
+    /// The request this message belongs to, chosen by the client, increasing.
+    public var id: UInt64
+    /// For a request: the operation.
+    public var operation: DaemonOperation?
+    /// For a request: its arguments.
+    public var arguments: RequestArguments?
+    /// For an answer to a confirmation.
+    public var confirmed: Bool?
+    /// For an answer: the person cancelled instead of answering.
+    public var declined: Bool?
+    /// For an answer: why the client could not ask (no terminal, unreadable input).
+    public var error: ServiceError?
+    /// How many raw secret bytes follow this line.
+    public var secretLength: Int?
+
+    /// A message of `kind` for request `id`.
+    public init(kind: Kind, id: UInt64) {
+        version = DaemonProtocol.version
+        self.kind = kind
+        self.id = id
+    }
+}
+
+/// The operations, one per use case; the names are the protocol's.
+public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
+    case status, initialize = "init", unlock, lock
+    case changePassphrase = "passphrase.change"
+    case enroll
+    case prints = "prints.list", deletePrint = "prints.delete", deleteOrphans = "prints.delete-orphans"
+    case clearReader = "prints.clear", importFprintd = "import.fprintd"
+    case verify, identify
+    case readers = "devices", capture
+    case settings = "policy.show", changeSettings = "policy.set"
+    case repair
+    case release = "secret.get", store = "secret.add", items = "secret.list", remove = "secret.rm"
+    case auditRecords = "audit.show", auditCount = "audit.count", verifyAudit = "audit.verify"
+    case exportAudit = "audit.export", pruneAudit = "audit.prune"
+}
+
+/// The arguments of every operation, flat; each operation reads the ones it documents.
+public struct RequestArguments: Codable, Sendable, Equatable {
+    /// An item name.
+    public var item: String?
+    /// A finger name.
+    public var finger: String?
+    /// A user name (for another user: needs root).
+    public var user: String?
+    /// A reader's device id or driver.
+    public var device: String?
+    /// An access policy in its string form.
+    public var policy: String?
+    /// Replace what exists.
+    public var replace: Bool?
+    /// Confirmed in advance (`--yes`).
+    public var assumeYes: Bool?
+    /// Whether the person can be asked again after a wrong passphrase (a terminal can;
+    /// a descriptor gives one line). For `passphrase.change`: about the current passphrase.
+    public var canAskAgain: Bool?
+    /// For `passphrase.change`: whether the new passphrase can be asked again.
+    public var newCanAskAgain: Bool?
+    /// Audit filter.
+    public var filter: AuditFilter?
+    /// `init`, `passphrase.change`: how hard the key is stretched (`moderate`, `minimum`).
+    public var stretching: String?
+    /// `secret.add`: ask for a fresh touch every time.
+    public var fresh: Bool?
+    /// `audit.prune`: the cutoff; `force`: inside the retention period.
+    public var before: Date?
+    /// `audit.prune`: inside the retention period.
+    public var force: Bool?
+    /// `capture`: where the image goes; `import.fprintd`: fprintd's store.
+    public var path: String?
+    /// `import.fprintd`: show what would change, change nothing.
+    public var dryRun: Bool?
+    /// `capture`: `png` or `pgm`.
+    public var format: String?
+    /// `policy.set`: failed touches that start a lockout.
+    public var lockoutThreshold: Int?
+    /// `policy.set`: lockout length in seconds.
+    public var lockoutDurationSeconds: Int?
+    /// `policy.set`: how long a touch may be reused, in seconds.
+    public var sessionTimeoutSeconds: Int?
+    /// `policy.set`: idle time that ends the session, in seconds.
+    public var idleTimeoutSeconds: Int?
+
+    /// No arguments.
+    public init() {}
+}
+
+/// A message from the daemon.
+public struct DaemonMessage: Codable, Sendable, Equatable {
+    /// What the message is.
+    public enum Kind: String, Codable, Sendable {
+        /// The first message on a connection: the versions the daemon speaks.
+        case hello
+        /// Progress or a prompt of the running request.
+        case event
+        /// The daemon needs an answer: ``question``.
+        case ask
+        /// The request succeeded; sent as a ``ResultMessage`` holding the report.
+        case result
+        /// The request failed; ``error`` says why.
+        case failure
+        /// A line of output the client writes to its standard output (`audit.export`).
+        case output
+    }
+
+    /// A question the daemon asks the person through the client.
+    public struct Question: Codable, Sendable, Equatable {
+        /// `passphrase`, `new-passphrase`, `confirm` or `secret-value` (the value to store).
+        public var kind: String
+        /// What to show.
+        public var prompt: String
+        /// For a passphrase: the previous one was wrong.
+        public var again: Bool?
+        /// For a confirmation: what is lost (item names).
+        public var details: [String]?
+
+        /// A question.
+        public init(kind: String, prompt: String) {
+            self.kind = kind
+            self.prompt = prompt
+        }
+    }
+
+    /// What the message is.
+    public var kind: Kind
+    /// The request it belongs to (0 for hello and for failures before any request).
+    public var id: UInt64
+    /// Hello: the protocol versions the daemon speaks.
+    public var versions: [Int]?
+    /// Event: the event.
+    public var event: InteractionEvent?
+    /// Ask: the question.
+    public var question: Question?
+    /// Failure: the error.
+    public var error: ServiceError?
+    /// Output: the text.
+    public var text: String?
+    /// How many raw secret bytes follow this line (a released secret's value).
+    public var secretLength: Int?
+
+    /// A message of `kind` for request `id`.
+    public init(kind: Kind, id: UInt64) {
+        self.kind = kind
+        self.id = id
+    }
+}
+
+/// The daemon's ``DaemonMessage/Kind/result`` with its report: the client, which knows
+/// what it asked for, decodes the line again as `ResultMessage<ThatReport>`.
+public struct ResultMessage<Report: Codable & Sendable>: Codable, Sendable {
+    /// Always ``DaemonMessage/Kind/result``.
+    public var kind: DaemonMessage.Kind
+    /// The request it answers.
+    public var id: UInt64
+    /// The report, as the operation's `--json` output carries it.
+    public var result: Report
+    /// How many raw secret bytes follow this line (a released secret's value).
+    public var secretLength: Int?
+
+    /// The result of request `id`.
+    public init(id: UInt64, result: Report, secretLength: Int? = nil) {
+        kind = .result
+        self.id = id
+        self.result = result
+        self.secretLength = secretLength
+    }
+}
+
+/// A count, for operations whose answer is one number.
+public struct CountReport: Codable, Sendable, Equatable {
+    /// How many.
+    public var count: Int
+
+    /// A count.
+    public init(count: Int) { self.count = count }
+}
+
+/// Why bytes from a peer are not a message.
+public enum FrameError: Error, Equatable, CustomStringConvertible {
+    /// A line longer than ``DaemonProtocol/maximumLineBytes``.
+    case oversized
+    /// A secret longer than ``DaemonProtocol/maximumSecretBytes``, or negative.
+    case secretTooLong
+    /// Not a JSON object of the expected shape; the detail names what is wrong.
+    case malformed(String)
+    /// The peer closed the connection inside a message.
+    case truncated
+
+    public var description: String {
+        switch self {
+        case .oversized: return "message longer than \(DaemonProtocol.maximumLineBytes) bytes"
+        case .secretTooLong: return "secret longer than \(DaemonProtocol.maximumSecretBytes) bytes"
+        case .malformed(let detail): return "malformed message: \(detail)"
+        case .truncated: return "connection closed inside a message"
+        }
+    }
+}
+
+extension DaemonProtocol {
+    /// Decodes one line into a message of type `T`.
+    public static func decode<T: Decodable>(_ type: T.Type, from line: [UInt8]) throws(FrameError) -> T {
+        guard line.first == UInt8(ascii: "{") else { throw .malformed("not a JSON object") }
+        do {
+            return try WireCoding.decoder().decode(T.self, from: Data(line))
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw .malformed("missing \(WireCoding.kebab(key.stringValue))")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            throw .malformed("wrong type at \(context.codingPath.map { WireCoding.kebab($0.stringValue) }.joined(separator: "."))")
+        } catch let DecodingError.dataCorrupted(context) {
+            let path = context.codingPath.map { WireCoding.kebab($0.stringValue) }.joined(separator: ".")
+            throw .malformed(path.isEmpty ? "not JSON" : "bad value at \(path)")
+        } catch {
+            throw .malformed("not JSON")
+        }
+    }
+
+    /// `message` as a line, newline included.
+    public static func encode<T: Encodable>(_ message: T) -> [UInt8] {
+        Array(WireCoding.line(message).utf8) + [UInt8(ascii: "\n")]
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import TouchgateDaemon
+import TouchgateService
+import TouchgateSocket
+
+/// touchgated [--socket PATH] [--state-dir DIR]
+///
+/// Under systemd the socket comes from socket activation and the state directory from
+/// `StateDirectory=` ($STATE_DIRECTORY); `--socket` runs it in the foreground on a socket
+/// of its own (tests, or a system without systemd).
+let usage = "usage: touchgated [--socket PATH] [--state-dir DIR]\n"
+
+func fail(_ message: String, status: Int32 = 1) -> Never {
+    FileHandle.standardError.write(Data("touchgated: \(message)\n".utf8))
+    exit(status)
+}
+
+do {
+    try TouchgateService.hardenProcess()
+} catch {
+    fail(error.message)
+}
+umask(0o077)
+
+var socketPath: String?
+var stateDirectory = ProcessInfo.processInfo.environment["STATE_DIRECTORY"] ?? "/var/lib/touchgate"
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "--socket":
+        guard let path = arguments.popFirst() else { fail("--socket needs a path\n" + usage, status: 64) }
+        socketPath = path
+    case "--state-dir":
+        guard let directory = arguments.popFirst() else { fail("--state-dir needs a directory\n" + usage, status: 64) }
+        stateDirectory = directory
+    case "--help", "-h":
+        print(usage, terminator: "")
+        exit(0)
+    default: fail("unknown argument '\(argument)'\n" + usage, status: 64)
+    }
+}
+
+let listener: UnixListener
+do {
+    if let socketPath {
+        listener = try UnixListener.bind(path: socketPath)
+    } else if let activated = UnixListener.fromSystemd() {
+        listener = activated
+    } else {
+        fail("no socket: run under systemd (touchgated.socket) or pass --socket PATH", status: 64)
+    }
+} catch {
+    fail("\(error)")
+}
+
+let daemon: Daemon
+do {
+    daemon = try Daemon(listener: listener, stateDirectory: URL(fileURLWithPath: stateDirectory)) { line in
+        FileHandle.standardError.write(Data("touchgated: \(line)\n".utf8))
+    }
+} catch {
+    fail("cannot use the state directory \(stateDirectory): \(error)")
+}
+
+// SIGTERM and SIGINT stop accepting; requests in progress are cancelled with their clients.
+nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
+for number in [SIGTERM, SIGINT] {
+    signal(number, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+    source.setEventHandler { daemon.stop() }
+    source.resume()
+    signalSources.append(source)
+}
+
+FileHandle.standardError.write(Data("touchgated: serving on \(socketPath ?? "the socket systemd passed")\n".utf8))
+await daemon.run()

@@ -1,0 +1,184 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A `touchgated` started by the test in foreground mode on a socket and state directory
+/// of its own, with a virtual_image reader, and `touchgate` clients that reach it through
+/// `TOUCHGATE_SOCKET` (as this user, or as another one through setpriv).
+final class DaemonRig: @unchecked Sendable {
+    // @unchecked Sendable: `daemon` is only touched under `lock`.
+    static let passphrase = "correct horse battery staple"
+    /// The unprivileged user the tests run clients as (Debian's `nobody`).
+    static let otherUID: UInt32 = 65534
+    /// The user the daemon runs as when the tests run as root: Debian's `daemon` (uid 1),
+    /// standing in for the dedicated user the service unit creates.
+    static let daemonUID: UInt32 = 1
+
+    let home: TemporaryDirectory
+    let finger: VirtualImageFinger
+    private let lock = NSLock()
+    private var daemon: Process?
+
+    var socketPath: String { home.path("run/socket") }
+    var stateDirectory: String { home.path("state") }
+    var logPath: String { home.path("touchgated.log") }
+    /// The binaries, copied where any user may run them (the build directory may sit
+    /// under a home only its owner can enter).
+    var binDirectory: String { home.path("bin") }
+
+    init() throws {
+        let home = try TemporaryDirectory("touchgated")
+        self.home = home
+        finger = VirtualImageFinger(socketPath: home.path("dev/virtual-image.socket"))
+        // The socket's directory must be reachable by the other user, as /run/touchgate is.
+        chmod(home.url.path, 0o755)
+        // The daemon's own: its state, and the directory where its virtual reader listens.
+        for owned in ["state", "dev"] {
+            try FileManager.default.createDirectory(atPath: home.path(owned), withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            if getuid() == 0 { chown(home.path(owned), Self.daemonUID, Self.daemonUID) }
+        }
+        chmod(home.path("dev"), 0o755)
+        try FileManager.default.createDirectory(atPath: home.path("run"), withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o755])
+        let bin = home.path("bin")
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o755])
+        let built = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent()
+        for name in ["touchgate", "touchgated"] {
+            let source = built.appendingPathComponent(name).path
+            guard FileManager.default.isExecutableFile(atPath: source) else {
+                Issue.record("\(source) is missing: build the package first (swift build --build-tests)")
+                throw POSIXError(.ENOENT)
+            }
+            try FileManager.default.copyItem(atPath: source, toPath: bin + "/" + name)
+            chmod(bin + "/" + name, 0o755)
+        }
+    }
+
+    deinit {
+        stop()
+        home.remove()
+    }
+
+    /// Starts the daemon and waits until it accepts connections.
+    func start() async throws {
+        let process = Process()
+        let command = [binDirectory + "/touchgated", "--socket", socketPath, "--state-dir", stateDirectory]
+        if getuid() == 0 {
+            // Under a user of its own, as installed: its files and memory are not the clients'.
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=\(Self.daemonUID)", "--regid=\(Self.daemonUID)", "--clear-groups", "--"] + command
+            chown(home.path("run"), Self.daemonUID, Self.daemonUID)
+        } else {
+            process.executableURL = URL(fileURLWithPath: command[0])
+            process.arguments = Array(command.dropFirst())
+        }
+        process.environment = [
+            "PATH": "/usr/bin:/bin",
+            "FP_VIRTUAL_IMAGE": finger.socketPath,
+            "FP_DRIVERS_WHITELIST": "virtual_image",
+        ]
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        log.seekToEndOfFile()
+        process.standardError = log
+        process.standardOutput = log
+        try process.run()
+        lock.withLock { daemon = process }
+        for _ in 0..<200 {
+            if (try? connectOnce()) == true { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("touchgated did not start listening within 10 s; its log:\n\(daemonLog)")
+        throw POSIXError(.ETIMEDOUT)
+    }
+
+    /// Stops the daemon with `signal` (SIGTERM: an orderly stop; SIGKILL: a crash) and waits.
+    func stop(signal: Int32 = SIGTERM) {
+        guard let process = lock.withLock({ daemon }) else { return }
+        if process.isRunning { kill(process.processIdentifier, signal) }
+        process.waitUntilExit()
+        lock.withLock { daemon = nil }
+    }
+
+    /// How many keys the kernel holds for the daemon's user (`/proc/key-users`), or nil
+    /// when it holds none.
+    static func kernelKeys(of uid: UInt32) -> Int? {
+        let table = (try? String(contentsOfFile: "/proc/key-users", encoding: .utf8)) ?? ""
+        for line in table.split(separator: "\n") {
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == ":" || $0 == "/" }).filter { !$0.isEmpty }
+            if fields.first.flatMap({ UInt32($0) }) == uid, fields.count > 2 { return Int(fields[2]) }
+        }
+        return nil
+    }
+
+    /// What the daemon wrote to its log.
+    var daemonLog: String {
+        (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+    }
+
+    private func connectOnce() throws -> Bool {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: socketPath.utf8)
+            raw[socketPath.utf8.count] = 0
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        } == 0
+    }
+
+    /// A client environment: the daemon's socket, and a HOME of its own that the personal
+    /// mode would use (so a test can show nothing is written there).
+    func client(as uid: UInt32? = nil) -> CLIProcess {
+        let clientHome = home.path(uid.map { "client-\($0)" } ?? "client")
+        try? FileManager.default.createDirectory(atPath: clientHome, withIntermediateDirectories: true)
+        if let uid { chown(clientHome, uid, uid) }
+        var process = CLIProcess(environment: [
+            "HOME": clientHome,
+            "XDG_DATA_HOME": clientHome + "/data",
+            "TOUCHGATE_SOCKET": socketPath,
+        ])
+        process.binaryOverride = binDirectory + "/touchgate"
+        if let uid {
+            process.wrapper = ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--"]
+        }
+        return process
+    }
+
+    /// Runs `touchgate arguments` through the daemon, answering each prompt with the next of `prints`.
+    func run(_ arguments: [String], presenting prints: [String] = [], stdin: Data? = nil,
+             as uid: UInt32? = nil) async throws -> CLIResult {
+        if uid != nil {
+            try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+                         "this test needs setpriv from util-linux: apt-get install util-linux")
+        }
+        finger.present(prints)
+        let finger = self.finger
+        return try await client(as: uid).run(arguments, stdin: stdin) { line, _ in finger.handle(line) }
+    }
+
+    /// `arguments` with the passphrase on standard input (`--passphrase-fd 0`).
+    func withPassphrase(_ arguments: [String], presenting prints: [String] = [],
+                        as uid: UInt32? = nil) async throws -> CLIResult {
+        try await run(arguments + ["--passphrase-fd", "0"], presenting: prints,
+                      stdin: Data((Self.passphrase + "\n").utf8), as: uid)
+    }
+
+    /// A vault (minimum Argon2id cost), unlocked, with whorl enrolled as right-index.
+    func initialize(as uid: UInt32? = nil) async throws {
+        let enrolled = try await run(["enroll", "--json", "--finger", "right-index"], presenting: ["whorl"], as: uid)
+        #expect(enrolled.status == 0, "enroll: \(enrolled.stderrLines)\n\(daemonLog)")
+        let made = try await withPassphrase(["init", "--kdf", "minimum"], as: uid)
+        #expect(made.status == 0, "init: \(made.stderrLines)\n\(daemonLog)")
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import Testing
+import TouchgateSocket
+import TouchgateTestSupport
+import TouchgateWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// touchgated started by the tests on a temporary socket, with the real `touchgate`
+/// binary as its client: the same commands, outputs and exit codes as in-process, each
+/// user confined to their own store, and a protocol that survives hostile clients.
+@Suite("touchgated", .serialized)
+struct DaemonTests {
+    @Test("the quick-start flow runs through the daemon, and nothing lands in the client's home or keyring")
+    func quickStartThroughTheDaemon() async throws {
+        let rig = try DaemonRig()
+        try await rig.start()
+        _ = try await rig.run(["status"])
+        let keysBefore = DaemonRig.kernelKeys(of: DaemonRig.daemonUID)
+        try await rig.initialize()
+        let stored = try await rig.run(["secret", "add", "api", "--policy", "biometry-any", "--fresh", "--json"],
+                                       stdin: Data("token-123\n".utf8))
+        #expect(stored.status == 0, "\(stored.stderrLines)")
+        let released = try await rig.run(["secret", "get", "api", "--json"], presenting: ["whorl"])
+        #expect(released.status == 0, "\(released.stderrLines)\n\(rig.daemonLog)")
+        #expect(released.json?["value"] as? String == "token-123")
+        let refused = try await rig.run(["secret", "get", "api", "--json"], presenting: ["arch"])
+        #expect(refused.status == 1, "a finger that does not match is no-match (exit 1): \(refused.stderrLines)")
+        #expect(!refused.stdout.contains("token-123"))
+
+        let status = try await rig.run(["status", "--json"])
+        #expect(status.json?["mode"] as? String == "system", "\(status.stdout)")
+        let audit = try await rig.run(["audit", "verify", "--json"])
+        #expect(audit.status == 0, "\(audit.stdout)")
+
+        // The store is the daemon's, private to it; the client's own data directory stays empty,
+        // and the vault key is in no kernel keyring.
+        #expect(!FileManager.default.fileExists(atPath: rig.home.path("client/data/touchgate")))
+        let userStore = rig.stateDirectory + "/users/\(getuid())"
+        var info = stat()
+        #expect(stat(rig.stateDirectory, &info) == 0 && info.st_mode & 0o777 == 0o700)
+        #expect(stat(userStore + "/touchgate.sqlite", &info) == 0 && info.st_mode & 0o077 == 0)
+        if getuid() == 0 {
+            #expect(DaemonRig.kernelKeys(of: DaemonRig.daemonUID) == keysBefore,
+                    "the daemon put a key in a kernel keyring while its vault was unlocked")
+        }
+    }
+
+    @Test("another user reaches only their own vault: cannot read, list, delete or lock out the first user's items")
+    func usersAreKeptApart() async throws {
+        let rig = try DaemonRig()
+        try await rig.start()
+        try await rig.initialize()
+        _ = try await rig.run(["secret", "add", "api", "--policy", "biometry-any"], stdin: Data("token-123\n".utf8))
+        let other = DaemonRig.otherUID
+
+        let list = try await rig.run(["secret", "list", "--json"], as: other)
+        #expect(list.status == 10, "the other user has no vault of their own (exit 10): \(list.stdout) \(list.stderrLines)")
+        let get = try await rig.run(["secret", "get", "api", "--json"], presenting: ["whorl"], as: other)
+        #expect(get.status == 10, "\(get.stderrLines)")
+        #expect(!get.stdout.contains("token-123"))
+        let remove = try await rig.run(["secret", "rm", "api", "--yes", "--json"], as: other)
+        #expect(remove.status == 10, "\(remove.stderrLines)")
+        let actAs = try await rig.run(["prints", "list", "--user", "root", "--json"], as: other)
+        #expect(actAs.status == 11, "acting for another user needs root (exit 11): \(actAs.stderrLines)")
+        #expect(actAs.stderrLines.joined().contains("needs root"))
+
+        // Failed touches by the other user count against nobody but them.
+        for _ in 0..<3 { _ = try await rig.run(["verify", "--json"], presenting: ["arch"], as: other) }
+        let mine = try await rig.run(["secret", "get", "api", "--json"], presenting: ["whorl"])
+        #expect(mine.status == 0 && mine.json?["value"] as? String == "token-123", "\(mine.stderrLines)")
+
+        // The daemon's files cannot be read by the other user at all.
+        let peek = Process()
+        peek.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        peek.arguments = ["--reuid=\(other)", "--regid=\(other)", "--clear-groups", "--", "/bin/cat",
+                          rig.stateDirectory + "/users/\(getuid())/touchgate.sqlite"]
+        peek.standardOutput = FileHandle.nullDevice
+        peek.standardError = FileHandle.nullDevice
+        try peek.run()
+        peek.waitUntilExit()
+        #expect(peek.terminationStatus != 0, "the other user read the daemon's store")
+    }
+
+    @Test("a client killed while the reader waits for a finger releases the reader for the next request")
+    func clientKilledMidTouch() async throws {
+        let rig = try DaemonRig()
+        try await rig.start()
+        try await rig.initialize()
+        rig.finger.present([])
+        let killed = try await rig.client().run(["verify", "--json"]) { line, process in
+            if VirtualImageFinger.isPrompt(line) { kill(process.processIdentifier, SIGKILL) }
+        }
+        #expect(killed.status == 128 + SIGKILL)
+        let next = try await rig.run(["verify", "--json"], presenting: ["whorl"])
+        #expect(next.status == 0, "the reader was not released: \(next.stderrLines)\n\(rig.daemonLog)")
+    }
+
+    @Test("kill -9 of the daemon loses no committed item or audit record, and it restarts cleanly")
+    func daemonKilledRestarts() async throws {
+        let rig = try DaemonRig()
+        try await rig.start()
+        try await rig.initialize()
+        let stored = try await rig.run(["secret", "add", "api", "--policy", "passphrase"], stdin: Data("v\n".utf8))
+        #expect(stored.status == 0)
+        rig.stop(signal: SIGKILL)
+        try await rig.start()
+        let list = try await rig.run(["secret", "list", "--json"])
+        #expect(list.stdout.contains("\"api\""), "\(list.stdout)")
+        let audit = try await rig.run(["audit", "verify", "--json"])
+        #expect(audit.status == 0, "\(audit.stdout) \(audit.stderrLines)")
+        // The key died with the process: the vault is locked until the passphrase again.
+        let status = try await rig.run(["status", "--json"])
+        #expect(status.json?["locked"] as? Bool == true, "\(status.stdout)")
+        let unlocked = try await rig.withPassphrase(["unlock"])
+        #expect(unlocked.status == 0)
+    }
+
+    @Test("malformed, oversized and out-of-order messages get an error and a closed connection; the daemon serves on")
+    func hostileClients() async throws {
+        let rig = try DaemonRig()
+        try await rig.start()
+        let oversized = [UInt8](repeating: UInt8(ascii: "a"), count: DaemonProtocol.maximumLineBytes + 10)
+        let hostile: [(String, [UInt8])] = [
+            ("not JSON", Array("hello there\n".utf8)),
+            ("JSON but no message", Array("{\"a\":1}\n".utf8)),
+            ("an unknown operation", Array("{\"version\":1,\"kind\":\"request\",\"id\":1,\"operation\":\"rm -rf\"}\n".utf8)),
+            ("another version", Array("{\"version\":99,\"kind\":\"request\",\"id\":1,\"operation\":\"status\"}\n".utf8)),
+            ("an answer to no question", Array("{\"version\":1,\"kind\":\"answer\",\"id\":1,\"confirmed\":true}\n".utf8)),
+            ("a secret too long", Array("{\"version\":1,\"kind\":\"answer\",\"id\":1,\"secret-length\":99999999}\n".utf8)),
+            ("a line over the limit", oversized),
+            ("invalid UTF-8", [0x7B, 0xFF, 0xFE, 0x7D, 0x0A]),
+        ]
+        for (what, bytes) in hostile {
+            let socket = try FramedSocket.connect(path: rig.socketPath)
+            socket.sendRaw(bytes)
+            var replies: [DaemonMessage] = []
+            for try await frame in socket.frames() {
+                replies.append(try frame.decode(DaemonMessage.self))
+            }
+            #expect(replies.first?.kind == .hello, "\(what)")
+            #expect(replies.last?.kind == .failure && replies.last?.error?.code == .usage,
+                    "\(what): \(replies.map(\.kind))")
+        }
+        // A client that sends half a message and vanishes, and many clients at once.
+        let half = try FramedSocket.connect(path: rig.socketPath)
+        half.sendRaw(Array("{\"version\":1,\"kind\":\"req".utf8))
+        half.close()
+        try await withThrowingTaskGroup(of: Int32.self) { group in
+            for _ in 0..<10 { group.addTask { try await rig.run(["status", "--json"]).status } }
+            for try await status in group { #expect(status == 0) }
+        }
+        #expect(!rig.daemonLog.contains("fatal signal"), "\(rig.daemonLog)")
+    }
+}
