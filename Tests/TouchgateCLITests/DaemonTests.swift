@@ -40,7 +40,7 @@ struct DaemonTests {
         for record in records {
             let reason = (record["reason"] as? String) ?? ""
             #expect(record["uid"] as? Int == Int(getuid()), "\(record)")
-            #expect(reason.contains("via pid ") && reason.contains("/touchgate"), "\(record)")
+            #expect(reason.contains("via pid ") && reason.contains("touchgate"), "\(record)")
         }
 
         // The store is the daemon's, private to it; the client's own data directory stays empty,
