@@ -17,9 +17,14 @@ struct RequestHandler: Sendable {
 
     /// Runs `request` (a request with an operation) and returns its result or failure, to send.
     func respond(to request: ClientMessage, peer: Peer, interaction: DaemonInteraction) async -> Reply {
+        // Every record this request writes names the client, not the daemon.
+        let client = AuditClient(uid: peer.uid, loginName: UserDatabase.loginName(of: peer.uid),
+                                 process: "pid \(peer.pid)" + (peer.executable.map { " \($0)" } ?? ""))
         do {
-            return try await run(request.operation!, request.arguments ?? RequestArguments(), peer: peer,
-                                 interaction: interaction)
+            return try await AuditClient.$current.withValue(client) {
+                try await run(request.operation!, request.arguments ?? RequestArguments(), peer: peer,
+                              interaction: interaction)
+            }
         } catch {
             var failure = DaemonMessage(kind: .failure, id: request.id)
             failure.error = error as? ServiceError

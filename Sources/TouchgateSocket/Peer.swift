@@ -13,8 +13,10 @@ public struct Peer: Sendable, Equatable, CustomStringConvertible {
     public let gid: UInt32
     /// The peer's process id when it connected.
     public let pid: Int32
-    /// The peer's executable (`/proc/PID/exe`), when it could be read: for the audit
-    /// trail only, never for decisions (a process can exec something else after connecting).
+    /// The peer's executable (`/proc/PID/exe`), when it could be read (only a process of
+    /// the same user, or root, may read another's), else its command name in parentheses
+    /// (`/proc/PID/comm`, readable by all). For the audit trail only, never for decisions:
+    /// a process can exec something else after connecting.
     public let executable: String?
 
     /// A peer with these ids.
@@ -44,8 +46,14 @@ public struct Peer: Sendable, Equatable, CustomStringConvertible {
         guard pid > 0 else { return nil }
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
-        guard count > 0 else { return nil }
-        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if count > 0 {
+            return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        guard let command = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return nil }
+        // comm is chosen by the process itself: keep it printable and short.
+        let printable = command.trimmingCharacters(in: .whitespacesAndNewlines).unicodeScalars
+            .filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(16)
+        return "(" + String(String.UnicodeScalarView(printable)) + ")"
     }
 }
 

@@ -138,6 +138,11 @@ public final class AuditLog: Sendable {
         try append(AuditEntry(event: event, outcome: outcome, vaultUser: vaultUser, item: item, reason: reason))
     }
 
+    /// `reason` with the client process a daemon served, e.g. `no match (via pid 42 /usr/bin/touchgate)`.
+    static func reason(_ reason: String, via process: String) -> String {
+        reason.isEmpty ? "via \(process)" : "\(reason) (via \(process))"
+    }
+
     /// Inserts the next record inside the caller's write transaction.
     func insert(_ entry: AuditEntry, _ db: Database) throws -> AuditRecord {
         let storedHead = try AuditHead.fetch(db)
@@ -162,7 +167,8 @@ public final class AuditLog: Sendable {
             unixTime: now().timeIntervalSince1970, bootTime: SystemClock.readBootTime().timeInterval,
             bootID: host.bootID, uid: Int64(host.uid), loginName: host.loginName,
             vaultUser: entry.vaultUser, event: entry.event.rawValue, item: entry.item,
-            outcome: entry.outcome.rawValue, reason: entry.reason, previousMAC: previousMAC)
+            outcome: entry.outcome.rawValue, reason: host.via.map { Self.reason(entry.reason, via: $0) } ?? entry.reason,
+            previousMAC: previousMAC)
         let mac = AuditMAC.record(fields, key: key)
         try db.execute(sql: "INSERT INTO audit (\(Self.recordColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        arguments: [fields.sequence, fields.unixTime, fields.bootTime, fields.bootID, fields.uid,

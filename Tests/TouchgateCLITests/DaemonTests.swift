@@ -33,6 +33,15 @@ struct DaemonTests {
         #expect(status.json?["mode"] as? String == "system", "\(status.stdout)")
         let audit = try await rig.run(["audit", "verify", "--json"])
         #expect(audit.status == 0, "\(audit.stdout)")
+        // Records name the client who asked (its uid and process), not the daemon's user.
+        let shown = try await rig.run(["audit", "show", "--json", "--event", "item.read"])
+        let records = (shown.json?["records"] as? [[String: Any]]) ?? []
+        #expect(!records.isEmpty, "\(shown.stdout)")
+        for record in records {
+            let reason = (record["reason"] as? String) ?? ""
+            #expect(record["uid"] as? Int == Int(getuid()), "\(record)")
+            #expect(reason.contains("via pid ") && reason.contains("touchgate"), "\(record)")
+        }
 
         // The store is the daemon's, private to it; the client's own data directory stays empty,
         // and the vault key is in no kernel keyring.
