@@ -5,7 +5,16 @@
 #                         command in share/man/man1, bash, zsh and fish completions
 #   make install-udev     the udev rules and hwdb that give the user at the seat the reader
 #                         (udev/README.md); reloads udev unless DESTDIR is set
-#   make uninstall        removes what install put there (uninstall-udev: the udev files)
+#   make daemon           release build of the system daemon, touchgated
+#   make install-daemon   the system daemon touchgated (README, "System daemon"): the binary in
+#                         libexec/, its systemd socket and service units, its sysusers.d user,
+#                         the hwdb and the udev rule giving its group the readers; on the
+#                         running system (no DESTDIR) also creates the user and reloads
+#                         systemd and udev. It does not enable or start anything:
+#                         scripts/install-daemon.sh does, or `systemctl enable --now touchgated.socket`
+#   make uninstall        removes what install put there (uninstall-udev: the udev files;
+#                         uninstall-daemon: the daemon's files, after stopping it; its state
+#                         in /var/lib/touchgate and its user stay)
 #   make bench            the benchmark suite (bench/run.sh); writes BENCHMARKS.md
 #
 # PREFIX (default /usr/local) and DESTDIR (a staging root, for packages) as usual; the
@@ -22,6 +31,10 @@ BASHCOMPDIR   ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR    ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR   ?= $(PREFIX)/share/fish/vendor_completions.d
 UDEVDIR       ?= /etc/udev
+LIBEXECDIR    ?= $(PREFIX)/libexec
+# Both are on systemd's own search paths for PREFIX /usr/local and /usr.
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR   ?= $(PREFIX)/lib/sysusers.d
 SWIFT         ?= swift
 SCRATCH       ?= .build
 CONFIGURATION ?= release
@@ -30,13 +43,14 @@ SWIFTPM_FLAGS ?=
 SWIFTPM  = $(SWIFT) $(1) --scratch-path $(SCRATCH) $(SWIFTPM_FLAGS)
 SOURCES := Package.swift $(shell find Sources -type f)
 BINARY   = $(SCRATCH)/$(CONFIGURATION)/touchgate
+DAEMON   = $(SCRATCH)/$(CONFIGURATION)/touchgated
 # Where swift-argument-parser's GenerateManual plugin writes touchgate's pages.
 MANOUT   = $(SCRATCH)/plugins/GenerateManual/outputs/touchgate
 COMPOUT  = $(SCRATCH)/completions
 # The pages carry the date of the last commit, so a rebuild gives the same pages.
 MANDATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 
-.PHONY: all install install-udev uninstall uninstall-udev bench
+.PHONY: all daemon install install-udev install-daemon uninstall uninstall-udev uninstall-daemon bench
 all: $(BINARY) $(MANOUT)/touchgate.1 $(COMPOUT)/touchgate
 
 $(BINARY): $(SOURCES)
@@ -78,10 +92,49 @@ install-udev:
 	install -m 0644 udev/70-touchgate-fingerprint-reader.rules $(DESTDIR)$(UDEVDIR)/rules.d/
 	@$(UDEV_RELOAD)
 
+# The hwdb serves both rules files: it goes with the last of them.
 uninstall-udev:
-	rm -f $(DESTDIR)$(UDEVDIR)/hwdb.d/60-touchgate-fingerprint-reader.hwdb \
-		$(DESTDIR)$(UDEVDIR)/rules.d/70-touchgate-fingerprint-reader.rules
+	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/70-touchgate-fingerprint-reader.rules
+	[ -e $(DESTDIR)$(UDEVDIR)/rules.d/71-touchgated-fingerprint-reader.rules ] \
+		|| rm -f $(DESTDIR)$(UDEVDIR)/hwdb.d/60-touchgate-fingerprint-reader.hwdb
 	@$(UDEV_RELOAD)
+
+daemon: $(DAEMON)
+
+$(DAEMON): $(SOURCES)
+	$(call SWIFTPM,build) -c $(CONFIGURATION) --product touchgated
+	touch $@
+
+# On the running system only, and only with the tools there: the user first (udev
+# needs the group to exist when it applies the rule), then systemd and udev reload.
+SYSTEMD_RUNNING = [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null
+
+install-daemon: $(DAEMON)
+	install -d $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(UDEVDIR)/hwdb.d $(DESTDIR)$(UDEVDIR)/rules.d
+	install -m 0755 $(DAEMON) $(DESTDIR)$(LIBEXECDIR)/touchgated
+	sed 's|^ExecStart=/usr/local/libexec/touchgated|ExecStart=$(LIBEXECDIR)/touchgated|' systemd/touchgated.service \
+		> $(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.service
+	install -m 0644 systemd/touchgated.socket $(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.socket
+	install -m 0644 systemd/touchgated.sysusers $(DESTDIR)$(SYSUSERSDIR)/touchgated.conf
+	install -m 0644 udev/60-touchgate-fingerprint-reader.hwdb $(DESTDIR)$(UDEVDIR)/hwdb.d/
+	install -m 0644 udev/71-touchgated-fingerprint-reader.rules $(DESTDIR)$(UDEVDIR)/rules.d/
+	@if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
+		systemd-sysusers $(SYSUSERSDIR)/touchgated.conf; fi
+	@if $(SYSTEMD_RUNNING); then systemctl daemon-reload; fi
+	@$(UDEV_RELOAD)
+
+uninstall-daemon:
+	@if $(SYSTEMD_RUNNING); then systemctl disable --now touchgated.socket touchgated.service || true; fi
+	rm -f $(DESTDIR)$(LIBEXECDIR)/touchgated $(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.service \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.socket $(DESTDIR)$(SYSUSERSDIR)/touchgated.conf \
+		$(DESTDIR)$(UDEVDIR)/rules.d/71-touchgated-fingerprint-reader.rules
+	[ -e $(DESTDIR)$(UDEVDIR)/rules.d/70-touchgate-fingerprint-reader.rules ] \
+		|| rm -f $(DESTDIR)$(UDEVDIR)/hwdb.d/60-touchgate-fingerprint-reader.hwdb
+	@if $(SYSTEMD_RUNNING); then systemctl daemon-reload; fi
+	@$(UDEV_RELOAD)
+	@echo "make: the daemon's state (/var/lib/touchgate) and its user touchgated were kept" >&2
 
 bench:
 	bench/run.sh

@@ -116,6 +116,60 @@ struct InstallTests {
         #expect(left.isEmpty, "left after uninstall: \(left)")
     }
 
+    @Test func makeInstallDaemonStagesTheDaemonItsUnitsUserAndUdevRule() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/make"), "this test needs make: apt-get install make")
+        let stage = try TemporaryDirectory("touchgate-install-daemon")
+        defer { stage.remove() }
+        let build = BuildProducts()
+
+        let userBefore = getpwnam("touchgated") != nil
+        let installed = try build.make("install-daemon", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
+        try #require(installed.status == 0, "make install-daemon: \(installed.output)")
+        // Staged only: the running system got no user (systemd-sysusers runs without DESTDIR only).
+        #expect((getpwnam("touchgated") != nil) == userBefore, "make install-daemon with DESTDIR created a user")
+
+        let expected: [(path: String, mode: mode_t, source: String?)] = [
+            ("usr/libexec/touchgated", 0o755, nil),
+            ("usr/lib/systemd/system/touchgated.service", 0o644, nil),
+            ("usr/lib/systemd/system/touchgated.socket", 0o644, "systemd/touchgated.socket"),
+            ("usr/lib/sysusers.d/touchgated.conf", 0o644, "systemd/touchgated.sysusers"),
+            ("etc/udev/hwdb.d/60-touchgate-fingerprint-reader.hwdb", 0o644, "udev/60-touchgate-fingerprint-reader.hwdb"),
+            ("etc/udev/rules.d/71-touchgated-fingerprint-reader.rules", 0o644, "udev/71-touchgated-fingerprint-reader.rules"),
+        ]
+        for file in expected {
+            var info = stat()
+            #expect(stat(stage.path(file.path), &info) == 0 && info.st_mode & 0o7777 == file.mode,
+                    "\(file.path): mode \(String(info.st_mode & 0o7777, radix: 8))")
+            if let source = file.source {
+                let staged = try Data(contentsOf: stage.url.appendingPathComponent(file.path))
+                #expect(staged == (try Data(contentsOf: Fixtures.packageRoot.appendingPathComponent(source))), "\(file.path)")
+            }
+        }
+        // The installed binary is the daemon, and the service starts it where it was put.
+        let help = try run(stage.path("usr/libexec/touchgated"), ["--help"])
+        #expect(help.status == 0 && help.stdout.hasPrefix("usage: touchgated"), "\(help.stdout)\(help.stderr)")
+        let service = try String(contentsOfFile: stage.path("usr/lib/systemd/system/touchgated.service"), encoding: .utf8)
+        let execStart = service.split(separator: "\n").filter { $0.hasPrefix("ExecStart=") }
+        #expect(execStart == ["ExecStart=/usr/libexec/touchgated"], "\(execStart)")
+        let sysusers = try String(contentsOfFile: stage.path("usr/lib/sysusers.d/touchgated.conf"), encoding: .utf8)
+        #expect(sysusers.split(separator: "\n").contains { $0.hasPrefix("u touchgated ") }, "\(sysusers)")
+
+        // The CLI's install is separate: install-daemon put no touchgate binary in place.
+        #expect(!FileManager.default.fileExists(atPath: stage.path("usr/bin/touchgate")))
+
+        // The hwdb is shared with install-udev's rule: it stays while that rule is there.
+        let udev = try build.make("install-udev", "DESTDIR=\(stage.url.path)")
+        try #require(udev.status == 0, "make install-udev: \(udev.output)")
+        let removed = try build.make("uninstall-daemon", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
+        #expect(removed.status == 0, "make uninstall-daemon: \(removed.output)")
+        #expect(FileManager.default.fileExists(atPath: stage.path("etc/udev/hwdb.d/60-touchgate-fingerprint-reader.hwdb")))
+        let udevRemoved = try build.make("uninstall-udev", "DESTDIR=\(stage.url.path)")
+        #expect(udevRemoved.status == 0, "make uninstall-udev: \(udevRemoved.output)")
+        let left = FileManager.default.enumerator(atPath: stage.url.path)?.compactMap { $0 as? String }
+            .filter { !isDirectory(stage.path($0)) } ?? []
+        #expect(left.isEmpty, "left after uninstall-daemon and uninstall-udev: \(left)")
+    }
+
     /// Every command path (`["touchgate", "secret", "get"]`, …) in the binary's own description.
     private func commandPaths(of binary: String) throws -> [[String]] {
         let dump = try run(binary, ["--experimental-dump-help"])
@@ -190,6 +244,7 @@ private struct BuildProducts {
         // timeout(1) ends make and the swift processes it started (one process group).
         let result = try run("/usr/bin/timeout", ["600", "make", "-C", Fixtures.packageRoot.path, "-B",
                                                   "-o", "\(scratch)/\(configuration)/touchgate",
+                                                  "-o", "\(scratch)/\(configuration)/touchgated",
                                                   "SCRATCH=\(scratch)", "CONFIGURATION=\(configuration)",
                                                   "SWIFTPM_FLAGS=--ignore-lock"] + arguments,
                              timeout: 660)

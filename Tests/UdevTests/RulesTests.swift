@@ -6,7 +6,8 @@ import Testing
 /// inside a private mount namespace, /etc/udev is replaced by a temporary directory
 /// holding only the files under test, and /run and /dev by private copies, so the
 /// database and /dev/char links that `udevadm test` writes stay in the namespace.
-/// Without root the namespace is a user namespace mapping the caller to root.
+/// Without root the namespace is a user namespace mapping the caller to root. With
+/// the daemon's rule, /etc/group is replaced too, by the system's plus a touchgated group.
 enum UdevSandbox {
     struct Device {
         let label: String
@@ -40,6 +41,7 @@ enum UdevSandbox {
         done
         mount --bind "$work/dev" /dev
         mount --bind "$work/etc-udev" /etc/udev
+        if [[ -f "$work/group" ]]; then mount --bind "$work/group" /etc/group; fi
         # hwdb.bin is looked up here first: hide any, so that ours is used.
         if [[ -d /etc/systemd/hwdb ]]; then mount -t tmpfs tmpfs /etc/systemd/hwdb; fi
         unset XDG_RUNTIME_DIR
@@ -54,9 +56,11 @@ enum UdevSandbox {
         done
         """#
 
-    /// Runs `udevadm test` for each device; results are keyed by label.
+    /// Runs `udevadm test` for each device; results are keyed by label. `daemonGroup`
+    /// adds the daemon's rule (71-touchgated-…) and a group `touchgated` with that id.
     static func run(
-        _ devices: [Device], withTouchgateFiles: Bool, sourceLocation: SourceLocation = #_sourceLocation
+        _ devices: [Device], withTouchgateFiles: Bool, daemonGroup: UInt32? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> [String: Result] {
         let bash = try Tool.bash.path(sourceLocation: sourceLocation)
         let unshare = try Tool.unshare.path(sourceLocation: sourceLocation)
@@ -79,6 +83,14 @@ enum UdevSandbox {
             if withTouchgateFiles {
                 try FileManager.default.copyItem(at: Paths.rules, to: rulesDir.appendingPathComponent(Paths.rules.lastPathComponent))
                 try FileManager.default.copyItem(at: Paths.hwdb, to: hwdbDir.appendingPathComponent(Paths.hwdb.lastPathComponent))
+            }
+            if let daemonGroup {
+                try FileManager.default.copyItem(
+                    at: Paths.daemonRules, to: rulesDir.appendingPathComponent(Paths.daemonRules.lastPathComponent))
+                let system = try String(contentsOfFile: "/etc/group", encoding: .utf8)
+                    .split(separator: "\n").filter { !$0.hasPrefix("touchgated:") }
+                try (system.joined(separator: "\n") + "\ntouchgated:x:\(daemonGroup):\n")
+                    .write(to: work.appendingPathComponent("group"), atomically: true, encoding: .utf8)
             }
             let deviceArguments = devices.flatMap { [$0.label, $0.file.path, $0.sysfsPath] }
             let output = try runProcess(

@@ -12,6 +12,7 @@ enum Paths {
     static let generator = udev.appendingPathComponent("generate-hwdb.sh")
     static let hwdb = udev.appendingPathComponent("60-touchgate-fingerprint-reader.hwdb")
     static let rules = udev.appendingPathComponent("70-touchgate-fingerprint-reader.rules")
+    static let daemonRules = udev.appendingPathComponent("71-touchgated-fingerprint-reader.rules")
     static let shared = packageRoot.deletingLastPathComponent().appendingPathComponent("shared")
     static let umockdevFixtures = shared.appendingPathComponent("fixtures/umockdev")
 
