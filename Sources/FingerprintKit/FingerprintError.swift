@@ -25,6 +25,10 @@ public enum FingerprintError: Error, Sendable, Equatable, CustomStringConvertibl
 
     public var description: String {
         switch self {
+        case .device(.busy, let detail) where detail.lowercased().contains("suspended"):
+            // Suspended for system sleep (Touchgate's refusal, or libfprint's "Cannot run while
+            // suspended."): no other program is to blame.
+            return "the reader is suspended (the system is going to sleep or waking up); try again once it has resumed"
         case let .device(code, detail):
             return code.message + (detail.isEmpty ? "" : " (\(detail))")
         case let .retry(reason):
@@ -33,6 +37,10 @@ public enum FingerprintError: Error, Sendable, Equatable, CustomStringConvertibl
             return "the stored fingerprint data is damaged or not from libfprint (\(detail)); delete and enroll the finger again"
         case let .unsupported(what):
             return "this reader cannot \(what)"
+        case let .other(domain, code, detail) where domain == "g-usb-device-error-quark":
+            // GUsb's errors: the reader stopped answering or the USB transfer failed.
+            return "the reader stopped answering over USB (\(detail.isEmpty ? "error \(code)" : detail)); unplug it, "
+                + "plug it back in and try again"
         case let .other(domain, code, detail):
             return "\(detail) (\(domain) error \(code))"
         }
@@ -76,7 +84,8 @@ public struct DeviceErrorCode: RawRepresentable, Hashable, Sendable, CustomStrin
         case .notSupported: return "the reader does not support this operation"
         case .notOpen: return "the reader is not open"
         case .alreadyOpen: return "the reader is already open"
-        case .busy: return "the reader is busy with another operation (is fprintd running? stop it with: sudo systemctl stop fprintd)"
+        case .busy: return "the reader is busy with another operation or program (fprintd holds the readers it serves); "
+            + "try again when that is done"
         case .proto: return "the reader did not answer as expected; replug it and try again"
         case .dataInvalid: return "the reader rejected the fingerprint data; enroll the finger again"
         case .dataNotFound: return "the print is not stored on the reader; enroll the finger again"

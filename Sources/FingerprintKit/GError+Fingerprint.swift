@@ -7,8 +7,16 @@ import CFPrint
 /// domains become ``FingerprintError`` cases.
 enum GErrorFunnel {
     /// Converts and frees `error`.
+    ///
+    /// A `GError` whose domain is no registered quark is one its driver freed before
+    /// libfprint handed it over: libfprint 1.94.5's fpcmoc driver does this when an
+    /// enrollment fails and its cleanup command fails too (the task's error is freed with
+    /// the state machine, then returned). Its fields are whatever reused the memory, so
+    /// neither its message is read (a stray pointer) nor is it freed (a second free would
+    /// corrupt the heap); it becomes a general device error with a message that holds still.
     static func consume(_ error: UnsafeMutablePointer<GError>) -> any Error {
         let domain = error.pointee.domain
+        guard g_quark_to_string(domain) != nil else { return lostReport }
         let code = error.pointee.code
         let message = error.pointee.message.map { String(cString: $0) } ?? ""
         g_error_free(error)
@@ -27,6 +35,9 @@ enum GErrorFunnel {
         let name = g_quark_to_string(domain).map { String(cString: $0) } ?? "unknown"
         return FingerprintError.other(domain: name, code: code, detail: message)
     }
+
+    /// What a freed (unreadable) `GError` becomes; see ``consume(_:)``.
+    static let lostReport = FingerprintError.device(.general, detail: "its driver lost the details of what went wrong")
 
     /// Calls `body` with a `GError**`; throws the converted error if one was set.
     static func check<T>(_ body: (UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T) throws -> T {

@@ -45,8 +45,17 @@ actor FprintdSensor: BiometricSensor {
                 try await claim.verify(finger: fprintdFinger, events: events)
             }
             guard result.matched else { return .noMatch }
-            let id = EnrollmentTracker.fprintdPrintID(user: user, finger: result.finger ?? "any", device: target.device)
-            matched[id] = result.finger.flatMap(TouchgateService.fingerName)
+            // fprintd names the finger it checked (VerifyFingerSelected). Only a finger name
+            // is taken from it, and when one finger was asked for, only that one: a match
+            // reported for another finger is no answer to the question asked.
+            let reported = result.finger.flatMap(TouchgateService.fingerName)
+            if let finger, reported != finger {
+                throw FprintdError.failed(name: "verify-match", detail: "fprintd reported a match of "
+                                          + "\(result.finger.map(StoredText.escaped) ?? "no finger"), not of \(finger) as asked")
+            }
+            let id = EnrollmentTracker.fprintdPrintID(user: user, finger: reported.flatMap { Finger(name: $0)?.fprintdName }
+                                                      ?? "any", device: target.device)
+            matched[id] = reported
             return .match(id)
         } catch {
             throw map(error)

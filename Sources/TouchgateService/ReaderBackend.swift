@@ -138,6 +138,7 @@ extension TouchgateService {
                      "the reader is managed by fprintd, so its fingers are \(action) with fprintd, not touchgate: "
                          + "fprintd-enroll -f right-index-finger, fprintd-delete $USER, or your desktop's "
                          + "fingerprint settings. Touchgate verifies through fprintd. To use Touchgate's own "
-                         + "prints instead, stop fprintd and set \(ReaderBackendChoice.environmentVariable)=libfprint")
+                         + "prints instead, set \(ReaderBackendChoice.environmentVariable)=libfprint (fprintd can "
+                         + "keep running for login and sudo)")
     }
 }

@@ -5,7 +5,7 @@ import TouchgateWire
 /// user cannot open (udev rules missing), or a filter in the environment.
 enum ReaderDiagnostics {
     static let openHint = "If fprintd holds the reader, let Touchgate verify through it (unset "
-        + "TOUCHGATE_READER_BACKEND, or set it to fprintd) or stop fprintd (sudo systemctl stop fprintd); "
+        + "TOUCHGATE_READER_BACKEND, or set it to fprintd), or wait until the login or lock screen using it is done; "
         + "if you lack permission to the USB device, install the udev rules (see udev/README.md)."
 
     static func noReaderMessage(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {

@@ -52,6 +52,11 @@ extension TouchgateService {
         try await withStore { store in
             let user = user ?? principal.loginName
             try Self.checkName(user, what: "user")
+            // The user name is a folder of fprintd's store: one folder, never a path out of it.
+            guard !user.contains("/"), user != ".", user != ".." else {
+                throw ServiceError.usage("'\(StoredText.escaped(user))' is not a user name fprintd keeps prints under; "
+                                         + "name the user as fprintd-enroll does (your login name by default)")
+            }
             let found = try await Self.readFprintdStore(directory, user: user)
             let index = store.printIndex()
             var report = ImportReport(user: user, from: directory, dryRun: dryRun, imported: [], skipped: [], invalidated: [])
@@ -123,12 +128,7 @@ extension TouchgateService {
               name == String(number, radix: 16) else {
             throw refuse("is not named like a print (a finger number from 1 to a)")
         }
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw unreadable(path, error)
-        }
+        let data = try readRegularFile(path, refuse: refuse)
         let print: Print
         do {
             print = try await Print(serialized: [UInt8](data))
@@ -144,6 +144,40 @@ extension TouchgateService {
         return print
     }
 
+    /// The largest print file read: fprintd's are a few kilobytes (an image reader's print
+    /// holds its minutiae, a match-on-chip reader's only the chip's id).
+    static let largestPrintFile = 1 << 20
+
+    /// The content of the print file at `path`, read only if it is a regular file of at most
+    /// ``largestPrintFile`` bytes. A symbolic link, a FIFO (which would block the read
+    /// forever), a device or a huge file is refused: fprintd writes none of these.
+    private static func readRegularFile(_ path: String, refuse: (String) -> ServiceError) throws -> Data {
+        // O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: a link is not followed.
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ELOOP { throw refuse("is a symbolic link (fprintd writes plain files)") }
+            throw unreadable(path, POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO))
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw unreadable(path, POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)) }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw refuse("is not a plain file") }
+        guard info.st_size <= largestPrintFile else {
+            throw refuse("is \(info.st_size) bytes, far larger than any print")
+        }
+        var bytes = [UInt8](repeating: 0, count: largestPrintFile + 1)
+        var count = 0
+        while count < bytes.count {
+            let got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+            if got < 0 && errno == EINTR { continue }
+            guard got >= 0 else { throw unreadable(path, POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)) }
+            if got == 0 { break }
+            count += got
+        }
+        guard count <= largestPrintFile else { throw refuse("grew past \(largestPrintFile) bytes while being read") }
+        return Data(bytes[..<count])
+    }
+
     /// The entries of a directory in fprintd's store, sorted; a missing user directory is an
     /// empty store for that user, not an error.
     private static func listDirectory(_ path: String, store: String, user: String) throws -> [String] {
@@ -157,6 +191,16 @@ extension TouchgateService {
             if access(store, R_OK | X_OK) != 0 { throw unreadable(store, CocoaError(.fileReadNoPermission)) }
             throw ServiceError(.notFound, "fprintd has no prints of \(StoredText.escaped(user)) in "
                                + "\(StoredText.escaped(store)); enroll with fprintd-enroll, or name the user with --user")
+        }
+        var link = stat()
+        if path != store, lstat(path, &link) == 0, link.st_mode & S_IFMT == S_IFLNK {
+            throw ServiceError.dataError("\(StoredText.escaped(path)) in fprintd's store is a symbolic link (fprintd "
+                                         + "writes plain folders); nothing was imported. Copy the store without links "
+                                         + "(cp -r) and import from the copy")
+        }
+        guard isDirectory.boolValue else {
+            throw ServiceError.dataError("\(StoredText.escaped(path)) in fprintd's store is not a folder; nothing was "
+                                         + "imported. Move it aside and import again")
         }
         do {
             return try FileManager.default.contentsOfDirectory(atPath: path).filter { !$0.hasPrefix(".") }.sorted()

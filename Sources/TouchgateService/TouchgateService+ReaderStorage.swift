@@ -146,36 +146,55 @@ extension TouchgateService {
         }
     }
 
-    /// Matches what a reader holds with the store's prints made on it (`rows`). A row and
-    /// a held print are the same when the held print carries the nonce the ledger recorded
-    /// for the row, or, with `templates`, when libfprint's print equality says so.
+    /// Matches what a reader holds with the store's prints made on it (`rows`).
+    ///
+    /// Template equality (libfprint's `fp_print_equal`) decides wherever the row's template
+    /// can be read: the label Touchgate writes (`touchgate-<nonce>-<user>`) is visible to
+    /// anyone who lists the reader, so a foreign print may copy it, and a label alone must
+    /// neither hide a real print of ours behind a copy nor make the copy count as ours. A
+    /// row is matched by its label only when its template cannot be read (the vault is
+    /// locked, or the template does not load). A held print equal to any stored template of
+    /// this reader is never an orphan, even when no row claims it (a second copy of ours).
     /// - Returns: per row `in-step`, `missing-on-reader`, or nil when it could not be told
     ///   (no label and no template); and the held prints no row claims.
     static func compare(held: [Print], rows: [StoredPrint], info: ReaderInfo, store: StoreAccess,
                         templates: PrintStore?) async throws -> (states: [ReaderState?], orphans: [Print]) {
         let ledger = try ReaderLedger.read(StateStore(log: try store.audit()), info)
-        var opened: [StoredPrint] = []
-        if let templates { opened = try templates.prints(driver: info.driver, deviceID: info.deviceID) }
-        var unclaimed = Array(held.indices)
-        var states: [ReaderState?] = []
-        for row in rows {
-            let nonce = ledger.nonce(user: row.user, finger: row.finger)
-            var template: Print?
-            if let stored = opened.first(where: { $0.user == row.user && $0.finger == row.finger }) {
-                template = try? await Print(serialized: stored.template)
-            }
-            let claimed = unclaimed.firstIndex { index in
-                if let nonce, ChipLabel.nonce(in: held[index].username) == nonce { return true }
-                return template.map { $0 == held[index] } ?? false
-            }
-            if let claimed {
-                unclaimed.remove(at: claimed)
-                states.append(.inStep)
-            } else {
-                states.append(nonce != nil || template != nil ? .missingOnReader : nil)
+        var loaded: [Print] = []
+        var rowTemplates: [Print?] = Array(repeating: nil, count: rows.count)
+        if let templates {
+            for stored in try templates.prints(driver: info.driver, deviceID: info.deviceID) {
+                guard let print = try? await Print(serialized: stored.template) else { continue }
+                loaded.append(print)
+                if let index = rows.firstIndex(where: { $0.user == stored.user && $0.finger == stored.finger }) {
+                    rowTemplates[index] = print
+                }
             }
         }
-        return (states, unclaimed.map { held[$0] })
+        var unclaimed = Array(held.indices)
+        var states: [ReaderState?] = Array(repeating: nil, count: rows.count)
+        // Equality first, for every row whose template loaded, so that no label can take its place.
+        for (index, template) in rowTemplates.enumerated() {
+            guard let template else { continue }
+            if let claimed = unclaimed.firstIndex(where: { template == held[$0] }) {
+                unclaimed.remove(at: claimed)
+                states[index] = .inStep
+            } else {
+                states[index] = .missingOnReader
+            }
+        }
+        // Labels only for the rows that could not be compared.
+        for (index, row) in rows.enumerated() where rowTemplates[index] == nil {
+            guard let nonce = ledger.nonce(user: row.user, finger: row.finger) else { continue }
+            if let claimed = unclaimed.firstIndex(where: { ChipLabel.nonce(in: held[$0].username) == nonce }) {
+                unclaimed.remove(at: claimed)
+                states[index] = .inStep
+            } else {
+                states[index] = .missingOnReader
+            }
+        }
+        let orphans = unclaimed.map { held[$0] }.filter { print in !loaded.contains { $0 == print } }
+        return (states, orphans)
     }
 
     /// Deletes from the reader every print that a pending enrollment of Touchgate's left

@@ -40,7 +40,13 @@ extension TouchgateService {
                 return report
             }, "fprintd")
         }
-        return (await FingerprintContext().readers().map(\.info.report), "libfprint")
+        var reports: [ReaderReport] = []
+        for reader in await FingerprintContext().readers() {
+            var report = reader.info.report
+            report.temperature = await reader.temperature.rawValue
+            reports.append(report)
+        }
+        return (reports, "libfprint")
     }
 
     /// Why no reader is usable, in words a person can act on.

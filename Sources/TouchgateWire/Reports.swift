@@ -17,10 +17,15 @@ public struct ReaderReport: Codable, Sendable, Equatable {
     /// How Touchgate reaches it: `libfprint` (opens the reader itself) or `fprintd`
     /// (verifies through fprintd, which owns the reader).
     public var backend: String
+    /// `cold`, `warm` or `hot`: libfprint's estimate of how warm the reader is, for readers
+    /// reached directly (fprintd does not report it). libfprint keeps the estimate while a
+    /// process uses the reader and starts each process from `cold`; a `hot` reader refuses
+    /// to scan until it has cooled down.
+    public var temperature: String?
 
     /// A report.
     public init(deviceID: String, driver: String, name: String, scanType: String, enrollStages: Int, features: [String],
-                backend: String = "libfprint") {
+                backend: String = "libfprint", temperature: String? = nil) {
         self.deviceID = deviceID
         self.driver = driver
         self.name = name
@@ -28,6 +33,7 @@ public struct ReaderReport: Codable, Sendable, Equatable {
         self.enrollStages = enrollStages
         self.features = features
         self.backend = backend
+        self.temperature = temperature
     }
 }
 

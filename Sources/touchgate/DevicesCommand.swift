@@ -18,12 +18,16 @@ struct Devices: AsyncParsableCommand {
             let inventory = try await service.listReaders()
             let readers = inventory.readers
             if let explanation = inventory.explanation { console.warning(explanation) }
+            // Names come from drivers and, through fprintd, from whatever answers on the bus: escaped.
             let text = readers.enumerated().map { index, info in
+                let (name, deviceID, driver) = (StoredText.escaped(info.name), StoredText.escaped(info.deviceID),
+                                                StoredText.escaped(info.driver))
                 guard info.backend == "fprintd" else {
-                    return "\(index == 0 ? "*" : " ") \(info.deviceID)  \(info.name)  [driver \(info.driver), \(info.scanType), "
+                    return "\(index == 0 ? "*" : " ") \(deviceID)  \(name)  [driver \(driver), \(info.scanType), "
                         + "\(info.enrollStages) enroll scans; \(info.features.joined(separator: ", "))]"
+                        + (info.temperature.map { $0 == "cold" ? "" : "  \($0)" + ($0 == "hot" ? ": let it cool down" : "") } ?? "")
                 }
-                return "\(index == 0 ? "*" : " ") \(info.name)  [through fprintd, \(info.scanType), "
+                return "\(index == 0 ? "*" : " ") \(name)  [through fprintd, \(info.scanType), "
                     + "\(info.enrollStages) enroll scans; enroll with fprintd-enroll]"
             }.joined(separator: "\n")
             console.result("devices", ReaderList(devices: readers), text: readers.isEmpty ? nil : text)

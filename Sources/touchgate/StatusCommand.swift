@@ -61,7 +61,8 @@ struct Status: AsyncParsableCommand {
         lines.append("enrolled: " + (status.enrolled.isEmpty ? "none (run: touchgate enroll)" : status.enrolled
             .map { StoredText.escaped("\($0.finger) of \($0.user)") }.joined(separator: ", ")))
         lines.append("readers: " + (status.readers.isEmpty ? "none" : status.readers
-            .map { $0.backend == "fprintd" ? "\($0.name) (through fprintd)" : "\($0.name) (\($0.deviceID))" }
+            .map { $0.backend == "fprintd" ? "\(StoredText.escaped($0.name)) (through fprintd)"
+                : "\(StoredText.escaped($0.name)) (\(StoredText.escaped($0.deviceID)))" }
             .joined(separator: ", ")))
         if let mode = status.mode {
             lines.append("mode: \(mode == "system" ? "system (touchgated)" : "personal (this process)"); "

@@ -122,6 +122,11 @@ extension DeviceTests {
             let refused = await Result { try await rig.reader.verify(print) }
             #expect(deviceCode(of: refused) == .busy)
             if case .failure(FingerprintError.device(_, let detail)) = refused { #expect(detail.contains("suspended")) }
+            if case .failure(let error) = refused {
+                // Suspended, not held by another program: the message blames neither fprintd nor anyone.
+                #expect(String(describing: error).contains("suspended"), "\(error)")
+                #expect(!String(describing: error).contains("fprintd"), "\(error)")
+            }
             #expect(deviceCode(of: await Result { try await rig.reader.suspend() }) == .busy, "suspended twice")
             try await rig.reader.resume()
             #expect(try await rig.verify(print, scanning: "finger-1") == true)

@@ -15,6 +15,8 @@ struct ReaderCommandTests {
         #expect(devices.count == 1)
         #expect(devices.first?["driver"] as? String == "virtual_image")
         #expect((devices.first?["features"] as? [String])?.contains("identify") == true)
+        #expect(devices.first?["backend"] as? String == "libfprint")
+        #expect(devices.first?["temperature"] as? String == "cold", "libfprint's estimate, from cold in a new process")
     }
 
     @Test func noReaderIsExitTwoWithAMessage() async throws {

@@ -214,6 +214,38 @@ struct ReaderStorageTests {
         #expect(none.status == 0 && (none.json?["deleted"] as? [Any])?.isEmpty == true, "\(none.stderrLines)")
     }
 
+    /// The label Touchgate writes is visible to anyone who lists the reader, so a foreign
+    /// print can carry a copy. Template equality decides where templates can be read: the
+    /// copies are orphans, our real print is in step, and `--orphans` deletes the copies only.
+    @Test func aForgedLabelNeitherHidesOurPrintNorPassesForIt() async throws {
+        let rig = try StorageReaderRig()
+        defer { rig.home.remove() }
+        let right = try await enroll(rig, "right-index", number: Self.rightIndex, held: [])
+        let label = String(right.dropFirst(StorageReaderRig.chipID("", finger: Self.rightIndex).count))
+        #expect(label.hasPrefix("touchgate-"), "\(right)")
+        // Several copies, so that the driver lists at least one before the real print.
+        let forged = ["FFFFFFFF", "EEEEEEEE", "DDDDDDDD"].map { "FP1-20200101-7-\($0)-\(label)" }
+        let held = forged + [right]
+
+        let listed = try await list(rig, held: held)
+        #expect(state(listed, "right-index") == "in-step")
+        let orphans = try #require(listed["orphans"] as? [[String: Any]])
+        #expect(orphans.count == 3, "\(orphans)")
+        #expect(orphans.allSatisfy { $0["enrolled"] as? String == "2020-01-01" }, "the copies, not ours: \(orphans)")
+
+        let deleted = try await rig.run(["prints", "delete", "--orphans", "--yes", "--json"], held: held)
+        #expect(deleted.status == 0, "\(deleted.stderrLines)")
+        let gone = try #require(deleted.json?["deleted"] as? [[String: Any]])
+        #expect(gone.count == 3 && gone.allSatisfy { $0["enrolled"] as? String == "2020-01-01" },
+                "only the copies are deleted, never the print the store holds: \(gone)")
+        #expect(deleted.json?["remaining"] as? Int == 1)
+
+        // A copy alone does not pass for ours: the real print is missing, the copy an orphan.
+        let copyOnly = try await list(rig, held: [forged[0]])
+        #expect(state(copyOnly, "right-index") == "missing-on-reader")
+        #expect((copyOnly["orphans"] as? [Any])?.count == 1)
+    }
+
     /// Runs an enrollment whose save has to wait for the database (another writer holds it)
     /// once the reader has stored the print; `atFinalStage` acts at that moment, and the
     /// lock is released `holdFor` seconds after it. Returns the run and the chip id.

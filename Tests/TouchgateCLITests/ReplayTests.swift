@@ -32,6 +32,40 @@ struct ReplayTests {
     }
 }
 
+/// A replayed reader that goes off its recording (libfprint's fpcmoc recording, enrolled
+/// for another user and finger than it holds) fails with a message that holds still and
+/// says what to do. With libfprint's debug output on, the failed enrollment's cleanup fails
+/// too and libfprint 1.94.5 hands over an error it already freed; its garbage once showed
+/// as " (unknown error 32676)", a different number each run.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct DivergedReplayTests {
+    @Test func enrollOffTheRecordingFailsWithAStableMessage() async throws {
+        let umockdev = try #require(Tools.path("umockdev-run"), "umockdev-run not found: apt-get install umockdev")
+        let recording = Fixtures.recording("fpcmoc")
+        let device = try String(contentsOf: recording.appendingPathComponent("device"), encoding: .utf8)
+        let sysfs = try #require(device.split(separator: "\n").first { $0.hasPrefix("P: ") }?.dropFirst(3))
+        var messages: Set<String> = []
+        for _ in 0..<3 {
+            let home = try TemporaryDirectory("touchgate-diverged")
+            defer { home.remove() }
+            var process = CLIProcess(environment: [
+                "HOME": home.url.path, "XDG_DATA_HOME": home.path("data"), "G_MESSAGES_DEBUG": "all",
+                "FP_DEVICE_EMULATION": "1", "FP_DRIVERS_WHITELIST": "fpcmoc",
+            ])
+            process.wrapper = [umockdev, "-d", recording.appendingPathComponent("device").path,
+                               "-p", "/sys\(sysfs)=\(recording.appendingPathComponent("custom.pcapng").path)", "--"]
+            let result = try await process.run(["enroll", "--user", "alice", "--finger", "left-index"], timeout: 60)
+            #expect(result.status == 5, "a reader error, not a crash: \(result.status)")
+            let message = try #require(result.stderrLines.last { $0.hasPrefix("touchgate: ") }, "\(result.stderrLines.suffix(5))")
+            #expect(!message.contains("unknown error"), "\(message)")
+            #expect(message.contains("replug") || message.contains("plug it back in"), "says what to do: \(message)")
+            messages.insert(message)
+        }
+        // Either the driver's own report (the USB transfer timed out) or, when it lost it, the general one.
+        #expect(messages.count <= 2, "\(messages)")
+    }
+}
+
 /// Finds external tools.
 enum Tools {
     static func path(_ name: String) -> String? {
