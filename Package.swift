@@ -64,7 +64,7 @@ let package = Package(
         // Both ends of the daemon's socket: listening, connecting, peer credentials, framing.
         .target(name: "TouchgateSocket", dependencies: ["TouchgateWire", "TouchgateVault", "CTouchgateSys"]),
         // touchgated's request handling: the socket protocol over TouchgateService (no use case lives here).
-        .target(name: "TouchgateDaemon", dependencies: ["TouchgateService", "TouchgateSocket", "TouchgateWire", "TouchgateVault"]),
+        .target(name: "TouchgateDaemon", dependencies: ["FingerprintKit", "TouchgateService", "TouchgateSocket", "TouchgateWire", "TouchgateVault"]),
         // The CLI's side of the daemon: the same requests, sent over the socket.
         .target(name: "TouchgateClient", dependencies: ["TouchgateService", "TouchgateSocket", "TouchgateWire"]),
         .executableTarget(name: "touchgated", dependencies: ["TouchgateDaemon", "TouchgateService", "TouchgateSocket"]),

@@ -32,7 +32,14 @@ public final class Daemon: Sendable {
                 keys.sweep()
             }
         }
-        defer { sweeper.cancel() }
+        // Sleep and resume, through logind when it is on the system bus.
+        let sleeper = Task { [handler, keys, log] in
+            await SleepWatch.run(readers: handler.readers, keys: keys, log: log)
+        }
+        defer {
+            sweeper.cancel()
+            sleeper.cancel()
+        }
         let listener = self.listener
         let connections = AsyncStream<Int32> { continuation in
             let thread = Thread {

@@ -208,23 +208,3 @@ struct DaemonStores: Sendable {
         }
     }
 }
-
-/// One reader operation at a time, served in arrival order; the others wait.
-actor ReaderQueue {
-    private var busy = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-
-    /// Runs `body` once every operation that arrived earlier has ended.
-    func one<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
-        if busy {
-            await withCheckedContinuation { waiting.append($0) }
-        }
-        busy = true
-        defer { handOver() }
-        return try await body()
-    }
-
-    private func handOver() {
-        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
-    }
-}

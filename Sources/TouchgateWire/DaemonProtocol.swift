@@ -15,7 +15,10 @@ import Foundation
 /// client ``ClientMessage/Kind/answer``s, and ends with exactly one
 /// ``DaemonMessage/Kind/result`` or ``DaemonMessage/Kind/failure``. The client may then
 /// send the next request on the same connection. A ``ClientMessage/Kind/cancel``, or the
-/// client closing the connection, cancels the request and releases the reader.
+/// client closing the connection, cancels the request and releases the reader. When the
+/// system is about to sleep (logind's `PrepareForSleep`), a request using the reader ends
+/// with a failure of code `cancelled` whose message says so; reader requests sent while
+/// the system sleeps wait until it has woken.
 ///
 /// Anything else (a malformed, oversized or out-of-order message, an unknown version)
 /// gets a ``DaemonMessage/Kind/failure`` with code `usage` and the connection is closed.

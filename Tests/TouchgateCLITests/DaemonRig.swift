@@ -21,6 +21,8 @@ final class DaemonRig: @unchecked Sendable {
     let finger: VirtualImageFinger
     private let lock = NSLock()
     private var daemon: Process?
+    /// More environment for the daemon (`DBUS_SYSTEM_BUS_ADDRESS` of a private bus, say).
+    var daemonEnvironment: [String: String] = [:]
 
     var socketPath: String { home.path("run/socket") }
     var stateDirectory: String { home.path("state") }
@@ -81,7 +83,7 @@ final class DaemonRig: @unchecked Sendable {
             "PATH": "/usr/bin:/bin",
             "FP_VIRTUAL_IMAGE": finger.socketPath,
             "FP_DRIVERS_WHITELIST": "virtual_image",
-        ]
+        ].merging(daemonEnvironment) { $1 }
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()

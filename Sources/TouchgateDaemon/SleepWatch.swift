@@ -1,0 +1,94 @@
+import FingerprintKit
+import Foundation
+
+/// Follows system sleep through systemd-logind: a delay inhibitor is held while the system
+/// is awake; on `PrepareForSleep(true)` the running reader operation is cancelled (its
+/// client is told why), new ones are held back, and the inhibitor is released so sleep
+/// proceeds; on `PrepareForSleep(false)` operations run again and a new inhibitor is taken.
+///
+/// No reader is kept open between requests (each request opens the reader and enumerates
+/// anew), so after the cancelled operation has ended there is no open reader to suspend,
+/// and after resume the next request finds whatever readers are plugged in then. Unlocked
+/// vaults stay unlocked across sleep, as a phone keeps its keys; their idle and 72-hour
+/// limits count the time asleep (boot time), and the first sweep after resume applies them.
+enum SleepWatch {
+    static let who = "touchgated"
+    static let why = "cancel fingerprint operations and suspend readers"
+    /// How long the cancelled operation may take to end before sleep is let go anyway
+    /// (logind's own limit, InhibitDelayMaxSec, is 5 s by default).
+    static let cancelLimit: Duration = .seconds(3)
+
+    /// Watches until the calling task is cancelled. Without logind it logs one line and returns.
+    static func run(readers: ReaderQueue, keys: HeldKeys, log: @escaping @Sendable (String) -> Void) async {
+        let logind: LogindClient
+        do {
+            logind = try await LogindClient.connect()
+        } catch {
+            return log("sleep is not watched: \(error)")
+        }
+        // Subscribed before the inhibitor is taken, so no PrepareForSleep can slip between.
+        let signals = await logind.prepareForSleep()
+        var inhibitor: SleepInhibitor
+        do {
+            inhibitor = try await logind.delaySleep(who: who, why: why)
+        } catch {
+            await logind.close()
+            return log("sleep is not watched: \(error)")
+        }
+        log("sleep is watched through systemd-logind (delay inhibitor taken)")
+        var held: SleepInhibitor? = inhibitor
+        for await starting in signals {
+            if starting {
+                let ended = await readers.sleep()
+                if let ended, !(await finished(ended, within: cancelLimit)) {
+                    log("going to sleep: the cancelled fingerprint operation has not ended after \(cancelLimit); "
+                        + "letting the system sleep anyway")
+                }
+                log("going to sleep: " + (ended == nil ? "no fingerprint operation was running" : "the fingerprint "
+                    + "operation in progress was cancelled") + "; no reader is kept open, so none needs suspending; "
+                    + "\(keys.count) unlocked vault(s) stay unlocked; releasing the sleep inhibitor")
+                held?.release()
+                held = nil
+            } else {
+                await readers.wake()
+                let expired = keys.sweep()
+                do {
+                    inhibitor = try await logind.delaySleep(who: who, why: why)
+                    held?.release()
+                    held = inhibitor
+                    log("woke from sleep: fingerprint operations run again, readers are enumerated afresh by the next "
+                        + "request, \(expired) vault(s) locked by their time limits; new sleep inhibitor taken")
+                } catch {
+                    log("woke from sleep: fingerprint operations run again, but no new sleep inhibitor: \(error)")
+                }
+            }
+        }
+        held?.release()
+        await logind.close()
+    }
+
+    /// Whether `task` ends within `limit` (it is not cancelled either way).
+    private static func finished(_ task: Task<Void, Never>, within limit: Duration) async -> Bool {
+        let done = DoneFlag()
+        Task {
+            await task.value
+            done.set()
+        }
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            if done.isSet { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return done.isSet
+    }
+}
+
+/// A flag set once from any thread.
+private final class DoneFlag: @unchecked Sendable {
+    // @unchecked Sendable: `value` is only touched under `lock`.
+    private let lock = NSLock()
+    private var value = false
+
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// touchgated following system sleep through logind (python3-dbusmock's template on a
+/// private system bus) and readers that vanish and come back while it runs.
+@Suite("touchgated: sleep and hotplug", .serialized)
+struct DaemonSleepTests {
+    static let inhibitor = "sleep touchgated cancel fingerprint operations and suspend readers delay"
+
+    @Test("a delay inhibitor from start; sleep cancels the touch awaited with its reason and lets go; resume retakes it")
+    func sleepAndResume() async throws {
+        let logind = try LogindRig()
+        defer { logind.stop() }
+        let rig = try DaemonRig()
+        rig.daemonEnvironment = logind.environment
+        try await rig.start()
+        let taken = await logind.waitForInhibitors { !$0.isEmpty }
+        #expect(taken == [Self.inhibitor], "the daemon took no delay inhibitor at start:\n\(rig.daemonLog)")
+        try await rig.initialize()
+
+        // The system goes to sleep while a client waits for a finger.
+        rig.finger.present([])
+        let slept = try await rig.client().run(["verify", "--json"]) { line, _ in
+            if VirtualImageFinger.isPrompt(line) { try? logind.prepareForSleep(true) }
+        }
+        let error = slept.json
+        #expect(slept.status == 130, "a touch cancelled for sleep ends as cancelled (exit 130): \(slept.stdout)")
+        #expect(error?["error"] as? String == "cancelled", "\(slept.stdout)")
+        #expect((error?["message"] as? String)?.contains("the system is going to sleep") == true, "\(slept.stdout)")
+        let released = await logind.waitForInhibitors { $0.isEmpty }
+        #expect(released.isEmpty, "the inhibitor was not released, so sleep would wait for it:\n\(rig.daemonLog)")
+
+        // A reader operation asked for while asleep starts only once the system has woken.
+        let early = Task { try await rig.run(["verify", "--json"], presenting: ["whorl"]) }
+        try await Task.sleep(for: .seconds(1))
+        #expect(rig.finger.prompts == 0, "the reader was used while the system slept")
+        try logind.prepareForSleep(false)
+        let woken = try await early.value
+        #expect(woken.status == 0, "\(woken.stderrLines)\n\(rig.daemonLog)")
+        let retaken = await logind.waitForInhibitors { !$0.isEmpty }
+        #expect(retaken == [Self.inhibitor], "no new inhibitor after resume:\n\(rig.daemonLog)")
+
+        let next = try await rig.run(["verify", "--json"], presenting: ["whorl"])
+        #expect(next.status == 0, "\(next.stderrLines)\n\(rig.daemonLog)")
+        #expect(rig.daemonLog.contains("going to sleep: the fingerprint operation in progress was cancelled"), "\(rig.daemonLog)")
+        #expect(rig.daemonLog.contains("woke from sleep"), "\(rig.daemonLog)")
+
+        // Sleep with nothing running: the inhibitor is let go all the same, and taken again after.
+        try logind.prepareForSleep(true)
+        #expect(await logind.waitForInhibitors { $0.isEmpty }.isEmpty, "\(rig.daemonLog)")
+        try logind.prepareForSleep(false)
+        #expect(await logind.waitForInhibitors { !$0.isEmpty } == [Self.inhibitor], "\(rig.daemonLog)")
+    }
+
+    @Test("a reader unplugged mid-touch ends that request as disconnected; the reader that appears next is used")
+    func readerUnpluggedMidTouch() async throws {
+        let rig = try DaemonRig()
+        try await rig.start()
+        try await rig.initialize()
+        rig.finger.present([])
+        let finger = rig.finger
+        let unplugged = try await rig.client().run(["verify", "--json"]) { line, _ in
+            if VirtualImageFinger.isPrompt(line) { try? finger.unplug() }
+        }
+        let error = unplugged.json
+        #expect(unplugged.status == 4, "\(unplugged.stdout) \(unplugged.stderrLines)\n\(rig.daemonLog)")
+        #expect(error?["error"] as? String == "disconnected", "\(unplugged.stdout)")
+
+        let status = try await rig.run(["status", "--json"])
+        #expect(status.status == 0, "\(status.stderrLines)")
+        // libfprint's virtual_image reader is enumerated anew by the next request's context:
+        // a reader plugged in again, with the print enrolled on it before.
+        let readers = try await rig.run(["devices", "--json"])
+        #expect(readers.stdout.contains("virtual_image"), "\(readers.stdout) \(readers.stderrLines)")
+        let next = try await rig.run(["verify", "--json"], presenting: ["whorl"])
+        #expect(next.status == 0, "\(next.stderrLines)\n\(rig.daemonLog)")
+        #expect(!rig.daemonLog.contains("fatal signal"), "\(rig.daemonLog)")
+    }
+
+    @Test("without a system bus, or without logind on it, the daemon serves as usual and says once that sleep is not watched")
+    func withoutLogind() async throws {
+        let bus = try LogindRig(logind: false)
+        defer { bus.stop() }
+        for address in ["unix:path=/nonexistent/touchgate-test-bus", bus.busAddress] {
+            let rig = try DaemonRig()
+            rig.daemonEnvironment = ["DBUS_SYSTEM_BUS_ADDRESS": address]
+            try await rig.start()
+            let status = try await rig.run(["status", "--json"])
+            #expect(status.status == 0, "\(address): \(status.stderrLines)")
+            let enrolled = try await rig.run(["enroll", "--json", "--finger", "right-index"], presenting: ["whorl"])
+            #expect(enrolled.status == 0, "\(address): the reader is served: \(enrolled.stderrLines)\n\(rig.daemonLog)")
+            var lines: [Substring] = []
+            for _ in 0..<100 {
+                lines = rig.daemonLog.split(separator: "\n").filter { $0.contains("sleep is not watched") }
+                if !lines.isEmpty { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(lines.count == 1, "\(address): \(rig.daemonLog)")
+            #expect(lines.first?.contains("systemd-logind is not on the system bus") == true, "\(rig.daemonLog)")
+        }
+    }
+}
