@@ -141,6 +141,7 @@ extension TouchgateService {
     private func checkAndRecord(_ staged: StoreLocation, from: String, peer: String,
                                 interaction: any Interaction) async throws -> (MigrationReport, VaultKey) {
         let database = try TouchgateDatabase(location: staged)
+        defer { try? database.closeConnections() }
         let audit = try AuditLog(database: database)
         switch try audit.verify() {
         case .intact:
@@ -163,6 +164,8 @@ extension TouchgateService {
         }
         let report = MigrationReport(from: from, directory: location.directory.path, items: items, prints: prints,
                                      auditRecords: count, removed: false)
+        // Every connection closed here, before the directory moves: none may outlive it under the old name.
+        try database.closeConnections()
         return (report, key)
     }
 }

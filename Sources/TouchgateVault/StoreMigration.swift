@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import GRDB
 #if canImport(Glibc)
@@ -26,9 +27,9 @@ public final class StoreSnapshot: @unchecked Sendable {
     public let auditKey: Int32
 
     private let lock = NSLock()
-    private var holder: DatabaseQueue?
+    private var holder: WriteLockHolder?
 
-    private init(location: StoreLocation, database: Int32, auditKey: Int32, holder: DatabaseQueue) {
+    private init(location: StoreLocation, database: Int32, auditKey: Int32, holder: WriteLockHolder) {
         self.location = location
         self.database = database
         self.auditKey = auditKey
@@ -44,10 +45,9 @@ public final class StoreSnapshot: @unchecked Sendable {
         try StoreLocation.checkPrivate(path: keyPath, isDirectory: false)
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
-        let holder: DatabaseQueue
+        let holder: WriteLockHolder
         do {
-            holder = try DatabaseQueue(path: location.databasePath, configuration: configuration)
-            try holder.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
+            holder = try WriteLockHolder(path: location.databasePath, configuration: configuration)
         } catch let error as DatabaseError {
             throw StoreError.io(path: location.databasePath, detail: error.message ?? "SQLite error \(error.resultCode)")
         }
@@ -67,20 +67,20 @@ public final class StoreSnapshot: @unchecked Sendable {
             try reader.inDatabase { db in try db.execute(sql: "VACUUM INTO ?", arguments: [copyPath]) }
             try reader.close()
         } catch let error as DatabaseError {
-            rollback(holder)
+            holder.release()
             throw StoreError.io(path: location.databasePath, detail: error.message ?? "SQLite error \(error.resultCode)")
         }
         let database = open(copyPath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard database >= 0 else {
             let number = errno
-            rollback(holder)
+            holder.release()
             throw StoreError.io(path: copyPath, detail: String(cString: strerror(number)))
         }
         let auditKey = open(keyPath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard auditKey >= 0 else {
             let number = errno
             close(database)
-            rollback(holder)
+            holder.release()
             throw StoreError.io(path: keyPath, detail: String(cString: strerror(number)))
         }
         return StoreSnapshot(location: location, database: database, auditKey: auditKey, holder: holder)
@@ -109,12 +109,12 @@ public final class StoreSnapshot: @unchecked Sendable {
 
     /// Lets other writers in again and closes the descriptors. Idempotent.
     public func release() {
-        let held: DatabaseQueue? = lock.withLock {
+        let held: WriteLockHolder? = lock.withLock {
             defer { holder = nil }
             return holder
         }
         guard let held else { return }
-        Self.rollback(held)
+        held.release()
         close(database)
         close(auditKey)
     }
@@ -122,14 +122,54 @@ public final class StoreSnapshot: @unchecked Sendable {
     deinit {
         release()
     }
+}
 
-    private static func rollback(_ holder: DatabaseQueue) {
-        try? holder.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
-        try? holder.close()
+/// An open `BEGIN IMMEDIATE` transaction that writes nothing, held on a thread of its own
+/// (GRDB ends every transaction with the closure that began it) until ``release()``.
+///
+/// `@unchecked Sendable`: the semaphores are thread-safe; `failure` is written before
+/// `started` is signalled and read after.
+private final class WriteLockHolder: @unchecked Sendable {
+    private let started = DispatchSemaphore(value: 0)
+    private let finish = DispatchSemaphore(value: 0)
+    private let ended = DispatchSemaphore(value: 0)
+    private var failure: (any Error)?
+    private var released = false
+
+    /// Returns once the write lock is held; throws when it cannot be taken (busy past the
+    /// timeout, an unreadable database).
+    init(path: String, configuration: Configuration) throws {
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        let thread = Thread { [self] in
+            do {
+                try queue.inTransaction(.immediate) { _ in
+                    started.signal()
+                    finish.wait()
+                    return .rollback
+                }
+            } catch {
+                failure = error
+                started.signal()
+            }
+            try? queue.close()
+            ended.signal()
+        }
+        thread.name = "touchgate-migrate-lock"
+        thread.start()
+        started.wait()
+        if let failure {
+            ended.wait()
+            released = true
+            throw failure
+        }
     }
 
-    private func rollback(_ holder: DatabaseQueue) {
-        Self.rollback(holder)
+    /// Rolls back (nothing was written) and closes the connection. Call once.
+    func release() {
+        guard !released else { return }
+        released = true
+        finish.signal()
+        ended.wait()
     }
 }
 

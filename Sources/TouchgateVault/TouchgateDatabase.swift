@@ -43,6 +43,12 @@ public final class TouchgateDatabase: Sendable {
         try location.prepare()
     }
 
+    /// Closes every connection now (before the directory is moved, say); the database
+    /// cannot be used afterwards.
+    public func closeConnections() throws {
+        try writer.close()
+    }
+
     /// Runs `body` in one `BEGIN IMMEDIATE` transaction on the writer connection and commits
     /// (durably: `synchronous = FULL`); rolls back and rethrows when `body` throws.
     ///
