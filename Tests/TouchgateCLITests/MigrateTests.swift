@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+import TouchgateSocket
 import TouchgateTestSupport
+import TouchgateWire
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -191,6 +193,79 @@ struct MigrateTests {
         #expect(api.json?["value"] as? String == "token-123", "\(api.stderrLines)")
     }
 
+    @Test("kill -9 of the daemon mid-migrate: the client says so (exit 75), nothing half-made is taken for a vault, a retry succeeds")
+    func daemonKilled() async throws {
+        let rig = try DaemonRig()
+        let personal = PersonalSide(rig)
+        try await personal.makeVault()
+        let before = try await personal.auditTrail()
+        try await rig.start()
+
+        let fifo = rig.home.path("passphrase.fifo")
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let writer = open(fifo, O_RDWR)
+        defer { close(writer) }
+        var process = rig.client()
+        process.wrapper = ["/bin/sh", "-c", "exec \"$@\" <\"$0\"", fifo]
+        let cut = try await process.run(["migrate", "--json", "--passphrase-fd", "0"]) { line, _ in
+            guard line.contains("\"passphrase-needed\"") else { return }
+            // The daemon dies holding its staged copy; then the client gets its passphrase.
+            rig.stop(signal: SIGKILL)
+            _ = (DaemonRig.passphrase + "\n").withCString { write(writer, $0, strlen($0)) }
+        }
+        #expect(cut.status == 75, "\(cut.stderrLines)")
+        #expect(cut.stderrLines.joined().contains("unchanged"), "\(cut.stderrLines)")
+        try await personal.expectUnchanged(since: before, "after the daemon was killed")
+
+        try await rig.start()
+        #expect(!FileManager.default.fileExists(atPath: rig.ownStore + "/touchgate.sqlite"),
+                "a half-made copy became the user's store")
+        let list = try await rig.run(["secret", "list", "--json"])
+        #expect(list.status == 10, "\(list.stdout)")
+        let retried = try await rig.withPassphrase(["migrate", "--json"])
+        #expect(retried.status == 0, "\(retried.stderrLines)\n\(rig.daemonLog)")
+        #expect(rig.stagedCopies.isEmpty, "the abandoned copy was not cleared away: \(rig.stagedCopies)")
+        let audit = try await rig.run(["audit", "verify", "--json"])
+        #expect(audit.status == 0, "\(audit.stdout)")
+    }
+
+    @Test("descriptors with any other request, too few of them, or files that are not a store's are refused")
+    func hostileDescriptors() async throws {
+        let rig = try DaemonRig()
+        try await rig.start()
+        let null = open("/dev/null", O_RDONLY)
+        defer { close(null) }
+        func exchange(_ operation: DaemonOperation, announce: Int, send: [Int32]) async throws -> DaemonMessage? {
+            let socket = try FramedSocket.connect(path: rig.socketPath)
+            var request = ClientMessage(kind: .request, id: 1)
+            request.operation = operation
+            var arguments = RequestArguments()
+            arguments.path = "/nowhere"
+            request.arguments = arguments
+            request.descriptors = announce
+            #expect(socket.send(request, descriptors: send))
+            var last: DaemonMessage?
+            for try await frame in socket.frames() {
+                last = try frame.decode(DaemonMessage.self)
+                if last?.kind == .failure || last?.kind == .result { break }
+            }
+            socket.close()
+            return last
+        }
+        let status = try await exchange(.status, announce: 1, send: [null])
+        #expect(status?.kind == .failure && status?.error?.code == .usage, "\(String(describing: status))")
+        let short = try await exchange(.migrate, announce: 2, send: [null])
+        #expect(short?.kind == .failure && short?.error?.code == .usage, "\(String(describing: short))")
+        let device = try await exchange(.migrate, announce: 2, send: [null, null])
+        #expect(device?.kind == .failure, "\(String(describing: device))")
+        #expect(device?.error?.message.contains("not a regular file") == true, "\(String(describing: device))")
+        try await rig.waitForNoStagedCopies()
+        #expect(rig.stagedCopies.isEmpty, "\(rig.stagedCopies)")
+        #expect(!FileManager.default.fileExists(atPath: rig.ownStore + "/touchgate.sqlite"))
+        let alive = try await rig.run(["status", "--json"])
+        #expect(alive.status == 0 && !rig.daemonLog.contains("fatal signal"), "\(rig.daemonLog)")
+    }
+
     @Test("refused when touchgated already holds a vault for the user; the personal store stays")
     func refusedBesideAnExistingVault() async throws {
         let rig = try DaemonRig()
@@ -238,6 +313,7 @@ struct MigrateTests {
         try await rig.start()
         let tampered = try await rig.withPassphrase(["migrate", "--json"])
         #expect(tampered.status == 6, "\(tampered.stderrLines)\n\(rig.daemonLog)")
+        #expect(tampered.stderrLines.joined().contains("does not verify"), "\(tampered.stderrLines)")
         #expect(FileManager.default.fileExists(atPath: personal.store + "/touchgate.sqlite"))
         #expect(!FileManager.default.fileExists(atPath: rig.ownStore + "/touchgate.sqlite"))
         try await rig.waitForNoStagedCopies()
