@@ -3,7 +3,10 @@
 #include <errno.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 // prctl is variadic, which Swift cannot call.
 int CTouchgateSys_harden_process(void) {
@@ -27,4 +30,69 @@ int CTouchgateSys_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t
     *gid = credentials.gid;
     *pid = credentials.pid;
     return 0;
+}
+
+// CMSG_* are macros over struct msghdr, which Swift cannot expand.
+long CTouchgateSys_send_with_descriptors(int fd, const void *bytes, size_t length, const int *descriptors, int count) {
+    if (count < 0 || count > CTOUCHGATESYS_MAXIMUM_DESCRIPTORS || length == 0) return -EINVAL;
+    union {
+        char buffer[CMSG_SPACE(sizeof(int) * CTOUCHGATESYS_MAXIMUM_DESCRIPTORS)];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    struct iovec vector = {(void *)bytes, length};
+    struct msghdr message = {0};
+    message.msg_iov = &vector;
+    message.msg_iovlen = 1;
+    if (count > 0) {
+        message.msg_control = control.buffer;
+        message.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)count);
+        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+        header->cmsg_level = SOL_SOCKET;
+        header->cmsg_type = SCM_RIGHTS;
+        header->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)count);
+        memcpy(CMSG_DATA(header), descriptors, sizeof(int) * (size_t)count);
+    }
+    ssize_t sent;
+    do {
+        sent = sendmsg(fd, &message, MSG_NOSIGNAL);
+    } while (sent < 0 && errno == EINTR);
+    return sent < 0 ? -errno : (long)sent;
+}
+
+long CTouchgateSys_receive_with_descriptors(int fd, void *buffer, size_t length, int *descriptors, int *received) {
+    *received = 0;
+    union {
+        char buffer[CMSG_SPACE(sizeof(int) * CTOUCHGATESYS_MAXIMUM_DESCRIPTORS)];
+        struct cmsghdr align;
+    } control;
+    struct iovec vector = {buffer, length};
+    struct msghdr message = {0};
+    message.msg_iov = &vector;
+    message.msg_iovlen = 1;
+    message.msg_control = control.buffer;
+    message.msg_controllen = sizeof control.buffer;
+    ssize_t count;
+    do {
+        count = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
+    } while (count < 0 && errno == EINTR);
+    if (count < 0) return -errno;
+    int overflow = (message.msg_flags & MSG_CTRUNC) != 0;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+        size_t n = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int *incoming = (int *)CMSG_DATA(header);
+        for (size_t i = 0; i < n; i++) {
+            int one;
+            memcpy(&one, incoming + i, sizeof one);
+            if (*received < CTOUCHGATESYS_MAXIMUM_DESCRIPTORS) {
+                descriptors[(*received)++] = one;
+            } else {
+                close(one);
+                overflow = 1;
+            }
+        }
+    }
+    if (overflow) return -EMSGSIZE;
+    return (long)count;
 }

@@ -183,3 +183,12 @@ extension DaemonClient {
         return try await call(.pruneAudit, arguments, asking(interaction), as: CountReport.self).0.count
     }
 }
+
+extension DaemonClient: MigrationTarget {
+    public func adopt(database: Int32, auditKey: Int32, from: String,
+                      interaction: any Interaction) async throws(ServiceError) -> MigrationReport {
+        var parties = asking(interaction)
+        parties.descriptors = [database, auditKey]
+        return try await call(.migrate, arguments { $0.path = from; $0.canAskAgain = interaction.canAskAgain }, parties).0
+    }
+}

@@ -27,6 +27,8 @@ public struct DaemonClient: TouchgateRequests {
         var secretValue: (@Sendable () async throws -> SecretBytes)?
         /// Receives `output` lines.
         var output: (@Sendable (String) -> Void)?
+        /// Open files sent with the request (`SCM_RIGHTS`); they stay the caller's.
+        var descriptors: [Int32] = []
     }
 
     /// Sends one request and relays the conversation until its result.
@@ -64,6 +66,7 @@ public struct DaemonClient: TouchgateRequests {
         var request = ClientMessage(kind: .request, id: id)
         request.operation = operation
         request.arguments = arguments
+        if !parties.descriptors.isEmpty { request.descriptors = parties.descriptors.count }
         var greeted = false
         for try await frame in socket.frames() {
             let message = try frame.decode(DaemonMessage.self)
@@ -73,7 +76,9 @@ public struct DaemonClient: TouchgateRequests {
                                            + "\(DaemonProtocol.version); update touchgate and touchgated together")
                 }
                 greeted = true
-                guard socket.send(request) else { break }
+                let sent = parties.descriptors.isEmpty
+                    ? socket.send(request) : socket.send(request, descriptors: parties.descriptors)
+                guard sent else { break }
                 continue
             }
             switch message.kind {

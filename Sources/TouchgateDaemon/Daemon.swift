@@ -78,19 +78,25 @@ public final class Daemon: Sendable {
                 switch message.kind {
                 case .request:
                     guard let operation = message.operation else { throw FrameError.malformed("a request needs an operation") }
+                    guard frame.descriptors == nil || operation == .migrate else {
+                        throw FrameError.malformed("only migrate sends descriptors")
+                    }
+                    let descriptors = frame.descriptors
                     let interaction = DaemonInteraction(socket: socket, id: message.id, answers: AnswerSlot(),
                                                         canAskAgain: message.arguments?.canAskAgain ?? false,
                                                         assumeYes: message.arguments?.assumeYes ?? false)
                     log("\(peer): \(operation.rawValue)")
                     let handler = self.handler
                     guard await slot.start(id: message.id, answers: interaction.answers, { [slot] in
-                        let reply = await handler.respond(to: message, peer: peer, interaction: interaction)
+                        let reply = await handler.respond(to: message, descriptors: descriptors, peer: peer,
+                                                          interaction: interaction)
                         await slot.finish(id: message.id)
                         socket.sendRaw(reply.line, secret: reply.secret)
                     }) else {
                         throw FrameError.malformed("request \(message.id) arrived while request is still running")
                     }
                 case .answer:
+                    guard frame.descriptors == nil else { throw FrameError.malformed("an answer with descriptors") }
                     guard await slot.deliver(message, secret: frame.secret) else {
                         throw FrameError.malformed("an answer to no question")
                     }

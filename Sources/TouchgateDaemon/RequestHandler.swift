@@ -16,14 +16,19 @@ struct RequestHandler: Sendable {
     let readers: ReaderQueue
 
     /// Runs `request` (a request with an operation) and returns its result or failure, to send.
-    func respond(to request: ClientMessage, peer: Peer, interaction: DaemonInteraction) async -> Reply {
+    func respond(to request: ClientMessage, descriptors: PassedDescriptors? = nil, peer: Peer,
+                 interaction: DaemonInteraction) async -> Reply {
         // Every record this request writes names the client, not the daemon.
         let client = AuditClient(uid: peer.uid, loginName: UserDatabase.loginName(of: peer.uid),
                                  process: "pid \(peer.pid)" + (peer.executable.map { " \($0)" } ?? ""))
         do {
             return try await AuditClient.$current.withValue(client) {
-                try await run(request.operation!, request.arguments ?? RequestArguments(), peer: peer,
-                              interaction: interaction)
+                if request.operation == .migrate {
+                    return try await migrate(request.arguments ?? RequestArguments(), descriptors, peer: peer,
+                                             interaction: interaction)
+                }
+                return try await run(request.operation!, request.arguments ?? RequestArguments(), peer: peer,
+                                     interaction: interaction)
             }
         } catch {
             var failure = DaemonMessage(kind: .failure, id: request.id)
@@ -158,11 +163,33 @@ struct RequestHandler: Sendable {
                 socket.send(output)
             }
             return reply(id, CountReport(count: count))
+        case .migrate:
+            throw ServiceError(.usage, "migrate needs the descriptors of its request")
         case .pruneAudit:
             let before = try required(arguments.before, "before")
             return reply(id, CountReport(count: try await service.pruneAudit(before: before, force: arguments.force ?? false,
                                                                               interaction: interaction)))
         }
+    }
+
+    /// `migrate`: the peer's own personal store, passed as two open files, becomes its
+    /// store here. Only for the peer itself: no user is named, and root moves root's.
+    private func migrate(_ arguments: RequestArguments, _ descriptors: PassedDescriptors?, peer: Peer,
+                         interaction: DaemonInteraction) async throws -> Reply {
+        let from = try required(arguments.path, "path")
+        guard arguments.user == nil else {
+            throw ServiceError(.usage, "migrate moves your own personal store only; run it as the user whose store it is")
+        }
+        let files = descriptors?.take() ?? []
+        defer { for file in files { close(file) } }
+        guard files.count == 2 else {
+            throw ServiceError(.usage, "migrate needs two descriptors (the database copy, then the audit key); "
+                                   + "\(files.count) came")
+        }
+        let service = try stores.service(for: peer, actingFor: nil)
+        let report = try await service.adoptMigration(database: files[0], auditKey: files[1], from: from,
+                                                      peer: peer.description, interaction: interaction)
+        return reply(interaction.id, report)
     }
 
     private func required<T>(_ value: T?, _ name: String) throws(ServiceError) -> T {

@@ -1,3 +1,4 @@
+import CTouchgateSys
 import Foundation
 import TouchgateVault
 import TouchgateWire
@@ -11,6 +12,15 @@ public struct Frame: Sendable {
     public let line: [UInt8]
     /// The bytes announced by the line's `secret-length`.
     public let secret: SecureBytes?
+    /// The open files announced by the line's `descriptors` (``DaemonProtocol``), passed
+    /// with `SCM_RIGHTS`; nil when it announced none.
+    public let descriptors: PassedDescriptors?
+
+    init(line: [UInt8], secret: SecureBytes?, descriptors: PassedDescriptors? = nil) {
+        self.line = line
+        self.secret = secret
+        self.descriptors = descriptors
+    }
 
     /// Decodes the line as `T`.
     public func decode<T: Decodable>(_ type: T.Type) throws(FrameError) -> T {
@@ -23,6 +33,35 @@ public struct Frame: Sendable {
 private struct FrameHeader: Decodable {
     var version: Int?
     var secretLength: Int?
+    var descriptors: Int?
+}
+
+/// Open files received from the peer (`SCM_RIGHTS`), closed when the value goes unless
+/// ``take()``n first.
+///
+/// `@unchecked Sendable`: `owned` is only touched under `lock`.
+public final class PassedDescriptors: @unchecked Sendable {
+    private let lock = NSLock()
+    private var owned: [Int32]
+
+    init(_ descriptors: [Int32]) {
+        owned = descriptors
+    }
+
+    /// How many there are (before ``take()``).
+    public var count: Int { lock.withLock { owned.count } }
+
+    /// The descriptors, now the caller's to close; later calls return none.
+    public func take() -> [Int32] {
+        lock.withLock {
+            defer { owned = [] }
+            return owned
+        }
+    }
+
+    deinit {
+        for descriptor in owned { Glibc.close(descriptor) }
+    }
 }
 
 /// A connected Unix stream socket speaking ``DaemonProtocol``'s framing, on either side.
@@ -99,36 +138,57 @@ public final class FramedSocket: @unchecked Sendable {
 
     private func readLoop(_ deliver: (Frame) -> Void) throws {
         let buffer = FrameBuffer()
-        var waiting: (line: [UInt8], length: Int)?
+        var waiting: (line: [UInt8], length: Int, descriptors: PassedDescriptors?)?
+        // Descriptors arrive with the first byte of the line that announces them, so by the
+        // time that line is complete they are here, in the order they were sent.
+        var arrived: [Int32] = []
+        defer { for descriptor in arrived { Glibc.close(descriptor) } }
         while true {
             // Everything already received first.
             while true {
-                if let (line, length) = waiting {
+                if let (line, length, descriptors) = waiting {
                     guard let secret = try buffer.takeSecret(length) else { break }
                     waiting = nil
-                    deliver(Frame(line: line, secret: secret))
+                    deliver(Frame(line: line, secret: secret, descriptors: descriptors))
                 } else if let line = try buffer.nextLine() {
                     let header = try DaemonProtocol.decode(FrameHeader.self, from: line)
                     if let version = header.version, version != DaemonProtocol.version {
                         throw FrameError.malformed("protocol version \(version) is not spoken here "
                                                    + "(this side speaks \(DaemonProtocol.version))")
                     }
+                    var descriptors: PassedDescriptors?
+                    if let count = header.descriptors {
+                        guard count > 0, count <= DaemonProtocol.maximumDescriptors, count <= arrived.count else {
+                            throw FrameError.malformed("the message announces \(count) descriptors and "
+                                                       + "\(arrived.count) arrived with it")
+                        }
+                        descriptors = PassedDescriptors(Array(arrived.prefix(count)))
+                        arrived.removeFirst(count)
+                    }
                     if let length = header.secretLength {
                         guard length >= 0, length <= DaemonProtocol.maximumSecretBytes else {
                             throw FrameError.secretTooLong
                         }
-                        waiting = (line, length)
+                        waiting = (line, length, descriptors)
                     } else {
-                        deliver(Frame(line: line, secret: nil))
+                        deliver(Frame(line: line, secret: nil, descriptors: descriptors))
                     }
                 } else {
                     break
                 }
             }
+            var overflow = false
             let received = buffer.fill { free in
-                var count: Int
-                repeat { count = read(descriptor, free.baseAddress, free.count) } while count < 0 && errno == EINTR
-                return count
+                var incoming = [Int32](repeating: -1, count: Int(CTOUCHGATESYS_MAXIMUM_DESCRIPTORS))
+                var count: Int32 = 0
+                let result = CTouchgateSys_receive_with_descriptors(descriptor, free.baseAddress, free.count,
+                                                                    &incoming, &count)
+                arrived += incoming.prefix(Int(count))
+                if result == -Int(EMSGSIZE) { overflow = true }
+                return result
+            }
+            if overflow || arrived.count > DaemonProtocol.maximumDescriptors {
+                throw FrameError.malformed("more than \(DaemonProtocol.maximumDescriptors) descriptors sent at once")
             }
             if received == 0 {
                 if buffer.pending > 0 || waiting != nil { throw FrameError.truncated }
@@ -149,6 +209,23 @@ public final class FramedSocket: @unchecked Sendable {
         guard line.withUnsafeBytes({ writeAll($0) }) else { return false }
         if let secret { return secret.withUnsafeBytes { writeAll($0) } }
         return true
+    }
+
+    /// Sends `message` with open files attached (`SCM_RIGHTS`); the message's
+    /// `descriptors` must say how many. The descriptors stay the caller's (the peer gets
+    /// its own copies). Returns false when the peer is gone.
+    @discardableResult
+    public func send<T: Encodable>(_ message: T, descriptors: [Int32]) -> Bool {
+        let line = DaemonProtocol.encode(message)
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        guard !closed else { return false }
+        let first = line.withUnsafeBytes { bytes in
+            CTouchgateSys_send_with_descriptors(self.descriptor, bytes.baseAddress, bytes.count, descriptors,
+                                                Int32(descriptors.count))
+        }
+        guard first > 0 else { return false }
+        return line.withUnsafeBytes { writeAll(UnsafeRawBufferPointer(rebasing: $0[first...])) }
     }
 
     /// Sends bytes as they are (an already encoded line, or what no encoder would write,

@@ -70,12 +70,15 @@ public struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConv
     /// The audit head was upgraded to a new format, such as one that authenticates the
     /// lockout, settings and enrollment state (`audit.upgrade`).
     public static let auditUpgrade = AuditEvent(rawValue: "audit.upgrade")
+    /// The store, its audit trail included, was moved from a personal (in-process) data
+    /// directory into touchgated's store (`vault.migrate`); the chain continues across it.
+    public static let vaultMigrate = AuditEvent(rawValue: "vault.migrate")
 
     /// Every event this release defines, in a stable order.
     public static let known: [AuditEvent] = [
         .authAttempt, .itemRead, .itemWrite, .itemDelete, .fingerEnroll, .fingerDelete,
         .vaultLock, .sessionEnd, .vaultUnlock, .vaultInit, .passphraseChange, .lockoutStart, .lockoutEnd,
-        .policyChange, .auditPrune, .integrityFailure, .auditUpgrade,
+        .policyChange, .auditPrune, .integrityFailure, .auditUpgrade, .vaultMigrate,
     ]
 }
 

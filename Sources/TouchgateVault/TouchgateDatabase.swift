@@ -24,6 +24,11 @@ public final class TouchgateDatabase: Sendable {
         try Self.createPrivately(path)
         var config = Configuration()
         config.busyMode = .timeout(10)
+        // A store may come from elsewhere (touchgated adopts one a user migrates): its schema
+        // is not trusted to run functions with side effects from triggers or views.
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA trusted_schema = OFF")
+        }
         do {
             writer = try DatabasePool(path: path, configuration: config)
             // Durable commits: an audit record or a lockout count must survive a crash right
@@ -41,6 +46,12 @@ public final class TouchgateDatabase: Sendable {
             chmod(path + suffix, 0o600)
         }
         try location.prepare()
+    }
+
+    /// Closes every connection now (before the directory is moved, say); the database
+    /// cannot be used afterwards.
+    public func closeConnections() throws {
+        try writer.close()
     }
 
     /// Runs `body` in one `BEGIN IMMEDIATE` transaction on the writer connection and commits

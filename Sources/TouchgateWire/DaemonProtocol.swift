@@ -20,6 +20,11 @@ import Foundation
 /// with a failure of code `cancelled` whose message says so; reader requests sent while
 /// the system sleeps wait until it has woken.
 ///
+/// A message may also carry open files: its `descriptors` says how many, and they are
+/// passed with `SCM_RIGHTS` on the message's first byte (at most
+/// ``maximumDescriptors``). Only `migrate` does so today (see ``DaemonOperation/migrate``);
+/// files sent with a message that does not announce them are closed unread.
+///
 /// Anything else (a malformed, oversized or out-of-order message, an unknown version)
 /// gets a ``DaemonMessage/Kind/failure`` with code `usage` and the connection is closed.
 public enum DaemonProtocol {
@@ -29,6 +34,8 @@ public enum DaemonProtocol {
     public static let maximumLineBytes = 64 * 1024
     /// The most secret bytes one message may carry.
     public static let maximumSecretBytes = 64 * 1024
+    /// The most open files one message may carry (see ``ClientMessage/descriptors``).
+    public static let maximumDescriptors = 4
 }
 
 /// A message from a client.
@@ -61,6 +68,8 @@ public struct ClientMessage: Codable, Sendable, Equatable {
     public var error: ServiceError?
     /// How many raw secret bytes follow this line.
     public var secretLength: Int?
+    /// How many open files came with this line (`SCM_RIGHTS`, sent with its first byte).
+    public var descriptors: Int?
 
     /// A message of `kind` for request `id`.
     public init(kind: Kind, id: UInt64) {
@@ -84,6 +93,16 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     case release = "secret.get", store = "secret.add", items = "secret.list", remove = "secret.rm"
     case auditRecords = "audit.show", auditCount = "audit.count", verifyAudit = "audit.verify"
     case exportAudit = "audit.export", pruneAudit = "audit.prune"
+    /// Moves the caller's personal (in-process) store into the daemon's store for the
+    /// caller's own uid. The request carries two descriptors, opened read-only by the
+    /// client: a consistent copy of its `touchgate.sqlite` (no `-wal` beside it), then its
+    /// `audit.key`; `path` says where the personal store was (recorded in the audit
+    /// trail as the client's claim). The daemon copies them into a directory of its own,
+    /// asks the passphrase, verifies the audit chain and the authenticated state, records
+    /// the migration in the chain, moves the copy into place and holds the key; the
+    /// result is a ``MigrationReport``. Refused (`already-initialized`) when the caller
+    /// already has a vault or prints in the daemon.
+    case migrate
 }
 
 /// The arguments of every operation, flat; each operation reads the ones it documents.

@@ -26,7 +26,7 @@ struct Touchgate: AsyncParsableCommand {
         version: version,
         subcommands: [
             Init.self, Unlock.self, Lock.self, Passphrase.self, Status.self, Secret.self, Audit.self, Policy.self, Repair.self,
-            Devices.self, Enroll.self, Verify.self, Identify.self, Prints.self, Capture.self, Import.self,
+            Devices.self, Enroll.self, Verify.self, Identify.self, Prints.self, Capture.self, Import.self, Migrate.self,
         ]
     )
 

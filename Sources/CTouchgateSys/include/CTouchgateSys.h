@@ -59,4 +59,18 @@ int CTouchgateSys_secret_unregister(long slot, const void *pointer);
 /// `program` (at most 63 bytes are kept) may be NULL for "touchgate". Returns 0 or -errno.
 int CTouchgateSys_install_fatal_signal_handlers(const char *program);
 
+/// The most descriptors one message may carry (SCM_RIGHTS), either way.
+#define CTOUCHGATESYS_MAXIMUM_DESCRIPTORS 4
+
+/// sendmsg(2) of `length` bytes on a connected Unix socket with `count` descriptors
+/// (at most CTOUCHGATESYS_MAXIMUM_DESCRIPTORS) attached as SCM_RIGHTS, MSG_NOSIGNAL.
+/// The descriptors travel with the first byte. Returns the bytes sent or -errno.
+long CTouchgateSys_send_with_descriptors(int fd, const void *bytes, size_t length, const int *descriptors, int count);
+
+/// recvmsg(2) into `buffer`; descriptors that arrive (SCM_RIGHTS, close-on-exec) are
+/// stored in `descriptors` (room for CTOUCHGATESYS_MAXIMUM_DESCRIPTORS) and counted in
+/// `*received`. More than fit are closed and reported as -EMSGSIZE after the bytes are
+/// taken (the caller drops the connection). Returns bytes read, 0 at end, or -errno.
+long CTouchgateSys_receive_with_descriptors(int fd, void *buffer, size_t length, int *descriptors, int *received);
+
 #endif
