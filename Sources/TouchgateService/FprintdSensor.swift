@@ -83,22 +83,8 @@ actor FprintdSensor: BiometricSensor {
     }
 
     private func map(_ error: any Error) -> SensorError {
-        switch error {
-        case is CancellationError:
-            return .cancelled
-        case FingerprintError.retry(let reason):
-            interaction.event(Prompter.retryEvent(reason, attempt: scans + 1))
-            switch reason {
-            case .tooShort: return .retry(.tooShort)
-            case .centerFinger: return .retry(.centerFinger)
-            case .removeFinger: return .retry(.removeFinger)
-            default: return .retry(.general)
-            }
-        case let error as FingerprintError where error.isDisconnected:
-            return .disconnected
-        default:
-            lastFailure = error
-            return .unavailable
-        }
+        let mapped = SensorError.from(error, interaction: interaction, nextAttempt: scans + 1)
+        if mapped == .unavailable { lastFailure = error }
+        return mapped
     }
 }

@@ -101,15 +101,7 @@ extension TouchgateService {
 
     /// Runs `body` with the resolved backend and closes it after.
     func withBackend<T>(device: String?, _ body: (ResolvedBackend) async throws -> T) async throws -> T {
-        let backend = try await resolveBackend(device: device)
-        do {
-            let value = try await body(backend)
-            await backend.close()
-            return value
-        } catch {
-            await backend.close()
-            throw error
-        }
+        try await closing(try await resolveBackend(device: device), { await $0.close() }, body)
     }
 
     /// fprintd's reader named by `device` (its name, object path or index), or its default.

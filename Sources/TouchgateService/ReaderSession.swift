@@ -1,4 +1,5 @@
 import FingerprintKit
+import TouchgatePolicy
 import Foundation
 import TouchgateWire
 
@@ -28,15 +29,7 @@ struct ReaderSession: Sendable {
     /// Opens the reader, runs `body` with it and closes it, also when `body` throws or is cancelled.
     static func with<T: Sendable>(device: String?, interaction: any Interaction,
                                   _ body: (ReaderSession) async throws -> T) async throws -> T {
-        let session = try await open(device: device, interaction: interaction)
-        do {
-            let value = try await body(session)
-            await session.close()
-            return value
-        } catch {
-            await session.close()
-            throw error
-        }
+        try await closing(try await open(device: device, interaction: interaction), { await $0.close() }, body)
     }
 
     /// Finds a reader without opening it.
@@ -190,6 +183,42 @@ struct Prompter: Sendable {
         case .centerFinger: return "center-finger"
         case .removeFinger: return "remove-finger"
         default: return "general"
+        }
+    }
+}
+
+/// Runs `body` with `resource`, then `close`s it, also when `body` throws or is cancelled.
+func closing<Resource, T>(_ resource: Resource, _ close: (Resource) async -> Void,
+                          _ body: (Resource) async throws -> T) async throws -> T {
+    do {
+        let value = try await body(resource)
+        await close(resource)
+        return value
+    } catch {
+        await close(resource)
+        throw error
+    }
+}
+
+extension SensorError {
+    /// What a failed scan means to the policy core, for any sensor: a poor scan is a retry
+    /// (and its hint is shown now), a vanished reader is `disconnected`, the rest `unavailable`.
+    static func from(_ error: any Error, interaction: any Interaction, nextAttempt: Int) -> SensorError {
+        switch error {
+        case is CancellationError:
+            return .cancelled
+        case FingerprintError.retry(let reason):
+            interaction.event(Prompter.retryEvent(reason, attempt: nextAttempt))
+            switch reason {
+            case .tooShort: return .retry(.tooShort)
+            case .centerFinger: return .retry(.centerFinger)
+            case .removeFinger: return .retry(.removeFinger)
+            default: return .retry(.general)
+            }
+        case let error as FingerprintError where error.isDisconnected:
+            return .disconnected
+        default:
+            return .unavailable
         }
     }
 }

@@ -135,15 +135,8 @@ extension TouchgateService {
     static func withOpened<T: Sendable>(_ reader: Reader, context: FingerprintContext, interaction: any Interaction,
                                         _ body: (ReaderSession) async throws -> T) async throws -> T {
         try await reader.open()
-        let session = ReaderSession(context: context, reader: reader, interaction: interaction)
-        do {
-            let value = try await body(session)
-            await session.close()
-            return value
-        } catch {
-            await session.close()
-            throw error
-        }
+        return try await closing(ReaderSession(context: context, reader: reader, interaction: interaction),
+                                 { await $0.close() }, body)
     }
 
     /// Matches what a reader holds with the store's prints made on it (`rows`).
