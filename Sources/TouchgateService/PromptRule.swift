@@ -24,14 +24,14 @@ import FingerprintKit
 /// when the finger lifts, before the stage event: that report belongs to the scan just
 /// made and is ignored.
 ///
-/// The grace period is short (``shortGrace``) except where the driver is known to report
-/// "needed" on time: readers of libfprint's image-device layer (it reports "needed" as
-/// each wait starts), and the waits after a stage once the driver has reported "needed"
-/// for such a wait before its grace period ran out. There it is long (``longGrace``), a
-/// mere safety net, so that a driver that takes its time to finish after its last scan
-/// (fewer stages than announced) gets no stray prompt. Start and retry waits of other
-/// drivers keep the short period: virtual_device, for one, reports "needed" at the start
-/// but neither after a stage nor after a retry.
+/// The grace period is short (``shortGrace``) except where a late fallback cannot leave the
+/// person unprompted at their scan: readers of libfprint's image-device layer (they report
+/// "needed" as each wait starts), and the waits after a stage of any driver that reports
+/// finger status at all in this operation (its "present" prompts a scan that begins before
+/// the grace period ends). There it is long (``longGrace``), a mere safety net, so that a
+/// driver that takes its time to finish after its last scan (fewer stages than announced,
+/// fpcmoc on a busy machine) gets no stray prompt. Start and retry waits, and every wait of
+/// a driver that reports no finger status, keep the short period.
 ///
 /// A pure state machine: feed it ``Input``s in the order they happen, perform the
 /// ``Output``s it returns. ``Prompter`` runs it over a reader's events and a clock.
@@ -83,8 +83,8 @@ struct PromptRule: Sendable, Equatable {
     let counting: Bool
     /// Whether the driver reports "needed" as each wait starts (known).
     let timely: Bool
-    /// Whether the driver has reported "needed" on time for a wait after a stage (seen).
-    private(set) var timelyAfterStages = false
+    /// Whether the driver has reported any finger status in this operation (seen).
+    private(set) var reportsStatus = false
     /// Scans in all: as announced, then as the stage events report it.
     private(set) var stages: Int
     /// Scans accepted so far.
@@ -115,13 +115,13 @@ struct PromptRule: Sendable, Equatable {
         case .started:
             return wait == 0 ? openWait() : []
         case .fingerStatus(let status):
+            reportsStatus = true
             guard open else { return [] }
             if status.contains(.present) { return [prompt()] }
             guard status.contains(.needed) else {
                 armed = false
                 return []
             }
-            if afterStage { timelyAfterStages = true }
             return [prompt()]
         case let .enrollStage(done, total):
             completed = done
@@ -152,7 +152,7 @@ struct PromptRule: Sendable, Equatable {
         open = true
         armed = true
         self.afterStage = afterStage
-        let long = timely || (afterStage && timelyAfterStages)
+        let long = timely || (afterStage && reportsStatus)
         return [.startGrace(wait: wait, after: long ? Self.longGrace : Self.shortGrace)]
     }
 

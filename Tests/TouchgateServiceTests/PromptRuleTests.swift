@@ -132,21 +132,27 @@ import Testing
         #expect(seen == ["ask 1/5", "done 1/5"])
     }
 
-    @Test func aDriverTimelyAfterStagesGetsTheLongGraceAfterItsStages() {
+    @Test func aDriverThatReportsFingerStatusGetsTheLongGraceAfterItsStages() {
         var rule = PromptRule(stages: 25)
         #expect(rule.handle(.started) == [.startGrace(wait: 1, after: PromptRule.shortGrace)])
         _ = rule.handle(.fingerStatus(.needed))
-        // The first stage's wait: not known yet, short.
+        // It reports status, so a scan that starts before the fallback is prompted by "present":
+        // the wait after a stage can afford the long safety net; a retry's wait cannot.
         #expect(rule.handle(.enrollStage(completed: 1, total: 25)).last
-                == .startGrace(wait: 2, after: PromptRule.shortGrace))
+                == .startGrace(wait: 2, after: PromptRule.longGrace))
         #expect(rule.handle(.fingerStatus(.needed)) == [.prompt(stage: 2, stages: 25)])
-        // Seen to report on time after a stage: the next stage waits long, a retry does not.
-        #expect(rule.handle(.enrollStage(completed: 2, total: 25)).last
-                == .startGrace(wait: 3, after: PromptRule.longGrace))
-        #expect(rule.handle(.retry(.general)).last == .startGrace(wait: 4, after: PromptRule.shortGrace))
+        #expect(rule.handle(.retry(.general)).last == .startGrace(wait: 3, after: PromptRule.shortGrace))
         // An image reader is known to report on time.
         var image = PromptRule(stages: 5, timely: true)
         #expect(image.handle(.started) == [.startGrace(wait: 1, after: PromptRule.longGrace)])
+    }
+
+    @Test func aDriverThatReportsNoFingerStatusKeepsTheShortGrace() {
+        var rule = PromptRule(stages: 9)
+        #expect(rule.handle(.started) == [.startGrace(wait: 1, after: PromptRule.shortGrace)])
+        #expect(rule.handle(.graceElapsed(wait: 1)) == [.prompt(stage: 1, stages: 9)])
+        #expect(rule.handle(.enrollStage(completed: 1, total: 9)).last
+                == .startGrace(wait: 2, after: PromptRule.shortGrace))
     }
 
     /// fpcmoc as its recording replays (no time passes between events): "needed" once at
