@@ -16,6 +16,12 @@
 #                         uninstall-daemon: the daemon's files, after stopping it; its state
 #                         in /var/lib/touchgate and its user stay)
 #   make bench            the benchmark suite (bench/run.sh); writes BENCHMARKS.md
+#   make fuzz             coverage-guided fuzzing (libFuzzer, `swiftc -sanitize=fuzzer,address`)
+#                         of the socket protocol decoder, the policy-string parser and the
+#                         stored policy-state decoders, FUZZ_SECONDS (default 60) each, from
+#                         the seeds in fuzz/corpus/; FUZZ_RUNS=N runs N inputs each instead.
+#                         Builds outside SwiftPM, into .build-fuzz/; a crash fails make and
+#                         leaves the input in .build-fuzz/crash-<target>-*
 #
 # PREFIX (default /usr/local) and DESTDIR (a staging root, for packages) as usual; the
 # udev files go to $(DESTDIR)$(UDEVDIR), /etc/udev by default. `make && sudo make install`
@@ -50,7 +56,7 @@ COMPOUT  = $(SCRATCH)/completions
 # The pages carry the date of the last commit, so a rebuild gives the same pages.
 MANDATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 
-.PHONY: all daemon install install-udev install-daemon uninstall uninstall-udev uninstall-daemon bench
+.PHONY: all daemon install install-udev install-daemon uninstall uninstall-udev uninstall-daemon bench fuzz
 all: $(BINARY) $(MANOUT)/touchgate.1 $(COMPOUT)/touchgate
 
 $(BINARY): $(SOURCES)
@@ -138,3 +144,43 @@ uninstall-daemon:
 
 bench:
 	bench/run.sh
+
+# Fuzzing. Each target is one file in fuzz/ compiled with the sources of the one
+# dependency-free module it exercises, so SwiftPM's build is untouched. New inputs the
+# fuzzer finds go to .build-fuzz/corpus/<target> (fuzz/corpus stays the committed seeds).
+SWIFTC        ?= swiftc
+FUZZDIR       ?= .build-fuzz
+FUZZ_SECONDS  ?= 60
+FUZZ_RUNS     ?=
+FUZZ_TARGETS   = protocol policy stored-state
+FUZZ_LIMIT     = $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
+FUZZ_SWIFTC    = $(SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -module-name $(2) $(3) -o $(1) 2>&1 \
+	| { grep -v 'ld.gold: warning: Cannot export local symbol' || true; }; test -x $(1)
+
+fuzz: $(FUZZ_TARGETS:%=$(FUZZDIR)/fuzz-%)
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZDIR)/corpus/$$t; \
+		$(FUZZDIR)/fuzz-$$t $(FUZZ_LIMIT) -max_len=4096 -print_final_stats=1 \
+			-artifact_prefix=$(FUZZDIR)/crash-$$t- $(FUZZDIR)/corpus/$$t fuzz/corpus/$$t \
+			> $(FUZZDIR)/$$t.log 2>&1; status=$$?; \
+		runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZDIR)/$$t.log); \
+		secs=$$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' $(FUZZDIR)/$$t.log); \
+		if [ $$status -ne 0 ]; then \
+			tail -40 $(FUZZDIR)/$$t.log >&2; \
+			echo "fuzz: $$t FAILED after $${runs:-?} executions; the input is in $(FUZZDIR)/crash-$$t-*, the log in $(FUZZDIR)/$$t.log" >&2; \
+			exit 1; \
+		fi; \
+		echo "fuzz: $$t: $$runs executions in $${secs:-?} s, no crash"; \
+	done
+
+$(FUZZDIR)/fuzz-protocol: fuzz/protocol.swift $(wildcard Sources/TouchgateWire/*.swift)
+	@mkdir -p $(FUZZDIR)
+	$(call FUZZ_SWIFTC,$@,TouchgateWire,$^)
+
+$(FUZZDIR)/fuzz-policy: fuzz/policy.swift $(wildcard Sources/TouchgatePolicy/*.swift)
+	@mkdir -p $(FUZZDIR)
+	$(call FUZZ_SWIFTC,$@,TouchgatePolicy,$^)
+
+$(FUZZDIR)/fuzz-stored-state: fuzz/stored-state.swift $(wildcard Sources/TouchgatePolicy/*.swift)
+	@mkdir -p $(FUZZDIR)
+	$(call FUZZ_SWIFTC,$@,TouchgatePolicy,$^)
