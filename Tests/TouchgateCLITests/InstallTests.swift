@@ -79,13 +79,13 @@ struct InstallTests {
         #expect(pages.count == commands.count, "pages: \(pages.sorted())")
 
         // `man -l` renders the top page without complaint; it points at the others.
-        let rendered = try run("/usr/bin/man", ["-l", "-P", "cat", man1 + "/touchgate.1"],
+        let rendered = try runProgram("/usr/bin/man", ["-l", "-P", "cat", man1 + "/touchgate.1"],
                                environment: ["MANWIDTH": "80", "LANG": "C.UTF-8"])
         #expect(rendered.status == 0)
         #expect(rendered.stderr.isEmpty, "man or groff warned: \(rendered.stderr)")
         #expect(rendered.stdout.contains("touchgate — Fingerprint-gated secrets for Linux."), "\(rendered.stdout)")
         #expect(rendered.stdout.contains("touchgate.secret(1)"))
-        let secretGet = try run("/usr/bin/man", ["-l", "-P", "cat", man1 + "/touchgate.secret.get.1"],
+        let secretGet = try runProgram("/usr/bin/man", ["-l", "-P", "cat", man1 + "/touchgate.secret.get.1"],
                                 environment: ["MANWIDTH": "80", "LANG": "C.UTF-8"])
         #expect(secretGet.stdout.contains("--passphrase-fd"), "\(secretGet.stdout)")
 
@@ -146,7 +146,7 @@ struct InstallTests {
             }
         }
         // The installed binary is the daemon, and the service starts it where it was put.
-        let help = try run(stage.path("usr/libexec/touchgated"), ["--help"])
+        let help = try runProgram(stage.path("usr/libexec/touchgated"), ["--help"])
         #expect(help.status == 0 && help.stdout.hasPrefix("usage: touchgated"), "\(help.stdout)\(help.stderr)")
         let service = try String(contentsOfFile: stage.path("usr/lib/systemd/system/touchgated.service"), encoding: .utf8)
         let execStart = service.split(separator: "\n").filter { $0.hasPrefix("ExecStart=") }
@@ -172,7 +172,7 @@ struct InstallTests {
 
     /// Every command path (`["touchgate", "secret", "get"]`, …) in the binary's own description.
     private func commandPaths(of binary: String) throws -> [[String]] {
-        let dump = try run(binary, ["--experimental-dump-help"])
+        let dump = try runProgram(binary, ["--experimental-dump-help"])
         try #require(dump.status == 0, "\(dump.stderr)")
         let root = try #require(try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
         func walk(_ command: [String: Any], _ path: [String]) -> [[String]] {
@@ -194,7 +194,7 @@ private struct BashCompletion {
     init(vault: VaultRig) throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/bin/bash"), "this test needs bash: apt-get install bash")
         let binary = CLIProcess.binary
-        let generated = try run(binary, ["--generate-completion-script", "bash"])
+        let generated = try runProgram(binary, ["--generate-completion-script", "bash"])
         try #require(generated.status == 0, "\(generated.stderr)")
         script = vault.home.path("touchgate.bash")
         try generated.stdout.write(toFile: script, atomically: true, encoding: .utf8)
@@ -215,7 +215,7 @@ private struct BashCompletion {
 
     /// What TAB offers after `touchgate words…`, the last word being the one completed.
     func complete(_ words: String...) throws -> [String] {
-        let result = try run("/bin/bash", ["--norc", "--noprofile", helper, script, "touchgate"] + words,
+        let result = try runProgram("/bin/bash", ["--norc", "--noprofile", helper, script, "touchgate"] + words,
                              environment: environment, inheriting: false)
         #expect(result.status == 0 && result.stderr.isEmpty, "bash: \(result.stderr)")
         return result.stdout.split(separator: "\n").map(String.init)
@@ -242,7 +242,7 @@ private struct BuildProducts {
     /// the plugin's own build, of products that are up to date, goes on past the lock.
     func make(_ arguments: String...) throws -> (status: Int32, output: String) {
         // timeout(1) ends make and the swift processes it started (one process group).
-        let result = try run("/usr/bin/timeout", ["600", "make", "-C", Fixtures.packageRoot.path, "-B",
+        let result = try runProgram("/usr/bin/timeout", ["600", "make", "-C", Fixtures.packageRoot.path, "-B",
                                                   "-o", "\(scratch)/\(configuration)/touchgate",
                                                   "-o", "\(scratch)/\(configuration)/touchgated",
                                                   "SCRATCH=\(scratch)", "CONFIGURATION=\(configuration)",
@@ -258,8 +258,8 @@ private func isDirectory(_ path: String) -> Bool {
 }
 
 /// Runs a program to completion (killed after `timeout` seconds), output through files so
-/// a chatty program cannot block on a full pipe.
-private func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+/// a chatty program cannot block on a full pipe. Shared by the install and unit-file tests.
+func runProgram(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
                  inheriting: Bool = true, timeout: TimeInterval = 60) throws -> (status: Int32, stdout: String, stderr: String) {
     let scratch = try TemporaryDirectory("touchgate-run")
     defer { scratch.remove() }

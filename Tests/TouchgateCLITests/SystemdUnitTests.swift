@@ -23,7 +23,7 @@ struct SystemdUnitTests {
         defer { staged.remove() }
         let (socket, service) = try Self.stageUnits(in: staged, daemon: Self.builtDaemon())
 
-        let result = try runTool(verify, ["verify", socket, service], environment: ["SYSTEMD_LOG_COLOR": "0"])
+        let result = try runProgram(verify, ["verify", socket, service], environment: ["SYSTEMD_LOG_COLOR": "0"])
         #expect(result.status == 0, "systemd-analyze verify: \(result.stdout)\(result.stderr)")
         #expect(result.stderr.isEmpty && result.stdout.isEmpty, "warnings: \(result.stdout)\(result.stderr)")
 
@@ -32,11 +32,11 @@ struct SystemdUnitTests {
         var broken = try String(contentsOfFile: service, encoding: .utf8)
         broken = broken.replacingOccurrences(of: "@resources", with: "@no-such-group")
         try broken.write(toFile: service, atomically: true, encoding: .utf8)
-        let warned = try runTool(verify, ["verify", socket, service])
+        let warned = try runProgram(verify, ["verify", socket, service])
         #expect(warned.stderr.contains("@no-such-group"), "\(warned.stderr)")
         try broken.replacingOccurrences(of: "ExecStart=" + (try Self.builtDaemon()), with: "ExecStart=/nonexistent/touchgated")
             .write(toFile: service, atomically: true, encoding: .utf8)
-        let refused = try runTool(verify, ["verify", socket, service])
+        let refused = try runProgram(verify, ["verify", socket, service])
         #expect(refused.status != 0 && refused.stderr.contains("/nonexistent/touchgated"), "\(refused.stderr)")
     }
 
@@ -46,7 +46,7 @@ struct SystemdUnitTests {
         let staged = try TemporaryDirectory("touchgated-units")
         defer { staged.remove() }
         let (_, service) = try Self.stageUnits(in: staged, daemon: Self.builtDaemon())
-        let result = try runTool(analyze, ["security", "--offline=yes", "--no-pager", service],
+        let result = try runProgram(analyze, ["security", "--offline=yes", "--no-pager", service],
                                  environment: ["SYSTEMD_COLORS": "0", "COLUMNS": "250"])
         #expect(result.status == 0, "\(result.stderr)")
         let overall = try #require(
@@ -87,7 +87,7 @@ struct SystemdUnitTests {
         // not a child this process waits on (Foundation's Process then left the first
         // client's exit unnoticed: a zombie and a hung test).
         let quoted = command.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-        let started = try runTool("/bin/sh", ["-c", "env -i PATH=/usr/bin:/bin \(quoted) </dev/null >>'\(rig.logPath)' 2>&1 & echo $!"])
+        let started = try runProgram("/bin/sh", ["-c", "env -i PATH=/usr/bin:/bin \(quoted) </dev/null >>'\(rig.logPath)' 2>&1 & echo $!"])
         let pid = try #require(Int32(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)),
                                "could not start systemd-socket-activate: \(started.stderr)")
         defer { kill(pid, SIGKILL) }
@@ -160,34 +160,4 @@ struct SystemTool {
         return try #require(found, "`\(name)` not found: install the Debian package \(package) (apt-get install \(package))",
                             sourceLocation: sourceLocation)
     }
-}
-
-/// Runs a program to completion (killed after 60 s), output through files so a chatty
-/// program cannot block on a full pipe.
-private func runTool(_ executable: String, _ arguments: [String],
-                     environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
-    let scratch = try TemporaryDirectory("touchgate-run")
-    defer { scratch.remove() }
-    let (outPath, errPath) = (scratch.path("stdout"), scratch.path("stderr"))
-    try Data().write(to: URL(fileURLWithPath: outPath))
-    try Data().write(to: URL(fileURLWithPath: errPath))
-    let (out, err) = (try FileHandle(forWritingTo: URL(fileURLWithPath: outPath)),
-                      try FileHandle(forWritingTo: URL(fileURLWithPath: errPath)))
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let pid = process.processIdentifier
-    let killer = DispatchWorkItem { kill(pid, SIGKILL) }
-    DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: killer)
-    process.waitUntilExit()
-    killer.cancel()
-    try out.close()
-    try err.close()
-    return (process.terminationStatus, try String(contentsOfFile: outPath, encoding: .utf8),
-            try String(contentsOfFile: errPath, encoding: .utf8))
 }
