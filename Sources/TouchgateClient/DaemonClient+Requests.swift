@@ -178,6 +178,10 @@ extension DaemonClient {
         try await call(.exportAudit, arguments { $0.filter = filter }, Parties(output: write), as: CountReport.self).0.count
     }
 
+    public func auditPublicKey() async throws(ServiceError) -> String {
+        try await call(.auditPublicKey, as: PublicKeyReport.self).0.publicKey
+    }
+
     public func pruneAudit(before cutoff: Date, force: Bool, interaction: any Interaction) async throws(ServiceError) -> Int {
         let arguments = arguments { $0.before = cutoff; $0.force = force; $0.canAskAgain = interaction.canAskAgain }
         return try await call(.pruneAudit, arguments, asking(interaction), as: CountReport.self).0.count

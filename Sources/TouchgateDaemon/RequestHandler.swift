@@ -165,6 +165,8 @@ struct RequestHandler: Sendable {
             return reply(id, CountReport(count: count))
         case .migrate:
             throw ServiceError(.usage, "migrate needs the descriptors of its request")
+        case .auditPublicKey:
+            return reply(id, PublicKeyReport(publicKey: try await service.auditPublicKey()))
         case .pruneAudit:
             let before = try required(arguments.before, "before")
             return reply(id, CountReport(count: try await service.pruneAudit(before: before, force: arguments.force ?? false,

@@ -50,12 +50,31 @@ extension TouchgateService {
     /// Streams from one database snapshot; records are exported as stored, so run
     /// ``verifyAudit()`` alongside.
     /// - Throws: ``ServiceError`` `usage` as ``auditRecords(_:)`` does.
+    ///
+    /// Each record also carries its public links and trail, and the last line is the seal
+    /// (``AuditSealLine``): with the trail's public key (``auditPublicKey()``), anyone can
+    /// check an unfiltered export with ``PublicAuditCheck`` (`touchgate audit verify
+    /// --public-key`), holding no secret.
     public func exportAudit(_ filter: AuditFilter = AuditFilter(),
                             to write: @escaping @Sendable (String) -> Void) async throws(ServiceError) -> Int {
         let query = try Self.auditQuery(filter)
         return try await withStore { store in
-            try store.vault().audit.forEachRecord(query) { write(WireCoding.line(Self.report($0, chain: true)) + "\n") }
+            let audit = try store.vault().audit
+            let trail = try audit.seal().map { Hex.encode($0.trail) }
+            let (count, seal) = try audit.export(query) { record in
+                var report = Self.report(record, chain: true)
+                report.trail = trail
+                write(WireCoding.line(report) + "\n")
+            }
+            if let seal { write(WireCoding.line(AuditSealLine(seal: Self.report(seal))) + "\n") }
+            return count
         }
+    }
+
+    /// The public key that signs this trail's seal, lowercase hex: what a central verifier
+    /// registers (`touchgate audit public-key`).
+    public func auditPublicKey() async throws(ServiceError) -> String {
+        try await withStore { store in Hex.encode(try store.vault().audit.publicKey) }
     }
 
     /// Deletes records older than `cutoff`; records younger than six years only with
@@ -115,7 +134,15 @@ extension TouchgateService {
             report.bootID = record.bootID
             report.prevMAC = Hex.encode(record.previousMAC)
             report.mac = Hex.encode(record.mac)
+            report.prevChain = record.previousChain.map { Hex.encode($0) }
+            report.chain = record.chain.map { Hex.encode($0) }
         }
         return report
+    }
+
+    /// A seal on the wire.
+    static func report(_ seal: AuditSeal) -> AuditSealReport {
+        AuditSealReport(trail: Hex.encode(seal.trail), seq: seal.sequence, chain: Hex.encode(seal.chain),
+                        publicKey: Hex.encode(seal.publicKey), signature: Hex.encode(seal.signature))
     }
 }

@@ -16,7 +16,7 @@ public struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConv
     }
 
     /// An event name read back from the database, taken as it is.
-    init(stored: String) {
+    public init(stored: String) {
         self.rawValue = stored
     }
 
@@ -98,7 +98,7 @@ public struct AuditOutcome: RawRepresentable, Hashable, Sendable, CustomStringCo
     }
 
     /// An outcome read back from the database, taken as it is.
-    init(stored: String) {
+    public init(stored: String) {
         self.rawValue = stored
     }
 

@@ -56,6 +56,11 @@ final class AuditKey: @unchecked Sendable {
         return out
     }
 
+    /// Calls `body` with the key's bytes (read-only; do not copy them out of guarded memory).
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(start: bytes, count: Self.length))
+    }
+
     /// The key file for a data directory.
     static func path(in location: StoreLocation) -> String {
         location.directory.appendingPathComponent("audit.key").path

@@ -22,25 +22,42 @@ extension AuditLog {
     ///   `DatabaseError`.
     @discardableResult
     public func forEachRecord(_ query: AuditQuery = AuditQuery(), _ body: (AuditRecord) throws -> Void) throws -> Int {
+        try database.writer.read { db in try Self.eachRecord(db, query, body) }
+    }
+
+    /// ``forEachRecord(_:_:)`` with each record's public links, then the seal that vouches
+    /// for them (``AuditSeal``), all from one snapshot: what `touchgate audit export` writes.
+    /// - Throws: as ``forEachRecord(_:_:)``; ``AuditError/malformedRecord(sequence:)``
+    ///   with sequence 0 for a malformed seal row.
+    public func export(_ query: AuditQuery = AuditQuery(),
+                       _ body: (AuditRecord) throws -> Void) throws -> (count: Int, seal: AuditSeal?) {
+        try database.writer.read { db in
+            let count = try Self.eachRecord(db, query, body)
+            return (count, try Self.storedSeal(db))
+        }
+    }
+
+    private static func eachRecord(_ db: Database, _ query: AuditQuery, _ body: (AuditRecord) throws -> Void) throws -> Int {
         let (condition, arguments) = query.condition
         let direction = query.order == .oldestFirst ? "ASC" : "DESC"
-        var sql = "SELECT \(Self.recordColumns) FROM audit \(condition) ORDER BY seq \(direction)"
+        var sql = "SELECT \(linkedColumns) FROM audit \(condition) ORDER BY seq \(direction)"
         var allArguments = arguments
         if let limit = query.limit {
             // The most recent `limit` matching records, then in the order asked for.
-            sql = "SELECT * FROM (SELECT \(Self.recordColumns) FROM audit \(condition) ORDER BY seq DESC LIMIT ?) "
+            sql = "SELECT * FROM (SELECT \(linkedColumns) FROM audit \(condition) ORDER BY seq DESC LIMIT ?) "
                 + "ORDER BY seq \(direction)"
             allArguments += [max(0, limit)]
         }
-        return try database.writer.read { db in
-            let rows = try Row.fetchCursor(db, sql: sql, arguments: allArguments)
-            var count = 0
-            while let row = try rows.next() {
-                try body(try Self.decodeRecord(row))
-                count += 1
+        let rows = try Row.fetchCursor(db, sql: sql, arguments: allArguments)
+        var count = 0
+        while let row = try rows.next() {
+            guard let (fields, mac) = decode(row), let links = decodeLinks(row) else {
+                throw AuditError.malformedRecord(sequence: row[0] as Int64)
             }
-            return count
+            try body(record(fields, mac: mac, links: links))
+            count += 1
         }
+        return count
     }
 
     /// How many stored records `query` selects, ignoring its ``AuditQuery/limit``: with
@@ -50,12 +67,5 @@ extension AuditLog {
         return try database.writer.read { db in
             try Int.fetchOne(db, sql: "SELECT count(*) FROM audit \(condition)", arguments: arguments) ?? 0
         }
-    }
-
-    private static func decodeRecord(_ row: Row) throws -> AuditRecord {
-        guard let (fields, mac) = decode(row) else {
-            throw AuditError.malformedRecord(sequence: row[0] as Int64)
-        }
-        return record(fields, mac: mac)
     }
 }

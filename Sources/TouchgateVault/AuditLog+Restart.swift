@@ -8,8 +8,8 @@ extension AuditLog {
     ///
     /// Creates a new random `audit.key` (replacing any key file there), then in one
     /// transaction removes every remaining audit record (without the lost key they can no
-    /// longer be verified; export them first if they are wanted) and the head row, writes
-    /// a fresh head, and appends the new trail's first record: event `integrity.failure`,
+    /// longer be verified; export them first if they are wanted) the head row and
+    /// the seal (``AuditSeal``: the new trail gets a new id), writes a fresh head, and appends the new trail's first record: event `integrity.failure`,
     /// outcome `error`, saying that the previous trail was lost, how many records were
     /// discarded, and `reason`. Numbering continues after the highest sequence still
     /// visible, so journald copies of old and new records never share a number. The head
@@ -28,7 +28,8 @@ extension AuditLog {
                                now: @escaping @Sendable () -> Date = { Date() },
                                vaultUser: String? = nil, reason: String) throws -> AuditLog {
         let key = try AuditKey.replace(path: AuditKey.path(in: database.location))
-        let log = AuditLog(database: database, journal: journal, now: now, key: key)
+        let log = AuditLog(database: database, journal: journal, now: now, key: key,
+                           signer: try AuditSigner.loadOrCreate(in: database.location))
         let record = try database.writeImmediately { db in
             let discarded = try Int.fetchOne(db, sql: "SELECT count(*) FROM audit") ?? 0
             let lastRecord = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM audit") ?? 0
@@ -36,6 +37,8 @@ extension AuditLog {
             let lastSeen = max(lastRecord, lastHead, 0)
             try db.execute(sql: "DELETE FROM audit")
             try db.execute(sql: "DELETE FROM auditHead")
+            // A new trail (a new id, a public chain from genesis): a collector sees where it began.
+            try db.execute(sql: "DELETE FROM auditSeal")
             try AuditHead(headSequence: lastSeen, headMAC: AuditMAC.genesis, anchorSequence: lastSeen,
                           anchorMAC: AuditMAC.genesis, stateDigest: try StateDigest.compute(db), key: key).save(db)
             let lost = discarded == 0

@@ -41,10 +41,29 @@ extension AuditLog {
             // NULL marks a head of the first format; AuditLog.init upgrades it once.
             try db.execute(sql: "ALTER TABLE auditHead ADD COLUMN stateDigest BLOB")
         }
+        migrator.registerMigration("v5-audit-public") { db in
+            // The public chain (AuditSeal): each record's link and its predecessor's, NULL in
+            // records written before it existed until AuditLog.init links them, once; and
+            // the signed head.
+            try db.execute(sql: """
+                ALTER TABLE audit ADD COLUMN prevChain BLOB;
+                ALTER TABLE audit ADD COLUMN chain BLOB;
+                CREATE TABLE auditSeal (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    trail BLOB NOT NULL,
+                    seq INTEGER NOT NULL,
+                    chain BLOB NOT NULL,
+                    publicKey BLOB NOT NULL,
+                    signature BLOB NOT NULL
+                ) STRICT;
+                """)
+        }
     }
 
     /// The columns of `audit` in the order ``decode(_:)`` reads them.
     static let recordColumns = "seq, wallTime, bootTime, bootID, uid, login, vaultUser, event, item, outcome, reason, prevMAC, mac"
+    /// ``recordColumns`` and the public chain's columns, as ``decodeLinked(_:)`` reads them.
+    static let linkedColumns = recordColumns + ", prevChain, chain"
 
     /// The stored fields and MAC of a row selected with ``recordColumns``; `nil` when a
     /// field has the wrong type (the table was edited by hand).
@@ -87,14 +106,25 @@ extension AuditLog {
         return (fields, mac)
     }
 
+    /// The public chain's columns of a row selected with ``linkedColumns`` (after the record's):
+    /// `.some(nil)` for a record not linked yet, `nil` for a value of the wrong type.
+    static func decodeLinks(_ row: Row) -> (previous: [UInt8], chain: [UInt8])?? {
+        switch ((row[13] as DatabaseValue).storage, (row[14] as DatabaseValue).storage) {
+        case (.null, .null): return .some(nil)
+        case let (.blob(previous), .blob(chain)): return (Array(previous), Array(chain))
+        default: return nil
+        }
+    }
+
     /// The public record for stored fields.
-    static func record(_ fields: AuditMAC.Fields, mac: [UInt8]) -> AuditRecord {
+    static func record(_ fields: AuditMAC.Fields, mac: [UInt8],
+                       links: (previous: [UInt8], chain: [UInt8])? = nil) -> AuditRecord {
         AuditRecord(
             sequence: fields.sequence, unixTime: fields.unixTime, bootTime: fields.bootTime,
             bootID: fields.bootID, uid: UInt32(truncatingIfNeeded: fields.uid), loginName: fields.loginName,
             vaultUser: fields.vaultUser, event: AuditEvent(stored: fields.event), item: fields.item,
             outcome: AuditOutcome(stored: fields.outcome), reason: fields.reason,
-            previousMAC: fields.previousMAC, mac: mac)
+            previousMAC: fields.previousMAC, mac: mac, previousChain: links?.previous, chain: links?.chain)
     }
 }
 

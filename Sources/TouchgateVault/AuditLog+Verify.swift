@@ -61,6 +61,10 @@ extension AuditLog {
         guard AuditMAC.equal(previous, head.headMAC) else {
             return .broken(at: last, reason: "record \(last) is not the one last written")
         }
+        // The public chain leads to the signed head: what a verifier without audit.key checks.
+        if let problem = try publicChainProblem(db) {
+            return .broken(at: problem.sequence, reason: problem.reason)
+        }
         // Every record is intact; what follows concerns the state kept beside them.
         if let problem = try Self.foreignTriggerProblem(db) {
             return .broken(at: last + 1, reason: problem + "; run `touchgate repair`")

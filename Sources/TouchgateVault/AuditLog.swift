@@ -51,6 +51,8 @@ public final class AuditLog: Sendable {
     /// Where the journald copy goes.
     public let journal: AuditJournal
     let key: AuditKey
+    /// Signs the public chain's head (``AuditSeal``).
+    let signer: AuditSigner
     let host: AuditHost
     let now: @Sendable () -> Date
 
@@ -97,18 +99,28 @@ public final class AuditLog: Sendable {
             guard !hasHistory else { throw AuditError.keyMissing(path: path) }
             key = try AuditKey.create(path: path)
         }
-        self.init(database: database, journal: journal, now: now, key: key)
+        let signerExisted = AuditSigner.exists(in: database.location)
+        self.init(database: database, journal: journal, now: now, key: key,
+                  signer: try AuditSigner.loadOrCreate(in: database.location))
         try prepareHead()
+        try prepareSeal(signerWasMissing: !signerExisted)
     }
 
-    /// A log over `database` MACed with `key`, without any check (restart and repair).
-    init(database: TouchgateDatabase, journal: AuditJournal, now: @escaping @Sendable () -> Date, key: AuditKey) {
+    /// A log over `database` MACed with `key` and sealed by `signer`, without any check
+    /// (restart and repair).
+    init(database: TouchgateDatabase, journal: AuditJournal, now: @escaping @Sendable () -> Date, key: AuditKey,
+         signer: AuditSigner) {
         self.database = database
         self.journal = journal
         self.now = now
         self.host = AuditHost.current()
         self.key = key
+        self.signer = signer
     }
+
+    /// The public key that signs this trail's seal: register it with a central verifier
+    /// (`touchgate audit verify --public-key`, the fleet collector).
+    public var publicKey: [UInt8] { signer.publicKey }
 
     /// Appends one record and returns it as stored.
     ///
@@ -170,15 +182,20 @@ public final class AuditLog: Sendable {
             outcome: entry.outcome.rawValue, reason: host.via.map { Self.reason(entry.reason, via: $0) } ?? entry.reason,
             previousMAC: previousMAC)
         let mac = AuditMAC.record(fields, key: key)
-        try db.execute(sql: "INSERT INTO audit (\(Self.recordColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        let (trail, previousChain, sealed) = try chainBase(db, before: fields.sequence)
+        let chain = AuditSeal.link(trail: trail, previous: previousChain, fields: fields, mac: mac)
+        try db.execute(sql: "INSERT INTO audit (\(Self.linkedColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        arguments: [fields.sequence, fields.unixTime, fields.bootTime, fields.bootID, fields.uid,
                                    fields.loginName, fields.vaultUser, fields.event, fields.item, fields.outcome,
-                                   fields.reason, Data(fields.previousMAC), Data(mac)])
+                                   fields.reason, Data(fields.previousMAC), Data(mac), Data(previousChain), Data(chain)])
+        if sealed {
+            try AuditSeal(trail: trail, sequence: fields.sequence, chain: chain, signer: signer).save(db)
+        }
         if let head {
             // Only an authentic, current head moves forward (with the state digest it carries,
             // unchanged); a damaged, missing or swapped-back one stays as evidence.
             try head.advanced(to: fields.sequence, mac: mac, key: key).save(db)
         }
-        return Self.record(fields, mac: mac)
+        return Self.record(fields, mac: mac, links: (previousChain, chain))
     }
 }

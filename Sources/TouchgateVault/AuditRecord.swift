@@ -32,6 +32,32 @@ public struct AuditRecord: Sendable, Equatable {
     public let previousMAC: [UInt8]
     /// This record's keyed BLAKE2b-256 over all the fields above.
     public let mac: [UInt8]
+    /// The previous record's public link (``AuditSeal``), when read with the chain.
+    public var previousChain: [UInt8]?
+    /// This record's public link: unkeyed BLAKE2b-256 over the trail, ``previousChain`` and
+    /// every field above, when read with the chain.
+    public var chain: [UInt8]?
+
+    /// A record as received from elsewhere (an export), to check with ``AuditChainVerifier``.
+    public init(sequence: Int64, unixTime: Double, bootTime: Double, bootID: String, uid: UInt32, loginName: String,
+                vaultUser: String?, event: AuditEvent, item: String?, outcome: AuditOutcome, reason: String,
+                previousMAC: [UInt8], mac: [UInt8], previousChain: [UInt8]? = nil, chain: [UInt8]? = nil) {
+        self.sequence = sequence
+        self.unixTime = unixTime
+        self.bootTime = bootTime
+        self.bootID = bootID
+        self.uid = uid
+        self.loginName = loginName
+        self.vaultUser = vaultUser
+        self.event = event
+        self.item = item
+        self.outcome = outcome
+        self.reason = reason
+        self.previousMAC = previousMAC
+        self.mac = mac
+        self.previousChain = previousChain
+        self.chain = chain
+    }
 
     /// ``unixTime`` as a `Date`.
     public var time: Date { Date(timeIntervalSince1970: unixTime) }

@@ -70,8 +70,9 @@ extension StateStore {
     public func reseal(_ values: [String: Data], templatesSealed: Bool? = nil,
                        recording: (StateResealing) -> AuditEntry? = { _ in nil }) throws -> StateResealing {
         guard let key = try repairKey() else { throw AuditError.keyMissing(path: AuditKey.path(in: database.location)) }
-        let writer = fixedLog.map { AuditLog(database: database, journal: $0.journal, now: $0.now, key: key) }
-            ?? AuditLog(database: database, journal: .system, now: { Date() }, key: key)
+        let signer = try AuditSigner.loadOrCreate(in: database.location)
+        let writer = fixedLog.map { AuditLog(database: database, journal: $0.journal, now: $0.now, key: key, signer: signer) }
+            ?? AuditLog(database: database, journal: .system, now: { Date() }, key: key, signer: signer)
         let directory = database.location.directory.path
         let (outcome, record) = try database.writeImmediately { db in
             try Self.reseal(db, values, templatesSealed: templatesSealed, key: key, writer: writer,

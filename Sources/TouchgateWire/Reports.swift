@@ -271,6 +271,13 @@ public struct AuditRecordReport: Codable, Sendable, Equatable {
     public var prevMAC: String?
     /// Chain field: this record's keyed BLAKE2b-256 MAC, lowercase hex.
     public var mac: String?
+    /// Public chain: the trail's id, lowercase hex.
+    public var trail: String?
+    /// Public chain: the previous record's public link, lowercase hex.
+    public var prevChain: String?
+    /// Public chain: this record's public link (unkeyed BLAKE2b-256 over the trail, the
+    /// previous link and every field the MAC covers, the MAC included), lowercase hex.
+    public var chain: String?
 
     /// A report; the chain fields are left out unless given.
     public init(seq: Int64, time: Date, bootTime: Double, uid: UInt32, login: String, vaultUser: String?,
@@ -297,5 +304,72 @@ public struct AuditRecordReport: Codable, Sendable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case seq, time, bootTime, uid, login, vaultUser, event, item, outcome, reason, unixTime, bootID, mac
         case prevMAC = "prevMac"
+        case trail, prevChain, chain
+    }
+}
+
+/// The signed head of a trail's public chain: the last line of `touchgate audit export`
+/// (`{"seal": {…}}`), which `touchgate audit verify --public-key` checks the records against.
+public struct AuditSealReport: Codable, Sendable, Equatable {
+    /// The trail's id, lowercase hex.
+    public var trail: String
+    /// The sequence of the last record it vouches for.
+    public var seq: Int64
+    /// That record's public link, lowercase hex.
+    public var chain: String
+    /// The Ed25519 public key that signed it, lowercase hex.
+    public var publicKey: String
+    /// The Ed25519 signature, lowercase hex.
+    public var signature: String
+
+    /// A seal report.
+    public init(trail: String, seq: Int64, chain: String, publicKey: String, signature: String) {
+        self.trail = trail
+        self.seq = seq
+        self.chain = chain
+        self.publicKey = publicKey
+        self.signature = signature
+    }
+}
+
+/// The export line that carries the seal.
+public struct AuditSealLine: Codable, Sendable, Equatable {
+    /// The seal.
+    public var seal: AuditSealReport
+
+    /// The line for `seal`.
+    public init(seal: AuditSealReport) {
+        self.seal = seal
+    }
+}
+
+/// `touchgate audit public-key`: the key that signs this trail's seal.
+public struct PublicKeyReport: Codable, Sendable, Equatable {
+    /// Ed25519 public key, lowercase hex.
+    public var publicKey: String
+
+    /// A report.
+    public init(publicKey: String) {
+        self.publicKey = publicKey
+    }
+}
+
+/// What `touchgate audit verify --public-key` found in an export.
+public struct PublicVerificationReport: Codable, Sendable, Equatable {
+    /// Records checked.
+    public var records: Int
+    /// The first record's sequence (earlier ones were pruned or not exported), if any.
+    public var first: Int64?
+    /// The sequence the signed head vouches for.
+    public var signedThrough: Int64
+    /// The trail's id, lowercase hex.
+    public var trail: String
+
+    /// A report.
+    public init(records: Int, first: Int64?, signedThrough: Int64, trail: String) {
+        self.records = records
+        self.first = first
+        self.signedThrough = signedThrough
+        self.trail = trail
     }
 }

@@ -10,7 +10,7 @@ import Glibc
 struct Audit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show, verify and export the audit trail.",
-        subcommands: [Show.self, Verify.self, Export.self, Prune.self])
+        subcommands: [Show.self, Verify.self, Export.self, PublicKey.self, Prune.self])
 
     /// `touchgate audit show`.
     struct Show: AsyncParsableCommand {
@@ -89,14 +89,79 @@ struct Audit: AsyncParsableCommand {
                 Exit status 0 when every record, the head row and the authenticated state check out; 6 \
                 when a record was edited, inserted, deleted or reordered, the log was wiped, or the \
                 state was edited outside touchgate, naming the first thing that cannot be trusted.
+
+                With --public-key FILE, checks an export instead (`touchgate audit export`, read from \
+                --input FILE or standard input) against the public key of the machine that wrote it \
+                (`touchgate audit public-key` there), holding no secret: every record must be one the \
+                machine signed, none edited, inserted, removed or reordered, none missing at the end. \
+                This needs no vault and no daemon, so an auditor can run it anywhere.
+                """)
+
+        @OptionGroup var common: CommonOptions
+        @Option(help: ArgumentHelp("Check an export against this public key file instead of the local trail.",
+                                   valueName: "FILE"))
+        var publicKey: String?
+        @Option(help: ArgumentHelp("The export to check with --public-key (default: standard input).",
+                                   valueName: "FILE"))
+        var input: String?
+
+        func validate() throws {
+            if input != nil && publicKey == nil { throw ValidationError("--input needs --public-key") }
+        }
+
+        func run() async throws {
+            let (publicKeyFile, input) = (publicKey, input)
+            try await CommandRunner.run(json: common.json) { console in
+                if let publicKeyFile {
+                    let report = try Self.checkExport(input: input, publicKeyFile: publicKeyFile)
+                    let first = report.first.map { "records \($0)…\(report.signedThrough)" } ?? "no records"
+                    console.result("intact", report, text: "export intact: \(report.records) records (\(first)) signed "
+                                   + "by the registered key, trail \(report.trail)")
+                    return ExitStatus.success
+                }
+                let count = try await service.verifyAudit()
+                console.result("intact", RecordCount(records: count), text: "audit log intact: \(count) records")
+                return ExitStatus.success
+            }
+        }
+
+        /// Reads the export line by line and checks it.
+        static func checkExport(input: String?, publicKeyFile: String) throws(ServiceError) -> PublicVerificationReport {
+            var check = PublicAuditCheck(publicKey: try PublicAuditCheck.publicKey(fromFile: publicKeyFile))
+            let stream: UnsafeMutablePointer<FILE>? = input.map { fopen($0, "r") } ?? fdopen(0, "r")
+            guard let stream else {
+                throw ServiceError(.usage, "cannot open \(StoredText.escaped(input ?? "-")): "
+                                         + String(cString: strerror(errno)))
+            }
+            defer { fclose(stream) }
+            var buffer: UnsafeMutablePointer<CChar>?
+            var capacity = 0
+            defer { free(buffer) }
+            while getline(&buffer, &capacity, stream) >= 0, let buffer {
+                try check.feed(String(cString: buffer))
+            }
+            return try check.finish()
+        }
+    }
+
+    /// `touchgate audit public-key`.
+    struct PublicKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "public-key",
+            abstract: "Print the public key that signs this trail, to register with a verifier.",
+            discussion: """
+                The Ed25519 public key (64 hex digits) whose signature seals the trail's public chain. \
+                Give it to whoever checks exports (`touchgate audit verify --public-key FILE`) or runs \
+                the fleet collector. It reveals nothing secret. It changes only when the signing key \
+                file was lost; the trail then records that, with the new key.
                 """)
 
         @OptionGroup var common: CommonOptions
 
         func run() async throws {
             try await CommandRunner.run(json: common.json) { console in
-                let count = try await service.verifyAudit()
-                console.result("intact", RecordCount(records: count), text: "audit log intact: \(count) records")
+                let key = try await service.auditPublicKey()
+                console.result("public-key", PublicKeyReport(publicKey: key), text: key)
                 return ExitStatus.success
             }
         }
@@ -152,9 +217,11 @@ struct Audit: AsyncParsableCommand {
             discussion: """
                 One JSON object per line, oldest first: the keys of `audit show --json` plus \
                 unix-time (the exact stored time), boot-id, prev-mac and mac (lowercase hex): \
-                everything each record's MAC covers. JSON is the only format, so --json changes \
-                only the form of an error. The filters are those of `audit show`; without them \
-                every record is written.
+                everything each record's MAC covers; and trail, prev-chain and chain, the public \
+                chain. The last line is {"seal": {...}}, the signed head that `audit verify \
+                --public-key` checks an unfiltered export against. JSON is the only format, so \
+                --json changes only the form of an error. The filters are those of `audit show`; \
+                without them every record is written.
                 """)
 
         @OptionGroup var common: CommonOptions

@@ -1,0 +1,97 @@
+import Foundation
+import TouchgatePolicy
+import TouchgateVault
+import TouchgateWire
+
+/// Checks an exported audit trail (`touchgate audit export`) against the public key its
+/// machine registered, holding no secret: every record's public link is recomputed from
+/// its fields, each must follow the one before, and the last must be the one the signed
+/// seal names. Fed one line at a time; memory does not grow with the trail.
+///
+/// What it proves: the records are those the machine's signing key vouched for, none
+/// edited, inserted, removed or reordered, and none missing at the end. The first record
+/// exported is taken as where the trail starts (records before it were pruned).
+public struct PublicAuditCheck: Sendable {
+    private var verifier: AuditChainVerifier
+    private var seal: AuditSeal?
+    private var line = 0
+
+    /// A check against `publicKey` (32 bytes).
+    public init(publicKey: [UInt8]) {
+        verifier = AuditChainVerifier(publicKey: publicKey)
+    }
+
+    /// Reads a public key file: 64 hex digits (what `touchgate audit public-key` prints),
+    /// surrounding white space allowed.
+    /// - Throws: ``ServiceError`` `usage` saying what is wrong with it.
+    public static func publicKey(fromFile path: String) throws(ServiceError) -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ServiceError.usage("cannot read the public key file \(StoredText.escaped(path)); give the file "
+                                     + "`touchgate audit public-key` wrote on the machine whose trail this is")
+        }
+        let text = String(decoding: data.prefix(4096), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.count == 64, let key = Hex.decode(text.lowercased()) else {
+            throw ServiceError.usage("\(StoredText.escaped(path)) does not hold a public key (64 hex digits, as "
+                                     + "`touchgate audit public-key` prints)")
+        }
+        return key
+    }
+
+    /// Checks the next line of the export.
+    /// - Throws: ``ServiceError`` `audit-broken` for the first record that cannot be
+    ///   trusted, `usage` for a line that is not part of an export.
+    public mutating func feed(_ text: some StringProtocol) throws(ServiceError) {
+        line += 1
+        let data = Data(text.utf8)
+        if text.trimmingCharacters(in: .whitespaces).isEmpty { return }
+        if seal != nil {
+            throw ServiceError(.auditBroken, "line \(line) follows the seal, which must be the export's last line: "
+                               + "records were appended to the export")
+        }
+        if let sealLine = try? WireCoding.decoder().decode(AuditSealLine.self, from: data) {
+            guard let trail = Hex.decode(sealLine.seal.trail), let chain = Hex.decode(sealLine.seal.chain),
+                  let key = Hex.decode(sealLine.seal.publicKey), let signature = Hex.decode(sealLine.seal.signature)
+            else { throw malformed("the seal") }
+            seal = AuditSeal(trail: trail, sequence: sealLine.seal.seq, chain: chain, publicKey: key, signature: signature)
+            return
+        }
+        guard let report = try? WireCoding.decoder().decode(AuditRecordReport.self, from: data) else {
+            throw malformed("a record")
+        }
+        guard let unixTime = report.unixTime, let bootID = report.bootID,
+              let previousMAC = report.prevMAC.flatMap(Hex.decode), let mac = report.mac.flatMap(Hex.decode),
+              let trail = report.trail.flatMap(Hex.decode), let previousChain = report.prevChain.flatMap(Hex.decode),
+              let chain = report.chain.flatMap(Hex.decode)
+        else {
+            throw ServiceError(.auditBroken, "record \(report.seq) (line \(line)) lacks its chain fields; verify "
+                               + "an export written by `touchgate audit export` of this release or later")
+        }
+        let record = AuditRecord(
+            sequence: report.seq, unixTime: unixTime, bootTime: report.bootTime, bootID: bootID, uid: report.uid,
+            loginName: report.login, vaultUser: report.vaultUser, event: AuditEvent(stored: report.event),
+            item: report.item, outcome: AuditOutcome(stored: report.outcome), reason: report.reason,
+            previousMAC: previousMAC, mac: mac, previousChain: previousChain, chain: chain)
+        if let problem = verifier.add(record, trail: trail) { throw Self.broken(problem) }
+    }
+
+    /// Ends the check after the last line.
+    /// - Throws: ``ServiceError`` `audit-broken` when the seal is missing, not signed by
+    ///   the key, or does not name the last record.
+    public func finish() throws(ServiceError) -> PublicVerificationReport {
+        guard let seal else {
+            throw ServiceError(.auditBroken, "the export has no seal (its last line, {\"seal\": …}): it was cut short, "
+                               + "or it was written by an older release")
+        }
+        if let problem = verifier.finish(seal: seal) { throw Self.broken(problem) }
+        return PublicVerificationReport(records: verifier.count, first: verifier.firstSequence,
+                                        signedThrough: seal.sequence, trail: Hex.encode(seal.trail))
+    }
+
+    private func malformed(_ what: String) -> ServiceError {
+        ServiceError(.usage, "line \(line) is not \(what) of an audit export (JSON lines from `touchgate audit export`)")
+    }
+
+    private static func broken(_ problem: (sequence: Int64, reason: String)) -> ServiceError {
+        ServiceError(.auditBroken, "audit trail broken at record \(problem.sequence): \(problem.reason)")
+    }
+}
