@@ -173,9 +173,10 @@ extension DaemonClient {
         try await call(.verifyAudit, as: CountReport.self).0.count
     }
 
-    public func exportAudit(_ filter: AuditFilter,
+    public func exportAudit(_ filter: AuditFilter, format: AuditExportFormat,
                             to write: @escaping @Sendable (String) -> Void) async throws(ServiceError) -> Int {
-        try await call(.exportAudit, arguments { $0.filter = filter }, Parties(output: write), as: CountReport.self).0.count
+        try await call(.exportAudit, arguments { $0.filter = filter; $0.format = format.rawValue }, Parties(output: write),
+                       as: CountReport.self).0.count
     }
 
     public func auditPublicKey() async throws(ServiceError) -> String {

@@ -157,7 +157,10 @@ struct RequestHandler: Sendable {
             return reply(id, CountReport(count: try await service.verifyAudit()))
         case .exportAudit:
             let socket = interaction.socket
-            let count = try await service.exportAudit(arguments.filter ?? AuditFilter()) { text in
+            guard let format = AuditExportFormat(rawValue: arguments.format ?? "json") else {
+                throw ServiceError(.usage, "unknown audit export format; use json, ocsf or ecs")
+            }
+            let count = try await service.exportAudit(arguments.filter ?? AuditFilter(), format: format) { text in
                 var output = DaemonMessage(kind: .output, id: id)
                 output.text = text
                 socket.send(output)

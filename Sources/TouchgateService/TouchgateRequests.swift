@@ -45,7 +45,8 @@ public protocol TouchgateRequests: Sendable {
     func auditRecords(_ filter: AuditFilter) async throws(ServiceError) -> [AuditRecordReport]
     func auditRecordCount(_ filter: AuditFilter) async throws(ServiceError) -> Int
     func verifyAudit() async throws(ServiceError) -> Int
-    func exportAudit(_ filter: AuditFilter, to write: @escaping @Sendable (String) -> Void) async throws(ServiceError) -> Int
+    func exportAudit(_ filter: AuditFilter, format: AuditExportFormat,
+                     to write: @escaping @Sendable (String) -> Void) async throws(ServiceError) -> Int
     func auditPublicKey() async throws(ServiceError) -> String
     func pruneAudit(before cutoff: Date, force: Bool, interaction: any Interaction) async throws(ServiceError) -> Int
 }

@@ -10,7 +10,7 @@ extension TouchgateService {
 
     /// The audit records `filter` selects, in its order (as stored: verify the chain to
     /// trust them). Without a filter, every record, oldest first. The chain fields are
-    /// left out; ``exportAudit(_:to:)`` includes them.
+    /// left out; ``exportAudit(_:format:to:)`` includes them.
     /// - Throws: ``ServiceError`` `usage` for a filter that cannot match as meant (an
     ///   unknown event or outcome, a negative limit, `since` not before `until`).
     public func auditRecords(_ filter: AuditFilter = AuditFilter()) async throws(ServiceError) -> [AuditRecordReport] {
@@ -55,18 +55,26 @@ extension TouchgateService {
     /// (``AuditSealLine``): with the trail's public key (``auditPublicKey()``), anyone can
     /// check an unfiltered export with ``PublicAuditCheck`` (`touchgate audit verify
     /// --public-key`), holding no secret.
-    public func exportAudit(_ filter: AuditFilter = AuditFilter(),
+    ///
+    /// `format` `ocsf` and `ecs` write the same records as OCSF Authentication events and
+    /// ECS documents instead (``AuditExportFormat``), without the seal line.
+    public func exportAudit(_ filter: AuditFilter = AuditFilter(), format: AuditExportFormat = .json,
                             to write: @escaping @Sendable (String) -> Void) async throws(ServiceError) -> Int {
         let query = try Self.auditQuery(filter)
+        let host = ProcessInfo.processInfo.hostName
         return try await withStore { store in
             let audit = try store.vault().audit
             let trail = try audit.seal().map { Hex.encode($0.trail) }
             let (count, seal) = try audit.export(query) { record in
                 var report = Self.report(record, chain: true)
                 report.trail = trail
-                write(WireCoding.line(report) + "\n")
+                switch format {
+                case .json: write(WireCoding.line(report) + "\n")
+                case .ocsf: write(AuditInterchange.ocsf(report, host: host) + "\n")
+                case .ecs: write(AuditInterchange.ecs(report, host: host) + "\n")
+                }
             }
-            if let seal { write(WireCoding.line(AuditSealLine(seal: Self.report(seal))) + "\n") }
+            if let seal, format == .json { write(WireCoding.line(AuditSealLine(seal: Self.report(seal))) + "\n") }
             return count
         }
     }

@@ -142,8 +142,11 @@ extension TouchgateService {
                                 interaction: any Interaction) async throws -> (MigrationReport, VaultKey) {
         let database = try TouchgateDatabase(location: staged)
         defer { try? database.closeConnections() }
+        // The daemon's own signing key, made before the log opens: the moved seal, signed by
+        // the personal key its user holds, is re-signed with it by the migration record.
+        try AuditLog.prepareSigningKey(in: staged)
         let audit = try AuditLog(database: database)
-        switch try audit.verify() {
+        switch try audit.verify(sealedByItsOwnKey: true) {
         case .intact:
             break
         case .broken(let sequence, let reason):
@@ -156,9 +159,9 @@ extension TouchgateService {
                                                       prompt: "Passphrase of the personal vault to move into touchgated")
         let items = try vault.items().count
         let prints = try PrintStore(database: database, sealing: TemplatesWithheld()).prints().count
-        let record = try audit.append(.vaultMigrate, .success, vaultUser: vault.owner,
-                                      reason: "moved into touchgated from \(from) (as the client said), by \(peer); "
-                                          + "\(items) secrets, \(prints) prints")
+        let record = try audit.adoptSeal(AuditEntry(
+            event: .vaultMigrate, outcome: .success, vaultUser: vault.owner,
+            reason: "moved into touchgated from \(from) (as the client said), by \(peer); \(items) secrets, \(prints) prints"))
         guard case .intact(let count) = try audit.verify() else {
             throw ServiceError(.auditBroken, "the audit trail stopped verifying after record \(record.sequence)")
         }

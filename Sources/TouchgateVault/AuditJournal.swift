@@ -1,3 +1,4 @@
+import CSodium
 import Foundation
 import TouchgatePolicy
 #if canImport(Glibc)
@@ -8,10 +9,14 @@ import Glibc
 ///
 /// Uses journald's native protocol: one datagram to its Unix socket holding
 /// newline-separated `KEY=value` fields. Besides `MESSAGE`, `PRIORITY` and
-/// `SYSLOG_IDENTIFIER=touchgate` it carries ``messageID`` and `TOUCHGATE_EVENT`,
-/// `TOUCHGATE_OUTCOME`, `TOUCHGATE_SEQ`, `TOUCHGATE_ITEM`, `TOUCHGATE_VAULT_USER`,
-/// `TOUCHGATE_REASON`, `TOUCHGATE_BOOT_TIME`, `TOUCHGATE_MAC` (absent names are omitted),
-/// so `journalctl MESSAGE_ID=…` or `journalctl TOUCHGATE_EVENT=auth.attempt` finds them.
+/// `SYSLOG_IDENTIFIER=touchgate` it carries a `MESSAGE_ID` stable per event type
+/// (``messageID(for:)``) and `TOUCHGATE_EVENT`, `TOUCHGATE_OUTCOME`, `TOUCHGATE_SEQ`,
+/// `TOUCHGATE_UID`, `TOUCHGATE_USER` (the writer's uid and login), `TOUCHGATE_ITEM`,
+/// `TOUCHGATE_VAULT_USER`, `TOUCHGATE_REASON`, `TOUCHGATE_BOOT_TIME`, `TOUCHGATE_MAC` and
+/// `TOUCHGATE_CHAIN` (the public link, ``AuditSeal``) (absent values are omitted), so
+/// `journalctl MESSAGE_ID=…`, `journalctl TOUCHGATE_EVENT=auth.attempt` or
+/// `journalctl SYSLOG_IDENTIFIER=touchgate` finds them with no parsing, and a forwarder
+/// passes them on as fields.
 /// The journal is a second witness outside the database: it still holds records after
 /// the whole database was rolled back to an old copy, which the chain cannot detect.
 ///
@@ -20,8 +25,16 @@ import Glibc
 public struct AuditJournal: Sendable {
     /// Where journald listens on a systemd machine.
     public static let defaultSocketPath = "/run/systemd/journal/socket"
-    /// `MESSAGE_ID` of every Touchgate audit entry (fixed; generated once for Touchgate).
-    public static let messageID = "0208c7b386c74537888403f8eabe0c1c"
+    /// The `MESSAGE_ID` of records of `event`: 32 lowercase hex digits, the unkeyed
+    /// BLAKE2b-128 of `touchgate.audit:` and the event's name. Stable across releases and
+    /// machines, and computable for any event (`docs/AUDIT-FORMATS.md` lists those of the
+    /// events Touchgate writes).
+    public static func messageID(for event: AuditEvent) -> String {
+        let name = Array(("touchgate.audit:" + event.rawValue).utf8)
+        var out = [UInt8](repeating: 0, count: 16)
+        _ = crypto_generichash(&out, out.count, name, UInt64(name.count), nil, 0)
+        return Hex.encode(out)
+    }
 
     /// The datagram socket to send to; `nil` disables sending.
     public let socketPath: String?
@@ -44,18 +57,21 @@ public struct AuditJournal: Sendable {
         if !record.reason.isEmpty { message += ": \(record.reason)" }
         var fields: [(String, String)] = [
             ("MESSAGE", message),
-            ("MESSAGE_ID", messageID),
+            ("MESSAGE_ID", messageID(for: record.event)),
             ("PRIORITY", String(priority(for: record))),
             ("SYSLOG_IDENTIFIER", "touchgate"),
             ("TOUCHGATE_EVENT", record.event.rawValue),
             ("TOUCHGATE_OUTCOME", record.outcome.rawValue),
             ("TOUCHGATE_SEQ", String(record.sequence)),
+            ("TOUCHGATE_UID", String(record.uid)),
+            ("TOUCHGATE_USER", record.loginName),
         ]
         if let item = record.item { fields.append(("TOUCHGATE_ITEM", item)) }
         if let user = record.vaultUser { fields.append(("TOUCHGATE_VAULT_USER", user)) }
         fields.append(("TOUCHGATE_REASON", record.reason))
         fields.append(("TOUCHGATE_BOOT_TIME", String(record.bootTime)))
         fields.append(("TOUCHGATE_MAC", Hex.encode(record.mac)))
+        if let chain = record.chain { fields.append(("TOUCHGATE_CHAIN", Hex.encode(chain))) }
         return fields
     }
 

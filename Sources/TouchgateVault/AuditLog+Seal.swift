@@ -43,6 +43,30 @@ extension AuditLog {
         }
     }
 
+    /// Takes over a trail sealed by another key (a store moved in from elsewhere): the
+    /// seal, checked against the key that signed it and required to name the last record,
+    /// is signed again with this log's key, and `entry` is appended with both keys named
+    /// in its reason, in one transaction. From then on only this log's key vouches for it.
+    /// - Throws: ``AuditError/chainBroken(at:reason:)`` when the seal is missing, forged or
+    ///   left behind; GRDB errors.
+    @discardableResult
+    public func adoptSeal(_ entry: AuditEntry) throws -> AuditRecord {
+        let record = try database.writeImmediately { db -> AuditRecord in
+            let last = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM audit") ?? 0
+            guard case .some(.some(let seal)) = try AuditSeal.fetch(db), seal.isSigned(by: seal.publicKey),
+                  seal.sequence == last else {
+                throw AuditError.chainBroken(at: last, reason: "the audit seal is missing, forged or does not name the last record")
+            }
+            try AuditSeal(trail: seal.trail, sequence: seal.sequence, chain: seal.chain, signer: signer).save(db)
+            var entry = entry
+            let keys = "the trail is now signed by key \(Hex.encode(signer.publicKey)) (was \(Hex.encode(seal.publicKey)))"
+            entry.reason = entry.reason.isEmpty ? keys : entry.reason + "; " + keys
+            return try insert(entry, db)
+        }
+        journal.send(record)
+        return record
+    }
+
     // MARK: Opening
 
     /// Links records that have no public link yet and seals them, once: a trail written
@@ -141,17 +165,18 @@ extension AuditLog {
     /// Called by ``verify()`` once the MAC chain is known intact (so sequences are gapless
     /// from the anchor on); the first stored record's previous link is taken as given
     /// (records before it were pruned).
-    func publicChainProblem(_ db: Database) throws -> (sequence: Int64, reason: String)? {
+    func publicChainProblem(_ db: Database, sealedByItsOwnKey: Bool = false) throws -> (sequence: Int64, reason: String)? {
         let seal: AuditSeal
         switch try AuditSeal.fetch(db) {
         case .none: return (0, "the signed head of the public chain (the audit seal) is missing")
         case .some(.none): return (0, "the audit seal has a field of the wrong type (edited by hand)")
         case .some(.some(let stored)): seal = stored
         }
-        guard seal.isSigned(by: signer.publicKey) else {
+        let key = sealedByItsOwnKey ? seal.publicKey : signer.publicKey
+        guard seal.isSigned(by: key) else {
             return (seal.sequence, "the audit seal is not signed by this trail's signing key (audit-sign.key)")
         }
-        var verifier = AuditChainVerifier(publicKey: signer.publicKey)
+        var verifier = AuditChainVerifier(publicKey: key)
         let rows = try Row.fetchCursor(db, sql: "SELECT \(Self.linkedColumns) FROM audit ORDER BY seq")
         while let row = try rows.next() {
             guard let (fields, mac) = Self.decode(row), let stored = Self.decodeLinks(row), let links = stored else {

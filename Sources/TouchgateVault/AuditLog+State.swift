@@ -111,6 +111,9 @@ extension AuditLog {
                     // A fresh log gets its head row now, so that a later missing row is evidence.
                     try AuditHead(headSequence: 0, headMAC: AuditMAC.genesis, anchorSequence: 0,
                                   anchorMAC: AuditMAC.genesis, stateDigest: try StateDigest.compute(db), key: key).save(db)
+                    // and a new trail: a seal left from a log wiped before any vault existed
+                    // would name records that are gone. prepareSeal() seals the new one.
+                    try db.execute(sql: "DELETE FROM auditSeal")
                 case let .upgrade(head):
                     try saveState(db, head: head)
                     record = try insert(AuditEntry(

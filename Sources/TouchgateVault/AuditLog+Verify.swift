@@ -10,11 +10,15 @@ extension AuditLog {
     /// vault's `templates_sealed` marker match the digest in the head (an edited or
     /// swapped state, reported after the last record). Reads one snapshot; memory use does
     /// not grow with the number of records. See ``AuditLog`` for what cannot be detected.
-    public func verify() throws -> AuditVerification {
-        try database.writer.read { db in try verify(db) }
+    ///
+    /// The seal must be signed by this log's own key; `sealedByItsOwnKey` accepts the key
+    /// the seal names instead, for a trail moved in from another store before
+    /// ``adoptSeal(_:)`` takes it over.
+    public func verify(sealedByItsOwnKey: Bool = false) throws -> AuditVerification {
+        try database.writer.read { db in try verify(db, sealedByItsOwnKey: sealedByItsOwnKey) }
     }
 
-    func verify(_ db: Database) throws -> AuditVerification {
+    func verify(_ db: Database, sealedByItsOwnKey: Bool = false) throws -> AuditVerification {
         let firstSequence = try Int64.fetchOne(db, sql: "SELECT min(seq) FROM audit")
         guard let storedHead = try AuditHead.fetch(db) else {
             return .broken(at: firstSequence ?? 1, reason: "the audit head row is missing")
@@ -62,7 +66,7 @@ extension AuditLog {
             return .broken(at: last, reason: "record \(last) is not the one last written")
         }
         // The public chain leads to the signed head: what a verifier without audit.key checks.
-        if let problem = try publicChainProblem(db) {
+        if let problem = try publicChainProblem(db, sealedByItsOwnKey: sealedByItsOwnKey) {
             return .broken(at: problem.sequence, reason: problem.reason)
         }
         // Every record is intact; what follows concerns the state kept beside them.

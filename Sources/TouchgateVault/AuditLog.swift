@@ -118,6 +118,12 @@ public final class AuditLog: Sendable {
         self.signer = signer
     }
 
+    /// Creates the signing key file of the store at `location` if it is missing, so that a
+    /// log opened there next does not take it for a lost key (see ``adoptSeal(_:)``).
+    public static func prepareSigningKey(in location: StoreLocation) throws {
+        _ = try AuditSigner.loadOrCreate(in: location)
+    }
+
     /// The public key that signs this trail's seal: register it with a central verifier
     /// (`touchgate audit verify --public-key`, the fleet collector).
     public var publicKey: [UInt8] { signer.publicKey }

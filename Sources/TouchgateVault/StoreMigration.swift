@@ -87,14 +87,14 @@ public final class StoreSnapshot: @unchecked Sendable {
     }
 
     /// Removes the store's files (`touchgate.sqlite` and its `-wal` / `-shm`, `audit.key`,
-    /// `migrate.lock`), still holding the write lock, then the directory if it is empty;
+    /// `audit-sign.key`, `migrate.lock`), still holding the write lock, then the directory if it is empty;
     /// then releases. For after the moved copy verified.
     /// - Throws: ``StoreError/io(path:detail:)`` naming the first file that could not be removed.
     public func removeStore() throws {
         defer { release() }
         let database = location.databasePath
         for path in [database, database + "-wal", database + "-shm", AuditKey.path(in: location),
-                     location.directory.appendingPathComponent("migrate.lock").path] {
+                     AuditSigner.path(in: location), location.directory.appendingPathComponent("migrate.lock").path] {
             if unlink(path) != 0 && errno != ENOENT {
                 throw StoreError.io(path: path, detail: String(cString: strerror(errno)))
             }

@@ -140,7 +140,7 @@ public struct RequestArguments: Codable, Sendable, Equatable {
     public var path: String?
     /// `import.fprintd`: show what would change, change nothing.
     public var dryRun: Bool?
-    /// `capture`: `png` or `pgm`.
+    /// `capture`: `png` or `pgm`; `audit.export`: `json` (the default), `ocsf` or `ecs`.
     public var format: String?
     /// `policy.set`: failed touches that start a lockout.
     public var lockoutThreshold: Int?

@@ -221,16 +221,21 @@ struct Audit: AsyncParsableCommand {
                 chain. The last line is {"seal": {...}}, the signed head that `audit verify \
                 --public-key` checks an unfiltered export against. JSON is the only format, so \
                 --json changes only the form of an error. The filters are those of `audit show`; \
-                without them every record is written.
+                without them every record is written. --format ocsf and --format ecs write the same \
+                records for a SIEM, one event per line, without the seal (docs/AUDIT-FORMATS.md \
+                describes every field).
                 """)
 
         @OptionGroup var common: CommonOptions
         @OptionGroup var filters: AuditFilterOptions
+        @Option(help: ArgumentHelp("json (Touchgate's records and seal), ocsf (OCSF 1.1 Authentication, class 3002) "
+                                   + "or ecs (Elastic Common Schema 8.11).", valueName: "FORMAT"))
+        var format: AuditExportFormat = .json
 
         func run() async throws {
-            let filter = filters.filter(now: Date())
+            let (filter, format) = (filters.filter(now: Date()), format)
             try await CommandRunner.run(json: common.json) { _ in
-                _ = try await service.exportAudit(filter) { Console.write($0, to: 1) }
+                _ = try await service.exportAudit(filter, format: format) { Console.write($0, to: 1) }
                 return ExitStatus.success
             }
         }
@@ -322,3 +327,5 @@ struct RecordCount: Encodable, Sendable {
 struct Removed: Encodable, Sendable {
     var removed: Int
 }
+
+extension AuditExportFormat: ExpressibleByArgument {}

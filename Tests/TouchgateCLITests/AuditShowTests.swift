@@ -156,12 +156,12 @@ struct AuditShowTests {
         let shownRecords = try await shown(vault)
         let exported = try await vault.auditTrail()
         try #require(exported.count == shownRecords.count)
-        let chain: Set<String> = ["unix-time", "boot-id", "prev-mac", "mac"]
+        let chain: Set<String> = ["unix-time", "boot-id", "prev-mac", "mac", "trail", "prev-chain", "chain"]
         for (show, export) in zip(shownRecords, exported) {
             #expect(Set(export.keys) == Set(show.keys).union(chain), "\(export.keys.sorted()) vs \(show.keys.sorted())")
             #expect(Set(show.keys).isDisjoint(with: chain))
             for key in show.keys { #expect("\(show[key]!)" == "\(export[key]!)", "\(key)") }
-            for key in ["prev-mac", "mac"] {
+            for key in ["prev-mac", "mac", "prev-chain", "chain"] {
                 let hex = try #require(export[key] as? String)
                 #expect(hex.count == 64 && hex.allSatisfy { "0123456789abcdef".contains($0) }, "\(key): \(hex)")
             }
@@ -174,9 +174,7 @@ struct AuditShowTests {
         // --json is accepted (JSON is the only format); filters work as in show.
         let json = try await vault.run(["audit", "export", "--json", "--event", "item.write"])
         #expect(json.status == 0, "\(json.stderrLines)")
-        let writes = json.stdout.split(separator: "\n").compactMap {
-            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
-        }
+        let writes = try VaultRig.exportedRecords(json)
         #expect(writes.compactMap { $0["item"] as? String } == ["k0", "k1"])
         let bad = try await vault.run(["audit", "export", "--json", "--outcome", "nope"])
         #expect(bad.status == 64 && bad.json?["error"] as? String == "usage", "\(bad.stdout)")

@@ -55,10 +55,7 @@ struct PersonalSide {
 
     /// The records of an `audit export` run.
     static func records(_ export: CLIResult) throws -> [[String: Any]] {
-        try #require(export.status == 0, "audit export: \(export.stderrLines)")
-        return try export.stdout.split(separator: "\n").map { line in
-            try #require((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any])
-        }
+        try VaultRig.exportedRecords(export)
     }
 
     /// The personal store is whole and as it was: its trail verifies and ends where `trail` ends.
@@ -107,7 +104,8 @@ struct MigrateTests {
         #expect(moved.status == 0, "migrate: \(moved.stderrLines)\n\(rig.daemonLog)")
         #expect(moved.json?["items"] as? Int == 2 && moved.json?["prints"] as? Int == 1, "\(moved.stdout)")
         #expect(moved.json?["removed"] as? Bool == true, "\(moved.stdout)")
-        for name in ["touchgate.sqlite", "touchgate.sqlite-wal", "touchgate.sqlite-shm", "audit.key", "migrate.lock"] {
+        for name in ["touchgate.sqlite", "touchgate.sqlite-wal", "touchgate.sqlite-shm", "audit.key", "audit-sign.key",
+                     "migrate.lock"] {
             #expect(!FileManager.default.fileExists(atPath: personal.store + "/" + name), "\(name) is still in the personal store")
         }
         #expect(rig.stagedCopies.isEmpty, "\(rig.stagedCopies)")
@@ -140,6 +138,8 @@ struct MigrateTests {
         #expect(migration["prev-mac"] as? String == before.last?["mac"] as? String)
         #expect(migration["seq"] as? Int == (before.last?["seq"] as? Int).map { $0 + 1 })
         #expect((migration["reason"] as? String)?.contains(personal.store) == true, "\(migration)")
+        // The daemon's own key signs the moved trail from the migration on (the user held the old one).
+        #expect((migration["reason"] as? String)?.contains("the trail is now signed by key") == true, "\(migration)")
         #expect((migration["reason"] as? String)?.contains("touchgate") == true, "the peer's executable: \(migration)")
     }
 

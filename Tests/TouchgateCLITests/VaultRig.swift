@@ -114,14 +114,21 @@ struct VaultRig {
         try #require(try await status()["lockout"] as? [String: Any])
     }
 
-    /// `audit export`, required to succeed: one parsed JSON object per record, oldest first.
+    /// `audit export`, required to succeed: one parsed JSON object per record, oldest first
+    /// (the seal, the export's last line, left out).
     func auditTrail() async throws -> [[String: Any]] {
-        let export = try await run(["audit", "export"])
+        try Self.exportedRecords(try await run(["audit", "export"]))
+    }
+
+    /// The records of an `audit export` run, required to have succeeded and to end in its seal.
+    static func exportedRecords(_ export: CLIResult) throws -> [[String: Any]] {
         try #require(export.status == 0, "audit export: \(export.stderrLines)")
-        return try export.stdout.split(separator: "\n").map { line in
+        let lines = try export.stdout.split(separator: "\n").map { line in
             try #require((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
                          "audit export wrote a line that is not a JSON object: \(line)")
         }
+        try #require(lines.last?["seal"] is [String: Any], "audit export did not end in its seal: \(export.stdout)")
+        return Array(lines.dropLast())
     }
 
     /// Runs SQL on the database file with the sqlite3 shell, as an attacker with the file would.
