@@ -23,12 +23,20 @@ struct RequestHandler: Sendable {
                                  process: "pid \(peer.pid)" + (peer.executable.map { " \($0)" } ?? ""))
         do {
             return try await AuditClient.$current.withValue(client) {
-                if request.operation == .migrate {
-                    return try await migrate(request.arguments ?? RequestArguments(), descriptors, peer: peer,
-                                             interaction: interaction)
+                do {
+                    if request.operation == .migrate {
+                        return try await migrate(request.arguments ?? RequestArguments(), descriptors, peer: peer,
+                                                 interaction: interaction)
+                    }
+                    return try await run(request.operation!, request.arguments ?? RequestArguments(), peer: peer,
+                                         interaction: interaction)
+                } catch let refusal as ServiceError where refusal.code == .forbidden {
+                    // Every refusal is audited, in the caller's own trail (the only store
+                    // the caller surely has a right to; a refusal never writes to another's).
+                    try? await stores.service(for: peer, actingFor: nil)
+                        .recordRefusal(of: request.operation!.rawValue, refusal)
+                    throw refusal
                 }
-                return try await run(request.operation!, request.arguments ?? RequestArguments(), peer: peer,
-                                     interaction: interaction)
             }
         } catch {
             var failure = DaemonMessage(kind: .failure, id: request.id)
