@@ -107,6 +107,11 @@ final class DaemonRig: @unchecked Sendable {
         lock.withLock { daemon = nil }
     }
 
+    /// The daemon's process id while it runs (setpriv execs it: the same process).
+    var daemonPID: Int32? {
+        lock.withLock { daemon.flatMap { $0.isRunning ? $0.processIdentifier : nil } }
+    }
+
     /// How many keys the kernel holds for the daemon's user (`/proc/key-users`), or nil
     /// when it holds none.
     static func kernelKeys(of uid: UInt32) -> Int? {
