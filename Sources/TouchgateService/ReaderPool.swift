@@ -140,9 +140,6 @@ public actor ReaderPool {
         context = nil
     }
 
-    /// How many readers are open now.
-    public var openCount: Int { opened.count }
-
     // MARK: -
 
     /// A fresh context: the old one's readers are closed first (a virtual reader listens on
