@@ -21,7 +21,10 @@ public final class Daemon: Sendable {
         chmod(stateDirectory.path, 0o700)
         self.listener = listener
         keys = HeldKeys()
-        handler = RequestHandler(stores: DaemonStores(directory: stateDirectory, keys: keys), readers: ReaderQueue())
+        // One set of open readers for every user's service; the queue runs one operation at a time on them.
+        let pool = ReaderPool(log: log)
+        handler = RequestHandler(stores: DaemonStores(directory: stateDirectory, keys: keys, pool: pool),
+                                 readers: ReaderQueue())
         self.log = log
     }
 
@@ -35,7 +38,7 @@ public final class Daemon: Sendable {
         }
         // Sleep and resume, through logind when it is on the system bus.
         let sleeper = Task { [handler, keys, log] in
-            await SleepWatch.run(readers: handler.readers, keys: keys, log: log)
+            await SleepWatch.run(readers: handler.readers, pool: handler.stores.pool, keys: keys, log: log)
         }
         defer {
             sweeper.cancel()
@@ -57,6 +60,7 @@ public final class Daemon: Sendable {
                 group.addTask { [self] in await serve(FramedSocket(descriptor: descriptor)) }
             }
         }
+        await handler.stores.pool.close()
         keys.releaseAll()
     }
 

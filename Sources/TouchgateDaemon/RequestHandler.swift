@@ -219,6 +219,8 @@ struct DaemonStores: Sendable {
     /// The state directory (`/var/lib/touchgate`).
     let directory: URL
     let keys: HeldKeys
+    /// The readers held open across requests, shared by every user's service.
+    let pool: ReaderPool
 
     /// The service for `peer`, or for `user` when root asks on their behalf.
     func service(for peer: Peer, actingFor user: String?) throws(ServiceError) -> TouchgateService {
@@ -234,7 +236,10 @@ struct DaemonStores: Sendable {
         let location = StoreLocation(directory: directory.appendingPathComponent("users")
             .appendingPathComponent(String(principal.uid)))
         let keys = self.keys
-        return TouchgateService(principal: principal, location: location, mode: .system, custody: { keys.custody(for: $0) })
+        var service = TouchgateService(principal: principal, location: location, mode: .system,
+                                       custody: { keys.custody(for: $0) })
+        service.readerPool = pool
+        return service
     }
 
     func requireRoot(_ peer: Peer, _ what: String) throws(ServiceError) {
