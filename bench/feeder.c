@@ -13,7 +13,8 @@
  *
  * The socket lives in a fresh private directory under $TMPDIR (or /tmp), removed at the
  * end; FP_VIRTUAL_IMAGE or FP_VIRTUAL_DEVICE and FP_DRIVERS_WHITELIST are set for the
- * command. Standard input and output are the command's; its standard error is passed
+ * command. With FEEDER_SOCKET set, the socket is that one instead: a reader another
+ * process holds open (touchgated), whose finger the feeder plays for the command. Standard input and output are the command's; its standard error is passed
  * through. The exit status is the command's (128 + signal when it was killed).
  *
  * Build: gcc -O2 -Wall -Wextra -o feeder feeder.c
@@ -227,21 +228,31 @@ main (int argc, char **argv)
     for (int i = 0; i < count; i++)
       images[i] = load_pgm (items[i]);
 
-  const char *base = getenv ("TMPDIR");
-  snprintf (directory, sizeof directory, "%s/feeder-XXXXXX", base != NULL && *base != '\0' ? base : "/tmp");
-  if (mkdtemp (directory) == NULL)
+  const char *shared = getenv ("FEEDER_SOCKET");
+  if (shared != NULL && *shared != '\0')
+    /* A reader another process (touchgated) holds open: play its finger, leave its socket. */
+    snprintf (socket_path, sizeof socket_path, "%s", shared);
+  else
     {
-      directory[0] = '\0';
-      die ("mkdtemp");
+      const char *base = getenv ("TMPDIR");
+      snprintf (directory, sizeof directory, "%s/feeder-XXXXXX", base != NULL && *base != '\0' ? base : "/tmp");
+      if (mkdtemp (directory) == NULL)
+        {
+          directory[0] = '\0';
+          die ("mkdtemp");
+        }
+      snprintf (socket_path, sizeof socket_path, "%s/reader.socket", directory);
     }
-  snprintf (socket_path, sizeof socket_path, "%s/reader.socket", directory);
   if (strlen (socket_path) >= sizeof ((struct sockaddr_un *) 0)->sun_path)
     {
       fprintf (stderr, "feeder: socket path too long: %s\n", socket_path);
       return 2;
     }
-  setenv (image_mode ? "FP_VIRTUAL_IMAGE" : "FP_VIRTUAL_DEVICE", socket_path, 1);
-  setenv ("FP_DRIVERS_WHITELIST", image_mode ? "virtual_image" : "virtual_device", 1);
+  if (directory[0] != '\0')
+    {
+      setenv (image_mode ? "FP_VIRTUAL_IMAGE" : "FP_VIRTUAL_DEVICE", socket_path, 1);
+      setenv ("FP_DRIVERS_WHITELIST", image_mode ? "virtual_image" : "virtual_device", 1);
+    }
 
   int errors[2];
   if (pipe2 (errors, O_CLOEXEC) != 0)
@@ -325,8 +336,11 @@ main (int argc, char **argv)
       die ("waitpid");
   if (connection >= 0)
     close (connection);
-  unlink (socket_path);
-  rmdir (directory);
+  if (directory[0] != '\0')
+    {
+      unlink (socket_path);
+      rmdir (directory);
+    }
   if (WIFSIGNALED (status))
     return 128 + WTERMSIG (status);
   return WEXITSTATUS (status);

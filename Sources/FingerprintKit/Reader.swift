@@ -107,6 +107,12 @@ public final class Reader: @unchecked Sendable {
         }
     }
 
+    /// Whether the reader was unplugged (libfprint's `removed` signal). A removed reader
+    /// fails every operation; close it, and enumerate anew to find it should it come back.
+    public var isRemoved: Bool {
+        get async { await GLibLoop.shared.run { [self] in isGone } }
+    }
+
     /// Whether the reader waits for a finger and whether one is on it, now
     /// (`fp_device_get_finger_status`). Changes while an operation runs also arrive as
     /// ``ReaderEvent/fingerStatus(_:)``; drivers that never report it always give `[]`.

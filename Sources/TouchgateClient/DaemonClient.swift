@@ -71,6 +71,8 @@ public struct DaemonClient: TouchgateRequests {
         for try await frame in socket.frames() {
             let message = try frame.decode(DaemonMessage.self)
             if !greeted {
+                // A daemon that will not serve this connection says why instead of hello.
+                if message.kind == .failure, let error = message.error { throw error }
                 guard message.kind == .hello, message.versions?.contains(DaemonProtocol.version) == true else {
                     throw ServiceError(.daemonUnavailable, "touchgated at \(socketPath) does not speak protocol version "
                                            + "\(DaemonProtocol.version); update touchgate and touchgated together")

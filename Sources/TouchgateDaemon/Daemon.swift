@@ -10,6 +10,7 @@ public final class Daemon: Sendable {
     private let listener: UnixListener
     private let handler: RequestHandler
     private let keys: HeldKeys
+    private let limit = ConnectionLimit()
     private let log: @Sendable (String) -> Void
 
     /// A daemon serving `listener` over stores in `stateDirectory` (created 0700 if missing).
@@ -20,7 +21,10 @@ public final class Daemon: Sendable {
         chmod(stateDirectory.path, 0o700)
         self.listener = listener
         keys = HeldKeys()
-        handler = RequestHandler(stores: DaemonStores(directory: stateDirectory, keys: keys), readers: ReaderQueue())
+        // One set of open readers for every user's service; the queue runs one operation at a time on them.
+        let pool = ReaderPool(log: log)
+        handler = RequestHandler(stores: DaemonStores(directory: stateDirectory, keys: keys, pool: pool),
+                                 readers: ReaderQueue())
         self.log = log
     }
 
@@ -34,7 +38,7 @@ public final class Daemon: Sendable {
         }
         // Sleep and resume, through logind when it is on the system bus.
         let sleeper = Task { [handler, keys, log] in
-            await SleepWatch.run(readers: handler.readers, keys: keys, log: log)
+            await SleepWatch.run(readers: handler.readers, pool: handler.stores.pool, keys: keys, log: log)
         }
         defer {
             sweeper.cancel()
@@ -56,6 +60,7 @@ public final class Daemon: Sendable {
                 group.addTask { [self] in await serve(FramedSocket(descriptor: descriptor)) }
             }
         }
+        await handler.stores.pool.close()
         keys.releaseAll()
     }
 
@@ -68,10 +73,23 @@ public final class Daemon: Sendable {
     private func serve(_ socket: FramedSocket) async {
         socket.setSendTimeout(seconds: 10)
         guard let peer = try? socket.peer() else { return socket.close() }
+        guard limit.admit(peer.uid) else {
+            // Refused before the hello, and before any thread or buffer is spent on it.
+            var refusal = DaemonMessage(kind: .failure, id: 0)
+            refusal.error = ServiceError(.daemonUnavailable,
+                                         "touchgated already serves \(limit.perUser) connections of uid \(peer.uid), "
+                                         + "the most one user may hold open; end some of your touchgate commands "
+                                         + "(or the programs holding connections) and try again")
+            socket.send(refusal)
+            log("\(peer): refused: \(limit.perUser) connections of this user are open already")
+            return socket.close()
+        }
+        defer { limit.release(peer.uid) }
         var hello = DaemonMessage(kind: .hello, id: 0)
         hello.versions = [DaemonProtocol.version]
         guard socket.send(hello) else { return socket.close() }
         let slot = RequestSlot()
+        var broken: (any Error)?
         do {
             for try await frame in socket.frames() {
                 let message = try frame.decode(ClientMessage.self)
@@ -105,14 +123,19 @@ public final class Daemon: Sendable {
                 }
             }
         } catch {
-            var failure = DaemonMessage(kind: .failure, id: 0)
-            failure.error = ServiceError(.usage, "\(error); closing the connection")
-            socket.send(failure)
-            log("\(peer): protocol error: \(error)")
+            broken = error
         }
         // The client is gone or broke the protocol: whatever runs for it is cancelled,
-        // which releases the reader, and is waited for.
+        // which releases the reader, and is waited for (its reply may still go out).
         await slot.cancelAndWait()
+        if let broken {
+            // Only then the failure: it is the last message of the connection, never
+            // followed by the reply of a request that was still running.
+            var failure = DaemonMessage(kind: .failure, id: 0)
+            failure.error = ServiceError(.usage, "\(broken); closing the connection")
+            socket.send(failure)
+            log("\(peer): protocol error: \(broken)")
+        }
         socket.close()
     }
 }

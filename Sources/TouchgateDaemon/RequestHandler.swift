@@ -23,12 +23,20 @@ struct RequestHandler: Sendable {
                                  process: "pid \(peer.pid)" + (peer.executable.map { " \($0)" } ?? ""))
         do {
             return try await AuditClient.$current.withValue(client) {
-                if request.operation == .migrate {
-                    return try await migrate(request.arguments ?? RequestArguments(), descriptors, peer: peer,
-                                             interaction: interaction)
+                do {
+                    if request.operation == .migrate {
+                        return try await migrate(request.arguments ?? RequestArguments(), descriptors, peer: peer,
+                                                 interaction: interaction)
+                    }
+                    return try await run(request.operation!, request.arguments ?? RequestArguments(), peer: peer,
+                                         interaction: interaction)
+                } catch let refusal as ServiceError where refusal.code == .forbidden {
+                    // Every refusal is audited, in the caller's own trail (the only store
+                    // the caller surely has a right to; a refusal never writes to another's).
+                    try? await stores.service(for: peer, actingFor: nil)
+                        .recordRefusal(of: request.operation!.rawValue, refusal)
+                    throw refusal
                 }
-                return try await run(request.operation!, request.arguments ?? RequestArguments(), peer: peer,
-                                     interaction: interaction)
             }
         } catch {
             var failure = DaemonMessage(kind: .failure, id: request.id)
@@ -216,6 +224,8 @@ struct DaemonStores: Sendable {
     /// The state directory (`/var/lib/touchgate`).
     let directory: URL
     let keys: HeldKeys
+    /// The readers held open across requests, shared by every user's service.
+    let pool: ReaderPool
 
     /// The service for `peer`, or for `user` when root asks on their behalf.
     func service(for peer: Peer, actingFor user: String?) throws(ServiceError) -> TouchgateService {
@@ -231,7 +241,10 @@ struct DaemonStores: Sendable {
         let location = StoreLocation(directory: directory.appendingPathComponent("users")
             .appendingPathComponent(String(principal.uid)))
         let keys = self.keys
-        return TouchgateService(principal: principal, location: location, mode: .system, custody: { keys.custody(for: $0) })
+        var service = TouchgateService(principal: principal, location: location, mode: .system,
+                                       custody: { keys.custody(for: $0) })
+        service.readerPool = pool
+        return service
     }
 
     func requireRoot(_ peer: Peer, _ what: String) throws(ServiceError) {

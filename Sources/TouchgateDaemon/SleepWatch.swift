@@ -1,14 +1,13 @@
 import FingerprintKit
+import TouchgateService
 import Foundation
 
 /// Follows system sleep through systemd-logind: a delay inhibitor is held while the system
 /// is awake; on `PrepareForSleep(true)` the running reader operation is cancelled (its
-/// client is told why), new ones are held back, and the inhibitor is released so sleep
-/// proceeds; on `PrepareForSleep(false)` operations run again and a new inhibitor is taken.
-///
-/// No reader is kept open between requests (each request opens the reader and enumerates
-/// anew), so after the cancelled operation has ended there is no open reader to suspend,
-/// and after resume the next request finds whatever readers are plugged in then. Unlocked
+/// client is told why), new ones are held back, the readers the pool holds open are
+/// suspended, and the inhibitor is released so sleep proceeds; on `PrepareForSleep(false)`
+/// the readers are resumed (one that fails is closed and the readers enumerated anew),
+/// operations run again and a new inhibitor is taken. Unlocked
 /// vaults stay unlocked across sleep, as a phone keeps its keys; their idle and 72-hour
 /// limits count the time asleep (boot time), and the first sweep after resume applies them.
 enum SleepWatch {
@@ -19,7 +18,7 @@ enum SleepWatch {
     static let cancelLimit: Duration = .seconds(3)
 
     /// Watches until the calling task is cancelled. Without logind it logs one line and returns.
-    static func run(readers: ReaderQueue, keys: HeldKeys, log: @escaping @Sendable (String) -> Void) async {
+    static func run(readers: ReaderQueue, pool: ReaderPool, keys: HeldKeys, log: @escaping @Sendable (String) -> Void) async {
         let logind: LogindClient
         do {
             logind = try await LogindClient.connect()
@@ -44,20 +43,22 @@ enum SleepWatch {
                     log("going to sleep: the cancelled fingerprint operation has not ended after \(cancelLimit); "
                         + "letting the system sleep anyway")
                 }
+                let suspended = await pool.suspend()
                 log("going to sleep: " + (ended == nil ? "no fingerprint operation was running" : "the fingerprint "
-                    + "operation in progress was cancelled") + "; no reader is kept open, so none needs suspending; "
+                    + "operation in progress was cancelled") + "; \(suspended) open reader(s) suspended; "
                     + "\(keys.count) unlocked vault(s) stay unlocked; releasing the sleep inhibitor")
                 held?.release()
                 held = nil
             } else {
+                let resumed = await pool.resume()
                 await readers.wake()
                 let expired = keys.sweep()
                 do {
                     inhibitor = try await logind.delaySleep(who: who, why: why)
                     held?.release()
                     held = inhibitor
-                    log("woke from sleep: fingerprint operations run again, readers are enumerated afresh by the next "
-                        + "request, \(expired) vault(s) locked by their time limits; new sleep inhibitor taken")
+                    log("woke from sleep: \(resumed) reader(s) resumed, fingerprint operations run again, "
+                        + "\(expired) vault(s) locked by their time limits; new sleep inhibitor taken")
                 } catch {
                     log("woke from sleep: fingerprint operations run again, but no new sleep inhibitor: \(error)")
                 }

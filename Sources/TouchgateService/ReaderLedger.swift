@@ -1,8 +1,4 @@
-import CSodium
-import FingerprintKit
 import Foundation
-import TouchgateVault
-import TouchgateWire
 
 /// What Touchgate wrote to one reader's own storage (match-on-chip readers): the
 /// enrollments under way and the label of each enrolled print, kept in the authenticated
@@ -53,30 +49,14 @@ struct ReaderLedger: Codable, Sendable, Equatable {
         "enrollment.chip.\(driver):\(deviceID)"
     }
 
-    static func key(_ info: ReaderInfo) -> String { key(driver: info.driver, deviceID: info.deviceID) }
-
     /// The nonce recorded for an enrolled print, if any.
     func nonce(user: String, finger: String) -> String? {
         enrolled.first { $0.user == user && $0.finger == finger }?.nonce
     }
 
-    // MARK: Reading and changing it
-
-    /// The ledger of `info`'s reader as stored (empty when none).
-    static func read(_ state: StateStore, _ info: ReaderInfo) throws -> ReaderLedger {
-        try decode(state.state(key(info)))
-    }
-
-    /// Changes the ledger under `key` inside `transaction`; an empty ledger is removed.
-    static func update(_ key: String, in transaction: StoreTransaction, _ change: (inout ReaderLedger) -> Void) throws {
-        try transaction.updateState(key) { data in
-            var ledger = (try? decode(data)) ?? ReaderLedger()
-            change(&ledger)
-            data = ledger == ReaderLedger() ? nil : try? JSONEncoder().encode(ledger)
-        }
-    }
-
-    private static func decode(_ data: Data?) throws -> ReaderLedger {
+    /// A stored ledger (empty when none); what is stored is authenticated, but the decoder
+    /// still takes any bytes (`make fuzz` feeds it arbitrary ones).
+    static func decode(_ data: Data?) throws -> ReaderLedger {
         guard let data else { return ReaderLedger() }
         let decoder = JSONDecoder()
         return try decoder.decode(ReaderLedger.self, from: data)
@@ -87,43 +67,30 @@ struct ReaderLedger: Codable, Sendable, Equatable {
 enum ChipLabel {
     static let prefix = "touchgate-"
 
-    /// A fresh nonce: 8 lowercase hex digits from libsodium's generator.
-    static func newNonce() -> String {
-        var bytes = [UInt8](repeating: 0, count: 4)
-        randombytes_buf(&bytes, bytes.count)
-        return bytes.map { String(format: "%02x", $0) }.joined()
-    }
-
     /// `touchgate-<nonce>-<user>`.
     static func username(nonce: String, user: String) -> String {
         "\(prefix)\(nonce)-\(user)"
     }
 
-    /// The nonce in a username Touchgate wrote, or nil for any other (or none).
+    /// The nonce in a username Touchgate wrote, or nil for any other (or none): the prefix,
+    /// 8 lowercase ASCII hex digits as ``newNonce()`` draws them, then `-` or the end (a
+    /// reader that cuts the id may cut there). Compared byte for byte: the name comes from
+    /// the reader's storage, which other software can write too.
     static func nonce(in username: String?) -> String? {
-        guard let username, username.hasPrefix(prefix) else { return nil }
-        let nonce = username.dropFirst(prefix.count).prefix(8)
-        guard nonce.count == 8, nonce.allSatisfy(\.isHexDigit) else { return nil }
-        return String(nonce)
+        guard let username else { return nil }
+        let bytes = Array(username.utf8)
+        let start = prefix.utf8.count
+        guard bytes.count >= start + 8, bytes.starts(with: prefix.utf8) else { return nil }
+        let nonce = bytes[start..<start + 8]
+        guard nonce.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+            || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }) else { return nil }
+        guard bytes.count == start + 8 || bytes[start + 8] == UInt8(ascii: "-") else { return nil }
+        return String(decoding: nonce, as: UTF8.self)
     }
 
     /// The user part of a username Touchgate wrote (possibly cut short by the reader).
     static func user(in username: String?) -> String? {
         guard let username, nonce(in: username) != nil else { return nil }
-        return String(username.dropFirst(prefix.count + 9))
+        return String(decoding: username.utf8.dropFirst(prefix.utf8.count + 9), as: UTF8.self)
     }
-}
-
-extension ReaderPrintReport {
-    /// What a reader says about one of its prints.
-    init(_ print: Print, reader info: ReaderInfo) {
-        let day = print.enrollDate.flatMap { date -> String? in
-            guard let year = date.year, let month = date.month, let day = date.day else { return nil }
-            return String(format: "%04d-%02d-%02d", year, month, day)
-        }
-        self.init(driver: info.driver, deviceID: info.deviceID,
-                  finger: print.finger == .unknown ? nil : print.finger.name, chipUser: print.username,
-                  enrolled: day, touchgate: ChipLabel.nonce(in: print.username) != nil)
-    }
-
 }

@@ -20,6 +20,7 @@ actor ReaderSensor: BiometricSensor {
     }
 
     private let device: String?
+    private let pool: ReaderPool?
     private let interaction: any Interaction
     private let prints: PrintStore
     private let candidates: Candidates
@@ -33,12 +34,14 @@ actor ReaderSensor: BiometricSensor {
     /// The error behind the last ``SensorError/unavailable``, for the message.
     private(set) var lastFailure: (any Error)?
 
-    /// A sensor on `device` (id or driver; nil: the first reader) matching `prints`.
-    init(device: String?, interaction: any Interaction, prints: PrintStore,
+    /// A sensor on `device` (id or driver; nil: the first reader) matching `prints`; the
+    /// reader comes from `pool` when there is one.
+    init(device: String?, pool: ReaderPool?, interaction: any Interaction, prints: PrintStore,
          candidates: Candidates = Candidates(), operation: String = "authorize",
          prepare: (@Sendable (ReaderSession) async -> Void)? = nil) {
         self.prepare = prepare
         self.device = device
+        self.pool = pool
         self.interaction = interaction
         self.prints = prints
         self.candidates = candidates
@@ -72,7 +75,7 @@ actor ReaderSensor: BiometricSensor {
     private func openIfNeeded(prompt: String) async throws -> ReaderSession {
         if let session { return session }
         // Only once there is a reader to touch.
-        let session = try await ReaderSession.open(device: device, interaction: interaction)
+        let session = try await ReaderSession.open(device: device, interaction: interaction, pool: pool)
         self.session = session
         await prepare?(session)
         interaction.event(InteractionEvent(.touchNeeded, prompt))

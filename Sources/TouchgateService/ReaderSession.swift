@@ -4,17 +4,25 @@ import Foundation
 import TouchgateWire
 
 /// An open reader for one request: picks it, opens it with errors a person can act on,
-/// turns its events into prompts, and closes it.
+/// turns its events into prompts, and closes it (or, taken from a ``ReaderPool``, gives it
+/// back open).
 struct ReaderSession: Sendable {
-    let context: FingerprintContext
+    /// The context the reader belongs to, kept alive while the session is (nil: the pool's).
+    let context: FingerprintContext?
     let reader: Reader
     let interaction: any Interaction
+    /// The pool the reader came from and goes back to, still open; nil: it is closed at the end.
+    var pool: ReaderPool?
 
     var info: ReaderInfo { reader.info }
 
     /// Finds the reader (`device` is a device id or a driver name; default: the first)
-    /// and opens it.
-    static func open(device: String?, interaction: any Interaction) async throws -> ReaderSession {
+    /// and opens it, or takes it from `pool`, open already or opened there.
+    static func open(device: String?, interaction: any Interaction, pool: ReaderPool?) async throws -> ReaderSession {
+        if let pool {
+            return ReaderSession(context: nil, reader: try await pool.take(device: device), interaction: interaction,
+                                 pool: pool)
+        }
         let context = await FingerprintContext()
         let reader = try await pick(device: device, in: context)
         do {
@@ -26,10 +34,11 @@ struct ReaderSession: Sendable {
         return ReaderSession(context: context, reader: reader, interaction: interaction)
     }
 
-    /// Opens the reader, runs `body` with it and closes it, also when `body` throws or is cancelled.
-    static func with<T: Sendable>(device: String?, interaction: any Interaction,
+    /// Opens the reader (or takes it from `pool`), runs `body` with it and closes it (or
+    /// gives it back), also when `body` throws or is cancelled.
+    static func with<T: Sendable>(device: String?, interaction: any Interaction, pool: ReaderPool?,
                                   _ body: (ReaderSession) async throws -> T) async throws -> T {
-        try await closing(try await open(device: device, interaction: interaction), { await $0.close() }, body)
+        try await closing(try await open(device: device, interaction: interaction, pool: pool), { await $0.close() }, body)
     }
 
     /// Finds a reader without opening it.
@@ -45,8 +54,10 @@ struct ReaderSession: Sendable {
         throw ServiceError.noReader("no reader with id or driver '\(StoredText.escaped(device))'; connected: \(known)")
     }
 
-    /// Closes the reader; a reader that is already gone is not an error.
+    /// Closes the reader, or gives it back to its pool (which closes it only when it was
+    /// unplugged); a reader that is already gone is not an error.
     func close() async {
+        if let pool { return await pool.giveBack(reader) }
         if await reader.isOpen { try? await reader.close() }
     }
 

@@ -4,6 +4,16 @@ import TouchgateVault
 import TouchgateWire
 
 extension TouchgateService {
+    /// Records in the principal's own trail that touchgated refused a request of theirs
+    /// before any use case ran (`access.denied`): acting for another user, or an operation
+    /// that needs root. `operation` names what was asked; `refusal` says why.
+    public func recordRefusal(of operation: String, _ refusal: ServiceError) async throws(ServiceError) {
+        try await withStore { access in
+            _ = try access.audit().append(.accessDenied, .denied, vaultUser: principal.loginName,
+                                          reason: "\(operation): \(refusal.message)")
+        }
+    }
+
     /// Every audit event name this release writes, in a stable order (for help texts and
     /// ``AuditFilter/events``).
     public static var auditEventNames: [String] { AuditEvent.known.map(\.rawValue) }

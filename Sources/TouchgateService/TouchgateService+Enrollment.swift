@@ -71,7 +71,7 @@ extension TouchgateService {
             let prints = try store.printStore()
             let vault = try store.vaultIfPresent()
             try vault?.requireIntactState()
-            let (stored, invalidated) = try await ReaderSession.with(device: device, interaction: interaction) { session in
+            let (stored, invalidated) = try await ReaderSession.with(device: device, interaction: interaction, pool: readerPool) { session in
                 let (print, pending) = try await Self.enroll(session: session, store: store, prints: prints, finger: finger,
                                                              user: user, replace: replace) {
                     try await vault?.confirmAndAuthorize(.enroll, "Enrolling \(finger.name)", interaction)
@@ -218,7 +218,7 @@ extension TouchgateService {
             }
             for stored in matches where stored.onDevice {
                 // The reader's copy goes first, so a failure leaves both in place.
-                try await ReaderSession.with(device: stored.deviceID, interaction: interaction) { session in
+                try await ReaderSession.with(device: stored.deviceID, interaction: interaction, pool: readerPool) { session in
                     try await session.reader.deletePrint(try await Print(serialized: stored.template))
                 }
             }
@@ -248,7 +248,7 @@ extension TouchgateService {
             try await refuseWhileFprintdOwnsTheReader(device: device, "cleared")
             let vault = try store.vaultIfPresent()
             try vault?.requireIntactState()
-            let info = try await ReaderSession.with(device: device, interaction: interaction) { session in
+            let info = try await ReaderSession.with(device: device, interaction: interaction, pool: readerPool) { session in
                 try await vault?.confirmAndAuthorize(.delete, "Clearing \(session.info.name)", interaction)
                 try await session.reader.clearStorage()
                 return session.info

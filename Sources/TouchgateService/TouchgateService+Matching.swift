@@ -49,7 +49,7 @@ extension TouchgateService {
         try guarded.requireIntactState()
         let prints = try store.printStore()
         let enrollment = try EnrollmentTracker.status(guarded)
-        let sensor = ReaderSensor(device: device, interaction: interaction, prints: prints, candidates: candidates,
+        let sensor = ReaderSensor(device: device, pool: readerPool, interaction: interaction, prints: prints, candidates: candidates,
                                   operation: operation) { session in
             // What an interrupted enrollment left on a reader with storage goes before the touch.
             if session.info.features.contains(.storage) { _ = try? await Self.reconcile(session, store: store) }

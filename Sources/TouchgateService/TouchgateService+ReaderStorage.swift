@@ -22,12 +22,12 @@ extension TouchgateService {
             var states: [Int: ReaderState] = [:]
             var orphans: [ReaderPrintReport] = []
             var readers: [ReaderStorageReport] = []
-            let context = await FingerprintContext()
-            for reader in await context.readers() where reader.info.features.contains(.storage) {
+            let (context, connected) = await connectedReaders()
+            for reader in connected where reader.info.features.contains(.storage) {
                 let info = reader.info
                 if let device, device != info.deviceID && device != info.driver { continue }
                 do {
-                    let held = try await Self.withOpened(reader, context: context, interaction: interaction) { session in
+                    let held = try await withOpened(reader, context: context, interaction: interaction) { session in
                         _ = try await Self.reconcile(session, store: store)
                         guard info.features.contains(.storageList) else { return [Print]?.none }
                         return try await session.reader.listPrints()
@@ -77,7 +77,7 @@ extension TouchgateService {
         try await withStore { store in
             let vault = try store.vaultIfPresent()
             try vault?.requireIntactState()
-            return try await ReaderSession.with(device: device, interaction: interaction) { session in
+            return try await ReaderSession.with(device: device, interaction: interaction, pool: readerPool) { session in
                 let info = session.info
                 guard info.features.contains(.storage) else {
                     throw ServiceError.usage("\(info.name) (\(info.deviceID)) keeps no prints of its own; nothing to delete")
@@ -131,12 +131,25 @@ extension TouchgateService {
 
     // MARK: Helpers shared with enroll, delete and verify
 
-    /// Opens `reader` (found in `context`), runs `body`, and closes it.
-    static func withOpened<T: Sendable>(_ reader: Reader, context: FingerprintContext, interaction: any Interaction,
-                                        _ body: (ReaderSession) async throws -> T) async throws -> T {
+    /// Opens `reader` (found in `context`, or in the pool when `context` is nil), runs
+    /// `body`, and closes it (or gives it back to the pool).
+    func withOpened<T: Sendable>(_ reader: Reader, context: FingerprintContext?, interaction: any Interaction,
+                                 _ body: (ReaderSession) async throws -> T) async throws -> T {
+        if let readerPool, context == nil {
+            return try await ReaderSession.with(device: reader.info.deviceID, interaction: interaction, pool: readerPool,
+                                                body)
+        }
         try await reader.open()
         return try await closing(ReaderSession(context: context, reader: reader, interaction: interaction),
                                  { await $0.close() }, body)
+    }
+
+    /// The readers connected now: the pool's when there is one (context nil), else those
+    /// of a new context, returned with them so it lives as long as they are used.
+    func connectedReaders() async -> (context: FingerprintContext?, readers: [Reader]) {
+        if let readerPool { return (nil, await readerPool.readers().map(\.reader)) }
+        let context = await FingerprintContext()
+        return (context, await context.readers())
     }
 
     /// Matches what a reader holds with the store's prints made on it (`rows`).

@@ -41,6 +41,15 @@ extension TouchgateService {
             }, "fprintd")
         }
         var reports: [ReaderReport] = []
+        if let readerPool {
+            for (reader, open) in await readerPool.readers() {
+                var report = reader.info.report
+                report.temperature = await reader.temperature.rawValue
+                report.open = open
+                reports.append(report)
+            }
+            return (reports, "libfprint")
+        }
         for reader in await FingerprintContext().readers() {
             var report = reader.info.report
             report.temperature = await reader.temperature.rawValue
@@ -59,7 +68,7 @@ extension TouchgateService {
     public func capture(to path: String, format: ImageFormat, device: String? = nil,
                         interaction: any Interaction) async throws(ServiceError) -> CaptureReport {
         try await serviceErrors {
-            let image = try await ReaderSession.with(device: device, interaction: interaction) { session in
+            let image = try await ReaderSession.with(device: device, interaction: interaction, pool: readerPool) { session in
                 try await session.prompting("capture", finger: nil) { events in
                     try await session.reader.capture(waitForFinger: true, events: events)
                 }

@@ -73,12 +73,15 @@ public struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConv
     /// The store, its audit trail included, was moved from a personal (in-process) data
     /// directory into touchgated's store (`vault.migrate`); the chain continues across it.
     public static let vaultMigrate = AuditEvent(rawValue: "vault.migrate")
+    /// touchgated refused a request because the caller may not make it: acting for another
+    /// user, or a change that needs root (`access.denied`). Written to the caller's own trail.
+    public static let accessDenied = AuditEvent(rawValue: "access.denied")
 
     /// Every event this release defines, in a stable order.
     public static let known: [AuditEvent] = [
         .authAttempt, .itemRead, .itemWrite, .itemDelete, .fingerEnroll, .fingerDelete,
         .vaultLock, .sessionEnd, .vaultUnlock, .vaultInit, .passphraseChange, .lockoutStart, .lockoutEnd,
-        .policyChange, .auditPrune, .integrityFailure, .auditUpgrade, .vaultMigrate,
+        .policyChange, .auditPrune, .integrityFailure, .auditUpgrade, .vaultMigrate, .accessDenied,
     ]
 }
 

@@ -44,15 +44,20 @@ public struct StoreLocation: Sendable, Equatable {
         for suffix in ["", "-wal", "-shm"] {
             let file = databasePath + suffix
             if FileManager.default.fileExists(atPath: file) {
-                try Self.checkPrivate(path: file, isDirectory: false)
+                // SQLite deletes the WAL side files when the last connection closes, which in
+                // touchgated (a store opened by several requests at once) may happen between
+                // seeing a file here and checking it: gone by then is as good as private.
+                try Self.checkPrivate(path: file, isDirectory: false, mayVanish: !suffix.isEmpty)
             }
         }
     }
 
     /// Refuses a path owned by another user, or reachable by group or others.
-    static func checkPrivate(path: String, isDirectory: Bool) throws {
+    /// `mayVanish`: a file that no longer exists passes.
+    static func checkPrivate(path: String, isDirectory: Bool, mayVanish: Bool = false) throws {
         var info = stat()
         guard lstat(path, &info) == 0 else {
+            if mayVanish && errno == ENOENT { return }
             throw StoreError.io(path: path, detail: String(cString: strerror(errno)))
         }
         let kind = info.st_mode & S_IFMT

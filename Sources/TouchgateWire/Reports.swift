@@ -22,6 +22,9 @@ public struct ReaderReport: Codable, Sendable, Equatable {
     /// process uses the reader and starts each process from `cold`; a `hot` reader refuses
     /// to scan until it has cooled down.
     public var temperature: String?
+    /// Whether touchgated holds the reader open between requests (it keeps a reader open
+    /// once a request has used it); absent in the personal mode and for fprintd's readers.
+    public var open: Bool?
 
     /// A report.
     public init(deviceID: String, driver: String, name: String, scanType: String, enrollStages: Int, features: [String],

@@ -26,6 +26,7 @@ struct Devices: AsyncParsableCommand {
                     return "\(index == 0 ? "*" : " ") \(deviceID)  \(name)  [driver \(driver), \(info.scanType), "
                         + "\(info.enrollStages) enroll scans; \(info.features.joined(separator: ", "))]"
                         + (info.temperature.map { $0 == "cold" ? "" : "  \($0)" + ($0 == "hot" ? ": let it cool down" : "") } ?? "")
+                        + (info.open == true ? "  (held open by touchgated)" : "")
                 }
                 return "\(index == 0 ? "*" : " ") \(name)  [through fprintd, \(info.scanType), "
                     + "\(info.enrollStages) enroll scans; enroll with fprintd-enroll]"

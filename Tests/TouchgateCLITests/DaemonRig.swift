@@ -107,6 +107,36 @@ final class DaemonRig: @unchecked Sendable {
         lock.withLock { daemon = nil }
     }
 
+    /// The daemon's process id while it runs (setpriv execs it: the same process).
+    var daemonPID: Int32? {
+        lock.withLock { daemon.flatMap { $0.isRunning ? $0.processIdentifier : nil } }
+    }
+
+    /// Whether the daemon holds, among its open descriptors, a Unix socket bound to `path`
+    /// (the listening socket of a virtual reader it has open): the socket's inode from
+    /// `/proc/net/unix`, looked for among `/proc/<pid>/fd`.
+    func daemonHoldsSocket(boundTo path: String) -> Bool {
+        guard let pid = daemonPID,
+              let table = try? String(contentsOfFile: "/proc/net/unix", encoding: .utf8) else { return false }
+        // Num RefCount Protocol Flags Type St Inode Path
+        let inodes = Set(table.split(separator: "\n").compactMap { line -> String? in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            return fields.count >= 8 && fields[7] == path ? String(fields[6]) : nil
+        })
+        guard !inodes.isEmpty,
+              let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else { return false }
+        return descriptors.contains { descriptor in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(descriptor)"),
+                  target.hasPrefix("socket:[") else { return false }
+            return inodes.contains(String(target.dropFirst("socket:[".count).dropLast()))
+        }
+    }
+
+    /// The daemon's log lines that contain `text`.
+    func logLines(containing text: String) -> [Substring] {
+        daemonLog.split(separator: "\n").filter { $0.contains(text) }
+    }
+
     /// How many keys the kernel holds for the daemon's user (`/proc/key-users`), or nil
     /// when it holds none.
     static func kernelKeys(of uid: UInt32) -> Int? {

@@ -5,11 +5,42 @@ import TouchgateTestSupport
 import Glibc
 #endif
 
-/// touchgated following system sleep through logind (python3-dbusmock's template on a
-/// private system bus) and readers that vanish and come back while it runs.
+/// touchgated keeping readers open across requests, following system sleep through logind
+/// (python3-dbusmock's template on a private system bus), and readers that vanish and come
+/// back while it runs.
 @Suite("touchgated: sleep and hotplug", .serialized)
 struct DaemonSleepTests {
     static let inhibitor = "sleep touchgated cancel fingerprint operations and suspend readers delay"
+
+    @Test("a reader opened by one request stays open, listening socket and all, for the next ones; devices says so")
+    func readerStaysOpenAcrossRequests() async throws {
+        let rig = try DaemonRig()
+        try await rig.start()
+        let fresh = try await rig.run(["devices", "--json"])
+        let listed = try #require((fresh.json?["devices"] as? [[String: Any]])?.first, "\(fresh.stdout) \(fresh.stderrLines)")
+        #expect(listed["open"] as? Bool == false, "no request has used the reader yet: \(fresh.stdout)")
+        #expect(!rig.daemonHoldsSocket(boundTo: rig.finger.socketPath), "the reader is open before any request used it")
+
+        try await rig.initialize()
+        // virtual_image listens on its socket only while the reader is open.
+        #expect(rig.daemonHoldsSocket(boundTo: rig.finger.socketPath),
+                "enroll's reader was closed after the request:\n\(rig.daemonLog)")
+        for _ in 0..<2 {
+            let verified = try await rig.run(["verify", "--json"], presenting: ["whorl"])
+            #expect(verified.status == 0, "\(verified.stderrLines)\n\(rig.daemonLog)")
+            #expect(rig.daemonHoldsSocket(boundTo: rig.finger.socketPath), "closed after verify:\n\(rig.daemonLog)")
+        }
+        // Another user's request is served by the same open reader.
+        let other = try await rig.run(["devices", "--json"], as: DaemonRig.otherUID)
+        #expect((other.json?["devices"] as? [[String: Any]])?.first?["open"] as? Bool == true, "\(other.stdout)")
+        #expect(try await rig.run(["devices"]).stdout.contains("held open by touchgated"))
+        #expect(rig.logLines(containing: "stays open for the next requests").count == 1, "opened more than once:\n\(rig.daemonLog)")
+        #expect(rig.logLines(containing: "readers enumerated").count == 1, "\(rig.daemonLog)")
+
+        // Stopping the daemon closes it.
+        rig.stop()
+        #expect(rig.logLines(containing: "closed: touchgated stops").count == 1, "\(rig.daemonLog)")
+    }
 
     @Test("a delay inhibitor from start; sleep cancels the touch awaited with its reason and lets go; resume retakes it")
     func sleepAndResume() async throws {
@@ -48,6 +79,13 @@ struct DaemonSleepTests {
         #expect(next.status == 0, "\(next.stderrLines)\n\(rig.daemonLog)")
         #expect(rig.daemonLog.contains("going to sleep: the fingerprint operation in progress was cancelled"), "\(rig.daemonLog)")
         #expect(rig.daemonLog.contains("woke from sleep"), "\(rig.daemonLog)")
+        // The reader enroll opened was kept open, so it was suspended before sleep and resumed after.
+        #expect(rig.logLines(containing: "1 open reader(s) suspended").count == 1, "\(rig.daemonLog)")
+        #expect(rig.logLines(containing: "(virtual_image) suspended for sleep").count == 1, "\(rig.daemonLog)")
+        #expect(rig.logLines(containing: "(virtual_image) resumed").count == 1, "\(rig.daemonLog)")
+        #expect(rig.logLines(containing: "woke from sleep: 1 reader(s) resumed").count == 1, "\(rig.daemonLog)")
+        #expect(rig.logLines(containing: "stays open for the next requests").count == 1,
+                "the reader was reopened rather than resumed:\n\(rig.daemonLog)")
 
         // Sleep with nothing running: the inhibitor is let go all the same, and taken again after.
         try logind.prepareForSleep(true)
@@ -70,14 +108,23 @@ struct DaemonSleepTests {
         #expect(unplugged.status == 4, "\(unplugged.stdout) \(unplugged.stderrLines)\n\(rig.daemonLog)")
         #expect(error?["error"] as? String == "disconnected", "\(unplugged.stdout)")
 
+        // The unplugged reader was closed and dropped from the pool.
+        #expect(rig.logLines(containing: "(virtual_image) closed: it was unplugged").count == 1, "\(rig.daemonLog)")
+        #expect(!rig.daemonHoldsSocket(boundTo: rig.finger.socketPath), "the unplugged reader is still open")
+
         let status = try await rig.run(["status", "--json"])
         #expect(status.status == 0, "\(status.stderrLines)")
-        // libfprint's virtual_image reader is enumerated anew by the next request's context:
-        // a reader plugged in again, with the print enrolled on it before.
+        // libfprint's virtual_image reader appears only when readers are enumerated: with none
+        // left, the daemon enumerates anew, and finds it plugged in again, with the print
+        // enrolled on it before.
+        #expect(rig.logLines(containing: "readers enumerated (no reader known)").count == 1, "\(rig.daemonLog)")
         let readers = try await rig.run(["devices", "--json"])
         #expect(readers.stdout.contains("virtual_image"), "\(readers.stdout) \(readers.stderrLines)")
         let next = try await rig.run(["verify", "--json"], presenting: ["whorl"])
         #expect(next.status == 0, "\(next.stderrLines)\n\(rig.daemonLog)")
+        #expect(rig.logLines(containing: "stays open for the next requests").count == 2,
+                "the reader enumerated anew was not the one opened:\n\(rig.daemonLog)")
+        #expect(rig.daemonHoldsSocket(boundTo: rig.finger.socketPath), "\(rig.daemonLog)")
         #expect(!rig.daemonLog.contains("fatal signal"), "\(rig.daemonLog)")
     }
 

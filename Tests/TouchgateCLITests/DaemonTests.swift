@@ -104,6 +104,8 @@ struct DaemonTests {
         #expect(killed.status == 128 + SIGKILL)
         let next = try await rig.run(["verify", "--json"], presenting: ["whorl"])
         #expect(next.status == 0, "the reader was not released: \(next.stderrLines)\n\(rig.daemonLog)")
+        // Released to the pool, still open: the cancelled operation left it usable, not closed.
+        #expect(rig.logLines(containing: "stays open for the next requests").count == 1, "\(rig.daemonLog)")
     }
 
     @Test("kill -9 of the daemon loses no committed item or audit record, and it restarts cleanly")

@@ -97,6 +97,44 @@ struct FprintdTests {
         #expect(unknown.status == 64, "an unknown backend is a usage error: \(unknown.stderrLines)")
     }
 
+    @Test("touchgated beside fprintd verifies through it and never opens the reader itself")
+    func daemonVerifiesThroughFprintd() async throws {
+        let fprintd = try FprintdRig()
+        defer { fprintd.stop() }
+        try Self.enroll(fprintd, "whorl")
+        // The daemon runs under a user of its own: let it reach the private bus.
+        chmod(fprintd.directory.url.path, 0o755)
+        chmod(fprintd.directory.path("system-bus.socket"), 0o666)
+        let rig = try DaemonRig()
+        // The daemon could reach a virtual_image reader of its own too (DaemonRig gives it
+        // one): with fprintd on the bus it must leave readers to fprintd all the same.
+        rig.daemonEnvironment = fprintd.environment
+        try await rig.start()
+
+        let devices = try await rig.run(["devices", "--json"])
+        let listed = try #require(devices.json?["devices"] as? [[String: Any]], "\(devices.stdout) \(devices.stderrLines)")
+        #expect(listed.map { $0["backend"] as? String } == ["fprintd"], "\(devices.stdout)")
+        #expect(listed.first?["open"] == nil, "fprintd's reader is not the daemon's to hold: \(devices.stdout)")
+
+        fprintd.finger.present(["whorl"])
+        let match = try await rig.run(["verify", "--json"])
+        #expect(match.status == 0, "\(match.stderrLines)\n\(rig.daemonLog)")
+        #expect(match.json?["match"] as? Bool == true)
+        #expect(match.json?["finger"] as? String == "right-index", "fprintd named the finger it checked")
+        #expect(fprintd.finger.prompts == 1, "fprintd's reader was not the one that scanned")
+        fprintd.finger.present(["arch"])
+        let miss = try await rig.run(["verify", "--json"])
+        #expect(miss.status == 1, "\(miss.stderrLines)\n\(rig.daemonLog)")
+        #expect(fprintd.finger.prompts == 1)
+
+        // The daemon's own virtual_image reader would listen on its socket once opened: it
+        // never was, and the daemon never even enumerated readers.
+        #expect(!FileManager.default.fileExists(atPath: rig.finger.socketPath), "the daemon opened a reader itself")
+        #expect(rig.logLines(containing: "readers enumerated").isEmpty, "\(rig.daemonLog)")
+        #expect(rig.logLines(containing: "stays open").isEmpty, "\(rig.daemonLog)")
+        #expect(rig.logLines(containing: ": verify").count == 2, "\(rig.daemonLog)")
+    }
+
     @Test func ctrlCStopsTheVerificationAndReleasesTheReader() async throws {
         let fprintd = try FprintdRig()
         defer { fprintd.stop() }

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
 
-/// A short `make fuzz`: every libFuzzer target (the socket protocol decoder, the policy
-/// string parser, the stored policy-state decoders; see fuzz/) is built with
+/// A short `make fuzz`: every libFuzzer target (the socket protocol decoder and receive
+/// buffer, the policy string parser, the stored policy-state and reader-ledger decoders,
+/// the audit records' cleaning and encoding; see fuzz/) is built with
 /// `swiftc -sanitize=fuzzer,address` and runs its seed corpus plus a few thousand
 /// mutations. Fails when a target crashes, breaks a round trip, or cannot be built.
 @Suite("Fuzzing", .serialized, .timeLimit(.minutes(15)))
 struct FuzzTests {
     static let runs = 20_000
-    static let targets = ["protocol", "policy", "stored-state"]
+    static let targets = ["protocol", "policy", "stored-state", "frame-buffer", "reader-ledger", "audit"]
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

@@ -1,0 +1,192 @@
+import FingerprintKit
+import Foundation
+import TouchgateWire
+
+/// The readers a long-lived process (touchgated) keeps open across requests.
+///
+/// One ``FingerprintContext`` for the process, made on first use; a reader is opened the
+/// first time a request needs it and stays open after (opening is most of a short
+/// operation's cost on USB readers). Hotplug is followed through the context: a reader
+/// unplugged is closed and dropped, a reader plugged in is found by the next request. When
+/// a request finds no reader, or not the one it names, the pool enumerates anew (a fresh
+/// context, after closing the old one's readers): libfprint's virtual drivers, and readers
+/// whose removal libfprint only noticed, appear again only that way.
+///
+/// Shared by every user's service in the process; the caller runs one reader operation at a
+/// time (touchgated's reader queue), so a reader is never handed out twice at once. The
+/// personal mode has no pool: each request opens and closes the reader itself.
+public actor ReaderPool {
+    private var context: FingerprintContext?
+    /// Readers opened by the pool, in the current context.
+    private var opened: [Reader] = []
+    /// Readers handed out and not yet given back.
+    private var inUse: [Reader] = []
+    /// Readers suspended for sleep, to resume on wake.
+    private var suspended: [Reader] = []
+    private var watcher: Task<Void, Never>?
+    private let log: @Sendable (String) -> Void
+
+    /// A pool, empty until first used; `log` gets one line per reader opened, closed,
+    /// unplugged, plugged in, suspended or resumed.
+    public init(log: @escaping @Sendable (String) -> Void) {
+        self.log = log
+    }
+
+    /// An open reader for one request (`device`: a device id or driver name; nil: the
+    /// first). Give it back with ``giveBack(_:)`` when the request ends.
+    /// - Throws: ``ServiceError`` (`no-reader`) when none is found even after enumerating
+    ///   anew, or when it cannot be opened.
+    func take(device: String?) async throws -> Reader {
+        var fresh = false
+        if context == nil {
+            await enumerate(reason: nil)
+            fresh = true
+        }
+        var reader: Reader
+        do {
+            reader = try await ReaderSession.pick(device: device, in: context!)
+        } catch {
+            guard !fresh else { throw error }
+            await enumerate(reason: device.map { "no reader '\(StoredText.escaped($0))' among those known" }
+                            ?? "no reader known")
+            reader = try await ReaderSession.pick(device: device, in: context!)
+        }
+        if !opened.contains(where: { $0 === reader }) {
+            do {
+                try await reader.open()
+            } catch let error as FingerprintError {
+                throw ServiceError.noReader("cannot open \(reader.info.name) (\(reader.info.driver)): \(error). "
+                                            + ReaderDiagnostics.openHint)
+            }
+            opened.append(reader)
+            log("reader \(Self.name(reader.info)) opened; it stays open for the next requests")
+        }
+        inUse.append(reader)
+        return reader
+    }
+
+    /// Takes back a reader from ``take(device:)``. It stays open unless it was unplugged
+    /// (or closed under the request): then it is closed and dropped.
+    func giveBack(_ reader: Reader) async {
+        if let index = inUse.firstIndex(where: { $0 === reader }) { inUse.remove(at: index) }
+        guard opened.contains(where: { $0 === reader }) else { return }
+        let removed = await reader.isRemoved
+        let open = await reader.isOpen
+        if removed || !open {
+            await drop(reader, why: "it was unplugged")
+        }
+    }
+
+    /// The readers connected now (enumerating the first time, or anew when none is known
+    /// and no request holds one), with whether the pool holds each open.
+    func readers() async -> [(reader: Reader, open: Bool)] {
+        if context == nil {
+            await enumerate(reason: nil)
+        } else if inUse.isEmpty, await context!.readers().isEmpty {
+            await enumerate(reason: "no reader known")
+        }
+        var list: [(Reader, Bool)] = []
+        for reader in await context!.readers() {
+            list.append((reader, opened.contains { $0 === reader }))
+        }
+        return list
+    }
+
+    /// Suspends every open reader before system sleep (the caller has ended the operation
+    /// in progress). Returns how many were suspended; one that refuses is closed and
+    /// dropped, to be enumerated anew after wake.
+    public func suspend() async -> Int {
+        var count = 0
+        for reader in opened {
+            do {
+                try await reader.suspend()
+                suspended.append(reader)
+                count += 1
+                log("reader \(Self.name(reader.info)) suspended for sleep")
+            } catch {
+                log("reader \(Self.name(reader.info)) could not be suspended (\(error)); closing it")
+                await drop(reader, why: "it could not be suspended")
+            }
+        }
+        return count
+    }
+
+    /// Resumes the readers ``suspend()`` suspended. Returns how many resumed; when one
+    /// fails, every reader is closed and the readers are enumerated anew.
+    public func resume() async -> Int {
+        let readers = suspended
+        suspended = []
+        var count = 0
+        var failed = false
+        for reader in readers {
+            do {
+                try await reader.resume()
+                count += 1
+                log("reader \(Self.name(reader.info)) resumed")
+            } catch {
+                log("reader \(Self.name(reader.info)) did not resume (\(error))")
+                failed = true
+            }
+        }
+        if failed { await enumerate(reason: "a reader did not resume") }
+        return count
+    }
+
+    /// Closes every reader and drops the context (on stop).
+    public func close() async {
+        watcher?.cancel()
+        watcher = nil
+        for reader in opened { await drop(reader, why: "touchgated stops") }
+        context = nil
+    }
+
+    // MARK: -
+
+    /// A fresh context: the old one's readers are closed first (a virtual reader listens on
+    /// its socket only while one context holds it open).
+    private func enumerate(reason: String?) async {
+        watcher?.cancel()
+        for reader in opened { await drop(reader, why: "to enumerate the readers anew") }
+        suspended = []
+        context = nil
+        let context = await FingerprintContext()
+        self.context = context
+        let found = await context.readers().map { Self.name($0.info) }
+        log("readers enumerated" + (reason.map { " (\($0))" } ?? "") + ": "
+            + (found.isEmpty ? "none" : found.joined(separator: ", ")))
+        let changes = context.changes()
+        watcher = Task { [weak self] in
+            for await change in changes {
+                await self?.follow(change, in: context)
+            }
+        }
+    }
+
+    /// One hotplug event of `context` (ignored once that context is replaced).
+    private func follow(_ change: ReaderChange, in context: FingerprintContext) async {
+        guard context === self.context else { return }
+        switch change {
+        case .added(let info):
+            log("reader \(Self.name(info)) plugged in")
+        case .removed(let info):
+            log("reader \(Self.name(info)) unplugged")
+            // One a request holds is closed when it is given back.
+            for reader in opened where !inUse.contains(where: { $0 === reader }) && reader.info.deviceID == info.deviceID
+                && reader.info.driver == info.driver {
+                if await reader.isRemoved { await drop(reader, why: "it was unplugged") }
+            }
+        }
+    }
+
+    private func drop(_ reader: Reader, why: String) async {
+        guard let index = opened.firstIndex(where: { $0 === reader }) else { return }
+        opened.remove(at: index)
+        suspended.removeAll { $0 === reader }
+        try? await reader.close()
+        log("reader \(Self.name(reader.info)) closed: \(why)")
+    }
+
+    private static func name(_ info: ReaderInfo) -> String {
+        "\(info.deviceID) (\(info.driver))"
+    }
+}
