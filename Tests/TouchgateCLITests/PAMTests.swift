@@ -161,6 +161,50 @@ struct PAMTests {
         let someoneElse = try await pam.authenticate(locker, user: "root", presenting: ["whorl"], as: nobody)
         #expect(someoneElse.result == "PAM_AUTHINFO_UNAVAIL" && someoneElse.prompts == 0, "\(someoneElse)")
     }
+
+    @Test("a touch releases the login password and pam_gnome_keyring unlocks a real login keyring with it")
+    func gnomeKeyring() async throws {
+        let pam = try await PAMRig()
+        let nobody = DaemonRig.otherUID
+        let keyring = try await GnomeKeyringRig(in: pam.rig.home, uid: nobody, password: "keyring password")
+        defer { keyring.stopAll() }
+        try await pam.rig.start()
+        try await pam.rig.initialize(as: nobody)
+        for (item, value) in [("login-keyring", "keyring password"), ("stale", "an old password")] {
+            let stored = try await pam.rig.run(["secret", "add", item, "--policy", "biometry-any"],
+                                               stdin: Data("\(value)\n".utf8), as: nobody)
+            #expect(stored.status == 0, "\(stored.stderrLines)")
+        }
+        let database = try pam.passwordDatabase("db", user: "nobody", password: "keyring password")
+        // The README's stack, with pam_userdb standing for the password path after it.
+        func stack(_ item: String) throws -> String {
+            try pam.stack("greeter-\(item)", [
+                "auth [success=ok default=2] \(pam.module) socket=\(pam.socket) authtok-from=\(item) max-tries=1",
+                "auth optional pam_gnome_keyring.so",
+                "auth sufficient pam_permit.so",
+                "auth required pam_userdb.so db=\(database)",
+            ])
+        }
+        let session = ["env=XDG_RUNTIME_DIR=\(keyring.runtime)"]
+        #expect(try await keyring.loginKeyringLocked() == true)
+
+        // Not this finger: the stack falls through to the password, which is refused here.
+        let miss = try await pam.authenticate(try stack("login-keyring"), user: "nobody", presenting: ["arch"],
+                                              password: "wrong", options: session)
+        #expect(miss.result == "PAM_AUTH_ERR" && miss.messages.contains { $0.hasPrefix("prompt: ") }, "\(miss)")
+        #expect(try await keyring.loginKeyringLocked() == true)
+
+        // A password that is not the keyring's: logged in, the keyring stays locked.
+        let stale = try await pam.authenticate(try stack("stale"), user: "nobody", presenting: ["whorl"], options: session)
+        #expect(stale.result == "PAM_SUCCESS", "\(stale)")
+        #expect(try await keyring.loginKeyringLocked() == true, "the keyring opened with a password that is not its own")
+
+        let login = try await pam.authenticate(try stack("login-keyring"), user: "nobody", presenting: ["whorl"],
+                                               options: session)
+        #expect(login.result == "PAM_SUCCESS" && login.prompts == 1, "\(login)\n\(pam.rig.daemonLog)")
+        #expect(!login.messages.contains { $0.hasPrefix("prompt: ") }, "nobody typed a password: \(login)")
+        #expect(try await keyring.loginKeyringLocked() == false, "pam_gnome_keyring did not unlock the login keyring")
+    }
 }
 
 /// What one `pam-run` printed.
