@@ -205,6 +205,45 @@ struct PAMTests {
         #expect(!login.messages.contains { $0.hasPrefix("prompt: ") }, "nobody typed a password: \(login)")
         #expect(try await keyring.loginKeyringLocked() == false, "pam_gnome_keyring did not unlock the login keyring")
     }
+
+    @Test("a hostile daemon: malformed, oversized, deeply nested or truncated answers fall back to the password, never crash")
+    func hostileDaemon() async throws {
+        let pam = try await PAMRig()
+        let hello = "{\"id\":0,\"kind\":\"hello\",\"versions\":[1]}\n"
+        let nested = String(repeating: "[", count: 50_000) + String(repeating: "]", count: 50_000)
+        let cases: [(String, String, [String])] = [
+            ("not JSON", "hello there\n", []),
+            ("another version", "{\"id\":0,\"kind\":\"hello\",\"versions\":[2]}\n", []),
+            ("a line over 64 KiB", hello + String(repeating: "a", count: 70_000), []),
+            ("nesting 50,000 deep", hello + "{\"kind\":\"event\",\"id\":1,\"event\":\(nested)}\n", []),
+            ("a match of the wrong type", hello + "{\"kind\":\"result\",\"id\":1,\"result\":{\"match\":\"yes\"}}\n", []),
+            ("another request's result", hello + "{\"kind\":\"result\",\"id\":7,\"result\":{\"match\":true}}\n", []),
+            ("a bad escape", hello + "{\"kind\":\"result\",\"id\":1,\"result\":{\"match\":true},\"x\":\"\\q\"}\n", []),
+            ("a secret too long", hello + "{\"kind\":\"result\",\"id\":1,\"result\":{},\"secret-length\":99999999}\n",
+             ["authtok-from=login"]),
+            ("a truncated secret", hello + "{\"kind\":\"result\",\"id\":1,\"result\":{},\"secret-length\":10}\nabc",
+             ["authtok-from=login"]),
+            ("silence", hello, ["timeout=1"]),
+        ]
+        for (index, (what, script, options)) in cases.enumerated() {
+            let path = pam.rig.home.path("impostor-\(index)")
+            _ = try ScriptedDaemon(path: path, script: Array(script.utf8))
+            let stack = try pam.stack("hostile-\(index)", ["auth required \(pam.module) socket=\(path) timeout=5 "
+                                                           + options.joined(separator: " ")])
+            let outcome = try await pam.authenticate(stack)
+            #expect(outcome.result == "PAM_AUTHINFO_UNAVAIL", "\(what): \(outcome)")
+        }
+
+        // The same impostor answering well is believed (so the refusals above are the
+        // module's judgement), and its prompt reaches the conversation without its escapes.
+        let path = pam.rig.home.path("impostor-good")
+        _ = try ScriptedDaemon(path: path, script: Array((hello
+            + "{\"kind\":\"event\",\"id\":1,\"event\":{\"event\":\"finger-needed\",\"message\":\"Place your \\u001b[2Jfinger\"}}\n"
+            + "{\"kind\":\"result\",\"id\":1,\"result\":{\"match\":true}}\n").utf8))
+        let good = try await pam.authenticate(try pam.stack("hostile-good", ["auth required \(pam.module) socket=\(path)"]))
+        #expect(good.result == "PAM_SUCCESS", "\(good)")
+        #expect(good.messages == ["Place your ?[2Jfinger"], "the escape character is not passed on: \(good)")
+    }
 }
 
 /// What one `pam-run` printed.
@@ -296,5 +335,34 @@ final class PAMRig: Sendable {
 func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+    }
+}
+
+/// A daemon impostor for the module's hostile-input test: listens on `path` and, to the one
+/// client that connects, sends `script` and then reads until the client goes.
+final class ScriptedDaemon: @unchecked Sendable {
+    // @unchecked Sendable: `listener` is set once in init and only closed by the serving thread.
+    private let listener: Int32
+
+    init(path: String, script: [UInt8]) throws {
+        listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in raw.copyBytes(from: Array(path.utf8) + [0]) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, listen(listener, 1) == 0 else { throw POSIXError(.EADDRINUSE) }
+        let serving = listener
+        Thread.detachNewThread {
+            defer { close(serving) }
+            let client = accept(serving, nil, nil)
+            guard client >= 0 else { return }
+            defer { close(client) }
+            _ = script.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            var waiting = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+            while poll(&waiting, 1, 10_000) > 0, read(client, &buffer, buffer.count) > 0 {}
+        }
     }
 }
