@@ -79,6 +79,19 @@ struct PAMTests {
         _ = try await pam.authenticate(unlock, user: "root", password: "login password")
         let users = (try? FileManager.default.contentsOfDirectory(atPath: pam.rig.stateDirectory + "/users")) ?? []
         #expect(users.isEmpty, "stores made for users who have none: \(users)")
+
+        // make install-pam stages the module where Linux-PAM looks, and uninstall-pam removes it.
+        let stage = pam.rig.home.path("stage")
+        let build = URL(fileURLWithPath: pam.module).deletingLastPathComponent().path
+        for target in ["install-pam", "uninstall-pam"] {
+            let made = try await offThePool {
+                try runProgram("/usr/bin/make", ["-C", Fixtures.packageRoot.path, target, "DESTDIR=\(stage)",
+                                                 "PAMDIR=/lib/security", "PAMBUILD=\(build)"])
+            }
+            #expect(made.status == 0, "make \(target): \(made.stdout)\(made.stderr)")
+            let installed = FileManager.default.fileExists(atPath: stage + "/lib/security/pam_touchgate.so")
+            #expect(installed == (target == "install-pam"), "after make \(target)")
+        }
     }
 
     @Test("unlock-with-password: the login password unlocks the vault when it is the passphrase, and a wrong one costs nothing")
