@@ -166,6 +166,11 @@ struct PAMTests {
         let missing = try await pam.authenticate(try stack("absent"), user: "nobody", presenting: ["whorl"])
         #expect(missing.result == "PAM_AUTHINFO_UNAVAIL", "\(missing)")
 
+        // Root (sudo, login) asks for the user named by PAM, with a plain touch too.
+        let plain = try pam.stack("plain", ["auth required \(pam.module) socket=\(pam.socket)"])
+        let forNobody = try await pam.authenticate(plain, user: "nobody", presenting: ["whorl"])
+        #expect(forNobody.result == "PAM_SUCCESS" && forNobody.prompts == 1, "\(forNobody)")
+
         // A screen locker runs as the user: it asks for itself (no `user` argument), and may
         // not ask about anyone else.
         let locker = try pam.stack("locker", ["auth required \(pam.module) socket=\(pam.socket)"])
