@@ -97,7 +97,7 @@ final class GnomeKeyringRig: @unchecked Sendable {
 
     private func stop(_ process: Process) {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        // Reaped off the pool: these end within milliseconds of SIGTERM.
+        // A short wait (at most 2 s, on the caller's thread): these end within milliseconds of SIGTERM.
         let pid = process.processIdentifier
         for _ in 0..<100 where process.isRunning { usleep(20_000) }
         if process.isRunning { kill(pid, SIGKILL) }
