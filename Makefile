@@ -16,6 +16,9 @@
 #                         uninstall-daemon: the daemon's files, after stopping it; its state
 #                         in /var/lib/touchgate and its user stay)
 #   make bench            the benchmark suite (bench/run.sh); writes BENCHMARKS.md
+#   make pam              pam_touchgate.so, the PAM module (C, libpam only), into $(PAMBUILD)
+#   make install-pam      installs it into $(DESTDIR)$(PAMDIR) (README, "Integrations", "PAM");
+#                         uninstall-pam removes it. No PAM stack is changed: that is yours to edit
 #   make fuzz             coverage-guided fuzzing (libFuzzer, `swiftc -sanitize=fuzzer,address`)
 #                         of the socket protocol decoder and receive buffer, the policy-string
 #                         parser, the stored policy-state and reader-ledger decoders and the
@@ -43,6 +46,11 @@ LIBEXECDIR    ?= $(PREFIX)/libexec
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR   ?= $(PREFIX)/lib/sysusers.d
 SWIFT         ?= swift
+CC            ?= cc
+# Where Linux-PAM looks for modules (Debian: /lib/<multiarch>/security).
+PAMDIR        ?= /lib/$(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/security
+PAMBUILD      ?= $(SCRATCH)/pam
+PAM_CFLAGS    ?= -O2 -g
 SCRATCH       ?= .build
 CONFIGURATION ?= release
 SWIFTPM_FLAGS ?=
@@ -57,7 +65,7 @@ COMPOUT  = $(SCRATCH)/completions
 # The pages carry the date of the last commit, so a rebuild gives the same pages.
 MANDATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 
-.PHONY: all daemon install install-udev install-daemon uninstall uninstall-udev uninstall-daemon bench fuzz
+.PHONY: all daemon pam install install-udev install-daemon install-pam uninstall uninstall-udev uninstall-daemon uninstall-pam bench fuzz
 all: $(BINARY) $(MANOUT)/touchgate.1 $(COMPOUT)/touchgate
 
 $(BINARY): $(SOURCES)
@@ -142,6 +150,21 @@ uninstall-daemon:
 	@if $(SYSTEMD_RUNNING); then systemctl daemon-reload; fi
 	@$(UDEV_RELOAD)
 	@echo "make: the daemon's state (/var/lib/touchgate) and its user touchgated were kept" >&2
+
+# The PAM module: no Swift, GLib or libfprint inside sudo, login or a screen locker.
+pam: $(PAMBUILD)/pam_touchgate.so
+
+$(PAMBUILD)/pam_touchgate.so: pam/pam_touchgate.c pam/json.c pam/json.h
+	@mkdir -p $(PAMBUILD)
+	$(CC) $(PAM_CFLAGS) -std=c11 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden \
+		-Wl,-z,relro,-z,now -Wl,--no-undefined -o $@ pam/pam_touchgate.c pam/json.c -lpam
+
+install-pam: pam
+	install -d $(DESTDIR)$(PAMDIR)
+	install -m 0644 $(PAMBUILD)/pam_touchgate.so $(DESTDIR)$(PAMDIR)/pam_touchgate.so
+
+uninstall-pam:
+	rm -f $(DESTDIR)$(PAMDIR)/pam_touchgate.so
 
 bench:
 	bench/run.sh

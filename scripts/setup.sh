@@ -9,6 +9,8 @@ packages=(
   umockdev udev systemd util-linux mount bsdutils sqlite3                             # tests: replays, udev rules, tampering, daemon units (systemd-analyze, systemd-socket-activate)
   man-db groff-base                                                                    # tests: make install renders the man pages
   fprintd python3-dbusmock dbus-daemon libglib2.0-bin                                 # tests: the real fprintd on a private bus
+  gcc libpam0g-dev libpam-modules db-util                                             # the PAM module; tests: real stacks (pam_userdb)
+  gnome-keyring libpam-gnome-keyring                                                  # tests: the authtok hand-off unlocks a real keyring
 )
 
 missing=()

@@ -138,7 +138,8 @@ struct RequestHandler: Sendable {
         case .release:
             let name = try required(arguments.item, "item")
             let value = try await readers.one {
-                try await service.release(name, device: arguments.device, interaction: interaction)
+                try await service.release(name, touchNow: arguments.fresh ?? false, device: arguments.device,
+                                          interaction: interaction)
             }
             return reply(id, EmptyReport(), secret: value)
         case .store:

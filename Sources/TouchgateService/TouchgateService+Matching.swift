@@ -13,7 +13,8 @@ extension TouchgateService {
     /// error: the report says `match: false` and how many attempts are left.
     public func verify(user: String? = nil, finger: String? = nil, device: String? = nil,
                        interaction: any Interaction) async throws(ServiceError) -> MatchReport {
-        try await withStore { store in
+        try await refuseWithoutStore(device: device)
+        return try await withStore { store in
             let finger = try finger.map { name in
                 guard let canonical = Self.fingerName(name) else {
                     throw ServiceError.usage("unknown finger '\(StoredText.escaped(name))'; use a name like right-index")
@@ -29,9 +30,25 @@ extension TouchgateService {
 
     /// Finds which enrolled user and finger is on the reader; counted and audited like verify.
     public func identify(device: String? = nil, interaction: any Interaction) async throws(ServiceError) -> MatchReport {
-        try await withStore { store in
+        try await refuseWithoutStore(device: device)
+        return try await withStore { store in
             try await match(store, ReaderSensor.Candidates(), operation: "identify", action: "identify a finger",
                             device: device, interaction: interaction)
+        }
+    }
+
+    /// Refuses a touch for a principal who has no store when the reader is reached directly:
+    /// their prints could only be in that store, and making one for the refusal would leave
+    /// a store behind for every user a PAM stack asks about. Through fprintd the prints are
+    /// fprintd's, and the store (lockout, audit) is made as usual.
+    private func refuseWithoutStore(device: String?) async throws(ServiceError) {
+        guard !hasStore else { return }
+        let direct = try await serviceErrors {
+            try await withBackend(device: device) { if case .libfprint = $0 { true } else { false } }
+        }
+        if direct {
+            throw .nothingEnrolled("no finger is enrolled for \(principal.loginName); enroll one: "
+                                   + "touchgate enroll --finger right-index")
         }
     }
 

@@ -34,7 +34,18 @@ extension TouchgateService {
     /// grant is audited as `integrity.failure`.
     public func release(_ name: String, device: String? = nil,
                         interaction: any Interaction) async throws(ServiceError) -> SecretBytes {
-        try await withStore { store in
+        try await release(name, touchNow: false, device: device, interaction: interaction)
+    }
+
+    /// Releases the value of `name` as ``release(_:device:interaction:)`` does.
+    ///
+    /// With `touchNow`, the release must be decided by a touch made for it: no reuse
+    /// session counts, and an item whose policy can be met without a finger is refused
+    /// before anything is asked (a PAM login that releases a password is a fingerprint
+    /// login, never a passphrase or an earlier touch).
+    public func release(_ name: String, touchNow: Bool, device: String? = nil,
+                        interaction: any Interaction) async throws(ServiceError) -> SecretBytes {
+        try await withExistingStore(orElse: noVault) { store in
             let context = try store.vault()
             try context.requireIntactState()
             guard let key = try context.custody.currentKey() else {
@@ -42,7 +53,17 @@ extension TouchgateService {
                 throw ServiceError.vaultLocked
             }
             let info = try Self.item(name, in: context.vault)
-            try await authorize(try Self.descriptor(of: info), .read, context: context, key: key, device: device,
+            var descriptor = try Self.descriptor(of: info)
+            if touchNow {
+                guard !descriptor.policy.isSatisfiableWithoutBiometry else {
+                    let shown = StoredText.escaped(name)
+                    throw ServiceError.usage("'\(shown)' can be released without a finger (policy \(descriptor.policy)), "
+                                             + "so it cannot stand for a touch; store it with one that needs a finger: "
+                                             + "touchgate secret add \(shown) --policy biometry-any --replace")
+                }
+                descriptor.requiresFreshTouch = true
+            }
+            try await authorize(descriptor, .read, context: context, key: key, device: device,
                                 interaction: interaction)
             do {
                 return try context.vault.item(named: name, key: key).value

@@ -11,7 +11,16 @@ extension TouchgateService {
     /// use (it does not delay the idle lock). State that cannot be trusted is reported in
     /// ``StatusReport/problem`` with the command that repairs it, not thrown.
     public func status() async throws(ServiceError) -> StatusReport {
-        try await withStore { store in
+        // No store yet: nothing to report but the readers, and no store is made for asking.
+        guard hasStore else {
+            let (readers, backend) = await readerReports()
+            var report = StatusReport(enrolled: [], readers: readers)
+            report.mode = mode.rawValue
+            report.trustBoundary = mode.trustBoundary
+            report.readerBackend = backend
+            return report
+        }
+        return try await withStore { store in
             let enrolled = try store.printIndex().prints().map(Self.report)
             let (readers, backend) = await readerReports()
             var report = StatusReport(enrolled: enrolled, readers: readers)

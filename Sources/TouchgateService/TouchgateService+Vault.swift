@@ -67,7 +67,7 @@ extension TouchgateService {
     /// Unlocks with the passphrase: the key goes to the custody, every lockout is lifted
     /// and a fingerprint alone may release secrets for the next 72 hours of this boot.
     public func unlock(interaction: any Interaction) async throws(ServiceError) {
-        try await withStore { store in
+        try await withExistingStore(orElse: noVault) { store in
             let context = try store.vault()
             try context.requireIntactState()
             let verifier = context.verifier(interaction, unlocking: true)

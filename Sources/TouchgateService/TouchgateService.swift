@@ -58,6 +58,23 @@ public struct TouchgateService: Sendable {
         }
     }
 
+    /// Runs `body` on the store only if one exists, else throws `missing`: a request that
+    /// changes nothing (a touch, a release, an unlock) must not leave a store behind for a
+    /// user who never made one. A PAM stack asks about everyone who logs in.
+    func withExistingStore<T>(orElse missing: @autoclosure () -> ServiceError,
+                              _ body: (StoreAccess) async throws -> T) async throws(ServiceError) -> T {
+        guard hasStore else { throw missing() }
+        return try await withStore(body)
+    }
+
+    /// Whether the principal has a store at all (anything enrolled or initialized, ever).
+    var hasStore: Bool { FileManager.default.fileExists(atPath: location.databasePath) }
+
+    /// The refusal for a request that needs a vault, when there is none.
+    var noVault: ServiceError {
+        ServiceError.from(VaultError.notInitialized(directory: location.directory.path))
+    }
+
     /// Checks a name given for something to store.
     static func checkName(_ name: String, what: String) throws {
         if let problem = StoredText.problem(withName: name, what: what) { throw ServiceError.usage(problem) }

@@ -130,7 +130,8 @@ public struct RequestArguments: Codable, Sendable, Equatable {
     public var filter: AuditFilter?
     /// `init`, `passphrase.change`: how hard the key is stretched (`moderate`, `minimum`).
     public var stretching: String?
-    /// `secret.add`: ask for a fresh touch every time.
+    /// `secret.add`: ask for a fresh touch every time. `secret.get`: this release needs a
+    /// touch made for it (no reuse session; refused for an item releasable without a finger).
     public var fresh: Bool?
     /// `audit.prune`: the cutoff; `force`: inside the retention period.
     public var before: Date?

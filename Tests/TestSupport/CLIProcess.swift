@@ -183,8 +183,16 @@ public final class VirtualImageFinger: @unchecked Sendable {
         let name = queue.count > 1 ? queue.removeFirst() : queue[0]
         prompts += 1
         do {
+            let image = try Fixtures.print(name)
             if client == nil { client = try VirtualImageClient(socketPath: socketPath) }
-            try client?.send(image: try Fixtures.print(name))
+            do {
+                try client?.send(image: image)
+            } catch {
+                // The reader was closed and opened again since (one client, several requests):
+                // the driver listens anew, so connect anew.
+                client = try VirtualImageClient(socketPath: socketPath)
+                try client?.send(image: image)
+            }
         } catch {
             FileHandle.standardError.write(Data("virtual finger: \(error)\n".utf8))
         }

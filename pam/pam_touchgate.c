@@ -1,0 +1,644 @@
+/* pam_touchgate: fingerprint authentication through touchgated.
+ *
+ * A thin client of the daemon's socket protocol (docs/PROTOCOL.md): every decision (which
+ * prints, lockout, audit, what a release needs) is the daemon's. This module only asks,
+ * shows the daemon's prompts through the PAM conversation and maps the answer to a PAM
+ * result. It links nothing but libc and libpam: it runs inside sudo, login and screen
+ * lockers.
+ *
+ *   auth sufficient pam_touchgate.so [max-tries=N] [timeout=S] [debug] [socket=PATH]
+ *                                    [authtok-from=ITEM]
+ *   auth optional   pam_touchgate.so unlock-with-password
+ *
+ * Results of a touch: PAM_SUCCESS on a match; PAM_MAXTRIES after max-tries no-matches;
+ * PAM_AUTH_ERR when the fingerprint is locked out (or a no-match starts the lockout);
+ * PAM_AUTHINFO_UNAVAIL (use the password instead) for a remote session, no daemon, no
+ * reader, nothing enrolled, a locked vault, a timeout, or any other refusal.
+ * unlock-with-password always returns PAM_IGNORE: it never decides a login. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAM_SM_AUTH
+#include <security/pam_ext.h>
+#include <security/pam_modules.h>
+
+#include "json.h"
+
+#define DEFAULT_SOCKET "/run/touchgate/socket"
+#define LINE_LIMIT (64 * 1024)   /* DaemonProtocol.maximumLineBytes, newline included */
+#define SECRET_LIMIT (64 * 1024) /* DaemonProtocol.maximumSecretBytes */
+#define UNLOCK_SECONDS 120       /* Argon2id at its hardest, and the daemon's queue */
+/* pam_set_data key: PAM_AUTHTOK came from the vault, so it is no passphrase to try. */
+#define AUTHTOK_FROM_VAULT "pam_touchgate_authtok_from_vault"
+
+struct options {
+    int debug;
+    int max_tries;
+    int timeout;
+    const char *socket;
+    int unlock_with_password;
+    const char *authtok_from;
+};
+
+/* One connection to the daemon. `in` holds bytes read but not yet used. */
+struct session {
+    pam_handle_t *pamh;
+    const struct options *options;
+    int flags;
+    int fd;
+    unsigned long long next_id;
+    size_t have;
+    char in[LINE_LIMIT + 1];
+    char line[LINE_LIMIT + 1];
+    size_t line_length;
+};
+
+/* The end of one request. */
+struct reply {
+    enum { REPLY_RESULT, REPLY_FAILURE, REPLY_TIMEOUT, REPLY_BROKEN } kind;
+    struct tg_span result;  /* REPLY_RESULT: the report, inside session.line */
+    char code[64];          /* REPLY_FAILURE */
+    char message[1024];
+    long long attempts_left; /* -1 when absent */
+    unsigned char *secret;  /* REPLY_RESULT with secret bytes: malloc'd, wiped by free_reply */
+    size_t secret_length;
+};
+
+static void debug_log(const struct session *s, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static void debug_log(const struct session *s, const char *format, ...) {
+    if (!s->options->debug) return;
+    va_list arguments;
+    va_start(arguments, format);
+    pam_vsyslog(s->pamh, LOG_DEBUG, format, arguments);
+    va_end(arguments);
+}
+
+static void free_reply(struct reply *reply) {
+    if (reply->secret) {
+        explicit_bzero(reply->secret, reply->secret_length);
+        free(reply->secret);
+    }
+    reply->secret = NULL;
+    reply->secret_length = 0;
+}
+
+/* ---- options ---- */
+
+static int parse_number(const char *text, int low, int high, int *out) {
+    char *end;
+    errno = 0;
+    long value = strtol(text, &end, 10);
+    if (errno || end == text || *end || value < low || value > high) return 0;
+    *out = (int)value;
+    return 1;
+}
+
+static void parse_options(pam_handle_t *pamh, int argc, const char **argv, struct options *o) {
+    o->debug = 0;
+    o->max_tries = 3;
+    o->timeout = 30;
+    o->socket = DEFAULT_SOCKET;
+    o->unlock_with_password = 0;
+    o->authtok_from = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "debug") == 0) {
+            o->debug = 1;
+        } else if (strcmp(a, "unlock-with-password") == 0) {
+            o->unlock_with_password = 1;
+        } else if (strncmp(a, "max-tries=", 10) == 0) {
+            if (!parse_number(a + 10, 1, 100, &o->max_tries))
+                pam_syslog(pamh, LOG_ERR, "ignoring %s: give a number from 1 to 100", a);
+        } else if (strncmp(a, "timeout=", 8) == 0) {
+            if (!parse_number(a + 8, 1, 3600, &o->timeout))
+                pam_syslog(pamh, LOG_ERR, "ignoring %s: give seconds from 1 to 3600", a);
+        } else if (strncmp(a, "socket=", 7) == 0 && a[7] == '/') {
+            o->socket = a + 7;
+        } else if (strncmp(a, "authtok-from=", 13) == 0 && a[13]) {
+            o->authtok_from = a + 13;
+        } else {
+            pam_syslog(pamh, LOG_ERR, "unknown option '%s' ignored (see the Touchgate README, \"PAM\")", a);
+        }
+    }
+}
+
+/* ---- time ---- */
+
+static long long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* ---- the conversation ---- */
+
+/* Shows a message of the daemon, with control characters (terminal escapes) made spaces. */
+static void show(struct session *s, int style, const char *message) {
+    char clean[1024];
+    size_t i;
+    for (i = 0; message[i] && i < sizeof clean - 1; i++) {
+        unsigned char c = (unsigned char)message[i];
+        clean[i] = (c < 0x20 || c == 0x7F) ? ' ' : (char)c;
+    }
+    clean[i] = '\0';
+    if (clean[0]) pam_prompt(s->pamh, style, NULL, "%s", clean);
+}
+
+/* ---- the socket ---- */
+
+static int connect_daemon(struct session *s) {
+    struct sockaddr_un address = { .sun_family = AF_UNIX };
+    if (strlen(s->options->socket) >= sizeof address.sun_path) return 0;
+    strcpy(address.sun_path, s->options->socket);
+    s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s->fd < 0) return 0;
+    if (connect(s->fd, (struct sockaddr *)&address, sizeof address) != 0) {
+        debug_log(s, "cannot connect to %s: %s", s->options->socket, strerror(errno));
+        close(s->fd);
+        s->fd = -1;
+        return 0;
+    }
+    return 1;
+}
+
+static int send_all(struct session *s, const void *data, size_t length) {
+    const char *p = data;
+    while (length > 0) {
+        /* MSG_NOSIGNAL: a daemon that went away must not kill sudo with SIGPIPE. */
+        ssize_t sent = send(s->fd, p, length, MSG_NOSIGNAL);
+        if (sent < 0 && errno == EINTR) continue;
+        if (sent <= 0) return 0;
+        p += sent;
+        length -= (size_t)sent;
+    }
+    return 1;
+}
+
+/* Reads more bytes into `in` before `deadline` (ms, CLOCK_MONOTONIC): 1, 0 on end of
+ * stream or error, -1 on timeout. */
+static int fill(struct session *s, long long deadline) {
+    if (s->have >= sizeof s->in) return 0;
+    for (;;) {
+        long long left = deadline - now_ms();
+        if (left <= 0) return -1;
+        struct pollfd waiting = { .fd = s->fd, .events = POLLIN };
+        int ready = poll(&waiting, 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready < 0) return 0;
+        if (ready == 0) return -1;
+        ssize_t count = read(s->fd, s->in + s->have, sizeof s->in - s->have);
+        if (count < 0 && errno == EINTR) continue;
+        if (count <= 0) return 0;
+        s->have += (size_t)count;
+        return 1;
+    }
+}
+
+/* The next line (without its newline) into `line`: 1, 0 when broken or too long, -1 on timeout. */
+static int read_line(struct session *s, long long deadline) {
+    for (;;) {
+        char *newline = memchr(s->in, '\n', s->have);
+        if (newline) {
+            size_t length = (size_t)(newline - s->in);
+            memcpy(s->line, s->in, length);
+            s->line[length] = '\0';
+            s->line_length = length;
+            s->have -= length + 1;
+            memmove(s->in, newline + 1, s->have);
+            return 1;
+        }
+        if (s->have >= LINE_LIMIT) return 0;
+        int filled = fill(s, deadline);
+        if (filled <= 0) return filled;
+    }
+}
+
+/* Exactly `length` bytes into `out`: 1, 0 when broken, -1 on timeout. */
+static int read_bytes(struct session *s, unsigned char *out, size_t length, long long deadline) {
+    size_t got = 0;
+    while (got < length) {
+        if (s->have == 0) {
+            int filled = fill(s, deadline);
+            if (filled <= 0) return filled;
+        }
+        size_t take = s->have < length - got ? s->have : length - got;
+        memcpy(out + got, s->in, take);
+        explicit_bzero(s->in, take);
+        memmove(s->in, s->in + take, s->have - take);
+        s->have -= take;
+        got += take;
+    }
+    return 1;
+}
+
+/* `text` as a JSON string (quotes included) appended at out[*used]; 0 when it does not fit. */
+static int append_quoted(char *out, size_t size, size_t *used, const char *text) {
+    size_t u = *used;
+    if (u + 1 >= size) return 0;
+    out[u++] = '"';
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        char escaped[8];
+        if (*p == '"' || *p == '\\') {
+            snprintf(escaped, sizeof escaped, "\\%c", *p);
+        } else if (*p < 0x20 || *p == 0x7F) {
+            snprintf(escaped, sizeof escaped, "\\u%04x", *p);
+        } else {
+            escaped[0] = (char)*p;
+            escaped[1] = '\0';
+        }
+        size_t length = strlen(escaped);
+        if (u + length + 1 >= size) return 0;
+        memcpy(out + u, escaped, length);
+        u += length;
+    }
+    out[u++] = '"';
+    out[u] = '\0';
+    *used = u;
+    return 1;
+}
+
+static int append_text(char *out, size_t size, size_t *used, const char *text) {
+    size_t length = strlen(text);
+    if (*used + length + 1 > size) return 0;
+    memcpy(out + *used, text, length + 1);
+    *used += length;
+    return 1;
+}
+
+/* Reads the daemon's greeting: it must speak version 1. */
+static int read_hello(struct session *s, long long deadline) {
+    if (read_line(s, deadline) != 1) return 0;
+    struct tg_span message = { s->line, s->line + s->line_length }, kind, versions;
+    if (!tg_json_is_object(message.start, message.end) || !tg_json_member(message, "kind", &kind) ||
+        !tg_json_string_is(kind, "hello") || !tg_json_member(message, "versions", &versions))
+        return 0;
+    /* Version 1 in the array: a "1" between brackets, commas or spaces. */
+    for (const char *p = versions.start; p < versions.end; p++) {
+        if (*p == '1' && (p[-1] == '[' || p[-1] == ',' || p[-1] == ' ') &&
+            (p[1] == ']' || p[1] == ',' || p[1] == ' '))
+            return 1;
+    }
+    return 0;
+}
+
+/* Connects and reads the greeting; 0 when the daemon cannot be reached. */
+static int open_session(struct session *s, long long deadline) {
+    s->have = 0;
+    s->next_id = 1;
+    if (!connect_daemon(s)) return 0;
+    if (read_hello(s, deadline)) return 1;
+    pam_syslog(s->pamh, LOG_ERR, "%s did not greet as touchgated protocol version 1", s->options->socket);
+    close(s->fd);
+    s->fd = -1;
+    return 0;
+}
+
+static void close_session(struct session *s) {
+    if (s->fd >= 0) close(s->fd);
+    s->fd = -1;
+    explicit_bzero(s->in, sizeof s->in);
+    s->have = 0;
+}
+
+/* Answers the daemon's question: the passphrase with `secret` when it is one and we have
+ * it (once), anything else with an error saying it cannot be asked here. */
+static int answer(struct session *s, unsigned long long id, struct tg_span message, const char *secret,
+                  int *secret_sent) {
+    struct tg_span question, kind;
+    char line[512];
+    int is_passphrase = tg_json_member(message, "question", &question) && tg_json_member(question, "kind", &kind) &&
+                        tg_json_string_is(kind, "passphrase");
+    if (is_passphrase && secret && !*secret_sent) {
+        size_t length = strlen(secret);
+        snprintf(line, sizeof line, "{\"version\":1,\"kind\":\"answer\",\"id\":%llu,\"secret-length\":%zu}\n", id,
+                 length);
+        *secret_sent = 1;
+        return send_all(s, line, strlen(line)) && send_all(s, secret, length);
+    }
+    snprintf(line, sizeof line,
+             "{\"version\":1,\"kind\":\"answer\",\"id\":%llu,\"error\":{\"code\":\"%s\",\"message\":"
+             "\"the PAM module cannot ask this during a login; run touchgate at a terminal\"}}\n",
+             id, is_passphrase ? "passphrase-required" : "declined");
+    return send_all(s, line, strlen(line));
+}
+
+/* Shows an event the person should see: the prompt to touch, a poor scan, a notice. */
+static void show_event(struct session *s, struct tg_span message) {
+    struct tg_span event, kind, text;
+    char buffer[1024];
+    if (!tg_json_member(message, "event", &event) || !tg_json_member(event, "event", &kind) ||
+        !tg_json_member(event, "message", &text) || !tg_json_string(text, buffer, sizeof buffer))
+        return;
+    if (tg_json_string_is(kind, "finger-needed")) {
+        show(s, PAM_TEXT_INFO, buffer);
+    } else if (tg_json_string_is(kind, "retry")) {
+        show(s, PAM_ERROR_MSG, buffer);
+    } else if (tg_json_string_is(kind, "notice") && !(s->flags & PAM_SILENT)) {
+        show(s, PAM_TEXT_INFO, buffer);
+    }
+}
+
+/* Sends one request and follows it to its end. `arguments` is a JSON object's members (or
+ * ""); `secret` answers a passphrase question. */
+static void run_request(struct session *s, const char *operation, const char *arguments, const char *secret,
+                        long long deadline, struct reply *reply) {
+    char request[2048];
+    unsigned long long id = s->next_id++;
+    int secret_sent = 0;
+    memset(reply, 0, sizeof *reply);
+    reply->attempts_left = -1;
+    reply->kind = REPLY_BROKEN;
+    int length = snprintf(request, sizeof request,
+                          "{\"version\":1,\"kind\":\"request\",\"id\":%llu,\"operation\":\"%s\",\"arguments\":{%s}}\n",
+                          id, operation, arguments);
+    if (length < 0 || (size_t)length >= sizeof request || !send_all(s, request, (size_t)length)) return;
+    for (;;) {
+        int got = read_line(s, deadline);
+        if (got < 0) reply->kind = REPLY_TIMEOUT;
+        if (got != 1) return;
+        struct tg_span message = { s->line, s->line + s->line_length }, kind, field;
+        long long message_id;
+        if (!tg_json_is_object(message.start, message.end) || !tg_json_member(message, "kind", &kind) ||
+            !tg_json_member(message, "id", &field) || !tg_json_integer(field, &message_id))
+            return;
+        if (tg_json_string_is(kind, "failure")) {
+            struct tg_span error, code, text, left;
+            if (!tg_json_member(message, "error", &error) || !tg_json_member(error, "code", &code) ||
+                !tg_json_string(code, reply->code, sizeof reply->code))
+                return;
+            if (tg_json_member(error, "message", &text)) tg_json_string(text, reply->message, sizeof reply->message);
+            if (tg_json_member(error, "attempts-left", &left)) tg_json_integer(left, &reply->attempts_left);
+            reply->kind = REPLY_FAILURE;
+            return;
+        }
+        if ((unsigned long long)message_id != id) return;
+        if (tg_json_string_is(kind, "event")) {
+            show_event(s, message);
+        } else if (tg_json_string_is(kind, "ask")) {
+            if (!answer(s, id, message, secret, &secret_sent)) return;
+        } else if (tg_json_string_is(kind, "result")) {
+            long long secret_length = 0;
+            if (!tg_json_member(message, "result", &reply->result)) return;
+            if (tg_json_member(message, "secret-length", &field) &&
+                (!tg_json_integer(field, &secret_length) || secret_length < 0 || secret_length > SECRET_LIMIT))
+                return;
+            if (secret_length > 0) {
+                reply->secret = malloc((size_t)secret_length + 1);
+                if (!reply->secret) return;
+                reply->secret_length = (size_t)secret_length;
+                int read = read_bytes(s, reply->secret, reply->secret_length, deadline);
+                if (read != 1) {
+                    free_reply(reply);
+                    if (read < 0) reply->kind = REPLY_TIMEOUT;
+                    return;
+                }
+                reply->secret[secret_length] = 0;
+            }
+            reply->kind = REPLY_RESULT;
+            return;
+        } else if (!tg_json_string_is(kind, "output")) {
+            return;
+        }
+    }
+}
+
+/* ---- deciding who asks ---- */
+
+/* Whether the session comes from another machine (PAM_RHOST names one). */
+static int is_remote(pam_handle_t *pamh) {
+    const void *item = NULL;
+    if (pam_get_item(pamh, PAM_RHOST, &item) != PAM_SUCCESS || !item) return 0;
+    const char *host = item;
+    if (!*host || strcmp(host, "localhost") == 0 || strcmp(host, "127.0.0.1") == 0 || strcmp(host, "::1") == 0)
+        return 0;
+    /* sudo's pam_rhost option names the local host itself. */
+    char local[HOST_NAME_MAX + 1];
+    if (gethostname(local, sizeof local) == 0) {
+        local[HOST_NAME_MAX] = '\0';
+        if (strcmp(host, local) == 0) return 0;
+    }
+    return 1;
+}
+
+/* The `"user":…` argument: root acts for PAM_USER; anyone else only for themself (a screen
+ * locker), and then names nobody. 0 when this process may not ask for `user`. */
+static int user_argument(struct session *s, const char *user, char *out, size_t size) {
+    size_t used = 0;
+    out[0] = '\0';
+    if (geteuid() == 0) {
+        return append_text(out, size, &used, "\"user\":") && append_quoted(out, size, &used, user) &&
+               append_text(out, size, &used, ",");
+    }
+    struct passwd entry, *found = NULL;
+    char buffer[4096];
+    if (getpwnam_r(user, &entry, buffer, sizeof buffer, &found) != 0 || !found || found->pw_uid != geteuid()) {
+        pam_syslog(s->pamh, LOG_NOTICE, "uid %u cannot ask touchgated about %s (only root can act for another user)",
+                   (unsigned)geteuid(), user);
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- auth: a touch ---- */
+
+/* What a failure that is not a no-match means for the stack. */
+static int unavailable(struct session *s, const struct reply *reply) {
+    if (reply->kind == REPLY_TIMEOUT) {
+        if (!(s->flags & PAM_SILENT)) show(s, PAM_ERROR_MSG, "Fingerprint timed out.");
+        debug_log(s, "no finger within %d s", s->options->timeout);
+    } else if (reply->kind == REPLY_BROKEN) {
+        pam_syslog(s->pamh, LOG_ERR, "touchgated at %s broke off the conversation", s->options->socket);
+    } else {
+        /* The daemon's messages name no secret; they say what to do next. */
+        pam_syslog(s->pamh, LOG_NOTICE, "fingerprint not available (%s): %s", reply->code, reply->message);
+        if (strcmp(reply->code, "vault-locked") == 0 && !(s->flags & PAM_SILENT))
+            show(s, PAM_TEXT_INFO, "Fingerprint unavailable until the Touchgate vault is unlocked with its passphrase.");
+    }
+    return PAM_AUTHINFO_UNAVAIL;
+}
+
+/* Hands the released value to the modules below as PAM_AUTHTOK. */
+static void set_authtok(struct session *s, const struct reply *reply) {
+    if (!reply->secret || memchr(reply->secret, 0, reply->secret_length)) {
+        pam_syslog(s->pamh, LOG_ERR, "'%s' is empty or holds a NUL byte, so it cannot be a password; "
+                   "nothing was handed to the modules below", s->options->authtok_from);
+        return;
+    }
+    if (pam_set_item(s->pamh, PAM_AUTHTOK, reply->secret) != PAM_SUCCESS) {
+        pam_syslog(s->pamh, LOG_ERR, "could not set PAM_AUTHTOK");
+        return;
+    }
+    pam_set_data(s->pamh, AUTHTOK_FROM_VAULT, (void *)1, NULL);
+}
+
+static int authenticate_touch(struct session *s, const char *user) {
+    char arguments[1024], who[512];
+    size_t used = 0;
+    if (!user_argument(s, user, who, sizeof who)) return PAM_AUTHINFO_UNAVAIL;
+    const char *operation = "verify";
+    if (s->options->authtok_from) {
+        /* The release is the touch: `fresh` makes the daemon demand one now, never a reused
+         * session, and refuse an item that could be released without a finger. */
+        operation = "secret.get";
+        if (!append_text(arguments, sizeof arguments, &used, who) ||
+            !append_text(arguments, sizeof arguments, &used, "\"item\":") ||
+            !append_quoted(arguments, sizeof arguments, &used, s->options->authtok_from) ||
+            !append_text(arguments, sizeof arguments, &used, ",\"fresh\":true,\"can-ask-again\":false"))
+            return PAM_AUTHINFO_UNAVAIL;
+    } else if (!append_text(arguments, sizeof arguments, &used, who) ||
+               !append_text(arguments, sizeof arguments, &used, "\"can-ask-again\":false")) {
+        return PAM_AUTHINFO_UNAVAIL;
+    }
+    long long deadline = now_ms() + 1000LL * s->options->timeout;
+    if (!open_session(s, deadline)) {
+        pam_syslog(s->pamh, LOG_NOTICE, "touchgated is not reachable at %s; falling back", s->options->socket);
+        return PAM_AUTHINFO_UNAVAIL;
+    }
+    int result = PAM_MAXTRIES;
+    for (int attempt = 1; attempt <= s->options->max_tries; attempt++) {
+        struct reply reply;
+        if (attempt > 1) deadline = now_ms() + 1000LL * s->options->timeout;
+        run_request(s, operation, arguments, NULL, deadline, &reply);
+        int matched = 0, no_match = 0;
+        long long left = reply.attempts_left;
+        if (reply.kind == REPLY_RESULT && !s->options->authtok_from) {
+            struct tg_span field;
+            if (!tg_json_member(reply.result, "match", &field) || !tg_json_bool(field, &matched)) {
+                reply.kind = REPLY_BROKEN;
+            } else if (!matched) {
+                no_match = 1;
+                if (!tg_json_member(reply.result, "attempts-left", &field) || !tg_json_integer(field, &left)) left = -1;
+            }
+        } else if (reply.kind == REPLY_RESULT) {
+            matched = 1;
+        } else if (reply.kind == REPLY_FAILURE && strcmp(reply.code, "no-match") == 0) {
+            no_match = 1;
+        }
+        if (matched) {
+            debug_log(s, "%s's finger matched", user);
+            if (s->options->authtok_from) set_authtok(s, &reply);
+            free_reply(&reply);
+            result = PAM_SUCCESS;
+            break;
+        }
+        if (reply.kind == REPLY_FAILURE && strcmp(reply.code, "locked-out") == 0) {
+            show(s, PAM_ERROR_MSG, reply.message);
+            pam_syslog(s->pamh, LOG_NOTICE, "%s is locked out of fingerprint authentication", user);
+            result = PAM_AUTH_ERR;
+            break;
+        }
+        if (!no_match) {
+            result = unavailable(s, &reply);
+            free_reply(&reply);
+            break;
+        }
+        debug_log(s, "no match for %s (attempt %d of %d)", user, attempt, s->options->max_tries);
+        if (left == 0) {
+            show(s, PAM_ERROR_MSG, "Fingerprint did not match; too many failed touches, so it is locked out for now.");
+            result = PAM_AUTH_ERR;
+            break;
+        }
+        show(s, PAM_ERROR_MSG, "Fingerprint did not match.");
+    }
+    close_session(s);
+    return result;
+}
+
+/* ---- auth: the typed password unlocks the vault ---- */
+
+static int unlock_with_password(struct session *s, const char *user) {
+    const void *item = NULL, *marker = NULL;
+    char who[512];
+    if (pam_get_data(s->pamh, AUTHTOK_FROM_VAULT, &marker) == PAM_SUCCESS && marker) return PAM_IGNORE;
+    if (pam_get_item(s->pamh, PAM_AUTHTOK, &item) != PAM_SUCCESS || !item || !*(const char *)item) {
+        debug_log(s, "no password to unlock the vault with");
+        return PAM_IGNORE;
+    }
+    if (!user_argument(s, user, who, sizeof who)) return PAM_IGNORE;
+    size_t used = strlen(who);
+    /* Drop the trailing comma: these requests have no other argument. */
+    if (used > 0) who[used - 1] = '\0';
+    char arguments[600];
+    snprintf(arguments, sizeof arguments, "%s%s\"can-ask-again\":false", who, used > 0 ? "," : "");
+    long long deadline = now_ms() + 1000LL * UNLOCK_SECONDS;
+    if (!open_session(s, deadline)) {
+        debug_log(s, "touchgated is not reachable at %s", s->options->socket);
+        return PAM_IGNORE;
+    }
+    /* Only when the passphrase is due: a locked vault, or the fingerprint-only time over.
+     * Otherwise a login password that is not the passphrase would be tried, and audited as
+     * a wrong passphrase, on every sudo. */
+    struct reply reply;
+    run_request(s, "status", who, NULL, deadline, &reply);
+    int initialized = 0, locked = 0;
+    struct tg_span field;
+    if (reply.kind == REPLY_RESULT) {
+        if (tg_json_member(reply.result, "initialized", &field)) tg_json_bool(field, &initialized);
+        if (tg_json_member(reply.result, "locked", &field)) tg_json_bool(field, &locked);
+        if (tg_json_member(reply.result, "passphrase-required", &field) && *field.start == '"') locked = 1;
+    }
+    free_reply(&reply);
+    if (!initialized || !locked) {
+        debug_log(s, "%s's vault needs no passphrase now", user);
+        close_session(s);
+        return PAM_IGNORE;
+    }
+    run_request(s, "unlock", arguments, item, deadline, &reply);
+    if (reply.kind == REPLY_RESULT) {
+        debug_log(s, "unlocked %s's vault with the login password", user);
+    } else if (reply.kind == REPLY_FAILURE) {
+        /* A password that is not the passphrase is no error: the vault stays locked. */
+        debug_log(s, "vault of %s not unlocked (%s)", user, reply.code);
+    }
+    free_reply(&reply);
+    close_session(s);
+    return PAM_IGNORE;
+}
+
+/* ---- entry points ---- */
+
+PAM_EXTERN __attribute__((visibility("default"))) int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv) {
+    struct options options;
+    const char *user = NULL;
+    parse_options(pamh, argc, argv, &options);
+    int fallback = options.unlock_with_password ? PAM_IGNORE : PAM_AUTHINFO_UNAVAIL;
+    if (pam_get_user(pamh, &user, NULL) != PAM_SUCCESS || !user || !*user) return fallback;
+    struct session *s = calloc(1, sizeof *s);
+    if (!s) return fallback;
+    s->pamh = pamh;
+    s->options = &options;
+    s->flags = flags;
+    s->fd = -1;
+    int result;
+    if (options.unlock_with_password) {
+        result = unlock_with_password(s, user);
+    } else if (is_remote(pamh)) {
+        debug_log(s, "remote session: no fingerprint");
+        result = PAM_AUTHINFO_UNAVAIL;
+    } else {
+        result = authenticate_touch(s, user);
+    }
+    explicit_bzero(s, sizeof *s);
+    free(s);
+    return result;
+}
+
+PAM_EXTERN __attribute__((visibility("default"))) int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv) {
+    (void)pamh;
+    (void)flags;
+    (void)argc;
+    (void)argv;
+    return PAM_SUCCESS;
+}
