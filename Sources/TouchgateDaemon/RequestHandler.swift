@@ -23,12 +23,14 @@ struct RequestHandler: Sendable {
                                  process: "pid \(peer.pid)" + (peer.executable.map { " \($0)" } ?? ""))
         do {
             return try await AuditClient.$current.withValue(client) {
-                if request.operation == .migrate {
-                    return try await migrate(request.arguments ?? RequestArguments(), descriptors, peer: peer,
-                                             interaction: interaction)
+                try await AuditClient.$requester.withValue(request.arguments?.requester) {
+                    if request.operation == .migrate {
+                        return try await migrate(request.arguments ?? RequestArguments(), descriptors, peer: peer,
+                                                 interaction: interaction)
+                    }
+                    return try await run(request.operation!, request.arguments ?? RequestArguments(), peer: peer,
+                                         interaction: interaction)
                 }
-                return try await run(request.operation!, request.arguments ?? RequestArguments(), peer: peer,
-                                     interaction: interaction)
             }
         } catch {
             var failure = DaemonMessage(kind: .failure, id: request.id)
