@@ -9,6 +9,7 @@ packages=(
   umockdev udev systemd util-linux mount bsdutils sqlite3                             # tests: replays, udev rules, tampering, daemon units (systemd-analyze, systemd-socket-activate)
   man-db groff-base                                                                    # tests: make install renders the man pages
   fprintd python3-dbusmock dbus-daemon libglib2.0-bin                                 # tests: the real fprintd on a private bus
+  openssh-client git python3 gnupg pass pinentry-tty                                  # tests: the helpers under ssh-agent, git over HTTP, gpg-agent
 )
 
 missing=()

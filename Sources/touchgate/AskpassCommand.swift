@@ -22,7 +22,7 @@ struct Askpass: AsyncParsableCommand {
     /// `touchgate askpass PROMPT`: what ssh runs.
     struct Ask: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "ask", abstract: "Answer one prompt (what ssh runs; the default).", shouldDisplay: false)
+            commandName: "ask", abstract: "Answer one prompt (what ssh runs; the default).")
 
         @Argument(parsing: .captureForPassthrough, help: "The prompt ssh shows.")
         var prompt: [String] = []

@@ -21,8 +21,7 @@ struct Pinentry: AsyncParsableCommand {
     /// Speaks Assuan on standard input and output (what gpg-agent runs).
     struct Serve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "serve", abstract: "Serve gpg-agent on standard input and output (the default).",
-            shouldDisplay: false)
+            commandName: "serve", abstract: "Serve gpg-agent on standard input and output (the default).")
 
         @Argument(parsing: .allUnrecognized, help: "Pinentry options gpg-agent passes (--display …); ignored.")
         var ignored: [String] = []

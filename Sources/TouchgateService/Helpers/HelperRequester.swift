@@ -31,14 +31,19 @@ extension TouchgateService {
 /// Who asked a helper: the helper's parent process, and that one's parent, as `/proc`
 /// shows them (`touchgate askpass for pid 41 /usr/bin/ssh-add (child of pid 40 /usr/bin/bash)`).
 public enum HelperRequester {
-    /// The requester text for `helper` (`touchgate askpass`), asked by this process's parent.
+    /// The requester text for `helper` (`touchgate askpass`), asked by this process's parent;
+    /// up to three of its ancestors follow (git runs a helper through a shell and `git`
+    /// itself, so the program that wanted the credential is further up).
     public static func describe(helper: String) -> String {
         let parent = getppid()
-        var text = "\(helper) for \(process(parent))"
-        if let grandparent = parentOf(parent), grandparent > 1 {
-            text += " (child of \(process(grandparent)))"
+        var ancestors: [String] = []
+        var current = parent
+        while ancestors.count < 3, let next = parentOf(current), next > 1 {
+            ancestors.append(process(next))
+            current = next
         }
-        return text
+        return "\(helper) for \(process(parent))"
+            + (ancestors.isEmpty ? "" : " (child of " + ancestors.joined(separator: ", child of ") + ")")
     }
 
     /// `pid N /path/to/exe`, or `pid N (comm)` when the executable cannot be read.
