@@ -157,28 +157,54 @@ struct PinentryServer {
 }
 
 /// A real pinentry run as a child for one command, its Assuan stream passed through.
+///
+/// Started with posix_spawn rather than `Process`, which puts the child in a process
+/// group of its own: a terminal pinentry (pinentry-tty, pinentry-curses) must stay in the
+/// terminal's foreground group to read from it.
 final class FallbackPinentry {
-    private let process = Process()
+    private let pid: pid_t
     private let toChild: Int32
     private let reader: AssuanReader
+    private let fromChild: Int32
 
     init(program: String) throws {
-        let input = Pipe(), output = Pipe()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.standardInput = input
-        process.standardOutput = output
-        do {
-            try process.run()
-        } catch {
-            throw ServiceError(.execFailed, "cannot run the fallback pinentry \(program): \(error); "
-                               + "set another with: touchgate pinentry fallback PROGRAM")
+        var input: [Int32] = [-1, -1], output: [Int32] = [-1, -1]
+        // Close-on-exec: only the dup2'ed copies reach the child (pipe2 is not imported into Swift).
+        guard pipe(&input) == 0 else { throw Self.failure(program, errno) }
+        guard pipe(&output) == 0 else {
+            close(input[0]); close(input[1])
+            throw Self.failure(program, errno)
         }
-        toChild = input.fileHandleForWriting.fileDescriptor
-        reader = AssuanReader(fd: output.fileHandleForReading.fileDescriptor)
+        for descriptor in input + output { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
+        var child: pid_t = 0
+        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(program), nil]
+        defer { free(arguments[0]) }
+        let result = posix_spawn(&child, program, &actions, nil, arguments, environ)
+        close(input[0])
+        close(output[1])
+        guard result == 0 else {
+            close(input[1]); close(output[0])
+            throw Self.failure(program, result)
+        }
+        pid = child
+        toChild = input[1]
+        fromChild = output[0]
+        reader = AssuanReader(fd: output[0])
         // Its greeting.
         guard let greeting = try reader.nextText(), greeting.hasPrefix("OK") else {
+            finish()
             throw ServiceError(.execFailed, "the fallback pinentry \(program) did not greet; is it a pinentry?")
         }
+    }
+
+    private static func failure(_ program: String, _ code: Int32) -> ServiceError {
+        ServiceError(.execFailed, "cannot run the fallback pinentry \(program): \(String(cString: strerror(code))); "
+                     + "set another with: touchgate pinentry fallback PROGRAM")
     }
 
     func send(_ line: String) throws { try AssuanWriter.line(line, to: toChild) }
@@ -218,6 +244,8 @@ final class FallbackPinentry {
     func finish() {
         try? send("BYE")
         close(toChild)
-        process.waitUntilExit()
+        close(fromChild)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     }
 }

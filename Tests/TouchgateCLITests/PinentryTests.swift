@@ -140,4 +140,32 @@ struct PinentryTests {
         #expect(lines.contains { $0.hasPrefix("ERR 83886355 ") }, "unknown command: \(lines)")
         #expect(lines.last == "OK closing connection")
     }
+
+    @Test func anUnmappedKeyGoesToTheFallbackPinentryOnTheTerminal() async throws {
+        try HelperRig.require("/usr/bin/pinentry-tty", package: "pinentry-tty")
+        try HelperRig.require("/usr/bin/script", package: "bsdutils")
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let set = try await rig.vault.run(["pinentry", "fallback", "/usr/bin/pinentry-tty"])
+        try #require(set.status == 0, "\(set.stderrLines)")
+        // The agent's side, as gpg-agent speaks it for a key with no mapping, on a terminal
+        // script(1) provides; the passphrase is typed there once pinentry-tty asks.
+        let answers = rig.home.path("answers")
+        let conversation = rig.home.path("conversation.sh")
+        try Data("""
+            #!/bin/sh
+            printf 'OPTION ttyname=%s\\nOPTION ttytype=xterm\\nSETKEYINFO n/0123456789ABCDEF0123456789ABCDEF01234567\\nSETDESC Unlock%%0Athe key\\nSETPROMPT Passphrase:\\nGETPIN\\nBYE\\n' "$(tty)" | pinentry-touchgate > '\(answers)'
+
+            """.utf8).write(to: URL(fileURLWithPath: conversation))
+        chmod(conversation, 0o755)
+        let typed = try await rig.run("/bin/sh", ["-c", "(sleep 3; printf 'typed at the terminal 100%%\\n'; sleep 2) | /usr/bin/script -q -e -c \"$1\" /dev/null",
+                                                  "sh", conversation])
+        #expect(typed.status == 0, "\(typed.stderrLines)")
+        #expect(typed.stdout.contains("Unlock"), "pinentry-tty showed the description: \(typed.stdout)")
+        let lines = try String(contentsOfFile: answers, encoding: .utf8).split(separator: "\n").map(String.init)
+        // The fallback's answer came through, escaped as Assuan data.
+        #expect(lines.contains("D typed at the terminal 100%25"), "\(lines)")
+        #expect(!lines.contains("S PASSWORD_FROM_CACHE"))
+        #expect(lines.last == "OK closing connection", "\(lines)")
+    }
 }
