@@ -35,6 +35,8 @@ struct PinentryServer {
         var hasError = false
         var repeats = false
         var allowCache = false
+        /// The user's terminal (`OPTION ttyname`, from GPG_TTY), where touch prompts are shown too.
+        var terminal: String?
     }
 
     /// Serves the agent until `BYE` or the end of input.
@@ -53,6 +55,7 @@ struct PinentryServer {
             case "OPTION":
                 state.options.append(line)
                 if argument == "allow-external-password-cache" { state.allowCache = true }
+                if argument.hasPrefix("ttyname=") { state.terminal = String(argument.dropFirst("ttyname=".count)) }
                 try ok()
             case "SETKEYINFO":
                 state.settings.append(line)
@@ -68,7 +71,7 @@ struct PinentryServer {
                 state.repeats = true
                 try ok()
             case "RESET":
-                state = State(options: state.options, allowCache: state.allowCache)
+                state = State(options: state.options, allowCache: state.allowCache, terminal: state.terminal)
                 try ok()
             case let setting where setting.hasPrefix("SET") || setting == "CLEARPASSPHRASE":
                 state.settings.append(line)
@@ -108,7 +111,8 @@ struct PinentryServer {
     private func getPin(_ line: String, _ state: inout State, input: AssuanReader) async throws {
         if let keygrip = state.keygrip, !state.hasError, !state.repeats,
            let grip = HelperSettings.canonicalKeygrip(keygrip), settings.pinentryKeys[grip] != nil {
-            let interaction = TerminalInteraction(console: console, assumeYes: true)
+            let interaction = PinentryInteraction(terminal: TerminalInteraction(console: console, assumeYes: true),
+                                                  ttyname: state.terminal)
             do {
                 if let value = try await helpers.gpgPassphrase(keygrip: grip, settings: settings, interaction: interaction) {
                     if state.allowCache { try AssuanWriter.line("S PASSWORD_FROM_CACHE", to: 1) }
@@ -247,5 +251,36 @@ final class FallbackPinentry {
         close(fromChild)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    }
+}
+
+/// The pinentry's side of a release: prompts to standard error (gpg-agent's, often
+/// /dev/null) and to the user's terminal when the agent named one, so the person sees
+/// "Touch the reader" where they typed the gpg command.
+struct PinentryInteraction: Interaction {
+    let terminal: TerminalInteraction
+    let ttyname: String?
+
+    func event(_ event: InteractionEvent) {
+        terminal.event(event)
+        guard let ttyname, ttyname.hasPrefix("/dev/") else { return }
+        let descriptor = open(ttyname, O_WRONLY | O_NOCTTY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        Console.write(StoredText.escaped(event.message) + "\r\n", to: descriptor)
+    }
+
+    func passphrase(prompt: String, again: Bool) throws -> SecretBytes {
+        try terminal.passphrase(prompt: prompt, again: again)
+    }
+
+    func newPassphrase(prompt: String) throws -> SecretBytes {
+        try terminal.newPassphrase(prompt: prompt)
+    }
+
+    var canAskAgain: Bool { terminal.canAskAgain }
+
+    func confirm(_ question: String, details: [String]) throws -> Bool {
+        try terminal.confirm(question, details: details)
     }
 }
