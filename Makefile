@@ -1,8 +1,10 @@
 # Touchgate: build, install and benchmark.
 #
 #   make                  release build of touchgate, its man pages and shell completions
-#   make install          installs them under $(PREFIX): the binary in bin/, a man page per
-#                         command in share/man/man1, bash, zsh and fish completions
+#   make install          installs them under $(PREFIX): the binary in bin/ (with the helpers
+#                         touchgate-askpass, git-credential-touchgate and pinentry-touchgate,
+#                         symlinks to it), a man page per command in share/man/man1, bash, zsh
+#                         and fish completions
 #   make install-udev     the udev rules and hwdb that give the user at the seat the reader
 #                         (udev/README.md); reloads udev unless DESTDIR is set
 #   make daemon           release build of the system daemon, touchgated
@@ -66,6 +68,9 @@ COMPOUT  = $(SCRATCH)/completions
 MANDATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 
 .PHONY: all daemon pam install install-udev install-daemon install-pam uninstall uninstall-udev uninstall-daemon uninstall-pam bench fuzz
+# touchgate run under these names speaks for ssh, git and gpg-agent.
+HELPERS = touchgate-askpass git-credential-touchgate pinentry-touchgate
+
 all: $(BINARY) $(MANOUT)/touchgate.1 $(COMPOUT)/touchgate
 
 $(BINARY): $(SOURCES)
@@ -87,12 +92,15 @@ $(COMPOUT)/touchgate: $(BINARY)
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 0755 $(BINARY) $(DESTDIR)$(BINDIR)/touchgate
+	# The helpers are touchgate under other names (README, "Integrations").
+	for helper in $(HELPERS); do ln -sf touchgate $(DESTDIR)$(BINDIR)/$$helper; done
 	install -m 0644 $(MANOUT)/*.1 $(DESTDIR)$(MAN1DIR)/
 	install -m 0644 $(COMPOUT)/touchgate $(DESTDIR)$(BASHCOMPDIR)/touchgate
 	install -m 0644 $(COMPOUT)/_touchgate $(DESTDIR)$(ZSHCOMPDIR)/_touchgate
 	install -m 0644 $(COMPOUT)/touchgate.fish $(DESTDIR)$(FISHCOMPDIR)/touchgate.fish
 
 uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(HELPERS))
 	rm -f $(DESTDIR)$(BINDIR)/touchgate $(DESTDIR)$(MAN1DIR)/touchgate.1 $(DESTDIR)$(MAN1DIR)/touchgate.*.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/touchgate $(DESTDIR)$(ZSHCOMPDIR)/_touchgate $(DESTDIR)$(FISHCOMPDIR)/touchgate.fish
 

@@ -66,6 +66,8 @@ public struct DaemonClient: TouchgateRequests {
         var request = ClientMessage(kind: .request, id: id)
         request.operation = operation
         request.arguments = arguments
+        // A helper's requester (see TouchgateService.actingFor) goes with every request it makes.
+        if let requester = TouchgateService.requester { request.arguments?.requester = requester }
         if !parties.descriptors.isEmpty { request.descriptors = parties.descriptors.count }
         var greeted = false
         for try await frame in socket.frames() {

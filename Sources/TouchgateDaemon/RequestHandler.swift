@@ -23,19 +23,21 @@ struct RequestHandler: Sendable {
                                  process: "pid \(peer.pid)" + (peer.executable.map { " \($0)" } ?? ""))
         do {
             return try await AuditClient.$current.withValue(client) {
-                do {
-                    if request.operation == .migrate {
-                        return try await migrate(request.arguments ?? RequestArguments(), descriptors, peer: peer,
-                                                 interaction: interaction)
+                try await AuditClient.$requester.withValue(request.arguments?.requester) {
+                    do {
+                        if request.operation == .migrate {
+                            return try await migrate(request.arguments ?? RequestArguments(), descriptors, peer: peer,
+                                                     interaction: interaction)
+                        }
+                        return try await run(request.operation!, request.arguments ?? RequestArguments(), peer: peer,
+                                             interaction: interaction)
+                    } catch let refusal as ServiceError where refusal.code == .forbidden {
+                        // Every refusal is audited, in the caller's own trail (the only store
+                        // the caller surely has a right to; a refusal never writes to another's).
+                        try? await stores.service(for: peer, actingFor: nil)
+                            .recordRefusal(of: request.operation!.rawValue, refusal)
+                        throw refusal
                     }
-                    return try await run(request.operation!, request.arguments ?? RequestArguments(), peer: peer,
-                                         interaction: interaction)
-                } catch let refusal as ServiceError where refusal.code == .forbidden {
-                    // Every refusal is audited, in the caller's own trail (the only store
-                    // the caller surely has a right to; a refusal never writes to another's).
-                    try? await stores.service(for: peer, actingFor: nil)
-                        .recordRefusal(of: request.operation!.rawValue, refusal)
-                    throw refusal
                 }
             }
         } catch {

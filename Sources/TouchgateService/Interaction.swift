@@ -5,6 +5,10 @@ import TouchgateWire
 /// item values). Zeroed when released; never printed.
 public typealias SecretBytes = SecureBytes
 
+/// A mutable buffer in the same guarded memory, for bytes on their way to becoming
+/// secrets (a line read from a pinentry). Zeroed when released.
+public typealias SecretBuffer = GuardedBuffer
+
 /// The person at the other end of a request: where prompts and progress go, where a
 /// passphrase comes from, and who confirms a change that loses data. The CLI implements
 /// it over the terminal; a daemon over its socket.

@@ -20,11 +20,13 @@ struct AuditHost: Sendable {
     /// The acting process and boot: this process, or the client in ``AuditClient/current``.
     static func current() -> AuditHost {
         let bootID = SystemClock.readBootID()?.rawValue ?? "unknown"
+        let requester = AuditClient.requester.map(AuditClient.cleanRequester)
         if let client = AuditClient.current {
-            return AuditHost(uid: client.uid, loginName: client.loginName, bootID: bootID, via: client.process)
+            return AuditHost(uid: client.uid, loginName: client.loginName, bootID: bootID,
+                             via: [client.process, requester].compactMap { $0 }.joined(separator: ", "))
         }
         let uid = UInt32(getuid())
-        return AuditHost(uid: uid, loginName: UserDatabase.loginName(of: uid), bootID: bootID)
+        return AuditHost(uid: uid, loginName: UserDatabase.loginName(of: uid), bootID: bootID, via: requester)
     }
 }
 
@@ -48,4 +50,25 @@ public struct AuditClient: Sendable, Equatable {
 
     /// The client of the request running in this task, if a daemon set one.
     @TaskLocal public static var current: AuditClient?
+
+    /// The program a helper acts for, as the helper states it (`touchgate askpass for pid 41
+    /// /usr/bin/ssh-add`): added to each record's reason, after the client process when a
+    /// daemon serves the request. It is the client's claim; the daemon's own record of the
+    /// client process (``process``) is what it verified.
+    @TaskLocal public static var requester: String?
+
+    /// The longest requester text kept in a record.
+    public static let maximumRequesterBytes = 512
+
+    /// `text` fit for a record: control characters escaped, cut to ``maximumRequesterBytes``.
+    static func cleanRequester(_ text: String) -> String {
+        var kept = ""
+        for scalar in text.unicodeScalars {
+            let piece = scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+                ? "\\u{\(String(scalar.value, radix: 16))}" : String(scalar)
+            guard kept.utf8.count + piece.utf8.count <= maximumRequesterBytes else { break }
+            kept += piece
+        }
+        return kept
+    }
 }

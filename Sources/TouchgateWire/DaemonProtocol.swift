@@ -151,6 +151,10 @@ public struct RequestArguments: Codable, Sendable, Equatable {
     public var sessionTimeoutSeconds: Int?
     /// `policy.set`: idle time that ends the session, in seconds.
     public var idleTimeoutSeconds: Int?
+    /// Any operation: the program a helper (askpass, git credential helper, pinentry)
+    /// acts for, as the client states it; added to the request's audit records after the
+    /// client process the daemon identified.
+    public var requester: String?
 
     /// No arguments.
     public init() {}

@@ -12,6 +12,9 @@ enum CommandSuggestion {
             if word == "--" || word.hasPrefix("-") { return nil }
             let subcommands = command.configuration.subcommands
             guard !subcommands.isEmpty else { return nil }
+            // Words a default subcommand takes (askpass's prompt) are not commands.
+            if command.configuration.defaultSubcommand != nil,
+               !subcommands.contains(where: { $0._commandName == word }) { return nil }
             if word == "help" { return nil }
             if let next = subcommands.first(where: { $0._commandName == word }) {
                 command = next

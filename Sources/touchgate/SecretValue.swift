@@ -52,7 +52,7 @@ enum SecretValue {
     }
 
     /// Everything up to the end of `fd`, minus one trailing newline.
-    private static func readAll(from fd: Int32) throws -> SecretBytes {
+    static func readAll(from fd: Int32) throws -> SecretBytes {
         var length = 0
         let buffer = try SecretBytes.make(count: maximumLength + 1) { raw in
             while length < raw.count {
@@ -86,6 +86,12 @@ enum SecretValue {
             }
         }
         if isatty(1) == 1 { Console.write("\n", to: 1) }
+    }
+
+    /// Writes the value and a newline to standard output (what askpass programs print).
+    static func writeLine(_ value: SecretBytes) throws {
+        try writeStandardOutput(value)
+        if isatty(1) != 1 { Console.write("\n", to: 1) }
     }
 
     /// Calls `body` with the value as a NUL-terminated string in guarded memory.

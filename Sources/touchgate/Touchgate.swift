@@ -27,6 +27,7 @@ struct Touchgate: AsyncParsableCommand {
         subcommands: [
             Init.self, Unlock.self, Lock.self, Passphrase.self, Status.self, Secret.self, Audit.self, Policy.self, Repair.self,
             Devices.self, Enroll.self, Verify.self, Identify.self, Prints.self, Capture.self, Import.self, Migrate.self,
+            Askpass.self, GitCredentialHelper.self, Pinentry.self,
         ]
     )
 
@@ -41,11 +42,12 @@ struct Touchgate: AsyncParsableCommand {
         // Everything this process creates is private to its owner.
         umask(0o077)
         do {
-            if let suggestion = CommandSuggestion.forUnknownCommand(in: Array(CommandLine.arguments.dropFirst())) {
+            let arguments = helperArguments(Array(CommandLine.arguments.dropFirst()))
+            if let suggestion = CommandSuggestion.forUnknownCommand(in: arguments) {
                 Console.write("touchgate: \(suggestion)\n", to: 2)
                 Foundation.exit(ExitStatus.usage)
             }
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(arguments)
             if var command = command as? AsyncParsableCommand {
                 try await command.run()
             } else {
@@ -53,6 +55,20 @@ struct Touchgate: AsyncParsableCommand {
             }
         } catch {
             exit(withError: error)
+        }
+    }
+}
+
+extension Touchgate {
+    /// The command line, for touchgate run under a helper's name (a symlink): git runs
+    /// `git-credential-touchgate OPERATION`, gpg-agent runs `pinentry-touchgate [--display …]`,
+    /// and an SSH_ASKPASS may be `touchgate-askpass PROMPT`.
+    static func helperArguments(_ arguments: [String]) -> [String] {
+        switch URL(fileURLWithPath: CommandLine.arguments.first ?? "").lastPathComponent {
+        case "git-credential-touchgate": ["git-credential"] + arguments
+        case "pinentry-touchgate": ["pinentry", "serve"] + arguments
+        case "touchgate-askpass": ["askpass", "ask"] + arguments
+        default: arguments
         }
     }
 }

@@ -1,0 +1,170 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+
+/// `touchgate askpass` under the real ssh-add and ssh-agent: a key's passphrase comes from
+/// the vault after a touch, `ssh-add -c` keys are approved by a touch per use, and a
+/// signature made through the agent verifies.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct SSHAskpassTests {
+    static let keyPassphrase = "ssh key passphrase 42"
+
+    /// A vault with whorl enrolled, the key's passphrase stored, an encrypted key and an agent.
+    struct Setup {
+        let rig: HelperRig
+        let agent: BackgroundProgram
+        let keyPath: String
+        let agentSocket: String
+
+        var sshEnvironment: [String: String] {
+            ["SSH_AUTH_SOCK": agentSocket, "SSH_ASKPASS": rig.bin + "/touchgate-askpass", "SSH_ASKPASS_REQUIRE": "force"]
+        }
+
+        static func make(rig: HelperRig) async throws -> Setup {
+            for tool in ["/usr/bin/ssh-agent", "/usr/bin/ssh-add", "/usr/bin/ssh-keygen"] {
+                try HelperRig.require(tool, package: "openssh-client")
+            }
+            try await rig.vault.initAndUnlock()
+            try await rig.vault.enroll("whorl")
+            try await rig.vault.add("ssh-test-key", SSHAskpassTests.keyPassphrase, policy: "biometry-any", fresh: true)
+            let keyPath = rig.home.path("id_touchgate_test")
+            let made = try await rig.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-C", "touchgate-test",
+                                                                 "-N", SSHAskpassTests.keyPassphrase, "-f", keyPath])
+            try #require(made.status == 0, "ssh-keygen: \(made.stderrLines)")
+            let mapped = try await rig.vault.run(["askpass", "map", keyPath, "ssh-test-key"])
+            try #require(mapped.status == 0, "askpass map: \(mapped.stderrLines)")
+            // The agent runs askpass itself for ssh-add -c keys: it gets the helper's environment.
+            let agentSocket = rig.home.path("agent.sock")
+            var environment = rig.environment
+            environment["SSH_ASKPASS"] = rig.bin + "/touchgate-askpass"
+            environment["SSH_ASKPASS_REQUIRE"] = "force"
+            let agent = try BackgroundProgram("/usr/bin/ssh-agent", ["-D", "-a", agentSocket], environment: environment,
+                                              finger: rig.vault.finger)
+            try await waitForSocket(agentSocket)
+            return Setup(rig: rig, agent: agent, keyPath: keyPath, agentSocket: agentSocket)
+        }
+
+        /// Signs a message through the agent; returns ssh-keygen's result and whether the signature verifies.
+        func sign(presenting prints: [String]) async throws -> (CLIResult, Bool) {
+            let message = rig.home.path("message-\(UUID().uuidString)")
+            try Data("sign me\n".utf8).write(to: URL(fileURLWithPath: message))
+            let signed = try await rig.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-f", keyPath + ".pub", "-n", "file", message],
+                                           extra: sshEnvironment, presenting: prints)
+            guard signed.status == 0 else { return (signed, false) }
+            let checked = try await rig.run("/bin/sh", ["-c", "exec /usr/bin/ssh-keygen -Y check-novalidate -n file -f \"$1\" -s \"$2\" < \"$3\"",
+                                                       "sh", keyPath + ".pub", message + ".sig", message])
+            return (signed, checked.status == 0 && checked.stdout.contains("Good \"file\" signature"))
+        }
+    }
+
+    @Test func sshAddGetsThePassphraseAfterATouchAndTheAgentSigns() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig)
+        defer { Task { await setup.agent.stop() } }
+
+        // A finger that does not match: askpass refuses, ssh-add adds nothing.
+        let refused = try await rig.run("/usr/bin/ssh-add", [setup.keyPath], extra: setup.sshEnvironment,
+                                        stdin: Data(), presenting: ["arch"])
+        #expect(refused.status != 0, "\(refused.stderrLines)")
+        #expect(refused.fingerPrompts == 1, "\(refused.stderrLines)")
+        let emptyAgent = try await rig.run("/usr/bin/ssh-add", ["-l"], extra: setup.sshEnvironment)
+        #expect(!emptyAgent.stdout.contains("touchgate-test"), "\(emptyAgent.stdout)")
+
+        // The enrolled finger: ssh-add gets the passphrase and the key is in the agent.
+        let added = try await rig.run("/usr/bin/ssh-add", [setup.keyPath], extra: setup.sshEnvironment,
+                                      stdin: Data(), presenting: ["whorl"])
+        #expect(added.status == 0, "\(added.stderrLines)")
+        #expect(added.fingerPrompts == 1)
+        #expect(added.stderrLines.contains { $0.hasPrefix("Identity added") }, "\(added.stderrLines)")
+        #expect(!added.stdout.contains(Self.keyPassphrase) && !added.stderrLines.joined().contains(Self.keyPassphrase))
+        let listed = try await rig.run("/usr/bin/ssh-add", ["-l"], extra: setup.sshEnvironment)
+        #expect(listed.stdout.contains("touchgate-test"), "\(listed.stdout)")
+
+        // A signature through the agent verifies against the public key.
+        let (signed, verifies) = try await setup.sign(presenting: [])
+        #expect(signed.status == 0, "\(signed.stderrLines)")
+        #expect(verifies)
+
+        // The trail names the program that asked: ssh-add, through touchgate askpass.
+        let reads = try await rig.auditRecords(mentioning: "touchgate askpass for pid ")
+            .filter { $0["event"] as? String == "item.read" }
+        #expect(reads.contains { ($0["outcome"] as? String) == "success" && ($0["reason"] as? String ?? "").contains("/usr/bin/ssh-add") },
+                "\(reads)")
+        #expect(reads.contains { ($0["outcome"] as? String) == "failure" }, "the refused touch is recorded too: \(reads)")
+        await setup.agent.stop()
+    }
+
+    @Test func aConfirmKeyNeedsATouchForEachUse() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig)
+        defer { Task { await setup.agent.stop() } }
+
+        let added = try await rig.run("/usr/bin/ssh-add", ["-c", setup.keyPath], extra: setup.sshEnvironment,
+                                      stdin: Data(), presenting: ["whorl"])
+        #expect(added.status == 0, "\(added.stderrLines)")
+
+        // Each use asks the agent's askpass (SSH_ASKPASS_PROMPT=confirm): a matching touch approves.
+        let (approved, verifies) = try await setup.sign(presenting: ["whorl"])
+        #expect(approved.status == 0, "\(approved.stderrLines)")
+        #expect(verifies)
+        let (again, _) = try await setup.sign(presenting: ["whorl"])
+        #expect(again.status == 0, "a second use is approved by a second touch: \(again.stderrLines)")
+        let (refused, _) = try await setup.sign(presenting: ["arch"])
+        #expect(refused.status != 0, "a finger that does not match refuses the use: \(refused.stderrLines)")
+        #expect(refused.stderrLines.joined().contains("agent refused operation"), "\(refused.stderrLines)")
+
+        // Each decision is an authentication attempt naming ssh-agent.
+        let attempts = try await rig.auditRecords(mentioning: "touchgate askpass for pid ")
+            .filter { $0["event"] as? String == "auth.attempt" && ($0["reason"] as? String ?? "").contains("ssh-agent") }
+        #expect(attempts.filter { $0["outcome"] as? String == "success" }.count == 2, "\(attempts)")
+        #expect(attempts.filter { $0["outcome"] as? String == "failure" }.count == 1, "\(attempts)")
+        await setup.agent.stop()
+    }
+
+    @Test func askpassThroughTheDaemonNamesSshAddAfterTheClientProcess() async throws {
+        for tool in ["/usr/bin/ssh-agent", "/usr/bin/ssh-add", "/usr/bin/ssh-keygen"] {
+            try HelperRig.require(tool, package: "openssh-client")
+        }
+        let rig = try DaemonRig()
+        try await rig.start()
+        try await rig.initialize()
+        let stored = try await rig.run(["secret", "add", "ssh-key", "--policy", "biometry-any", "--fresh"],
+                                       stdin: Data(Self.keyPassphrase.utf8))
+        try #require(stored.status == 0, "\(stored.stderrLines)")
+        let keyPath = rig.home.path("id_daemon_test")
+        var client = rig.client()
+        let askpass = rig.binDirectory + "/touchgate-askpass"
+        try FileManager.default.createSymbolicLink(atPath: askpass, withDestinationPath: rig.binDirectory + "/touchgate")
+        let mapped = try await rig.run(["askpass", "map", keyPath, "ssh-key"])
+        try #require(mapped.status == 0, "\(mapped.stderrLines)")
+
+        client.binaryOverride = "/usr/bin/ssh-keygen"
+        let made = try await client.run(["-q", "-t", "ed25519", "-C", "daemon-test", "-N", Self.keyPassphrase, "-f", keyPath])
+        try #require(made.status == 0, "\(made.stderrLines)")
+        let agentSocket = rig.home.path("agent.sock")
+        let agent = try BackgroundProgram("/usr/bin/ssh-agent", ["-D", "-a", agentSocket],
+                                          environment: client.environment.merging(["PATH": "/usr/bin:/bin"]) { $1 },
+                                          finger: nil)
+        try await waitForSocket(agentSocket)
+        client.environment.merge(["SSH_AUTH_SOCK": agentSocket, "SSH_ASKPASS": askpass, "SSH_ASKPASS_REQUIRE": "force"]) { $1 }
+        client.binaryOverride = "/usr/bin/ssh-add"
+        rig.finger.present(["whorl"])
+        let finger = rig.finger
+        let added = try await client.run([keyPath], stdin: Data()) { line, _ in finger.handle(line) }
+        #expect(added.status == 0, "\(added.stderrLines)\n\(rig.daemonLog)")
+        #expect(added.stderrLines.contains { $0.hasPrefix("Identity added") }, "\(added.stderrLines)")
+        #expect(finger.prompts == 1)
+
+        // touchgated's record names the client process it identified, then the program the helper acts for.
+        let shown = try await rig.run(["audit", "show", "--json", "--event", "item.read"])
+        let reads = (shown.json?["records"] as? [[String: Any]]) ?? []
+        let reason = try #require(reads.last?["reason"] as? String, "\(shown.stdout)")
+        // (The daemon's user may not read a root client's /proc/PID/exe: then it names the process by comm.)
+        #expect(reason.contains("(via pid ") && reason.contains(", touchgate askpass for pid "), "\(reason)")
+        #expect(reason.contains("/usr/bin/ssh-add"), "\(reason)")
+        await agent.stop()
+        rig.stop()
+    }
+}
