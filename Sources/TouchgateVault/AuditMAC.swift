@@ -34,18 +34,7 @@ enum AuditMAC {
     /// The MAC of a record.
     static func record(_ fields: Fields, key: AuditKey) -> [UInt8] {
         var encoder = Encoder(domain: "TGAUDR01")
-        encoder.integer(fields.sequence)
-        encoder.double(fields.unixTime)
-        encoder.double(fields.bootTime)
-        encoder.text(fields.bootID)
-        encoder.integer(fields.uid)
-        encoder.text(fields.loginName)
-        encoder.optionalText(fields.vaultUser)
-        encoder.text(fields.event)
-        encoder.optionalText(fields.item)
-        encoder.text(fields.outcome)
-        encoder.text(fields.reason)
-        encoder.bytes(fields.previousMAC)
+        encoder.fields(fields)
         return key.mac(encoder.output)
     }
 
@@ -107,6 +96,23 @@ enum AuditMAC {
 
         mutating func text(_ value: String) {
             bytes(value.utf8)
+        }
+
+        /// Every stored field of a record, in their fixed order, ending with the previous MAC
+        /// (what the record MAC covers; the public link adds its own parts around it).
+        mutating func fields(_ fields: Fields) {
+            integer(fields.sequence)
+            double(fields.unixTime)
+            double(fields.bootTime)
+            text(fields.bootID)
+            integer(fields.uid)
+            text(fields.loginName)
+            optionalText(fields.vaultUser)
+            text(fields.event)
+            optionalText(fields.item)
+            text(fields.outcome)
+            text(fields.reason)
+            bytes(fields.previousMAC)
         }
 
         mutating func optionalText(_ value: String?) {
