@@ -77,7 +77,9 @@ struct PromptRule: Sendable, Equatable {
     /// The grace period while the driver has not shown that it reports "needed" on time.
     static let shortGrace = Duration.milliseconds(150)
     /// The grace period once it has.
-    static let longGrace = Duration.milliseconds(1500)
+    /// Long enough that a reader still starting on a loaded machine reports "needed" first:
+    /// a prompt before the reader waits has the scan made too early (and lost).
+    static let longGrace = Duration.milliseconds(4000)
 
     /// Whether stages are counted (enrollment): then no wait opens once all are done.
     let counting: Bool

@@ -259,7 +259,7 @@ struct DaemonAttackTests {
         // told why not; other users are served meanwhile, and the daemon's locked memory
         // stays bounded. Once they close, the user is served again.
         let crowd = try (0..<200).map { _ in try RawClient(path: rig.socketPath) }
-        let greetings = crowd.map { $0.readLine() }
+        let greetings = try await offThePool { crowd.map { $0.readLine() } }
         let hellos = greetings.filter { $0?.contains("\"hello\"") == true }.count
         let refusals = greetings.filter { $0?.contains("daemon-unavailable") == true }.count
         #expect(hellos == 16 && refusals == 184, "\(hellos) greeted, \(refusals) refused: \(greetings.prefix(20))")
@@ -298,7 +298,7 @@ struct DaemonAttackTests {
             let client = try RawClient(path: rig.socketPath)
             client.send(bytes)
             client.finishSending()
-            let replies = client.readAll()
+            let replies = try await offThePool { client.readAll() }
             #expect(replies.first?.contains("\"hello\"") == true, "\(what): \(replies)")
             #expect(replies.last?.contains("\"failure\"") == true && replies.last?.contains("\"usage\"") == true,
                     "\(what): \(replies)")
@@ -308,7 +308,7 @@ struct DaemonAttackTests {
         let surrogate = try RawClient(path: rig.socketPath)
         surrogate.send(Array("{\"version\":1,\"kind\":\"request\",\"id\":7,\"operation\":\"secret.get\",\"arguments\":{\"item\":\"\\ud800\"}}\n".utf8))
         surrogate.finishSending()
-        let answers = surrogate.readAll().filter { $0.contains("\"result\"") || $0.contains("\"failure\"") }
+        let answers = try await offThePool { surrogate.readAll() }.filter { $0.contains("\"result\"") || $0.contains("\"failure\"") }
         #expect(answers.count == 1, "\(answers)")
         surrogate.close()
 
@@ -382,8 +382,12 @@ struct DaemonAttackTests {
     }
 }
 
-/// A client speaking bytes, not the protocol: whatever a hostile peer could send.
-final class RawClient {
+/// A client speaking bytes, not the protocol: whatever a hostile peer could send. Its reads
+/// block (up to 10 s), so tests call them through `offThePool`, never on the cooperative pool,
+/// whose few threads every other test running beside them needs.
+///
+/// `@unchecked Sendable`: each client is used by one task at a time.
+final class RawClient: @unchecked Sendable {
     private let descriptor: Int32
     private var received: [UInt8] = []
 

@@ -116,8 +116,10 @@ final class DaemonRig: @unchecked Sendable {
     /// (the listening socket of a virtual reader it has open): the socket's inode from
     /// `/proc/net/unix`, looked for among `/proc/<pid>/fd`.
     func daemonHoldsSocket(boundTo path: String) -> Bool {
-        guard let pid = daemonPID,
-              let table = try? String(contentsOfFile: "/proc/net/unix", encoding: .utf8) else { return false }
+        // Read to the end: on a busy machine the table runs to many pages of procfs.
+        guard let pid = daemonPID, let file = FileHandle(forReadingAtPath: "/proc/net/unix") else { return false }
+        let table = String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
+        try? file.close()
         // Num RefCount Protocol Flags Type St Inode Path
         let inodes = Set(table.split(separator: "\n").compactMap { line -> String? in
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
