@@ -25,6 +25,8 @@ struct PAMTests {
         let audit = try await pam.rig.run(["audit", "show", "--json", "--event", "auth.attempt"])
         let reasons = ((audit.json?["records"] as? [[String: Any]]) ?? []).compactMap { $0["reason"] as? String }
         #expect(reasons.contains { $0.contains("pam-run") }, "\(audit.stdout)")
+        // Without logind on the bus the daemon cannot tell a remote session: it proceeds, and says so.
+        #expect(pam.rig.daemonLog.contains("local-only: cannot ask systemd-logind"), "\(pam.rig.daemonLog)")
 
         let remote = try await pam.authenticate(touch, presenting: ["whorl"], options: ["rhost=far.example.org"])
         #expect(remote.result == "PAM_AUTHINFO_UNAVAIL" && remote.prompts == 0, "a remote session gets no touch: \(remote)")
