@@ -13,7 +13,11 @@
  * Results of a touch: PAM_SUCCESS on a match; PAM_MAXTRIES after max-tries no-matches;
  * PAM_AUTH_ERR when the fingerprint is locked out (or a no-match starts the lockout);
  * PAM_AUTHINFO_UNAVAIL (use the password instead) for a remote session, no daemon, no
- * reader, nothing enrolled, a locked vault, a timeout, or any other refusal.
+ * reader, nothing enrolled, a locked vault, a timeout, or any other refusal. A session is
+ * remote when PAM_RHOST names another host (checked here) or when systemd-logind says so:
+ * every touch request is `local-only`, and the daemon asks logind about the session of
+ * this process, found from its peer credentials (nothing this module says could make a
+ * session local).
  * unlock-with-password always returns PAM_IGNORE: it never decides a login. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -460,6 +464,10 @@ static int unavailable(struct session *s, const struct reply *reply) {
         debug_log(s, "no finger within %d s", s->options->timeout);
     } else if (reply->kind == REPLY_BROKEN) {
         pam_syslog(s->pamh, LOG_ERR, "touchgated at %s broke off the conversation", s->options->socket);
+    } else if (strcmp(reply->code, "remote-session") == 0) {
+        /* Refused before any reader was used: nothing to show, the password follows. */
+        debug_log(s, "remote session (systemd-logind): no fingerprint");
+        pam_syslog(s->pamh, LOG_NOTICE, "no fingerprint for a remote session: %s", reply->message);
     } else {
         /* The daemon's messages name no secret; they say what to do next. */
         pam_syslog(s->pamh, LOG_NOTICE, "fingerprint not available (%s): %s", reply->code, reply->message);
@@ -495,10 +503,10 @@ static int authenticate_touch(struct session *s, const char *user) {
         if (!append_text(arguments, sizeof arguments, &used, who) ||
             !append_text(arguments, sizeof arguments, &used, "\"item\":") ||
             !append_quoted(arguments, sizeof arguments, &used, s->options->authtok_from) ||
-            !append_text(arguments, sizeof arguments, &used, ",\"fresh\":true,\"can-ask-again\":false"))
+            !append_text(arguments, sizeof arguments, &used, ",\"fresh\":true,\"can-ask-again\":false,\"local-only\":true"))
             return PAM_AUTHINFO_UNAVAIL;
     } else if (!append_text(arguments, sizeof arguments, &used, who) ||
-               !append_text(arguments, sizeof arguments, &used, "\"can-ask-again\":false")) {
+               !append_text(arguments, sizeof arguments, &used, "\"can-ask-again\":false,\"local-only\":true")) {
         return PAM_AUTHINFO_UNAVAIL;
     }
     long long deadline = now_ms() + 1000LL * s->options->timeout;

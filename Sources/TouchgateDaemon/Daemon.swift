@@ -24,7 +24,7 @@ public final class Daemon: Sendable {
         // One set of open readers for every user's service; the queue runs one operation at a time on them.
         let pool = ReaderPool(log: log)
         handler = RequestHandler(stores: DaemonStores(directory: stateDirectory, keys: keys, pool: pool),
-                                 readers: ReaderQueue())
+                                 readers: ReaderQueue(), sessions: LocalSessionRule(log: log))
         self.log = log
     }
 

@@ -14,6 +14,8 @@ struct RequestHandler: Sendable {
     let stores: DaemonStores
     /// One reader operation at a time, in arrival order.
     let readers: ReaderQueue
+    /// Whether a `local-only` request's session is local.
+    let sessions: LocalSessionRule
 
     /// Runs `request` (a request with an operation) and returns its result or failure, to send.
     func respond(to request: ClientMessage, descriptors: PassedDescriptors? = nil, peer: Peer,
@@ -36,6 +38,13 @@ struct RequestHandler: Sendable {
                         // the caller surely has a right to; a refusal never writes to another's).
                         try? await stores.service(for: peer, actingFor: nil)
                             .recordRefusal(of: request.operation!.rawValue, refusal)
+                        throw refusal
+                    } catch let refusal as ServiceError where refusal.code == .remoteSession {
+                        // Refused after the caller was found entitled to act for the user it
+                        // named: the record goes to that user's trail, whose finger was asked
+                        // for (without making a store for a user who has none).
+                        try? await stores.service(for: peer, actingFor: request.arguments?.user)
+                            .recordRefusal(of: request.operation!.rawValue, refusal, onlyIfStoreExists: true)
                         throw refusal
                     }
                 }
@@ -64,6 +73,10 @@ struct RequestHandler: Sendable {
                      interaction: DaemonInteraction) async throws -> Reply {
         let id = interaction.id
         let service = try stores.service(for: peer, actingFor: arguments.user)
+        if arguments.localOnly == true {
+            // Before any reader is used or any question asked.
+            try await sessions.check(peer)
+        }
         switch operation {
         case .status:
             return reply(id, try await service.status())

@@ -5,9 +5,13 @@ import TouchgateWire
 
 extension TouchgateService {
     /// Records in the principal's own trail that touchgated refused a request of theirs
-    /// before any use case ran (`access.denied`): acting for another user, or an operation
-    /// that needs root. `operation` names what was asked; `refusal` says why.
-    public func recordRefusal(of operation: String, _ refusal: ServiceError) async throws(ServiceError) {
+    /// before any use case ran (`access.denied`): acting for another user, an operation
+    /// that needs root, a finger asked from a remote session. `operation` names what was
+    /// asked; `refusal` says why. With `onlyIfStoreExists`, a principal without a store gets
+    /// none made for the record (a PAM stack asks about everyone who logs in).
+    public func recordRefusal(of operation: String, _ refusal: ServiceError,
+                              onlyIfStoreExists: Bool = false) async throws(ServiceError) {
+        if onlyIfStoreExists, !hasStore { return }
         try await withStore { access in
             _ = try access.audit().append(.accessDenied, .denied, vaultUser: principal.loginName,
                                           reason: "\(operation): \(refusal.message)")

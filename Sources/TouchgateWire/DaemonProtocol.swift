@@ -155,6 +155,11 @@ public struct RequestArguments: Codable, Sendable, Equatable {
     /// acts for, as the client states it; added to the request's audit records after the
     /// client process the daemon identified.
     public var requester: String?
+    /// Any operation but `migrate` (the PAM module sets it on `verify` and `secret.get`):
+    /// refuse with `remote-session` when systemd-logind counts the connecting process's
+    /// session as remote. The daemon looks the session up from the peer's pid
+    /// (`SO_PEERCRED`), never from anything the request says.
+    public var localOnly: Bool?
 
     /// No arguments.
     public init() {}

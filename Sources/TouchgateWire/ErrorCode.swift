@@ -55,6 +55,9 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case daemonUnavailable = "daemon-unavailable"
     /// The caller may not do this (another user's data, a system-wide change without root).
     case forbidden
+    /// A request that asked for a local session only (`local-only`, the PAM module's)
+    /// came from a session systemd-logind counts as remote: no finger is asked from afar.
+    case remoteSession = "remote-session"
     /// The request itself is invalid.
     case usage
     /// The user cancelled.
@@ -76,7 +79,7 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
             ExitStatus.dataError
         case .noVault, .notFound: ExitStatus.notFound
         case .alreadyInitialized, .alreadyEnrolled, .alreadyExists: ExitStatus.alreadyExists
-        case .declined, .retention, .weakPassphrase, .forbidden: ExitStatus.refused
+        case .declined, .retention, .weakPassphrase, .forbidden, .remoteSession: ExitStatus.refused
         case .conflict, .daemonUnavailable: ExitStatus.tryAgain
         case .lockedOut: ExitStatus.lockedOut
         case .wrongPassphrase, .vaultLocked, .passphraseRequired, .passphraseInput, .itemInvalidated:

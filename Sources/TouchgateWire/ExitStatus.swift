@@ -26,7 +26,8 @@ public enum ExitStatus {
     public static let notFound: Int32 = 10
     /// Refused by a rule or by the person: a confirmation declined (or not possible
     /// without a terminal and no --yes), a prune inside the retention period, a passphrase
-    /// too weak to protect the vault.
+    /// too weak to protect the vault, a request the caller may not make, a fingerprint asked
+    /// from a remote session.
     public static let refused: Int32 = 11
     /// Usage error.
     public static let usage: Int32 = 64

@@ -8,8 +8,12 @@ import Glibc
 ///
 /// The template's `Inhibit` hands out the write end of a pipe and lists the inhibitor in
 /// `ListInhibitors` until every copy of that descriptor is closed, as logind does;
-/// ``prepareForSleep(_:)`` makes it send `PrepareForSleep`. Point the daemon at the bus with
-/// ``environment``; ``stop()`` ends both processes and removes the folder.
+/// ``prepareForSleep(_:)`` makes it send `PrepareForSleep`. The template has sessions
+/// (``addSession(_:uid:user:remote:)``) but no `GetSessionByPID`: the rig adds one that
+/// looks the process up by its command name (`/proc/PID/comm`) in the sessions
+/// ``placeProcesses(named:inSession:)`` set, and answers `NoSessionForPID` for any other
+/// process, as logind does for a process outside every login. Point the daemon at the bus
+/// with ``environment``; ``stop()`` ends both processes and removes the folder.
 public final class LogindRig: @unchecked Sendable {
     // @unchecked Sendable: every property is set in init and never changes.
     /// The rig's private folder.
@@ -61,6 +65,9 @@ public final class LogindRig: @unchecked Sendable {
         do {
             guard withLogind else { return }
             try FprintdRig.waitFor("python3-dbusmock's logind template on the bus") { inhibitorList() != nil }
+            try "".write(toFile: directory.path("places"), atomically: true, encoding: .utf8)
+            try mock("manager.AddMethod('org.freedesktop.login1.Manager', 'GetSessionByPID', 'u', 'o', sys.argv[1], "
+                     + "dbus_interface=mock)", [Self.sessionByPID(places: directory.path("places"))])
         } catch {
             stop()
             throw error
@@ -107,6 +114,61 @@ public final class LogindRig: @unchecked Sendable {
         guard sent != nil else {
             throw FprintdRigError(description: "python3-dbusmock did not emit PrepareForSleep (see \(directory.path("logind.log")))")
         }
+    }
+
+    /// `GetSessionByPID` as the stand-in runs it (python, with `args` and `dbus` at hand): the
+    /// session of the command named in `places` ("comm session-path" lines), read on each call.
+    static func sessionByPID(places: String) -> String {
+        """
+        session = None
+        try:
+            comm = open('/proc/%d/comm' % args[0]).read().strip()
+        except OSError:
+            comm = ''
+        for line in open('\(places)').read().splitlines():
+            name, _, path = line.partition(' ')
+            if name == comm:
+                session = path
+        if session is None:
+            raise dbus.exceptions.DBusException('PID %d does not belong to any known session' % args[0],
+                                                name='org.freedesktop.login1.NoSessionForPID')
+        ret = dbus.ObjectPath(session)
+        """
+    }
+
+    /// Runs `statement` in python3 with `manager` (logind's stand-in), `mock` (dbusmock's
+    /// interface name) and `sys.argv[1…]` = `arguments`.
+    private func mock(_ statement: String, _ arguments: [String] = []) throws {
+        let script = "import sys, dbus\nmock = 'org.freedesktop.DBus.Mock'\n"
+            + "manager = dbus.SystemBus().get_object('org.freedesktop.login1', '/org/freedesktop/login1')\n"
+            + statement + "\n"
+        guard FprintdRig.gdbusLikeRun("/usr/bin/python3", ["-c", script] + arguments, environment: environment) != nil else {
+            throw FprintdRigError(description: "python3-dbusmock's logind did not take \(statement) "
+                                  + "(see \(directory.path("logind.log")))")
+        }
+    }
+
+    /// Adds login session `id` of `user` (uid) on seat0, remote (with a remote host) or
+    /// local; returns its object path.
+    @discardableResult
+    public func addSession(_ id: String, uid: UInt32, user: String, remote: Bool) throws -> String {
+        try mock("manager.AddSession(sys.argv[1], 'seat0', dbus.UInt32(int(sys.argv[2])), sys.argv[3], True, "
+                 + "dbus_interface=mock)", [id, String(uid), user])
+        let path = "/org/freedesktop/login1/session/\(id)"
+        if remote {
+            try mock("dbus.SystemBus().get_object('org.freedesktop.login1', sys.argv[1]).UpdateProperties("
+                     + "'org.freedesktop.login1.Session', {'Remote': True, 'RemoteHost': 'far.example.org'}, "
+                     + "dbus_interface=mock)", [path])
+        }
+        return path
+    }
+
+    /// From now on `GetSessionByPID` answers session `id` for every process whose command
+    /// name is `command` (nil: no process is in any session).
+    public func placeProcesses(named command: String?, inSession id: String?) throws {
+        let line = command.flatMap { command in id.map { "\(command) /org/freedesktop/login1/session/\($0)\n" } } ?? ""
+        try line.write(toFile: directory.path("places"), atomically: true, encoding: .utf8)
+        chmod(directory.path("places"), 0o644)
     }
 
     /// What the logind stand-in logged.

@@ -25,6 +25,8 @@ struct PAMTests {
         let audit = try await pam.rig.run(["audit", "show", "--json", "--event", "auth.attempt"])
         let reasons = ((audit.json?["records"] as? [[String: Any]]) ?? []).compactMap { $0["reason"] as? String }
         #expect(reasons.contains { $0.contains("pam-run") }, "\(audit.stdout)")
+        // Without logind on the bus the daemon cannot tell a remote session: it proceeds, and says so.
+        #expect(pam.rig.daemonLog.contains("local-only: cannot ask systemd-logind"), "\(pam.rig.daemonLog)")
 
         let remote = try await pam.authenticate(touch, presenting: ["whorl"], options: ["rhost=far.example.org"])
         #expect(remote.result == "PAM_AUTHINFO_UNAVAIL" && remote.prompts == 0, "a remote session gets no touch: \(remote)")
@@ -51,6 +53,53 @@ struct PAMTests {
         #expect(refused.result == "PAM_AUTH_ERR", "\(refused)")
         #expect(refused.prompts == 0, "a lockout opens no reader: \(refused)")
         #expect(refused.messages.contains { $0.hasPrefix("error: ") && $0.contains("lock") }, "\(refused)")
+    }
+
+    @Test("logind's word on the session, asked from the peer's pid: remote refuses before the reader, audited; local or none touches")
+    func logindSession() async throws {
+        let logind = try LogindRig()
+        defer { logind.stop() }
+        let pam = try await PAMRig()
+        pam.rig.daemonEnvironment = logind.environment
+        try await pam.rig.start()
+        try await pam.rig.initialize()
+        let stored = try await pam.rig.run(["secret", "add", "login", "--policy", "biometry-any"],
+                                           stdin: Data("keyring password\n".utf8))
+        #expect(stored.status == 0, "\(stored.stderrLines)")
+        try logind.addSession("c1", uid: 0, user: "root", remote: false)
+        try logind.addSession("c2", uid: 0, user: "root", remote: true)
+        // No PAM_RHOST in any of these: only logind can tell the module's process is remote.
+        let touch = try pam.stack("touch", ["auth required \(pam.module) socket=\(pam.socket) debug"])
+        let handoff = try pam.stack("handoff", ["auth required \(pam.module) socket=\(pam.socket) authtok-from=login"])
+
+        // The stand-in knows pam-run in no session (a process started outside any login): as without logind.
+        let outside = try await pam.authenticate(touch, presenting: ["whorl"])
+        #expect(outside.result == "PAM_SUCCESS" && outside.prompts == 1, "\(outside)\n\(pam.rig.daemonLog)")
+        #expect(pam.rig.daemonLog.contains("is in no systemd-logind session; proceeding"), "\(pam.rig.daemonLog)")
+
+        try logind.placeProcesses(named: "pam-run", inSession: "c1")
+        let local = try await pam.authenticate(touch, presenting: ["whorl"])
+        #expect(local.result == "PAM_SUCCESS" && local.prompts == 1, "\(local)\n\(pam.rig.daemonLog)")
+        #expect(pam.rig.daemonLog.contains("logind session c1 is local"), "\(pam.rig.daemonLog)")
+
+        // The same program in a remote session: refused before the reader, for a touch and
+        // for a release alike, and each refusal is in the trail of the user asked about.
+        try logind.placeProcesses(named: "pam-run", inSession: "c2")
+        let remote = try await pam.authenticate(touch, presenting: ["whorl"])
+        #expect(remote.result == "PAM_AUTHINFO_UNAVAIL" && remote.prompts == 0, "\(remote)\n\(pam.rig.daemonLog)")
+        #expect(remote.messages.isEmpty, "nothing to show for a remote session: \(remote)")
+        let release = try await pam.authenticate(handoff, presenting: ["whorl"])
+        #expect(release.result == "PAM_AUTHINFO_UNAVAIL" && release.prompts == 0, "\(release)")
+        let audit = try await pam.rig.run(["audit", "show", "--json", "--event", "access.denied"])
+        let reasons = ((audit.json?["records"] as? [[String: Any]]) ?? []).compactMap { $0["reason"] as? String }
+        #expect(reasons.count == 2, "\(audit.stdout)")
+        #expect(reasons.contains { $0.hasPrefix("verify: ") && $0.contains("c2") && $0.contains("remote") }, "\(reasons)")
+        #expect(reasons.contains { $0.hasPrefix("secret.get: ") && $0.contains("remote") }, "\(reasons)")
+
+        // Back in the local session, the touch works again: a refusal is no failed touch.
+        try logind.placeProcesses(named: "pam-run", inSession: "c1")
+        let again = try await pam.authenticate(touch, presenting: ["whorl"])
+        #expect(again.result == "PAM_SUCCESS" && again.prompts == 1, "\(again)")
     }
 
     @Test("no daemon, or a user with nothing enrolled: the stack falls through to the password, and no store is made")
@@ -294,6 +343,9 @@ final class PAMRig: Sendable {
                          "the PAM tests need \(tool): apt-get install \(package) (scripts/setup.sh does)")
         }
         rig = try DaemonRig()
+        // No system bus unless a test brings logind's stand-in: whether the machine running
+        // the tests has a remote login session must not decide them.
+        rig.daemonEnvironment = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(rig.home.path("no-system-bus"))"]
         let build = rig.home.path("pam")
         confdir = rig.home.path("pam.d")
         for directory in [build, confdir] {

@@ -48,6 +48,15 @@ final class DBusConnection: @unchecked Sendable {
     /// A method call's argument.
     enum Argument: Sendable {
         case string(String)
+        case uint32(UInt32)
+
+        /// A new floating GVariant for the argument. GLib thread only.
+        var variant: OpaquePointer {
+            switch self {
+            case .string(let value): return g_variant_new_string(value)
+            case .uint32(let value): return g_variant_new_uint32(value)
+            }
+        }
     }
 
     /// Calls `method` and hands the reply (valid only during `completion`) or the error to
@@ -55,11 +64,7 @@ final class DBusConnection: @unchecked Sendable {
     func call(_ destination: String, _ path: String, _ interface: String, _ method: String,
               _ arguments: [Argument] = [], user: String = "",
               completion: @escaping (Result<OpaquePointer, any Error>) -> Void) {
-        var children: [OpaquePointer?] = arguments.map { argument in
-            switch argument {
-            case .string(let value): return g_variant_new_string(value)
-            }
-        }
+        var children: [OpaquePointer?] = arguments.map(\.variant)
         let parameters = children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
         let pending = MethodCall(connection: connection.pointer, user: user, completion: completion)
         g_dbus_connection_call(connection.pointer, destination, path, interface, method, parameters, nil,

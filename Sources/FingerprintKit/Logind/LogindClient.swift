@@ -7,19 +7,28 @@ import Glibc
 public struct LogindError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What went wrong and what to do about it.
     public let description: String
+    /// Whether logind is not there at all (no system bus, or nobody owns its name), as on a
+    /// system without systemd; otherwise logind answered, with an error.
+    public let isAbsent: Bool
 
     init(_ error: any Error) {
         switch error {
         case FprintdError.notRunning(let detail):
-            description = "systemd-logind is not on the system bus (\(detail)); without it sleep is not watched"
+            description = "systemd-logind is not on the system bus (\(detail))"
+            isAbsent = true
         case FprintdError.failed(let name, let detail):
             description = "systemd-logind refused (\(name)" + (detail.isEmpty ? "" : ": \(detail)") + ")"
+            isAbsent = false
         default:
             description = "systemd-logind: \(error)"
+            isAbsent = false
         }
     }
 
-    init(description: String) { self.description = description }
+    init(description: String) {
+        self.description = description
+        isAbsent = false
+    }
 }
 
 /// A logind inhibitor lock: the system waits (for a delay lock: at most `InhibitDelayMaxSec`)
@@ -39,7 +48,8 @@ public final class SleepInhibitor: Sendable {
 }
 
 /// A client of systemd-logind's manager object for what a daemon holding devices needs:
-/// a delay inhibitor on sleep and the `PrepareForSleep` signal.
+/// a delay inhibitor on sleep, the `PrepareForSleep` signal, and the session a process
+/// belongs to (``session(ofProcess:)``).
 ///
 /// Its own bus connection (`DBUS_SYSTEM_BUS_ADDRESS` when set, else the system bus); calls
 /// and signals run on FingerprintKit's GLib thread. ``close()`` it when done.
@@ -48,7 +58,7 @@ public final class LogindClient: Sendable {
     static let managerPath = "/org/freedesktop/login1"
     static let managerInterface = "org.freedesktop.login1.Manager"
 
-    private let bus: DBusConnection
+    let bus: DBusConnection
     private let subscription = SubscriptionBox()
 
     private init(bus: DBusConnection) { self.bus = bus }
@@ -155,11 +165,7 @@ extension DBusConnection {
                                  _ arguments: [Argument]) async throws -> Int32 {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int32, any Error>) in
             GLibLoop.shared.perform { [self] in
-                var children: [OpaquePointer?] = arguments.map { argument in
-                    switch argument {
-                    case .string(let value): return g_variant_new_string(value)
-                    }
-                }
+                var children: [OpaquePointer?] = arguments.map(\.variant)
                 let parameters = children.withUnsafeMutableBufferPointer {
                     g_variant_new_tuple($0.baseAddress, gsize($0.count))
                 }

@@ -1,0 +1,66 @@
+/// A login session as systemd-logind describes it (`org.freedesktop.login1.Session`).
+public struct LogindSession: Sendable, Equatable {
+    /// The session's id (`Id`), as `loginctl` shows it.
+    public let id: String
+    /// Whether logind counts the session as remote (`Remote`): opened over the network,
+    /// as by sshd, with the remote host given to PAM.
+    public let remote: Bool
+    /// The remote host, when logind knows it (`RemoteHost`); empty otherwise.
+    public let remoteHost: String
+
+    /// A session with these properties.
+    public init(id: String, remote: Bool, remoteHost: String) {
+        self.id = id
+        self.remote = remote
+        self.remoteHost = remoteHost
+    }
+}
+
+extension LogindClient {
+    static let sessionInterface = "org.freedesktop.login1.Session"
+    /// logind's answer to `GetSessionByPID` for a process in no session.
+    static let noSessionForPID = "org.freedesktop.login1.NoSessionForPID"
+
+    /// The session process `pid` belongs to (`GetSessionByPID`, then the session's
+    /// properties), or nil when it belongs to none (a system service, a process started
+    /// outside any login).
+    ///
+    /// Ask only about a pid the kernel vouched for (`SO_PEERCRED`): logind answers about
+    /// whatever pid it is given.
+    /// - Throws: ``LogindError`` when logind is absent (``LogindError/isAbsent``) or fails.
+    public func session(ofProcess pid: Int32) async throws(LogindError) -> LogindSession? {
+        let path: String
+        do {
+            path = try await bus.call(Self.service, Self.managerPath, Self.managerInterface, "GetSessionByPID",
+                                      [.uint32(UInt32(bitPattern: pid))]) { reply in
+                guard case .string(let path) = Variant.child(reply, 0) else {
+                    throw LogindError(description: "systemd-logind answered GetSessionByPID without a session path")
+                }
+                return path
+            }
+        } catch FprintdError.failed(name: Self.noSessionForPID, detail: _) {
+            return nil
+        } catch let error as LogindError {
+            throw error
+        } catch {
+            throw LogindError(error)
+        }
+        let properties: [String: Variant.Value]
+        do {
+            properties = try await bus.call(Self.service, path, "org.freedesktop.DBus.Properties", "GetAll",
+                                            [.string(Self.sessionInterface)]) { reply in
+                Variant.dictionary(reply, 0)
+            }
+        } catch {
+            throw LogindError(error)
+        }
+        guard case .bool(let remote)? = properties["Remote"] else {
+            throw LogindError(description: "systemd-logind's session \(path) has no Remote property")
+        }
+        var id = path
+        if case .string(let text)? = properties["Id"] { id = text }
+        var host = ""
+        if case .string(let text)? = properties["RemoteHost"] { host = text }
+        return LogindSession(id: id, remote: remote, remoteHost: host)
+    }
+}
