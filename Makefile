@@ -32,10 +32,6 @@
 # builds as you and only copies as root: install rebuilds only what is out of date.
 # SCRATCH (the build directory, default .build), CONFIGURATION=debug and SWIFTPM_FLAGS
 # (--ignore-lock, as `swift test` holds the build directory while tests run) are for tests.
-# Release builds link the Swift runtime and Foundation into touchgate and touchgated
-# (STATIC_STDLIB, --static-swift-stdlib): a command starts without loading them and ICU's
-# data at run time, and the binaries need no Swift toolchain on the machine. STATIC_STDLIB=
-# links them dynamically (smaller binaries, slower start-up).
 
 PREFIX        ?= /usr/local
 DESTDIR       ?=
@@ -58,7 +54,6 @@ PAM_CFLAGS    ?= -O2 -g
 SCRATCH       ?= .build
 CONFIGURATION ?= release
 SWIFTPM_FLAGS ?=
-STATIC_STDLIB ?= $(if $(filter release,$(CONFIGURATION)),--static-swift-stdlib)
 
 SWIFTPM  = $(SWIFT) $(1) --scratch-path $(SCRATCH) $(SWIFTPM_FLAGS)
 SOURCES := Package.swift $(shell find Sources -type f)
@@ -74,7 +69,7 @@ MANDATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 all: $(BINARY) $(MANOUT)/touchgate.1 $(COMPOUT)/touchgate
 
 $(BINARY): $(SOURCES)
-	$(call SWIFTPM,build) -c $(CONFIGURATION) $(STATIC_STDLIB) --product touchgate
+	$(call SWIFTPM,build) -c $(CONFIGURATION) --product touchgate
 	touch $@
 
 # One page per command (touchgate.1, touchgate.secret.get.1, …), from the command
@@ -82,10 +77,8 @@ $(BINARY): $(SOURCES)
 $(MANOUT)/touchgate.1: $(BINARY)
 	rm -rf $(MANOUT)
 	$(call SWIFTPM,package) plugin generate-manual --configuration $(CONFIGURATION) --multi-page --date $(MANDATE)
-	@# The plugin links every product again, without STATIC_STDLIB: link them as above once more.
-	$(if $(STATIC_STDLIB),$(call SWIFTPM,build) -c $(CONFIGURATION) $(STATIC_STDLIB))
 
-$(COMPOUT)/touchgate: $(BINARY) $(MANOUT)/touchgate.1
+$(COMPOUT)/touchgate: $(BINARY)
 	mkdir -p $(COMPOUT)
 	$(BINARY) --generate-completion-script zsh > $(COMPOUT)/_touchgate
 	$(BINARY) --generate-completion-script fish > $(COMPOUT)/touchgate.fish
@@ -124,7 +117,7 @@ uninstall-udev:
 daemon: $(DAEMON)
 
 $(DAEMON): $(SOURCES)
-	$(call SWIFTPM,build) -c $(CONFIGURATION) $(STATIC_STDLIB) --product touchgated
+	$(call SWIFTPM,build) -c $(CONFIGURATION) --product touchgated
 	touch $@
 
 # On the running system only, and only with the tools there: the user first (udev

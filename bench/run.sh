@@ -16,7 +16,7 @@
 #   BENCH_AUDIT_RECORDS=100000     records in the log that `audit verify` checks
 #   BENCH_OUTPUT=BENCHMARKS.md     where the report goes
 #   BENCH_ONLY=daemon              only section 7 (touchgated), replacing that section of BENCH_OUTPUT
-#   BENCH_STATIC_STDLIB=--static-swift-stdlib  how the binaries are linked, as `make` does (empty: dynamically)
+#   BENCH_STATIC_STDLIB=--static-swift-stdlib  how the binaries are linked (empty: dynamically, as `make` does)
 #   TOUCHGATE_FIXTURES             the NIST prints (default ../shared/fixtures)
 set -euo pipefail
 export LC_ALL=C
@@ -76,7 +76,7 @@ command -v swift >/dev/null 2>&1 || die "no Swift toolchain on PATH: run scripts
 # --- build ---------------------------------------------------------------------------
 
 say "building (release)"
-# Linked as `make` links them (the Makefile's STATIC_STDLIB).
+# Statically by default: what a statically linked release would give (`make` still links dynamically).
 static_stdlib=${BENCH_STATIC_STDLIB---static-swift-stdlib}
 # shellcheck disable=SC2086  # empty or one word
 (cd "$root" && swift build -c release $static_stdlib >&2)
@@ -801,13 +801,13 @@ dout "**Secret release.** In-process, every \`secret get\` starts Swift and Foun
   "A Foundation-free client (C, or Swift without Foundation, statically linked) would pay about what the C client" \
   "does, well under half the in-process figure." ""
 if [ -n "$static_stdlib" ]; then
-  dout "**Linking.** \`touchgate\` and \`touchgated\` here are linked as \`make\` links them, with" \
+  dout "**Linking.** \`touchgate\` and \`touchgated\` here are linked with (\`make\` does not, yet)" \
     "\`--static-swift-stdlib\`: the Swift runtime, Foundation and ICU's data are in the binary" \
     "($(du -m "$touchgate" | cut -f1) MB unstripped, $(strip -o "$work/touchgate-stripped" "$touchgate" && du -m "$work/touchgate-stripped" | cut -f1) MB stripped), not loaded at start-up. What is left of" \
     "\`--version\` is Foundation's and the runtime's own initialisation, the argument parser, and exit." ""
 else
   dout "**Linking.** Linked dynamically (\`BENCH_STATIC_STDLIB=\`). Linking \`touchgate\` with \`--static-swift-stdlib\`" \
-    "(what \`make\` does) would save what the tiny program saves, giving about $static_estimate." ""
+    "would save what the tiny program saves, giving about $static_estimate." ""
 fi
 if verdict daemon-secret inprocess-secret 0.5 | grep -q "not met" && verdict daemon-secret-c inprocess-secret 0.5 | grep -q ": met"; then
   dout "The secret target is missed by the client, not the daemon: the same request from the C client is" \
