@@ -16,6 +16,7 @@
 #   BENCH_AUDIT_RECORDS=100000     records in the log that `audit verify` checks
 #   BENCH_OUTPUT=BENCHMARKS.md     where the report goes
 #   BENCH_ONLY=daemon              only section 7 (touchgated), replacing that section of BENCH_OUTPUT
+#   BENCH_STATIC_STDLIB=--static-swift-stdlib  how the binaries are linked (empty: dynamically, as `make` does)
 #   TOUCHGATE_FIXTURES             the NIST prints (default ../shared/fixtures)
 set -euo pipefail
 export LC_ALL=C
@@ -75,7 +76,10 @@ command -v swift >/dev/null 2>&1 || die "no Swift toolchain on PATH: run scripts
 # --- build ---------------------------------------------------------------------------
 
 say "building (release)"
-(cd "$root" && swift build -c release >&2)
+# Statically by default: what a statically linked release would give (`make` still links dynamically).
+static_stdlib=${BENCH_STATIC_STDLIB---static-swift-stdlib}
+# shellcheck disable=SC2086  # empty or one word
+(cd "$root" && swift build -c release $static_stdlib >&2)
 bin=$(cd "$root" && swift build -c release --show-bin-path)
 touchgate=$bin/touchgate
 helper=$bin/touchgate-bench
@@ -786,17 +790,25 @@ rss_per_user=$(awk -v a="${daemon_rss_1:-0}" -v b="${daemon_rss_100:-0}" 'BEGIN 
 dout "**Verify.** The reference pays for a libfprint context, enumeration and opening the reader on every call;" \
   "the daemon did that once. What \`touchgate verify\` through the daemon pays is the client's start-up" \
   "(\`--version\` alone is $(ratio version-daemon daemon-verify-c) the whole reference run), one connection, and the daemon's" \
-  "request: opening the user's store, the policy decision and its durable audit record and state (one" \
+  "request: checking the user's store (kept open across requests: its files checked private and still the ones" \
+  "opened, the audit log's keys read and its head checked), the policy decision and its durable audit record and state (one" \
   "fdatasync each, figure 5), unsealing the template with the held key. The C client row is that request" \
   "without the Swift client's start-up: the daemon's own share." ""
 dout "**Secret release.** In-process, every \`secret get\` starts Swift and Foundation, opens SQLite and reads the" \
   "key from the kernel keyring. Through the daemon the request itself is what the C client measures" \
-  "($(pct daemon-secret-c daemon-secret) % of the \`touchgate\` figure): open the store, check the reuse window, write" \
+  "($(pct daemon-secret-c daemon-secret) % of the \`touchgate\` figure): check the kept store, check the reuse window, write" \
   "and commit the audit record, decrypt, send. Client start-up (\`--version\`) is $(pct version-daemon daemon-secret) % of it." \
   "A Foundation-free client (C, or Swift without Foundation, statically linked) would pay about what the C client" \
-  "does, well under half the in-process figure. Linking \`touchgate\` with \`-static-stdlib\` and keeping Foundation" \
-  "would save what the tiny program saves, giving about $static_estimate: start-up of Foundation itself" \
-  "(ICU, dynamic loading of its dependencies) stays." ""
+  "does, well under half the in-process figure." ""
+if [ -n "$static_stdlib" ]; then
+  dout "**Linking.** \`touchgate\` and \`touchgated\` here are linked with (\`make\` does not, yet)" \
+    "\`--static-swift-stdlib\`: the Swift runtime, Foundation and ICU's data are in the binary" \
+    "($(du -m "$touchgate" | cut -f1) MB unstripped, $(strip -o "$work/touchgate-stripped" "$touchgate" && du -m "$work/touchgate-stripped" | cut -f1) MB stripped), not loaded at start-up. What is left of" \
+    "\`--version\` is Foundation's and the runtime's own initialisation, the argument parser, and exit." ""
+else
+  dout "**Linking.** Linked dynamically (\`BENCH_STATIC_STDLIB=\`). Linking \`touchgate\` with \`--static-swift-stdlib\`" \
+    "would save what the tiny program saves, giving about $static_estimate." ""
+fi
 if verdict daemon-secret inprocess-secret 0.5 | grep -q "not met" && verdict daemon-secret-c inprocess-secret 0.5 | grep -q ": met"; then
   dout "The secret target is missed by the client, not the daemon: the same request from the C client is" \
     "$(ratio daemon-secret-c inprocess-secret) the in-process figure, while \`touchgate --version\` alone is" \
@@ -806,12 +818,19 @@ if verdict daemon-verify daemon-verify-c 1.0 | grep -q "not met"; then
   dout "The verify target is missed: \`touchgate --version\` alone takes $(ratio version-daemon daemon-verify-c) the whole" \
     "reference run, so no Swift-and-Foundation client can meet it; from the C client the daemon's verify is" \
     "$(ratio daemon-verify-client daemon-verify-c) the reference, the rest of it being the store work of every decision" \
-    "(opening the user's store, two durable commits) that the reference does not do." ""
+    "(checking the user's store and its audit log, two durable commits: the state, then the audit record) that" \
+    "the reference does not do." ""
 fi
+dout "On virtual_device opening the reader is nearly free, which is what makes the reference this fast. A real USB" \
+  "reader's open is not: for one driver there is a documented figure, the out-of-tree Goodix 53x5 libfprint driver," \
+  "whose open took about 755 ms, about 370 ms after a change to it (pull request 12 of" \
+  "github.com/seaweeduk/goodix53x5-libfprint). The daemon pays such an open once, the reference on every call;" \
+  "no real reader was measured here." ""
 dout "**Memory.** Each further user's unlocked vault costs about $rss_per_user KiB of resident memory (the held" \
-  "key in locked memory, and what opening that user's store leaves in SQLite's and GRDB's caches);" \
+  "key in locked memory, and that user's store kept open: SQLite connections and their caches; at most 32" \
+  "stores stay open, the least recently used closed first, and each closes after 2 minutes unused);" \
   "the sample user's \`status\` said ${daemon_unlocked:-?} afterwards. The status rate is bound by the store" \
-  "work of each request: opening the user's SQLite store and committing its state durably (an fdatasync;" \
+  "work of each request: checking the user's store and audit log and committing its state durably (an fdatasync;" \
   "a profile of the daemon under this load shows SQLite, fdatasync and JSON encoding on top). Connections" \
   "are served in parallel, the durable commits to one user's store one at a time."
 dout ""

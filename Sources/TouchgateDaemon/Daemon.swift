@@ -23,17 +23,19 @@ public final class Daemon: Sendable {
         keys = HeldKeys()
         // One set of open readers for every user's service; the queue runs one operation at a time on them.
         let pool = ReaderPool(log: log)
-        handler = RequestHandler(stores: DaemonStores(directory: stateDirectory, keys: keys, pool: pool),
+        handler = RequestHandler(stores: DaemonStores(directory: stateDirectory, keys: keys, pool: pool,
+                                                      open: OpenStores()),
                                  readers: ReaderQueue(), sessions: LocalSessionRule(log: log))
         self.log = log
     }
 
     /// Accepts and serves connections until ``stop()``.
     public func run() async {
-        let sweeper = Task { [keys] in
+        let sweeper = Task { [keys, open = handler.stores.open] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(30))
                 keys.sweep()
+                open.sweep()
             }
         }
         // Sleep and resume, through logind when it is on the system bus.
@@ -61,6 +63,7 @@ public final class Daemon: Sendable {
             }
         }
         await handler.stores.pool.close()
+        handler.stores.open.closeAll()
         keys.releaseAll()
     }
 

@@ -87,6 +87,8 @@ struct RequestHandler: Sendable {
             try await service.unlock(interaction: interaction)
             return reply(id, EmptyReport())
         case .lock:
+            // A locked vault's store need not stay open either.
+            defer { stores.open.forget(service.location) }
             return reply(id, try await service.lock())
         case .changePassphrase:
             let new = DaemonInteraction(socket: interaction.socket, id: id, answers: interaction.answers,
@@ -216,6 +218,9 @@ struct RequestHandler: Sendable {
                                    + "\(files.count) came")
         }
         let service = try stores.service(for: peer, actingFor: nil)
+        // The directory is replaced: whatever was kept open there is not the store afterwards.
+        stores.open.forget(service.location)
+        defer { stores.open.forget(service.location) }
         let report = try await service.adoptMigration(database: files[0], auditKey: files[1], from: from,
                                                       peer: peer.description, interaction: interaction)
         return reply(interaction.id, report)
@@ -242,6 +247,8 @@ struct DaemonStores: Sendable {
     let keys: HeldKeys
     /// The readers held open across requests, shared by every user's service.
     let pool: ReaderPool
+    /// Each user's store kept open across requests.
+    let open: OpenStores
 
     /// The service for `peer`, or for `user` when root asks on their behalf.
     func service(for peer: Peer, actingFor user: String?) throws(ServiceError) -> TouchgateService {
@@ -260,6 +267,7 @@ struct DaemonStores: Sendable {
         var service = TouchgateService(principal: principal, location: location, mode: .system,
                                        custody: { keys.custody(for: $0) })
         service.readerPool = pool
+        service.openStores = open
         return service
     }
 

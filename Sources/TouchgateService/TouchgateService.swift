@@ -9,8 +9,8 @@ import TouchgateWire
 /// parse a request, supply an ``Interaction`` for prompts and the passphrase, and render
 /// the typed result or the ``ServiceError``.
 ///
-/// Each use case opens the store for its own duration, so values are cheap to keep and
-/// safe to share across tasks. Use cases never read the process's identity: the
+/// Each use case opens the store for its own duration (or takes it from ``openStores``),
+/// so values are cheap to keep and safe to share across tasks. Use cases never read the process's identity: the
 /// ``principal`` is who acts.
 public struct TouchgateService: Sendable {
     /// Who acts.
@@ -28,6 +28,9 @@ public struct TouchgateService: Sendable {
     /// each request opens the reader it needs and closes it at the end (the personal mode).
     /// Used only when the reader is reached directly, never while fprintd owns it.
     public var readerPool: ReaderPool?
+    /// The stores a long-lived process keeps open across requests (touchgated's); nil:
+    /// each use case opens the store and closes it at the end (the personal mode).
+    public var openStores: OpenStores?
 
     /// A service for `principal` over `location`, keeping unlocked keys in the kernel keyring.
     public init(principal: Principal, location: StoreLocation) {
@@ -53,7 +56,7 @@ public struct TouchgateService: Sendable {
     /// Opens the store and runs `body`, translating every error to a ``ServiceError``.
     func withStore<T>(_ body: (StoreAccess) async throws -> T) async throws(ServiceError) -> T {
         try await serviceErrors {
-            let database = try TouchgateDatabase(location: location)
+            let database = try openStores?.database(at: location) ?? TouchgateDatabase(location: location)
             return try await body(StoreAccess(database: database, principal: principal, custody: custody))
         }
     }

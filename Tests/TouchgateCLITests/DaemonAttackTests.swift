@@ -77,7 +77,7 @@ struct DaemonAttackTests {
         let before = rig.home.path("before-failures")
 
         // Standing in for an attacker with file access: a copy taken before the failures,
-        // between requests (the daemon opens a store only for the length of a request).
+        // between requests (the daemon keeps the store open, and opens a replaced one anew).
         #expect(try await Self.run(as: 0, ["/bin/cp", "-a", store, before]).status == 0)
         for _ in 0..<3 { _ = try await rig.run(["verify", "--json"], presenting: ["arch"], as: Self.user) }
         let locked = try await rig.run(["verify", "--json"], presenting: ["whorl"], as: Self.user)

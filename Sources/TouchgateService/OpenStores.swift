@@ -1,0 +1,116 @@
+import Foundation
+import TouchgatePolicy
+import TouchgateVault
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Stores kept open across requests by a long-lived process (touchgated), so that a
+/// request does not pay for opening SQLite, checking its migrations and warming its
+/// connections every time.
+///
+/// Only the database connections are kept. Everything a request checks about the store
+/// still happens on every request: the directory and files are checked private, the
+/// audit log is opened (its key files read, its head and seal checked) and the
+/// authenticated state is verified by each use case, as when the store is opened afresh.
+///
+/// A kept store is used only while its database file is the one it opened (same device
+/// and inode): a store directory removed, replaced or restored from a copy is opened
+/// again, as in the personal mode. At most ``capacity`` stores stay open; the least
+/// recently used goes first, ``sweep()`` closes those unused for ``idleTimeout``, and
+/// ``forget(_:)`` closes one (on `lock`, around `migrate`). A store is never closed
+/// under a request: a request holds its own reference and the connections close when
+/// the last one goes.
+///
+/// `@unchecked Sendable`: `open` is only touched under `lock`; GRDB's pool is thread-safe,
+/// so concurrent requests of one user share it (its one writer serialises their commits).
+public final class OpenStores: @unchecked Sendable {
+    private struct Entry {
+        let database: TouchgateDatabase
+        let file: FileIdentity
+        var lastUse: Double
+    }
+
+    /// The device and inode of a database file.
+    private struct FileIdentity: Equatable {
+        let device: UInt64
+        let inode: UInt64
+
+        init?(path: String) {
+            var info = stat()
+            guard lstat(path, &info) == 0 else { return nil }
+            device = UInt64(info.st_dev)
+            inode = UInt64(info.st_ino)
+        }
+    }
+
+    /// The most stores kept open at once.
+    public let capacity: Int
+    /// How long a store stays open without a request.
+    public let idleTimeout: Duration
+    private let lock = NSLock()
+    private var open: [String: Entry] = [:]
+
+    public init(capacity: Int = 32, idleTimeout: Duration = .seconds(120)) {
+        self.capacity = max(1, capacity)
+        self.idleTimeout = idleTimeout
+    }
+
+    /// The open database at `location`, opening (creating, migrating) it when none is
+    /// kept or the kept one's file is no longer the file at that path.
+    func database(at location: StoreLocation) throws -> TouchgateDatabase {
+        // The same checks as opening: the directory and its files private, the directory made if missing.
+        try location.prepare()
+        let slot = Self.slot(location)
+        let now = Self.now()
+        let current = FileIdentity(path: location.databasePath)
+        let kept: TouchgateDatabase? = lock.withLock {
+            guard let entry = open[slot], current != nil, entry.file == current else { return nil }
+            open[slot]?.lastUse = now
+            return entry.database
+        }
+        if let kept { return kept }
+        let database = try TouchgateDatabase(location: location)
+        guard let file = FileIdentity(path: location.databasePath) else { return database }
+        lock.withLock {
+            open[slot] = Entry(database: database, file: file, lastUse: now)
+            while open.count > capacity, let oldest = open.min(by: { $0.value.lastUse < $1.value.lastUse }) {
+                open[oldest.key] = nil
+            }
+        }
+        return database
+    }
+
+    /// Closes the store at `location` if it is kept (its connections close once no request uses them).
+    public func forget(_ location: StoreLocation) {
+        let slot = Self.slot(location)
+        lock.withLock { open[slot] = nil }
+    }
+
+    /// Closes the stores unused for ``idleTimeout``; returns how many.
+    @discardableResult
+    public func sweep() -> Int {
+        let limit = Self.now() - idleTimeout.timeInterval
+        return lock.withLock {
+            let idle = open.filter { $0.value.lastUse <= limit }.map(\.key)
+            for slot in idle { open[slot] = nil }
+            return idle.count
+        }
+    }
+
+    /// Closes every store (the daemon stops).
+    public func closeAll() {
+        lock.withLock { open.removeAll() }
+    }
+
+    /// How many stores are open.
+    public var count: Int { lock.withLock { open.count } }
+
+    private static func slot(_ location: StoreLocation) -> String {
+        location.directory.standardizedFileURL.path
+    }
+
+    private static func now() -> Double {
+        SystemClock.readBootTime().timeInterval
+    }
+}
