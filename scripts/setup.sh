@@ -11,6 +11,7 @@ packages=(
   fprintd python3-dbusmock dbus-daemon libglib2.0-bin                                 # tests: the real fprintd on a private bus
   gcc libpam0g-dev libpam-modules db-util                                             # the PAM module; tests: real stacks (pam_userdb)
   gnome-keyring libpam-gnome-keyring                                                  # tests: the authtok hand-off unlocks a real keyring
+  libpq-dev postgresql                                                                # fleet collection (libpq); tests: a real PostgreSQL 15 server
 )
 
 missing=()
