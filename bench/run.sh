@@ -16,6 +16,7 @@
 #   BENCH_AUDIT_RECORDS=100000     records in the log that `audit verify` checks
 #   BENCH_OUTPUT=BENCHMARKS.md     where the report goes
 #   BENCH_ONLY=daemon              only section 7 (touchgated), replacing that section of BENCH_OUTPUT
+#   BENCH_ONLY=fleet               only section 8 (fleet collection on PostgreSQL, bench/fleet.sh), likewise
 #   TOUCHGATE_FIXTURES             the NIST prints (default ../shared/fixtures)
 set -euo pipefail
 export LC_ALL=C
@@ -79,6 +80,7 @@ say "building (release)"
 bin=$(cd "$root" && swift build -c release --show-bin-path)
 touchgate=$bin/touchgate
 helper=$bin/touchgate-bench
+if [ "${BENCH_ONLY:-}" = fleet ]; then exec "$root/bench/fleet.sh" "$bin"; fi
 virtual_finger=$bin/virtual-finger
 export TOUCHGATE_FIXTURES=$fixtures
 
