@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "TouchgateVault", targets: ["TouchgateVault"]),
         .library(name: "TouchgateWire", targets: ["TouchgateWire"]),
         .library(name: "TouchgateService", targets: ["TouchgateService"]),
+        .executable(name: "touchgate-collector", targets: ["touchgate-collector"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -37,6 +38,8 @@ let package = Package(
             pkgConfig: "pwquality",
             providers: [.apt(["libpwquality-dev"])]
         ),
+        // libpq: the PostgreSQL client library the fleet collection speaks through.
+        .systemLibrary(name: "CPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // zlib, for PNG files written by `touchgate capture`.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // Only what Swift cannot call directly (variadic prctl, struct ucred).
@@ -61,6 +64,12 @@ let package = Package(
                 "CTouchgateSys", "CSodium", "CPWQuality",
             ]
         ),
+        // Central collection on PostgreSQL (libpq): the shipping port's adapter, the schema, and
+        // the collector's verify and query. Only `audit ship` and touchgate-collector use it.
+        .target(
+            name: "TouchgateFleet",
+            dependencies: ["CPQ", "TouchgateService", "TouchgateVault", "TouchgatePolicy", "TouchgateWire"]
+        ),
         // Both ends of the daemon's socket: listening, connecting, peer credentials, framing.
         .target(name: "TouchgateSocket", dependencies: ["TouchgateWire", "TouchgateVault", "CTouchgateSys"]),
         // touchgated's request handling: the socket protocol over TouchgateService (no use case lives here).
@@ -71,9 +80,14 @@ let package = Package(
         .executableTarget(
             name: "touchgate",
             dependencies: [
-                "TouchgateService", "TouchgateWire", "TouchgateClient",
+                "TouchgateService", "TouchgateWire", "TouchgateClient", "TouchgateFleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        // The fleet's central verifier and query tool, run by an auditor against the database.
+        .executableTarget(
+            name: "touchgate-collector",
+            dependencies: ["TouchgateFleet", "TouchgateWire", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // Fixtures, the virtual-reader clients and process helpers shared by the tests.
         .target(name: "TouchgateTestSupport", dependencies: ["TouchgateImageIO"], path: "Tests/TestSupport"),
@@ -91,7 +105,7 @@ let package = Package(
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy"]),
         .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault"]),
         .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateWire", "TouchgateVault", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "TouchgateCLITests", dependencies: ["touchgate", "touchgated", "virtual-finger", "TouchgateTestSupport", "TouchgateSocket", "TouchgateWire"]),
+        .testTarget(name: "TouchgateCLITests", dependencies: ["touchgate", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateVault", "TouchgateTestSupport", "TouchgateSocket", "TouchgateWire"]),
         .testTarget(name: "UdevTests"),
     ]
 )

@@ -10,4 +10,13 @@ if [ ! -d ../shared/fixtures ] && [ -z "${TOUCHGATE_FIXTURES:-}" ]; then
   exit 1
 fi
 swift build --build-tests
-swift test --skip-build "$@"
+if [ $# -gt 0 ]; then
+  exec swift test --skip-build "$@"
+fi
+# The PAM stacks and gpg-agent suites run on their own, after the rest: run beside every
+# other suite on a loaded two-core machine, their virtual finger's scans went unmatched
+# (PAM) and gpg's key generation outlived its timeout (gpg), while each passes alone; the
+# cause is not found yet (README, "Tests").
+isolated='PAMTests|PinentryTests'
+swift test --skip-build --skip "$isolated"
+swift test --skip-build --filter "$isolated"

@@ -58,6 +58,17 @@ extension AuditLog {
                 ) STRICT;
                 """)
         }
+        migrator.registerMigration("v6-audit-shipped") { db in
+            // How far each trail was shipped to the fleet collector (`touchgate audit ship`):
+            // the last sequence a collector's transaction committed. Editing it only makes a
+            // shipment repeat records (inserted once) or leave a gap the collector reports.
+            try db.execute(sql: """
+                CREATE TABLE auditShipped (
+                    trail BLOB PRIMARY KEY,
+                    seq INTEGER NOT NULL
+                ) STRICT;
+                """)
+        }
     }
 
     /// The columns of `audit` in the order ``decode(_:)`` reads them.

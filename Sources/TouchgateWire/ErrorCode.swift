@@ -64,6 +64,10 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case cancelled
     /// `secret exec` could not start the command.
     case execFailed = "exec-failed"
+    /// The fleet collector's database cannot be reached; the records stay queued locally.
+    case collectorUnavailable = "collector-unavailable"
+    /// As ``collectorUnavailable``, and more records wait than the configured backlog limit.
+    case backlogFull = "backlog-full"
     /// Anything else.
     case error
 
@@ -87,6 +91,8 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
         case .usage: ExitStatus.usage
         case .cancelled: ExitStatus.cancelled
         case .execFailed: ExitStatus.commandNotRunnable
+        case .collectorUnavailable: ExitStatus.collectorUnavailable
+        case .backlogFull: ExitStatus.backlogFull
         }
     }
 }

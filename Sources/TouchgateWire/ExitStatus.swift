@@ -29,8 +29,13 @@ public enum ExitStatus {
     /// too weak to protect the vault, a request the caller may not make, a fingerprint asked
     /// from a remote session.
     public static let refused: Int32 = 11
+    /// `audit ship`: the collector's database could not be reached, and more records wait
+    /// to be shipped than the configured backlog limit.
+    public static let backlogFull: Int32 = 12
     /// Usage error.
     public static let usage: Int32 = 64
+    /// `audit ship`: the collector's database could not be reached; the records stay queued.
+    public static let collectorUnavailable: Int32 = 69
     /// Someone else changed it meanwhile; nothing was written: try again.
     public static let tryAgain: Int32 = 75
     /// `secret exec`: the command could not be started.

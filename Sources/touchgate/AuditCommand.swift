@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TouchgateFleet
 import TouchgateService
 import TouchgateWire
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ import Glibc
 struct Audit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show, verify and export the audit trail.",
-        subcommands: [Show.self, Verify.self, Export.self, PublicKey.self, Prune.self])
+        subcommands: [Show.self, Verify.self, Export.self, PublicKey.self, Ship.self, Prune.self])
 
     /// `touchgate audit show`.
     struct Show: AsyncParsableCommand {
@@ -236,6 +237,47 @@ struct Audit: AsyncParsableCommand {
             let (filter, format) = (filters.filter(now: Date()), format)
             try await CommandRunner.run(json: common.json) { _ in
                 _ = try await service.exportAudit(filter, format: format) { Console.write($0, to: 1) }
+                return ExitStatus.success
+            }
+        }
+    }
+}
+
+extension Audit {
+    /// `touchgate audit ship`.
+    struct Ship: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Send the records the fleet collector does not hold yet, then the seal.",
+            discussion: """
+                Reads the root-owned fleet configuration (default \(FleetConfiguration.defaultPath); README, \
+                "Fleet") and sends this trail's new records to the collector's PostgreSQL database in \
+                batches, one transaction each, then the signed seal. A local cursor moves only after \
+                each commit, so an interrupted shipment loses nothing and repeats nothing: run it again. \
+                Exit status 0 when everything up to the seal is shipped; 69 when the database cannot \
+                be reached (the records stay queued here); 12 when that happens with more records \
+                waiting than the backlog limit; 11 when the configuration file is not owned by root \
+                or others can write it.
+                """)
+
+        @OptionGroup var common: CommonOptions
+        @Option(help: ArgumentHelp("The fleet configuration file (root-owned).", valueName: "FILE"))
+        var config: String = FleetConfiguration.defaultPath
+
+        func run() async throws {
+            let path = config
+            try await CommandRunner.run(json: common.json) { console in
+                guard let personal = service as? TouchgateService else {
+                    throw ServiceError(.usage, "shipping through touchgated is not supported yet: the daemon's trails "
+                                       + "are shipped by root on the daemon's host (TOUCHGATE_SOCKET= touchgate audit "
+                                       + "ship, with the daemon's XDG_DATA_HOME)")
+                }
+                let configuration = try FleetConfiguration.load(path: path)
+                let collector = PostgresCollector(configuration: configuration)
+                defer { collector.close() }
+                let report = try await personal.shipAudit(to: collector, configuration: configuration)
+                console.result("shipped", report, text: "shipped \(report.shipped) record(s) of trail \(report.trail) "
+                               + "as machine \(report.machine): the collector holds records up to \(report.through), "
+                               + "sealed")
                 return ExitStatus.success
             }
         }

@@ -170,10 +170,7 @@ public final class VirtualImageFinger: @unchecked Sendable {
         lock.lock()
         queue = names
         prompts = 0
-        // The connection is kept: a reader the daemon holds open keeps it, and dropping it
-        // here would race the new one (the driver serves one client, and learns of the old
-        // one's end only when its loop gets to it). A reader opened anew by another process
-        // refuses the old connection at once (EPIPE), and `handle` connects anew.
+        client = nil  // the driver listens anew for every process
         lock.unlock()
     }
 

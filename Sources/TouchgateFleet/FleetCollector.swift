@@ -1,0 +1,255 @@
+import Foundation
+import TouchgatePolicy
+import TouchgateService
+import TouchgateVault
+import TouchgateWire
+
+/// The central side of fleet collection (`touchgate-collector`): applies the schema,
+/// registers machines' public keys, verifies every machine's trails in the database
+/// against them, and answers queries. Holds one connection; blocking; close it when done.
+public final class FleetCollector {
+    private let connection: PostgresConnection
+
+    /// Connects to `database` (a libpq connection string or URL; empty: libpq's `PG*`
+    /// environment variables and defaults).
+    /// - Throws: ``ServiceError`` `collector-unavailable`.
+    public init(database: String) throws(ServiceError) {
+        connection = try PostgresConnection(database: database)
+    }
+
+    /// Closes the connection.
+    public func close() { connection.close() }
+
+    /// Applies the migrations the database lacks; returns the versions before and after.
+    public func initialize() throws(ServiceError) -> (before: Int, after: Int) {
+        (try FleetSchema.migrate(connection), FleetSchema.current)
+    }
+
+    /// Registers `publicKey` as one that signs `machine`'s trails; false when it already was.
+    public func register(machine: String, publicKey: [UInt8]) throws(ServiceError) -> Bool {
+        if let problem = StoredText.problem(withName: machine, what: "machine") { throw ServiceError(.usage, problem) }
+        let inserted = try connection.execute("""
+            INSERT INTO machine_keys (machine, public_key) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1
+            """, [machine, Bytea.text(publicKey)])
+        return !inserted.rows.isEmpty
+    }
+
+    // MARK: Verifying
+
+    /// How many records one FETCH brings while verifying.
+    static let fetchSize = 20_000
+
+    /// Verifies every trail of every machine (or of `machine`), calling `report` with each
+    /// as it is done, ordered by machine; returns them all.
+    ///
+    /// For each trail: its seal's key must be registered for the machine; the stored
+    /// records, in sequence order from the first one shipped, must form an unbroken public
+    /// chain (``AuditChainVerifier``); every stored seal must be signed by that key and
+    /// name the link of the record at its sequence; and the newest seal must name the
+    /// newest record (records after it are reported as `unsealed`: a shipment under way).
+    /// Memory does not grow with the number of records.
+    public func verify(machine: String? = nil,
+                       report: (FleetTrailReport) -> Void = { _ in }) throws(ServiceError) -> [FleetTrailReport] {
+        let keys = try connection.execute("SELECT machine, public_key FROM machine_keys").rows
+        var registered: [String: [[UInt8]]] = [:]
+        for row in keys {
+            if let name = row[0], let key = Bytea.bytes(row[1]) { registered[name, default: []].append(key) }
+        }
+        let trails = try connection.execute("""
+            SELECT machine, trail, public_key, first_seq FROM trails WHERE $1::text IS NULL OR machine = $1
+            ORDER BY machine, trail
+            """, [machine]).rows
+        var reports: [FleetTrailReport] = []
+        for row in trails {
+            guard let name = row[0], let trail = Bytea.bytes(row[1]), let key = Bytea.bytes(row[2]),
+                  let firstShipped = row[3].flatMap({ Int64($0) }) else { continue }
+            let result = try verify(machine: name, trail: trail, key: key, firstShipped: firstShipped,
+                                    registered: registered[name] ?? [])
+            report(result)
+            reports.append(result)
+        }
+        return reports
+    }
+
+    private func verify(machine: String, trail: [UInt8], key: [UInt8], firstShipped: Int64,
+                        registered: [[UInt8]]) throws(ServiceError) -> FleetTrailReport {
+        let trailText = Bytea.text(trail)
+        var result = FleetTrailReport(machine: machine, trail: Hex.encode(trail), records: 0, first: nil, last: nil,
+                                      signedThrough: nil, status: .intact, problem: nil)
+        func broken(_ sequence: Int64, _ reason: String) -> FleetTrailReport {
+            var broken = result
+            broken.status = .broken
+            broken.problem = "record \(sequence): \(reason)"
+            return broken
+        }
+        // Seals: few (one per shipment), so held in memory, ordered by sequence.
+        var seals: [AuditSeal] = []
+        for row in try connection.execute("""
+            SELECT seq, chain, public_key, signature FROM seals WHERE machine = $1 AND trail = $2 ORDER BY seq
+            """, [machine, trailText]).rows {
+            guard let sequence = row[0].flatMap({ Int64($0) }), let chain = Bytea.bytes(row[1]),
+                  let sealKey = Bytea.bytes(row[2]), let signature = Bytea.bytes(row[3]) else { continue }
+            seals.append(AuditSeal(trail: trail, sequence: sequence, chain: chain, publicKey: sealKey, signature: signature))
+        }
+        result.signedThrough = seals.last?.sequence
+        guard registered.contains(key) else {
+            return broken(firstShipped, "signed by key \(Hex.encode(key)), which is not registered for machine "
+                          + "\(machine) (touchgate-collector register)")
+        }
+        for seal in seals where !seal.isSigned(by: key) {
+            return broken(seal.sequence, "the seal naming it is not signed by the registered key: forged or edited")
+        }
+        var verifier = AuditChainVerifier(publicKey: key)
+        var pendingSeals = seals[...]
+        var problem: (Int64, String)?
+        try connection.transaction { () throws(ServiceError) in
+            try connection.execute("""
+                DECLARE trail_records NO SCROLL CURSOR FOR
+                SELECT seq, unix_time, boot_time, boot_id, uid, login, vault_user, event, item, outcome, reason,
+                       prev_mac, mac, prev_chain, chain
+                FROM records WHERE machine = $1 AND trail = $2 ORDER BY seq
+                """, [machine, trailText])
+            fetching: while true {
+                let rows = try connection.execute("FETCH \(Self.fetchSize) FROM trail_records").rows
+                if rows.isEmpty { break }
+                for row in rows {
+                    guard let record = Self.record(row) else {
+                        problem = (Int64(row[0] ?? "") ?? 0, "a field is missing or malformed")
+                        break fetching
+                    }
+                    if result.first == nil, record.sequence != firstShipped {
+                        problem = record.sequence > firstShipped
+                            ? (firstShipped, "records \(firstShipped)…\(record.sequence - 1), the first shipped, are "
+                               + "missing: deleted at the collector")
+                            : (record.sequence, "comes before the first record shipped (\(firstShipped)): inserted")
+                        break fetching
+                    }
+                    if let found = verifier.add(record, trail: trail) {
+                        problem = found
+                        break fetching
+                    }
+                    while let seal = pendingSeals.first, seal.sequence <= record.sequence {
+                        pendingSeals = pendingSeals.dropFirst()
+                        if seal.sequence == record.sequence, let chain = record.chain,
+                           chain != seal.chain {
+                            problem = (seal.sequence, "is not the record the seal shipped with it names: rewritten")
+                            break fetching
+                        }
+                    }
+                    if result.first == nil { result.first = record.sequence }
+                    result.last = record.sequence
+                    result.records += 1
+                }
+            }
+            try connection.execute("CLOSE trail_records")
+        }
+        if let problem { return broken(problem.0, problem.1) }
+        guard let newest = seals.last else {
+            if result.records == 0 { return result }
+            result.status = .unsealed
+            result.problem = "no seal yet: records \(result.first!)…\(result.last!) are not vouched for until the "
+                + "machine ships again"
+            return result
+        }
+        if let last = result.last, newest.sequence < last {
+            result.status = .unsealed
+            result.problem = "records \(newest.sequence + 1)…\(last) are not yet covered by a seal: a shipment under "
+                + "way or cut short; they are vouched for once the machine ships again"
+            return result
+        }
+        if let found = verifier.finish(seal: newest) { return broken(found.sequence, found.reason) }
+        return result
+    }
+
+    /// The record in a row of the verify cursor.
+    static func record(_ row: [String?]) -> AuditRecord? {
+        guard row.count == 15, let sequence = row[0].flatMap({ Int64($0) }), let unixTime = row[1].flatMap({ Double($0) }),
+              let bootTime = row[2].flatMap({ Double($0) }), let bootID = row[3],
+              let uid = row[4].flatMap({ UInt32($0) }), let login = row[5], let event = row[7], let outcome = row[9],
+              let reason = row[10], let previousMAC = Bytea.bytes(row[11]), let mac = Bytea.bytes(row[12])
+        else { return nil }
+        return AuditRecord(sequence: sequence, unixTime: unixTime, bootTime: bootTime, bootID: bootID, uid: uid,
+                           loginName: login, vaultUser: row[6], event: AuditEvent(stored: event), item: row[8],
+                           outcome: AuditOutcome(stored: outcome), reason: reason, previousMAC: previousMAC, mac: mac,
+                           previousChain: Bytea.bytes(row[13]), chain: Bytea.bytes(row[14]))
+    }
+
+    // MARK: Querying
+
+    /// The collected records `filter` selects, oldest first (by time, then machine and
+    /// sequence), as stored: run ``verify(machine:report:)`` to trust them.
+    public func query(_ filter: FleetQuery, _ each: (FleetRecordReport) -> Void) throws(ServiceError) -> Int {
+        var conditions: [String] = []
+        var parameters: [String?] = []
+        func parameter(_ value: String) -> String {
+            parameters.append(value)
+            return "$\(parameters.count)"
+        }
+        if let user = filter.user {
+            let placeholder = parameter(user)
+            conditions.append("(login = \(placeholder) OR vault_user = \(placeholder))")
+        }
+        if let machine = filter.machine { conditions.append("machine = \(parameter(machine))") }
+        if let item = filter.item { conditions.append("item = \(parameter(item))") }
+        if !filter.events.isEmpty {
+            conditions.append("event IN (" + filter.events.map { parameter($0) }.joined(separator: ", ") + ")")
+        }
+        if !filter.outcomes.isEmpty {
+            conditions.append("outcome IN (" + filter.outcomes.map { parameter($0) }.joined(separator: ", ") + ")")
+        }
+        if let since = filter.since {
+            conditions.append("unix_time >= \(parameter(PostgresCollector.exact(since.timeIntervalSince1970)))::float8")
+        }
+        if let until = filter.until {
+            conditions.append("unix_time < \(parameter(PostgresCollector.exact(until.timeIntervalSince1970)))::float8")
+        }
+        let condition = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let limit = filter.limit.map { " LIMIT \(max(0, $0))" } ?? ""
+        let rows = try connection.execute("""
+            SELECT machine, trail, seq, unix_time, uid, login, vault_user, event, item, outcome, reason
+            FROM records \(condition) ORDER BY unix_time, machine, seq\(limit)
+            """, parameters).rows
+        var count = 0
+        for row in rows {
+            guard let machine = row[0], let trail = Bytea.bytes(row[1]), let seq = row[2].flatMap({ Int64($0) }),
+                  let unixTime = row[3].flatMap({ Double($0) }), let uid = row[4].flatMap({ UInt32($0) }),
+                  let login = row[5], let event = row[7], let outcome = row[9], let reason = row[10] else { continue }
+            each(FleetRecordReport(machine: machine, trail: Hex.encode(trail), seq: seq, unixTime: unixTime, uid: uid,
+                                   login: login, vaultUser: row[6], event: event, item: row[8], outcome: outcome,
+                                   reason: reason))
+            count += 1
+        }
+        return count
+    }
+}
+
+/// What `touchgate-collector query` selects; every condition given must hold.
+public struct FleetQuery: Sendable {
+    /// The login or the vault user.
+    public var user: String?
+    public var machine: String?
+    public var item: String?
+    /// Any of these events (none: all).
+    public var events: [String]
+    /// Any of these outcomes (none: all).
+    public var outcomes: [String]
+    /// From this moment on.
+    public var since: Date?
+    /// Before this moment.
+    public var until: Date?
+    /// At most this many (the oldest).
+    public var limit: Int?
+
+    /// A query.
+    public init(user: String? = nil, machine: String? = nil, item: String? = nil, events: [String] = [],
+                outcomes: [String] = [], since: Date? = nil, until: Date? = nil, limit: Int? = nil) {
+        self.user = user
+        self.machine = machine
+        self.item = item
+        self.events = events
+        self.outcomes = outcomes
+        self.since = since
+        self.until = until
+        self.limit = limit
+    }
+}

@@ -1,0 +1,16 @@
+import TouchgateVault
+import TouchgateWire
+
+/// Where `touchgate audit ship` sends a trail: the fleet collector's database. The port
+/// the shipping use case (``TouchgateService/shipAudit(to:configuration:)``) talks to;
+/// `TouchgateFleet` implements it over PostgreSQL.
+public protocol AuditCollector: Sendable {
+    /// Stores `records` (consecutive, oldest first, with their public links) of `trail`
+    /// from `machine`, then `seal` when given, in one transaction: all of them or none.
+    /// Records and seals the collector already holds are left as they are, so sending
+    /// them again after an interruption is harmless. Blocks until committed.
+    /// - Throws: ``ServiceError`` `collector-unavailable` when the database cannot be
+    ///   reached or the transaction does not commit.
+    func store(machine: String, trail: [UInt8], publicKey: [UInt8], records: [AuditRecord],
+               seal: AuditSeal?) throws(ServiceError)
+}

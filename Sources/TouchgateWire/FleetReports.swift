@@ -1,0 +1,102 @@
+import Foundation
+
+/// What `touchgate audit ship` did: `{"shipped": …}`.
+public struct AuditShipReport: Codable, Sendable, Equatable {
+    /// The machine name the records were filed under.
+    public var machine: String
+    /// The trail's id, lowercase hex.
+    public var trail: String
+    /// Records sent in this run (a record sent again after an interruption counts again;
+    /// the collector keeps one copy).
+    public var shipped: Int
+    /// The last sequence the collector now holds, with the seal that vouches for it.
+    public var through: Int64
+    /// Transactions committed.
+    public var batches: Int
+
+    /// A report.
+    public init(machine: String, trail: String, shipped: Int, through: Int64, batches: Int) {
+        self.machine = machine
+        self.trail = trail
+        self.shipped = shipped
+        self.through = through
+        self.batches = batches
+    }
+}
+
+/// One trail as `touchgate-collector verify` found it.
+public struct FleetTrailReport: Codable, Sendable, Equatable {
+    /// What was found.
+    public enum Status: String, Codable, Sendable {
+        /// Every record is vouched for by a seal the machine's registered key signed.
+        case intact
+        /// Records after the newest seal: a shipment under way or cut short (checked once
+        /// the machine ships again); everything before is intact.
+        case unsealed
+        /// Edited, inserted, missing or unsigned records: see ``FleetTrailReport/problem``.
+        case broken
+    }
+
+    /// The machine.
+    public var machine: String
+    /// The trail's id, lowercase hex.
+    public var trail: String
+    /// Records checked.
+    public var records: Int
+    /// The first and last sequence stored (nil: none).
+    public var first: Int64?
+    public var last: Int64?
+    /// The sequence the newest signed seal names (nil: none).
+    public var signedThrough: Int64?
+    /// The verdict.
+    public var status: Status
+    /// For `broken` and `unsealed`: what, at which record.
+    public var problem: String?
+
+    /// A report.
+    public init(machine: String, trail: String, records: Int, first: Int64?, last: Int64?, signedThrough: Int64?,
+                status: Status, problem: String?) {
+        self.machine = machine
+        self.trail = trail
+        self.records = records
+        self.first = first
+        self.last = last
+        self.signedThrough = signedThrough
+        self.status = status
+        self.problem = problem
+    }
+}
+
+/// One collected record, as `touchgate-collector query --json` writes it: the keys of
+/// `touchgate audit show --json` with the machine and trail.
+public struct FleetRecordReport: Codable, Sendable, Equatable {
+    public var machine: String
+    public var trail: String
+    public var seq: Int64
+    public var time: Date
+    public var unixTime: Double
+    public var uid: UInt32
+    public var login: String
+    public var vaultUser: String?
+    public var event: String
+    public var item: String?
+    public var outcome: String
+    public var reason: String
+
+    /// A report.
+    public init(machine: String, trail: String, seq: Int64, unixTime: Double, uid: UInt32, login: String,
+                vaultUser: String?, event: String, item: String?, outcome: String, reason: String) {
+        self.machine = machine
+        self.trail = trail
+        self.seq = seq
+        self.time = Date(timeIntervalSince1970: unixTime)
+        self.unixTime = unixTime
+        self.uid = uid
+        self.login = login
+        self.vaultUser = vaultUser
+        self.event = event
+        self.item = item
+        self.outcome = outcome
+        self.reason = reason
+    }
+}

@@ -1,0 +1,225 @@
+import ArgumentParser
+import Foundation
+import TouchgateFleet
+import TouchgateService
+import TouchgateWire
+
+/// `touchgate-collector`: the fleet's central verifier and query tool (README, "Fleet").
+@main
+struct Collector: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "touchgate-collector",
+        abstract: "Verify and query the audit trails every machine shipped to PostgreSQL.",
+        discussion: """
+            The database is named by --database (a libpq connection string or postgresql:// URL, \
+            TLS settings included) or, without it, by $TOUCHGATE_COLLECTOR_DATABASE, else libpq's PG* \
+            variables. Exit status: 0 success; 6 verify found a broken trail; 64 usage; 69 the \
+            database cannot be reached or refused a statement.
+            """,
+        subcommands: [Init.self, Register.self, Verify.self, Query.self])
+}
+
+/// The options every subcommand shares.
+struct DatabaseOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The collector's database (libpq connection string or URL).", valueName: "CONNINFO"))
+    var database: String = ProcessInfo.processInfo.environment["TOUCHGATE_COLLECTOR_DATABASE"] ?? ""
+    @Flag(help: "JSON lines on standard output instead of text.")
+    var json = false
+
+    /// Runs `body` with a connected collector; a failure is printed and becomes its exit status.
+    func run(_ body: (FleetCollector) throws(ServiceError) -> Int32) throws {
+        let status: Int32
+        do {
+            let collector = try FleetCollector(database: database)
+            defer { collector.close() }
+            status = try body(collector)
+        } catch {
+            let message = json ? WireCoding.line(error) : "touchgate-collector: \(error.message)"
+            FileHandle.standardError.write(Data((message + "\n").utf8))
+            throw ExitCode(error.exitStatus)
+        }
+        if status != 0 { throw ExitCode(status) }
+    }
+
+    /// Writes a line to standard output.
+    func say(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+}
+
+extension Collector {
+    /// `touchgate-collector init`.
+    struct Init: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create or upgrade the collector's tables (safe to run again).")
+
+        @OptionGroup var options: DatabaseOptions
+        @Flag(help: "Print the schema's SQL instead, for a database administrator to apply.")
+        var print = false
+
+        func run() throws {
+            if print {
+                for migration in FleetSchema.migrations {
+                    options.say("-- version \(migration.version)\n\(migration.sql)")
+                }
+                return
+            }
+            try options.run { collector throws(ServiceError) in
+                let (before, after) = try collector.initialize()
+                options.say(before == after ? "schema already at version \(after)"
+                            : "schema upgraded from version \(before) to \(after)")
+                return 0
+            }
+        }
+    }
+
+    /// `touchgate-collector register`.
+    struct Register: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Register a public key that signs a machine's trails.",
+            discussion: """
+                The file holds what `touchgate audit public-key` printed on the machine. With the \
+                system daemon, one key signs every trail of the machine; in personal mode each user's \
+                store has its own key: register each of them under the same machine name.
+                """)
+
+        @OptionGroup var options: DatabaseOptions
+        @Option(help: "The machine's name, as its fleet.conf says (default there: its host name).")
+        var machine: String
+        @Option(help: ArgumentHelp("The public key file.", valueName: "FILE"))
+        var publicKey: String
+
+        func run() throws {
+            try options.run { collector throws(ServiceError) in
+                let key = try PublicAuditCheck.publicKey(fromFile: publicKey)
+                let added = try collector.register(machine: machine, publicKey: key)
+                options.say(added ? "registered the key for machine \(machine)"
+                            : "the key was already registered for machine \(machine)")
+                return 0
+            }
+        }
+    }
+
+    /// `touchgate-collector verify`.
+    struct Verify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Verify every machine's trails against their registered keys.",
+            discussion: """
+                Recomputes each trail's public chain over the stored records in sequence order, checks \
+                every stored seal against the registered key and the link it names, and that the \
+                newest seal names the newest record. One line per trail (--json: one object); exit \
+                status 6 when any trail is broken: a record edited, inserted or deleted, the tail \
+                removed, or a key not registered. Records after the newest seal (a shipment under way) \
+                are reported as unsealed, not broken.
+                """)
+
+        @OptionGroup var options: DatabaseOptions
+        @Option(help: "Only this machine's trails.")
+        var machine: String?
+
+        func run() throws {
+            try options.run { collector throws(ServiceError) in
+                let reports = try collector.verify(machine: machine) { trail in
+                    if options.json {
+                        options.say(WireCoding.line(trail))
+                        return
+                    }
+                    let range = trail.first.map { "records \($0)…\(trail.last!)" } ?? "no records"
+                    let detail = trail.problem.map { ": \($0)" } ?? ""
+                    options.say("\(StoredText.escaped(trail.machine)) trail \(trail.trail) \(trail.status.rawValue) "
+                                + "(\(trail.records) records, \(range))\(detail)")
+                }
+                let broken = reports.filter { $0.status == .broken }
+                if !options.json {
+                    let machines = Set(reports.map(\.machine)).count
+                    options.say(broken.isEmpty
+                                ? "\(reports.count) trail(s) of \(machines) machine(s) verified: none broken"
+                                : "\(broken.count) of \(reports.count) trail(s) broken, on "
+                                    + Set(broken.map(\.machine)).sorted().joined(separator: ", "))
+                }
+                return broken.isEmpty ? 0 : ExitStatus.dataError
+            }
+        }
+    }
+
+    /// `touchgate-collector query`.
+    struct Query: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show collected records, oldest first (as stored: run verify to trust them).")
+
+        @OptionGroup var options: DatabaseOptions
+        @Option(help: "Only records of this login or vault user.")
+        var user: String?
+        @Option(help: "Only records of this machine.")
+        var machine: String?
+        @Option(help: "Only records about this item.")
+        var item: String?
+        @Option(help: "Only this event (repeat, or separate with commas, for several).")
+        var event: [String] = []
+        @Option(help: "Only this outcome: success, failure, denied or error (repeat for several).")
+        var outcome: [String] = []
+        @Option(help: ArgumentHelp("Only records from this moment on: YYYY-MM-DD or an ISO 8601 time (UTC).",
+                                   valueName: "time"))
+        var since: String?
+        @Option(help: ArgumentHelp("Only records before this moment (the same forms).", valueName: "time"))
+        var until: String?
+        @Option(help: "At most N records.")
+        var limit: Int?
+
+        func validate() throws {
+            for (name, value) in [("--since", since), ("--until", until)] {
+                if let value, Self.time(value) == nil {
+                    throw ValidationError("\(name) takes YYYY-MM-DD or an ISO 8601 time such as 2026-11-23T05:00:00Z")
+                }
+            }
+            if let limit, limit < 1 { throw ValidationError("--limit takes a number of records, 1 or more") }
+        }
+
+        /// A day (midnight UTC) or an ISO 8601 time.
+        static func time(_ text: String) -> Date? {
+            if let date = try? Date(text, strategy: .iso8601) { return date }
+            return try? Date(text + "T00:00:00Z", strategy: .iso8601)
+        }
+
+        func run() throws {
+            func names(_ values: [String]) -> [String] {
+                values.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
+            }
+            let query = FleetQuery(user: user, machine: machine, item: item, events: names(event),
+                                   outcomes: names(outcome), since: since.flatMap(Self.time),
+                                   until: until.flatMap(Self.time), limit: limit)
+            try options.run { collector throws(ServiceError) in
+                var lines: [[String]] = []
+                let count = try collector.query(query) { record in
+                    if options.json {
+                        options.say(WireCoding.line(record))
+                    } else {
+                        lines.append([record.time.formatted(.iso8601), record.machine, "#\(record.seq)",
+                                      record.vaultUser.map { "\(record.login)/\($0)" } ?? record.login, record.event,
+                                      record.outcome, record.item ?? "-", record.reason].map { StoredText.escaped($0) })
+                    }
+                }
+                if !options.json {
+                    if count == 0 {
+                        options.say("no matching records")
+                    } else {
+                        Self.table(["TIME", "MACHINE", "SEQ", "USER", "EVENT", "OUTCOME", "ITEM", "REASON"], lines)
+                            .forEach(options.say)
+                    }
+                }
+                return 0
+            }
+        }
+
+        /// Rows under a header, columns padded to their widest value (the last left as is).
+        static func table(_ header: [String], _ rows: [[String]]) -> [String] {
+            let all = [header] + rows
+            let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+            return all.map { row in
+                row.enumerated().map { column, value in
+                    column == row.count - 1 ? value : value.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+                }.joined(separator: "  ")
+            }
+        }
+    }
+}

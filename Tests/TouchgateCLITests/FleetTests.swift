@@ -1,0 +1,272 @@
+import Foundation
+import Synchronization
+import Testing
+import TouchgatePolicy
+import TouchgateTestSupport
+import TouchgateVault
+
+/// Central collection on a real PostgreSQL server: machines shipping at once, the server
+/// going away mid-stream, tampering in the database that the collector's verify reports,
+/// and queries over what was collected.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct FleetTests {
+    /// 2026-01-01T00:00:00Z: record i of a machine is written at this moment plus i minutes.
+    static let base = 1_767_225_600.0
+
+    /// One simulated workstation: a personal store of its own and a fleet.conf naming it.
+    final class Machine: Sendable {
+        let name: String
+        let home: String
+        let config: String
+        /// What was written, in order.
+        let written = Mutex<[AuditRecord]>([])
+        let publicKeyFile: String
+
+        init(_ name: String, database: String, batchSize: Int = 5, backlogLimit: Int = 100_000) throws {
+            self.name = name
+            home = FileManager.default.temporaryDirectory.appendingPathComponent("tg-fleet-\(name)-\(UUID().uuidString.prefix(6))").path
+            try FileManager.default.createDirectory(atPath: home + "/data", withIntermediateDirectories: true)
+            config = home + "/fleet.conf"
+            try "# test fleet\ndatabase = \(database)\nmachine = \(name)\nbatch-size = \(batchSize)\nbacklog-limit = \(backlogLimit)\n"
+                .write(toFile: config, atomically: true, encoding: .utf8)
+            chmod(config, 0o644)
+            publicKeyFile = home + "/machine.pub"
+            try Hex.encode(try open { $0.publicKey }).write(toFile: publicKeyFile, atomically: true, encoding: .utf8)
+        }
+
+        var environment: [String: String] {
+            ["HOME": home, "XDG_DATA_HOME": home + "/data", "TOUCHGATE_SOCKET": "", "LC_ALL": "C"]
+        }
+
+        /// Runs `body` on the machine's audit log, its clock at record `index` minutes after ``base``.
+        private func open<T>(clockFrom index: Int = 0, _ body: (AuditLog) throws -> T) throws -> T {
+            let location = StoreLocation.fromEnvironment(environment)
+            let database = try TouchgateDatabase(location: location)
+            defer { try? database.closeConnections() }
+            let minute = Mutex(index)
+            let offset = Double(name.utf8.last ?? 0) / 100
+            let log = try AuditLog(database: database, journal: .disabled) {
+                Date(timeIntervalSince1970: FleetTests.base + offset + Double(minute.withLock { $0 }) * 60)
+            }
+            return try body(log)
+        }
+
+        /// Appends `count` records of varied events, outcomes and items.
+        func write(_ count: Int) throws {
+            let start = written.withLock { $0.count }
+            let events: [AuditEvent] = [.itemRead, .authAttempt, .itemWrite, .vaultUnlock]
+            let outcomes: [AuditOutcome] = [.success, .failure, .denied]
+            let location = StoreLocation.fromEnvironment(environment)
+            let database = try TouchgateDatabase(location: location)
+            defer { try? database.closeConnections() }
+            let minute = Mutex(start)
+            let offset = Double(name.utf8.last ?? 0) / 100
+            let log = try AuditLog(database: database, journal: .disabled) {
+                Date(timeIntervalSince1970: FleetTests.base + offset + Double(minute.withLock { $0 }) * 60)
+            }
+            var records: [AuditRecord] = []
+            for index in start..<(start + count) {
+                minute.withLock { $0 = index }
+                records.append(try log.append(events[index % 4], outcomes[index % 3], vaultUser: "user-\(name)",
+                                              item: "item-\(index % 5)", reason: "test record \(index)"))
+            }
+            written.withLock { $0 += records }
+        }
+
+        func ship(config: String? = nil) async throws -> CLIResult {
+            try await CLIProcess(environment: environment).run(["audit", "ship", "--json", "--config", config ?? self.config])
+        }
+
+        func remove() { try? FileManager.default.removeItem(atPath: home) }
+    }
+
+    /// Runs touchgate-collector against `server`.
+    static func collector(_ server: PostgresRig, _ arguments: [String]) async throws -> CLIResult {
+        var process = CLIProcess(environment: ["TOUCHGATE_COLLECTOR_DATABASE": server.database, "LC_ALL": "C"])
+        process.binaryOverride = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent()
+            .appendingPathComponent("touchgate-collector").path
+        return try await process.run(arguments)
+    }
+
+    /// A server with the schema applied and `names` registered, each with `records` records.
+    static func fleet(_ names: [String], records: Int) async throws -> (PostgresRig, [Machine]) {
+        let server = try await PostgresRig()
+        let initialised = try await collector(server, ["init"])
+        try #require(initialised.status == 0, "\(initialised.stderrLines)")
+        #expect(initialised.stdout.contains("from version 0 to 1"))
+        #expect(try await collector(server, ["init"]).stdout.contains("already at version 1"))
+        var machines: [Machine] = []
+        for name in names {
+            let machine = try Machine(name, database: server.database)
+            try machine.write(records)
+            let registered = try await collector(server, ["register", "--machine", name, "--public-key", machine.publicKeyFile])
+            try #require(registered.status == 0, "\(registered.stderrLines)")
+            machines.append(machine)
+        }
+        return (server, machines)
+    }
+
+    /// `{"machine": {"count","min","max","distinct"}}` of the collected records.
+    static func collected(_ server: PostgresRig) async throws -> [String: [Int]] {
+        let text = try await server.psql("""
+            SELECT machine, count(*), min(seq), max(seq), count(DISTINCT seq) FROM records GROUP BY machine ORDER BY machine
+            """)
+        var result: [String: [Int]] = [:]
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: "|").map(String.init)
+            result[fields[0]] = fields.dropFirst().compactMap { Int($0) }
+        }
+        return result
+    }
+
+    @Test("three machines ship at once; the server stops mid-stream and restarts; nothing is lost or repeated; queries find the right rows")
+    func concurrentShippingSurvivesARestart() async throws {
+        let (server, machines) = try await Self.fleet(["m1", "m2", "m3"], records: 400)
+        defer {
+            machines.forEach { $0.remove() }
+        }
+        do {
+            // Ship all three at once, in batches of 5, and stop the server once some have arrived.
+            async let shipments = withThrowingTaskGroup(of: CLIResult.self) { group in
+                for machine in machines { group.addTask { try await machine.ship() } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            var seen = 0
+            for _ in 0..<500 where seen < 150 {
+                seen = Int(try await server.psql("SELECT count(*) FROM records")) ?? 0
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            try await server.stop()
+            let interrupted = try await shipments
+            for result in interrupted {
+                #expect(result.status == 0 || result.status == 69, "\(result.stdout) \(result.stderrLines)")
+            }
+            let cut = interrupted.filter { $0.status == 69 }
+            #expect(!cut.isEmpty, "the server stopped before any shipment finished: \(interrupted.map(\.stdout))")
+            for result in cut {
+                #expect(result.stdout.contains("collector-unavailable") && result.stdout.contains("stay queued"), "\(result.stdout)")
+            }
+
+            // While it is away, more records are written, and shipping says they wait.
+            for machine in machines { try machine.write(100) }
+            let away = try await machines[0].ship()
+            #expect(away.status == 69 && away.stdout.contains("wait to be shipped"), "\(away.stdout)")
+            let small = machines[0].home + "/small.conf"
+            try "database = \(server.database)\nmachine = m1\nbacklog-limit = 10\n".write(toFile: small, atomically: true, encoding: .utf8)
+            let full = try await machines[0].ship(config: small)
+            #expect(full.status == 12 && full.stdout.contains("backlog-full") && full.stdout.contains("backlog limit of 10"),
+                    "\(full.stdout)")
+
+            try await server.start()
+            let partial = try await Self.collected(server)
+            #expect(partial.values.map { $0[0] }.reduce(0, +) < 1500, "\(partial)")
+            // What arrived so far verifies; an interrupted shipment's tail is unsealed, not broken.
+            let midway = try await Self.collector(server, ["verify", "--json"])
+            #expect(midway.status == 0, "\(midway.stdout)")
+            #expect(!midway.stdout.contains("\"broken\""), "\(midway.stdout)")
+
+            // Shipping again, all at once, completes every trail exactly.
+            let resumed = try await withThrowingTaskGroup(of: CLIResult.self) { group in
+                for machine in machines { group.addTask { try await machine.ship() } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            for result in resumed { #expect(result.status == 0, "\(result.stdout) \(result.stderrLines)") }
+            let complete = try await Self.collected(server)
+            for machine in machines {
+                let count = machine.written.withLock { $0.count }
+                #expect(complete[machine.name] == [count, 1, count, count], "\(machine.name): \(complete)")
+                let lastChain = machine.written.withLock { $0.last!.chain.map { Hex.encode($0) } }
+                let stored = try await server.psql("""
+                    SELECT encode(chain, 'hex') FROM records WHERE machine = '\(machine.name)' ORDER BY seq DESC LIMIT 1
+                    """)
+                #expect(stored == lastChain, "\(machine.name)")
+            }
+            // Nothing more to send: a second run sends only the seal.
+            let again = try await machines[1].ship()
+            #expect(again.status == 0 && again.json?["shipped"] as? Int == 0, "\(again.stdout)")
+
+            let verified = try await Self.collector(server, ["verify"])
+            #expect(verified.status == 0, "\(verified.stdout) \(verified.stderrLines)")
+            #expect(verified.stdout.contains("3 trail(s) of 3 machine(s) verified: none broken"), "\(verified.stdout)")
+
+            // Queries: each filter, compared with what the machines wrote.
+            let all = machines.flatMap { machine in machine.written.withLock { $0 }.map { (machine.name, $0) } }
+            func query(_ arguments: [String]) async throws -> [[String: Any]] {
+                let result = try await Self.collector(server, ["query", "--json"] + arguments)
+                try #require(result.status == 0, "\(result.stderrLines)")
+                return try result.stdout.split(separator: "\n").map {
+                    try #require((try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any])
+                }
+            }
+            let m2Reads = try await query(["--machine", "m2", "--event", "item.read"])
+            #expect(m2Reads.count == all.filter { $0.0 == "m2" && $0.1.event == .itemRead }.count)
+            #expect(m2Reads.allSatisfy { $0["machine"] as? String == "m2" && $0["event"] as? String == "item.read" })
+            let m3User = try await query(["--user", "user-m3"])
+            #expect(m3User.count == 500 && m3User.allSatisfy { $0["machine"] as? String == "m3" })
+            let since = Date(timeIntervalSince1970: Self.base + 3600), until = Date(timeIntervalSince1970: Self.base + 7200)
+            let window = try await query(["--outcome", "denied", "--item", "item-2", "--since", "2026-01-01T01:00:00Z",
+                                          "--until", "2026-01-01T02:00:00Z"])
+            let expected = all.filter {
+                $0.1.outcome == .denied && $0.1.item == "item-2" && $0.1.time >= since && $0.1.time < until
+            }
+            #expect(window.count == expected.count && !expected.isEmpty, "\(window.count) vs \(expected.count)")
+            #expect(Set(window.map { "\($0["machine"]!)#\($0["seq"]!)" }) == Set(expected.map { "\($0.0)#\($0.1.sequence)" }))
+            let table = try await Self.collector(server, ["query", "--machine", "m1", "--limit", "3"])
+            let lines = table.stdout.split(separator: "\n")
+            #expect(lines.count == 4 && lines[0].hasPrefix("TIME") && lines[0].contains("MACHINE"), "\(table.stdout)")
+        } catch {
+            await server.remove()
+            throw error
+        }
+        await server.remove()
+    }
+
+    @Test("an edited record, a truncated tail and an unregistered key are each reported by verify (exit 6); a writable fleet.conf is refused")
+    func verifyFindsTampering() async throws {
+        let (server, machines) = try await Self.fleet(["m1", "m2", "m3"], records: 50)
+        let stranger = try Machine("m4", database: server.database)
+        defer {
+            (machines + [stranger]).forEach { $0.remove() }
+        }
+        do {
+            try stranger.write(5)
+            for machine in machines + [stranger] {
+                let shipped = try await machine.ship()
+                try #require(shipped.status == 0, "\(shipped.stdout)")
+            }
+            try await server.psql("DELETE FROM trails WHERE machine = 'm4'; DELETE FROM records WHERE machine = 'm4'; DELETE FROM seals WHERE machine = 'm4'")
+            let intact = try await Self.collector(server, ["verify"])
+            #expect(intact.status == 0 && intact.stdout.contains("none broken"), "\(intact.stdout)")
+
+            try await server.psql("UPDATE records SET outcome = 'error' WHERE machine = 'm2' AND seq = 10")
+            try await server.psql("DELETE FROM records WHERE machine = 'm3' AND seq > 47")
+            // A machine whose key nobody registered.
+            #expect(try await stranger.ship().status == 0)
+            let broken = try await Self.collector(server, ["verify"])
+            #expect(broken.status == 6, "\(broken.stdout)")
+            let lines = broken.stdout.split(separator: "\n").map(String.init)
+            #expect(lines.contains { $0.hasPrefix("m1 ") && $0.contains("intact") }, "\(broken.stdout)")
+            #expect(lines.contains { $0.hasPrefix("m2 ") && $0.contains("broken") && $0.contains("record 10") && $0.contains("altered") },
+                    "\(broken.stdout)")
+            #expect(lines.contains { $0.hasPrefix("m3 ") && $0.contains("broken") && $0.contains("48…50") && $0.contains("tail was removed") },
+                    "\(broken.stdout)")
+            #expect(lines.contains { $0.hasPrefix("m4 ") && $0.contains("not registered") }, "\(broken.stdout)")
+            #expect(lines.last?.contains("3 of 4 trail(s) broken, on m2, m3, m4") == true, "\(broken.stdout)")
+            let json = try await Self.collector(server, ["verify", "--json", "--machine", "m2"])
+            #expect(json.status == 6 && json.stdout.contains("\"status\":\"broken\""), "\(json.stdout)")
+
+            // The configuration decides where trails go: only root may be able to change it.
+            chmod(machines[0].config, 0o666)
+            let writable = try await machines[0].ship()
+            #expect(writable.status == 11 && writable.stdout.contains("owned by root and writable by root alone"), "\(writable.stdout)")
+            chmod(machines[0].config, 0o644)
+            chown(machines[0].config, 65534, 65534)
+            let foreign = try await machines[0].ship()
+            #expect(foreign.status == 11 && foreign.stdout.contains("owned by root"), "\(foreign.stdout)")
+        } catch {
+            await server.remove()
+            throw error
+        }
+        await server.remove()
+    }
+}
