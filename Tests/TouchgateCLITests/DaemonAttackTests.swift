@@ -247,13 +247,29 @@ struct DaemonAttackTests {
         try await rig.start()
         let pid = try #require(rig.daemonPID)
 
+        // The daemon at rest, its store for this user opened by a first request (it stays
+        // open): each connection adds one descriptor to this count while it lasts.
+        _ = try await rig.run(["status", "--json"])
+        var atRest = Self.openDescriptors(of: pid)
+        for _ in 0..<50 {
+            try await Task.sleep(for: .milliseconds(100))
+            let now = Self.openDescriptors(of: pid)
+            if now == atRest { break }
+            atRest = now
+        }
+
         // Slowloris: connections that send half a line and sit hold nobody else up.
         let sitting = try (0..<8).map { _ in try RawClient(path: rig.socketPath) }
         for client in sitting { client.send(Array("{\"version\":1,\"kind\":\"requ".utf8)) }
         let started = Date()
         let served = try await rig.run(["status", "--json"])
         #expect(served.status == 0 && Date().timeIntervalSince(started) < 10, "\(served.stderrLines)")
+        // The daemon frees a connection's descriptor and slot once it has read its end: wait
+        // for that, or the crowd below would find some of the sixteen slots still taken.
         for client in sitting { client.close() }
+        for _ in 0..<100 where Self.openDescriptors(of: pid) > atRest {
+            try await Task.sleep(for: .milliseconds(100))
+        }
 
         // Two hundred idle connections from one user: the first sixteen are greeted, the rest
         // told why not; other users are served meanwhile, and the daemon's locked memory
@@ -338,6 +354,11 @@ struct DaemonAttackTests {
         print("refused:", os.strerror(ctypes.get_errno()))
         sys.exit(3)
         """
+
+    /// How many descriptors a process holds open now.
+    static func openDescriptors(of pid: Int32) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count ?? 0
+    }
 
     /// `VmLck` of a process, in kB.
     static func lockedKilobytes(of pid: Int32) throws -> Int {
