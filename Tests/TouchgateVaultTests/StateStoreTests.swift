@@ -85,15 +85,19 @@ struct StateStoreTests {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         var environment = ProcessInfo.processInfo.environment
         environment[Self.workerDirectoryVariable] = store.location.directory.path
-        let processes = try (0..<4).map { _ in
+        // Each worker's output goes to a file in the store's directory, shown if it fails.
+        let processes = try (0..<4).map { index in
             let process = Process()
             process.executableURL = executable
             process.arguments = ["--testing-library", "swift-testing", "--filter", "StateStoreTests/workerProcess"]
             process.environment = environment
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
+            let log = store.location.directory.appendingPathComponent("worker-\(index).log")
+            FileManager.default.createFile(atPath: log.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: log)
+            process.standardOutput = handle
+            process.standardError = handle
             try process.run()
-            return process
+            return (process, log)
         }
         let tasks = 4
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -105,9 +109,11 @@ struct StateStoreTests {
             }
             try await group.waitForAll()
         }
-        for process in processes {
+        for (process, log) in processes {
             process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "a worker process failed; rerun it alone to see why")
+            let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            #expect(process.terminationStatus == 0,
+                    "a worker process failed; its output:\n\(output.split(separator: "\n").suffix(20).joined(separator: "\n"))")
         }
         let expected = UInt64((processes.count + tasks) * Self.perProcess)
         #expect(try Self.count(StateStore(database: store.database), "counter") == expected)
