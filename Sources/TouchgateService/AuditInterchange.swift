@@ -167,10 +167,11 @@ enum AuditInterchange {
         Int64(((record.unixTime ?? record.time.timeIntervalSince1970) * 1000).rounded(.down))
     }
 
+    /// ISO 8601 with milliseconds, UTC: made once, not per record.
+    private static let timestampStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
     private static func timestamp(_ record: AuditRecordReport) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds(record)) / 1000))
+        Date(timeIntervalSince1970: Double(milliseconds(record)) / 1000).formatted(timestampStyle)
     }
 
     private static func line(_ object: [String: Any]) -> String {

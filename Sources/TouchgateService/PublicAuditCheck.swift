@@ -48,7 +48,8 @@ public struct PublicAuditCheck: Sendable {
             throw ServiceError(.auditBroken, "line \(line) follows the seal, which must be the export's last line: "
                                + "records were appended to the export")
         }
-        if let sealLine = try? WireCoding.decoder().decode(AuditSealLine.self, from: data) {
+        // The seal line is the export's own form, `{"seal":…}` (sorted keys): only it is tried as one.
+        if text.hasPrefix("{\"seal\":"), let sealLine = try? WireCoding.decoder().decode(AuditSealLine.self, from: data) {
             guard let trail = Hex.decode(sealLine.seal.trail), let chain = Hex.decode(sealLine.seal.chain),
                   let key = Hex.decode(sealLine.seal.publicKey), let signature = Hex.decode(sealLine.seal.signature)
             else { throw malformed("the seal") }

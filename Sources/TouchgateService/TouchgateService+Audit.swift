@@ -78,8 +78,8 @@ extension TouchgateService {
         let host = ProcessInfo.processInfo.hostName
         return try await withStore { store in
             let audit = try store.vault().audit
-            let trail = try audit.seal().map { Hex.encode($0.trail) }
-            let (count, seal) = try audit.export(query) { record in
+            var trail: String?
+            let (count, seal) = try audit.export(query, sealed: { trail = $0.map { Hex.encode($0.trail) } }) { record in
                 var report = Self.report(record, chain: true)
                 report.trail = trail
                 switch format {

@@ -25,15 +25,18 @@ extension AuditLog {
         try database.writer.read { db in try Self.eachRecord(db, query, body) }
     }
 
-    /// ``forEachRecord(_:_:)`` with each record's public links, then the seal that vouches
+    /// ``forEachRecord(_:_:)`` with each record's public links, and the seal that vouches
     /// for them (``AuditSeal``), all from one snapshot: what `touchgate audit export` writes.
     /// - Throws: as ``forEachRecord(_:_:)``; ``AuditError/malformedRecord(sequence:)``
     ///   with sequence 0 for a malformed seal row.
-    public func export(_ query: AuditQuery = AuditQuery(),
+    /// `sealed` gets the seal first (before any record), so that each record can be
+    /// written with its trail.
+    public func export(_ query: AuditQuery = AuditQuery(), sealed: (AuditSeal?) throws -> Void = { _ in },
                        _ body: (AuditRecord) throws -> Void) throws -> (count: Int, seal: AuditSeal?) {
         try database.writer.read { db in
-            let count = try Self.eachRecord(db, query, body)
-            return (count, try Self.storedSeal(db))
+            let seal = try Self.storedSeal(db)
+            try sealed(seal)
+            return (try Self.eachRecord(db, query, body), seal)
         }
     }
 

@@ -25,21 +25,25 @@ extension AuditLog {
     /// or left behind) stays as evidence: the record is linked to the last stored link so
     /// that the chain stays readable, but nothing new is signed over it.
     func chainBase(_ db: Database, before sequence: Int64) throws -> (trail: [UInt8], previous: [UInt8], sealed: Bool) {
-        let lastLink = try Data.fetchOne(db, sql: "SELECT chain FROM audit WHERE seq = ? AND typeof(chain) = 'blob'",
-                                         arguments: [sequence - 1]).map(Array.init)
+        // Read only when the seal is not built on (evidence kept).
+        func lastLink() throws -> [UInt8] {
+            try Data.fetchOne(db, sql: "SELECT chain FROM audit WHERE seq = ? AND typeof(chain) = 'blob'",
+                              arguments: [sequence - 1]).map(Array.init) ?? AuditSeal.genesis
+        }
+        let noTrail = [UInt8](repeating: 0, count: AuditSeal.trailLength)
         switch try AuditSeal.fetch(db) {
         case .none:
             let empty = try Int.fetchOne(db, sql: "SELECT count(*) FROM audit") == 0
             // No records and no seal: a fresh trail (new, or restarted).
             if empty { return (AuditSeal.newTrail(), AuditSeal.genesis, true) }
-            return ([UInt8](repeating: 0, count: AuditSeal.trailLength), lastLink ?? AuditSeal.genesis, false)
+            return (noTrail, try lastLink(), false)
         case .some(.none):
-            return ([UInt8](repeating: 0, count: AuditSeal.trailLength), lastLink ?? AuditSeal.genesis, false)
+            return (noTrail, try lastLink(), false)
         case .some(.some(let seal)):
             if seal.sequence == sequence - 1, seal.isSigned(by: signer.publicKey) {
                 return (seal.trail, seal.chain, true)
             }
-            return (seal.trail, lastLink ?? AuditSeal.genesis, false)
+            return (seal.trail, try lastLink(), false)
         }
     }
 
