@@ -76,7 +76,7 @@ let package = Package(
         .target(name: "TouchgateDaemon", dependencies: ["FingerprintKit", "TouchgateService", "TouchgateSocket", "TouchgateWire", "TouchgateVault"]),
         // The CLI's side of the daemon: the same requests, sent over the socket.
         .target(name: "TouchgateClient", dependencies: ["TouchgateService", "TouchgateSocket", "TouchgateWire"]),
-        .executableTarget(name: "touchgated", dependencies: ["TouchgateDaemon", "TouchgateService", "TouchgateSocket"]),
+        .executableTarget(name: "touchgated", dependencies: ["TouchgateDaemon", "TouchgateService", "TouchgateSocket", "TouchgateFleet"]),
         .executableTarget(
             name: "touchgate",
             dependencies: [

@@ -187,6 +187,12 @@ extension DaemonClient {
         let arguments = arguments { $0.before = cutoff; $0.force = force; $0.canAskAgain = interaction.canAskAgain }
         return try await call(.pruneAudit, arguments, asking(interaction), as: CountReport.self).0.count
     }
+
+    /// Has the daemon ship to the collector of its own fleet configuration: the caller's
+    /// trail, or for root every user's (`touchgate audit ship` through touchgated).
+    public func shipAudit() async throws(ServiceError) -> [AuditShipReport] {
+        try await call(.shipAudit, as: AuditShipmentsReport.self).0.shipments
+    }
 }
 
 extension DaemonClient: MigrationTarget {

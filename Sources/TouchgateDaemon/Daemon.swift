@@ -13,8 +13,10 @@ public final class Daemon: Sendable {
     private let limit = ConnectionLimit()
     private let log: @Sendable (String) -> Void
 
-    /// A daemon serving `listener` over stores in `stateDirectory` (created 0700 if missing).
-    public init(listener: UnixListener, stateDirectory: URL, log: @escaping @Sendable (String) -> Void) throws {
+    /// A daemon serving `listener` over stores in `stateDirectory` (created 0700 if missing),
+    /// shipping the trails as `fleet` says when given.
+    public init(listener: UnixListener, stateDirectory: URL, fleet: FleetShipping? = nil,
+                log: @escaping @Sendable (String) -> Void) throws {
         try FileManager.default.createDirectory(at: stateDirectory.appendingPathComponent("users"),
                                                 withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
@@ -24,7 +26,7 @@ public final class Daemon: Sendable {
         // One set of open readers for every user's service; the queue runs one operation at a time on them.
         let pool = ReaderPool(log: log)
         handler = RequestHandler(stores: DaemonStores(directory: stateDirectory, keys: keys, pool: pool,
-                                                      open: OpenStores()),
+                                                      open: OpenStores(), fleet: fleet),
                                  readers: ReaderQueue(), sessions: LocalSessionRule(log: log))
         self.log = log
     }
@@ -42,9 +44,14 @@ public final class Daemon: Sendable {
         let sleeper = Task { [handler, keys, log] in
             await SleepWatch.run(readers: handler.readers, pool: handler.stores.pool, keys: keys, log: log)
         }
+        // Every trail to the fleet collector, when root configured one.
+        let shipper = Task { [stores = handler.stores, log] in
+            await stores.fleet?.run(stores: stores, log: log)
+        }
         defer {
             sweeper.cancel()
             sleeper.cancel()
+            shipper.cancel()
         }
         let listener = self.listener
         let connections = AsyncStream<Int32> { continuation in

@@ -196,6 +196,13 @@ struct RequestHandler: Sendable {
             throw ServiceError(.usage, "migrate needs the descriptors of its request")
         case .auditPublicKey:
             return reply(id, PublicKeyReport(publicKey: try await service.auditPublicKey()))
+        case .shipAudit:
+            guard let fleet = stores.fleet else {
+                throw ServiceError(.notFound, "this touchgated does not ship audit trails (started without fleet shipping)")
+            }
+            // Root without a user named ships every trail here; anyone else, their own.
+            let services = peer.isRoot && arguments.user == nil ? stores.everyService() : [service]
+            return reply(id, AuditShipmentsReport(shipments: try await fleet.ship(services)))
         case .pruneAudit:
             let before = try required(arguments.before, "before")
             return reply(id, CountReport(count: try await service.pruneAudit(before: before, force: arguments.force ?? false,
@@ -249,6 +256,8 @@ struct DaemonStores: Sendable {
     let pool: ReaderPool
     /// Each user's store kept open across requests.
     let open: OpenStores
+    /// Where the trails are shipped, when the daemon ships them.
+    let fleet: FleetShipping?
 
     /// The service for `peer`, or for `user` when root asks on their behalf.
     func service(for peer: Peer, actingFor user: String?) throws(ServiceError) -> TouchgateService {
@@ -261,6 +270,19 @@ struct DaemonStores: Sendable {
             }
             principal = Principal(uid: uid, loginName: user)
         }
+        return service(for: principal)
+    }
+
+    /// The service of every user with a store here, by uid.
+    func everyService() -> [TouchgateService] {
+        let users = directory.appendingPathComponent("users")
+        let uids = ((try? FileManager.default.contentsOfDirectory(atPath: users.path)) ?? []).compactMap(UInt32.init).sorted()
+        return uids.map { service(for: Principal(uid: $0, loginName: UserDatabase.loginName(of: $0))) }
+            .filter(\.hasStore)
+    }
+
+    /// The service of `principal` over its store here.
+    private func service(for principal: Principal) -> TouchgateService {
         let location = StoreLocation(directory: directory.appendingPathComponent("users")
             .appendingPathComponent(String(principal.uid)))
         let keys = self.keys

@@ -6,11 +6,15 @@ import TouchgateWire
 /// The collector's database as the shipping use case sees it (``AuditCollector``): one
 /// connection, opened lazily and kept for a whole shipment.
 ///
+/// libpq blocks (connecting can take up to its `connect_timeout`), so every call runs on
+/// a serial queue of its own, never on a thread of Swift's cooperative pool.
+///
 /// `@unchecked Sendable`: the connection is only touched under `lock`.
 public final class PostgresCollector: AuditCollector, @unchecked Sendable {
     private let configuration: FleetConfiguration
     private let lock = NSLock()
     private var connection: PostgresConnection?
+    private let queue = DispatchQueue(label: "touchgate.fleet.collector")
 
     /// The most rows one INSERT carries (each takes 16 of PostgreSQL's 65535 parameters).
     static let rowsPerStatement = 2000
@@ -33,7 +37,20 @@ public final class PostgresCollector: AuditCollector, @unchecked Sendable {
     }
 
     public func store(machine: String, trail: [UInt8], publicKey: [UInt8], records: [AuditRecord],
-                      seal: AuditSeal?) throws(ServiceError) {
+                      seal: AuditSeal?) async throws(ServiceError) {
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, ServiceError>, Never>) in
+            queue.async {
+                continuation.resume(returning: Result(catching: { () throws(ServiceError) in
+                    try self.storeNow(machine: machine, trail: trail, publicKey: publicKey, records: records, seal: seal)
+                }))
+            }
+        }
+        try outcome.get()
+    }
+
+    /// ``store(machine:trail:publicKey:records:seal:)``, blocking the calling thread.
+    private func storeNow(machine: String, trail: [UInt8], publicKey: [UInt8], records: [AuditRecord],
+                          seal: AuditSeal?) throws(ServiceError) {
         lock.lock()
         defer { lock.unlock() }
         let connection: PostgresConnection

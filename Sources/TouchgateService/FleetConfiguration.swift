@@ -6,8 +6,9 @@ import TouchgateWire
 /// One `key = value` a line; `#` starts a comment. Keys: `database` (a libpq connection
 /// string or `postgresql://` URL), `sslmode`, `sslrootcert`, `sslcert`, `sslkey` (TLS, as
 /// libpq names them), `machine` (default: the host name), `backlog-limit` (records that
-/// may wait unshipped before `audit ship` fails with `backlog-full`; default 100000) and
-/// `batch-size` (records per transaction; default 1000).
+/// may wait unshipped before `audit ship` fails with `backlog-full`; default 100000),
+/// `batch-size` (records per transaction; default 1000) and `ship-every` (seconds between
+/// touchgated's own shipments of every trail; default 300).
 ///
 /// The file decides where every user's trail goes, so only root may be able to change it:
 /// it must be a regular file owned by root that neither its group nor others can write.
@@ -25,18 +26,21 @@ public struct FleetConfiguration: Sendable, Equatable {
     public var backlogLimit: Int
     /// Records per transaction.
     public var batchSize: Int
+    /// Seconds between touchgated's own shipments.
+    public var shipEvery: Int
 
     /// The TLS keys the file may set.
     public static let tlsKeys: Set<String> = ["sslmode", "sslrootcert", "sslcert", "sslkey", "sslcrl"]
 
     /// Settings given directly.
     public init(database: String, tls: [String: String] = [:], machine: String? = nil,
-                backlogLimit: Int = 100_000, batchSize: Int = 1000) {
+                backlogLimit: Int = 100_000, batchSize: Int = 1000, shipEvery: Int = 300) {
         self.database = database
         self.tls = tls
         self.machine = machine ?? ProcessInfo.processInfo.hostName
         self.backlogLimit = backlogLimit
         self.batchSize = batchSize
+        self.shipEvery = shipEvery
     }
 
     /// Reads and checks the file at `path`.
@@ -84,10 +88,10 @@ public struct FleetConfiguration: Sendable, Equatable {
             }
             let key = line[..<equals].trimmingCharacters(in: .whitespaces)
             let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-            guard ["database", "machine", "backlog-limit", "batch-size"].contains(key) || tlsKeys.contains(key) else {
+            guard ["database", "machine", "backlog-limit", "batch-size", "ship-every"].contains(key) || tlsKeys.contains(key) else {
                 throw ServiceError.usage("\(path) line \(index + 1): unknown setting \(key.debugDescription); the settings "
                                          + "are database, sslmode, sslrootcert, sslcert, sslkey, sslcrl, machine, "
-                                         + "backlog-limit, batch-size")
+                                         + "backlog-limit, batch-size, ship-every")
             }
             values[key] = value
         }
@@ -107,6 +111,7 @@ public struct FleetConfiguration: Sendable, Equatable {
         }
         return FleetConfiguration(database: database, tls: values.filter { tlsKeys.contains($0.key) }, machine: machine,
                                   backlogLimit: try number("backlog-limit", default: 100_000),
-                                  batchSize: try number("batch-size", default: 1000))
+                                  batchSize: try number("batch-size", default: 1000),
+                                  shipEvery: try number("ship-every", default: 300))
     }
 }

@@ -31,7 +31,7 @@ extension TouchgateService {
                 let batch = try log.linkedRecords(after: cursor, through: seal.sequence, limit: configuration.batchSize)
                 let last = batch.last?.sequence ?? seal.sequence
                 do throws(ServiceError) {
-                    try collector.store(machine: configuration.machine, trail: seal.trail, publicKey: seal.publicKey,
+                    try await collector.store(machine: configuration.machine, trail: seal.trail, publicKey: seal.publicKey,
                                         records: batch, seal: last == seal.sequence ? seal : nil)
                 } catch {
                     throw Self.undelivered(error, waiting: seal.sequence - cursor, limit: configuration.backlogLimit)
@@ -39,7 +39,7 @@ extension TouchgateService {
                 try log.markShipped(trail: seal.trail, through: last)
                 (cursor, shipped, batches) = (last, shipped + batch.count, batches + 1)
             } while cursor < seal.sequence
-            return AuditShipReport(machine: configuration.machine, trail: Hex.encode(seal.trail), shipped: shipped,
+            return AuditShipReport(machine: configuration.machine, user: principal.loginName, trail: Hex.encode(seal.trail), shipped: shipped,
                                    through: seal.sequence, batches: batches)
         }
     }

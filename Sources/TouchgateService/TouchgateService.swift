@@ -71,7 +71,7 @@ public struct TouchgateService: Sendable {
     }
 
     /// Whether the principal has a store at all (anything enrolled or initialized, ever).
-    var hasStore: Bool { FileManager.default.fileExists(atPath: location.databasePath) }
+    public var hasStore: Bool { FileManager.default.fileExists(atPath: location.databasePath) }
 
     /// The refusal for a request that needs a vault, when there is none.
     var noVault: ServiceError {

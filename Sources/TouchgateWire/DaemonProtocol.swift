@@ -93,6 +93,10 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     case release = "secret.get", store = "secret.add", items = "secret.list", remove = "secret.rm"
     case auditRecords = "audit.show", auditCount = "audit.count", verifyAudit = "audit.verify"
     case exportAudit = "audit.export", pruneAudit = "audit.prune", auditPublicKey = "audit.public-key"
+    /// Ships audit trails to the fleet collector named in the daemon's own fleet
+    /// configuration (never one the client names): the caller's trail, or for root every
+    /// user's. The result is an ``AuditShipmentsReport``.
+    case shipAudit = "audit.ship"
     /// Moves the caller's personal (in-process) store into the daemon's store for the
     /// caller's own uid. The request carries two descriptors, opened read-only by the
     /// client: a consistent copy of its `touchgate.sqlite` (no `-wal` beside it), then its

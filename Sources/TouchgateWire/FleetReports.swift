@@ -4,6 +4,8 @@ import Foundation
 public struct AuditShipReport: Codable, Sendable, Equatable {
     /// The machine name the records were filed under.
     public var machine: String
+    /// Whose trail it is (the login name).
+    public var user: String
     /// The trail's id, lowercase hex.
     public var trail: String
     /// Records sent in this run (a record sent again after an interruption counts again;
@@ -15,12 +17,25 @@ public struct AuditShipReport: Codable, Sendable, Equatable {
     public var batches: Int
 
     /// A report.
-    public init(machine: String, trail: String, shipped: Int, through: Int64, batches: Int) {
+    public init(machine: String, user: String, trail: String, shipped: Int, through: Int64, batches: Int) {
         self.machine = machine
+        self.user = user
         self.trail = trail
         self.shipped = shipped
         self.through = through
         self.batches = batches
+    }
+}
+
+/// What touchgated's `audit.ship` did: one report per trail shipped (the caller's own, or
+/// for root every user's).
+public struct AuditShipmentsReport: Codable, Sendable, Equatable {
+    /// The trails shipped, in the order they went.
+    public var shipments: [AuditShipReport]
+
+    /// A report.
+    public init(shipments: [AuditShipReport]) {
+        self.shipments = shipments
     }
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TouchgateClient
 import TouchgateFleet
 import TouchgateService
 import TouchgateWire
@@ -253,6 +254,8 @@ extension Audit {
                 "Fleet") and sends this trail's new records to the collector's PostgreSQL database in \
                 batches, one transaction each, then the signed seal. A local cursor moves only after \
                 each commit, so an interrupted shipment loses nothing and repeats nothing: run it again. \
+                Through touchgated, the daemon ships with its own configuration: your trail, or \
+                as root every user's (one line, or JSON line, per trail). \
                 Exit status 0 when everything up to the seal is shipped; 69 when the database cannot \
                 be reached (the records stay queued here); 12 when that happens with more records \
                 waiting than the backlog limit; 11 when the configuration file is not owned by root \
@@ -260,24 +263,36 @@ extension Audit {
                 """)
 
         @OptionGroup var common: CommonOptions
-        @Option(help: ArgumentHelp("The fleet configuration file (root-owned).", valueName: "FILE"))
-        var config: String = FleetConfiguration.defaultPath
+        @Option(help: ArgumentHelp("The fleet configuration file (root-owned; default \(FleetConfiguration.defaultPath)). "
+                                   + "Not with touchgated, which ships with its own.", valueName: "FILE"))
+        var config: String?
 
         func run() async throws {
             let path = config
             try await CommandRunner.run(json: common.json) { console in
-                guard let personal = service as? TouchgateService else {
-                    throw ServiceError(.usage, "shipping through touchgated is not supported yet: the daemon's trails "
-                                       + "are shipped by root on the daemon's host (TOUCHGATE_SOCKET= touchgate audit "
-                                       + "ship, with the daemon's XDG_DATA_HOME)")
+                let reports: [AuditShipReport]
+                if let personal = service as? TouchgateService {
+                    let configuration = try FleetConfiguration.load(path: path ?? FleetConfiguration.defaultPath)
+                    let collector = PostgresCollector(configuration: configuration)
+                    defer { collector.close() }
+                    reports = [try await personal.shipAudit(to: collector, configuration: configuration)]
+                } else if let daemon = service as? DaemonClient {
+                    // The daemon's configuration decides where its trails go: a client
+                    // naming another collector could move the cursor past records the
+                    // fleet never got.
+                    guard path == nil else {
+                        throw ServiceError(.usage, "touchgated ships to the collector of its own fleet configuration; "
+                                           + "drop --config (or run in personal mode with TOUCHGATE_SOCKET=)")
+                    }
+                    reports = try await daemon.shipAudit()
+                } else {
+                    throw ServiceError(.usage, "audit ship needs the personal store or touchgated")
                 }
-                let configuration = try FleetConfiguration.load(path: path)
-                let collector = PostgresCollector(configuration: configuration)
-                defer { collector.close() }
-                let report = try await personal.shipAudit(to: collector, configuration: configuration)
-                console.result("shipped", report, text: "shipped \(report.shipped) record(s) of trail \(report.trail) "
-                               + "as machine \(report.machine): the collector holds records up to \(report.through), "
-                               + "sealed")
+                for report in reports {
+                    console.result("shipped", report, text: "shipped \(report.shipped) record(s) of \(report.user)'s trail "
+                                   + "\(report.trail) as machine \(report.machine): the collector holds records up to "
+                                   + "\(report.through), sealed")
+                }
                 return ExitStatus.success
             }
         }

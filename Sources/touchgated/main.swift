@@ -1,14 +1,16 @@
 import Foundation
 import TouchgateDaemon
+import TouchgateFleet
 import TouchgateService
 import TouchgateSocket
 
-/// touchgated [--socket PATH] [--state-dir DIR]
+/// touchgated [--socket PATH] [--state-dir DIR] [--fleet-config FILE]
 ///
 /// Under systemd the socket comes from socket activation and the state directory from
 /// `StateDirectory=` ($STATE_DIRECTORY); `--socket` runs it in the foreground on a socket
-/// of its own (tests, or a system without systemd).
-let usage = "usage: touchgated [--socket PATH] [--state-dir DIR]\n"
+/// of its own (tests, or a system without systemd). The trails are shipped to the fleet
+/// collector when the fleet configuration (default /etc/touchgate/fleet.conf) exists.
+let usage = "usage: touchgated [--socket PATH] [--state-dir DIR] [--fleet-config FILE]\n"
 
 func fail(_ message: String, status: Int32 = 1) -> Never {
     FileHandle.standardError.write(Data("touchgated: \(message)\n".utf8))
@@ -23,6 +25,7 @@ do {
 umask(0o077)
 
 var socketPath: String?
+var fleetConfiguration = FleetConfiguration.defaultPath
 var stateDirectory = ProcessInfo.processInfo.environment["STATE_DIRECTORY"] ?? "/var/lib/touchgate"
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
@@ -33,6 +36,9 @@ while let argument = arguments.popFirst() {
     case "--state-dir":
         guard let directory = arguments.popFirst() else { fail("--state-dir needs a directory\n" + usage, status: 64) }
         stateDirectory = directory
+    case "--fleet-config":
+        guard let path = arguments.popFirst() else { fail("--fleet-config needs a file\n" + usage, status: 64) }
+        fleetConfiguration = path
     case "--help", "-h":
         print(usage, terminator: "")
         exit(0)
@@ -55,7 +61,8 @@ do {
 
 let daemon: Daemon
 do {
-    daemon = try Daemon(listener: listener, stateDirectory: URL(fileURLWithPath: stateDirectory)) { line in
+    let fleet = FleetShipping(configurationPath: fleetConfiguration) { PostgresCollector(configuration: $0) }
+    daemon = try Daemon(listener: listener, stateDirectory: URL(fileURLWithPath: stateDirectory), fleet: fleet) { line in
         FileHandle.standardError.write(Data("touchgated: \(line)\n".utf8))
     }
 } catch {

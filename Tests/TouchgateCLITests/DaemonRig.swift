@@ -23,6 +23,9 @@ final class DaemonRig: @unchecked Sendable {
     private var daemon: Process?
     /// More environment for the daemon (`DBUS_SYSTEM_BUS_ADDRESS` of a private bus, say).
     var daemonEnvironment: [String: String] = [:]
+    /// More arguments for the daemon. Without `--fleet-config`, it is pointed at a file
+    /// that does not exist, never at the machine's own /etc/touchgate/fleet.conf.
+    var daemonArguments: [String] = []
 
     var socketPath: String { home.path("run/socket") }
     var stateDirectory: String { home.path("state") }
@@ -56,7 +59,14 @@ final class DaemonRig: @unchecked Sendable {
                 Issue.record("\(source) is missing: build the package first (swift build --build-tests)")
                 throw POSIXError(.ENOENT)
             }
-            try FileManager.default.copyItem(atPath: source, toPath: bin + "/" + name)
+            // Copied by cp, not in this process: a descriptor open for writing here would be
+            // inherited by any child another test forks meanwhile, and exec of the copy would
+            // fail with ETXTBSY ("Text file busy") until that child had exec'd in turn.
+            let copied = try runProgram("/bin/cp", [source, bin + "/" + name])
+            guard copied.status == 0 else {
+                Issue.record("cp \(source): \(copied.stderr)")
+                throw POSIXError(.EIO)
+            }
             chmod(bin + "/" + name, 0o755)
         }
     }
@@ -69,7 +79,9 @@ final class DaemonRig: @unchecked Sendable {
     /// Starts the daemon and waits until it accepts connections.
     func start() async throws {
         let process = Process()
+        let fleet = daemonArguments.contains("--fleet-config") ? [] : ["--fleet-config", home.path("no-fleet.conf")]
         let command = [binDirectory + "/touchgated", "--socket", socketPath, "--state-dir", stateDirectory]
+            + fleet + daemonArguments
         if getuid() == 0 {
             // Under a user of its own, as installed: its files and memory are not the clients'.
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")

@@ -92,7 +92,7 @@ struct StateStoreTests {
             process.arguments = ["--testing-library", "swift-testing", "--filter", "StateStoreTests/workerProcess"]
             process.environment = environment
             let log = store.location.directory.appendingPathComponent("worker-\(index).log")
-            FileManager.default.createFile(atPath: log.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
             let handle = try FileHandle(forWritingTo: log)
             process.standardOutput = handle
             process.standardError = handle
