@@ -43,6 +43,7 @@ extension ServiceError {
         case let error as AuditError:
             if case .wiped = error { return ServiceError(.auditBroken, error.description) }
             if case .withinRetention = error { return ServiceError(.retention, error.description) }
+            if case .unshipped = error { return ServiceError(.retention, error.description) }
             return ServiceError(.auditError, error.description)
         default:
             return ServiceError(.error, String(describing: error))

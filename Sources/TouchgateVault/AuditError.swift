@@ -13,6 +13,9 @@ public enum AuditError: Error, Equatable, CustomStringConvertible {
     case withinRetention(requested: Date, oldestAllowed: Date)
     /// `prune` found the chain broken and removed nothing (the evidence is kept).
     case chainBroken(at: Int64, reason: String)
+    /// `prune` would remove records up to `through` while the fleet collector holds them
+    /// only up to `shipped`; nothing was removed.
+    case unshipped(through: Int64, shipped: Int64)
     /// A stored record has a field of the wrong type (the table was edited by hand).
     case malformedRecord(sequence: Int64)
     /// A vault exists but its audit trail is gone: the key file, the head row or every
@@ -32,6 +35,8 @@ public enum AuditError: Error, Equatable, CustomStringConvertible {
             return "refusing to prune records newer than \(requested.formatted(.iso8601)): audit records are kept for six years (HIPAA 45 CFR 164.316(b)(2)), so the cutoff may be at most \(oldestAllowed.formatted(.iso8601)); pass --force to override"
         case let .chainBroken(at, reason):
             return "refusing to prune: the audit chain is broken at record \(at) (\(reason)); nothing was removed"
+        case let .unshipped(through, shipped):
+            return "refusing to prune: records \(shipped + 1)…\(through) would be removed but the fleet collector holds this trail only up to record \(shipped); run `touchgate audit ship` first (or pass --force to lose them for the collector); nothing was removed"
         case let .wiped(detail):
             return "the audit trail of this vault is gone: \(detail). It is not started afresh silently: restore the data directory (the database together with audit.key) from a backup, or run `touchgate repair` to start a new trail that records the loss"
         case let .malformedRecord(sequence):

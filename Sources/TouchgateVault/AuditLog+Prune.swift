@@ -20,13 +20,18 @@ extension AuditLog {
     ///
     /// - Parameters:
     ///   - cutoff: remove records written before this instant.
-    ///   - force: allow a cutoff inside the six-year retention period.
+    ///   - force: allow a cutoff inside the six-year retention period, and the removal of
+    ///     records a fleet collector has not confirmed yet.
     ///   - vaultUser: who asked, for the `audit.prune` record.
     /// - Returns: how many records were removed.
     /// - Throws: ``AuditError/withinRetention(requested:oldestAllowed:)`` when `cutoff`
     ///   is younger than six years and `force` is false (an `audit.prune` record with
     ///   outcome `denied` is written); ``AuditError/chainBroken(at:reason:)`` when the log
-    ///   does not verify (nothing is removed, an `audit.prune` `error` record is written).
+    ///   does not verify (nothing is removed, an `audit.prune` `error` record is written);
+    ///   ``AuditError/unshipped(through:shipped:)`` when this store ships to a fleet
+    ///   collector (`audit ship` ran at least once) and the cutoff would remove records past
+    ///   the collector's cursor, without `force` (nothing is removed, a `denied` record is
+    ///   written).
     @discardableResult
     public func prune(before cutoff: Date, force: Bool, vaultUser: String? = nil) throws -> Int {
         let oldestAllowed = Self.retentionCutoff(now: now())
@@ -40,6 +45,7 @@ extension AuditLog {
         enum Outcome {
             case pruned(Int, AuditRecord)
             case broken(Int64, String)
+            case unshipped(Int64, Int64)
         }
         let outcome: Outcome = try database.writer.writeWithoutTransaction { db in
             var outcome: Outcome?
@@ -55,6 +61,11 @@ extension AuditLog {
                 let firstKept = try Int64.fetchOne(db, sql: "SELECT min(seq) FROM audit WHERE wallTime >= ?",
                                                    arguments: [cutoff.timeIntervalSince1970])
                 let lastRemoved = (firstKept ?? head.headSequence + 1) - 1
+                if !force, let shipped = try shippedCursor(db), lastRemoved > shipped {
+                    // The collector would never get them: a gap its verify reports as broken.
+                    outcome = .unshipped(lastRemoved, shipped)
+                    return .rollback
+                }
                 var removed = 0
                 if lastRemoved > head.anchorSequence {
                     let anchorMAC = try Data.fetchOne(db, sql: "SELECT mac FROM audit WHERE seq = ?", arguments: [lastRemoved])!
@@ -81,6 +92,19 @@ extension AuditLog {
         case let .broken(at, reason):
             try append(.auditPrune, .error, vaultUser: vaultUser, reason: "refused: chain broken at #\(at)")
             throw AuditError.chainBroken(at: at, reason: reason)
+        case let .unshipped(through, shipped):
+            try append(.auditPrune, .denied, vaultUser: vaultUser,
+                       reason: "refused cutoff \(cutoffText): records \(shipped + 1)…\(through) not shipped yet")
+            throw AuditError.unshipped(through: through, shipped: shipped)
         }
+    }
+
+    /// How far the collector confirmed the current trail, when this store ships at all
+    /// (nil: `audit ship` never ran here; 0: not a record of this trail yet).
+    private func shippedCursor(_ db: Database) throws -> Int64? {
+        guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM auditShipped)") == true else { return nil }
+        guard case .some(.some(let seal)) = try AuditSeal.fetch(db) else { return 0 }
+        return try Int64.fetchOne(db, sql: "SELECT seq FROM auditShipped WHERE trail = ? AND typeof(seq) = 'integer'",
+                                  arguments: [Data(seal.trail)]) ?? 0
     }
 }

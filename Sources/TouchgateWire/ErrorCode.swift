@@ -47,7 +47,8 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case alreadyExists = "already-exists"
     /// The person declined a confirmation, or it could not be asked (no terminal, no --yes).
     case declined
-    /// A prune inside the retention period.
+    /// A prune of records that must be kept: inside the retention period, or not yet
+    /// shipped to the fleet collector.
     case retention
     /// The new passphrase is too weak to protect the vault.
     case weakPassphrase = "weak-passphrase"

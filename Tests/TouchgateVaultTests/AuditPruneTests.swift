@@ -34,6 +34,40 @@ struct AuditPruneTests {
         #expect(try fixture.log.verify() == .intact(count: 5))
     }
 
+    @Test("on a machine that ships, records the collector has not confirmed are kept unless forced")
+    func keepUnshipped() throws {
+        let (fixture, now) = try agedFixture()
+        let cutoff = AuditLog.retentionCutoff(now: now).addingTimeInterval(-Self.day)
+        let trail = try #require(try fixture.log.seal()).trail
+        // The collector holds records 1…3 of the five old ones.
+        try fixture.log.markShipped(trail: trail, through: 3)
+        #expect {
+            try fixture.log.prune(before: cutoff, force: false)
+        } throws: { error in
+            guard case let .unshipped(through, shipped) = error as? AuditError else { return false }
+            return through == 5 && shipped == 3 && "\(error)".contains("run `touchgate audit ship` first")
+        }
+        var records = try fixture.log.records()
+        #expect(records.count == 9 && records.first?.sequence == 1)
+        #expect(records.last?.event == .auditPrune && records.last?.outcome == .denied
+                && records.last?.reason.contains("records 4…5 not shipped yet") == true, "\(records.last!)")
+        // Once shipped, the same prune goes.
+        try fixture.log.markShipped(trail: trail, through: 9)
+        #expect(try fixture.log.prune(before: cutoff, force: false) == 5)
+        // Forced, unshipped records go too (the operator said so).
+        let (forced, _) = try agedFixture()
+        try forced.log.markShipped(trail: try #require(try forced.log.seal()).trail, through: 1)
+        #expect(try forced.log.prune(before: cutoff, force: true) == 5)
+        records = try forced.log.records()
+        #expect(try forced.log.verify() == .intact(count: records.count))
+    }
+
+    @Test("a store that never shipped prunes as before: the guard is for fleet machines only")
+    func neverShippedPrunes() throws {
+        let (fixture, now) = try agedFixture()
+        #expect(try fixture.log.prune(before: AuditLog.retentionCutoff(now: now), force: false) == 5)
+    }
+
     @Test("a cutoff inside six years is refused without force, removes nothing, and is itself audited")
     func refuseYoung() throws {
         let (fixture, now) = try agedFixture()
