@@ -105,6 +105,31 @@ extension AuditLog {
         if let record { journal.send(record) }
     }
 
+    /// A store whose own signing key was left beside it when the key moved to the
+    /// machine (touchgated's stores before one key signed them all): a seal that key
+    /// signed over the last record is signed again by the machine's key, an
+    /// `audit.upgrade` record names both, and the store's own key file is removed. A seal
+    /// that key did not sign, or records after it, leave everything as evidence.
+    func adoptLeftBehindKey() throws {
+        guard let old = try AuditSigner.leftBehind(in: database.location) else { return }
+        let ownFile = database.location.directory.appendingPathComponent(AuditSigner.fileName).path
+        let record: AuditRecord? = try database.writeImmediately { db -> AuditRecord? in
+            let last = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM audit") ?? 0
+            guard case .some(.some(let seal)) = try AuditSeal.fetch(db), AuditMAC.equal(seal.publicKey, old.publicKey),
+                  seal.isSigned(by: old.publicKey), seal.sequence == last else { return nil }
+            try AuditSeal(trail: seal.trail, sequence: seal.sequence, chain: seal.chain, signer: signer).save(db)
+            return try insert(AuditEntry(
+                event: .auditUpgrade, outcome: .success,
+                reason: "the machine's audit signing key \(Hex.encode(signer.publicKey)) now signs this trail (was this "
+                    + "store's own key \(Hex.encode(old.publicKey))): register the machine's key"), db)
+        }
+        // Once adopted, the old key has nothing left to vouch for; otherwise it stays, as evidence.
+        if let record {
+            journal.send(record)
+            try? FileManager.default.removeItem(atPath: ownFile)
+        }
+    }
+
     private enum SealPreparation: Equatable {
         /// Link the unlinked records after this seal (nil: from genesis, a new trail id).
         case link(AuditSeal?)

@@ -103,6 +103,7 @@ public final class AuditLog: Sendable {
         self.init(database: database, journal: journal, now: now, key: key,
                   signer: try AuditSigner.loadOrCreate(in: database.location))
         try prepareHead()
+        try adoptLeftBehindKey()
         try prepareSeal(signerWasMissing: !signerExisted)
     }
 

@@ -4,7 +4,8 @@ import Foundation
 /// The Ed25519 key that signs the head of the audit trail's public chain, so that anyone
 /// holding only its public half can verify an exported trail (``AuditSeal``).
 ///
-/// Its 32-byte seed is the file `audit-sign.key` beside `audit.key`, written and read
+/// Its 32-byte seed is the file `audit-sign.key` beside `audit.key` (or, for touchgated,
+/// one for the machine: ``StoreLocation/signingKeyDirectory``), written and read
 /// with the same care (private regular file, created atomically, held in guarded memory).
 /// The expanded secret key lives in guarded memory too. Unlike `audit.key`, the seed's
 /// public half may be given away: a central verifier registers it.
@@ -31,7 +32,18 @@ final class AuditSigner: Sendable {
 
     /// The seed file for a data directory.
     static func path(in location: StoreLocation) -> String {
-        location.directory.appendingPathComponent("audit-sign.key").path
+        (location.signingKeyDirectory ?? location.directory).appendingPathComponent(fileName).path
+    }
+
+    /// The seed file's name.
+    static let fileName = "audit-sign.key"
+
+    /// A store's own seed file left beside its database when the signing key lives
+    /// elsewhere (a touchgated store from before the machine-wide key), if there is one.
+    static func leftBehind(in location: StoreLocation) throws -> AuditSigner? {
+        guard let elsewhere = location.signingKeyDirectory, elsewhere != location.directory else { return nil }
+        let own = location.directory.appendingPathComponent(fileName).path
+        return AuditKey.exists(at: own) ? AuditSigner(seed: try AuditKey.load(path: own)) : nil
     }
 
     /// Whether the seed file exists.

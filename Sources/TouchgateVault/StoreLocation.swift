@@ -12,10 +12,16 @@ import Glibc
 public struct StoreLocation: Sendable, Equatable {
     /// The data directory.
     public let directory: URL
+    /// Where the audit signing key (`audit-sign.key`) is, when not in ``directory``:
+    /// touchgated keeps one for the whole machine in its state directory, so one public
+    /// key, registered once, verifies every user's trail there.
+    public let signingKeyDirectory: URL?
 
-    /// A location at an explicit directory (tests, `--data-dir`).
-    public init(directory: URL) {
+    /// A location at an explicit directory (tests, `--data-dir`), with its signing key in
+    /// `signingKeyDirectory` when given, else in the directory itself.
+    public init(directory: URL, signingKeyDirectory: URL? = nil) {
         self.directory = directory
+        self.signingKeyDirectory = signingKeyDirectory
     }
 
     /// The default location from the environment.

@@ -229,7 +229,8 @@ public struct StoreAdoption: Sendable {
             throw StoreError.io(path: staged.path, detail: String(cString: strerror(errno)))
         }
         do {
-            let location = StoreLocation(directory: staged)
+            // Its trail is signed by the destination's key from the adoption on.
+            let location = StoreLocation(directory: staged, signingKeyDirectory: destination.signingKeyDirectory)
             try Self.copy(database, to: location.databasePath, size: 1...Self.maximumDatabaseBytes, header: Self.sqliteHeader)
             try Self.copy(auditKey, to: AuditKey.path(in: location), size: Int64(AuditKey.length)...Int64(AuditKey.length),
                           header: [])

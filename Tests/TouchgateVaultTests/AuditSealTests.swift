@@ -141,6 +141,40 @@ struct AuditSealTests {
         #expect(try publicProblem(log, publicKey: oldKey) != nil)
     }
 
+    @Test("a store's own key left behind when the machine's key takes over: the trail is adopted once, the old key removed")
+    func machineKeyAdoptsAStoresOwnKey() throws {
+        let fixture = try AuditFixture()
+        try fixture.appendSample(3)
+        let ownKey = fixture.log.publicKey
+        let ownFile = AuditSigner.path(in: fixture.location)
+        // The same store, now with its signing key in a machine-wide directory (touchgated).
+        let machine = fixture.root.appendingPathComponent("machine")
+        try FileManager.default.createDirectory(at: machine, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let moved = StoreLocation(directory: fixture.location.directory, signingKeyDirectory: machine)
+        let database = try TouchgateDatabase(location: moved)
+        defer { try? database.closeConnections() }
+        let log = try AuditLog(database: database)
+        #expect(log.publicKey != ownKey)
+        #expect(FileManager.default.fileExists(atPath: machine.appendingPathComponent("audit-sign.key").path))
+        #expect(!FileManager.default.fileExists(atPath: ownFile), "the store's own key is still there")
+        let last = try #require(try log.records().last)
+        #expect(last.event == .auditUpgrade && last.reason.contains(Hex.encode(log.publicKey))
+                && last.reason.contains(Hex.encode(ownKey)), "\(last.reason)")
+        // One trail, continued: the machine's key alone verifies it, and later appends are sealed.
+        try log.append(.vaultLock, .success)
+        #expect(try log.verify() == .intact(count: 5))
+        #expect(try publicProblem(log) == nil)
+        #expect(try log.records().filter { $0.event == .auditUpgrade }.count == 1)
+        // A second store adopted by the same machine key: one key for both trails.
+        let other = try AuditFixture()
+        try other.appendSample(2)
+        let second = StoreLocation(directory: other.location.directory, signingKeyDirectory: machine)
+        let otherDatabase = try TouchgateDatabase(location: second)
+        defer { try? otherDatabase.closeConnections() }
+        #expect(try AuditLog(database: otherDatabase).publicKey == log.publicKey)
+    }
+
     @Test("pruned and restarted trails: the rest still verifies publicly; a restart starts a new trail id")
     func pruneAndRestart() throws {
         let clock = AuditTestClock(Date(timeIntervalSince1970: 1_000_000_000))
