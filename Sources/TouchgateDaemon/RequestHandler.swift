@@ -283,8 +283,9 @@ struct DaemonStores: Sendable {
 
     /// The service of `principal` over its store here.
     private func service(for principal: Principal) -> TouchgateService {
+        // One signing key for the machine: its public half, registered once, verifies every trail here.
         let location = StoreLocation(directory: directory.appendingPathComponent("users")
-            .appendingPathComponent(String(principal.uid)))
+            .appendingPathComponent(String(principal.uid)), signingKeyDirectory: directory)
         let keys = self.keys
         var service = TouchgateService(principal: principal, location: location, mode: .system,
                                        custody: { keys.custody(for: $0) })

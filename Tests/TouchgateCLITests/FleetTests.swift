@@ -126,23 +126,31 @@ struct FleetTests {
             machines.forEach { $0.remove() }
         }
         do {
-            // Ship all three at once, in batches of 5, and stop the server once some have arrived.
+            // Ship all three at once, in batches of 5, and stop the server mid-stream: a
+            // trigger holds every insert past record 100 until the server goes away, so each
+            // machine has 100 records committed and its next batch in flight when it stops.
+            try await server.psql("""
+                CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN IF NEW.seq > 100 THEN PERFORM pg_sleep(600); END IF; RETURN NEW; END $$;
+                CREATE TRIGGER hold BEFORE INSERT ON records FOR EACH ROW EXECUTE FUNCTION hold();
+                """)
             async let shipments = withThrowingTaskGroup(of: CLIResult.self) { group in
                 for machine in machines { group.addTask { try await machine.ship() } }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
-            var seen = 0
-            for _ in 0..<500 where seen < 150 {
-                seen = Int(try await server.psql("SELECT count(*) FROM records")) ?? 0
-                try await Task.sleep(for: .milliseconds(10))
+            var held = ""
+            for _ in 0..<600 where held != "3" {
+                held = try await server.psql("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")
+                try await Task.sleep(for: .milliseconds(100))
             }
+            #expect(held == "3", "the shipments never reached record 101: \(held) held")
             try await server.stop()
             let interrupted = try await shipments
             for result in interrupted {
                 #expect(result.status == 0 || result.status == 69, "\(result.stdout) \(result.stderrLines)")
             }
             let cut = interrupted.filter { $0.status == 69 }
-            #expect(!cut.isEmpty, "the server stopped before any shipment finished: \(interrupted.map(\.stdout))")
+            #expect(cut.count == 3, "every shipment was cut: \(interrupted.map(\.stdout))")
             for result in cut {
                 #expect(result.stdout.contains("collector-unavailable") && result.stdout.contains("stay queued"), "\(result.stdout)")
             }
@@ -158,8 +166,10 @@ struct FleetTests {
                     "\(full.stdout)")
 
             try await server.start()
+            try await server.psql("DROP TRIGGER hold ON records; DROP FUNCTION hold()")
             let partial = try await Self.collected(server)
-            #expect(partial.values.map { $0[0] }.reduce(0, +) < 1500, "\(partial)")
+            // What the cut transactions held never landed: records 1…100 of each, exactly.
+            #expect(partial == ["m1": [100, 1, 100, 100], "m2": [100, 1, 100, 100], "m3": [100, 1, 100, 100]], "\(partial)")
             // What arrived so far verifies; an interrupted shipment's tail is unsealed, not broken.
             let midway = try await Self.collector(server, ["verify", "--json"])
             #expect(midway.status == 0, "\(midway.stdout)")
@@ -263,6 +273,98 @@ struct FleetTests {
             chown(machines[0].config, 65534, 65534)
             let foreign = try await machines[0].ship()
             #expect(foreign.status == 11 && foreign.stdout.contains("owned by root"), "\(foreign.stdout)")
+        } catch {
+            await server.remove()
+            throw error
+        }
+        await server.remove()
+    }
+
+    @Test("touchgated ships with its own configuration: a user's own trail, root's every trail, and every ship-every seconds by itself; a client cannot name another")
+    func daemonShips() async throws {
+        try #require(getuid() == 0, "this test runs clients as two users and a root-owned fleet.conf: run the tests as root")
+        let server = try await PostgresRig()
+        do {
+            let initialised = try await Self.collector(server, ["init"])
+            try #require(initialised.status == 0, "\(initialised.stderrLines)")
+            let rig = try DaemonRig()
+            let config = rig.home.path("fleet.conf")
+            func configure(every seconds: Int) throws {
+                try "database = \(server.database)\nmachine = ws1\nship-every = \(seconds)\n"
+                    .write(toFile: config, atomically: true, encoding: .utf8)
+                chmod(config, 0o644)
+            }
+            rig.daemonArguments = ["--fleet-config", config]
+            try await rig.start()
+            let other = DaemonRig.otherUID
+            try await rig.initialize()
+            try await rig.initialize(as: other)
+
+            // No configuration yet: said so, nothing shipped.
+            let missing = try await rig.run(["audit", "ship"], as: other)
+            #expect(missing.status != 0 && missing.stderrLines.joined().contains("no fleet configuration"),
+                    "\(missing.status) \(missing.stderrLines)")
+
+            try configure(every: 3600)
+            // A client naming another configuration is refused: the daemon's decides.
+            let named = try await rig.run(["audit", "ship", "--config", config], as: other)
+            #expect(named.status == 64 && named.stderrLines.joined().contains("drop --config"), "\(named.stderrLines)")
+            #expect(try await server.psql("SELECT count(*) FROM records") == "0")
+
+            // A user ships their own trail only.
+            let own = try await rig.run(["audit", "ship", "--json"], as: other)
+            #expect(own.status == 0, "\(own.stdout) \(own.stderrLines)\n\(rig.daemonLog)")
+            let ownLines = own.stdout.split(separator: "\n")
+            #expect(ownLines.count == 1 && own.json?["user"] as? String == "nobody" && own.json?["machine"] as? String == "ws1",
+                    "\(own.stdout)")
+            let shippedByOther = try #require(own.json?["shipped"] as? Int)
+            #expect(shippedByOther > 0)
+            #expect(try await server.psql("SELECT string_agg(DISTINCT vault_user, ',') FROM records") == "nobody")
+            #expect(try await server.psql("SELECT count(*) FROM records") == String(shippedByOther))
+
+            // Root ships every user's trail: root's now, nobody's has nothing new.
+            let all = try await rig.run(["audit", "ship", "--json"])
+            #expect(all.status == 0, "\(all.stdout) \(all.stderrLines)")
+            let reports = try all.stdout.split(separator: "\n").map {
+                try #require((try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any])
+            }
+            #expect(Set(reports.compactMap { $0["user"] as? String }) == ["root", "nobody"], "\(all.stdout)")
+            #expect(reports.first { $0["user"] as? String == "nobody" }?["shipped"] as? Int == 0, "\(all.stdout)")
+            #expect(try await server.psql("SELECT count(DISTINCT trail) FROM records") == "2")
+
+            // One key signs every trail of the daemon: registered once, both verify.
+            let key = try await rig.run(["audit", "public-key"], as: other)
+            let keyFile = rig.home.path("ws1.pub")
+            try key.stdout.write(toFile: keyFile, atomically: true, encoding: .utf8)
+            #expect(try await Self.collector(server, ["register", "--machine", "ws1", "--public-key", keyFile]).status == 0)
+            let verified = try await Self.collector(server, ["verify"])
+            #expect(verified.status == 0 && verified.stdout.contains("2 trail(s) of 1 machine(s) verified: none broken"),
+                    "\(verified.stdout)")
+
+            // Every second, by itself: a record written now reaches the collector unasked.
+            rig.stop()
+            try configure(every: 1)
+            try await rig.start()
+            let before = try await server.psql("SELECT max(seq) FROM records WHERE vault_user = 'nobody'")
+            let locked = try await rig.run(["lock"], as: other)
+            #expect(locked.status == 0, "\(locked.stderrLines)")
+            var after = before
+            for _ in 0..<300 where after == before {
+                try await Task.sleep(for: .milliseconds(100))
+                after = try await server.psql("SELECT max(seq) FROM records WHERE vault_user = 'nobody'")
+            }
+            #expect((Int(after) ?? 0) > (Int(before) ?? 0), "nothing shipped by itself:\n\(rig.daemonLog)")
+            #expect(rig.daemonLog.contains("fleet: shipped"), "\(rig.daemonLog)")
+
+            // The collector away: the daemon logs why, and the records stay queued.
+            try await server.stop()
+            #expect(try await rig.run(["lock"], as: other).status == 0)
+            for _ in 0..<100 where !rig.daemonLog.contains("stay queued") {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(rig.daemonLog.contains("fleet: root's trail: cannot connect") && rig.daemonLog.contains("stay queued"),
+                    "\(rig.daemonLog)")
+            rig.stop()
         } catch {
             await server.remove()
             throw error

@@ -69,6 +69,40 @@ struct SystemdUnitTests {
         print("touchgated.service: systemd-analyze security exposure \(figure)")
     }
 
+    @Test("the fleet drop-in opens IP to the collector's address alone; the units still verify and rate at most 2.5")
+    func fleetDropIn() throws {
+        let analyze = try SystemTool.systemdAnalyze.path()
+        let staged = try TemporaryDirectory("touchgated-units")
+        defer { staged.remove() }
+        let (socket, service) = try Self.stageUnits(in: staged, daemon: Self.builtDaemon())
+        func security() throws -> (exposure: Double, passed: Set<String>, report: String) {
+            let result = try runProgram(analyze, ["security", "--offline=yes", "--no-pager", service],
+                                        environment: ["SYSTEMD_COLORS": "0", "COLUMNS": "250"])
+            let lines = result.stdout.split(separator: "\n")
+            let overall = try #require(lines.first { $0.contains("Overall exposure level") }, "\(result.stdout)\(result.stderr)")
+            let passed = Set(lines.filter { $0.hasPrefix("✓") }
+                .compactMap { $0.split(separator: " ").dropFirst().first.map(String.init) })
+            return (try #require(overall.split(separator: " ").compactMap { Double($0) }.first), passed, result.stdout)
+        }
+        let without = try security()
+        #expect(without.passed.contains("RestrictAddressFamilies=~AF_(INET|INET6)") && without.passed.contains("IPAddressDeny="),
+                "\(without.report)")
+
+        let directory = staged.path("touchgated.service.d")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Self.units.appendingPathComponent("touchgated-fleet.conf").path,
+                                         toPath: directory + "/fleet.conf")
+        let verified = try runProgram(analyze, ["verify", socket, service], environment: ["SYSTEMD_LOG_COLOR": "0"])
+        #expect(verified.status == 0 && verified.stderr.isEmpty, "\(verified.stdout)\(verified.stderr)")
+        let with = try security()
+        // systemd read the drop-in: Internet sockets are allowed now, to an allow list only.
+        #expect(!with.passed.contains("RestrictAddressFamilies=~AF_(INET|INET6)"), "\(with.report)")
+        #expect(with.report.contains("IP address allow list"), "\(with.report)")
+        #expect(with.exposure <= Self.maximumExposure && with.exposure > without.exposure,
+                "\(without.exposure) → \(with.exposure):\n\(with.report)")
+        print("touchgated.service with the fleet drop-in: exposure \(with.exposure) (\(without.exposure) without)")
+    }
+
     @Test("socket-activated (LISTEN_FDS from systemd-socket-activate), touchgated serves the CLI in system mode")
     func socketActivation() async throws {
         let activate = try SystemTool.systemdSocketActivate.path()
