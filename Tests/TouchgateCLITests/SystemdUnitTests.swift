@@ -46,25 +46,16 @@ struct SystemdUnitTests {
         let staged = try TemporaryDirectory("touchgated-units")
         defer { staged.remove() }
         let (_, service) = try Self.stageUnits(in: staged, daemon: Self.builtDaemon())
-        let result = try runProgram(analyze, ["security", "--offline=yes", "--no-pager", service],
-                                 environment: ["SYSTEMD_COLORS": "0", "COLUMNS": "250"])
-        #expect(result.status == 0, "\(result.stderr)")
-        let overall = try #require(
-            result.stdout.split(separator: "\n").first { $0.contains("Overall exposure level for touchgated.service") },
-            "no overall figure in:\n\(result.stdout)\(result.stderr)")
-        let figure = try #require(
-            overall.split(separator: " ").compactMap { Double($0) }.first, "no number in \(overall)")
-        #expect(figure <= Self.maximumExposure, "exposure \(figure) (\(overall)):\n\(result.stdout)")
+        let (figure, passed, report) = try Self.assess(service, with: analyze)
+        #expect(figure <= Self.maximumExposure, "exposure \(figure):\n\(report)")
         // The settings the install promises, each checked by systemd itself (✓ = in force).
-        let passed = Set(result.stdout.split(separator: "\n").filter { $0.hasPrefix("✓") }
-            .compactMap { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.map(String.init) })
         for setting in ["User=/DynamicUser=", "NoNewPrivileges=", "PrivateTmp=", "ProtectSystem=", "ProtectHome=",
                         "ProtectKernelTunables=", "ProtectKernelModules=", "ProtectKernelLogs=", "ProtectControlGroups=",
                         "ProtectClock=", "ProtectHostname=", "RestrictRealtime=", "LockPersonality=",
                         "MemoryDenyWriteExecute=", "SystemCallArchitectures=", "UMask=",
                         "RestrictAddressFamilies=~AF_(INET|INET6)", "SystemCallFilter=~@privileged",
                         "SystemCallFilter=~@resources", "CapabilityBoundingSet=~CAP_SYS_ADMIN"] {
-            #expect(passed.contains(setting), "\(setting) not in force:\n\(result.stdout)")
+            #expect(passed.contains(setting), "\(setting) not in force:\n\(report)")
         }
         print("touchgated.service: systemd-analyze security exposure \(figure)")
     }
@@ -75,16 +66,7 @@ struct SystemdUnitTests {
         let staged = try TemporaryDirectory("touchgated-units")
         defer { staged.remove() }
         let (socket, service) = try Self.stageUnits(in: staged, daemon: Self.builtDaemon())
-        func security() throws -> (exposure: Double, passed: Set<String>, report: String) {
-            let result = try runProgram(analyze, ["security", "--offline=yes", "--no-pager", service],
-                                        environment: ["SYSTEMD_COLORS": "0", "COLUMNS": "250"])
-            let lines = result.stdout.split(separator: "\n")
-            let overall = try #require(lines.first { $0.contains("Overall exposure level") }, "\(result.stdout)\(result.stderr)")
-            let passed = Set(lines.filter { $0.hasPrefix("✓") }
-                .compactMap { $0.split(separator: " ").dropFirst().first.map(String.init) })
-            return (try #require(overall.split(separator: " ").compactMap { Double($0) }.first), passed, result.stdout)
-        }
-        let without = try security()
+        let without = try Self.assess(service, with: analyze)
         #expect(without.passed.contains("RestrictAddressFamilies=~AF_(INET|INET6)") && without.passed.contains("IPAddressDeny="),
                 "\(without.report)")
 
@@ -94,7 +76,7 @@ struct SystemdUnitTests {
                                          toPath: directory + "/fleet.conf")
         let verified = try runProgram(analyze, ["verify", socket, service], environment: ["SYSTEMD_LOG_COLOR": "0"])
         #expect(verified.status == 0 && verified.stderr.isEmpty, "\(verified.stdout)\(verified.stderr)")
-        let with = try security()
+        let with = try Self.assess(service, with: analyze)
         // systemd read the drop-in: Internet sockets are allowed now, to an allow list only.
         #expect(!with.passed.contains("RestrictAddressFamilies=~AF_(INET|INET6)"), "\(with.report)")
         #expect(with.report.contains("IP address allow list"), "\(with.report)")
@@ -169,6 +151,21 @@ struct SystemdUnitTests {
         try FileManager.default.copyItem(atPath: units.appendingPathComponent("touchgated.socket").path,
                                          toPath: directory.path("touchgated.socket"))
         return (directory.path("touchgated.socket"), directory.path("touchgated.service"))
+    }
+
+    /// `systemd-analyze security` of the staged `service`: the overall exposure, the
+    /// settings it found in force (✓), and the whole report.
+    static func assess(_ service: String, with analyze: String) throws -> (exposure: Double, passed: Set<String>, report: String) {
+        let result = try runProgram(analyze, ["security", "--offline=yes", "--no-pager", service],
+                                    environment: ["SYSTEMD_COLORS": "0", "COLUMNS": "250"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n")
+        let overall = try #require(lines.first { $0.contains("Overall exposure level for touchgated.service") },
+                                   "no overall figure in:\n\(result.stdout)\(result.stderr)")
+        let figure = try #require(overall.split(separator: " ").compactMap { Double($0) }.first, "no number in \(overall)")
+        let passed = Set(lines.filter { $0.hasPrefix("✓") }
+            .compactMap { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.map(String.init) })
+        return (figure, passed, result.stdout)
     }
 
     /// The touchgated next to the built touchgate.
