@@ -39,7 +39,9 @@ let package = Package(
             providers: [.apt(["libpwquality-dev"])]
         ),
         // libpq: the PostgreSQL client library the fleet collection speaks through.
-        .systemLibrary(name: "CPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // libpq, loaded at run time (dlopen) by fleet collection only: linked, it and its
+        // twenty libraries cost every `touchgate` command about 4 ms of start-up.
+        .target(name: "CPQ", linkerSettings: [.linkedLibrary("dl")]),
         // zlib, for PNG files written by `touchgate capture`.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // Only what Swift cannot call directly (variadic prctl, struct ucred).

@@ -15,6 +15,12 @@ final class PostgresConnection {
     /// (libpq keywords such as `sslmode`) taking precedence over it.
     /// - Throws: ``ServiceError`` `collector-unavailable` with libpq's reason.
     init(database: String, settings: [String: String] = [:]) throws(ServiceError) {
+        var loadError = [CChar](repeating: 0, count: 256)
+        guard tg_pq_load(&loadError, loadError.count) == 0 else {
+            let reason = String(decoding: loadError.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw ServiceError(.collectorUnavailable, "cannot load PostgreSQL's client library (\(reason)): install it "
+                               + "(apt-get install libpq5)")
+        }
         // Earlier keywords are defaults the connection string may override; the TLS
         // settings come after it, so that the root-owned file has the last word.
         var pairs: [(String, String)] = [("application_name", "touchgate"), ("connect_timeout", "10"),
@@ -46,7 +52,7 @@ final class PostgresConnection {
 
     /// Closes the connection; further use traps.
     func close() {
-        PQfinish(handle)
+        if let handle { PQfinish(handle) }
         handle = nil
     }
 

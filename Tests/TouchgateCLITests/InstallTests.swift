@@ -53,6 +53,18 @@ struct InstallTests {
         #expect(try bash.complete("secret", "get", "") == [])
     }
 
+    /// libpq and the twenty libraries it needs cost every command about 4 ms of start-up
+    /// when linked (BENCHMARKS.md); fleet collection loads it only when it ships.
+    @Test("touchgate, touchgated and touchgate-collector do not load libpq at start-up; shipping loads it")
+    func libpqIsLoadedOnlyToShip() throws {
+        let built = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent()
+        for name in ["touchgate", "touchgated", "touchgate-collector"] {
+            let listed = try runProgram("/usr/bin/ldd", [built.appendingPathComponent(name).path])
+            #expect(listed.status == 0, "ldd \(name): \(listed.stderr)")
+            #expect(listed.stdout.contains("libsodium") && !listed.stdout.contains("libpq"), "\(name) links:\n\(listed.stdout)")
+        }
+    }
+
     @Test func makeInstallStagesBinaryManPagesAndCompletions() async throws {
         for tool in ["/usr/bin/make", "/usr/bin/man", "/usr/bin/groff"] {
             try #require(FileManager.default.isExecutableFile(atPath: tool),
