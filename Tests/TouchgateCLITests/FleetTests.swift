@@ -22,13 +22,13 @@ struct FleetTests {
         let written = Mutex<[AuditRecord]>([])
         let publicKeyFile: String
 
-        init(_ name: String, database: String, batchSize: Int = 5, backlogLimit: Int = 100_000) throws {
+        init(_ name: String, database: String, batchSize: Int = 5, backlogLimit: Int = 100_000, settings: String = "") throws {
             self.name = name
             home = FileManager.default.temporaryDirectory.appendingPathComponent("tg-fleet-\(name)-\(UUID().uuidString.prefix(6))").path
             try FileManager.default.createDirectory(atPath: home + "/data", withIntermediateDirectories: true)
             config = home + "/fleet.conf"
-            try "# test fleet\ndatabase = \(database)\nmachine = \(name)\nbatch-size = \(batchSize)\nbacklog-limit = \(backlogLimit)\n"
-                .write(toFile: config, atomically: true, encoding: .utf8)
+            try ("# test fleet\ndatabase = \(database)\nmachine = \(name)\nbatch-size = \(batchSize)\nbacklog-limit = \(backlogLimit)\n"
+                 + settings).write(toFile: config, atomically: true, encoding: .utf8)
             chmod(config, 0o644)
             publicKeyFile = home + "/machine.pub"
             try Hex.encode(try open { $0.publicKey }).write(toFile: publicKeyFile, atomically: true, encoding: .utf8)
@@ -80,9 +80,10 @@ struct FleetTests {
         func remove() { try? FileManager.default.removeItem(atPath: home) }
     }
 
-    /// Runs touchgate-collector against `server`.
-    static func collector(_ server: PostgresRig, _ arguments: [String]) async throws -> CLIResult {
-        var process = CLIProcess(environment: ["TOUCHGATE_COLLECTOR_DATABASE": server.database, "LC_ALL": "C"])
+    /// Runs touchgate-collector against `server` (over TCP, or its Unix socket with `local`).
+    static func collector(_ server: PostgresRig, _ arguments: [String], local: Bool = false) async throws -> CLIResult {
+        var process = CLIProcess(environment: ["TOUCHGATE_COLLECTOR_DATABASE": local ? server.localDatabase : server.database,
+                                               "LC_ALL": "C"])
         process.binaryOverride = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent()
             .appendingPathComponent("touchgate-collector").path
         return try await process.run(arguments)
@@ -365,6 +366,51 @@ struct FleetTests {
             #expect(rig.daemonLog.contains("fleet: root's trail: cannot connect") && rig.daemonLog.contains("stay queued"),
                     "\(rig.daemonLog)")
             rig.stop()
+        } catch {
+            await server.remove()
+            throw error
+        }
+        await server.remove()
+    }
+
+    @Test("over TLS: a machine ships with verify-full and the client certificate fleet.conf names; without the certificate, or trusting another CA, it is refused (69) and its records stay queued")
+    func shipsOverTLSWithAClientCertificate() async throws {
+        let server = try await PostgresRig()
+        do {
+            let pki = try TestPKI(in: server.directory + "/pki", client: "postgres")
+            try await server.requireTLS(pki)
+            let initialised = try await Self.collector(server, ["init"], local: true)
+            try #require(initialised.status == 0, "\(initialised.stderrLines)")
+            let tls = "sslmode = verify-full\nsslrootcert = \(pki.path("ca.crt"))\nsslcert = \(pki.path("client.crt"))\n"
+                + "sslkey = \(pki.path("client.key"))\n"
+            let machine = try Machine("t1", database: server.database, settings: tls)
+            defer { machine.remove() }
+            try machine.write(20)
+
+            let bare = machine.home + "/bare.conf"
+            try "database = \(server.database)\nmachine = t1\nsslmode = verify-full\nsslrootcert = \(pki.path("ca.crt"))\n"
+                .write(toFile: bare, atomically: true, encoding: .utf8)
+            let withoutCertificate = try await machine.ship(config: bare)
+            #expect(withoutCertificate.status == 69 && withoutCertificate.stdout.contains("certificate"),
+                    "\(withoutCertificate.stdout)")
+            let stranger = machine.home + "/stranger.conf"
+            try tls.replacingOccurrences(of: pki.path("ca.crt"), with: pki.path("other-ca.crt"))
+                .appending("database = \(server.database)\nmachine = t1\n")
+                .write(toFile: stranger, atomically: true, encoding: .utf8)
+            let otherCA = try await machine.ship(config: stranger)
+            #expect(otherCA.status == 69 && otherCA.stdout.contains("certificate verify failed"), "\(otherCA.stdout)")
+            #expect(try await server.psql("SELECT count(*) FROM records") == "0")
+
+            let shipped = try await machine.ship()
+            #expect(shipped.status == 0, "\(shipped.stdout) \(shipped.stderrLines)")
+            let count = machine.written.withLock { $0.count }
+            #expect(try await Self.collected(server)["t1"] == [count, 1, count, count])
+            // The server saw it as TLS, authorised by the certificate (cert authentication).
+            #expect(server.log.contains("application_name=touchgate SSL enabled"), "\(server.log.suffix(2000))")
+            #expect(try await Self.collector(server, ["register", "--machine", "t1", "--public-key", machine.publicKeyFile],
+                                             local: true).status == 0)
+            let verified = try await Self.collector(server, ["verify"], local: true)
+            #expect(verified.status == 0 && verified.stdout.contains("none broken"), "\(verified.stdout)")
         } catch {
             await server.remove()
             throw error

@@ -13,8 +13,12 @@ final class PostgresRig: Sendable {
 
     let directory: String
     let port: Int
-    /// The libpq connection string for the server.
+    /// The libpq connection string for the server, over TCP on loopback.
     var database: String { "host=127.0.0.1 port=\(port) user=postgres dbname=postgres" }
+    /// What the server logged.
+    var log: String { (try? String(contentsOfFile: directory + "/log", encoding: .utf8)) ?? "" }
+    /// The same server through its Unix socket (trusted even once TCP needs TLS).
+    var localDatabase: String { "host=\(directory) port=\(port) user=postgres dbname=postgres" }
     private var data: String { directory + "/data" }
 
     /// Makes and starts the cluster.
@@ -57,9 +61,33 @@ final class PostgresRig: Sendable {
     func psql(_ sql: String) async throws -> String {
         var process = CLIProcess(environment: [:])
         process.binaryOverride = "/usr/bin/psql"
-        let result = try await process.run([database, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        let result = try await process.run([localDatabase, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
         guard result.status == 0 else { throw RigError("psql \(sql): \(result.stderrLines)") }
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// From now on TCP takes only TLS with a client certificate `pki`'s CA signed, for the
+    /// user its name says (`cert` authentication); the Unix socket stays trusted. Restarts.
+    func requireTLS(_ pki: TestPKI) async throws {
+        let postgres = getpwnam("postgres")!.pointee
+        for (name, mode) in [("server.crt", 0o644), ("server.key", 0o600), ("ca.crt", 0o644)] {
+            let target = data + "/" + name
+            try? FileManager.default.removeItem(atPath: target)
+            try FileManager.default.copyItem(atPath: pki.path(name), toPath: target)
+            chmod(target, mode_t(mode))
+            chown(target, postgres.pw_uid, postgres.pw_gid)
+        }
+        try "local all all trust\nhostssl all all 127.0.0.1/32 cert\nhost all all 127.0.0.1/32 reject\n"
+            .write(toFile: data + "/pg_hba.conf", atomically: true, encoding: .utf8)
+        chown(data + "/pg_hba.conf", postgres.pw_uid, postgres.pw_gid)
+        let settings = "\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\nssl_ca_file = 'ca.crt'\n"
+            + "log_connections = on\n"
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: data + "/postgresql.conf"))
+        handle.seekToEndOfFile()
+        handle.write(Data(settings.utf8))
+        try handle.close()
+        try await stop()
+        try await start()
     }
 
     /// Stops the server at once and removes the cluster.
@@ -118,6 +146,42 @@ final class PostgresRig: Sendable {
         }
         guard bound else { throw RigError("no free loopback port") }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// A certificate authority made for one test with the openssl command, and what it
+/// signed: `server.crt` for 127.0.0.1, `client.crt` for the user `client` names; each
+/// with its `.key`, private to its owner. Another, unrelated CA is `other-ca.crt`.
+struct TestPKI {
+    let directory: String
+
+    init(in directory: String, client: String) throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") else {
+            throw RigError("openssl is not installed: apt-get install openssl")
+        }
+        self.directory = directory
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        try "subjectAltName = IP:127.0.0.1\n".write(toFile: directory + "/server.ext", atomically: true, encoding: .utf8)
+        let key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try openssl(["req", "-x509", "-days", "2", "-subj", "/CN=Touchgate test CA"] + key
+                    + ["-keyout", path("ca.key"), "-out", path("ca.crt")])
+        try openssl(["req", "-x509", "-days", "2", "-subj", "/CN=Another CA"] + key
+                    + ["-keyout", path("other-ca.key"), "-out", path("other-ca.crt")])
+        for (name, subject, extensions) in [("server", "/CN=127.0.0.1", ["-extfile", path("server.ext")]),
+                                            ("client", "/CN=\(client)", [])] {
+            try openssl(["req", "-new", "-subj", subject] + key + ["-keyout", path(name + ".key"), "-out", path(name + ".csr")])
+            try openssl(["x509", "-req", "-days", "2", "-in", path(name + ".csr"), "-CA", path("ca.crt"),
+                         "-CAkey", path("ca.key"), "-CAcreateserial", "-out", path(name + ".crt")] + extensions)
+            chmod(path(name + ".key"), 0o600)
+        }
+    }
+
+    func path(_ name: String) -> String { directory + "/" + name }
+
+    private func openssl(_ arguments: [String]) throws {
+        let result = try runProgram("/usr/bin/openssl", arguments)
+        guard result.status == 0 else { throw RigError("openssl \(arguments.prefix(2).joined(separator: " ")): \(result.stderr)") }
     }
 }
 
