@@ -6,6 +6,7 @@ import TouchgateWire
 /// `touchgate askpass`: the program ssh and ssh-add run as `SSH_ASKPASS`.
 struct Askpass: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "askpass",
         abstract: "Answer ssh's passphrase and confirmation prompts with a touch (SSH_ASKPASS).",
         discussion: """
             Set SSH_ASKPASS to a script running `touchgate askpass "$@"` (or to touchgate itself \
@@ -53,6 +54,7 @@ struct Askpass: AsyncParsableCommand {
     /// `touchgate askpass map PATTERN ITEM`.
     struct Map: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "map",
             abstract: "Answer prompts that mention PATTERN (a key file, a key comment; * ? [] allowed) with ITEM.")
 
         @Argument(help: "Part of the prompt: the key's file path or comment.")
@@ -83,7 +85,8 @@ struct Askpass: AsyncParsableCommand {
 
     /// `touchgate askpass unmap PATTERN`.
     struct Unmap: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Forget the mapping of PATTERN.")
+        static let configuration = CommandConfiguration(
+            commandName: "unmap",abstract: "Forget the mapping of PATTERN.")
 
         @Argument(help: "The pattern given to map.")
         var pattern: String
@@ -105,7 +108,8 @@ struct Askpass: AsyncParsableCommand {
 
     /// `touchgate askpass list`.
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show which prompts map to which items.")
+        static let configuration = CommandConfiguration(
+            commandName: "list",abstract: "Show which prompts map to which items.")
 
         func run() async throws {
             try await CommandRunner.run(json: false) { _ in

@@ -11,6 +11,7 @@ import Glibc
 /// `touchgate audit`: the hash-chained record of every decision.
 struct Audit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "audit",
         abstract: "Show, verify and export the audit trail.",
         subcommands: [Show.self, Verify.self, Export.self, PublicKey.self, Ship.self, Prune.self])
 
@@ -20,6 +21,7 @@ struct Audit: AsyncParsableCommand {
         static let terminalLimit = 50
 
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Show audit records (as stored: run `audit verify` to trust them).",
             discussion: """
                 On a terminal: the newest \(terminalLimit) records first, then a line saying how many \
@@ -86,6 +88,7 @@ struct Audit: AsyncParsableCommand {
     /// `touchgate audit verify`.
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "verify",
             abstract: "Check the audit chain.",
             discussion: """
                 Exit status 0 when every record, the head row and the authenticated state check out; 6 \
@@ -172,6 +175,7 @@ struct Audit: AsyncParsableCommand {
     /// `touchgate audit prune`.
     struct Prune: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "prune",
             abstract: "Delete audit records older than a date (kept six years unless forced).",
             discussion: """
                 Records younger than six years (HIPAA retention) are refused unless --force is given. \
@@ -215,6 +219,7 @@ struct Audit: AsyncParsableCommand {
     /// `touchgate audit export`.
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "export",
             abstract: "Write audit records as JSON lines, with their chain fields.",
             discussion: """
                 One JSON object per line, oldest first: the keys of `audit show --json` plus \
@@ -248,6 +253,7 @@ extension Audit {
     /// `touchgate audit ship`.
     struct Ship: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "ship",
             abstract: "Send the records the fleet collector does not hold yet, then the seal.",
             discussion: """
                 Reads the root-owned fleet configuration (default \(FleetConfiguration.defaultPath); README, \

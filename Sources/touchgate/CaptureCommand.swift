@@ -6,6 +6,7 @@ import TouchgateWire
 /// `touchgate capture`: saves one image from a reader that can capture.
 struct Capture: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "capture",
         abstract: "Capture a fingerprint image to a PGM or PNG file.",
         discussion: """
             The format follows the extension: .pgm writes binary 8-bit PGM, .png writes 8-bit \

@@ -5,6 +5,7 @@ import TouchgateWire
 /// `touchgate devices`: the readers libfprint finds.
 struct Devices: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "devices",
         abstract: "List fingerprint readers.",
         discussion: """
             Exit status 0, also when none is found: the list is then empty (--json) and standard \

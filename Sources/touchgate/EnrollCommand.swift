@@ -5,6 +5,7 @@ import TouchgateWire
 /// `touchgate enroll`: scans a finger several times and stores the print.
 struct Enroll: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "enroll",
         abstract: "Enroll a finger.",
         discussion: """
             The reader asks for several scans (see `touchgate devices`). A finger that is already \

@@ -5,6 +5,7 @@ import TouchgateWire
 /// `touchgate import`: brings in prints enrolled elsewhere.
 struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "import",
         abstract: "Import prints enrolled elsewhere.",
         subcommands: [ImportFprintd.self])
 }

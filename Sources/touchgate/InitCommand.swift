@@ -5,6 +5,7 @@ import TouchgateWire
 /// `touchgate init`: creates the vault under a new passphrase.
 struct Init: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "init",
         abstract: "Create the vault, protected by a new passphrase.",
         discussion: """
             The passphrase is asked twice on the terminal (a mismatch can be retyped), or read once \

@@ -6,6 +6,7 @@ import TouchgateWire
 /// `touchgate migrate`: moves the personal (in-process) store into touchgated's.
 struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "migrate",
         abstract: "Move your personal vault, prints and audit trail into touchgated.",
         discussion: """
             For when touchgated was installed after you made a vault without it. The store in \

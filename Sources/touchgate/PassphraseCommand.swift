@@ -5,11 +5,13 @@ import TouchgateWire
 /// `touchgate passphrase`: passphrase management.
 struct Passphrase: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "passphrase",
         abstract: "Manage the vault passphrase.", subcommands: [Change.self])
 
     /// `touchgate passphrase change`: re-wraps the vault key under a new passphrase.
     struct Change: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "change",
             abstract: "Change the passphrase.",
             discussion: """
                 Asks for the current passphrase, then the new one twice. With --passphrase-fd N both \

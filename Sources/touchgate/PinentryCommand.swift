@@ -6,6 +6,7 @@ import TouchgateWire
 /// `touchgate pinentry` (and `pinentry-touchgate`, a symlink): gpg-agent's pinentry.
 struct Pinentry: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "pinentry",
         abstract: "A pinentry for gpg-agent: gpg key passphrases released with a touch.",
         discussion: """
             Put `pinentry-program /usr/local/bin/pinentry-touchgate` (a symlink to touchgate) in \
@@ -38,7 +39,8 @@ struct Pinentry: AsyncParsableCommand {
 
     /// `touchgate pinentry map KEYGRIP ITEM`.
     struct Map: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Answer the passphrase of the key KEYGRIP with ITEM.")
+        static let configuration = CommandConfiguration(
+            commandName: "map",abstract: "Answer the passphrase of the key KEYGRIP with ITEM.")
 
         @Argument(help: "The key's keygrip (40 hex digits; gpg --list-secret-keys --with-keygrip).")
         var keygrip: String
@@ -68,7 +70,8 @@ struct Pinentry: AsyncParsableCommand {
 
     /// `touchgate pinentry unmap KEYGRIP`.
     struct Unmap: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Forget the mapping of KEYGRIP.")
+        static let configuration = CommandConfiguration(
+            commandName: "unmap",abstract: "Forget the mapping of KEYGRIP.")
 
         @Argument(help: "The keygrip given to map.")
         var keygrip: String
@@ -89,6 +92,7 @@ struct Pinentry: AsyncParsableCommand {
     /// `touchgate pinentry fallback PROGRAM|--none`.
     struct Fallback: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "fallback",
             abstract: "Set the pinentry that asks for what the vault does not hold (e.g. /usr/bin/pinentry-tty).")
 
         @Argument(help: "The absolute path of a pinentry program.")
@@ -120,7 +124,8 @@ struct Pinentry: AsyncParsableCommand {
 
     /// `touchgate pinentry list`.
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show the keygrip mappings and the fallback.")
+        static let configuration = CommandConfiguration(
+            commandName: "list",abstract: "Show the keygrip mappings and the fallback.")
 
         func run() async throws {
             try await CommandRunner.run(json: false) { _ in

@@ -5,6 +5,7 @@ import TouchgateWire
 /// `touchgate policy`: lockout and session limits.
 struct Policy: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "policy",
         abstract: "Show or change the lockout and session limits.",
         subcommands: [Show.self, Set.self])
 
@@ -18,7 +19,8 @@ struct Policy: AsyncParsableCommand {
 
     /// `touchgate policy show`.
     struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show the limits in force.")
+        static let configuration = CommandConfiguration(
+            commandName: "show",abstract: "Show the limits in force.")
 
         @OptionGroup var common: CommonOptions
 
@@ -34,6 +36,7 @@ struct Policy: AsyncParsableCommand {
     /// `touchgate policy set`.
     struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "set",
             abstract: "Change the limits (needs the passphrase; audited).",
             discussion: """
                 Lockout threshold 1 to 20 failed touches; lockout duration 1 s to 24 h; session \

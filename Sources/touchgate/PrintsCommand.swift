@@ -6,11 +6,13 @@ import TouchgateWire
 /// `touchgate prints`: the enrolled prints.
 struct Prints: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "prints",
         abstract: "List or delete enrolled prints.",
         subcommands: [List.self, Delete.self, Clear.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List enrolled prints (never their templates), and what readers with their own storage hold.",
             discussion: """
                 A connected reader that keeps prints on itself is asked what it holds: each stored print \
@@ -70,6 +72,7 @@ struct Prints: AsyncParsableCommand {
 
     struct Delete: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "delete",
             abstract: "Delete an enrolled finger (from the reader too, when it stores prints), or the prints a reader "
                 + "holds that the store does not know.",
             discussion: """
@@ -133,6 +136,7 @@ struct Prints: AsyncParsableCommand {
 
     struct Clear: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "clear",
             abstract: "Wipe a reader's own storage and forget every print made on it.",
             discussion: """
                 Only for readers that store prints. Needs --yes, and once a vault exists the passphrase \

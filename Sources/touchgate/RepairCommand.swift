@@ -5,6 +5,7 @@ import TouchgateWire
 /// `touchgate repair`: after state was edited outside touchgate, or the audit log wiped.
 struct Repair: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "repair",
         abstract: "Repair edited lockout/settings state or a wiped audit trail (needs the passphrase).",
         discussion: """
             Touchgate refuses every touch (exit 6, state-tampered) once its lockout counters, settings \

@@ -6,6 +6,7 @@ extension Secret {
     /// `touchgate secret add NAME --policy P [--fresh]`: stores standard input under NAME.
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Store a secret read from standard input.",
             discussion: """
                 Policies: biometry-any (any enrolled finger, now or later), biometry-current-set \

@@ -3,6 +3,7 @@ import ArgumentParser
 /// `touchgate secret`: fingerprint-gated items.
 struct Secret: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "secret",
         abstract: "Store and release secrets guarded by a fingerprint or the passphrase.",
         discussion: """
             Values are read from standard input and written to standard output (or into a \

@@ -10,6 +10,7 @@ extension Secret {
     /// `touchgate secret get NAME`: the value alone on standard output.
     struct Get: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "get",
             abstract: "Release a secret to standard output.",
             discussion: """
                 Asks for a touch (or the passphrase) as the item's policy requires, unless a touch \
@@ -43,6 +44,7 @@ extension Secret {
     /// value in one environment variable.
     struct Exec: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "exec",
             abstract: "Run a command with a secret in its environment.",
             discussion: """
                 After the release is authorized and audited, touchgate sets VAR and replaces itself \

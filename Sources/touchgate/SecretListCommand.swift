@@ -7,6 +7,7 @@ extension Secret {
     /// `touchgate secret list`: names and policies, never values.
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List stored secrets: names and policies, never values.",
             discussion: "Works while the vault is locked. Control characters in names are shown escaped.")
 

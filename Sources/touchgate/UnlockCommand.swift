@@ -5,6 +5,7 @@ import TouchgateWire
 /// `touchgate unlock`: the passphrase puts the vault key in the kernel keyring.
 struct Unlock: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "unlock",
         abstract: "Unlock the vault with the passphrase.",
         discussion: """
             The vault key then stays in the kernel keyring until `touchgate lock`, 8 idle hours, \
@@ -29,6 +30,7 @@ struct Unlock: AsyncParsableCommand {
 /// `touchgate lock`: wipes the vault key from the keyring and ends the reuse session.
 struct Lock: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "lock",
         abstract: "Lock the vault: forget the key and end the session.",
         discussion: """
             The key is removed first, whatever else is damaged; damage found afterwards is shown as \

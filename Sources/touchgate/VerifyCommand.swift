@@ -5,6 +5,7 @@ import TouchgateWire
 /// `touchgate verify`: does the finger on the reader match an enrolled print?
 struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "verify",
         abstract: "Check a finger against the enrolled prints.",
         discussion: """
             An authentication attempt like any other: refused during a lockout without opening the \
@@ -40,6 +41,7 @@ struct Verify: AsyncParsableCommand {
 /// `touchgate identify`: whose finger is on the reader?
 struct Identify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "identify",
         abstract: "Find which enrolled user and finger is on the reader.",
         discussion: "Exit status 0 when a print matched, 1 when none did; other statuses as for verify.")
 
