@@ -12,7 +12,7 @@ packages=(
   gcc libpam0g-dev libpam-modules db-util                                             # the PAM module; tests: real stacks (pam_userdb)
   gnome-keyring libpam-gnome-keyring                                                  # tests: the authtok hand-off unlocks a real keyring
   openssh-client git python3 gnupg pass pinentry-tty                                  # tests: the helpers under ssh-agent, git over HTTP, gpg-agent
-  libpq-dev postgresql                                                                # fleet collection (libpq); tests: a real PostgreSQL 15 server
+  libpq5 postgresql                                                                   # fleet collection (libpq, loaded when shipping); tests: a real PostgreSQL 15 server
 )
 
 missing=()
