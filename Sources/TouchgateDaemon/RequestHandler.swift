@@ -200,8 +200,13 @@ struct RequestHandler: Sendable {
             guard let fleet = stores.fleet else {
                 throw ServiceError(.notFound, "this touchgated does not ship audit trails (started without fleet shipping)")
             }
-            // Root without a user named ships every trail here; anyone else, their own.
-            let services = peer.isRoot && arguments.user == nil ? stores.everyService() : [service]
+            // Root without a user named ships every trail here; anyone else, their own (never
+            // making a store for someone who has none).
+            let services = peer.isRoot && arguments.user == nil ? stores.everyService() : [service].filter(\.hasStore)
+            guard !services.isEmpty else {
+                throw ServiceError(.notFound, "touchgated holds no audit trail \(peer.isRoot ? "" : "of yours ")yet: "
+                                   + "nothing to ship")
+            }
             return reply(id, AuditShipmentsReport(shipments: try await fleet.ship(services)))
         case .pruneAudit:
             let before = try required(arguments.before, "before")

@@ -298,6 +298,12 @@ struct FleetTests {
             rig.daemonArguments = ["--fleet-config", config]
             try await rig.start()
             let other = DaemonRig.otherUID
+            // Nobody has a store yet: nothing to ship, and no store is made for asking.
+            try configure(every: 3600)
+            let none = try await rig.run(["audit", "ship"], as: other)
+            #expect(none.status == 10 && none.stderrLines.joined().contains("nothing to ship"), "\(none.status) \(none.stderrLines)")
+            #expect(!FileManager.default.fileExists(atPath: rig.stateDirectory + "/users/\(other)/touchgate.sqlite"))
+            try FileManager.default.removeItem(atPath: config)
             try await rig.initialize()
             try await rig.initialize(as: other)
 
