@@ -126,7 +126,7 @@ struct FleetTests {
         defer {
             machines.forEach { $0.remove() }
         }
-        do {
+        try await server.removing { server in
             // Ship all three at once, in batches of 5, and stop the server mid-stream: a
             // trigger holds every insert past record 100 until the server goes away, so each
             // machine has 100 records committed and its next batch in flight when it stops.
@@ -225,11 +225,7 @@ struct FleetTests {
             let table = try await Self.collector(server, ["query", "--machine", "m1", "--limit", "3"])
             let lines = table.stdout.split(separator: "\n")
             #expect(lines.count == 4 && lines[0].hasPrefix("TIME") && lines[0].contains("MACHINE"), "\(table.stdout)")
-        } catch {
-            await server.remove()
-            throw error
         }
-        await server.remove()
     }
 
     @Test("an edited record, a truncated tail and an unregistered key are each reported by verify (exit 6); a writable fleet.conf is refused")
@@ -239,7 +235,7 @@ struct FleetTests {
         defer {
             (machines + [stranger]).forEach { $0.remove() }
         }
-        do {
+        try await server.removing { server in
             try stranger.write(5)
             for machine in machines + [stranger] {
                 let shipped = try await machine.ship()
@@ -274,18 +270,14 @@ struct FleetTests {
             chown(machines[0].config, 65534, 65534)
             let foreign = try await machines[0].ship()
             #expect(foreign.status == 11 && foreign.stdout.contains("owned by root"), "\(foreign.stdout)")
-        } catch {
-            await server.remove()
-            throw error
         }
-        await server.remove()
     }
 
     @Test("touchgated ships with its own configuration: a user's own trail, root's every trail, and every ship-every seconds by itself; a client cannot name another")
     func daemonShips() async throws {
         try #require(getuid() == 0, "this test runs clients as two users and a root-owned fleet.conf: run the tests as root")
         let server = try await PostgresRig()
-        do {
+        try await server.removing { server in
             let initialised = try await Self.collector(server, ["init"])
             try #require(initialised.status == 0, "\(initialised.stderrLines)")
             let rig = try DaemonRig()
@@ -372,17 +364,13 @@ struct FleetTests {
             #expect(rig.daemonLog.contains("fleet: root's trail: cannot connect") && rig.daemonLog.contains("stay queued"),
                     "\(rig.daemonLog)")
             rig.stop()
-        } catch {
-            await server.remove()
-            throw error
         }
-        await server.remove()
     }
 
     @Test("over TLS: a machine ships with verify-full and the client certificate fleet.conf names; without the certificate, or trusting another CA, it is refused (69) and its records stay queued")
     func shipsOverTLSWithAClientCertificate() async throws {
         let server = try await PostgresRig()
-        do {
+        try await server.removing { server in
             let pki = try TestPKI(in: server.directory + "/pki", client: "postgres")
             try await server.requireTLS(pki)
             let initialised = try await Self.collector(server, ["init"], local: true)
@@ -417,10 +405,6 @@ struct FleetTests {
                                              local: true).status == 0)
             let verified = try await Self.collector(server, ["verify"], local: true)
             #expect(verified.status == 0 && verified.stdout.contains("none broken"), "\(verified.stdout)")
-        } catch {
-            await server.remove()
-            throw error
         }
-        await server.remove()
     }
 }

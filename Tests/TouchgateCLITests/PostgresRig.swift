@@ -90,6 +90,18 @@ final class PostgresRig: Sendable {
         try await start()
     }
 
+    /// Runs `body` with this server, then removes the server whether `body` threw or not.
+    func removing<T>(after body: (PostgresRig) async throws -> T) async throws -> T {
+        do {
+            let value = try await body(self)
+            await remove()
+            return value
+        } catch {
+            await remove()
+            throw error
+        }
+    }
+
     /// Stops the server at once and removes the cluster.
     func remove() async {
         _ = try? await Self.asPostgres([Self.bin + "/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"])
