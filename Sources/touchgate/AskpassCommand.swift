@@ -71,10 +71,7 @@ struct Askpass: AsyncParsableCommand {
         func run() async throws {
             let (pattern, item) = (pattern, item)
             try await CommandRunner.run(json: false) { console in
-                var settings = try HelperSettings.load()
-                settings.askpass.removeAll { $0.pattern == pattern }
-                settings.askpass.append(.init(pattern: pattern, item: item))
-                try settings.save()
+                try HelperSettings.update { $0.mapSSHKey(pattern: pattern, to: item) }
                 await HelperMapping.warnIfMissing(item, console: console)
                 console.result("mapped", EmptyResult(), text: "ssh prompts mentioning '\(StoredText.escaped(pattern))' "
                                + "are answered with '\(StoredText.escaped(item))'.")
@@ -86,7 +83,7 @@ struct Askpass: AsyncParsableCommand {
     /// `touchgate askpass unmap PATTERN`.
     struct Unmap: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "unmap",abstract: "Forget the mapping of PATTERN.")
+            commandName: "unmap", abstract: "Forget the mapping of PATTERN.")
 
         @Argument(help: "The pattern given to map.")
         var pattern: String
@@ -94,13 +91,7 @@ struct Askpass: AsyncParsableCommand {
         func run() async throws {
             let pattern = pattern
             try await CommandRunner.run(json: false) { console in
-                var settings = try HelperSettings.load()
-                let before = settings.askpass.count
-                settings.askpass.removeAll { $0.pattern == pattern }
-                guard settings.askpass.count < before else {
-                    throw ServiceError(.notFound, "no mapping for '\(StoredText.escaped(pattern))'; see touchgate askpass list")
-                }
-                try settings.save()
+                try HelperSettings.update { settings throws(ServiceError) in try settings.unmapSSHKey(pattern: pattern) }
                 return ExitStatus.success
             }
         }
@@ -109,7 +100,7 @@ struct Askpass: AsyncParsableCommand {
     /// `touchgate askpass list`.
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "list",abstract: "Show which prompts map to which items.")
+            commandName: "list", abstract: "Show which prompts map to which items.")
 
         func run() async throws {
             try await CommandRunner.run(json: false) { _ in

@@ -40,7 +40,7 @@ struct Pinentry: AsyncParsableCommand {
     /// `touchgate pinentry map KEYGRIP ITEM`.
     struct Map: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "map",abstract: "Answer the passphrase of the key KEYGRIP with ITEM.")
+            commandName: "map", abstract: "Answer the passphrase of the key KEYGRIP with ITEM.")
 
         @Argument(help: "The key's keygrip (40 hex digits; gpg --list-secret-keys --with-keygrip).")
         var keygrip: String
@@ -56,11 +56,11 @@ struct Pinentry: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let (grip, item) = (HelperSettings.canonicalKeygrip(keygrip)!, item)
+            let (keygrip, item) = (keygrip, item)
             try await CommandRunner.run(json: false) { console in
-                var settings = try HelperSettings.load()
-                settings.pinentryKeys[grip] = item
-                try settings.save()
+                let grip = try HelperSettings.update { settings throws(ServiceError) in
+                    try settings.mapGPGKey(keygrip, to: item)
+                }
                 await HelperMapping.warnIfMissing(item, console: console)
                 console.result("mapped", EmptyResult(), text: "The passphrase of key \(grip) comes from '\(StoredText.escaped(item))'.")
                 return ExitStatus.success
@@ -71,19 +71,15 @@ struct Pinentry: AsyncParsableCommand {
     /// `touchgate pinentry unmap KEYGRIP`.
     struct Unmap: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "unmap",abstract: "Forget the mapping of KEYGRIP.")
+            commandName: "unmap", abstract: "Forget the mapping of KEYGRIP.")
 
         @Argument(help: "The keygrip given to map.")
         var keygrip: String
 
         func run() async throws {
-            let grip = HelperSettings.canonicalKeygrip(keygrip) ?? keygrip
+            let keygrip = keygrip
             try await CommandRunner.run(json: false) { _ in
-                var settings = try HelperSettings.load()
-                guard settings.pinentryKeys.removeValue(forKey: grip) != nil else {
-                    throw ServiceError(.notFound, "no mapping for \(StoredText.escaped(grip)); see touchgate pinentry list")
-                }
-                try settings.save()
+                try HelperSettings.update { settings throws(ServiceError) in try settings.unmapGPGKey(keygrip) }
                 return ExitStatus.success
             }
         }
@@ -114,9 +110,7 @@ struct Pinentry: AsyncParsableCommand {
         func run() async throws {
             let program = program
             try await CommandRunner.run(json: false) { _ in
-                var settings = try HelperSettings.load()
-                settings.pinentryFallback = program
-                try settings.save()
+                try HelperSettings.update { $0.pinentryFallback = program }
                 return ExitStatus.success
             }
         }
@@ -125,7 +119,7 @@ struct Pinentry: AsyncParsableCommand {
     /// `touchgate pinentry list`.
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "list",abstract: "Show the keygrip mappings and the fallback.")
+            commandName: "list", abstract: "Show the keygrip mappings and the fallback.")
 
         func run() async throws {
             try await CommandRunner.run(json: false) { _ in

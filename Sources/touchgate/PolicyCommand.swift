@@ -20,7 +20,7 @@ struct Policy: AsyncParsableCommand {
     /// `touchgate policy show`.
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "show",abstract: "Show the limits in force.")
+            commandName: "show", abstract: "Show the limits in force.")
 
         @OptionGroup var common: CommonOptions
 

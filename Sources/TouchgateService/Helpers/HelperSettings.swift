@@ -82,6 +82,70 @@ public struct HelperSettings: Codable, Sendable, Equatable {
         }
     }
 
+    /// Loads the settings at `path`, lets `change` edit them and saves the result, holding
+    /// an exclusive lock (`flock` on `helpers.json.lock` beside it) from the load to the
+    /// save: two commands mapping keys at once both keep their mapping. Nothing is written
+    /// when `change` throws.
+    public static func update<T>(at path: String = path(),
+                                 _ change: (inout HelperSettings) throws(ServiceError) -> T) throws(ServiceError) -> T {
+        let directory = (path as NSString).deletingLastPathComponent
+        let lockPath = path + ".lock"
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw ServiceError(.dataError, "cannot make \(directory) for the helper settings: \(error)")
+        }
+        let lock = open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard lock >= 0 else {
+            throw ServiceError(.dataError, "cannot open \(lockPath): \(String(cString: strerror(errno)))")
+        }
+        defer { close(lock) }
+        while flock(lock, LOCK_EX) != 0 && errno == EINTR {}
+        var settings = try load(from: path)
+        let result = try change(&settings)
+        try settings.save(to: path)
+        return result
+    }
+
+    /// Answers SSH prompts that mention `pattern` with `item`, replacing an earlier mapping
+    /// of the same pattern.
+    public mutating func mapSSHKey(pattern: String, to item: String) {
+        askpass.removeAll { $0.pattern == pattern }
+        askpass.append(KeyMapping(pattern: pattern, item: item))
+    }
+
+    /// Forgets the mapping of `pattern`.
+    /// - Throws: ``ServiceError`` `not-found` when there is none.
+    public mutating func unmapSSHKey(pattern: String) throws(ServiceError) {
+        let before = askpass.count
+        askpass.removeAll { $0.pattern == pattern }
+        guard askpass.count < before else {
+            throw ServiceError(.notFound, "no mapping for '\(StoredText.escaped(pattern))'; see touchgate askpass list")
+        }
+    }
+
+    /// Answers the passphrase of the gpg key `keygrip` (any case) with `item`.
+    /// - Throws: ``ServiceError`` `usage` when `keygrip` is not 40 hex digits.
+    @discardableResult
+    public mutating func mapGPGKey(_ keygrip: String, to item: String) throws(ServiceError) -> String {
+        guard let grip = Self.canonicalKeygrip(keygrip) else {
+            throw ServiceError(.usage, "'\(StoredText.escaped(keygrip))' is not a keygrip (40 hex digits); see gpg "
+                               + "--list-secret-keys --with-keygrip")
+        }
+        pinentryKeys[grip] = item
+        return grip
+    }
+
+    /// Forgets the mapping of the gpg key `keygrip` (any case).
+    /// - Throws: ``ServiceError`` `not-found` when there is none.
+    public mutating func unmapGPGKey(_ keygrip: String) throws(ServiceError) {
+        let grip = Self.canonicalKeygrip(keygrip) ?? keygrip
+        guard pinentryKeys.removeValue(forKey: grip) != nil else {
+            throw ServiceError(.notFound, "no mapping for \(StoredText.escaped(grip)); see touchgate pinentry list")
+        }
+    }
+
     /// The item mapped to an SSH prompt: the longest matching pattern wins.
     public func askpassItem(for prompt: String) -> String? {
         askpass.filter { Self.matches($0.pattern, prompt) }.max { $0.pattern.count < $1.pattern.count }?.item
