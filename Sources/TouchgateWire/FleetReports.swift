@@ -1,6 +1,6 @@
 import Foundation
 
-/// What `touchgate audit ship` did: `{"shipped": …}`.
+/// What `touchgate audit ship` did for one trail (`--json`: `{"result":"shipped", …}`, a line per trail).
 public struct AuditShipReport: Codable, Sendable, Equatable {
     /// The machine name the records were filed under.
     public var machine: String

@@ -31,24 +31,24 @@ struct FleetTests {
                  + settings).write(toFile: config, atomically: true, encoding: .utf8)
             chmod(config, 0o644)
             publicKeyFile = home + "/machine.pub"
-            try Hex.encode(try open { $0.publicKey }).write(toFile: publicKeyFile, atomically: true, encoding: .utf8)
+            try Hex.encode(try open { log, _ in log.publicKey }).write(toFile: publicKeyFile, atomically: true, encoding: .utf8)
         }
 
         var environment: [String: String] {
             ["HOME": home, "XDG_DATA_HOME": home + "/data", "TOUCHGATE_SOCKET": "", "LC_ALL": "C"]
         }
 
-        /// Runs `body` on the machine's audit log, its clock at record `index` minutes after ``base``.
-        private func open<T>(clockFrom index: Int = 0, _ body: (AuditLog) throws -> T) throws -> T {
-            let location = StoreLocation.fromEnvironment(environment)
-            let database = try TouchgateDatabase(location: location)
+        /// Runs `body` on the machine's audit log, whose clock reads ``base`` plus the minutes
+        /// `body` sets in the mutex it is given.
+        private func open<T>(_ body: (AuditLog, borrowing Mutex<Int>) throws -> T) throws -> T {
+            let database = try TouchgateDatabase(location: StoreLocation.fromEnvironment(environment))
             defer { try? database.closeConnections() }
-            let minute = Mutex(index)
+            let minute = Mutex(0)
             let offset = Double(name.utf8.last ?? 0) / 100
             let log = try AuditLog(database: database, journal: .disabled) {
                 Date(timeIntervalSince1970: FleetTests.base + offset + Double(minute.withLock { $0 }) * 60)
             }
-            return try body(log)
+            return try body(log, minute)
         }
 
         /// Appends `count` records of varied events, outcomes and items.
@@ -56,19 +56,12 @@ struct FleetTests {
             let start = written.withLock { $0.count }
             let events: [AuditEvent] = [.itemRead, .authAttempt, .itemWrite, .vaultUnlock]
             let outcomes: [AuditOutcome] = [.success, .failure, .denied]
-            let location = StoreLocation.fromEnvironment(environment)
-            let database = try TouchgateDatabase(location: location)
-            defer { try? database.closeConnections() }
-            let minute = Mutex(start)
-            let offset = Double(name.utf8.last ?? 0) / 100
-            let log = try AuditLog(database: database, journal: .disabled) {
-                Date(timeIntervalSince1970: FleetTests.base + offset + Double(minute.withLock { $0 }) * 60)
-            }
-            var records: [AuditRecord] = []
-            for index in start..<(start + count) {
-                minute.withLock { $0 = index }
-                records.append(try log.append(events[index % 4], outcomes[index % 3], vaultUser: "user-\(name)",
-                                              item: "item-\(index % 5)", reason: "test record \(index)"))
+            let records = try open { log, minute in
+                try (start..<(start + count)).map { index in
+                    minute.withLock { $0 = index }
+                    return try log.append(events[index % 4], outcomes[index % 3], vaultUser: "user-\(name)",
+                                          item: "item-\(index % 5)", reason: "test record \(index)")
+                }
             }
             written.withLock { $0 += records }
         }
