@@ -6,9 +6,9 @@ import TouchgateWire
 
 /// Turns one protocol request into one call of the service, for the peer who sent it.
 ///
-/// Who acts is the peer's uid from `SO_PEERCRED`, never anything the request says: a
-/// request naming another user is served only for root. Nothing is decided here beyond
-/// that; every rule lives in ``TouchgateService``.
+/// Who acts is the peer's uid from `SO_PEERCRED`, never anything the request says. Nothing
+/// is decided here: who may ask for what and whose trail records a refusal are
+/// ``CallerRules``, every other rule is the use case's in ``TouchgateService``.
 struct RequestHandler: Sendable {
     /// Where each user's store lives, and the held keys.
     let stores: DaemonStores
@@ -33,18 +33,12 @@ struct RequestHandler: Sendable {
                         }
                         return try await run(request.operation!, request.arguments ?? RequestArguments(), peer: peer,
                                              interaction: interaction)
-                    } catch let refusal as ServiceError where refusal.code == .forbidden {
-                        // Every refusal is audited, in the caller's own trail (the only store
-                        // the caller surely has a right to; a refusal never writes to another's).
-                        try? await stores.service(for: peer, actingFor: nil)
-                            .recordRefusal(of: request.operation!.rawValue, refusal)
-                        throw refusal
-                    } catch let refusal as ServiceError where refusal.code == .remoteSession {
-                        // Refused after the caller was found entitled to act for the user it
-                        // named: the record goes to that user's trail, whose finger was asked
-                        // for (without making a store for a user who has none).
-                        try? await stores.service(for: peer, actingFor: request.arguments?.user)
-                            .recordRefusal(of: request.operation!.rawValue, refusal, onlyIfStoreExists: true)
+                    } catch let refusal as ServiceError {
+                        if let trail = CallerRules.trail(for: refusal) {
+                            let named = trail == .namedUser
+                            try? await stores.service(for: peer, actingFor: named ? request.arguments?.user : nil)
+                                .recordRefusal(of: request.operation!.rawValue, refusal, onlyIfStoreExists: named)
+                        }
                         throw refusal
                     }
                 }
@@ -77,6 +71,9 @@ struct RequestHandler: Sendable {
             // Before any reader is used or any question asked.
             try await sessions.check(peer)
         }
+        if let what = CallerRules.rootOnly(operation) {
+            try CallerRules.requireRoot(callerIsRoot: peer.isRoot, what)
+        }
         switch operation {
         case .status:
             return reply(id, try await service.status())
@@ -107,7 +104,6 @@ struct RequestHandler: Sendable {
                                                       interaction: interaction))
             }
         case .deleteOrphans:
-            try stores.requireRoot(peer, "deleting prints the store does not know from a reader")
             return try await readers.one {
                 reply(id, try await service.deleteOrphans(device: arguments.device, interaction: interaction))
             }
@@ -118,13 +114,10 @@ struct RequestHandler: Sendable {
                                                         interaction: interaction))
             }
         case .clearReader:
-            try stores.requireRoot(peer, "clearing a reader's own storage")
             return try await readers.one {
                 reply(id, try await service.clearReader(device: arguments.device, interaction: interaction))
             }
         case .importFprintd:
-            // fprintd's store is root's: only root may have the daemon read it.
-            try stores.requireRoot(peer, "importing from fprintd's store")
             let from = try required(arguments.path, "path")
             return reply(id, try await service.importFromFprintd(user: nil, from: from, dryRun: arguments.dryRun ?? false,
                                                                  interaction: interaction))
@@ -200,9 +193,9 @@ struct RequestHandler: Sendable {
             guard let fleet = stores.fleet else {
                 throw ServiceError(.notFound, "this touchgated does not ship audit trails (started without fleet shipping)")
             }
-            // Root without a user named ships every trail here; anyone else, their own (never
-            // making a store for someone who has none).
-            let services = peer.isRoot && arguments.user == nil ? stores.everyService() : [service].filter(\.hasStore)
+            // Never making a store for someone who has none.
+            let every = CallerRules.shipsEveryTrail(callerIsRoot: peer.isRoot, namedUser: arguments.user)
+            let services = every ? stores.everyService() : [service].filter(\.hasStore)
             guard !services.isEmpty else {
                 throw ServiceError(.notFound, "touchgated holds no audit trail \(peer.isRoot ? "" : "of yours ")yet: "
                                    + "nothing to ship")
@@ -269,7 +262,7 @@ struct DaemonStores: Sendable {
         let own = Principal(uid: peer.uid, loginName: UserDatabase.loginName(of: peer.uid))
         var principal = own
         if let user, user != own.loginName {
-            try requireRoot(peer, "acting for another user")
+            try CallerRules.requireMayActForAnotherUser(callerIsRoot: peer.isRoot)
             guard let uid = UserDatabase.uid(of: user) else {
                 throw ServiceError(.usage, "no user named '\(StoredText.escaped(user))' on this system")
             }
@@ -297,11 +290,5 @@ struct DaemonStores: Sendable {
         service.readerPool = pool
         service.openStores = open
         return service
-    }
-
-    func requireRoot(_ peer: Peer, _ what: String) throws(ServiceError) {
-        guard peer.isRoot else {
-            throw ServiceError(.forbidden, "\(what) needs root; ask your administrator (sudo touchgate …)")
-        }
     }
 }

@@ -1,0 +1,55 @@
+import TouchgateWire
+
+/// Who may ask for what on behalf of whom, and whose trail records a refusal: the rules a
+/// service that serves other users' requests (touchgated) applies around the use cases.
+/// The adapter only says who the caller is (its uid, from the kernel) and what was asked.
+public enum CallerRules {
+    /// Why only root may have `operation` done, or nil when any user may, for themselves.
+    public static func rootOnly(_ operation: DaemonOperation) -> String? {
+        switch operation {
+        case .deleteOrphans: "deleting prints the store does not know from a reader"
+        case .clearReader: "clearing a reader's own storage"
+        // fprintd's store is root's: only root may have the daemon read it.
+        case .importFprintd: "importing from fprintd's store"
+        default: nil
+        }
+    }
+
+    /// Refuses `what` (`forbidden`) unless the caller is root.
+    public static func requireRoot(callerIsRoot: Bool, _ what: String) throws(ServiceError) {
+        guard callerIsRoot else {
+            throw ServiceError(.forbidden, "\(what) needs root; ask your administrator (sudo touchgate …)")
+        }
+    }
+
+    /// Refuses acting for a user other than the caller, unless the caller is root.
+    public static func requireMayActForAnotherUser(callerIsRoot: Bool) throws(ServiceError) {
+        try requireRoot(callerIsRoot: callerIsRoot, "acting for another user")
+    }
+
+    /// Whose trail records a refused request.
+    public enum RefusalTrail: Sendable, Equatable {
+        /// The caller's own (the only store the caller surely has a right to): a request
+        /// the caller may not make never writes to another's trail.
+        case caller
+        /// The trail of the user the request was for, whose finger was asked for: the
+        /// caller was entitled to act for them and the session was refused. No store is
+        /// made for a user who has none.
+        case namedUser
+    }
+
+    /// Where `refusal` is recorded; nil when it is not a refusal (every refusal is audited).
+    public static func trail(for refusal: ServiceError) -> RefusalTrail? {
+        switch refusal.code {
+        case .forbidden: .caller
+        case .remoteSession: .namedUser
+        default: nil
+        }
+    }
+
+    /// Whether `audit.ship` sends every user's trail (root, naming no user) or the
+    /// requester's own.
+    public static func shipsEveryTrail(callerIsRoot: Bool, namedUser: String?) -> Bool {
+        callerIsRoot && namedUser == nil
+    }
+}
