@@ -69,7 +69,7 @@ struct RequestHandler: Sendable {
         let service = try stores.service(for: peer, actingFor: arguments.user)
         if arguments.localOnly == true {
             // Before any reader is used or any question asked.
-            try await sessions.check(peer)
+            try await sessions.check(pid: peer.pid, caller: peer.description)
         }
         if let what = CallerRules.rootOnly(operation) {
             try CallerRules.requireRoot(callerIsRoot: peer.isRoot, what)
