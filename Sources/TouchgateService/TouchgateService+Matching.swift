@@ -62,9 +62,11 @@ extension TouchgateService {
                                        interaction: interaction)
             }
         }
-        let guarded = try store.policyGuard(vaultUser: try store.vaultExists() ? principal.loginName : nil)
+        // The vault, its audit log and settings opened once for the whole decision.
+        let vault = try store.vaultIfPresent()
+        let guarded = try vault?.guarded ?? store.policyGuard(vaultUser: nil)
         try guarded.requireIntactState()
-        let prints = try store.printStore()
+        let prints = try vault.map { try $0.printStore(key: $0.requireKey()) } ?? store.printStore()
         let enrollment = try EnrollmentTracker.status(guarded)
         let sensor = ReaderSensor(device: device, pool: readerPool, interaction: interaction, prints: prints, candidates: candidates,
                                   operation: operation) { session in
