@@ -400,4 +400,24 @@ struct FleetTests {
             #expect(verified.status == 0 && verified.stdout.contains("none broken"), "\(verified.stdout)")
         }
     }
+
+    @Test("the local cursor moved forward with sqlite3 (so records are never shipped) is caught by the collector's verify as a gap")
+    func skippedRecordsAreReportedCentrally() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3"), "apt-get install sqlite3")
+        let (server, machines) = try await Self.fleet(["m1"], records: 30)
+        let machine = machines[0]
+        defer { machine.remove() }
+        try await server.removing { server in
+            #expect(try await machine.ship().status == 0)
+            try machine.write(20)
+            // Records 31…40 are to vanish from the fleet's view: the cursor jumps past them.
+            let database = machine.home + "/data/touchgate/touchgate.sqlite"
+            let edited = try runProgram("/usr/bin/sqlite3", [database, "UPDATE auditShipped SET seq = seq + 10"])
+            try #require(edited.status == 0, "\(edited.stderr)")
+            #expect(try await machine.ship().status == 0)
+            #expect(try await Self.collected(server)["m1"] == [40, 1, 50, 40])
+            let verified = try await Self.collector(server, ["verify"])
+            #expect(verified.status == 6 && verified.stdout.contains("records 31…40 are missing"), "\(verified.stdout)")
+        }
+    }
 }
