@@ -420,4 +420,20 @@ struct FleetTests {
             #expect(verified.status == 6 && verified.stdout.contains("records 31…40 are missing"), "\(verified.stdout)")
         }
     }
+
+    @Test("the same machine shipping from two processes at once: both succeed, every record is stored once, the trail verifies")
+    func oneTrailShippedTwiceAtOnce() async throws {
+        let (server, machines) = try await Self.fleet(["m1"], records: 300)
+        let machine = machines[0]
+        defer { machine.remove() }
+        try await server.removing { server in
+            async let first = machine.ship()
+            async let second = machine.ship()
+            let results = try await [first, second]
+            for result in results { #expect(result.status == 0, "\(result.stdout) \(result.stderrLines)") }
+            #expect(try await Self.collected(server)["m1"] == [300, 1, 300, 300])
+            let verified = try await Self.collector(server, ["verify"])
+            #expect(verified.status == 0 && verified.stdout.contains("none broken"), "\(verified.stdout)")
+        }
+    }
 }

@@ -175,6 +175,31 @@ struct AuditSealTests {
         #expect(try AuditLog(database: otherDatabase).publicKey == log.publicKey)
     }
 
+    @Test("a key file planted beside a store that did not sign its seal is not adopted: no upgrade record, the file stays as evidence")
+    func aPlantedKeyIsNotAdopted() throws {
+        let fixture = try AuditFixture()
+        try fixture.appendSample(3)
+        let before = try fixture.log.records().count
+        // Replace the store's own key with another one: it never signed this trail.
+        let ownFile = AuditSigner.path(in: fixture.location)
+        try FileManager.default.removeItem(atPath: ownFile)
+        let other = try AuditFixture()
+        try FileManager.default.copyItem(atPath: AuditSigner.path(in: other.location), toPath: ownFile)
+        let machine = fixture.root.appendingPathComponent("machine")
+        try FileManager.default.createDirectory(at: machine, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let database = try TouchgateDatabase(location: StoreLocation(directory: fixture.location.directory,
+                                                                     signingKeyDirectory: machine))
+        defer { try? database.closeConnections() }
+        let log = try AuditLog(database: database)
+        #expect(try log.records().filter { $0.event == .auditUpgrade }.isEmpty)
+        #expect(FileManager.default.fileExists(atPath: ownFile), "the planted key was removed")
+        // The machine's key was new here, so the lost-key rule applies: the trail is signed
+        // again, and an integrity.failure record (not an upgrade) says so, for the verifier.
+        let records = try log.records()
+        #expect(records.count == before + 1 && records.last?.event == .integrityFailure, "\(records.last!)")
+    }
+
     @Test("pruned and restarted trails: the rest still verifies publicly; a restart starts a new trail id")
     func pruneAndRestart() throws {
         let clock = AuditTestClock(Date(timeIntervalSince1970: 1_000_000_000))
