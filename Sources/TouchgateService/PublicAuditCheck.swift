@@ -21,15 +21,22 @@ public struct PublicAuditCheck: Sendable {
         verifier = AuditChainVerifier(publicKey: publicKey)
     }
 
+    /// The longest line an export may hold: a record is a few hundred bytes, its reason at
+    /// most a few KiB.
+    public static let maximumLineBytes = 1 << 20
+
     /// Reads a public key file: 64 hex digits (what `touchgate audit public-key` prints),
     /// surrounding white space allowed.
     /// - Throws: ``ServiceError`` `usage` saying what is wrong with it.
     public static func publicKey(fromFile path: String) throws(ServiceError) -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        // At most a line's worth is read: the path may name anything (/dev/zero, a FIFO, a huge file).
+        guard let handle = FileHandle(forReadingAtPath: path),
+              let data = try? handle.read(upToCount: 4096) ?? Data() else {
             throw ServiceError.usage("cannot read the public key file \(StoredText.escaped(path)); give the file "
                                      + "`touchgate audit public-key` wrote on the machine whose trail this is")
         }
-        let text = String(decoding: data.prefix(4096), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        try? handle.close()
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.count == 64, let key = Hex.decode(text.lowercased()) else {
             throw ServiceError.usage("\(StoredText.escaped(path)) does not hold a public key (64 hex digits, as "
                                      + "`touchgate audit public-key` prints)")

@@ -139,12 +139,31 @@ struct Audit: AsyncParsableCommand {
                                          + String(cString: strerror(errno)))
             }
             defer { fclose(stream) }
-            var buffer: UnsafeMutablePointer<CChar>?
-            var capacity = 0
-            defer { free(buffer) }
-            while getline(&buffer, &capacity, stream) >= 0, let buffer {
-                try check.feed(String(cString: buffer))
+            // Line by line, each at most PublicAuditCheck.maximumLineBytes: a file with no end or
+            // no newline (/dev/zero) is refused, not read into memory whole.
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            var line: [UInt8] = []
+            var lines = 0
+            func take(_ bytes: ArraySlice<UInt8>) throws(ServiceError) {
+                line += bytes
+                guard line.count <= PublicAuditCheck.maximumLineBytes else {
+                    throw ServiceError(.usage, "line \(lines + 1) of \(StoredText.escaped(input ?? "the input")) is longer "
+                                       + "than \(PublicAuditCheck.maximumLineBytes) bytes: this is not an export of "
+                                       + "`touchgate audit export`")
+                }
             }
+            while case let count = fread(&chunk, 1, chunk.count, stream), count > 0 {
+                var start = 0
+                while let newline = chunk[start..<count].firstIndex(of: UInt8(ascii: "\n")) {
+                    try take(chunk[start...newline])
+                    lines += 1
+                    try check.feed(String(decoding: line, as: UTF8.self))
+                    line.removeAll(keepingCapacity: true)
+                    start = newline + 1
+                }
+                try take(chunk[start..<count])
+            }
+            if !line.isEmpty { try check.feed(String(decoding: line, as: UTF8.self)) }
             return try check.finish()
         }
     }

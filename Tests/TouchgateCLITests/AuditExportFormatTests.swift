@@ -43,6 +43,15 @@ struct AuditExportFormatTests {
         defer { auditor.home.remove() }
         let fromStdin = try await auditor.run(["audit", "verify", "--public-key", keyFile], stdin: Data(export.utf8))
         #expect(fromStdin.status == 0, "\(fromStdin.stderrLines)")
+        // A key "file" that never ends, or that is not a key, is refused at once (exit 64).
+        for hostile in ["/dev/zero", "/etc/passwd", auditor.home.path("no-such-file")] {
+            let refused = try await auditor.run(["audit", "verify", "--public-key", hostile], stdin: Data(export.utf8))
+            #expect(refused.status == 64 && refused.stderrLines.joined().contains("public key"),
+                    "\(hostile): \(refused.status) \(refused.stderrLines)")
+        }
+        // An "export" with no newline and no end is refused, not read into memory.
+        let endless = try await auditor.run(["audit", "verify", "--public-key", keyFile, "--input", "/dev/zero"])
+        #expect(endless.status == 64 && endless.stderrLines.joined().contains("is not an export"), "\(endless.stderrLines)")
         #expect(fromStdin.stdout.contains("export intact: \(records.count) records"), "\(fromStdin.stdout)")
 
         var lines = export.split(separator: "\n").map(String.init)
