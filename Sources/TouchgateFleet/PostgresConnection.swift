@@ -52,7 +52,7 @@ final class PostgresConnection {
 
     /// Closes the connection; further use traps.
     func close() {
-        if let handle { PQfinish(handle) }
+        PQfinish(handle)
         handle = nil
     }
 
