@@ -109,12 +109,12 @@ struct PinentryServer {
     }
 
     private func getPin(_ line: String, _ state: inout State, input: AssuanReader) async throws {
-        if let keygrip = state.keygrip, !state.hasError, !state.repeats,
-           let grip = HelperSettings.canonicalKeygrip(keygrip), settings.pinentryKeys[grip] != nil {
+        // The vault answers for a mapped key (the service decides: nil when it is not mapped).
+        if let keygrip = state.keygrip, !state.hasError, !state.repeats {
             let interaction = PinentryInteraction(terminal: TerminalInteraction(console: console, assumeYes: true),
                                                   ttyname: state.terminal)
             do {
-                if let value = try await helpers.gpgPassphrase(keygrip: grip, settings: settings, interaction: interaction) {
+                if let value = try await helpers.gpgPassphrase(keygrip: keygrip, settings: settings, interaction: interaction) {
                     if state.allowCache { try AssuanWriter.line("S PASSWORD_FROM_CACHE", to: 1) }
                     try AssuanWriter.data(value, to: 1)
                     try ok()
