@@ -1,4 +1,5 @@
 import Foundation
+import TouchgateVault
 import TouchgateWire
 
 /// The forms `touchgate audit export` writes: its own JSON lines (what `audit verify
@@ -88,21 +89,20 @@ enum AuditInterchange {
         }
     }
 
+    /// OCSF's severity for the journal's priority of the record.
     private static func ocsfSeverity(_ record: AuditRecordReport) -> (Int, String) {
-        if record.event == "integrity.failure" { return (5, "Critical") }
-        if record.outcome == "error" { return (4, "High") }
-        if record.event == "lockout.start" { return (3, "Medium") }
-        if record.outcome == "failure" || record.outcome == "denied" { return (2, "Low") }
-        return (1, "Informational")
+        switch severityNumber(record) {
+        case 2: (5, "Critical")
+        case 3: (4, "High")
+        case 4: (3, "Medium")
+        case 5: (2, "Low")
+        default: (1, "Informational")
+        }
     }
 
     /// The syslog priority the journal copy carries (2 critical … 6 informational).
     private static func severityNumber(_ record: AuditRecordReport) -> Int {
-        if record.event == "integrity.failure" { return 2 }
-        if record.outcome == "error" { return 3 }
-        if record.event == "lockout.start" { return 4 }
-        if record.outcome == "failure" || record.outcome == "denied" { return 5 }
-        return 6
+        AuditJournal.priority(event: AuditEvent(stored: record.event), outcome: AuditOutcome(stored: record.outcome))
     }
 
     private static func ecsOutcome(_ outcome: String) -> String {

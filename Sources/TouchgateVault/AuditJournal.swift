@@ -76,15 +76,20 @@ public struct AuditJournal: Sendable {
     }
 
     /// syslog priority: 2 (crit) for integrity failures, 3 (err) for errors, 4 (warning)
-    /// for lockouts, 5 (notice) for failures and denials, 6 (info) otherwise.
-    static func priority(for record: AuditRecord) -> Int {
-        if record.event == .integrityFailure { return 2 }
-        switch record.outcome {
+    /// for lockouts, 5 (notice) for failures and denials, 6 (info) otherwise. The one
+    /// ranking of records by severity: the OCSF and ECS exports map it too.
+    public static func priority(event: AuditEvent, outcome: AuditOutcome) -> Int {
+        if event == .integrityFailure { return 2 }
+        switch outcome {
         case .error: return 3
-        case _ where record.event == .lockoutStart: return 4
+        case _ where event == .lockoutStart: return 4
         case .failure, .denied: return 5
         default: return 6
         }
+    }
+
+    static func priority(for record: AuditRecord) -> Int {
+        priority(event: record.event, outcome: record.outcome)
     }
 
     /// The native-protocol datagram: `KEY=value\n` per field, or for a value holding a
