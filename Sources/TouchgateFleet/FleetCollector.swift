@@ -61,10 +61,18 @@ public final class FleetCollector {
             """, [machine]).rows
         var reports: [FleetTrailReport] = []
         for row in trails {
-            guard let name = row[0], let trail = Bytea.bytes(row[1]), let key = Bytea.bytes(row[2]),
-                  let firstShipped = row[3].flatMap({ Int64($0) }) else { continue }
-            let result = try verify(machine: name, trail: trail, key: key, firstShipped: firstShipped,
+            let result: FleetTrailReport
+            if let name = row[0], let trail = Bytea.bytes(row[1]), let key = Bytea.bytes(row[2]),
+               let firstShipped = row[3].flatMap({ Int64($0) }) {
+                result = try verify(machine: name, trail: trail, key: key, firstShipped: firstShipped,
                                     registered: registered[name] ?? [])
+            } else {
+                // Never skipped: a row the schema forbids means the table itself was altered.
+                result = FleetTrailReport(machine: row[0] ?? "?", trail: Bytea.bytes(row[1]).map(Hex.encode) ?? "?", records: 0, first: nil, last: nil,
+                                          signedThrough: nil, status: .broken,
+                                          problem: "the collector's row for this trail is malformed (a field is missing): "
+                                              + "the database was edited")
+            }
             report(result)
             reports.append(result)
         }
@@ -88,7 +96,9 @@ public final class FleetCollector {
             SELECT seq, chain, public_key, signature FROM seals WHERE machine = $1 AND trail = $2 ORDER BY seq
             """, [machine, trailText]).rows {
             guard let sequence = row[0].flatMap({ Int64($0) }), let chain = Bytea.bytes(row[1]),
-                  let sealKey = Bytea.bytes(row[2]), let signature = Bytea.bytes(row[3]) else { continue }
+                  let sealKey = Bytea.bytes(row[2]), let signature = Bytea.bytes(row[3]) else {
+                return broken(Int64(row[0] ?? "") ?? 0, "a seal's row is malformed (a field is missing): the database was edited")
+            }
             seals.append(AuditSeal(trail: trail, sequence: sequence, chain: chain, publicKey: sealKey, signature: signature))
         }
         result.signedThrough = seals.last?.sequence

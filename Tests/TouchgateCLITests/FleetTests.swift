@@ -252,6 +252,19 @@ struct FleetTests {
                     "\(broken.stdout)")
             #expect(lines.contains { $0.hasPrefix("m4 ") && $0.contains("not registered") }, "\(broken.stdout)")
             #expect(lines.last?.contains("3 of 4 trail(s) broken, on m2, m3, m4") == true, "\(broken.stdout)")
+
+            // Rows the schema forbids (a constraint dropped first) are reported, never skipped:
+            // a trail with no first record, and a seal with no signature.
+            try await server.psql("""
+                ALTER TABLE trails ALTER COLUMN first_seq DROP NOT NULL; UPDATE trails SET first_seq = NULL WHERE machine = 'm1';
+                ALTER TABLE seals ALTER COLUMN signature DROP NOT NULL; UPDATE seals SET signature = NULL WHERE machine = 'm4'
+                """)
+            let malformed = try await Self.collector(server, ["verify"])
+            let malformedLines = malformed.stdout.split(separator: "\n").map(String.init)
+            #expect(malformed.status == 6, "\(malformed.stdout)")
+            #expect(malformedLines.contains { $0.hasPrefix("m1 ") && $0.contains("broken") && $0.contains("malformed") },
+                    "\(malformed.stdout)")
+            #expect(malformedLines.contains { $0.hasPrefix("m4 ") && $0.contains("malformed") }, "\(malformed.stdout)")
             let json = try await Self.collector(server, ["verify", "--json", "--machine", "m2"])
             #expect(json.status == 6 && json.stdout.contains("\"status\":\"broken\""), "\(json.stdout)")
 
