@@ -39,7 +39,12 @@ public struct FleetShipping: Sendable {
     /// cannot be shipped for a reason of its own does not hold back the others, and the
     /// run then fails naming it.
     func ship(_ services: [TouchgateService]) async throws(ServiceError) -> [AuditShipReport] {
-        let configuration = try configuration()
+        try await ship(services, with: try configuration())
+    }
+
+    /// ``ship(_:)`` with the configuration already read.
+    private func ship(_ services: [TouchgateService],
+                      with configuration: FleetConfiguration) async throws(ServiceError) -> [AuditShipReport] {
         let collector = connect(configuration)
         defer { collector.close() }
         var reports: [AuditShipReport] = []
@@ -63,16 +68,25 @@ public struct FleetShipping: Sendable {
     /// Ships every user's trail every `ship-every` seconds until cancelled, logging what
     /// went and what failed. Without a configuration it waits and looks again.
     func run(stores: DaemonStores, log: @escaping @Sendable (String) -> Void) async {
+        let absent = 300
+        var every = (try? configuration())?.shipEvery ?? absent
         while !Task.isCancelled {
-            let every = (try? configuration())?.shipEvery ?? 300
             try? await Task.sleep(for: .seconds(every))
             if Task.isCancelled { return }
+            // Read once a round: it says both where to ship and when to look again.
+            let configuration: FleetConfiguration
             do {
-                let reports = try await ship(stores.everyService())
+                configuration = try self.configuration()
+            } catch {
+                if error.code != .notFound { log("fleet: \(error.message)") }
+                every = absent
+                continue
+            }
+            every = configuration.shipEvery
+            do {
+                let reports = try await ship(stores.everyService(), with: configuration)
                 let records = reports.map(\.shipped).reduce(0, +)
                 if records > 0 { log("fleet: shipped \(records) record(s) of \(reports.count) trail(s)") }
-            } catch where error.code == .notFound {
-                continue
             } catch {
                 log("fleet: \(error.message)")
             }
