@@ -17,9 +17,12 @@ struct AuditHost: Sendable {
     /// to each record's reason.
     var via: String?
 
+    /// The kernel's boot id, read once: no process outlives its boot (a daemon opened a log
+    /// per request, and read /proc for it each time).
+    private static let bootID = SystemClock.readBootID()?.rawValue ?? "unknown"
+
     /// The acting process and boot: this process, or the client in ``AuditClient/current``.
     static func current() -> AuditHost {
-        let bootID = SystemClock.readBootID()?.rawValue ?? "unknown"
         let requester = AuditClient.requester.map(AuditClient.cleanRequester)
         if let client = AuditClient.current {
             return AuditHost(uid: client.uid, loginName: client.loginName, bootID: bootID,
