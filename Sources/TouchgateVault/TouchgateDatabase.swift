@@ -29,15 +29,23 @@ public final class TouchgateDatabase: Sendable {
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA trusted_schema = OFF")
         }
+        // GRDB reads which migrations ran, then runs the rest: two processes opening a new
+        // store at once would both create its tables. And turning a new file to WAL takes an
+        // exclusive lock that SQLite may refuse at once ("database is locked") instead of
+        // waiting for it. So the whole open is one process at a time, behind a file lock.
         do {
-            writer = try DatabasePool(path: path, configuration: config)
-            // Durable commits: an audit record or a lockout count must survive a crash right
-            // after the decision it records. GRDB sets NORMAL when it turns WAL on, after any
-            // prepareDatabase hook, so FULL is set here, on the pool's one writer connection.
-            try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-            // GRDB reads which migrations ran, then runs the rest: two processes opening a new
-            // store at once would both create its tables. One at a time, then.
-            try Self.whileHoldingMigrationLock(location) { try Self.migrator.migrate(writer) }
+            writer = try Self.whileHoldingMigrationLock(location) {
+                let pool = try DatabasePool(path: path, configuration: config)
+                // Durable commits: an audit record or a lockout count must survive a crash right
+                // after the decision it records. GRDB sets NORMAL when it turns WAL on, after any
+                // prepareDatabase hook, so FULL is set here, on the pool's one writer connection.
+                try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+                try Self.migrator.migrate(pool)
+                return pool
+            }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
+            // Busy is not damage: moving the file away, as the corrupt message advises, would lose the vault.
+            throw StoreError.io(path: path, detail: "another touchgate process kept the database locked for over 10 seconds; try again")
         } catch let error as DatabaseError {
             throw StoreError.corrupt(path: path, detail: error.message ?? "SQLite error \(error.resultCode)")
         }
@@ -72,8 +80,8 @@ public final class TouchgateDatabase: Sendable {
     }
 
     /// Runs `body` holding an exclusive `flock` on `migrate.lock` in the data directory
-    /// (created private), so that concurrent first opens migrate one after the other.
-    private static func whileHoldingMigrationLock(_ location: StoreLocation, _ body: () throws -> Void) throws {
+    /// (created private), so that concurrent first opens create and migrate one after the other.
+    private static func whileHoldingMigrationLock<T>(_ location: StoreLocation, _ body: () throws -> T) throws -> T {
         let path = location.directory.appendingPathComponent("migrate.lock").path
         let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw StoreError.io(path: path, detail: String(cString: strerror(errno))) }
@@ -82,7 +90,7 @@ public final class TouchgateDatabase: Sendable {
             guard errno == EINTR else { throw StoreError.io(path: path, detail: String(cString: strerror(errno))) }
         }
         defer { flock(fd, LOCK_UN) }
-        try body()
+        return try body()
     }
 
     /// Creates an empty file with mode 0600 before SQLite does, so it is never briefly public.
