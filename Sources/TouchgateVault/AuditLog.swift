@@ -95,9 +95,18 @@ public final class AuditLog: Sendable {
                 (try MetaRecord.exists(db),
                  try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM audit) OR EXISTS (SELECT 1 FROM auditHead)") ?? false)
             }
-            if vaultExists { throw AuditError.wiped(detail: "the audit key \(path) is missing") }
-            guard !hasHistory else { throw AuditError.keyMissing(path: path) }
-            key = try AuditKey.create(path: path)
+            if AuditKey.exists(at: path) {
+                // Another process opening the same new store created the key between the first
+                // look and the read above: a key is always in place before anything it MACs is
+                // written, so looking again after the read cannot miss a key that history needs.
+                key = try AuditKey.load(path: path)
+            } else if vaultExists {
+                throw AuditError.wiped(detail: "the audit key \(path) is missing")
+            } else if hasHistory {
+                throw AuditError.keyMissing(path: path)
+            } else {
+                key = try AuditKey.create(path: path)
+            }
         }
         let signerExisted = AuditSigner.exists(in: database.location)
         self.init(database: database, journal: journal, now: now, key: key,
