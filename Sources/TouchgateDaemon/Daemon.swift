@@ -17,9 +17,7 @@ public final class Daemon: Sendable {
     /// shipping the trails as `fleet` says when given.
     public init(listener: UnixListener, stateDirectory: URL, fleet: FleetShipping? = nil,
                 log: @escaping @Sendable (String) -> Void) throws {
-        try FileManager.default.createDirectory(at: stateDirectory.appendingPathComponent("users"),
-                                                withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try StoreLocation.makeDirectoryPrivately(stateDirectory.appendingPathComponent("users").path)
         chmod(stateDirectory.path, 0o700)
         self.listener = listener
         keys = HeldKeys()

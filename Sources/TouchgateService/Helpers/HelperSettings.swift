@@ -1,4 +1,5 @@
 import Foundation
+import TouchgateVault
 import TouchgateWire
 #if canImport(Glibc)
 import Glibc
@@ -66,19 +67,32 @@ public struct HelperSettings: Codable, Sendable, Equatable {
     public func save(to path: String = path()) throws(ServiceError) {
         let directory = (path as NSString).deletingLastPathComponent
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try StoreLocation.makeDirectoryPrivately(directory)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             let temporary = path + ".new"
             let data = try encoder.encode(self)
-            guard FileManager.default.createFile(atPath: temporary, contents: data,
-                                                 attributes: [.posixPermissions: 0o600]) else {
-                throw CocoaError(.fileWriteNoPermission)
-            }
+            try Self.writePrivately(data, to: temporary)
             guard rename(temporary, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         } catch {
             throw ServiceError(.dataError, "cannot write the helper settings to \(path): \(error)")
+        }
+    }
+
+    /// Writes `data` to a new file at `path` created with mode 0600 (never briefly readable by others).
+    private static func writePrivately(_ data: Data, to path: String) throws {
+        unlink(path)  // a stale one from an interrupted save
+        let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(fd) }
+        try data.withUnsafeBytes { bytes in
+            var done = 0
+            while done < bytes.count {
+                let count = write(fd, bytes.baseAddress! + done, bytes.count - done)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+                done += count
+            }
         }
     }
 
@@ -91,8 +105,7 @@ public struct HelperSettings: Codable, Sendable, Equatable {
         let directory = (path as NSString).deletingLastPathComponent
         let lockPath = path + ".lock"
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try StoreLocation.makeDirectoryPrivately(directory)
         } catch {
             throw ServiceError(.dataError, "cannot make \(directory) for the helper settings: \(error)")
         }
