@@ -19,4 +19,18 @@ export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMU
 if [ $# -gt 0 ]; then
   exec swift test --skip-build "$@"
 fi
-swift test --skip-build
+# The whole run's output also goes to a log, and a failed run ends by repeating each
+# recorded issue: in a long, interleaved output the tail is all a CI page may show.
+log=$(mktemp /tmp/touchgate-test.XXXXXX)
+trap 'rm -f "$log"' EXIT
+status=0
+swift test --skip-build 2>&1 | tee "$log" || status=$?
+if [ "$status" -ne 0 ]; then
+  echo
+  echo "test: the run failed (exit $status); the issues it recorded, repeated from above:"
+  awk '/^✘ .*recorded an issue/ { show = 1; print; next }
+       show && /^↳/ { print; next }
+       { show = 0 }
+       /^✘ Test .* failed after/ { print }' "$log" | head -200
+  exit "$status"
+fi

@@ -220,9 +220,9 @@ public final class FprintdRig: @unchecked Sendable {
         process.waitUntilExit()
     }
 
-    /// Polls `condition` for up to fifteen seconds.
+    /// Polls `condition` for up to a minute (a backstop: a loaded CI machine has taken over 15 s).
     static func waitFor(_ what: String, _ condition: () -> Bool) throws {
-        let deadline = Date().addingTimeInterval(15)
+        let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if condition() { return }
             usleep(50_000)
@@ -277,7 +277,7 @@ public final class FprintdFinger: @unchecked Sendable {
     }
 
     /// Waits until fprintd's reader has waited for a finger `count` times since ``present(_:)``.
-    public func waitForPrompts(_ count: Int, timeout: TimeInterval = 20) async -> Bool {
+    public func waitForPrompts(_ count: Int, timeout: TimeInterval = 60) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if lock.withLock({ prompts >= count }) { return true }
