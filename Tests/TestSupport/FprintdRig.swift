@@ -220,7 +220,7 @@ public final class FprintdRig: @unchecked Sendable {
         process.waitUntilExit()
     }
 
-    /// Polls `condition` for up to a minute (a backstop: a loaded CI machine has taken over 15 s).
+    /// Polls `condition` for up to a minute (a backstop for a loaded machine; it returns as soon as the condition holds).
     static func waitFor(_ what: String, _ condition: () -> Bool) throws {
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
