@@ -16,7 +16,12 @@ public struct FprintdRigError: Error, CustomStringConvertible {
 /// - python3-dbusmock's `polkitd` template standing in for polkit, told to allow every action;
 /// - `/usr/libexec/fprintd -t` with `FP_VIRTUAL_IMAGE` (its reader), `FP_DRIVERS_WHITELIST`
 ///   (no real reader), `STATE_DIRECTORY` (its store: `<state>/<user>/<driver>/<device>/<finger>`),
-///   `RUNTIME_DIRECTORY` and `G_DEBUG=fatal-criticals`.
+///   and `RUNTIME_DIRECTORY`. Not `G_DEBUG=fatal-criticals`, as fprintd's own suite sets: the
+///   finger answers each prompt from another process, so an image can reach the virtual
+///   driver just after fprintd stopped the scan it was meant for (after `verify-retry-scan`,
+///   fprintd restarts the scan and touchgate restarts it again). libfprint then logs a
+///   critical and drops the image, where a fatal critical aborted fprintd mid-test. A real
+///   reader only captures inside a scan.
 ///
 /// ``finger`` plays the finger: it watches fprintd's `finger-needed` property on the bus
 /// (`gdbus monitor`) and sends the next image each time fprintd's reader waits, whoever
@@ -100,14 +105,20 @@ public final class FprintdRig: @unchecked Sendable {
         let process = try Self.launch("/usr/libexec/fprintd", ["-t"], environment: environment.merging([
             "FP_VIRTUAL_IMAGE": imageSocket, "FP_DRIVERS_WHITELIST": "virtual_image",
             "STATE_DIRECTORY": stateDirectory, "RUNTIME_DIRECTORY": directory.path("run"),
-            "G_DEBUG": "fatal-criticals",
         ]) { $1 }, log: directory.path("fprintd.log"))
         lock.withLock { fprintd = process }
+        let owners = finger.ownersSeen
         try Self.waitFor("fprintd on the private bus with its virtual_image reader (see \(directory.path("fprintd.log")))") {
             let devices = Self.gdbus(["call", "--system", "--dest", "net.reactivated.Fprint", "--object-path",
                                       "/net/reactivated/Fprint/Manager", "--method",
                                       "net.reactivated.Fprint.Manager.GetDevices"], environment: environment)
             return devices?.contains("/net/reactivated/Fprint/Device/") == true
+        }
+        // The finger's `gdbus monitor` follows fprintd's signals only once it has seen this
+        // fprintd take its name; on a loaded machine that came after the first prompt, and
+        // the finger never answered it (the reader waited out the test's limits).
+        try Self.waitFor("the finger's gdbus monitor to see fprintd on the bus (see \(directory.path("gdbus-monitor.log")))") {
+            finger.ownersSeen > owners
         }
     }
 
@@ -255,7 +266,7 @@ public final class FprintdRig: @unchecked Sendable {
 /// scan instead, once). fprintd opens the reader for each claim, and the driver listens anew each
 /// time, so a connection the driver has closed is replaced by a new one.
 public final class FprintdFinger: @unchecked Sendable {
-    // @unchecked Sendable: `queue`, `client`, `prompts` and `monitor` are touched under `lock` only.
+    // @unchecked Sendable: `queue`, `client`, `prompts`, `owners` and `monitor` are touched under `lock` only.
     /// The driver's socket.
     public let socketPath: String
     private let lock = NSLock()
@@ -265,6 +276,9 @@ public final class FprintdFinger: @unchecked Sendable {
     private var monitor: Process?
     /// How many times fprintd's reader waited for a finger since the last ``present(_:)``.
     public private(set) var prompts = 0
+    private var owners = 0
+    /// How many times the monitor saw fprintd take its name on the bus (once per start).
+    var ownersSeen: Int { lock.withLock { owners } }
 
     init(socketPath: String) { self.socketPath = socketPath }
 
@@ -310,6 +324,7 @@ public final class FprintdFinger: @unchecked Sendable {
                     pending = Data(pending[(newline + 1)...])
                     logHandle?.write(Data((line + "\n").utf8))
                     if line.contains("'finger-needed': <true>") { fingerNeeded() }
+                    if line.hasPrefix("The name net.reactivated.Fprint is owned by") { lock.withLock { owners += 1 } }
                 }
             }
         }
