@@ -6,11 +6,10 @@ import TouchgateTestSupport
 /// FingerprintKit's fprintd client against the real fprintd on a private bus (``FprintdRig``).
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct FprintdClientTests {
-    /// A client of the rig's bus (the client reads `DBUS_SYSTEM_BUS_ADDRESS` when it connects).
+    /// A client of the rig's bus, named outright: setting `DBUS_SYSTEM_BUS_ADDRESS` in this
+    /// process would reach every program another test starts meanwhile.
     static func client(_ rig: FprintdRig) async throws -> FprintdClient {
-        setenv("DBUS_SYSTEM_BUS_ADDRESS", rig.busAddress, 1)
-        defer { unsetenv("DBUS_SYSTEM_BUS_ADDRESS") }
-        return try await FprintdClient.connect()
+        try await FprintdClient.connect(address: rig.busAddress)
     }
 
     @Test func listsReadersAndFingersThenVerifiesWithEvents() async throws {

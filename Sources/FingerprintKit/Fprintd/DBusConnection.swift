@@ -16,13 +16,15 @@ final class DBusConnection: @unchecked Sendable {
         self.connection = GObjectRef(pointer: connection)
     }
 
-    /// Connects to the system bus: `DBUS_SYSTEM_BUS_ADDRESS` when set, else the standard socket.
+    /// Connects to the system bus at `given`, or else `DBUS_SYSTEM_BUS_ADDRESS` when set, else
+    /// the standard socket.
     /// - Throws: ``FprintdError/notRunning(detail:)`` when there is no system bus.
-    static func system() async throws -> DBusConnection {
+    static func system(address given: String? = nil) async throws -> DBusConnection {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<DBusConnection, any Error>) in
             GLibLoop.shared.perform {
                 do {
-                    let address = try DBusErrorFunnel.check { g_dbus_address_get_for_bus_sync(G_BUS_TYPE_SYSTEM, nil, $0) }
+                    let address: UnsafeMutablePointer<gchar>? = try given.map { g_strdup($0) }
+                        ?? DBusErrorFunnel.check { g_dbus_address_get_for_bus_sync(G_BUS_TYPE_SYSTEM, nil, $0) }
                     guard let address else { throw FprintdError.notRunning(detail: "no system bus address") }
                     defer { g_free(address) }
                     let flags = GDBusConnectionFlags(rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue

@@ -37,10 +37,11 @@ public final class FprintdClient: Sendable {
 
     private init(bus: DBusConnection) { self.bus = bus }
 
-    /// Connects to the system bus.
+    /// Connects to the system bus (`address`: a bus of its own, as tests run fprintd on; nil:
+    /// `DBUS_SYSTEM_BUS_ADDRESS` when set, else the standard socket).
     /// - Throws: ``FprintdError/notRunning(detail:)`` when there is no system bus.
-    public static func connect() async throws -> FprintdClient {
-        FprintdClient(bus: try await DBusConnection.system())
+    public static func connect(address: String? = nil) async throws -> FprintdClient {
+        FprintdClient(bus: try await DBusConnection.system(address: address))
     }
 
     /// Closes the bus connection.
