@@ -8,7 +8,7 @@ import Darwin
 
 /// The real clock: `Date()`, `clock_gettime(CLOCK_BOOTTIME)` and the kernel's boot id.
 ///
-/// The boot id is read once, at initialization, from
+/// The boot id is read once per process (or, for tests, at initialization) from
 /// `/proc/sys/kernel/random/boot_id`. If that file cannot be read the clock uses a fresh
 /// random identifier, so every process looks like a new boot: lockouts restart at full
 /// length and the passphrase is asked again. That is the conservative failure.
@@ -19,10 +19,13 @@ public struct SystemClock: PolicyClock {
     /// Where the kernel publishes the id of the current boot.
     public static let kernelBootIDPath = "/proc/sys/kernel/random/boot_id"
 
-    /// Reads the boot identifier from the kernel.
+    /// Reads the boot identifier from the kernel (once per process: a process does not
+    /// outlive its boot, and touchgated makes a clock for every request).
     public init() {
-        self.init(bootIDPath: Self.kernelBootIDPath)
+        bootID = Self.processBootID
     }
+
+    private static let processBootID = readBootID() ?? BootID("unknown-\(UUID().uuidString.lowercased())")
 
     /// Reads the boot identifier from `bootIDPath` (tests point it at a file they own).
     public init(bootIDPath: String) {
