@@ -5,7 +5,7 @@ import TouchgateTestSupport
 /// The README's "Try it without a reader" runs as written: its `sh` blocks, in order, in
 /// one bash on a pseudo-terminal, the passphrase typed at the prompts. A README command
 /// that stops working fails this test.
-@Suite(.serialized, .timeLimit(.minutes(10)))
+@Suite(.serialized, .timeLimit(.minutes(20)))
 struct ReadmeWalkthroughTests {
     static let passphrase = "a passphrase typed at the terminal"
 
@@ -101,7 +101,7 @@ struct ReadmeWalkthroughTests {
 
         let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("FP_") }
         let session = try TerminalSession(command, directory: checkout, environment: environment)
-        let status = await session.finish(timeout: 8 * 60)
+        let status = await session.finish(timeout: 15 * 60)  // a release build from scratch when run alone
         let output = session.output
         #expect(status == 0, "\(command) failed (status \(status)):\n\(output)")
         for shown in ["Enrolled right-index of ", "match: right-index of ", "no match", "secret get printed: ghp_demo_",
