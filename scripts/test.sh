@@ -19,11 +19,6 @@ export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMU
 if [ $# -gt 0 ]; then
   exec swift test --skip-build "$@"
 fi
-# The quick start's release build, before the tests rather than inside one: the README
-# walk-through test runs scripts/quickstart.sh as written, and its build, made there under
-# the load of every other test, took most of that test's time limit on a loaded machine.
-swift build -c release --product touchgate
-swift build -c release --product virtual-finger
 # The whole run's output also goes to a log, and a failed run ends by repeating each
 # recorded issue: in a long, interleaved output the tail is all a CI page may show.
 log=$(mktemp /tmp/touchgate-test.XXXXXX)
