@@ -455,6 +455,18 @@ tg_version() { "$touchgate" --version; }
 runs=$((runs * 2)) measure 1 daemon-secret:0:daemon_secret inprocess-secret:0:inproc_secret \
   daemon-secret-c:0:c_secret version-daemon:0:tg_version
 
+# What the client's start-up loads (counts, not times): shared libraries, those that are libfprint
+# and what it loads (in-process mode needs them, a client of the daemon does not), and relocations.
+so_names() { ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// { print $1 }' | sort -u; }
+client_libs=$(so_names "$touchgate" | wc -l)
+fprint_so=$(ldd "$touchgate" | awk '$1 ~ /^libfprint-2/ { print $3 }')
+client_fprint_libs=?
+[ -n "$fprint_so" ] && client_fprint_libs=$({ basename "$fprint_so"; so_names "$fprint_so"; } | sort -u |
+  comm -12 - <(so_names "$touchgate") | wc -l)
+loader_stats=$(LD_DEBUG=statistics "$touchgate" --version 2>&1 >/dev/null)
+client_relative=$(awk '/number of relative relocations/ { print $NF; exit }' <<<"$loader_stats")
+client_symbolic=$(awk '/final number of relocations:/ { print $NF; exit }' <<<"$loader_stats")
+
 # What static linking would save a Swift client: the tiny Foundation program of figure 6, both ways.
 printf 'import Foundation\nprint(ProcessInfo.processInfo.arguments.count)\n' >"$work/startup.swift"
 setup swiftc -O "$work/startup.swift" -o "$work/startup-dynamic"
@@ -787,6 +799,8 @@ dout "| resident memory of touchgated, 1 user's vault unlocked (VmRSS) | ${daemo
 dout "| resident memory of touchgated, 100 users' vaults unlocked (99 more uids, each \`init\` through the socket) | ${daemon_rss_100:-?} KiB |"
 dout "| \`status\` requests per second, 10 C clients at once, 200 requests each on one connection | $(cell status-rate-c " /s") |"
 dout "| \`status\` requests per second, 10 \`touchgate status\` loops at once (a process per request) | $(cell status-rate-cli " /s") |"
+dout "| shared libraries \`touchgate\` loads at start-up (of them, libfprint and the libraries it loads) | ${client_libs:-?} (${client_fprint_libs:-?}) |"
+dout "| relocations the dynamic loader applies at \`touchgate\` start-up (relative; by symbol) | ${client_relative:-?}; ${client_symbolic:-?} |"
 dout ""
 rss_per_user=$(awk -v a="${daemon_rss_1:-0}" -v b="${daemon_rss_100:-0}" 'BEGIN { printf "%.0f", (b - a) / 99 }')
 dout "**Verify.** The reference pays for a libfprint context, enumeration and opening the reader on every call;" \
@@ -800,7 +814,10 @@ dout "**Secret release.** In-process, every \`secret get\` starts Swift and Foun
   "key from the kernel keyring. Through the daemon the request itself is what the C client measures" \
   "($(pct daemon-secret-c daemon-secret) % of the \`touchgate\` figure): check the kept store, check the reuse window, write" \
   "and commit the audit record, decrypt, send. Client start-up (\`--version\`) is $(pct version-daemon daemon-secret) % of it." \
-  "A Foundation-free client (C, or Swift without Foundation, statically linked) would pay about what the C client" \
+  "Part of that start-up is loading: ${client_fprint_libs:-?} of the ${client_libs:-?} shared libraries it maps and relocates are libfprint" \
+  "and what libfprint loads (GLib, GIO, gusb, NSS, pixman, udev, …), linked because in-process mode calls them; a" \
+  "client of the daemon never does. A client built without them (in-process mode in another binary it execs)" \
+  "would shed that part. A Foundation-free client (C, or Swift without Foundation, statically linked) would pay about what the C client" \
   "does, well under half the in-process figure." ""
 if [ -n "$static_stdlib" ]; then
   dout "**Linking.** \`touchgate\` and \`touchgated\` here are linked with (\`make\` does not, yet)" \
