@@ -854,6 +854,13 @@ dout "**Memory.** Each further user's unlocked vault costs about $rss_per_user K
   "are served in parallel, the durable commits to one user's store one at a time."
 dout ""
 
+# The sections after 7 (8, fleet collection, comes from bench/fleet.sh and carries its own date
+# and commit) are kept as they are in the existing file.
+later_sections() {
+  [ -f "$output" ] || return 0
+  awk '/^## 7\. System daemon/ { seven = 1; next } seven && /^## / { after = 1 } after { print }' "$output"
+}
+later=$(later_sections)
 if [ "$only" = daemon ]; then
   [ -f "$output" ] || die "$output does not exist: run the whole suite first"
   # Everything up to the old section 7 (or the whole file), then the new one.
@@ -864,6 +871,7 @@ else
   out ""
   cat "$daemon_report" >>"$report"
 fi
+[ -z "$later" ] || printf '%s\n' "$later" >>"$report"
 cp "$report" "$output"
 cat "$report"
 say "wrote $output"
