@@ -17,7 +17,7 @@ public final class Daemon: Sendable {
     /// shipping the trails as `fleet` says when given.
     public init(listener: UnixListener, stateDirectory: URL, fleet: FleetShipping? = nil,
                 log: @escaping @Sendable (String) -> Void) throws {
-        try StoreLocation.makeDirectoryPrivately(stateDirectory.appendingPathComponent("users").path)
+        try PrivateFiles.makeDirectory(stateDirectory.appendingPathComponent("users").path)
         chmod(stateDirectory.path, 0o700)
         self.listener = listener
         keys = HeldKeys()

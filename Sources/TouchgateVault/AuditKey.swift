@@ -139,22 +139,7 @@ final class AuditKey: @unchecked Sendable {
     /// Writes the key to a new private file next to `path` (mode 0600, synced); returns its path.
     private func writeTemporary(beside path: String) throws -> String {
         let temporary = path + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let fd = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw StoreError.io(path: temporary, detail: String(cString: strerror(errno))) }
-        var failure: Int32 = 0
-        var done = 0
-        while done < Self.length && failure == 0 {
-            let count = write(fd, bytes + done, Self.length - done)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { failure = count < 0 ? errno : EIO } else { done += count }
-        }
-        if failure == 0 && fchmod(fd, 0o600) != 0 { failure = errno }
-        if failure == 0 && fsync(fd) != 0 { failure = errno }
-        close(fd)
-        guard failure == 0 else {
-            unlink(temporary)
-            throw StoreError.io(path: temporary, detail: String(cString: strerror(failure)))
-        }
+        try PrivateFiles.create(temporary, bytes: UnsafeRawBufferPointer(start: bytes, count: Self.length), sync: true)
         return temporary
     }
 

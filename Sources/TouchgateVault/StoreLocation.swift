@@ -42,7 +42,7 @@ public struct StoreLocation: Sendable, Equatable {
         let path = directory.path
         if !FileManager.default.fileExists(atPath: path) {
             // Parents get the usual 0700 too: ~/.local/share may not exist on a fresh account.
-            try Self.makeDirectoryPrivately(path)
+            try PrivateFiles.makeDirectory(path)
         }
         try Self.checkPrivate(path: path, isDirectory: true)
         for suffix in ["", "-wal", "-shm"] {
@@ -53,19 +53,6 @@ public struct StoreLocation: Sendable, Equatable {
                 // seeing a file here and checking it: gone by then is as good as private.
                 try Self.checkPrivate(path: file, isDirectory: false, mayVanish: !suffix.isEmpty)
             }
-        }
-    }
-
-    /// Creates `path` and any missing parents with mode 0700 from the start (`mkdir(2)`;
-    /// Foundation creates with the umask's mode and changes it afterwards, so a second
-    /// process opening the same new store saw the directory open to others and refused it).
-    public static func makeDirectoryPrivately(_ path: String) throws {
-        let parent = (path as NSString).deletingLastPathComponent
-        if !parent.isEmpty, parent != path, !FileManager.default.fileExists(atPath: parent) {
-            try makeDirectoryPrivately(parent)
-        }
-        guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
-            throw StoreError.io(path: path, detail: String(cString: strerror(errno)))
         }
     }
 

@@ -299,13 +299,8 @@ public struct StoreAdoption: Sendable {
                     throw StoreError.corrupt(path: path, detail: "what was passed for it is not an SQLite database")
                 }
             }
-            var written = 0
-            while written < count {
-                let result = write(target, buffer + written, count - written)
-                if result < 0 && errno == EINTR { continue }
-                guard result > 0 else { throw StoreError.io(path: path, detail: String(cString: strerror(errno))) }
-                written += result
-            }
+            let failure = PrivateFiles.writeAll(target, UnsafeRawBufferPointer(start: buffer, count: count))
+            guard failure == 0 else { throw StoreError.io(path: path, detail: String(cString: strerror(failure))) }
             offset += Int64(count)
             guard offset <= size.upperBound else {
                 throw StoreError.corrupt(path: path, detail: "what was passed for it grew while it was copied")

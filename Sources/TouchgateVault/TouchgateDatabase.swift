@@ -82,15 +82,7 @@ public final class TouchgateDatabase: Sendable {
     /// Runs `body` holding an exclusive `flock` on `migrate.lock` in the data directory
     /// (created private), so that concurrent first opens create and migrate one after the other.
     private static func whileHoldingMigrationLock<T>(_ location: StoreLocation, _ body: () throws -> T) throws -> T {
-        let path = location.directory.appendingPathComponent("migrate.lock").path
-        let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw StoreError.io(path: path, detail: String(cString: strerror(errno))) }
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw StoreError.io(path: path, detail: String(cString: strerror(errno))) }
-        }
-        defer { flock(fd, LOCK_UN) }
-        return try body()
+        try PrivateFiles.whileLocking(location.directory.appendingPathComponent("migrate.lock").path, body)
     }
 
     /// Creates an empty file with mode 0600 before SQLite does, so it is never briefly public.

@@ -67,32 +67,16 @@ public struct HelperSettings: Codable, Sendable, Equatable {
     public func save(to path: String = path()) throws(ServiceError) {
         let directory = (path as NSString).deletingLastPathComponent
         do {
-            try StoreLocation.makeDirectoryPrivately(directory)
+            try PrivateFiles.makeDirectory(directory)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             let temporary = path + ".new"
             let data = try encoder.encode(self)
-            try Self.writePrivately(data, to: temporary)
+            unlink(temporary)  // a stale one from an interrupted save
+            try data.withUnsafeBytes { try PrivateFiles.create(temporary, bytes: $0) }
             guard rename(temporary, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         } catch {
             throw ServiceError(.dataError, "cannot write the helper settings to \(path): \(error)")
-        }
-    }
-
-    /// Writes `data` to a new file at `path` created with mode 0600 (never briefly readable by others).
-    private static func writePrivately(_ data: Data, to path: String) throws {
-        unlink(path)  // a stale one from an interrupted save
-        let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(fd) }
-        try data.withUnsafeBytes { bytes in
-            var done = 0
-            while done < bytes.count {
-                let count = write(fd, bytes.baseAddress! + done, bytes.count - done)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-                done += count
-            }
         }
     }
 
@@ -105,20 +89,22 @@ public struct HelperSettings: Codable, Sendable, Equatable {
         let directory = (path as NSString).deletingLastPathComponent
         let lockPath = path + ".lock"
         do {
-            try StoreLocation.makeDirectoryPrivately(directory)
+            try PrivateFiles.makeDirectory(directory)
         } catch {
             throw ServiceError(.dataError, "cannot make \(directory) for the helper settings: \(error)")
         }
-        let lock = open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard lock >= 0 else {
-            throw ServiceError(.dataError, "cannot open \(lockPath): \(String(cString: strerror(errno)))")
+        do {
+            return try PrivateFiles.whileLocking(lockPath) { () throws(ServiceError) -> T in
+                var settings = try load(from: path)
+                let result = try change(&settings)
+                try settings.save(to: path)
+                return result
+            }
+        } catch let error as ServiceError {
+            throw error
+        } catch {
+            throw ServiceError(.dataError, "cannot lock \(lockPath) to change the helper settings: \(error)")
         }
-        defer { close(lock) }
-        while flock(lock, LOCK_EX) != 0 && errno == EINTR {}
-        var settings = try load(from: path)
-        let result = try change(&settings)
-        try settings.save(to: path)
-        return result
     }
 
     /// Answers SSH prompts that mention `pattern` with `item`, replacing an earlier mapping
