@@ -22,10 +22,12 @@ public struct SystemClock: PolicyClock {
     /// Reads the boot identifier from the kernel (once per process: a process does not
     /// outlive its boot, and touchgated makes a clock for every request).
     public init() {
-        bootID = Self.processBootID
+        bootID = Self.currentBootID ?? BootID("unknown-\(UUID().uuidString.lowercased())")
     }
 
-    private static let processBootID = readBootID() ?? BootID("unknown-\(UUID().uuidString.lowercased())")
+    /// The kernel's boot id, read at first use and kept for the process (nil when unreadable);
+    /// the clock and the vault's audit records both take it from here.
+    public static let currentBootID = readBootID()
 
     /// Reads the boot identifier from `bootIDPath` (tests point it at a file they own).
     public init(bootIDPath: String) {

@@ -17,9 +17,8 @@ struct AuditHost: Sendable {
     /// to each record's reason.
     var via: String?
 
-    /// The kernel's boot id, read once: no process outlives its boot (a daemon opened a log
-    /// per request, and read /proc for it each time).
-    private static let bootID = SystemClock.readBootID()?.rawValue ?? "unknown"
+    /// The kernel's boot id (read once per process), or "unknown".
+    private static var bootID: String { SystemClock.currentBootID?.rawValue ?? "unknown" }
 
     /// The acting process and boot: this process, or the client in ``AuditClient/current``.
     static func current() -> AuditHost {
