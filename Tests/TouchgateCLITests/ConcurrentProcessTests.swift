@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 import TouchgateTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Several processes failing at once are all counted: each failure is one IMMEDIATE
 /// transaction on the shared state.
@@ -35,5 +38,26 @@ struct ConcurrentProcessTests {
         #expect(try await vault.run(["audit", "verify"]).status == 0)
         let failures = try await vault.auditTrail().matching(["event": "auth.attempt", "outcome": "failure"])
         #expect(failures.count == count)
+    }
+
+    /// Processes, not threads: eight `touchgate` commands started at once on a data directory
+    /// that does not exist yet all open it (no "database is locked", no "mode 755"), and what
+    /// they made is private. The in-process race is `ConcurrentOpenTests`.
+    @Test func manyCommandsCreatingOneStoreAtOnceAllSucceed() async throws {
+        for round in 0..<3 {
+            let vault = try VaultRig()
+            defer { vault.home.remove() }
+            let results = try await withThrowingTaskGroup(of: CLIResult.self) { group in
+                for _ in 0..<8 { group.addTask { try await vault.rig.process.run(["prints", "list", "--json"]) } }
+                var results: [CLIResult] = []
+                for try await result in group { results.append(result) }
+                return results
+            }
+            #expect(results.map(\.status) == Array(repeating: 0, count: 8),
+                    "round \(round): \(results.filter { $0.status != 0 }.map(\.stderrLines))")
+            var info = stat()
+            #expect(lstat(vault.rig.dataDirectory, &info) == 0 && info.st_mode & 0o777 == 0o700)
+            #expect(lstat(vault.databasePath, &info) == 0 && info.st_mode & 0o777 == 0o600)
+        }
     }
 }
