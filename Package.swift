@@ -8,6 +8,7 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "touchgate", targets: ["touchgate"]),
+        .executable(name: "touchgate-cli", targets: ["touchgate-cli"]),
         .library(name: "FingerprintKit", targets: ["FingerprintKit"]),
         .library(name: "TouchgatePolicy", targets: ["TouchgatePolicy"]),
         .library(name: "TouchgateVault", targets: ["TouchgateVault"]),
@@ -56,8 +57,11 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // What every layer and the thin `touchgate` front share without Foundation: error codes
+        // and exit statuses, events, the rules for shown text, reading a passphrase.
+        .target(name: "TouchgateBasics"),
         // Requests, results, events and error codes: what --json renders and the daemon speaks.
-        .target(name: "TouchgateWire"),
+        .target(name: "TouchgateWire", dependencies: ["TouchgateBasics"]),
         // Every use case, for an explicit principal; the CLI and the daemon only adapt it.
         .target(
             name: "TouchgateService",
@@ -79,8 +83,20 @@ let package = Package(
         // The CLI's side of the daemon: the same requests, sent over the socket.
         .target(name: "TouchgateClient", dependencies: ["TouchgateService", "TouchgateSocket", "TouchgateWire"]),
         .executableTarget(name: "touchgated", dependencies: ["TouchgateDaemon", "TouchgateService", "TouchgateSocket", "TouchgateFleet"]),
+        // `touchgate`, the command people run: a small front without Foundation or libfprint,
+        // linked fully statically, that starts in about a millisecond. It speaks to touchgated
+        // itself for the per-touch requests (`verify`, `secret get`) and execs `touchgate-cli`
+        // for everything else and for the personal (in-process) mode (docs/PROTOCOL.md, "Clients").
+        // Static glibc makes the linker warn that the Swift runtime's optional dlopen of
+        // prespecialized metadata cannot load libraries; it falls back to the runtime's own.
         .executableTarget(
             name: "touchgate",
+            dependencies: ["TouchgateBasics", "CTouchgateSys"],
+            linkerSettings: [.unsafeFlags(["-static-executable"])]
+        ),
+        // Every command, in either mode: what `touchgate` execs.
+        .executableTarget(
+            name: "touchgate-cli",
             dependencies: [
                 "TouchgateService", "TouchgateWire", "TouchgateClient", "TouchgateFleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -107,7 +123,7 @@ let package = Package(
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy"]),
         .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault"]),
         .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateWire", "TouchgateVault", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "TouchgateCLITests", dependencies: ["touchgate", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateVault", "TouchgateTestSupport", "TouchgateSocket", "TouchgateWire"]),
+        .testTarget(name: "TouchgateCLITests", dependencies: ["touchgate-cli", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateVault", "TouchgateTestSupport", "TouchgateSocket", "TouchgateWire"]),
         .testTarget(name: "UdevTests"),
     ]
 )

@@ -2,7 +2,9 @@
 #include "CTouchgateSys.h"
 #include <errno.h>
 #include <sys/prctl.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -95,4 +97,15 @@ long CTouchgateSys_receive_with_descriptors(int fd, void *buffer, size_t length,
     }
     if (overflow) return -EMSGSIZE;
     return (long)count;
+}
+
+// sys/signalfd.h is not in Swift's Glibc module.
+int CTouchgateSys_interrupt_descriptor(void) {
+    sigset_t interrupts;
+    sigemptyset(&interrupts);
+    sigaddset(&interrupts, SIGINT);
+    sigaddset(&interrupts, SIGTERM);
+    if (sigprocmask(SIG_BLOCK, &interrupts, NULL) != 0) return -errno;
+    int fd = signalfd(-1, &interrupts, SFD_CLOEXEC | SFD_NONBLOCK);
+    return fd < 0 ? -errno : fd;
 }

@@ -11,6 +11,11 @@ int CTouchgateSys_harden_process(void);
 /// Whether the process is currently dumpable (prctl(PR_GET_DUMPABLE)): 1, 0, or -errno.
 int CTouchgateSys_is_dumpable(void);
 
+/// Blocks SIGINT and SIGTERM in the calling thread (and so in a single-threaded process)
+/// and returns a signalfd(2) that becomes readable when one arrives (close-on-exec,
+/// non-blocking), or -errno. The thin `touchgate` front polls it beside its socket.
+int CTouchgateSys_interrupt_descriptor(void);
+
 /// getsockopt(SO_PEERCRED) on a connected Unix socket: who is at the other end, as the
 /// kernel recorded it when the peer connected (struct ucred needs _GNU_SOURCE). 0 or -errno.
 int CTouchgateSys_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t *pid);

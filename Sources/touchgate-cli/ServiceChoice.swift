@@ -1,6 +1,7 @@
 import Foundation
 import TouchgateClient
 import TouchgateService
+import TouchgateWire
 
 /// Which mode serves this command.
 ///
@@ -9,10 +10,10 @@ import TouchgateService
 /// exists. The choice is made once per process, before any command runs.
 enum ServiceChoice {
     /// Where touchgated listens when installed.
-    static let systemSocket = "/run/touchgate/socket"
+    static let systemSocket = Invocation.systemSocket
 
     static func resolve(environment: [String: String] = ProcessInfo.processInfo.environment) -> any TouchgateRequests {
-        if let path = environment["TOUCHGATE_SOCKET"] {
+        if let path = environment[Invocation.socketVariable] {
             return path.isEmpty ? TouchgateService.personal() : DaemonClient(socketPath: path)
         }
         var status = stat()

@@ -33,7 +33,7 @@ struct Verify: AsyncParsableCommand {
         try await CommandRunner.run(json: common.json) { console in
             let report = try await service.verify(user: user, finger: finger, device: device,
                                                   interaction: TerminalInteraction(console: console))
-            return render(report, console: console) { "match: \($0.finger ?? "?") of \($0.user ?? "?")" }
+            return render(report, console: console) { TerminalText.verified(user: $0.user, finger: $0.finger) }
         }
     }
 }
@@ -52,7 +52,7 @@ struct Identify: AsyncParsableCommand {
         let device = readerOptions.device
         try await CommandRunner.run(json: common.json) { console in
             let report = try await service.identify(device: device, interaction: TerminalInteraction(console: console))
-            return render(report, console: console) { "\($0.user ?? "?") \($0.finger ?? "?")" }
+            return render(report, console: console) { StoredText.escaped("\($0.user ?? "?") \($0.finger ?? "?")") }
         }
     }
 }
@@ -60,10 +60,9 @@ struct Identify: AsyncParsableCommand {
 /// Prints the result of a match and returns its exit status (0 match, 1 no match).
 private func render(_ report: MatchReport, console: Console, text: (MatchReport) -> String) -> Int32 {
     guard report.match else {
-        let left = report.attemptsLeft.map { " (\($0) more before a lockout)" } ?? ""
-        console.result("no-match", report, text: "no match" + left)
+        console.result("no-match", report, text: TerminalText.noMatch(attemptsLeft: report.attemptsLeft))
         return ExitStatus.noMatch
     }
-    console.result("match", report, text: StoredText.escaped(text(report)))
+    console.result("match", report, text: text(report))
     return ExitStatus.success
 }

@@ -18,13 +18,8 @@ struct Console: Sendable {
             Self.write(WireCoding.line(event) + "\n", to: 2)
             return
         }
-        switch event.event {
-        case .passphraseNeeded:
-            return  // the terminal prompt itself says it
-        case .enrollStage, .retry:
-            Self.write("  " + event.message + "\n", to: 2)
-        default:
-            Self.write(event.message + "\n", to: 2)
+        if let line = TerminalText.line(for: event.event, message: event.message) {
+            Self.write(line + "\n", to: 2)
         }
     }
 
@@ -52,7 +47,7 @@ struct Console: Sendable {
             Self.write(WireCoding.line(ErrorLine(event: "error", error: error)) + "\n", to: 2)
             Self.write(WireCoding.line(ErrorLine(result: "error", error: error)) + "\n", to: 1)
         } else {
-            Self.write("touchgate: \(error.message)\n", to: 2)
+            Self.write(TerminalText.failure(error.message) + "\n", to: 2)
         }
     }
 

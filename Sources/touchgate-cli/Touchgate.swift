@@ -60,16 +60,9 @@ struct Touchgate: AsyncParsableCommand {
 }
 
 extension Touchgate {
-    /// The command line, for touchgate run under a helper's name (a symlink): git runs
-    /// `git-credential-touchgate OPERATION`, gpg-agent runs `pinentry-touchgate [--display …]`,
-    /// and an SSH_ASKPASS may be `touchgate-askpass PROMPT`.
+    /// The command line, for touchgate run under a helper's name (``Invocation/helperPrefix(programName:)``).
     static func helperArguments(_ arguments: [String]) -> [String] {
-        switch URL(fileURLWithPath: CommandLine.arguments.first ?? "").lastPathComponent {
-        case "git-credential-touchgate": ["git-credential"] + arguments
-        case "pinentry-touchgate": ["pinentry", "serve"] + arguments
-        case "touchgate-askpass": ["askpass", "ask"] + arguments
-        default: arguments
-        }
+        (Invocation.helperPrefix(programName: Invocation.programName(CommandLine.arguments.first ?? "")) ?? []) + arguments
     }
 }
 

@@ -1,0 +1,54 @@
+/// How `touchgate` is started and where it looks for the daemon: shared by the thin
+/// `touchgate` front and the full `touchgate-cli`, so both decide the same way.
+public enum Invocation {
+    /// Where touchgated listens when installed. `TOUCHGATE_SOCKET=PATH` names another
+    /// socket; `TOUCHGATE_SOCKET=` (empty) forces the personal (in-process) mode.
+    public static let systemSocket = "/run/touchgate/socket"
+
+    /// The environment variable naming the daemon's socket.
+    public static let socketVariable = "TOUCHGATE_SOCKET"
+
+    /// The arguments that stand before the command line of touchgate run under a helper's
+    /// name (a symlink): git runs `git-credential-touchgate OPERATION`, gpg-agent runs
+    /// `pinentry-touchgate [--display …]`, and an SSH_ASKPASS may be `touchgate-askpass PROMPT`.
+    /// Nil for any other name.
+    public static func helperPrefix(programName: String) -> [String]? {
+        switch programName {
+        case "git-credential-touchgate": ["git-credential"]
+        case "pinentry-touchgate": ["pinentry", "serve"]
+        case "touchgate-askpass": ["askpass", "ask"]
+        default: nil
+        }
+    }
+
+    /// The last component of a path (`/usr/bin/touchgate` → `touchgate`).
+    public static func programName(_ path: String) -> String {
+        path.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? path
+    }
+}
+
+/// The lines the CLI shows people, in one place for both binaries.
+public enum TerminalText {
+    /// The standard-error line for an event, or nil when it shows none (a passphrase
+    /// prompt says it itself).
+    public static func line(for kind: InteractionEvent.Kind, message: String) -> String? {
+        switch kind {
+        case .passphraseNeeded: nil
+        case .enrollStage, .retry: "  " + message
+        default: message
+        }
+    }
+
+    /// A failure, as shown on standard error.
+    public static func failure(_ message: String) -> String { "touchgate: \(message)" }
+
+    /// `touchgate verify`'s line for a match.
+    public static func verified(user: String?, finger: String?) -> String {
+        StoredText.escaped("match: \(finger ?? "?") of \(user ?? "?")")
+    }
+
+    /// The line for a no-match of verify, identify or a release.
+    public static func noMatch(attemptsLeft: Int?) -> String {
+        "no match" + (attemptsLeft.map { " (\($0) more before a lockout)" } ?? "")
+    }
+}
