@@ -1,10 +1,10 @@
 # Touchgate: build, install and benchmark.
 #
 #   make                  release build of touchgate, its man pages and shell completions
-#   make install          installs them under $(PREFIX): the binary in bin/ (with the helpers
+#   make install          installs them under $(PREFIX): touchgate in bin/ (with the helpers
 #                         touchgate-askpass, git-credential-touchgate and pinentry-touchgate,
-#                         symlinks to it), a man page per command in share/man/man1, bash, zsh
-#                         and fish completions
+#                         symlinks to it) and touchgate-cli, which it runs, in libexec/touchgate/;
+#                         a man page per command in share/man/man1, bash, zsh and fish completions
 #   make install-udev     the udev rules and hwdb that give the user at the seat the reader
 #                         (udev/README.md); reloads udev unless DESTDIR is set
 #   make daemon           release build of the system daemon, touchgated
@@ -60,9 +60,13 @@ SWIFTPM_FLAGS ?=
 SWIFTPM  = $(SWIFT) $(1) --scratch-path $(SCRATCH) $(SWIFTPM_FLAGS)
 SOURCES := Package.swift $(shell find Sources -type f)
 BINARY   = $(SCRATCH)/$(CONFIGURATION)/touchgate
+# Every command, which `touchgate` (a small static front) execs for all but verify and secret
+# get through the daemon; installed in $(LIBEXECDIR)/touchgate/, where the front looks for it
+# (../libexec/touchgate/ from its own directory, so BINDIR and LIBEXECDIR stay siblings).
+CLI      = $(SCRATCH)/$(CONFIGURATION)/touchgate-cli
 DAEMON   = $(SCRATCH)/$(CONFIGURATION)/touchgated
 # Where swift-argument-parser's GenerateManual plugin writes touchgate's pages.
-MANOUT   = $(SCRATCH)/plugins/GenerateManual/outputs/touchgate
+MANOUT   = $(SCRATCH)/plugins/GenerateManual/outputs/touchgate-cli
 COMPOUT  = $(SCRATCH)/completions
 # The pages carry the date of the last commit, so a rebuild gives the same pages.
 MANDATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
@@ -73,8 +77,12 @@ HELPERS = touchgate-askpass git-credential-touchgate pinentry-touchgate
 
 all: $(BINARY) $(MANOUT)/touchgate.1 $(COMPOUT)/touchgate
 
-$(BINARY): $(SOURCES)
+$(BINARY): $(SOURCES) $(CLI)
 	$(call SWIFTPM,build) -c $(CONFIGURATION) --product touchgate
+	touch $@
+
+$(CLI): $(SOURCES)
+	$(call SWIFTPM,build) -c $(CONFIGURATION) --product touchgate-cli
 	touch $@
 
 # One page per command (touchgate.1, touchgate.secret.get.1, …), from the command
@@ -90,8 +98,10 @@ $(COMPOUT)/touchgate: $(BINARY)
 	$(BINARY) --generate-completion-script bash > $@
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/touchgate $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(BASHCOMPDIR) \
+		$(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 0755 $(BINARY) $(DESTDIR)$(BINDIR)/touchgate
+	install -m 0755 $(CLI) $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-cli
 	# The helpers are touchgate under other names (README, "Integrations").
 	for helper in $(HELPERS); do ln -sf touchgate $(DESTDIR)$(BINDIR)/$$helper; done
 	install -m 0644 $(MANOUT)/*.1 $(DESTDIR)$(MAN1DIR)/
@@ -101,6 +111,8 @@ install: all
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(HELPERS))
+	rm -f $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-cli
+	-rmdir $(DESTDIR)$(LIBEXECDIR)/touchgate
 	rm -f $(DESTDIR)$(BINDIR)/touchgate $(DESTDIR)$(MAN1DIR)/touchgate.1 $(DESTDIR)$(MAN1DIR)/touchgate.*.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/touchgate $(DESTDIR)$(ZSHCOMPDIR)/_touchgate $(DESTDIR)$(FISHCOMPDIR)/touchgate.fish
 

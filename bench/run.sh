@@ -407,7 +407,7 @@ c_client=$work/client
 # a copy of the CLI (the build directory may sit where only its owner can go).
 public=$(mktemp -d /tmp/touchgate-bench-daemon.XXXXXX)
 chmod 0755 "$public"
-cp "$touchgate" "$public/touchgate"
+cp "$touchgate" "$bin/touchgate-cli" "$public/"
 daemon_socket=$public/socket
 daemon_reader=$work/daemon-reader.socket
 daemon_state=$work/daemon-state
@@ -455,15 +455,18 @@ tg_version() { "$touchgate" --version; }
 runs=$((runs * 2)) measure 1 daemon-secret:0:daemon_secret inprocess-secret:0:inproc_secret \
   daemon-secret-c:0:c_secret version-daemon:0:tg_version
 
-# What the client's start-up loads (counts, not times): shared libraries, those that are libfprint
-# and what it loads (in-process mode needs them, a client of the daemon does not), and relocations.
+# What start-up loads (counts, not times): the front is one static executable (ldd says so); for
+# touchgate-cli, which every other command runs, the shared libraries, those that are libfprint
+# and what it loads, and relocations.
+front_linking=$({ ldd "$touchgate" 2>&1 || true; } | head -1 | sed "s/^[[:space:]]*//")
+cli=$bin/touchgate-cli
 so_names() { ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// { print $1 }' | sort -u; }
-client_libs=$(so_names "$touchgate" | wc -l)
-fprint_so=$(ldd "$touchgate" | awk '$1 ~ /^libfprint-2/ { print $3 }')
+client_libs=$(so_names "$cli" | wc -l)
+fprint_so=$(ldd "$cli" | awk '$1 ~ /^libfprint-2/ { print $3 }')
 client_fprint_libs=?
 [ -n "$fprint_so" ] && client_fprint_libs=$({ basename "$fprint_so"; so_names "$fprint_so"; } | sort -u |
-  comm -12 - <(so_names "$touchgate") | wc -l)
-loader_stats=$(LD_DEBUG=statistics "$touchgate" --version 2>&1 >/dev/null)
+  comm -12 - <(so_names "$cli") | wc -l)
+loader_stats=$(LD_DEBUG=statistics "$cli" --version 2>&1 >/dev/null)
 client_relative=$(awk '/number of relative relocations/ { print $NF; exit }' <<<"$loader_stats")
 client_symbolic=$(awk '/final number of relocations:/ { print $NF; exit }' <<<"$loader_stats")
 

@@ -55,14 +55,25 @@ struct InstallTests {
 
     /// libpq and the twenty libraries it needs cost every command about 4 ms of start-up
     /// when linked (BENCHMARKS.md); fleet collection loads it only when it ships.
-    @Test("touchgate, touchgated and touchgate-collector do not load libpq at start-up; shipping loads it")
+    @Test("touchgate-cli, touchgated and touchgate-collector do not load libpq at start-up; shipping loads it")
     func libpqIsLoadedOnlyToShip() throws {
         let built = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent()
-        for name in ["touchgate", "touchgated", "touchgate-collector"] {
+        for name in ["touchgate-cli", "touchgated", "touchgate-collector"] {
             let listed = try runProgram("/usr/bin/ldd", [built.appendingPathComponent(name).path])
             #expect(listed.status == 0, "ldd \(name): \(listed.stderr)")
             #expect(listed.stdout.contains("libsodium") && !listed.stdout.contains("libpq"), "\(name) links:\n\(listed.stdout)")
         }
+    }
+
+    /// The front people run starts in about a millisecond because it maps no library at
+    /// all: no Foundation, no libfprint and GLib, not even libc's shared object.
+    @Test("touchgate, the front, is one static executable; touchgate-cli beside it links the rest")
+    func frontIsStatic() throws {
+        let built = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent()
+        let front = try runProgram("/usr/bin/ldd", [built.appendingPathComponent("touchgate").path])
+        #expect((front.stdout + front.stderr).contains("not a dynamic executable"), "ldd touchgate: \(front.stdout)")
+        let cli = try runProgram("/usr/bin/ldd", [built.appendingPathComponent("touchgate-cli").path])
+        #expect(cli.stdout.contains("libfprint-2") && cli.stdout.contains("libFoundation"), "ldd touchgate-cli: \(cli.stdout)")
     }
 
     @Test func makeInstallStagesBinaryManPagesAndCompletions() async throws {
@@ -78,6 +89,8 @@ struct InstallTests {
         try #require(installed.status == 0, "make install: \(installed.output)")
         let binary = stage.path("usr/bin/touchgate")
         #expect(FileManager.default.isExecutableFile(atPath: binary))
+        // The front finds every other command in ../libexec/touchgate/ (commandPaths runs it).
+        #expect(FileManager.default.isExecutableFile(atPath: stage.path("usr/libexec/touchgate/touchgate-cli")))
 
         // A page for every command and subcommand the binary has.
         let man1 = stage.path("usr/share/man/man1")
@@ -256,6 +269,7 @@ private struct BuildProducts {
         // timeout(1) ends make and the swift processes it started (one process group).
         let result = try runProgram("/usr/bin/timeout", ["600", "make", "-C", Fixtures.packageRoot.path, "-B",
                                                   "-o", "\(scratch)/\(configuration)/touchgate",
+                                                  "-o", "\(scratch)/\(configuration)/touchgate-cli",
                                                   "-o", "\(scratch)/\(configuration)/touchgated",
                                                   "SCRATCH=\(scratch)", "CONFIGURATION=\(configuration)",
                                                   "SWIFTPM_FLAGS=--ignore-lock"] + arguments,
