@@ -196,9 +196,13 @@ SWIFTC        ?= swiftc
 FUZZDIR       ?= .build-fuzz
 FUZZ_SECONDS  ?= 60
 FUZZ_RUNS     ?=
-FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit
+FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json
+# TouchgateWire's sources with the Foundation-free TouchgateBasics compiled in (one module
+# here, so its re-export is left out).
+WIRE_SOURCES   = $(filter-out Sources/TouchgateWire/Exports.swift,$(wildcard Sources/TouchgateWire/*.swift)) \
+	$(wildcard Sources/TouchgateBasics/*.swift)
 FUZZ_LIMIT     = $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
-FUZZ_SWIFTC    = $(SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -module-name $(2) $(3) -o $(1) 2>&1 \
+FUZZ_SWIFTC    = rm -f $(1); $(SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -module-name $(2) $(3) -o $(1) 2>&1 \
 	| { grep -v 'ld.gold: warning: Cannot export local symbol' || true; }; test -x $(1)
 
 fuzz: $(FUZZ_TARGETS:%=$(FUZZDIR)/fuzz-%)
@@ -217,7 +221,7 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZDIR)/fuzz-%)
 		echo "fuzz: $$t: $$runs executions in $${secs:-?} s, no crash"; \
 	done
 
-$(FUZZDIR)/fuzz-protocol: fuzz/protocol.swift $(wildcard Sources/TouchgateWire/*.swift)
+$(FUZZDIR)/fuzz-protocol: fuzz/protocol.swift $(WIRE_SOURCES)
 	@mkdir -p $(FUZZDIR)
 	$(call FUZZ_SWIFTC,$@,TouchgateWire,$^)
 
@@ -232,10 +236,15 @@ $(FUZZDIR)/fuzz-stored-state: fuzz/stored-state.swift $(wildcard Sources/Touchga
 # FrameBuffer.swift imports the modules whose types it uses (TouchgateWire's, built in
 # here, and TouchgateVault's guarded memory, which the target stands in for): a copy
 # without those imports is compiled.
-$(FUZZDIR)/fuzz-frame-buffer: fuzz/frame-buffer.swift Sources/TouchgateSocket/FrameBuffer.swift $(wildcard Sources/TouchgateWire/*.swift)
+$(FUZZDIR)/fuzz-frame-buffer: fuzz/frame-buffer.swift Sources/TouchgateSocket/FrameBuffer.swift $(WIRE_SOURCES)
 	@mkdir -p $(FUZZDIR)
 	sed '/^import Touchgate/d' Sources/TouchgateSocket/FrameBuffer.swift > $(FUZZDIR)/FrameBuffer.swift
-	$(call FUZZ_SWIFTC,$@,TouchgateSocket,fuzz/frame-buffer.swift $(FUZZDIR)/FrameBuffer.swift $(wildcard Sources/TouchgateWire/*.swift))
+	$(call FUZZ_SWIFTC,$@,TouchgateSocket,fuzz/frame-buffer.swift $(FUZZDIR)/FrameBuffer.swift $(WIRE_SOURCES))
+
+# The thin front's JSON reader and writer (no imports), against Foundation's and WireCoding's.
+$(FUZZDIR)/fuzz-front-json: fuzz/front-json.swift Sources/touchgate/JSONText.swift $(WIRE_SOURCES)
+	@mkdir -p $(FUZZDIR)
+	$(call FUZZ_SWIFTC,$@,TouchgateFront,$^)
 
 $(FUZZDIR)/fuzz-reader-ledger: fuzz/reader-ledger.swift Sources/TouchgateService/ReaderLedger.swift
 	@mkdir -p $(FUZZDIR)

@@ -90,30 +90,32 @@ extension AccessEvaluator {
             let after = clock.reading()
             switch outcome {
             case .match(let print):
-                try withState(at: after) { $0.recordMatch() }
-                try emit(event(
-                    .authenticationAttempt, at: after, subject: print.rawValue, factor: .biometry,
-                    outcome: .success, reason: attempt.auditReason("fingerprint matched")))
+                // The state change and its record commit together (one durable commit).
+                try withState(at: after, { $0.recordMatch() }) { _ in
+                    [event(.authenticationAttempt, at: after, subject: print.rawValue, factor: .biometry,
+                           outcome: .success, reason: attempt.auditReason("fingerprint matched"))]
+                }
                 attempt.matchedPrint = print
                 return
             case .noMatch:
-                let effect = try withState(at: after) {
+                let effect = try withState(at: after, {
                     $0.recordNoMatch(at: after.monotonic, configuration: configuration)
+                }) { effect in
+                    var events = [event(.authenticationAttempt, at: after, factor: .biometry, outcome: .failure,
+                                        reason: attempt.auditReason("no match"))]
+                    if case .lockoutStarted(let info) = effect {
+                        let reason =
+                            info.passphraseOnly
+                            ? "\(configuration.passphraseOnlyThreshold) failures since the last passphrase entry: passphrase required"
+                            : "\(configuration.lockoutThreshold) consecutive failures: locked for \(configuration.lockoutDuration.components.seconds) s"
+                        events.append(event(.lockoutStarted, at: after, factor: .biometry, outcome: .success, reason: reason))
+                    }
+                    return events
                 }
-                try emit(event(
-                    .authenticationAttempt, at: after, factor: .biometry, outcome: .failure,
-                    reason: attempt.auditReason("no match")))
                 switch effect {
                 case .counted(let left):
                     throw .authenticationFailed(.noMatch(attemptsBeforeLockout: left))
-                case .lockoutStarted(let info):
-                    let reason =
-                        info.passphraseOnly
-                        ? "\(configuration.passphraseOnlyThreshold) failures since the last passphrase entry: passphrase required"
-                        : "\(configuration.lockoutThreshold) consecutive failures: locked for \(configuration.lockoutDuration.components.seconds) s"
-                    try emit(event(.lockoutStarted, at: after, factor: .biometry, outcome: .success, reason: reason))
-                    throw .lockedOut(info)
-                case .alreadyLocked(let info):
+                case .lockoutStarted(let info), .alreadyLocked(let info):
                     throw .lockedOut(info)
                 }
             }

@@ -2,31 +2,42 @@
 
 extension AccessEvaluator {
     /// Runs `body` in one store transaction after applying what time alone changed, and
-    /// audits those changes. Store failures become ``AuthorizationError/stateUnavailable(_:)``.
-    func withState<T>(at now: ClockReading, _ body: (inout PolicyState) -> T) throws(AuthorizationError) -> T {
+    /// audits those changes, then the events `recording` makes of `body`'s result: in that
+    /// same transaction when the store offers a sink inside it (one commit for a decision
+    /// and its records). Store failures become ``AuthorizationError/stateUnavailable(_:)``.
+    func withState<T>(at now: ClockReading, _ body: (inout PolicyState) -> T,
+                      recording events: (T) -> [PolicyAuditEvent] = { _ in [] }) throws(AuthorizationError) -> T {
         let configuration = configuration
-        let (result, transitions): (T, [StateTransition])
+        var transitions: [StateTransition] = []
         do {
-            (result, transitions) = try store.update { state in
-                let transitions = state.normalize(at: now.monotonic, configuration: configuration)
-                return (body(&state), transitions)
-            }
+            return try store.update({ state in
+                transitions = state.normalize(at: now.monotonic, configuration: configuration)
+                return body(&state)
+            }, thenRecord: { result, sink in
+                for event in transitionEvents(transitions, at: now) + events(result) {
+                    try emit(event, to: sink ?? auditSink)
+                }
+            })
+        } catch let error as AuthorizationError {
+            throw error
         } catch {
             throw .stateUnavailable(String(describing: error))
         }
-        for transition in transitions {
+    }
+
+    /// The audit events of what time alone changed.
+    private func transitionEvents(_ transitions: [StateTransition], at now: ClockReading) -> [PolicyAuditEvent] {
+        transitions.map { transition in
             switch transition {
             case .lockoutExpired:
-                try emit(event(.lockoutEnded, at: now, outcome: .success, reason: "lockout expired"))
+                event(.lockoutEnded, at: now, outcome: .success, reason: "lockout expired")
             case .lockoutRestartedAfterReboot:
-                try emit(event(
-                    .lockoutStarted, at: now, outcome: .success,
-                    reason: "lockout from an earlier boot restarted with its full duration"))
+                event(.lockoutStarted, at: now, outcome: .success,
+                      reason: "lockout from an earlier boot restarted with its full duration")
             case .sessionEnded(let why):
-                try emit(event(.sessionEnded, at: now, outcome: .success, reason: why))
+                event(.sessionEnded, at: now, outcome: .success, reason: why)
             }
         }
-        return result
     }
 
     /// Builds an audit event for this evaluator's principal.
@@ -39,10 +50,10 @@ extension AccessEvaluator {
             outcome: outcome, reason: reason)
     }
 
-    /// Sends an event to the sink; a sink failure denies the operation.
-    func emit(_ event: PolicyAuditEvent) throws(AuthorizationError) {
+    /// Sends an event to the sink (or `sink`); a sink failure denies the operation.
+    func emit(_ event: PolicyAuditEvent, to sink: (any AuditSink)? = nil) throws(AuthorizationError) {
         do {
-            try auditSink.record(event)
+            try (sink ?? auditSink).record(event)
         } catch {
             throw .stateUnavailable("audit log: \(error)")
         }

@@ -11,12 +11,28 @@ public protocol PolicyStateStore: Sendable {
     /// - Throws: whatever `body` throws, or the store's own error (the evaluator reports
     ///   it as ``AuthorizationError/stateUnavailable(_:)`` and denies access).
     func update<T>(_ body: (inout PolicyState) throws -> T) throws -> T
+
+    /// ``update(_:)``, then `record` with `body`'s result, in the same transaction where
+    /// the store can: `record` is given a sink that writes inside it, so a decision's state
+    /// change and its audit records commit together (one durable commit, never one without
+    /// the other), and if `record` throws nothing is saved. A store without such a sink
+    /// passes nil, and `record` uses the evaluator's own sink after the state is saved.
+    func update<T>(_ body: (inout PolicyState) throws -> T,
+                   thenRecord record: (T, (any AuditSink)?) throws -> Void) throws -> T
 }
 
 /// The name the design discussion used for ``PolicyStateStore``.
 public typealias LockoutStore = PolicyStateStore
 
 extension PolicyStateStore {
+    /// The state saved first, then `record` told to use its own sink.
+    public func update<T>(_ body: (inout PolicyState) throws -> T,
+                          thenRecord record: (T, (any AuditSink)?) throws -> Void) throws -> T {
+        let result = try update(body)
+        try record(result, nil)
+        return result
+    }
+
     /// Reads the current state (through ``update(_:)``, changing nothing).
     public func read() throws -> PolicyState {
         try update { $0 }

@@ -36,7 +36,7 @@ struct StoreAccess: Sendable {
         let settings = PolicySettings.loadOrDefaults(stateStore)
         let evaluator = AccessEvaluator(
             configuration: settings.configurationOrDefaults, clock: SystemClock(),
-            store: VaultPolicyStateStore(store: stateStore),
+            store: VaultPolicyStateStore(store: stateStore, vaultUser: vaultUser),
             auditSink: VaultAuditSink(log: audit, vaultUser: vaultUser), principal: principal.description)
         return PolicyGuard(audit: audit, stateStore: stateStore, settings: settings, evaluator: evaluator,
                            vaultUser: vaultUser)

@@ -15,15 +15,17 @@ struct VaultPolicyStateStore: PolicyStateStore {
     static let stateKey = "policy.state"
 
     private enum Backing {
-        case store(StateStore)
+        /// The store, and whose vault the records of a decision name.
+        case store(StateStore, vaultUser: String?)
         case transaction(TransactionHandle)
     }
 
     private let backing: Backing
 
-    /// The state in its own transactions.
-    init(store: StateStore) {
-        backing = .store(store)
+    /// The state in its own transactions; a decision's records (``update(_:thenRecord:)``)
+    /// go in the same transaction, naming `vaultUser`'s vault.
+    init(store: StateStore, vaultUser: String? = nil) {
+        backing = .store(store, vaultUser: vaultUser)
     }
 
     /// The state inside a running transaction.
@@ -32,16 +34,35 @@ struct VaultPolicyStateStore: PolicyStateStore {
     }
 
     func update<T>(_ body: (inout PolicyState) throws -> T) throws -> T {
-        func change(_ data: inout Data?) throws -> T {
-            var state = try data.map { try JSONDecoder().decode(PolicyState.self, from: $0) } ?? PolicyState()
-            let result = try body(&state)
-            data = try JSONEncoder().encode(state)
+        switch backing {
+        case .store(let store, _): return try store.updateState(Self.stateKey, { try Self.change(&$0, body) })
+        case .transaction(let transaction): return try transaction.handle.updateState(Self.stateKey, { try Self.change(&$0, body) })
+        }
+    }
+
+    func update<T>(_ body: (inout PolicyState) throws -> T, thenRecord record: (T, (any AuditSink)?) throws -> Void) throws -> T {
+        switch backing {
+        case .store(let store, let vaultUser):
+            return try store.updateState(Self.stateKey, { try Self.change(&$0, body) }) { transaction, result in
+                try record(result, VaultAuditSink(transaction: TransactionHandle(handle: transaction), vaultUser: vaultUser))
+            }
+        case .transaction(let transaction):
+            // The caller's transaction: the evaluator's own sink already writes inside it.
+            let result = try transaction.handle.updateState(Self.stateKey, { try Self.change(&$0, body) })
+            try record(result, nil)
             return result
         }
-        switch backing {
-        case .store(let store): return try store.updateState(Self.stateKey, change)
-        case .transaction(let transaction): return try transaction.handle.updateState(Self.stateKey, change)
-        }
+    }
+
+    /// Runs `body` on the state the stored bytes hold and writes it back into them.
+    private static func change<T>(_ data: inout Data?, _ body: (inout PolicyState) throws -> T) throws -> T {
+        let stored = try data.map { try JSONDecoder().decode(PolicyState.self, from: $0) }
+        var state = stored ?? PolicyState()
+        let result = try body(&state)
+        // A state the body left as it was is not encoded again (its bytes could differ), so
+        // the store writes nothing and the check costs no durable commit.
+        if state != stored { data = try JSONEncoder().encode(state) }
+        return result
     }
 }
 

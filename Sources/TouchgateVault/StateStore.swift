@@ -64,6 +64,18 @@ public struct StateStore: Sendable {
         try auditLog().atomically { transaction in try transaction.updateState(key, body) }
     }
 
+    /// ``updateState(_:_:)``, then `then` with the result inside the same transaction (to
+    /// append the audit records of the change: they and the change commit together, or
+    /// neither does when `then` throws).
+    public func updateState<T>(_ key: String, _ body: (inout Data?) throws -> T,
+                               then: (StoreTransaction, T) throws -> Void) throws -> T {
+        try auditLog().atomically { transaction in
+            let result = try transaction.updateState(key, body)
+            try then(transaction, result)
+            return result
+        }
+    }
+
     /// The value under `key`, or `nil`, once the state checks out.
     /// - Throws: ``IntegrityError/stateTampered(detail:)``, ``AuditError`` when the audit
     ///   log cannot be opened, GRDB errors.
@@ -81,10 +93,14 @@ public struct StateStore: Sendable {
     }
 
     /// The read-modify-write itself, inside the caller's transaction (which checks and
-    /// saves the authenticated state around it).
-    static func update<T>(_ db: Database, _ key: String, _ body: (inout Data?) throws -> T) throws -> T {
-        var value = try value(db, key)
+    /// saves the authenticated state around it). A body that leaves the value as it was
+    /// writes nothing, so a decision that changes no state (a lockout check) commits no
+    /// page and waits for no disk flush; `changed` says which it was.
+    static func update<T>(_ db: Database, _ key: String, _ body: (inout Data?) throws -> T) throws -> (T, changed: Bool) {
+        let before = try value(db, key)
+        var value = before
         let result = try body(&value)
+        guard value != before else { return (result, false) }
         if let value {
             try db.execute(sql: """
                 INSERT INTO vault_state (key, value, updated_at) VALUES (?, ?, ?)
@@ -93,6 +109,6 @@ public struct StateStore: Sendable {
         } else {
             try db.execute(sql: "DELETE FROM vault_state WHERE key = ?", arguments: [key])
         }
-        return result
+        return (result, true)
     }
 }

@@ -84,8 +84,9 @@ public final class StoreTransaction {
     public func updateState<T>(_ key: String, _ body: (inout Data?) throws -> T) throws -> T {
         let db = database
         let head = try log.requireAuthenticState(db)
-        let result = try StateStore.update(db, key, body)
-        try log.saveState(db, head: head)
+        let (result, changed) = try StateStore.update(db, key, body)
+        // Unchanged, the saved digest (just checked against this head) still holds.
+        if changed { try log.saveState(db, head: head) }
         return result
     }
 

@@ -11,6 +11,7 @@ struct JSONObject {
     /// The object that is the whole of `line` (surrounding white space allowed), or nil
     /// when it is not one well-formed JSON object.
     init?(line: [UInt8]) {
+        guard String(validating: line, as: UTF8.self) != nil else { return nil }
         var scanner = JSONScanner(text: line)
         scanner.skipSpace()
         let start = scanner.index
@@ -144,7 +145,20 @@ private struct JSONScanner {
                 index += 1
                 return true
             case UInt8(ascii: "\\"):
-                index += 2
+                guard index + 1 < text.count else { return false }
+                if text[index + 1] == UInt8(ascii: "u") {
+                    // A UTF-16 unit; surrogates only as a high-low pair, as Foundation requires.
+                    guard let code = unit(at: index) else { return false }
+                    index += 6
+                    if (0xDC00...0xDFFF).contains(code) { return false }
+                    if (0xD800...0xDBFF).contains(code) {
+                        guard let low = unit(at: index), (0xDC00...0xDFFF).contains(low) else { return false }
+                        index += 6
+                    }
+                } else {
+                    guard "\"\\/bfnrt".utf8.contains(text[index + 1]) else { return false }
+                    index += 2
+                }
             case 0..<0x20:
                 return false
             default:
@@ -154,6 +168,21 @@ private struct JSONScanner {
         return false
     }
 
+    /// The value of a `\uXXXX` escape starting at `start`, or nil.
+    private func unit(at start: Int) -> UInt32? {
+        guard text.count - start >= 6, text[start] == UInt8(ascii: "\\"), text[start + 1] == UInt8(ascii: "u") else { return nil }
+        var value: UInt32 = 0
+        for byte in text[start + 2..<start + 6] {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = value << 4 | UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = value << 4 | UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = value << 4 | UInt32(byte - UInt8(ascii: "A") + 10)
+            default: return nil
+            }
+        }
+        return value
+    }
+
     private mutating func skipLiteral(_ literal: StaticString) -> Bool {
         let bytes = UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount)
         guard text.count - index >= bytes.count, text[index..<index + bytes.count].elementsEqual(bytes) else { return false }
@@ -161,10 +190,37 @@ private struct JSONScanner {
         return true
     }
 
+    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, within a Double's range
+    /// (Foundation refuses larger ones too).
     private mutating func skipNumber() -> Bool {
         let start = index
-        while index < text.count, "+-0123456789.eE".utf8.contains(text[index]) { index += 1 }
-        return index > start && Double(String(decoding: text[start..<index], as: UTF8.self)) != nil
+        guard skipNumberGrammar() else { return false }
+        return Double(String(decoding: text[start..<index], as: UTF8.self))?.isFinite == true
+    }
+
+    private mutating func skipNumberGrammar() -> Bool {
+        func digits() -> Int {
+            let start = index
+            while index < text.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(text[index]) { index += 1 }
+            return index - start
+        }
+        if index < text.count, text[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < text.count else { return false }
+        if text[index] == UInt8(ascii: "0") {
+            index += 1
+        } else if digits() == 0 {
+            return false
+        }
+        if index < text.count, text[index] == UInt8(ascii: ".") {
+            index += 1
+            guard digits() > 0 else { return false }
+        }
+        if index < text.count, text[index] | 0x20 == UInt8(ascii: "e") {
+            index += 1
+            if index < text.count, text[index] == UInt8(ascii: "+") || text[index] == UInt8(ascii: "-") { index += 1 }
+            guard digits() > 0 else { return false }
+        }
+        return true
     }
 }
 
