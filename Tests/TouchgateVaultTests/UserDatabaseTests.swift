@@ -8,8 +8,14 @@ struct UserDatabaseTests {
     func knownUsers() throws {
         #expect(UserDatabase.loginName(of: 0) == "root")
         let uid = getuid()
-        let entry = try #require(getpwuid(uid), "this test needs an /etc/passwd entry for uid \(uid)")
-        #expect(UserDatabase.loginName(of: UInt32(uid)) == String(cString: entry.pointee.pw_name))
+        // getpwuid_r, not getpwuid: other tests running at the same time look users up too,
+        // and getpwuid's static entry would change under this one.
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 1 << 16)
+        try #require(getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0 && result != nil,
+                     "this test needs an /etc/passwd entry for uid \(uid)")
+        #expect(UserDatabase.loginName(of: UInt32(uid)) == String(cString: entry.pw_name))
     }
 
     @Test("a uid without an entry is named #<uid>")
