@@ -806,7 +806,7 @@ dout "| shared libraries \`touchgate-cli\` loads at start-up (of them, libfprint
 dout "| relocations the dynamic loader applies at \`touchgate-cli\` start-up (relative; by symbol) | ${client_relative:-?}; ${client_symbolic:-?} |"
 dout ""
 rss_per_user=$(awk -v a="${daemon_rss_1:-0}" -v b="${daemon_rss_100:-0}" 'BEGIN { printf "%.0f", (b - a) / 99 }')
-dout "**The client.** \`touchgate\` is a front of a few hundred lines without Foundation or libfprint, linked as one" \
+dout "**The client.** \`touchgate\` is a front of about a thousand lines without Foundation or libfprint, linked as one" \
   "static executable: for \`verify\` and \`secret get\` through the daemon it sends the request itself and prints what" \
   "\`touchgate-cli\` would; every other command, and the personal mode, is \`touchgate-cli\` (Swift, Foundation," \
   "libfprint), which it execs. So the per-touch requests pay about what the C client pays" \
