@@ -23,7 +23,8 @@ enum FullCLI {
         }
         FileOutput.write(TerminalText.failure("cannot run touchgate-cli (looked for \(places.joined(separator: " and ")) in "
                                               + "\(directory)): \(String(cString: strerror(failure))); "
-                                              + "reinstall touchgate (make install)") + "\n", to: 2)
+                                              + "build it (swift build --product touchgate-cli) or reinstall touchgate "
+                                              + "(make install)") + "\n", to: 2)
         exit(ExitStatus.commandNotRunnable)
     }
 

@@ -17,7 +17,8 @@ struct ReadmeWalkthroughTests {
         // puts `$PWD/.build/debug` on PATH as written; here that directory is this build's.
         let builds = lines.indices.filter { lines[$0].hasPrefix("swift build") }
         try #require(builds.count == 1, "one build line expected in the section: \(lines)")
-        #expect(lines[builds[0]].contains("--product touchgate") && lines[builds[0]].contains("--product virtual-finger"))
+        #expect(lines[builds[0]].contains("--product touchgate ") && lines[builds[0]].contains("--product touchgate-cli")
+                    && lines[builds[0]].contains("--product virtual-finger"))
         lines[builds[0]] = "# built by swift test: " + lines[builds[0]]
         #expect(lines.contains { $0.hasPrefix("export PATH=\"$PWD/.build/debug:") })
         let secret = try #require(lines.lazy.compactMap(Self.echoedSecret).first,
