@@ -198,9 +198,9 @@ struct AuditHead {
 
     /// The stored row: `nil` if absent, `.some(nil)` if present but malformed.
     static func fetch(_ db: Database) throws -> AuditHead?? {
-        guard let row = try Row.fetchOne(db, sql: """
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT headSeq, headMAC, anchorSeq, anchorMAC, mac, stateDigest FROM auditHead WHERE id = 1
-            """) else {
+            """)) else {
             return nil
         }
         guard case let .int64(headSequence) = (row[0] as DatabaseValue).storage,
@@ -221,13 +221,13 @@ struct AuditHead {
 
     /// Inserts or replaces the row.
     func save(_ db: Database) throws {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO auditHead (id, headSeq, headMAC, anchorSeq, anchorMAC, stateDigest, mac)
             VALUES (1, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO UPDATE SET headSeq = excluded.headSeq, headMAC = excluded.headMAC,
                 anchorSeq = excluded.anchorSeq, anchorMAC = excluded.anchorMAC,
                 stateDigest = excluded.stateDigest, mac = excluded.mac
-            """, arguments: [headSequence, Data(headMAC), anchorSequence, Data(anchorMAC),
+            """).execute(arguments: [headSequence, Data(headMAC), anchorSequence, Data(anchorMAC),
                              stateDigest.map { Data($0) }, Data(mac)])
     }
 }

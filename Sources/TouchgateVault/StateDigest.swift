@@ -20,8 +20,8 @@ enum StateDigest {
 
     /// The digest of the state as currently stored, read inside the caller's transaction.
     static func compute(_ db: Database) throws -> [UInt8] {
-        let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM vault_state")
-        let marker = try Row.fetchOne(db, sql: "SELECT templates_sealed FROM vault_meta WHERE id = 1")
+        let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT key, value FROM vault_state"))
+        let marker = try Row.fetchOne(db.cachedStatement(sql: "SELECT templates_sealed FROM vault_meta WHERE id = 1"))
         return digest(rows: rows.map { ($0[0] as DatabaseValue, $0[1] as DatabaseValue) },
                       marker: marker.map { $0[0] as DatabaseValue })
     }
