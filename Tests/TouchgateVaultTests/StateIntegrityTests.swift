@@ -199,3 +199,46 @@ struct StateIntegrityTests {
         #expect(tamperDetail { try StateStore(log: reopened).state("policy.state") } != nil)
     }
 }
+
+/// One decision, one commit: a state change and the records made with it (what the
+/// policy core's `update(_:thenRecord:)` asks of the vault) are saved together or not at
+/// all, and an update that changes nothing writes nothing.
+@Suite("State and its records: one transaction per decision")
+struct StateWithRecordsTests {
+    @Test("the records appended with a state change commit with it, and a failure after them saves neither")
+    func changeAndRecordsAreOne() throws {
+        let fixture = try StateFixture()
+        let changed = Data(#"{"failures":3}"#.utf8)
+        try fixture.state.updateState("policy.state", { $0 = changed }) { transaction, _ in
+            try transaction.append(.authAttempt, .failure, reason: "no match")
+        }
+        #expect(try fixture.state.state("policy.state") == changed)
+        #expect(try fixture.log.verify() == .intact(count: 3))
+
+        struct Refused: Error {}
+        let before = try fixture.rawState()
+        #expect(throws: Refused.self) {
+            try fixture.state.updateState("policy.state", { $0 = Data(#"{"failures":0}"#.utf8) }) { transaction, _ in
+                try transaction.append(.authAttempt, .success, reason: "a record whose decision failed")
+                throw Refused()
+            }
+        }
+        #expect(try fixture.rawState() == before, "the state changed without its record")
+        #expect(try fixture.log.verify() == .intact(count: 3), "a record was kept without its state change")
+    }
+
+    @Test("an update that leaves the value as it was writes no page: the database file and its WAL are untouched")
+    func unchangedWritesNothing() throws {
+        let fixture = try StateFixture()
+        let before = try fixture.rawState()
+        var walBefore = stat(), walAfter = stat()
+        _ = stat(fixture.location.databasePath + "-wal", &walBefore)
+        let result = try fixture.state.updateState("policy.state") { value in value?.count ?? 0 }
+        #expect(result == StateFixture.policyState.count)
+        _ = stat(fixture.location.databasePath + "-wal", &walAfter)
+        #expect(walAfter.st_size == walBefore.st_size && walAfter.st_mtim.tv_nsec == walBefore.st_mtim.tv_nsec
+                    && walAfter.st_mtim.tv_sec == walBefore.st_mtim.tv_sec, "the WAL was written")
+        #expect(try fixture.rawState() == before)
+        #expect(try fixture.log.verify() == .intact(count: 2))
+    }
+}
