@@ -120,7 +120,11 @@ public actor ReaderPool {
         var failed = false
         for reader in readers {
             do {
+                // Unplugged while the system slept (a dock left behind): libfprint may resume it
+                // all the same, and the next touch would fail; it is found anew instead.
+                if await reader.isRemoved { throw FingerprintError.device(.removed, detail: "unplugged while the system slept") }
                 try await reader.resume()
+                if await reader.isRemoved { throw FingerprintError.device(.removed, detail: "unplugged as it resumed") }
                 count += 1
                 log("reader \(Self.name(reader.info)) resumed")
             } catch {

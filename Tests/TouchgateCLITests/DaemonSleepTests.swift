@@ -94,6 +94,39 @@ struct DaemonSleepTests {
         #expect(await logind.waitForInhibitors { !$0.isEmpty } == [Self.inhibitor], "\(rig.daemonLog)")
     }
 
+    /// libfprint's virtual reader takes its UNPLUG only once an operation runs, so here the
+    /// reader resumes and the first touch finds it gone: that request ends as disconnected,
+    /// and the pool drops it and finds the reader anew for the next one. (A reader the
+    /// kernel removed during sleep is dropped at resume instead: ReaderPool.resume checks.)
+    @Test("a reader unplugged while the system slept: the first touch after waking says so (exit 4), the next is served")
+    func readerUnpluggedWhileAsleep() async throws {
+        let logind = try LogindRig()
+        defer { logind.stop() }
+        let rig = try DaemonRig()
+        rig.daemonEnvironment = logind.environment
+        try await rig.start()
+        _ = await logind.waitForInhibitors { !$0.isEmpty }
+        try await rig.initialize()
+
+        try logind.prepareForSleep(true)
+        #expect(await logind.waitForInhibitors { $0.isEmpty }.isEmpty, "\(rig.daemonLog)")
+        #expect(rig.logLines(containing: "(virtual_image) suspended for sleep").count == 1, "\(rig.daemonLog)")
+        try rig.finger.unplug()
+        try logind.prepareForSleep(false)
+        #expect(await logind.waitForInhibitors { !$0.isEmpty } == [Self.inhibitor], "\(rig.daemonLog)")
+
+        let first = try await rig.run(["verify", "--json"], presenting: ["whorl"])
+        #expect(first.status == 4, "\(first.stdout) \(first.stderrLines)\n\(rig.daemonLog)")
+        #expect(first.json?["error"] as? String == "disconnected", "\(first.stdout)")
+        #expect((first.json?["message"] as? String)?.contains("Plug it back in and try again") == true, "\(first.stdout)")
+        #expect(rig.logLines(containing: "(virtual_image) closed: it was unplugged").count == 1, "\(rig.daemonLog)")
+
+        let next = try await rig.run(["verify", "--json"], presenting: ["whorl"])
+        #expect(next.status == 0, "\(next.stderrLines)\n\(rig.daemonLog)")
+        #expect(rig.logLines(containing: "readers enumerated (no reader known)").count == 1, "\(rig.daemonLog)")
+        #expect(!rig.daemonLog.contains("fatal signal"), "\(rig.daemonLog)")
+    }
+
     @Test("a reader unplugged mid-touch ends that request as disconnected; the reader that appears next is used")
     func readerUnpluggedMidTouch() async throws {
         let rig = try DaemonRig()
