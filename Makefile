@@ -233,13 +233,9 @@ $(FUZZDIR)/fuzz-stored-state: fuzz/stored-state.swift $(wildcard Sources/Touchga
 	@mkdir -p $(FUZZDIR)
 	$(call FUZZ_SWIFTC,$@,TouchgatePolicy,$^)
 
-# FrameBuffer.swift imports the modules whose types it uses (TouchgateWire's, built in
-# here, and TouchgateVault's guarded memory, which the target stands in for): a copy
-# without those imports is compiled.
-$(FUZZDIR)/fuzz-frame-buffer: fuzz/frame-buffer.swift Sources/TouchgateSocket/FrameBuffer.swift $(WIRE_SOURCES)
+$(FUZZDIR)/fuzz-frame-buffer: fuzz/frame-buffer.swift $(WIRE_SOURCES)
 	@mkdir -p $(FUZZDIR)
-	sed '/^import Touchgate/d' Sources/TouchgateSocket/FrameBuffer.swift > $(FUZZDIR)/FrameBuffer.swift
-	$(call FUZZ_SWIFTC,$@,TouchgateSocket,fuzz/frame-buffer.swift $(FUZZDIR)/FrameBuffer.swift $(WIRE_SOURCES))
+	$(call FUZZ_SWIFTC,$@,TouchgateSocket,$^)
 
 # The thin front's JSON reader and writer (no imports), against Foundation's and WireCoding's.
 $(FUZZDIR)/fuzz-front-json: fuzz/front-json.swift Sources/touchgate/JSONText.swift $(WIRE_SOURCES)

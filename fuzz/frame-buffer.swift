@@ -1,41 +1,16 @@
-// Fuzz target: the socket's receive buffer (TouchgateSocket's FrameBuffer), built by
-// `make fuzz` with FrameBuffer.swift and TouchgateWire's sources. The input is a script of
-// operations a connection's reader performs: receive a chunk (arbitrary bytes, or a run of
+// Fuzz target: the socket's receive buffer (TouchgateBasics' FrameBuffer, which both ends of
+// the socket and the thin front read through), built by `make fuzz` with the wire sources.
+// The input is a script of operations a connection's reader performs: receive a chunk (arbitrary bytes, or a run of
 // one byte long enough to reach the 64 KiB limits), take the next line, take a secret of
 // some length, or a receive that ends the stream or fails. After every step the buffer
 // must agree with a plain model of the byte stream (lines split at the first newline
 // within the limit, secrets taken whole, an over-long line refused), and every byte it
 // has handed out must already be zero in its memory.
 //
-// The guarded memory of TouchgateVault is replaced here by plain allocations that the
-// harness can inspect, so AddressSanitizer checks every access FrameBuffer makes.
+// The buffer works over memory its owner provides (guarded memory in TouchgateSocket,
+// locked pages in the thin front); here it is plain memory the harness can inspect, so
+// AddressSanitizer checks every access FrameBuffer makes.
 import Foundation
-
-/// The harness's stand-in for TouchgateVault's guarded buffer: plain memory, remembered
-/// so the harness can check what FrameBuffer leaves in it.
-final class GuardedBuffer {
-    nonisolated(unsafe) static var latest: UnsafeMutableRawBufferPointer?
-    let capacity: Int
-    let bytes: UnsafeMutableRawBufferPointer
-
-    init(capacity: Int) {
-        self.capacity = capacity
-        bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 16)
-        bytes.initializeMemory(as: UInt8.self, repeating: 0)
-        Self.latest = bytes
-    }
-
-    deinit {
-        bytes.deallocate()
-    }
-}
-
-/// The stand-in for TouchgateVault's secret bytes: a copy.
-final class SecureBytes {
-    let copy: [UInt8]
-    init(copying bytes: some Collection<UInt8>) { copy = Array(bytes) }
-    var count: Int { copy.count }
-}
 
 /// As many zero bytes as the buffer holds, to compare with.
 private let zeros: UnsafeMutableRawBufferPointer = {
@@ -60,8 +35,10 @@ private struct Script {
 @_cdecl("LLVMFuzzerTestOneInput")
 public func touchgateFuzzFrameBuffer(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var script = Script(bytes: UnsafeBufferPointer(start: data, count: size))
-    let buffer = FrameBuffer()
-    guard let memory = GuardedBuffer.latest else { fatalError("FrameBuffer allocated no guarded buffer") }
+    let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: FrameBuffer.capacity, alignment: 16)
+    memory.initializeMemory(as: UInt8.self, repeating: 0)
+    defer { memory.deallocate() }
+    let buffer = FrameBuffer(memory: memory)
     var model: [UInt8] = []
     var highWater = 0
     let lineLimit = DaemonProtocol.maximumLineBytes
@@ -110,12 +87,12 @@ public func touchgateFuzzFrameBuffer(_ data: UnsafePointer<UInt8>, _ size: Int) 
             var length = script.number(3) - 0x40_0000
             if script.byte() & 1 == 0 { length = length & 0x1_FFFF }  // mostly lengths near the limit
             do {
-                let secret = try buffer.takeSecret(length)
+                let secret = try buffer.takeSecret(length) { Array($0) }
                 guard (0...DaemonProtocol.maximumSecretBytes).contains(length) else {
                     fatalError("secret length \(length) accepted")
                 }
                 if let secret {
-                    guard model.count >= length, secret.copy == Array(model.prefix(length)) else {
+                    guard model.count >= length, secret == Array(model.prefix(length)) else {
                         fatalError("the secret differs from the stream")
                     }
                     model.removeFirst(length)

@@ -135,7 +135,7 @@ extension DaemonClient {
     public func release(_ name: String, device: String?, interaction: any Interaction) async throws(ServiceError) -> SecretBytes {
         let (_, secret) = try await call(.release, arguments { $0.item = name; $0.device = device; $0.canAskAgain = interaction.canAskAgain },
                                          asking(interaction), as: EmptyReport.self)
-        guard let secret else { throw ServiceError(.daemonUnavailable, "touchgated released no value") }
+        guard let secret else { throw ServiceError.daemonReleasedNoValue }
         return secret
     }
 

@@ -55,7 +55,7 @@ public struct DaemonClient: TouchgateRequests {
         } catch is CancellationError {
             throw .cancelled
         } catch {
-            throw ServiceError(.daemonUnavailable, "the conversation with touchgated failed: \(error)")
+            throw ServiceError.daemonConversationFailed(String(describing: error))
         }
     }
 
@@ -100,12 +100,11 @@ public struct DaemonClient: TouchgateRequests {
                 let result = try frame.decode(ResultMessage<Report>.self)
                 return (result.result, frame.secret)
             case .failure:
-                throw message.error ?? ServiceError(.error, "touchgated failed without saying why")
+                throw message.error ?? ServiceError.daemonFailedUnsaid
             }
         }
         try Task.checkCancellation()
-        throw ServiceError(.daemonUnavailable, "touchgated closed the connection before answering; "
-                               + "see its log: journalctl -u touchgated")
+        throw ServiceError.daemonClosedEarly
     }
 
     /// The caller's answer to `question`, never throwing: a failure to ask travels back
@@ -129,8 +128,7 @@ public struct DaemonClient: TouchgateRequests {
             case "confirm":
                 answer.confirmed = try await interaction.confirm(question.prompt, details: question.details ?? [])
             default:
-                throw ServiceError(.error, "touchgated asked a question this client does not know ('\(question.kind)'); "
-                                       + "update touchgate")
+                throw ServiceError.unknownQuestion(question.kind)
             }
             answer.secretLength = secret?.count
             return (answer, secret)

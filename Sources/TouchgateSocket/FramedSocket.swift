@@ -137,7 +137,10 @@ public final class FramedSocket: @unchecked Sendable {
     }
 
     private func readLoop(_ deliver: (Frame) -> Void) throws {
-        let buffer = FrameBuffer()
+        // Guarded memory for everything received; kept alive for as long as the loop reads.
+        let storage = GuardedBuffer(capacity: FrameBuffer.capacity)
+        defer { withExtendedLifetime(storage) {} }
+        let buffer = FrameBuffer(memory: storage.bytes)
         var waiting: (line: [UInt8], length: Int, descriptors: PassedDescriptors?)?
         // Descriptors arrive with the first byte of the line that announces them, so by the
         // time that line is complete they are here, in the order they were sent.
@@ -147,7 +150,7 @@ public final class FramedSocket: @unchecked Sendable {
             // Everything already received first.
             while true {
                 if let (line, length, descriptors) = waiting {
-                    guard let secret = try buffer.takeSecret(length) else { break }
+                    guard let secret = try buffer.takeSecret(length, SecureBytes.init(copying:)) else { break }
                     waiting = nil
                     deliver(Frame(line: line, secret: secret, descriptors: descriptors))
                 } else if let line = try buffer.nextLine() {

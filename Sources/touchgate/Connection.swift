@@ -2,34 +2,33 @@
 import Glibc
 #endif
 import CTouchgateSys
+import TouchgateBasics
 
 /// A connection to touchgated: lines of JSON and the raw secret bytes that follow some of
-/// them (docs/PROTOCOL.md). Every byte read lands in locked memory first.
+/// them (docs/PROTOCOL.md), read through the socket's own ``FrameBuffer`` over locked
+/// memory, so every byte received lands there first and is zeroed once taken.
 final class Connection {
     /// Why reading stopped.
     enum Ended: Error {
         /// The daemon closed the connection (or reading failed).
         case closed
-        /// A line longer than the protocol allows.
-        case oversized
+        /// Not the protocol's framing: a line or a secret over its limit.
+        case framing(FrameError)
         /// SIGINT or SIGTERM arrived.
         case interrupted
     }
 
-    /// The protocol's longest line, newline included, and its largest secret.
-    static let maximumLineBytes = 64 * 1024
-
     private let fd: Int32
     /// Readable when SIGINT or SIGTERM has arrived (once ``watchInterrupts()`` ran).
     private var interrupts: Int32 = -1
-    /// Bytes read and not yet taken: `inbox.base[start..<inbox.count]`.
+    /// The memory the frames are read into, and the frames.
     private let inbox: LockedBytes
-    private var start = 0
+    private let frames: FrameBuffer
 
     /// A connection to the socket at `path`, or nil when there is none to be had.
     init?(path: String) {
         guard path.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path),
-              let inbox = LockedBytes(capacity: 2 * Self.maximumLineBytes) else { return nil }
+              let inbox = LockedBytes(capacity: FrameBuffer.capacity) else { return nil }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         var address = sockaddr_un()
@@ -48,6 +47,7 @@ final class Connection {
         }
         self.fd = fd
         self.inbox = inbox
+        frames = FrameBuffer(memory: UnsafeMutableRawBufferPointer(start: inbox.base, count: inbox.capacity))
     }
 
     deinit {
@@ -71,32 +71,26 @@ final class Connection {
 
     /// The next line, without its newline.
     func line() throws(Ended) -> [UInt8] {
-        var scanned = 0  // bytes after `start` already known to hold no newline
         while true {
-            let pending = UnsafeRawBufferPointer(start: inbox.base + start + scanned, count: inbox.count - start - scanned)
-            if let newline = pending.firstIndex(of: 0x0A) {
-                let end = start + scanned + newline
-                let line = Array(UnsafeRawBufferPointer(start: inbox.base + start, count: end - start))
-                start = end + 1
-                return line
+            do {
+                if let line = try frames.nextLine() { return line }
+            } catch {
+                throw .framing(error)
             }
-            scanned = inbox.count - start
-            guard scanned < Self.maximumLineBytes else { throw .oversized }
-            try fill()
+            try receive()
         }
     }
 
     /// The `count` raw bytes that follow a line, appended to `secret`.
     func secret(count: Int, into secret: LockedBytes) throws(Ended) {
-        guard count >= 0, count <= Self.maximumLineBytes, secret.capacity - secret.count >= count else { throw .oversized }
-        var needed = count
-        while needed > 0 {
-            if start == inbox.count { try fill() }
-            let taken = min(needed, inbox.count - start)
-            secret.append(contentsOf: UnsafeRawBufferPointer(start: inbox.base + start, count: taken))
-            explicit_bzero(inbox.base + start, taken)
-            start += taken
-            needed -= taken
+        guard secret.capacity - secret.count >= count else { throw .framing(.secretTooLong) }
+        while true {
+            do {
+                if try frames.takeSecret(count, { secret.append(contentsOf: $0) }) != nil { return }
+            } catch {
+                throw .framing(error)
+            }
+            try receive()
         }
     }
 
@@ -117,15 +111,8 @@ final class Connection {
         bytes.withUnsafeBytes { send($0) }
     }
 
-    /// Reads more into the inbox, first moving what is left to its front.
-    private func fill() throws(Ended) {
-        if start > 0 {
-            let left = inbox.count - start
-            memmove(inbox.base, inbox.base + start, left)
-            explicit_bzero(inbox.base + left, start)
-            inbox.count = left
-            start = 0
-        }
+    /// Waits for the socket (or an interrupt) and reads what came into the frame buffer.
+    private func receive() throws(Ended) {
         var pollers = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: interrupts, events: Int16(POLLIN), revents: 0)]
         while true {
@@ -137,9 +124,13 @@ final class Connection {
             if interrupts >= 0, pollers[1].revents != 0 { throw .interrupted }
             break
         }
-        let got = read(fd, inbox.base + inbox.count, inbox.capacity - inbox.count)
-        if got < 0 && errno == EINTR { return }
+        let got = frames.fill { free in
+            while true {
+                let got = read(fd, free.baseAddress, free.count)
+                if got < 0 && errno == EINTR { continue }
+                return got
+            }
+        }
         guard got > 0 else { throw .closed }
-        inbox.count += got
     }
 }

@@ -24,7 +24,7 @@ final class FastConversation {
     static func run(_ request: FastRequest, socketPath: String) -> Int32? {
         guard let connection = Connection(path: socketPath), let hello = try? connection.line(),
               let greeting = JSONObject(line: hello), greeting.string("kind") == "hello",
-              greeting.integers("versions")?.contains(1) == true
+              greeting.integers("versions")?.contains(DaemonProtocol.version) == true
         else { return nil }
         let conversation = FastConversation(request, connection)
         guard connection.watchInterrupts() else { return nil }
@@ -34,38 +34,32 @@ final class FastConversation {
     }
 
     private func converse() -> Int32 {
-        guard connection.send(request.message) else { return closedEarly() }
+        guard connection.send(request.message) else { return failure(.daemonClosedEarly) }
         while true {
             let line: [UInt8]
             do {
                 line = try connection.line()
-            } catch .interrupted {
-                return failure(.cancelled, ServiceError.cancelled.message)
-            } catch .oversized {
-                return broken("message longer than \(Connection.maximumLineBytes) bytes")
             } catch {
-                return closedEarly()
+                return failure(error)
             }
             guard let message = JSONObject(line: line), let kind = message.string("kind") else {
-                return broken("malformed message: not JSON")
+                return broken(.malformed("not JSON"))
             }
             switch kind {
             case "event":
                 if let event = message.object("event"), let raw = message.raw("event") { show(event, raw: raw) }
             case "ask":
-                guard let question = message.object("question") else { return broken("malformed message: an ask without a question") }
-                guard answer(question) else {
-                    return connection.interrupted ? failure(.cancelled, ServiceError.cancelled.message) : closedEarly()
-                }
+                guard let question = message.object("question") else { return broken(.malformed("an ask without a question")) }
+                guard answer(question) else { return failure(connection.interrupted ? .cancelled : .daemonClosedEarly) }
             case "result":
                 return result(message)
             case "failure":
-                guard let error = message.object("error") else { return failure(.error, "touchgated failed without saying why") }
+                guard let error = message.object("error") else { return failure(.daemonFailedUnsaid) }
                 return failure(error)
             case "output":
                 continue
             default:
-                return broken(kind == "hello" ? "malformed message: a second hello" : "malformed message: bad value at kind")
+                return broken(.malformed(kind == "hello" ? "a second hello" : "bad value at kind"))
             }
         }
     }
@@ -87,7 +81,7 @@ final class FastConversation {
         switch request.operation {
         case .verify:
             guard let report = message.object("result"), let match = report.boolean("match") else {
-                return broken("malformed message: missing result.match")
+                return broken(.malformed("missing result.match"))
             }
             if request.json {
                 let members = report.members.map { ($0.key, Array(report.text[$0.value])) }
@@ -100,20 +94,14 @@ final class FastConversation {
             }
             return match ? ExitStatus.success : ExitStatus.noMatch
         case .release:
-            guard let length = message.integer("secret-length") else {
-                return failure(.daemonUnavailable, "touchgated released no value")
-            }
-            guard (0...Connection.maximumLineBytes).contains(length) else {
-                return broken("secret longer than \(Connection.maximumLineBytes) bytes")
-            }
-            guard let value = LockedBytes(capacity: max(length, 1)) else { return failure(.error, "cannot allocate memory") }
+            guard let length = message.integer("secret-length") else { return failure(.daemonReleasedNoValue) }
+            guard (0...DaemonProtocol.maximumSecretBytes).contains(length) else { return broken(.secretTooLong) }
+            guard let value = LockedBytes(capacity: max(length, 1)) else { return failure(ServiceError(.error, "cannot allocate memory")) }
             defer { value.wipe() }
             do {
                 try connection.secret(count: length, into: value)
-            } catch .interrupted {
-                return failure(.cancelled, ServiceError.cancelled.message)
             } catch {
-                return closedEarly()
+                return failure(error)
             }
             return release(value)
         }
@@ -124,13 +112,13 @@ final class FastConversation {
     /// UTF-8 text or else base64, built in locked memory.
     private func release(_ value: LockedBytes) -> Int32 {
         guard request.json else {
-            guard FileOutput.write(value.bytes, to: 1) else { return failure(.dataError, "cannot write to standard output") }
+            guard FileOutput.write(value.bytes, to: 1) else { return failure(ServiceError(.dataError, "cannot write to standard output")) }
             if isatty(1) == 1 { FileOutput.write("\n", to: 1) }
             return ExitStatus.success
         }
         let text = String(validating: value.bytes, as: UTF8.self) != nil
         guard let out = LockedBytes(capacity: 6 * value.count + 4 * (request.item ?? "").utf8.count + 96) else {
-            return failure(.error, "cannot allocate memory")
+            return failure(ServiceError(.error, "cannot allocate memory"))
         }
         defer { out.wipe() }
         out.append(contentsOf: "{\"encoding\":\"\(text ? "utf-8" : "base64")\",\"name\":".utf8)
@@ -150,7 +138,7 @@ final class FastConversation {
     /// outputs, made of the daemon's own values) and the code's exit status.
     private func failure(_ error: JSONObject) -> Int32 {
         guard let code = error.string("code").flatMap(ErrorCode.init(rawValue:)), let message = error.string("message") else {
-            return broken("malformed message: bad value at error")
+            return broken(.malformed("bad value at error"))
         }
         var members = [("error", JSONText.quoted(code.rawValue))]
         for key in ["message", "attempts-left", "retry-after-seconds"] {
@@ -160,8 +148,17 @@ final class FastConversation {
     }
 
     /// A failure found here, reported as touchgate-cli reports it.
-    private func failure(_ code: ErrorCode, _ message: String) -> Int32 {
-        report(code, message, [("error", JSONText.quoted(code.rawValue)), ("message", JSONText.quoted(message))])
+    private func failure(_ error: ServiceError) -> Int32 {
+        report(error.code, error.message, [("error", JSONText.quoted(error.code.rawValue)), ("message", JSONText.quoted(error.message))])
+    }
+
+    /// Why reading from the daemon stopped, reported as touchgate-cli reports it.
+    private func failure(_ ended: Connection.Ended) -> Int32 {
+        switch ended {
+        case .interrupted: failure(.cancelled)
+        case .closed: failure(.daemonClosedEarly)
+        case .framing(let error): broken(error)
+        }
     }
 
     private func report(_ code: ErrorCode, _ message: String, _ members: [(String, [UInt8])]) -> Int32 {
@@ -174,12 +171,8 @@ final class FastConversation {
         return code.exitStatus
     }
 
-    private func closedEarly() -> Int32 {
-        failure(.daemonUnavailable, "touchgated closed the connection before answering; see its log: journalctl -u touchgated")
-    }
-
-    private func broken(_ detail: String) -> Int32 {
-        failure(.daemonUnavailable, "the conversation with touchgated failed: \(detail)")
+    private func broken(_ error: FrameError) -> Int32 {
+        failure(.daemonConversationFailed(error.description))
     }
 
     // MARK: Questions
@@ -189,9 +182,10 @@ final class FastConversation {
     /// one. False when the daemon could not be told.
     private func answer(_ question: JSONObject) -> Bool {
         let kind = question.string("kind") ?? ""
-        var fields: [(String, [UInt8])] = [("version", Array("1".utf8)), ("kind", JSONText.quoted("answer")), ("id", Array("1".utf8))]
+        var fields: [(String, [UInt8])] = [("version", Array(String(DaemonProtocol.version).utf8)),
+                                           ("kind", JSONText.quoted("answer")), ("id", Array("1".utf8))]
         guard kind == "passphrase" else {
-            fields.append(("error", errorObject(.error, "touchgated asked a question this client does not know ('\(kind)'); update touchgate")))
+            fields.append(("error", errorObject(.unknownQuestion(kind))))
             return connection.send(JSONText.object(fields) + [0x0A])
         }
         do {
@@ -199,16 +193,15 @@ final class FastConversation {
             fields.append(("secret-length", Array(String(secret.count).utf8)))
             return connection.send(JSONText.object(fields) + [0x0A]) && connection.send(secret.bytes)
         } catch let error as PassphraseInputError {
-            let failure = error.serviceError
-            fields.append(("error", errorObject(failure.code, failure.message)))
+            fields.append(("error", errorObject(error.serviceError)))
         } catch {
             fields.append(("declined", Array("true".utf8)))
         }
         return connection.send(JSONText.object(fields) + [0x0A])
     }
 
-    private func errorObject(_ code: ErrorCode, _ message: String) -> [UInt8] {
-        JSONText.object([("code", JSONText.quoted(code.rawValue)), ("message", JSONText.quoted(message))])
+    private func errorObject(_ error: ServiceError) -> [UInt8] {
+        JSONText.object([("code", JSONText.quoted(error.code.rawValue)), ("message", JSONText.quoted(error.message))])
     }
 
     /// The passphrase: the one given before unless `again`; else asked on the terminal.

@@ -84,7 +84,7 @@ struct FastRequest: Equatable {
             fields.append(("can-ask-again", Array("true".utf8)))
         }
         return JSONText.object([
-            ("version", Array("1".utf8)), ("kind", JSONText.quoted("request")), ("id", Array("1".utf8)),
+            ("version", Array(String(DaemonProtocol.version).utf8)), ("kind", JSONText.quoted("request")), ("id", Array("1".utf8)),
             ("operation", JSONText.quoted(operation.rawValue)), ("arguments", JSONText.object(fields)),
         ]) + [0x0A]
     }
