@@ -51,16 +51,9 @@ struct Console: Sendable {
         }
     }
 
-    /// Writes all of `text` to a file descriptor (1 or 2), unbuffered, so that lines from
-    /// progress and result never interleave out of order.
+    /// Writes all of `text` to a file descriptor (1 or 2), unbuffered (``FileOutput``).
     static func write(_ text: String, to fd: Int32) {
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
-            if written <= 0 { return }
-            bytes = bytes.dropFirst(written)
-        }
+        FileOutput.write(text, to: fd)
     }
 }
 

@@ -76,14 +76,8 @@ enum SecretValue {
 
     /// Writes the value to standard output as is (a newline is added only for a terminal).
     static func writeStandardOutput(_ value: SecretBytes) throws {
-        try value.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = write(1, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 && errno == EINTR { continue }
-                guard written > 0 else { throw ServiceError(.dataError, "cannot write to standard output") }
-                offset += written
-            }
+        guard value.withUnsafeBytes({ FileOutput.write($0, to: 1) }) else {
+            throw ServiceError(.dataError, "cannot write to standard output")
         }
         if isatty(1) == 1 { Console.write("\n", to: 1) }
     }

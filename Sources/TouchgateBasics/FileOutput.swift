@@ -2,11 +2,13 @@
 import Glibc
 #endif
 
-/// Unbuffered writes to standard output and standard error, as touchgate-cli makes them.
-enum FileOutput {
+/// Unbuffered writes of whole buffers to a descriptor (standard output and error), retried
+/// on EINTR and short writes, so that progress lines and results never interleave out of
+/// order; both `touchgate` binaries write through it.
+public enum FileOutput {
     /// Writes all of `bytes` to `fd`; false when it cannot.
     @discardableResult
-    static func write(_ bytes: UnsafeRawBufferPointer, to fd: Int32) -> Bool {
+    public static func write(_ bytes: UnsafeRawBufferPointer, to fd: Int32) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
@@ -18,12 +20,12 @@ enum FileOutput {
     }
 
     /// Writes `bytes` to `fd`.
-    static func write(_ bytes: [UInt8], to fd: Int32) {
+    public static func write(_ bytes: [UInt8], to fd: Int32) {
         bytes.withUnsafeBytes { _ = write($0, to: fd) }
     }
 
     /// Writes `text` to `fd`.
-    static func write(_ text: String, to fd: Int32) {
+    public static func write(_ text: String, to fd: Int32) {
         write(Array(text.utf8), to: fd)
     }
 }
