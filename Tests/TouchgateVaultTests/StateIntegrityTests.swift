@@ -227,6 +227,22 @@ struct StateWithRecordsTests {
         #expect(try fixture.log.verify() == .intact(count: 3), "a record was kept without its state change")
     }
 
+    @Test("an update that would change nothing still checks the state first: an edit with sqlite3 is refused, not skipped")
+    func unchangedUpdateStillChecks() throws {
+        let fixture = try StateFixture()
+        try fixture.sqlite3(#"UPDATE vault_state SET value = CAST('{"failures":0}' AS BLOB) WHERE key = 'policy.state'"#)
+        let before = try fixture.rawState()
+        var bodyRan = false
+        let detail = tamperDetail {
+            try fixture.state.updateState("policy.state", { _ in bodyRan = true }) { transaction, _ in
+                try transaction.append(.authAttempt, .success, reason: "a record after an unchanged state")
+            }
+        }
+        #expect(detail?.contains("edited outside touchgate") == true)
+        #expect(!bodyRan)
+        #expect(try fixture.rawState() == before)
+    }
+
     @Test("an update that leaves the value as it was writes no page: the database file and its WAL are untouched")
     func unchangedWritesNothing() throws {
         let fixture = try StateFixture()
