@@ -59,6 +59,12 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     /// A request that asked for a local session only (`local-only`, the PAM module's)
     /// came from a session systemd-logind counts as remote: no finger is asked from afar.
     case remoteSession = "remote-session"
+    /// A wait passed its deadline: no finger on the reader, or no answer to a question.
+    /// Nothing was changed; run the command again.
+    case timedOut = "timed-out"
+    /// A bound that keeps one user from taking the daemon from others: too many
+    /// connections, too many requests in a short time, or the user's storage quota.
+    case limit
     /// The request itself is invalid.
     case usage
     /// The user cancelled.
@@ -85,7 +91,7 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
         case .noVault, .notFound: ExitStatus.notFound
         case .alreadyInitialized, .alreadyEnrolled, .alreadyExists: ExitStatus.alreadyExists
         case .declined, .retention, .weakPassphrase, .forbidden, .remoteSession: ExitStatus.refused
-        case .conflict, .daemonUnavailable: ExitStatus.tryAgain
+        case .conflict, .daemonUnavailable, .timedOut, .limit: ExitStatus.tryAgain
         case .lockedOut: ExitStatus.lockedOut
         case .wrongPassphrase, .vaultLocked, .passphraseRequired, .passphraseInput, .itemInvalidated:
             ExitStatus.authentication

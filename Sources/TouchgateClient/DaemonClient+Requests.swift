@@ -161,8 +161,19 @@ extension DaemonClient {
                            as: EmptyReport.self)
     }
 
+    /// The daemon streams the records one `output` line each (a trail of any length, never
+    /// one oversized line), then their count.
     public func auditRecords(_ filter: AuditFilter) async throws(ServiceError) -> [AuditRecordReport] {
-        try await call(.auditRecords, arguments { $0.filter = filter }).0
+        let lines = CollectedLines()
+        let count = try await call(.auditRecords, arguments { $0.filter = filter }, Parties(output: { lines.append($0) }),
+                                   as: CountReport.self).0.count
+        let decoder = WireCoding.decoder()
+        let records = lines.taken.compactMap { try? decoder.decode(AuditRecordReport.self, from: Data($0.utf8)) }
+        guard records.count == count, lines.count == count else {
+            throw ServiceError(.daemonUnavailable, "touchgated announced \(count) audit records and sent "
+                               + "\(records.count) readable ones; run the command again")
+        }
+        return records
     }
 
     public func auditRecordCount(_ filter: AuditFilter) async throws(ServiceError) -> Int {
@@ -174,8 +185,9 @@ extension DaemonClient {
     }
 
     public func exportAudit(_ filter: AuditFilter, format: AuditExportFormat,
-                            to write: @escaping @Sendable (String) -> Void) async throws(ServiceError) -> Int {
-        try await call(.exportAudit, arguments { $0.filter = filter; $0.format = format.rawValue }, Parties(output: write),
+                            to write: @escaping @Sendable (String) throws -> Void) async throws(ServiceError) -> Int {
+        try await call(.exportAudit, arguments { $0.filter = filter; $0.format = format.rawValue },
+                       Parties(output: { try? write($0) }),
                        as: CountReport.self).0.count
     }
 
@@ -202,4 +214,16 @@ extension DaemonClient: MigrationTarget {
         parties.descriptors = [database, auditKey]
         return try await call(.migrate, arguments { $0.path = from; $0.canAskAgain = interaction.canAskAgain }, parties).0
     }
+}
+
+/// Lines received from the daemon while a request runs.
+///
+/// `@unchecked Sendable`: `lines` is only touched under `lock`.
+private final class CollectedLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+
+    func append(_ line: String) { lock.withLock { lines.append(line) } }
+    var count: Int { lock.withLock { lines.count } }
+    var taken: [String] { lock.withLock { lines } }
 }

@@ -1,50 +1,140 @@
 import Foundation
+import TouchgateBasics
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// How many connections each user may hold open at once.
+/// How many connections touchgated holds open at once: per user, and in all.
 ///
-/// Every connection costs the daemon a thread and a receive buffer in locked memory
+/// Every connection costs the daemon two threads and a receive buffer in locked memory
 /// (``FrameBuffer``: the longest line and the longest secret, about 130 KiB). Locked memory
-/// is what keeps unlocked vault keys out of swap, and the service grants only so much of it
-/// (`LimitMEMLOCK=8M`): without a bound, one user opening idle connections by the hundred
-/// would use it all up, and every key unlocked afterwards would sit in memory the kernel may
-/// swap out. The bound is per user, so one user's connections never lock others out.
+/// is what keeps unlocked vault keys out of swap, and the service may lock only so much of
+/// it (`LimitMEMLOCK`): the total is bounded so that every buffer and every key fits
+/// (``init(perUser:total:lockedMemoryLimit:)``), and each user's share is bounded so that
+/// no user takes the others' connections.
+///
+/// Connections are counted against the user they serve (``Bucket``), never simply against
+/// the uid that opened them: the PAM module runs inside sudo, su, sshd and login as root,
+/// and counting all of those as root's would let sixteen sudo prompts of one user take the
+/// finger away from every sudo on the machine.
 ///
 /// `@unchecked Sendable`: `open` is only touched under `lock`.
-final class ConnectionLimit: @unchecked Sendable {
-    /// The default bound: room for several programs of one user at once (a PAM prompt, an
-    /// ssh or git helper, commands in a few terminals) while one user's buffers stay near
-    /// 2 MiB, a quarter of the locked memory the service unit allows.
-    static let defaultPerUser = 16
+public final class ConnectionLimit: @unchecked Sendable {
+    /// Whose share a connection counts against.
+    enum Bucket: Hashable, CustomStringConvertible {
+        /// A user's own connections, or a set-user-ID root program that user started (sudo
+        /// or su asking for a touch: the process's real uid is still that user's).
+        case user(UInt32)
+        /// A root process acting for user `uid` (sshd or login running the PAM module for
+        /// that user): their share, kept apart from the user's own connections.
+        case actingFor(UInt32)
+        /// Root's own requests: reserved, never filled by anyone else's PAM prompts.
+        case root
+
+        var description: String {
+            switch self {
+            case .user(let uid): "uid \(uid)"
+            case .actingFor(let uid): "root acting for uid \(uid)"
+            case .root: "root"
+            }
+        }
+    }
+
+    /// The default share of each user: room for several programs of one user at once (a
+    /// PAM prompt, an ssh or git helper, commands in a few terminals).
+    public static let defaultPerUser = 16
+    /// The default bound on all connections together (lowered to what locked memory allows).
+    public static let defaultTotal = 256
+    /// Locked memory kept for what is not a connection's buffer: the held vault keys and
+    /// secrets on their way through.
+    static let reservedLockedBytes = 1 << 20
+    /// Locked memory each connection costs: its receive buffer, rounded up to whole pages
+    /// plus the guard pages libsodium puts around it.
+    static let lockedBytesPerConnection = (FrameBuffer.capacity / 4096 + 1) * 4096 + 3 * 4096
 
     let perUser: Int
+    let total: Int
+    /// Why ``total`` is lower than asked, when it is (said once, at start).
+    let lowered: String?
     private let lock = NSLock()
-    private var open: [UInt32: Int] = [:]
+    private var open: [Bucket: Int] = [:]
+    private var all = 0
 
-    init(perUser: Int = ConnectionLimit.defaultPerUser) {
+    /// Bounds of `perUser` per bucket and `total` in all, the total lowered to what
+    /// `lockedMemoryLimit` bytes (`RLIMIT_MEMLOCK`; nil: this process's) can lock.
+    init(perUser: Int = ConnectionLimit.defaultPerUser, total: Int = ConnectionLimit.defaultTotal,
+         lockedMemoryLimit: UInt64? = nil) {
         self.perUser = perUser
-    }
-
-    /// Counts a new connection of `uid`; false (and nothing counted) when that user
-    /// already holds ``perUser`` of them.
-    func admit(_ uid: UInt32) -> Bool {
-        lock.withLock {
-            let count = open[uid, default: 0]
-            guard count < perUser else { return false }
-            open[uid] = count + 1
-            return true
+        let limit = lockedMemoryLimit ?? Self.processLockedMemoryLimit()
+        let room = limit > UInt64(Self.reservedLockedBytes)
+            ? Int(min((limit - UInt64(Self.reservedLockedBytes)) / UInt64(Self.lockedBytesPerConnection), UInt64(Int32.max)))
+            : 0
+        if room < total {
+            // Fewer connections rather than buffers the kernel may swap out with secrets in them.
+            self.total = max(room, 4)
+            lowered = "the locked-memory limit (\(limit / 1024) KiB, LimitMEMLOCK) has room for \(room) connections' "
+                + "buffers, so at most \(max(room, 4)) are served at once (not \(total))"
+                + (room < 4 ? "; below 4 the buffers may not all be locked: raise LimitMEMLOCK" : "")
+        } else {
+            self.total = total
+            lowered = nil
         }
     }
 
-    /// Forgets a connection ``admit(_:)`` counted.
-    func release(_ uid: UInt32) {
+    /// Counts a new connection in `bucket`; the refusal to send instead (nothing counted)
+    /// when the bucket or the daemon is full.
+    func admit(_ bucket: Bucket) -> ServiceError? {
         lock.withLock {
-            let count = open[uid, default: 0] - 1
-            open[uid] = count > 0 ? count : nil
+            if let refusal = refusal(bucket) { return refusal }
+            open[bucket, default: 0] += 1
+            all += 1
+            return nil
         }
     }
 
-    /// Connections of `uid` open now.
-    func count(of uid: UInt32) -> Int {
-        lock.withLock { open[uid, default: 0] }
+    /// Moves a counted connection from `old` to `new` (a root process whose first request
+    /// says which user it acts for); the refusal when `new` is full (it stays counted in `old`).
+    func move(from old: Bucket, to new: Bucket) -> ServiceError? {
+        guard old != new else { return nil }
+        return lock.withLock {
+            if open[new, default: 0] >= perUser { return refusal(new) }
+            open[new, default: 0] += 1
+            let count = open[old, default: 0] - 1
+            open[old] = count > 0 ? count : nil
+            return nil
+        }
+    }
+
+    /// Forgets a connection counted in `bucket`.
+    func release(_ bucket: Bucket) {
+        lock.withLock {
+            let count = open[bucket, default: 0] - 1
+            open[bucket] = count > 0 ? count : nil
+            all -= 1
+        }
+    }
+
+    /// Connections counted in `bucket` now.
+    func count(of bucket: Bucket) -> Int {
+        lock.withLock { open[bucket, default: 0] }
+    }
+
+    private func refusal(_ bucket: Bucket) -> ServiceError? {
+        if open[bucket, default: 0] >= perUser {
+            return ServiceError(.limit, "touchgated already serves \(perUser) connections for \(bucket), the most one "
+                                + "user may hold open; end some of your touchgate commands (or the programs holding "
+                                + "connections) and try again")
+        }
+        if all >= total {
+            return ServiceError(.limit, "touchgated serves \(total) connections already, the most it holds at once; "
+                                + "try again in a moment (an administrator can see who holds them in its log)")
+        }
+        return nil
+    }
+
+    private static func processLockedMemoryLimit() -> UInt64 {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(__RLIMIT_MEMLOCK.rawValue), &limit) == 0 else { return 0 }
+        return limit.rlim_cur == rlim_t.max ? UInt64.max : UInt64(limit.rlim_cur)  // RLIM_INFINITY is all ones
     }
 }

@@ -10,23 +10,30 @@ public final class Daemon: Sendable {
     private let listener: UnixListener
     private let handler: RequestHandler
     private let keys: HeldKeys
-    private let limit = ConnectionLimit()
+    private let settings: DaemonSettings
+    private let limit: ConnectionLimit
+    private let rate: RequestRate
     private let log: @Sendable (String) -> Void
 
     /// A daemon serving `listener` over stores in `stateDirectory` (created 0700 if missing),
-    /// shipping the trails as `fleet` says when given.
+    /// shipping the trails as `fleet` says when given, within the bounds of `settings`.
     public init(listener: UnixListener, stateDirectory: URL, fleet: FleetShipping? = nil,
-                log: @escaping @Sendable (String) -> Void) throws {
+                settings: DaemonSettings = DaemonSettings(), log: @escaping @Sendable (String) -> Void) throws {
         try PrivateFiles.makeDirectory(stateDirectory.appendingPathComponent("users").path)
         chmod(stateDirectory.path, 0o700)
         self.listener = listener
         keys = HeldKeys()
-        // One set of open readers for every user's service; the queue runs one operation at a time on them.
+        // One set of open readers for every user's service; a request holds them only while it uses one.
         let pool = ReaderPool(log: log)
         handler = RequestHandler(stores: DaemonStores(directory: stateDirectory, keys: keys, pool: pool,
                                                       open: OpenStores(), fleet: fleet),
-                                 readers: ReaderQueue(), sessions: LocalSessionRule(log: log))
+                                 sessions: LocalSessionRule(log: log))
+        self.settings = settings
+        limit = ConnectionLimit(perUser: settings.connectionsPerUser, total: settings.connections)
+        rate = RequestRate(burst: settings.requestBurst, perSecond: settings.requestsPerSecond)
+        FingerWait.timeout = settings.fingerTimeout
         self.log = log
+        if let lowered = limit.lowered { log("locked memory: \(lowered)") }
     }
 
     /// Accepts and serves connections until ``stop()``.
@@ -40,7 +47,7 @@ public final class Daemon: Sendable {
         }
         // Sleep and resume, through logind when it is on the system bus.
         let sleeper = Task { [handler, keys, log] in
-            await SleepWatch.run(readers: handler.readers, pool: handler.stores.pool, keys: keys, log: log)
+            await SleepWatch.run(pool: handler.stores.pool, keys: keys, log: log)
         }
         // Every trail to the fleet collector, when root configured one.
         let shipper = Task { [stores = handler.stores, log] in
@@ -78,26 +85,27 @@ public final class Daemon: Sendable {
     }
 
     /// One connection: a hello, then requests one at a time, each answered once.
+    ///
+    /// Nothing here waits on the peer with a thread of the shared pool: its messages are
+    /// read by the socket's reader thread, and what is sent to it is queued for the
+    /// socket's writer thread (``FramedSocket/useOutbox(limit:sendTimeout:)``), which cuts
+    /// off a peer that stops reading.
     private func serve(_ socket: FramedSocket) async {
-        socket.setSendTimeout(seconds: 10)
+        socket.useOutbox(limit: settings.outboxLimit, sendTimeout: settings.sendTimeout)
         guard let peer = try? socket.peer() else { return socket.close() }
-        guard limit.admit(peer.uid) else {
-            // Refused before the hello, and before any thread or buffer is spent on it.
-            var refusal = DaemonMessage(kind: .failure, id: 0)
-            refusal.error = ServiceError(.daemonUnavailable,
-                                         "touchgated already serves \(limit.perUser) connections of uid \(peer.uid), "
-                                         + "the most one user may hold open; end some of your touchgate commands "
-                                         + "(or the programs holding connections) and try again")
-            socket.send(refusal)
-            log("\(peer): refused: \(limit.perUser) connections of this user are open already")
-            return socket.close()
+        var bucket = Self.bucket(of: peer)
+        if let refusal = limit.admit(bucket) {
+            // Refused before the hello, and before any buffer is spent on it.
+            refuse(socket, refusal, peer: peer, why: "\(bucket): connection limit")
+            return
         }
-        defer { limit.release(peer.uid) }
+        defer { limit.release(bucket) }
         var hello = DaemonMessage(kind: .hello, id: 0)
         hello.versions = [DaemonProtocol.version]
         guard socket.send(hello) else { return socket.close() }
         let slot = RequestSlot()
         var broken: (any Error)?
+        var firstRequest = true
         do {
             for try await frame in socket.frames() {
                 let message = try frame.decode(ClientMessage.self)
@@ -107,15 +115,35 @@ public final class Daemon: Sendable {
                     guard frame.descriptors == nil || operation == .migrate else {
                         throw FrameError.malformed("only migrate sends descriptors")
                     }
+                    if firstRequest {
+                        firstRequest = false
+                        // Root acting for a user (sshd, login) counts against that user's share for root.
+                        if bucket == .root, let user = message.arguments?.user, let uid = UserDatabase.uid(of: user), uid != 0 {
+                            if let refusal = limit.move(from: .root, to: .actingFor(uid)) {
+                                await slot.cancelAndWait()
+                                refuse(socket, refusal, peer: peer, id: message.id, why: "root for uid \(uid): connection limit")
+                                return
+                            }
+                            bucket = .actingFor(uid)
+                        }
+                    }
+                    if case .refused(let first) = rate.take(bucket, for: operation) {
+                        try await refuseForRate(message, operation: operation, peer: peer, first: first, socket: socket)
+                        continue
+                    }
                     let descriptors = frame.descriptors
                     let interaction = DaemonInteraction(socket: socket, id: message.id, answers: AnswerSlot(),
                                                         canAskAgain: message.arguments?.canAskAgain ?? false,
-                                                        assumeYes: message.arguments?.assumeYes ?? false)
+                                                        assumeYes: message.arguments?.assumeYes ?? false,
+                                                        answerTimeout: settings.answerTimeout)
                     log("\(peer): \(operation.rawValue)")
                     let handler = self.handler
-                    guard await slot.start(id: message.id, answers: interaction.answers, { [slot] in
-                        let reply = await handler.respond(to: message, descriptors: descriptors, peer: peer,
-                                                          interaction: interaction)
+                    let turn = ReaderTurns.Request(owner: Self.owner(of: bucket))
+                    guard await slot.start(id: message.id, answers: interaction.answers, turn: turn, { [slot] in
+                        let reply = await ReaderTurns.$request.withValue(turn) {
+                            await handler.respond(to: message, descriptors: descriptors, peer: peer,
+                                                  interaction: interaction)
+                        }
                         await slot.finish(id: message.id)
                         socket.sendRaw(reply.line, secret: reply.secret)
                     }) else {
@@ -136,7 +164,7 @@ public final class Daemon: Sendable {
         // The client is gone or broke the protocol: whatever runs for it is cancelled,
         // which releases the reader, and is waited for (its reply may still go out).
         await slot.cancelAndWait()
-        if let broken {
+        if let broken, !socket.isClosed {
             // Only then the failure: it is the last message of the connection, never
             // followed by the reply of a request that was still running.
             var failure = DaemonMessage(kind: .failure, id: 0)
@@ -146,16 +174,58 @@ public final class Daemon: Sendable {
         }
         socket.close()
     }
+
+    /// Whose share a new connection of `peer` counts against (its first request may move
+    /// a root connection to the share of the user it acts for).
+    static func bucket(of peer: Peer) -> ConnectionLimit.Bucket {
+        guard peer.isRoot else { return .user(peer.uid) }
+        if let real = peer.realUID(), real != 0 { return .user(real) }
+        return .root
+    }
+
+    /// The user whose turn at the reader a request of `bucket` takes.
+    static func owner(of bucket: ConnectionLimit.Bucket) -> UInt32 {
+        switch bucket {
+        case .user(let uid), .actingFor(let uid): uid
+        case .root: 0
+        }
+    }
+
+    /// Sends `refusal` as the connection's last message and closes it.
+    private func refuse(_ socket: FramedSocket, _ refusal: ServiceError, peer: Peer, id: UInt64 = 0, why: String) {
+        var message = DaemonMessage(kind: .failure, id: id)
+        message.error = refusal
+        socket.send(message)
+        log("\(peer): refused (\(why))")
+        socket.close()
+    }
+
+    /// Answers a request over the user's rate with the refusal; the first refusal since the
+    /// user's bucket was full goes into their trail (and the log), the others do not.
+    private func refuseForRate(_ request: ClientMessage, operation: DaemonOperation, peer: Peer, first: Bool,
+                               socket: FramedSocket) async throws {
+        var failure = DaemonMessage(kind: .failure, id: request.id)
+        failure.error = rate.refusal
+        socket.send(failure)
+        guard first else { return }
+        log("\(peer): over the request rate; refusing its requests until it slows down (recorded once)")
+        try? await handler.stores.service(for: peer, actingFor: peer.isRoot ? request.arguments?.user : nil)
+            .recordRefusal(of: operation.rawValue, rate.refusal, onlyIfStoreExists: true)
+    }
 }
 
 /// The request a connection runs, if any: at most one at a time.
 actor RequestSlot {
     private var running: (id: UInt64, task: Task<Void, Never>, answers: AnswerSlot)?
 
-    /// Starts `body` as request `id`; false when one is still running.
-    func start(id: UInt64, answers: AnswerSlot, _ body: @escaping @Sendable () async -> Void) -> Bool {
+    /// Starts `body` as request `id`; false when one is still running. `turn` learns how to
+    /// cancel it (the system going to sleep cancels the request holding the reader).
+    func start(id: UInt64, answers: AnswerSlot, turn: ReaderTurns.Request,
+               _ body: @escaping @Sendable () async -> Void) -> Bool {
         guard running == nil else { return false }
-        running = (id, Task { await body() }, answers)
+        let task = Task { await body() }
+        turn.onCancel { task.cancel() }
+        running = (id, task, answers)
         return true
     }
 

@@ -12,6 +12,8 @@ struct DaemonInteraction: Interaction {
     let canAskAgain: Bool
     /// Confirmed in advance (`--yes`).
     let assumeYes: Bool
+    /// How long a question waits for its answer.
+    var answerTimeout: Duration = .seconds(120)
 
     func event(_ event: InteractionEvent) {
         var message = DaemonMessage(kind: .event, id: id)
@@ -54,7 +56,8 @@ struct DaemonInteraction: Interaction {
         var asking = DaemonMessage(kind: .ask, id: id)
         asking.question = question
         let message = asking
-        let answer = try await answers.wait { [socket] in socket.send(message) }
+        let timeout = answerTimeout
+        let answer = try await answers.wait(timeout: timeout) { [socket] in socket.send(message) }
         if let error = answer.message.error { throw error }
         if answer.message.declined == true { throw CancellationError() }
         return answer
@@ -64,11 +67,23 @@ struct DaemonInteraction: Interaction {
 /// Where the answer to the one outstanding question of a request arrives.
 actor AnswerSlot {
     private var waiting: CheckedContinuation<(message: ClientMessage, secret: SecretBytes?), any Error>?
+    /// Questions asked so far: an expiry applies only to the question it was set for.
+    private var asked = 0
 
     /// Runs `send` (which asks the question) and waits for the answer; throws
-    /// `CancellationError` when the request is cancelled first.
-    func wait(after send: @Sendable () -> Void) async throws -> (message: ClientMessage, secret: SecretBytes?) {
-        try await withTaskCancellationHandler {
+    /// `CancellationError` when the request is cancelled first, and `timed-out` when no
+    /// answer comes within `timeout` (a client that asks and never answers holds nothing
+    /// for longer: not the reader, not the store).
+    func wait(timeout: Duration,
+              after send: @Sendable () -> Void) async throws -> (message: ClientMessage, secret: SecretBytes?) {
+        asked += 1
+        let question = asked
+        let expiry = Task { [weak self] in
+            try await Task.sleep(for: timeout)
+            await self?.expire(question, after: timeout)
+        }
+        defer { expiry.cancel() }
+        return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 guard !Task.isCancelled else { return continuation.resume(throwing: CancellationError()) }
                 waiting = continuation
@@ -77,6 +92,12 @@ actor AnswerSlot {
         } onCancel: {
             Task { await self.fail(CancellationError()) }
         }
+    }
+
+    private func expire(_ question: Int, after timeout: Duration) {
+        guard question == asked, waiting != nil else { return }
+        fail(ServiceError(.timedOut, "no answer came within \(timeout.components.seconds) s, so the request was ended "
+                          + "and nothing was changed; run the command again and answer when asked"))
     }
 
     /// Delivers an answer; false when no question is outstanding (the client broke the protocol).

@@ -12,8 +12,6 @@ import TouchgateWire
 struct RequestHandler: Sendable {
     /// Where each user's store lives, and the held keys.
     let stores: DaemonStores
-    /// One reader operation at a time, in arrival order.
-    let readers: ReaderQueue
     /// Whether a `local-only` request's session is local.
     let sessions: LocalSessionRule
 
@@ -45,8 +43,13 @@ struct RequestHandler: Sendable {
             }
         } catch {
             var failure = DaemonMessage(kind: .failure, id: request.id)
-            failure.error = error as? ServiceError
-                ?? (error is CancellationError ? .cancelled : ServiceError(.error, String(describing: error)))
+            if error is CancellationError || (error as? ServiceError)?.code == .cancelled,
+               ReaderTurns.request?.wasInterruptedForSleep == true {
+                failure.error = ReaderTurns.sleepError
+            } else {
+                failure.error = error as? ServiceError
+                    ?? (error is CancellationError ? .cancelled : ServiceError(.error, String(describing: error)))
+            }
             return Reply(line: DaemonProtocol.encode(failure), secret: nil)
         }
     }
@@ -89,47 +92,34 @@ struct RequestHandler: Sendable {
             return reply(id, try await service.lock())
         case .changePassphrase:
             let new = DaemonInteraction(socket: interaction.socket, id: id, answers: interaction.answers,
-                                        canAskAgain: arguments.newCanAskAgain ?? false, assumeYes: false)
+                                        canAskAgain: arguments.newCanAskAgain ?? false, assumeYes: false,
+                                        answerTimeout: interaction.answerTimeout)
             try await service.changePassphrase(stretching: try stretching(arguments), current: interaction, new: new)
             return reply(id, EmptyReport())
         case .enroll:
             let finger = try required(arguments.finger, "finger")
-            return try await readers.one {
-                reply(id, try await service.enroll(finger: finger, user: nil, replace: arguments.replace ?? false,
-                                                   device: arguments.device, interaction: interaction))
-            }
+            return reply(id, try await service.enroll(finger: finger, user: nil, replace: arguments.replace ?? false,
+                                                      device: arguments.device, interaction: interaction))
         case .prints:
-            return try await readers.one {
-                reply(id, try await service.printList(user: arguments.user, device: arguments.device,
-                                                      interaction: interaction))
-            }
+            return reply(id, try await service.printList(user: arguments.user, device: arguments.device,
+                                                         interaction: interaction))
         case .deleteOrphans:
-            return try await readers.one {
-                reply(id, try await service.deleteOrphans(device: arguments.device, interaction: interaction))
-            }
+            return reply(id, try await service.deleteOrphans(device: arguments.device, interaction: interaction))
         case .deletePrint:
             let finger = try required(arguments.finger, "finger")
-            return try await readers.one {
-                reply(id, try await service.deletePrint(finger: finger, user: nil, device: arguments.device,
-                                                        interaction: interaction))
-            }
+            return reply(id, try await service.deletePrint(finger: finger, user: nil, device: arguments.device,
+                                                           interaction: interaction))
         case .clearReader:
-            return try await readers.one {
-                reply(id, try await service.clearReader(device: arguments.device, interaction: interaction))
-            }
+            return reply(id, try await service.clearReader(device: arguments.device, interaction: interaction))
         case .importFprintd:
             let from = try required(arguments.path, "path")
             return reply(id, try await service.importFromFprintd(user: nil, from: from, dryRun: arguments.dryRun ?? false,
                                                                  interaction: interaction))
         case .verify:
-            return try await readers.one {
-                reply(id, try await service.verify(user: nil, finger: arguments.finger, device: arguments.device,
-                                                   interaction: interaction))
-            }
+            return reply(id, try await service.verify(user: nil, finger: arguments.finger, device: arguments.device,
+                                                      interaction: interaction))
         case .identify:
-            return try await readers.one {
-                reply(id, try await service.identify(device: arguments.device, interaction: interaction))
-            }
+            return reply(id, try await service.identify(device: arguments.device, interaction: interaction))
         case .readers:
             return reply(id, try await service.listReaders())
         case .capture:
@@ -147,29 +137,31 @@ struct RequestHandler: Sendable {
             return reply(id, try await service.repair(interaction: interaction))
         case .release:
             let name = try required(arguments.item, "item")
-            let value = try await readers.one {
-                try await service.release(name, touchNow: arguments.fresh ?? false, device: arguments.device,
+            let value = try await service.release(name, touchNow: arguments.fresh ?? false, device: arguments.device,
                                           interaction: interaction)
-            }
             return reply(id, EmptyReport(), secret: value)
         case .store:
             let name = try required(arguments.item, "item")
             let policy = try required(arguments.policy, "policy")
-            return try await readers.one {
-                reply(id, try await service.store(name, value: { try await interaction.secretValue() }, policy: policy,
-                                                  fresh: arguments.fresh ?? false, replace: arguments.replace ?? false,
-                                                  device: arguments.device, interaction: interaction))
-            }
+            return reply(id, try await service.store(name, value: { try await interaction.secretValue() }, policy: policy,
+                                                     fresh: arguments.fresh ?? false, replace: arguments.replace ?? false,
+                                                     device: arguments.device, interaction: interaction))
         case .items:
             return reply(id, try await service.items())
         case .remove:
             let name = try required(arguments.item, "item")
-            return try await readers.one {
-                try await service.remove(name, interaction: interaction)
-                return reply(id, EmptyReport())
-            }
+            try await service.remove(name, interaction: interaction)
+            return reply(id, EmptyReport())
         case .auditRecords:
-            return reply(id, try await service.auditRecords(arguments.filter ?? AuditFilter()))
+            // One output line per record, as fast as the client reads them: any length of
+            // trail, never one line past the protocol's limit.
+            let records = try await service.auditRecords(arguments.filter ?? AuditFilter())
+            for record in records {
+                var output = DaemonMessage(kind: .output, id: id)
+                output.text = WireCoding.line(record)
+                guard await interaction.socket.sendWhenRoom(output) else { throw CancellationError() }
+            }
+            return reply(id, CountReport(count: records.count))
         case .auditCount:
             return reply(id, CountReport(count: try await service.auditRecordCount(arguments.filter ?? AuditFilter())))
         case .verifyAudit:
@@ -179,10 +171,12 @@ struct RequestHandler: Sendable {
             guard let format = AuditExportFormat(rawValue: arguments.format ?? "json") else {
                 throw ServiceError(.usage, "unknown audit export format; use json, ocsf or ecs")
             }
+            // The export runs on a thread of its own, so waiting here for a slow reader holds no
+            // shared thread; a reader that stops reading is cut off, which ends the export.
             let count = try await service.exportAudit(arguments.filter ?? AuditFilter(), format: format) { text in
                 var output = DaemonMessage(kind: .output, id: id)
                 output.text = text
-                socket.send(output)
+                guard socket.sendBlockingWhenRoom(output) else { throw CancellationError() }
             }
             return reply(id, CountReport(count: count))
         case .migrate:

@@ -18,7 +18,7 @@ enum SleepWatch {
     static let cancelLimit: Duration = .seconds(3)
 
     /// Watches until the calling task is cancelled. Without logind it logs one line and returns.
-    static func run(readers: ReaderQueue, pool: ReaderPool, keys: HeldKeys, log: @escaping @Sendable (String) -> Void) async {
+    static func run(pool: ReaderPool, keys: HeldKeys, log: @escaping @Sendable (String) -> Void) async {
         let logind: LogindClient
         do {
             logind = try await LogindClient.connect()
@@ -38,7 +38,7 @@ enum SleepWatch {
         var held: SleepInhibitor? = inhibitor
         for await starting in signals {
             if starting {
-                let ended = await readers.sleep()
+                let ended = await pool.turns.sleep()
                 if let ended, !(await finished(ended, within: cancelLimit)) {
                     log("going to sleep: the cancelled fingerprint operation has not ended after \(cancelLimit); "
                         + "letting the system sleep anyway")
@@ -51,7 +51,7 @@ enum SleepWatch {
                 held = nil
             } else {
                 let resumed = await pool.resume()
-                await readers.wake()
+                await pool.turns.wake()
                 let expired = keys.sweep()
                 do {
                     inhibitor = try await logind.delaySleep(who: who, why: why)

@@ -38,10 +38,15 @@ public enum ReaderBackendChoice: String, Sendable, CaseIterable {
 struct FprintdTarget: Sendable {
     let client: FprintdClient
     let device: FprintdDevice
+    /// The turn held at the readers of a long-lived process, given back on close.
+    var turns: ReaderTurns?
 
     var info: ReaderInfo { device.info }
 
-    func close() async { await client.close() }
+    func close() async {
+        await client.close()
+        await turns?.release()
+    }
 
     /// Runs `body` and closes the connection after, also when it throws.
     func closing<T>(_ body: (FprintdTarget) async throws -> T) async throws -> T {
@@ -77,6 +82,20 @@ extension TouchgateService {
     /// Picks the backend for a request touching `device` (a device id, driver or, for
     /// fprintd, its device name; nil: the default reader). See ``ReaderBackendChoice``.
     func resolveBackend(device: String?) async throws -> ResolvedBackend {
+        let resolved = try await resolveUnqueued(device: device)
+        // In touchgated, fprintd's reader is used in turn like a reader of the pool.
+        guard case .fprintd(var target) = resolved, let turns = readerPool?.turns else { return resolved }
+        do {
+            try await turns.acquire()
+        } catch {
+            await target.close()
+            throw error
+        }
+        target.turns = turns
+        return .fprintd(target)
+    }
+
+    private func resolveUnqueued(device: String?) async throws -> ResolvedBackend {
         switch try ReaderBackendChoice.parse(readerBackendSetting) {
         case .libfprint:
             return .libfprint

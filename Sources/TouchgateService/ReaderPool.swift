@@ -12,10 +12,13 @@ import TouchgateWire
 /// context, after closing the old one's readers): libfprint's virtual drivers, and readers
 /// whose removal libfprint only noticed, appear again only that way.
 ///
-/// Shared by every user's service in the process; the caller runs one reader operation at a
-/// time (touchgated's reader queue), so a reader is never handed out twice at once. The
-/// personal mode has no pool: each request opens and closes the reader itself.
+/// Shared by every user's service in the process; a request holds a turn (``turns``) from
+/// ``take(device:)`` to ``giveBack(_:)``, so a reader is never handed out twice at once and
+/// only requests that use a reader wait for one. The personal mode has no pool: each
+/// request opens and closes the reader itself.
 public actor ReaderPool {
+    /// Whose turn it is at the readers.
+    public let turns = ReaderTurns()
     private var context: FingerprintContext?
     /// Readers opened by the pool, in the current context.
     private var opened: [Reader] = []
@@ -37,6 +40,18 @@ public actor ReaderPool {
     /// - Throws: ``ServiceError`` (`no-reader`) when none is found even after enumerating
     ///   anew, or when it cannot be opened.
     func take(device: String?) async throws -> Reader {
+        try await turns.acquire()
+        do {
+            let reader = try await open(device: device)
+            inUse.append(reader)
+            return reader
+        } catch {
+            await turns.release()
+            throw error
+        }
+    }
+
+    private func open(device: String?) async throws -> Reader {
         var fresh = false
         if context == nil {
             await enumerate(reason: nil)
@@ -61,20 +76,22 @@ public actor ReaderPool {
             opened.append(reader)
             log("reader \(Self.name(reader.info)) opened; it stays open for the next requests")
         }
-        inUse.append(reader)
         return reader
     }
 
     /// Takes back a reader from ``take(device:)``. It stays open unless it was unplugged
     /// (or closed under the request): then it is closed and dropped.
     func giveBack(_ reader: Reader) async {
-        if let index = inUse.firstIndex(where: { $0 === reader }) { inUse.remove(at: index) }
-        guard opened.contains(where: { $0 === reader }) else { return }
-        let removed = await reader.isRemoved
-        let open = await reader.isOpen
-        if removed || !open {
-            await drop(reader, why: "it was unplugged")
+        guard let index = inUse.firstIndex(where: { $0 === reader }) else { return }
+        inUse.remove(at: index)
+        if opened.contains(where: { $0 === reader }) {
+            let removed = await reader.isRemoved
+            let open = await reader.isOpen
+            if removed || !open {
+                await drop(reader, why: "it was unplugged")
+            }
         }
+        await turns.release()
     }
 
     /// The readers connected now (enumerating the first time, or anew when none is known

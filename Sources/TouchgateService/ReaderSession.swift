@@ -114,7 +114,13 @@ struct Prompter: Sendable {
         feed.yield(.started)
         // The reader finishes its stream when the operation ends, so every event is fed
         // before the outcome.
-        let forwarder = Task { for await event in events { feed.yield(PromptRule.Input(event)) } }
+        let watchdog = FingerWait(timeout: FingerWait.timeout, reader: info.name)
+        let forwarder = Task {
+            for await event in events {
+                watchdog.activity()
+                feed.yield(PromptRule.Input(event))
+            }
+        }
         func end(_ succeeded: Bool) async {
             continuation.finish()
             await forwarder.value
@@ -123,7 +129,7 @@ struct Prompter: Sendable {
             await printer.value
         }
         do {
-            let value = try await body(continuation)
+            let value = try await watchdog.bounding { try await body(continuation) }
             await end(true)
             return value
         } catch {

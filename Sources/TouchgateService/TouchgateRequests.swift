@@ -46,7 +46,7 @@ public protocol TouchgateRequests: Sendable {
     func auditRecordCount(_ filter: AuditFilter) async throws(ServiceError) -> Int
     func verifyAudit() async throws(ServiceError) -> Int
     func exportAudit(_ filter: AuditFilter, format: AuditExportFormat,
-                     to write: @escaping @Sendable (String) -> Void) async throws(ServiceError) -> Int
+                     to write: @escaping @Sendable (String) throws -> Void) async throws(ServiceError) -> Int
     func auditPublicKey() async throws(ServiceError) -> String
     func pruneAudit(before cutoff: Date, force: Bool, interaction: any Interaction) async throws(ServiceError) -> Int
 }

@@ -72,24 +72,31 @@ extension TouchgateService {
     ///
     /// `format` `ocsf` and `ecs` write the same records as OCSF Authentication events and
     /// ECS documents instead (``AuditExportFormat``), without the seal line.
+    ///
+    /// `write` may block (a slow reader at the other end) and may throw to end the export
+    /// early: the export runs on a thread of its own, never on the shared pool, so a reader
+    /// that stops reading holds only that thread.
     public func exportAudit(_ filter: AuditFilter = AuditFilter(), format: AuditExportFormat = .json,
-                            to write: @escaping @Sendable (String) -> Void) async throws(ServiceError) -> Int {
+                            to write: @escaping @Sendable (String) throws -> Void) async throws(ServiceError) -> Int {
         let query = try Self.auditQuery(filter)
         let host = ProcessInfo.processInfo.hostName
         return try await withStore { store in
             let audit = try store.vault().audit
-            var trail: String?
-            let (count, seal) = try audit.export(query, sealed: { trail = $0.map { Hex.encode($0.trail) } }) { record in
-                var report = Self.report(record, chain: true)
-                report.trail = trail
-                switch format {
-                case .json: write(WireCoding.line(report) + "\n")
-                case .ocsf: write(AuditInterchange.ocsf(report, host: host) + "\n")
-                case .ecs: write(AuditInterchange.ecs(report, host: host) + "\n")
+            return try await OwnThread.run { () throws -> Int in
+                // One snapshot: the seal is read in the same transaction as the records.
+                nonisolated(unsafe) var trail: String?
+                let (count, seal) = try audit.export(query, sealed: { trail = $0.map { Hex.encode($0.trail) } }) { record in
+                    var report = Self.report(record, chain: true)
+                    report.trail = trail
+                    switch format {
+                    case .json: try write(WireCoding.line(report) + "\n")
+                    case .ocsf: try write(AuditInterchange.ocsf(report, host: host) + "\n")
+                    case .ecs: try write(AuditInterchange.ecs(report, host: host) + "\n")
+                    }
                 }
+                if let seal, format == .json { try write(WireCoding.line(AuditSealLine(seal: Self.report(seal))) + "\n") }
+                return count
             }
-            if let seal, format == .json { write(WireCoding.line(AuditSealLine(seal: Self.report(seal))) + "\n") }
-            return count
         }
     }
 

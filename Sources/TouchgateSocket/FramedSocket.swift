@@ -69,12 +69,19 @@ public final class PassedDescriptors: @unchecked Sendable {
 /// Received messages are read on a thread of their own (a slow or silent peer holds
 /// nothing else up) into guarded memory. Sends are serialized.
 ///
-/// `@unchecked Sendable`: `descriptor` never changes; `closed` is guarded by `writeLock`,
-/// which also serializes sends.
+/// A server side calls ``useOutbox(limit:sendTimeout:)``: from then on a send only queues
+/// its bytes, and a writer thread of the connection's own delivers them, so a peer that
+/// stops reading never holds a thread of the shared pool. A peer that reads nothing for
+/// the send timeout, or lets more than the limit pile up, loses its connection.
+///
+/// `@unchecked Sendable`: `descriptor` never changes; `closed` and the outbox are guarded
+/// by `writeLock`, which also serializes sends.
 public final class FramedSocket: @unchecked Sendable {
     private let descriptor: Int32
-    private let writeLock = NSLock()
+    private let writeLock = NSCondition()
     private var closed = false
+    /// Set once the outbox is in use (server side).
+    private var outbox: Outbox?
 
     /// Takes ownership of a connected descriptor.
     public init(descriptor: Int32) {
@@ -116,6 +123,49 @@ public final class FramedSocket: @unchecked Sendable {
     public func setSendTimeout(seconds: Int) {
         var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Queued sends (the server side): every send from now on returns at once and a writer
+    /// thread of this connection delivers the bytes in order. The connection is closed when
+    /// one write makes no progress for `sendTimeout` seconds (the peer stopped reading) or
+    /// when more than `limit` bytes wait (it reads far slower than it is written to).
+    public func useOutbox(limit: Int, sendTimeout: Int) {
+        setSendTimeout(seconds: sendTimeout)
+        writeLock.withLock { outbox = Outbox(limit: limit) }
+        let thread = Thread { [self] in writeLoop() }
+        thread.name = "touchgate-socket-writer"
+        thread.start()
+    }
+
+    /// Bytes queued and not yet written (0 without an outbox).
+    public var pendingBytes: Int { writeLock.withLock { outbox?.bytes ?? 0 } }
+
+    /// Whether the connection was closed here or broken off (a failed write).
+    public var isClosed: Bool { writeLock.withLock { closed } }
+
+    /// Waits, without holding a thread, until the outbox has room for more (at most half
+    /// its limit queued), then sends `message`. For streams of many messages: a slow
+    /// reader slows the stream instead of losing the connection. Returns false when the
+    /// connection is gone (or the task is cancelled), which ends the stream.
+    public func sendWhenRoom<T: Encodable>(_ message: T) async -> Bool {
+        while true {
+            let state: (room: Bool, closed: Bool) = writeLock.withLock {
+                (outbox.map { $0.bytes <= $0.limit / 2 } ?? true, closed)
+            }
+            if state.closed { return false }
+            if state.room { return send(message) }
+            // The writer makes room or breaks the connection within its send timeout.
+            do { try await Task.sleep(for: .milliseconds(5)) } catch { return false }
+        }
+    }
+
+    /// As ``sendWhenRoom(_:)``, blocking the calling thread while it waits: only for a
+    /// thread of its own (an export's), never one of the shared pool.
+    public func sendBlockingWhenRoom<T: Encodable>(_ message: T) -> Bool {
+        writeLock.lock()
+        while !closed, let queue = outbox, queue.bytes > queue.limit / 2 { writeLock.wait() }
+        writeLock.unlock()
+        return send(message)
     }
 
     /// The peer's messages until it closes the connection; ends with a ``FrameError``
@@ -205,13 +255,7 @@ public final class FramedSocket: @unchecked Sendable {
     /// `secret-length` must say how many). Returns false when the peer is gone.
     @discardableResult
     public func send<T: Encodable>(_ message: T, secret: SecureBytes? = nil) -> Bool {
-        let line = DaemonProtocol.encode(message)
-        writeLock.lock()
-        defer { writeLock.unlock() }
-        guard !closed else { return false }
-        guard line.withUnsafeBytes({ writeAll($0) }) else { return false }
-        if let secret { return secret.withUnsafeBytes { writeAll($0) } }
-        return true
+        sendRaw(DaemonProtocol.encode(message), secret: secret)
     }
 
     /// Sends `message` with open files attached (`SCM_RIGHTS`); the message's
@@ -238,9 +282,58 @@ public final class FramedSocket: @unchecked Sendable {
         writeLock.lock()
         defer { writeLock.unlock() }
         guard !closed else { return false }
+        if var queue = outbox {
+            guard queue.bytes + bytes.count + (secret?.count ?? 0) <= queue.limit else {
+                // The peer reads far slower than it is written to: it goes, not the daemon's memory.
+                breakOff()
+                return false
+            }
+            queue.items.append((bytes, secret))
+            queue.bytes += bytes.count + (secret?.count ?? 0)
+            outbox = queue
+            writeLock.broadcast()
+            return true
+        }
         guard bytes.withUnsafeBytes({ writeAll($0) }) else { return false }
         if let secret { return secret.withUnsafeBytes { writeAll($0) } }
         return true
+    }
+
+    /// The writer thread of ``useOutbox(limit:sendTimeout:)``: writes what is queued, in
+    /// order, outside the lock; a write that fails (the send timeout passed, the peer went)
+    /// breaks the connection off. Ends once the connection is closed and the queue written.
+    private func writeLoop() {
+        while true {
+            writeLock.lock()
+            while outbox?.items.isEmpty ?? true, !closed, !(outbox?.closing ?? false) { writeLock.wait() }
+            guard var queue = outbox, !closed, !queue.items.isEmpty else {
+                // Closed here, or asked to close once everything queued was written.
+                if !closed { breakOff() }
+                writeLock.unlock()
+                return
+            }
+            let (bytes, secret) = queue.items.removeFirst()
+            outbox = queue
+            writeLock.unlock()
+            var written = bytes.withUnsafeBytes { writeAll($0) }
+            if written, let secret { written = secret.withUnsafeBytes { writeAll($0) } }
+            writeLock.withLock {
+                guard !closed else { return }
+                outbox?.bytes -= bytes.count + (secret?.count ?? 0)
+                if !written { breakOff() }
+                writeLock.broadcast()
+            }
+        }
+    }
+
+    /// Marks the connection closed and shuts it down both ways (the reader's stream ends);
+    /// called with `writeLock` held. Whatever is queued is dropped.
+    private func breakOff() {
+        closed = true
+        outbox?.items.removeAll()
+        outbox?.bytes = 0
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        writeLock.broadcast()
     }
 
     private func writeAll(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -259,10 +352,17 @@ public final class FramedSocket: @unchecked Sendable {
     /// Ends the connection: the reader's stream ends and the peer sees end of stream.
     /// The descriptor itself is closed when the last reference goes (the reader thread
     /// holds one), so no read can ever land on a reused descriptor number.
+    ///
+    /// With an outbox, what is queued is still written first (within the send timeout).
     public func close() {
         writeLock.lock()
         defer { writeLock.unlock() }
         guard !closed else { return }
+        if outbox != nil {
+            outbox?.closing = true
+            writeLock.broadcast()
+            return
+        }
         closed = true
         shutdown(descriptor, Int32(SHUT_RDWR))
     }
@@ -271,4 +371,13 @@ public final class FramedSocket: @unchecked Sendable {
         shutdown(descriptor, Int32(SHUT_RDWR))
         Glibc.close(descriptor)
     }
+}
+
+/// What a server-side connection has queued to send.
+private struct Outbox {
+    let limit: Int
+    var items: [(line: [UInt8], secret: SecureBytes?)] = []
+    var bytes = 0
+    /// Close once everything queued is written.
+    var closing = false
 }

@@ -10,7 +10,13 @@ import TouchgateSocket
 /// `StateDirectory=` ($STATE_DIRECTORY); `--socket` runs it in the foreground on a socket
 /// of its own (tests, or a system without systemd). The trails are shipped to the fleet
 /// collector when the fleet configuration (default /etc/touchgate/fleet.conf) exists.
-let usage = "usage: touchgated [--socket PATH] [--state-dir DIR] [--fleet-config FILE]\n"
+let usage = """
+    usage: touchgated [--socket PATH] [--state-dir DIR] [--fleet-config FILE]
+                      [--finger-timeout SECONDS] [--answer-timeout SECONDS]
+                      [--connections-per-user N] [--connections N]
+                      [--request-burst N] [--requests-per-minute N]
+
+    """
 
 func fail(_ message: String, status: Int32 = 1) -> Never {
     FileHandle.standardError.write(Data("touchgated: \(message)\n".utf8))
@@ -24,6 +30,15 @@ do {
 }
 umask(0o077)
 
+/// The number after option `name`, which must be above zero.
+func positiveNumber(_ name: String, _ value: String?) -> Double {
+    guard let value, let number = Double(value), number > 0, number.isFinite else {
+        fail("\(name) needs a number above zero\n" + usage, status: 64)
+    }
+    return number
+}
+
+var settings = DaemonSettings()
 var socketPath: String?
 var fleetConfiguration = FleetConfiguration.defaultPath
 var stateDirectory = ProcessInfo.processInfo.environment["STATE_DIRECTORY"] ?? "/var/lib/touchgate"
@@ -39,6 +54,18 @@ while let argument = arguments.popFirst() {
     case "--fleet-config":
         guard let path = arguments.popFirst() else { fail("--fleet-config needs a file\n" + usage, status: 64) }
         fleetConfiguration = path
+    case "--finger-timeout":
+        settings.fingerTimeout = .milliseconds(Int64(positiveNumber(argument, arguments.popFirst()) * 1000))
+    case "--answer-timeout":
+        settings.answerTimeout = .milliseconds(Int64(positiveNumber(argument, arguments.popFirst()) * 1000))
+    case "--connections-per-user":
+        settings.connectionsPerUser = Int(positiveNumber(argument, arguments.popFirst()))
+    case "--connections":
+        settings.connections = Int(positiveNumber(argument, arguments.popFirst()))
+    case "--request-burst":
+        settings.requestBurst = Int(positiveNumber(argument, arguments.popFirst()))
+    case "--requests-per-minute":
+        settings.requestsPerSecond = positiveNumber(argument, arguments.popFirst()) / 60
     case "--help", "-h":
         print(usage, terminator: "")
         exit(0)
@@ -62,7 +89,8 @@ do {
 let daemon: Daemon
 do {
     let fleet = FleetShipping(configurationPath: fleetConfiguration) { PostgresCollector(configuration: $0) }
-    daemon = try Daemon(listener: listener, stateDirectory: URL(fileURLWithPath: stateDirectory), fleet: fleet) { line in
+    daemon = try Daemon(listener: listener, stateDirectory: URL(fileURLWithPath: stateDirectory), fleet: fleet,
+                    settings: settings) { line in
         FileHandle.standardError.write(Data("touchgated: \(line)\n".utf8))
     }
 } catch {

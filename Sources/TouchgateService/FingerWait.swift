@@ -1,0 +1,92 @@
+import Foundation
+import TouchgateWire
+
+/// How long a reader operation waits for a finger before it gives up.
+///
+/// A reader asked to scan and never touched keeps its sensor powered: libfprint's heat
+/// model calls a reader hot after about three minutes of that and then refuses every
+/// operation for minutes more, for every user. One unattended `touchgate verify` could do
+/// that on purpose. So each wait ends well inside that model: when the reader reports
+/// nothing (no finger, no scan, no stage) for ``timeout``, the operation is cancelled and
+/// ends with `timed-out`. Every event of the reader starts the wait anew, so a slow
+/// enrollment of many scans is not cut short.
+///
+/// `@unchecked Sendable`: `last` is only touched under `lock`.
+public final class FingerWait: @unchecked Sendable {
+    /// The wait of every reader operation in this process: 60 s unless the host sets
+    /// another (`touchgated --finger-timeout`, `TOUCHGATE_FINGER_TIMEOUT` for tests).
+    public static var timeout: Duration {
+        get { setting.withLock { $0 } }
+        set { setting.withLock { $0 = newValue } }
+    }
+
+    /// The default wait: long enough to find the reader, well short of the heat model's minutes.
+    public static let defaultTimeout = Duration.seconds(60)
+
+    private static let setting = LockedDuration(
+        ProcessInfo.processInfo.environment["TOUCHGATE_FINGER_TIMEOUT"].flatMap(Double.init)
+            .map { Duration.milliseconds(Int64($0 * 1000)) } ?? defaultTimeout)
+
+    private let timeout: Duration
+    private let reader: String
+    private let lock = NSLock()
+    private var last = ContinuousClock.now
+
+    init(timeout: Duration, reader: String) {
+        self.timeout = timeout
+        self.reader = reader
+    }
+
+    /// The reader reported something: the wait starts anew.
+    func activity() {
+        lock.withLock { last = .now }
+    }
+
+    /// Runs `body` (one reader operation) and cancels it when the reader reports nothing
+    /// for the timeout; it then throws `timed-out`.
+    func bounding<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        try await withoutActuallyEscaping(body) { body in
+            try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask { try await body() }
+                group.addTask { [self] in
+                    try await expire()
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let value = first else {
+                    throw CancellationError()
+                }
+                return value
+            }
+        }
+    }
+
+    private func expire() async throws {
+        while true {
+            let deadline = lock.withLock { last } + timeout
+            if ContinuousClock.now >= deadline { throw timedOut }
+            try await Task.sleep(until: deadline, clock: .continuous)
+        }
+    }
+
+    private var timedOut: ServiceError {
+        let seconds = Int((Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18).rounded())
+        return ServiceError(.timedOut, "no finger on \(reader) within \(seconds) s, so the wait was ended (a reader kept "
+                            + "waiting overheats and refuses everyone for minutes); run the command again and touch "
+                            + "the reader when asked")
+    }
+}
+
+/// A duration behind a lock.
+///
+/// `@unchecked Sendable`: `value` is only touched under `lock`.
+final class LockedDuration: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Duration
+
+    init(_ value: Duration) { self.value = value }
+
+    func withLock<R>(_ body: (inout Duration) -> R) -> R {
+        lock.withLock { body(&value) }
+    }
+}
