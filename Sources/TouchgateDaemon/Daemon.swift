@@ -164,6 +164,7 @@ public final class Daemon: Sendable {
         // The client is gone or broke the protocol: whatever runs for it is cancelled,
         // which releases the reader, and is waited for (its reply may still go out).
         await slot.cancelAndWait()
+        if let reason = socket.cutOff { log("\(peer): cut off: \(reason)") }
         if let broken, !socket.isClosed {
             // Only then the failure: it is the last message of the connection, never
             // followed by the reply of a request that was still running.

@@ -82,6 +82,7 @@ public final class FramedSocket: @unchecked Sendable {
     private var closed = false
     /// Set once the outbox is in use (server side).
     private var outbox: Outbox?
+    private var cutOffReason: String?
 
     /// Takes ownership of a connected descriptor.
     public init(descriptor: Int32) {
@@ -142,6 +143,9 @@ public final class FramedSocket: @unchecked Sendable {
 
     /// Whether the connection was closed here or broken off (a failed write).
     public var isClosed: Bool { writeLock.withLock { closed } }
+
+    /// Why the outbox cut the peer off, if it did: it stopped reading.
+    public var cutOff: String? { writeLock.withLock { cutOffReason } }
 
     /// Waits, without holding a thread, until the outbox has room for more (at most half
     /// its limit queued), then sends `message`. For streams of many messages: a slow
@@ -285,6 +289,7 @@ public final class FramedSocket: @unchecked Sendable {
         if var queue = outbox {
             guard queue.bytes + bytes.count + (secret?.count ?? 0) <= queue.limit else {
                 // The peer reads far slower than it is written to: it goes, not the daemon's memory.
+                cutOffReason = "more than \(queue.limit / 1024) KiB waited to be written to it"
                 breakOff()
                 return false
             }
@@ -317,10 +322,15 @@ public final class FramedSocket: @unchecked Sendable {
             writeLock.unlock()
             var written = bytes.withUnsafeBytes { writeAll($0) }
             if written, let secret { written = secret.withUnsafeBytes { writeAll($0) } }
+            // Read before anything else can change it: a peer that went away is no cut-off.
+            let stalled = !written && (errno == EAGAIN || errno == EWOULDBLOCK)
             writeLock.withLock {
                 guard !closed else { return }
                 outbox?.bytes -= bytes.count + (secret?.count ?? 0)
-                if !written { breakOff() }
+                if !written {
+                    if stalled { cutOffReason = "it read nothing within the send timeout" }
+                    breakOff()
+                }
                 writeLock.broadcast()
             }
         }

@@ -1,0 +1,214 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One local user attacking touchgated's availability, and a victim who must be served
+/// meanwhile (issue 27). The daemon runs as installed: its own uid, its socket open to
+/// everyone, a virtual reader; the attacker and the victim are users the test makes. Each
+/// attack runs while the victim asks for `status`, releases a passphrase item and releases
+/// a fresh-touch finger item, each within a bound named in the test (seconds, not minutes).
+@Suite("touchgated serves everyone while one user attacks it", .serialized)
+struct DaemonAvailabilityTests {
+    /// What the victim must get within `bound` seconds each, under attack.
+    struct Victim {
+        let rig: DaemonRig
+        let user: TestUsers.User
+
+        /// A vault with the whorl finger enrolled, a passphrase item and a fresh-touch finger item.
+        static func prepare(_ rig: DaemonRig, _ user: TestUsers.User) async throws -> Victim {
+            try await rig.initialize(as: user.uid)
+            for (name, policy) in [("by-passphrase", "passphrase"), ("by-finger", "biometry-any")] {
+                let stored = try await rig.run(["secret", "add", name, "--policy", policy, "--fresh"],
+                                               stdin: Data("value-of-\(name)\n".utf8), as: user.uid)
+                #expect(stored.status == 0, "\(stored.stderrLines)\n\(rig.daemonLog)")
+            }
+            return Victim(rig: rig, user: user)
+        }
+
+        /// Status, the passphrase release and the finger release; returns each one's time.
+        @discardableResult
+        func isServed(within bound: Double, fingerBound: Double? = nil,
+                      _ context: String) async throws -> [String: Double] {
+            var times: [String: Double] = [:]
+            let status = try await rig.timed(["status", "--json"], as: user.uid)
+            #expect(status.result.status == 0 && status.seconds < bound,
+                    "\(context): status took \(status.seconds) s: \(status.result.stderrLines)")
+            times["status"] = status.seconds
+            let byPassphrase = try await rig.timed(["secret", "get", "by-passphrase", "--passphrase-fd", "0"],
+                                                   stdin: Data((DaemonRig.passphrase + "\n").utf8), as: user.uid)
+            #expect(byPassphrase.result.status == 0 && byPassphrase.seconds < bound,
+                    "\(context): the passphrase release took \(byPassphrase.seconds) s: \(byPassphrase.result.stderrLines)")
+            #expect(byPassphrase.result.stdout.contains("value-of-by-passphrase"))
+            times["passphrase release"] = byPassphrase.seconds
+            let byFinger = try await rig.timed(["secret", "get", "by-finger"], presenting: ["whorl"], as: user.uid)
+            #expect(byFinger.result.status == 0 && byFinger.seconds < (fingerBound ?? bound),
+                    "\(context): the finger release took \(byFinger.seconds) s: \(byFinger.result.stderrLines)\n\(rig.daemonLog)")
+            #expect(byFinger.result.stdout.contains("value-of-by-finger"))
+            times["finger release"] = byFinger.seconds
+            return times
+        }
+    }
+
+    @Test("stalled exports and audit shows hold no shared thread: the victim is served, the stalled peers are cut off")
+    func stalledReadersHoldNothing() async throws {
+        try DaemonAttackTests.requireRoot()
+        let users = try TestUsers()
+        let rig = try DaemonRig()
+        // Room to write the attacker's long trail quickly; the rate itself is tested below.
+        rig.daemonArguments = ["--request-burst", "100000", "--requests-per-minute", "600000"]
+        try await rig.start()
+        let victim = try await Victim.prepare(rig, users.victim)
+        try await Self.lockOut(users.attacker, rig)
+        // A trail of 2,500 more records (about 1.5 MB exported): more than the socket and the
+        // outbox hold. Each refused touch is one record, written without using the reader.
+        let filler = try Attacker(["loop", "verify", "{}", "2500"], socket: rig.socketPath, uid: users.attacker.uid)
+        let filled = await filler.line("codes", within: 120)
+        #expect(filled?.contains("\"locked-out\": 2500") == true, "\(filler.output)")
+        filler.stop()
+
+        // The whole trail through the daemon: far past one 64 KiB line.
+        let shown = try await rig.run(["audit", "show", "--json"], as: users.attacker.uid)
+        let records = (shown.json?["records"] as? [[String: Any]])?.count ?? 0
+        #expect(shown.status == 0 && records > 2500, "audit show gave \(records) records: \(shown.stderrLines)")
+
+        let baseline = try await victim.isServed(within: 5, "without attack")
+        let stalled = try Attacker(["stall", "audit.export", "{}", "4"], socket: rig.socketPath, uid: users.attacker.uid)
+        let shows = try Attacker(["stall", "audit.show", "{}", "2"], socket: rig.socketPath, uid: users.attacker.uid)
+        let exportsReady = await stalled.line("ready"), showsReady = await shows.line("ready")
+        #expect(exportsReady != nil && showsReady != nil, "\(stalled.output) \(shows.output)")
+        try await Task.sleep(for: .seconds(1))
+        let underAttack = try await victim.isServed(within: 5, "while six peers stall")
+        print("availability: stalled readers: without \(baseline), under attack \(underAttack)")
+        // The daemon cuts off a peer that reads nothing for its send timeout (10 s).
+        var cut = 0
+        for _ in 0..<40 where cut < 6 {
+            try await Task.sleep(for: .milliseconds(500))
+            cut = rig.logLines(containing: "uid=\(users.attacker.uid)").filter { $0.contains("cut off") }.count
+        }
+        #expect(cut == 6, "\(cut) of 6 stalled connections cut off within 20 s: \(rig.logLines(containing: "cut off"))")
+        stalled.stop()
+        shows.stop()
+        #expect(try await rig.run(["status", "--json"], as: users.attacker.uid).status == 0,
+                "the attacker is served again once its stalled connections are gone")
+    }
+
+    @Test("an unanswered question and an untouched reader: passphrase releases never wait, the finger waits at most one deadline")
+    func questionsAndFingerWaitsHaveDeadlines() async throws {
+        try DaemonAttackTests.requireRoot()
+        let users = try TestUsers()
+        let rig = try DaemonRig()
+        rig.daemonArguments = ["--finger-timeout", "4", "--answer-timeout", "4"]
+        try await rig.start()
+        let victim = try await Victim.prepare(rig, users.victim)
+        try await rig.initialize(as: users.attacker.uid)
+
+        // A value never sent: the question ends at its deadline, and held no reader meanwhile.
+        let unanswered = try Attacker(["await", "secret.add", #"{"item":"x","policy":"biometry-any"}"#],
+                                      socket: rig.socketPath, uid: users.attacker.uid)
+        #expect(await unanswered.line("asked secret-value", within: 10) != nil, "\(unanswered.output)")
+        // A touch nobody makes: it holds the reader until the finger deadline.
+        let untouched = try Attacker(["await", "verify", "{}"], socket: rig.socketPath, uid: users.attacker.uid)
+        try await Task.sleep(for: .milliseconds(500))
+        let times = try await victim.isServed(within: 3, fingerBound: 4 + 5, "while a question and a touch wait")
+        print("availability: unanswered question and untouched reader: \(times)")
+
+        let question = try #require(await unanswered.line("ended", within: 10), "\(unanswered.output)")
+        #expect(question.hasPrefix("ended timed-out"), "\(question)")
+        let touch = try #require(await untouched.line("ended", within: 10), "\(untouched.output)")
+        #expect(touch.hasPrefix("ended timed-out"), "\(touch)")
+        #expect(touch.contains("no finger") && touch.contains("overheat"), "the message says why: \(touch)")
+        let waited = Double(touch.split(separator: " ")[2]) ?? 0
+        #expect(waited >= 3.5 && waited < 8, "the untouched reader was let go after \(waited) s (deadline 4 s)")
+
+        // The CLI says the same in plain words, exit 75; the reader works right after.
+        rig.finger.present([])
+        let alone = try await rig.timed(["verify"], as: users.attacker.uid)
+        #expect(alone.result.status == 75 && alone.seconds < 8, "\(alone.result.stderrLines)")
+        #expect(alone.result.stderrLines.joined().contains("no finger"), "\(alone.result.stderrLines)")
+        let after = try await rig.run(["verify", "--json"], presenting: ["whorl"], as: users.victim.uid)
+        #expect(after.status == 0, "\(after.stderrLines)\n\(rig.daemonLog)")
+    }
+
+    @Test("one user's queue of touches does not starve another's: the next turn goes to the user served least recently")
+    func turnsAreFairAcrossUsers() async throws {
+        try DaemonAttackTests.requireRoot()
+        let users = try TestUsers()
+        let rig = try DaemonRig()
+        rig.daemonArguments = ["--finger-timeout", "3"]
+        try await rig.start()
+        let victim = try await Victim.prepare(rig, users.victim)
+        try await rig.initialize(as: users.attacker.uid)
+        // Six touches queued by the attacker, each holding the reader for its whole deadline.
+        let queue = try Attacker(["stall", "verify", "{}", "6"], socket: rig.socketPath, uid: users.attacker.uid)
+        #expect(await queue.line("ready") != nil)
+        try await Task.sleep(for: .milliseconds(500))
+        // In arrival order the victim would wait 6 × 3 s; fairly, at most the one running.
+        let times = try await victim.isServed(within: 3, fingerBound: 3 + 4, "behind six queued touches")
+        print("availability: behind a queue of six untouched verifies: \(times)")
+    }
+
+    @Test("sudo-like root processes count against the user who started them; root's own requests and PAM for others are served")
+    func rootShareIsNotEveryonesPAM() async throws {
+        try DaemonAttackTests.requireRoot()
+        let users = try TestUsers()
+        let pam = try await PAMRig()
+        try await pam.rig.start()
+        let victim = try await Victim.prepare(pam.rig, users.victim)
+        // Twenty connections from processes running as root for the attacker (real uid the
+        // attacker's, effective uid 0: how sudo and su run while they authenticate).
+        let flood = try Attacker(["idle", "20"], socket: pam.socket, uid: users.attacker.uid, effectiveRoot: true)
+        let counted = try #require(await flood.line("idle"), "\(flood.output)")
+        #expect(counted == "idle 16 4", "sixteen greeted, four refused: \(counted)")
+        let refusal = flood.output.first { $0.hasPrefix("refusal") } ?? ""
+        #expect(refusal.contains("\"limit\"") && refusal.contains("for uid \(users.attacker.uid)"), "\(refusal)")
+        // The attacker's own connections are the same share: refused too.
+        let own = try await pam.rig.run(["status", "--json"], as: users.attacker.uid)
+        #expect(own.status == 75, "\(own.stderrLines)")
+
+        // Root's own request is served.
+        #expect(try await pam.rig.run(["status", "--json"]).status == 0)
+        // And a PAM stack run by root for the victim (as login or sshd would) offers the finger.
+        let touch = try pam.stack("touch", ["auth required \(pam.module) socket=\(pam.socket) timeout=20"])
+        let matched = try await pam.authenticate(touch, user: users.victim.name, presenting: ["whorl"])
+        #expect(matched.result == "PAM_SUCCESS" && matched.prompts == 1, "\(matched)\n\(pam.rig.daemonLog)")
+        try await victim.isServed(within: 5, "while the attacker holds its whole share")
+        flood.stop()
+    }
+
+    @Test("a user looping on refused requests is refused after a burst, recorded once, and others are served")
+    func requestRateIsPerUserAndAuditedOnce() async throws {
+        try DaemonAttackTests.requireRoot()
+        let users = try TestUsers()
+        let rig = try DaemonRig()
+        try await rig.start()
+        let victim = try await Victim.prepare(rig, users.victim)
+        try await Self.lockOut(users.attacker, rig)
+        let before = try await rig.run(["audit", "show", "--json"], as: users.attacker.uid)
+        let loop = try Attacker(["loop", "verify", "{}", "400"], socket: rig.socketPath, uid: users.attacker.uid)
+        let codes = try #require(await loop.line("codes", within: 60), "\(loop.output)")
+        let counts = try #require(try JSONSerialization.jsonObject(with: Data(codes.dropFirst(6).utf8)) as? [String: Int])
+        // The default burst is 100, less what setting up used; a second or two of refill may add a few.
+        #expect((85...110).contains(counts["locked-out"] ?? 0) && (counts["limit"] ?? 0) >= 290, "\(counts)")
+        try await victim.isServed(within: 5, "while the attacker loops")
+
+        let after = try await rig.run(["audit", "show", "--json"], as: users.attacker.uid)
+        let reasons = ((after.json?["records"] as? [[String: Any]]) ?? []).compactMap { $0["reason"] as? String }
+        #expect(reasons.filter { $0.contains("too many requests") }.count == 1,
+                "the refusals are recorded once, not \(reasons.filter { $0.contains("too many requests") }.count) times")
+        let added = ((after.json?["records"] as? [[String: Any]])?.count ?? 0)
+            - ((before.json?["records"] as? [[String: Any]])?.count ?? 0)
+        #expect(added < 130, "400 requests wrote \(added) records")
+    }
+
+    /// A vault for `user` with whorl enrolled, then three touches of another finger: locked
+    /// out, so each further touch is refused (and recorded) without using the reader.
+    static func lockOut(_ user: TestUsers.User, _ rig: DaemonRig) async throws {
+        try await rig.initialize(as: user.uid)
+        for _ in 0..<3 { _ = try await rig.run(["verify"], presenting: ["arch"], as: user.uid) }
+        let locked = try await rig.run(["verify", "--json"], as: user.uid)
+        try #require(locked.status == 7, "three failures lock out (exit 7): \(locked.stderrLines)\n\(rig.daemonLog)")
+    }
+}
