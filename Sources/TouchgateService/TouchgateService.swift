@@ -24,6 +24,9 @@ public struct TouchgateService: Sendable {
     /// How to reach the reader: `auto`, `libfprint` or `fprintd` (see ``ReaderBackendChoice``);
     /// `TOUCHGATE_READER_BACKEND` by default.
     public var readerBackendSetting: String? = ProcessInfo.processInfo.environment[ReaderBackendChoice.environmentVariable]
+    /// The fewest years audit records are kept: ``AuditRetention/configuredYears`` (six,
+    /// or more where root asked for more); a smaller value counts as six.
+    public var auditRetentionYears: Int = AuditRetention.configuredYears
     /// The readers a long-lived process keeps open across requests (touchgated's); nil:
     /// each request opens the reader it needs and closes it at the end (the personal mode).
     /// Used only when the reader is reached directly, never while fprintd owns it.

@@ -4,13 +4,15 @@ import TouchgateFleet
 import TouchgateService
 import TouchgateSocket
 
-/// touchgated [--socket PATH] [--state-dir DIR] [--fleet-config FILE]
+/// touchgated [--socket PATH] [--state-dir DIR] [--fleet-config FILE] [--audit-retention-years N]
 ///
 /// Under systemd the socket comes from socket activation and the state directory from
 /// `StateDirectory=` ($STATE_DIRECTORY); `--socket` runs it in the foreground on a socket
 /// of its own (tests, or a system without systemd). The trails are shipped to the fleet
 /// collector when the fleet configuration (default /etc/touchgate/fleet.conf) exists.
-let usage = "usage: touchgated [--socket PATH] [--state-dir DIR] [--fleet-config FILE]\n"
+/// `--audit-retention-years` keeps every user's audit records longer than HIPAA's six
+/// years (never shorter): `audit prune` refuses any cutoff inside it.
+let usage = "usage: touchgated [--socket PATH] [--state-dir DIR] [--fleet-config FILE] [--audit-retention-years N]\n"
 
 func fail(_ message: String, status: Int32 = 1) -> Never {
     FileHandle.standardError.write(Data("touchgated: \(message)\n".utf8))
@@ -39,10 +41,29 @@ while let argument = arguments.popFirst() {
     case "--fleet-config":
         guard let path = arguments.popFirst() else { fail("--fleet-config needs a file\n" + usage, status: 64) }
         fleetConfiguration = path
+    case "--audit-retention-years":
+        guard let text = arguments.popFirst() else { fail("--audit-retention-years needs a number\n" + usage, status: 64) }
+        do {
+            let years = try AuditRetention.years(parsing: text)
+            // Every user's service reads it from here (AuditRetention.configuredYears); set
+            // while this process has no other thread yet.
+            setenv(AuditRetention.environmentVariable, String(years), 1)
+        } catch {
+            fail(error.message, status: 64)
+        }
     case "--help", "-h":
         print(usage, terminator: "")
         exit(0)
     default: fail("unknown argument '\(argument)'\n" + usage, status: 64)
+    }
+}
+
+// A retention from the unit file is checked as the option is: a typo must not leave six years in force.
+if let text = ProcessInfo.processInfo.environment[AuditRetention.environmentVariable] {
+    do {
+        _ = try AuditRetention.years(parsing: text)
+    } catch {
+        fail("\(AuditRetention.environmentVariable): \(error.message)", status: 64)
     }
 }
 
