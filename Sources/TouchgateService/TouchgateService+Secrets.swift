@@ -49,10 +49,11 @@ extension TouchgateService {
             let context = try store.vault()
             try context.requireIntactState()
             guard let key = try context.custody.currentKey() else {
-                try context.record(.itemRead, .denied, item: name, reason: "vault locked")
+                try context.record(.itemRead, .denied, item: Self.storedName(name), reason: "vault locked")
                 throw ServiceError.vaultLocked
             }
             let info = try Self.item(name, in: context.vault)
+            let name = info.name
             var descriptor = try Self.descriptor(of: info)
             if touchNow {
                 guard !descriptor.policy.isSatisfiableWithoutBiometry else {
@@ -83,7 +84,8 @@ extension TouchgateService {
     public func store(_ name: String, value: @escaping @Sendable () async throws -> SecretBytes, policy text: String, fresh: Bool,
                       replace: Bool = false, device: String? = nil,
                       interaction: any Interaction) async throws(ServiceError) -> StoredReport {
-        try await withStore { store in
+        let name = Self.storedName(name)
+        return try await withStore { store in
             try Self.checkName(name, what: "secret")
             try Self.checkPolicy(text)
             let policy = try AccessPolicy(parsing: text)
@@ -99,7 +101,8 @@ extension TouchgateService {
                 }
                 digest = enrollment.state.digest
             }
-            let old = try context.vault.itemInfo(named: name)
+            // Also an item an earlier release stored under another spelling of the name: it is replaced, not doubled.
+            let old = try Self.findItem(name, in: context.vault)
             if let old, !old.isInvalidated, !replace {
                 let shown = StoredText.escaped(name)
                 guard try await interaction.confirm("A secret named '\(shown)' exists. Replace it?", details: []) else {
@@ -117,9 +120,14 @@ extension TouchgateService {
             // The write happens only if the item is still the one authorized (or still absent),
             // together with its records: concurrent writers cannot skip the authorization.
             try context.audit.atomically { transaction in
+                var expecting: ItemExpectation = old.map { .version($0.version) } ?? .absent
+                if let old, !Self.sameBytes(old.name, name) {
+                    // The old spelling goes in the same transaction; the item lives on under the NFC one.
+                    try transaction.deleteItem(named: old.name, expecting: expecting, in: context.vault)
+                    expecting = .absent
+                }
                 try transaction.setItem(named: name, value: value, policy: policy.description, freshTouch: fresh,
-                                        enrollmentDigest: digest, key: key,
-                                        expecting: old.map { .version($0.version) } ?? .absent, in: context.vault)
+                                        enrollmentDigest: digest, key: key, expecting: expecting, in: context.vault)
                 try transaction.append(.itemWrite, .success, vaultUser: context.vault.owner, item: name,
                                        reason: old == nil ? "created (\(policy)\(fresh ? ", fresh touch" : ""))"
                                            : old!.isInvalidated ? "replaced an invalidated item" : "replaced")
@@ -150,8 +158,10 @@ extension TouchgateService {
             let context = try store.vault()
             try context.requireIntactState()
             _ = try context.requireKey()
+            let found = try Self.findItem(name, in: context.vault)
+            let name = found?.name ?? Self.storedName(name)
             let shown = StoredText.escaped(name)
-            if try context.vault.itemInfo(named: name) != nil {
+            if found != nil {
                 guard try await interaction.confirm("Delete the secret '\(shown)'? It cannot be recovered.", details: []) else {
                     throw ServiceError(.declined, "'\(shown)' was not deleted (confirm at the terminal, or pass --yes)")
                 }
@@ -192,12 +202,35 @@ extension TouchgateService {
         await sensor.close()
     }
 
-    /// The stored item `name`.
+    /// The stored item `name` names (see ``findItem(_:in:)``).
+    /// - Throws: ``VaultError/itemNotFound(name:)``.
     static func item(_ name: String, in vault: Vault) throws -> VaultItemInfo {
-        guard let info = try vault.itemInfo(named: name) else {
-            throw VaultError.itemNotFound(name: name)
+        guard let info = try findItem(name, in: vault) else {
+            throw VaultError.itemNotFound(name: storedName(name))
         }
         return info
+    }
+
+    /// The stored item `name` names, or nil: the one under the name's NFC form
+    /// (``storedName(_:)``); failing that, one stored by a release that kept names as
+    /// typed, under the exact bytes given or else under the only other spelling of the same
+    /// text. So items stored before names were normalised stay readable and removable,
+    /// typed either way.
+    /// - Throws: ``ServiceError`` `usage` when several old spellings of the name exist and
+    ///   none is the one given.
+    static func findItem(_ name: String, in vault: Vault) throws -> VaultItemInfo? {
+        let normal = storedName(name)
+        if let info = try vault.itemInfo(named: normal) { return info }
+        if !sameBytes(name, normal), let info = try vault.itemInfo(named: name) { return info }
+        // `==` on String is canonical equivalence: exactly the other spellings of the name.
+        let spellings = try vault.items().filter { $0.name == normal }
+        guard spellings.count <= 1 else {
+            let shown = StoredText.escaped(normal)
+            throw ServiceError.usage("\(spellings.count) items are named '\(shown)' in different Unicode spellings "
+                                     + "(stored by an earlier release); type the name exactly as stored, or remove "
+                                     + "the extra ones with touchgate secret rm")
+        }
+        return spellings.first
     }
 
     /// What the policy core needs to know about a stored item.

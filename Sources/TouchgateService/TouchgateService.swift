@@ -85,6 +85,18 @@ public struct TouchgateService: Sendable {
     static func checkName(_ name: String, what: String) throws {
         if let problem = StoredText.problem(withName: name, what: what) { throw ServiceError.usage(problem) }
     }
+
+    /// `name` as a new item is stored under it: Unicode NFC, so that `café` typed composed
+    /// or decomposed is one name (SQLite compares names byte for byte, Swift by canonical
+    /// equivalence). The checks of ``StoredText`` run on this form.
+    static func storedName(_ name: String) -> String {
+        name.precomposedStringWithCanonicalMapping
+    }
+
+    /// Whether two names are the same bytes (`==` on `String` ignores the spelling).
+    static func sameBytes(_ first: String, _ second: String) -> Bool {
+        first.utf8.elementsEqual(second.utf8)
+    }
 }
 
 extension TouchgateService {
