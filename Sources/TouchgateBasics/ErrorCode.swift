@@ -50,6 +50,9 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     /// A prune of records that must be kept: inside the retention period, or not yet
     /// shipped to the fleet collector.
     case retention
+    /// The disk holding the store is full (or the user's disk quota is used up); nothing
+    /// was changed.
+    case diskFull = "disk-full"
     /// The new passphrase is too weak to protect the vault.
     case weakPassphrase = "weak-passphrase"
     /// touchgated cannot be reached, or broke off the conversation.
@@ -94,6 +97,7 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
         case .execFailed: ExitStatus.commandNotRunnable
         case .collectorUnavailable: ExitStatus.collectorUnavailable
         case .backlogFull: ExitStatus.backlogFull
+        case .diskFull: ExitStatus.noRoom
         }
     }
 }

@@ -58,7 +58,7 @@ public struct TouchgateService: Sendable {
 
     /// Opens the store and runs `body`, translating every error to a ``ServiceError``.
     func withStore<T>(_ body: (StoreAccess) async throws -> T) async throws(ServiceError) -> T {
-        try await serviceErrors {
+        try await serviceErrors(storeIn: location.directory.path) {
             let database = try openStores?.database(at: location) ?? TouchgateDatabase(location: location)
             return try await body(StoreAccess(database: database, principal: principal, custody: custody))
         }

@@ -52,12 +52,13 @@ import TouchgateWire
     }
 
     @Test func everyErrorCodeHasADocumentedExitStatus() {
-        let documented: Set<Int32> = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 64, 69, 75, 127, 130]
+        let documented: Set<Int32> = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 64, 69, 75, 127, 130]
         for code in ErrorCode.allCases {
             #expect(documented.contains(code.exitStatus), "\(code)")
         }
         #expect(ErrorCode.stateTampered.exitStatus == 6)
         #expect(ErrorCode.lockedOut.exitStatus == 7)
+        #expect(ErrorCode.diskFull.exitStatus == 13)
     }
 }
 
