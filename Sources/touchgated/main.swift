@@ -67,6 +67,13 @@ if let text = ProcessInfo.processInfo.environment[AuditRetention.environmentVari
     }
 }
 
+// Keys, vaults and trails live there: refuse to serve from a state directory others can reach.
+let loosened = StateDirectoryCheck.problems(in: URL(fileURLWithPath: stateDirectory))
+if !loosened.isEmpty {
+    fail("refusing to start: the state directory must be private to touchgated's user, and\n  "
+         + loosened.joined(separator: "\n  "))
+}
+
 let listener: UnixListener
 do {
     if let socketPath {
