@@ -27,6 +27,9 @@ public struct TouchgateService: Sendable {
     /// The fewest years audit records are kept: ``AuditRetention/configuredYears`` (six,
     /// or more where root asked for more); a smaller value counts as six.
     public var auditRetentionYears: Int = AuditRetention.configuredYears
+    /// How much the principal may store, in the system mode (touchgated); nil in the personal
+    /// mode, whose store is on the user's own disk.
+    public var itemQuota: ItemQuota?
     /// The readers a long-lived process keeps open across requests (touchgated's); nil:
     /// each request opens the reader it needs and closes it at the end (the personal mode).
     /// Used only when the reader is reached directly, never while fprintd owns it.
@@ -48,6 +51,7 @@ public struct TouchgateService: Sendable {
         self.location = location
         self.mode = mode
         self.custody = custody
+        itemQuota = mode == .system ? ItemQuota() : nil
     }
 
     /// The personal (in-process) mode: this process's user, `$XDG_DATA_HOME/touchgate`,
