@@ -50,6 +50,12 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     /// A prune of records that must be kept: inside the retention period, or not yet
     /// shipped to the fleet collector.
     case retention
+    /// The disk holding the store is full (or the user's disk quota is used up); nothing
+    /// was changed.
+    case diskFull = "disk-full"
+    /// A store through touchgated would pass the user's quota of items or bytes; nothing
+    /// was stored.
+    case quota
     /// The new passphrase is too weak to protect the vault.
     case weakPassphrase = "weak-passphrase"
     /// touchgated cannot be reached, or broke off the conversation.
@@ -100,6 +106,7 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
         case .execFailed: ExitStatus.commandNotRunnable
         case .collectorUnavailable: ExitStatus.collectorUnavailable
         case .backlogFull: ExitStatus.backlogFull
+        case .diskFull, .quota: ExitStatus.noRoom
         }
     }
 }

@@ -32,6 +32,9 @@ public enum ExitStatus {
     /// `audit ship`: the collector's database could not be reached, and more records wait
     /// to be shipped than the configured backlog limit.
     public static let backlogFull: Int32 = 12
+    /// No room: the disk holding the store is full, or a store through touchgated would pass
+    /// the user's quota; nothing was changed.
+    public static let noRoom: Int32 = 13
     /// Usage error.
     public static let usage: Int32 = 64
     /// `audit ship`: the collector's database could not be reached; the records stay queued.

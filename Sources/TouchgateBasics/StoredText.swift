@@ -9,6 +9,15 @@ public enum StoredText {
     public static let maximumNameBytes = 256
 
     /// Why `name` cannot be used as the name of a `what` (e.g. "secret"), or nil when it can.
+    ///
+    /// Besides length and control characters, a name must look like what it is: two
+    /// names that print the same must be the same name. So it must not be only white
+    /// space, start or end with white space, hold a space other than the plain one
+    /// (U+0020), or hold an invisible character: a format character (Unicode category
+    /// Cf: U+200B…U+200F, U+2060…U+2064, U+FEFF, U+00AD, …), a variation selector, or any
+    /// other default-ignorable code point. Canonically equivalent spellings (`café`
+    /// composed or decomposed) are one name once normalised to NFC, which the service does
+    /// before it checks (this module has no Foundation to do it with).
     public static func problem(withName name: String, what: String) -> String? {
         if name.isEmpty { return "the \(what) name must not be empty" }
         if name.utf8.count > maximumNameBytes {
@@ -18,7 +27,47 @@ public enum StoredText {
             return "the \(what) name contains a control character (U+\(hex(bad.value))); "
                 + "use letters, digits, spaces and punctuation"
         }
+        let scalars = name.unicodeScalars
+        if scalars.allSatisfy(isSpace) {
+            return "the \(what) name is only white space; give it a name that shows, such as letters or digits"
+        }
+        if let first = scalars.first, isSpace(first) {
+            return "the \(what) name starts with white space (\(described(first))), which does not show; "
+                + "remove it"
+        }
+        if let last = scalars.last, isSpace(last) {
+            return "the \(what) name ends with white space (\(described(last))), which does not show; remove it"
+        }
+        if let bad = scalars.first(where: isInvisible) {
+            return "the \(what) name contains an invisible character (\(described(bad))), so it would print "
+                + "like another name; remove it and use letters, digits, punctuation and plain spaces"
+        }
+        if let bad = scalars.first(where: { isSpace($0) && $0 != " " }) {
+            return "the \(what) name contains a special space (\(described(bad))) that looks like a plain "
+                + "one; use a plain space (U+0020)"
+        }
         return nil
+    }
+
+    /// Whether `scalar` shows nothing by itself and may be ignored when text is displayed:
+    /// Unicode's default-ignorable code points, which include every format character (Cf)
+    /// used in names (zero-width spaces and joiners, the word joiner, the byte order mark,
+    /// the soft hyphen, bidirectional marks) and the variation selectors.
+    public static func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
+        let properties = scalar.properties
+        return properties.isDefaultIgnorableCodePoint || properties.generalCategory == .format
+            || properties.isVariationSelector
+    }
+
+    private static func isSpace(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.properties.isWhitespace
+    }
+
+    /// `U+200B ZERO WIDTH SPACE`: the code point and, where Unicode has one, its name.
+    private static func described(_ scalar: Unicode.Scalar) -> String {
+        let code = "U+\(hex(scalar.value))"
+        guard let name = scalar.properties.name else { return code }
+        return "\(code) \(name)"
     }
 
     /// `text` safe to print on a terminal: control characters (C0, DEL, C1, and the line

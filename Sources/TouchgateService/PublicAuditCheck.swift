@@ -9,12 +9,17 @@ import TouchgateWire
 /// seal names. Fed one line at a time; memory does not grow with the trail.
 ///
 /// What it proves: the records are those the machine's signing key vouched for, none
-/// edited, inserted, removed or reordered, and none missing at the end. The first record
-/// exported is taken as where the trail starts (records before it were pruned).
+/// edited, inserted, removed or reordered, and none missing at the end or at the
+/// beginning: the first record exported either starts the trail (it links to the genesis
+/// value) or follows the last record a prune removed, as that prune's own `audit.prune`
+/// record in the export says (``AuditPruneSummary``). The report lists those prunes.
 public struct PublicAuditCheck: Sendable {
     private var verifier: AuditChainVerifier
     private var seal: AuditSeal?
     private var line = 0
+    /// Whether the first record links to the genesis value (the trail's beginning).
+    private var startsTrail = false
+    private var prunes: [AuditPruneReport] = []
 
     /// A check against `publicKey` (32 bytes).
     public init(publicKey: [UInt8]) {
@@ -80,6 +85,11 @@ public struct PublicAuditCheck: Sendable {
             item: report.item, outcome: AuditOutcome(stored: report.outcome), reason: report.reason,
             previousMAC: previousMAC, mac: mac, previousChain: previousChain, chain: chain)
         if let problem = verifier.add(record, trail: trail) { throw Self.broken(problem) }
+        if verifier.count == 1 { startsTrail = previousChain == AuditSeal.genesis }
+        if let prune = AuditPruneSummary(record) {
+            prunes.append(AuditPruneReport(seq: report.seq, time: report.time, removed: prune.removed,
+                                           through: prune.through))
+        }
     }
 
     /// Ends the check after the last line.
@@ -91,8 +101,22 @@ public struct PublicAuditCheck: Sendable {
                                + "or it was written by an older release")
         }
         if let problem = verifier.finish(seal: seal) { throw Self.broken(problem) }
+        if let first = verifier.firstSequence, !startsTrail {
+            // Prunes only ever move the start forward, so the latest one says where it is.
+            guard let through = prunes.map(\.through).max() else {
+                throw ServiceError(.auditBroken, "the export starts at record \(first), which does not begin the trail, "
+                                   + "and no prune in it removed the records before: records up to \(first - 1) were "
+                                   + "cut from the export (check an unfiltered `touchgate audit export`)")
+            }
+            guard through == first - 1 else {
+                throw ServiceError(.auditBroken, through < first - 1
+                    ? "the export starts at record \(first), but its last prune removed records only up to \(through): "
+                      + "records \(through + 1)…\(first - 1) were cut from the export"
+                    : "record \(first) is present, but a prune in the export says it removed records up to \(through)")
+            }
+        }
         return PublicVerificationReport(records: verifier.count, first: verifier.firstSequence,
-                                        signedThrough: seal.sequence, trail: Hex.encode(seal.trail))
+                                        signedThrough: seal.sequence, trail: Hex.encode(seal.trail), prunes: prunes)
     }
 
     private func malformed(_ what: String) -> ServiceError {

@@ -35,6 +35,7 @@ extension ServiceError {
             }
         case let error as StoreError:
             if case .alreadyEnrolled = error { return ServiceError(.alreadyEnrolled, error.description) }
+            if case .noSpace = error { return ServiceError(.diskFull, error.description) }
             return .dataError(error.description)
         case let error as IntegrityError:
             return ServiceError(.stateTampered, error.description)
@@ -112,6 +113,20 @@ func serviceErrors<T>(_ body: () async throws -> T) async throws(ServiceError) -
     do {
         return try await body()
     } catch {
+        throw ServiceError.from(error)
+    }
+}
+
+/// Runs `body` on the store in `directory` as ``serviceErrors(_:)`` does; a write that
+/// failed for want of room there (SQLite's own words are "database or disk is full", or a
+/// bare "disk I/O error" for a used-up quota) becomes `disk-full`, naming the directory.
+func serviceErrors<T>(storeIn directory: String, _ body: () async throws -> T) async throws(ServiceError) -> T {
+    do {
+        return try await body()
+    } catch {
+        if DiskSpace.isExhausted(error, directory: directory) {
+            throw ServiceError.from(StoreError.noSpace(directory: directory))
+        }
         throw ServiceError.from(error)
     }
 }

@@ -106,19 +106,28 @@ extension TouchgateService {
         try await withStore { store in Hex.encode(try store.vault().audit.publicKey) }
     }
 
-    /// Deletes records older than `cutoff`; records younger than six years only with
-    /// `force`. Needs the passphrase; the chain stays verifiable and the prune is recorded.
+    /// Deletes records older than `cutoff`. Needs the passphrase; the chain stays
+    /// verifiable and the prune is recorded with what it removed.
+    ///
+    /// Records inside the retention (``auditRetentionYears``, never fewer than six years)
+    /// are kept whatever `cutoff` says: such a cutoff is refused, and audited, before the
+    /// passphrase is asked for. `force` only lets the prune remove records the fleet
+    /// collector has not confirmed yet.
+    /// - Throws: ``ServiceError`` `retention` for a cutoff inside the retention (the message
+    ///   names the latest day allowed) or for unshipped records without `force`.
     public func pruneAudit(before cutoff: Date, force: Bool,
                            interaction: any Interaction) async throws(ServiceError) -> Int {
-        try await withStore { store in
+        let years = auditRetentionYears
+        return try await withStore { store in
             let context = try store.vault()
             try context.requireIntactState()
-            if !force && cutoff > AuditLog.retentionCutoff(now: Date()) {
+            if cutoff > AuditLog.retentionCutoff(now: Date(), years: years) {
                 // Refused (and audited) before the passphrase is asked for.
-                return try context.audit.prune(before: cutoff, force: false, vaultUser: context.vault.owner)
+                return try context.audit.prune(before: cutoff, keepingYears: years, vaultUser: context.vault.owner)
             }
             try await context.checkPassphrase(interaction, purpose: "prune the audit trail")
-            return try context.audit.prune(before: cutoff, force: force, vaultUser: context.vault.owner)
+            return try context.audit.prune(before: cutoff, keepingYears: years, evenUnshipped: force,
+                                           vaultUser: context.vault.owner)
         }
     }
 

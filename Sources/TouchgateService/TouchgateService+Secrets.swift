@@ -49,10 +49,11 @@ extension TouchgateService {
             let context = try store.vault()
             try context.requireIntactState()
             guard let key = try context.custody.currentKey() else {
-                try context.record(.itemRead, .denied, item: name, reason: "vault locked")
+                try context.record(.itemRead, .denied, item: Self.storedName(name), reason: "vault locked")
                 throw ServiceError.vaultLocked
             }
             let info = try Self.item(name, in: context.vault)
+            let name = info.name
             var descriptor = try Self.descriptor(of: info)
             if touchNow {
                 guard !descriptor.policy.isSatisfiableWithoutBiometry else {
@@ -83,7 +84,8 @@ extension TouchgateService {
     public func store(_ name: String, value: @escaping @Sendable () async throws -> SecretBytes, policy text: String, fresh: Bool,
                       replace: Bool = false, device: String? = nil,
                       interaction: any Interaction) async throws(ServiceError) -> StoredReport {
-        try await withStore { store in
+        let name = Self.storedName(name)
+        return try await withStore { store in
             try Self.checkName(name, what: "secret")
             try Self.checkPolicy(text)
             let policy = try AccessPolicy(parsing: text)
@@ -99,7 +101,8 @@ extension TouchgateService {
                 }
                 digest = enrollment.state.digest
             }
-            let old = try context.vault.itemInfo(named: name)
+            // Also an item an earlier release stored under another spelling of the name: it is replaced, not doubled.
+            let old = try Self.findItem(name, in: context.vault)
             if let old, !old.isInvalidated, !replace {
                 let shown = StoredText.escaped(name)
                 guard try await interaction.confirm("A secret named '\(shown)' exists. Replace it?", details: []) else {
@@ -113,13 +116,25 @@ extension TouchgateService {
                 try await authorize(try Self.descriptor(of: old), .write, context: context, key: key, device: device,
                                     interaction: interaction)
             }
+            if let quota = itemQuota {
+                try Self.requireRoom(quota, for: value, named: name, replacing: old, context: context)
+            }
             let oldPolicy = old.flatMap { AccessPolicy($0.policy) }
             // The write happens only if the item is still the one authorized (or still absent),
             // together with its records: concurrent writers cannot skip the authorization.
             try context.audit.atomically { transaction in
+                var expecting: ItemExpectation = old.map { .version($0.version) } ?? .absent
+                if let old, !Self.sameBytes(old.name, name) {
+                    // The old spelling goes in the same transaction; the item lives on under the NFC one.
+                    try transaction.deleteItem(named: old.name, expecting: expecting, in: context.vault)
+                    expecting = .absent
+                }
                 try transaction.setItem(named: name, value: value, policy: policy.description, freshTouch: fresh,
-                                        enrollmentDigest: digest, key: key,
-                                        expecting: old.map { .version($0.version) } ?? .absent, in: context.vault)
+                                        enrollmentDigest: digest, key: key, expecting: expecting, in: context.vault)
+                if itemQuota != nil, try transaction.state(ItemQuota.refusedStateKey) != nil {
+                    // Stored within the quota again: the next refusal is a new crossing, recorded.
+                    try transaction.updateState(ItemQuota.refusedStateKey) { $0 = nil }
+                }
                 try transaction.append(.itemWrite, .success, vaultUser: context.vault.owner, item: name,
                                        reason: old == nil ? "created (\(policy)\(fresh ? ", fresh touch" : ""))"
                                            : old!.isInvalidated ? "replaced an invalidated item" : "replaced")
@@ -130,6 +145,27 @@ extension TouchgateService {
             }
             return StoredReport(name: name, policy: policy.description, fresh: fresh, replaced: old != nil)
         }
+    }
+
+    /// Refuses a store that would pass `quota`; records the first refusal of a crossing only.
+    /// The usage is read just before the write, not in its transaction: two stores of one
+    /// user racing may pass the bound by one value, which the bound (about a disk, not an
+    /// exact figure) tolerates.
+    private static func requireRoom(_ quota: ItemQuota, for value: SecretBytes, named name: String,
+                                    replacing old: VaultItemInfo?, context: VaultContext) throws {
+        let problem: String? = try context.audit.atomically { transaction in
+            let usage = try transaction.itemUsage(in: context.vault, excluding: old?.name)
+            guard let problem = quota.problem(usage: usage, adding: value.count) else { return nil }
+            if try transaction.state(ItemQuota.refusedStateKey) == nil {
+                try transaction.updateState(ItemQuota.refusedStateKey) { $0 = Data("1".utf8) }
+                try transaction.append(.itemWrite, .denied, vaultUser: context.vault.owner, item: name,
+                                       reason: "over the quota (\(usage.items) items, \(usage.valueBytes) bytes; at most "
+                                           + "\(quota.maximumItems) items, \(quota.maximumValueBytes) bytes); further "
+                                           + "refusals are not recorded until a store succeeds")
+            }
+            return problem
+        }
+        if let problem { throw ServiceError(.quota, problem) }
     }
 
     /// Every stored secret: names and policies, never values. Works while locked.
@@ -150,8 +186,10 @@ extension TouchgateService {
             let context = try store.vault()
             try context.requireIntactState()
             _ = try context.requireKey()
+            let found = try Self.findItem(name, in: context.vault)
+            let name = found?.name ?? Self.storedName(name)
             let shown = StoredText.escaped(name)
-            if try context.vault.itemInfo(named: name) != nil {
+            if found != nil {
                 guard try await interaction.confirm("Delete the secret '\(shown)'? It cannot be recovered.", details: []) else {
                     throw ServiceError(.declined, "'\(shown)' was not deleted (confirm at the terminal, or pass --yes)")
                 }
@@ -192,12 +230,35 @@ extension TouchgateService {
         await sensor.close()
     }
 
-    /// The stored item `name`.
+    /// The stored item `name` names (see ``findItem(_:in:)``).
+    /// - Throws: ``VaultError/itemNotFound(name:)``.
     static func item(_ name: String, in vault: Vault) throws -> VaultItemInfo {
-        guard let info = try vault.itemInfo(named: name) else {
-            throw VaultError.itemNotFound(name: name)
+        guard let info = try findItem(name, in: vault) else {
+            throw VaultError.itemNotFound(name: storedName(name))
         }
         return info
+    }
+
+    /// The stored item `name` names, or nil: the one under the name's NFC form
+    /// (``storedName(_:)``); failing that, one stored by a release that kept names as
+    /// typed, under the exact bytes given or else under the only other spelling of the same
+    /// text. So items stored before names were normalised stay readable and removable,
+    /// typed either way.
+    /// - Throws: ``ServiceError`` `usage` when several old spellings of the name exist and
+    ///   none is the one given.
+    static func findItem(_ name: String, in vault: Vault) throws -> VaultItemInfo? {
+        let normal = storedName(name)
+        if let info = try vault.itemInfo(named: normal) { return info }
+        if !sameBytes(name, normal), let info = try vault.itemInfo(named: name) { return info }
+        // `==` on String is canonical equivalence: exactly the other spellings of the name.
+        let spellings = try vault.items().filter { $0.name == normal }
+        guard spellings.count <= 1 else {
+            let shown = StoredText.escaped(normal)
+            throw ServiceError.usage("\(spellings.count) items are named '\(shown)' in different Unicode spellings "
+                                     + "(stored by an earlier release); type the name exactly as stored, or remove "
+                                     + "the extra ones with touchgate secret rm")
+        }
+        return spellings.first
     }
 
     /// What the policy core needs to know about a stored item.

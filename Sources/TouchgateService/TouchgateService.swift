@@ -24,6 +24,12 @@ public struct TouchgateService: Sendable {
     /// How to reach the reader: `auto`, `libfprint` or `fprintd` (see ``ReaderBackendChoice``);
     /// `TOUCHGATE_READER_BACKEND` by default.
     public var readerBackendSetting: String? = ProcessInfo.processInfo.environment[ReaderBackendChoice.environmentVariable]
+    /// The fewest years audit records are kept: ``AuditRetention/configuredYears`` (six,
+    /// or more where root asked for more); a smaller value counts as six.
+    public var auditRetentionYears: Int = AuditRetention.configuredYears
+    /// How much the principal may store, in the system mode (touchgated); nil in the personal
+    /// mode, whose store is on the user's own disk.
+    public var itemQuota: ItemQuota?
     /// The readers a long-lived process keeps open across requests (touchgated's); nil:
     /// each request opens the reader it needs and closes it at the end (the personal mode).
     /// Used only when the reader is reached directly, never while fprintd owns it.
@@ -45,6 +51,7 @@ public struct TouchgateService: Sendable {
         self.location = location
         self.mode = mode
         self.custody = custody
+        itemQuota = mode == .system ? ItemQuota() : nil
     }
 
     /// The personal (in-process) mode: this process's user, `$XDG_DATA_HOME/touchgate`,
@@ -55,7 +62,7 @@ public struct TouchgateService: Sendable {
 
     /// Opens the store and runs `body`, translating every error to a ``ServiceError``.
     func withStore<T>(_ body: (StoreAccess) async throws -> T) async throws(ServiceError) -> T {
-        try await serviceErrors {
+        try await serviceErrors(storeIn: location.directory.path) {
             let database = try openStores?.database(at: location) ?? TouchgateDatabase(location: location)
             return try await body(StoreAccess(database: database, principal: principal, custody: custody))
         }
@@ -81,6 +88,18 @@ public struct TouchgateService: Sendable {
     /// Checks a name given for something to store.
     static func checkName(_ name: String, what: String) throws {
         if let problem = StoredText.problem(withName: name, what: what) { throw ServiceError.usage(problem) }
+    }
+
+    /// `name` as a new item is stored under it: Unicode NFC, so that `café` typed composed
+    /// or decomposed is one name (SQLite compares names byte for byte, Swift by canonical
+    /// equivalence). The checks of ``StoredText`` run on this form.
+    static func storedName(_ name: String) -> String {
+        name.precomposedStringWithCanonicalMapping
+    }
+
+    /// Whether two names are the same bytes (`==` on `String` ignores the spelling).
+    static func sameBytes(_ first: String, _ second: String) -> Bool {
+        first.utf8.elementsEqual(second.utf8)
     }
 }
 

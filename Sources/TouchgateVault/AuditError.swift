@@ -9,8 +9,9 @@ public enum AuditError: Error, Equatable, CustomStringConvertible {
     case keyMissing(path: String)
     /// The key file exists but is not a 32-byte key.
     case keyInvalid(path: String, detail: String)
-    /// `prune` was asked to remove records still inside the retention period.
-    case withinRetention(requested: Date, oldestAllowed: Date)
+    /// `prune` was asked to remove records still inside the retention period of `years`
+    /// years; `oldestAllowed` is the latest cutoff allowed.
+    case withinRetention(requested: Date, oldestAllowed: Date, years: Int)
     /// `prune` found the chain broken and removed nothing (the evidence is kept).
     case chainBroken(at: Int64, reason: String)
     /// `prune` would remove records up to `through` while the fleet collector holds them
@@ -31,8 +32,13 @@ public enum AuditError: Error, Equatable, CustomStringConvertible {
             return "the audit key \(path) is missing but the audit log has records; restore audit.key from the backup taken with this database (without it the log can be neither verified nor extended)"
         case let .keyInvalid(path, detail):
             return "the audit key \(path) is unusable: \(detail); restore audit.key from the backup taken with this database"
-        case let .withinRetention(requested, oldestAllowed):
-            return "refusing to prune records newer than \(requested.formatted(.iso8601)): audit records are kept for six years (HIPAA 45 CFR 164.316(b)(2)), so the cutoff may be at most \(oldestAllowed.formatted(.iso8601)); pass --force to override"
+        case let .withinRetention(requested, oldestAllowed, years):
+            // The day form is what `audit prune --before` takes; that day's start is inside the limit.
+            let day = oldestAllowed.formatted(.iso8601.year().month().day())
+            let kept = years == AuditLog.retentionYears
+                ? "six years (HIPAA 45 CFR 164.316(b)(2))"
+                : "\(years) years on this machine (at least six: HIPAA 45 CFR 164.316(b)(2))"
+            return "refusing to prune records newer than \(requested.formatted(.iso8601)): audit records are kept for \(kept), so the latest cutoff allowed today is \(day) (touchgate audit prune --before \(day)); --force does not shorten the retention; nothing was removed"
         case let .chainBroken(at, reason):
             return "refusing to prune: the audit chain is broken at record \(at) (\(reason)); nothing was removed"
         case let .unshipped(through, shipped):

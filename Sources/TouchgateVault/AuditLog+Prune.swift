@@ -2,12 +2,12 @@ import Foundation
 import GRDB
 
 extension AuditLog {
-    /// The oldest cutoff ``prune(before:force:vaultUser:)`` accepts without `force`:
-    /// ``retentionYears`` calendar years (UTC) before `now`.
-    public static func retentionCutoff(now: Date) -> Date {
+    /// The latest cutoff ``prune(before:keepingYears:evenUnshipped:vaultUser:)`` accepts:
+    /// `years` calendar years (UTC) before `now`, never fewer than ``retentionYears``.
+    public static func retentionCutoff(now: Date, years: Int = retentionYears) -> Date {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
-        return calendar.date(byAdding: .year, value: -retentionYears, to: now)!
+        return calendar.date(byAdding: .year, value: -max(years, retentionYears), to: now)!
     }
 
     /// Removes the oldest records, those written before `cutoff`, and records that it did.
@@ -16,31 +16,39 @@ extension AuditLog {
     /// `cutoff`, even if later records carry older wall times (a clock set back). The
     /// last removed record's sequence and MAC become the anchor in the MACed head row,
     /// so the remaining chain still verifies and a restored or forged old record is
-    /// detected. The removal and an `audit.prune` record happen in one transaction.
+    /// detected. The removal and an `audit.prune` record happen in one transaction; the
+    /// record's reason says how many records went and the last one's sequence
+    /// (``AuditPruneSummary`` reads it back), so a public verification of the rest can
+    /// tell a pruned beginning from a cut one.
+    ///
+    /// The retention cannot be shortened: nothing here removes a record younger than
+    /// ``retentionYears`` (HIPAA's six years), whoever asks.
     ///
     /// - Parameters:
     ///   - cutoff: remove records written before this instant.
-    ///   - force: allow a cutoff inside the six-year retention period, and the removal of
-    ///     records a fleet collector has not confirmed yet.
+    ///   - years: the retention in force, in years; less than ``retentionYears`` counts as
+    ///     ``retentionYears`` (a longer one is root's choice on a daemon).
+    ///   - evenUnshipped: also remove records a fleet collector has not confirmed yet.
     ///   - vaultUser: who asked, for the `audit.prune` record.
     /// - Returns: how many records were removed.
-    /// - Throws: ``AuditError/withinRetention(requested:oldestAllowed:)`` when `cutoff`
-    ///   is younger than six years and `force` is false (an `audit.prune` record with
-    ///   outcome `denied` is written); ``AuditError/chainBroken(at:reason:)`` when the log
-    ///   does not verify (nothing is removed, an `audit.prune` `error` record is written);
+    /// - Throws: ``AuditError/withinRetention(requested:oldestAllowed:years:)`` when `cutoff`
+    ///   lies inside the retention (an `audit.prune` record with outcome `denied` is
+    ///   written); ``AuditError/chainBroken(at:reason:)`` when the log does not verify
+    ///   (nothing is removed, an `audit.prune` `error` record is written);
     ///   ``AuditError/unshipped(through:shipped:)`` when this store ships to a fleet
     ///   collector (`audit ship` ran at least once) and the cutoff would remove records past
-    ///   the collector's cursor, without `force` (nothing is removed, a `denied` record is
-    ///   written).
+    ///   the collector's cursor, without `evenUnshipped` (nothing is removed, a `denied`
+    ///   record is written).
     @discardableResult
-    public func prune(before cutoff: Date, force: Bool, vaultUser: String? = nil) throws -> Int {
-        let oldestAllowed = Self.retentionCutoff(now: now())
+    public func prune(before cutoff: Date, keepingYears years: Int = AuditLog.retentionYears,
+                      evenUnshipped: Bool = false, vaultUser: String? = nil) throws -> Int {
+        let years = max(years, Self.retentionYears)
+        let oldestAllowed = Self.retentionCutoff(now: now(), years: years)
         let cutoffText = cutoff.formatted(.iso8601)
-        let insideRetention = cutoff > oldestAllowed
-        if insideRetention && !force {
+        if cutoff > oldestAllowed {
             try append(.auditPrune, .denied, vaultUser: vaultUser,
-                       reason: "refused cutoff \(cutoffText): inside the \(Self.retentionYears)-year retention")
-            throw AuditError.withinRetention(requested: cutoff, oldestAllowed: oldestAllowed)
+                       reason: "refused cutoff \(cutoffText): inside the \(years)-year retention")
+            throw AuditError.withinRetention(requested: cutoff, oldestAllowed: oldestAllowed, years: years)
         }
         enum Outcome {
             case pruned(Int, AuditRecord)
@@ -61,7 +69,7 @@ extension AuditLog {
                 let firstKept = try Int64.fetchOne(db, sql: "SELECT min(seq) FROM audit WHERE wallTime >= ?",
                                                    arguments: [cutoff.timeIntervalSince1970])
                 let lastRemoved = (firstKept ?? head.headSequence + 1) - 1
-                if !force, let shipped = try shippedCursor(db), lastRemoved > shipped {
+                if !evenUnshipped, let shipped = try shippedCursor(db), lastRemoved > shipped {
                     // The collector would never get them: a gap its verify reports as broken.
                     outcome = .unshipped(lastRemoved, shipped)
                     return .rollback
@@ -76,8 +84,10 @@ extension AuditLog {
                 }
                 var reason = removed == 0
                     ? "nothing before \(cutoffText)"
-                    : "removed \(removed) records up to #\(lastRemoved), before \(cutoffText)"
-                if insideRetention { reason += "; forced inside the \(Self.retentionYears)-year retention" }
+                    : AuditPruneSummary(removed: removed, through: lastRemoved).reason + ", before \(cutoffText)"
+                if removed > 0, evenUnshipped, let shipped = try shippedCursor(db), lastRemoved > shipped {
+                    reason += "; records \(shipped + 1)…\(lastRemoved) had not reached the fleet collector"
+                }
                 let record = try insert(AuditEntry(event: .auditPrune, outcome: .success, vaultUser: vaultUser,
                                                    reason: reason), db)
                 outcome = .pruned(removed, record)

@@ -42,8 +42,8 @@ import TouchgatePolicy
 /// up to the database's busy timeout (10 s). Appends are durable (`synchronous=FULL`).
 /// The journald copy is sent after the commit, best effort.
 public final class AuditLog: Sendable {
-    /// How many years records are kept before ``prune(before:force:vaultUser:)`` may remove
-    /// them without `force` (HIPAA 45 CFR 164.316(b)(2)(i)).
+    /// The fewest years records are kept before ``prune(before:keepingYears:evenUnshipped:vaultUser:)``
+    /// may remove them (HIPAA 45 CFR 164.316(b)(2)(i)); nothing shortens it.
     public static let retentionYears = 6
 
     /// The database the log lives in.

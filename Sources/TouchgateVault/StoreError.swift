@@ -12,6 +12,9 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     case corrupt(path: String, detail: String)
     /// A print for this user, finger and reader is already stored.
     case alreadyEnrolled(user: String, finger: String)
+    /// The file system holding `directory` has no room left (or the quota is used up); the
+    /// write was rolled back (``DiskSpace``).
+    case noSpace(directory: String)
 
     public var description: String {
         switch self {
@@ -23,6 +26,9 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
             return "\(path) is damaged or not a Touchgate database (\(detail)); restore it from a backup or move it away to start afresh"
         case let .alreadyEnrolled(user, finger):
             return "\(finger) of \(user) is already enrolled on this reader; pass --replace to enroll it again"
+        case let .noSpace(directory):
+            return "the disk holding \(directory) is full; nothing was changed. Free some space there (or ask "
+                + "the administrator to) and try again"
         }
     }
 }

@@ -116,6 +116,13 @@ public final class StoreTransaction {
         return try vault.itemInfo(database, named: name)
     }
 
+    /// What `vault`'s owner stores now, leaving out the item named `excluded` (one about to
+    /// be replaced), read in this transaction.
+    public func itemUsage(in vault: Vault, excluding excluded: String? = nil) throws -> ItemUsage {
+        requireSameStore(vault.database)
+        return try vault.usage(database, excluding: excluded)
+    }
+
     /// Stores an item, compare-and-swap (see ``Vault/setItem(named:value:policy:freshTouch:enrollmentDigest:key:expecting:)``).
     /// - Returns: the item's new version.
     /// - Throws: ``ConflictError/itemChanged(name:)`` when `expecting` does not hold.

@@ -46,6 +46,9 @@ public final class TouchgateDatabase: Sendable {
         } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
             // Busy is not damage: moving the file away, as the corrupt message advises, would lose the vault.
             throw StoreError.io(path: path, detail: "another touchgate process kept the database locked for over 10 seconds; try again")
+        } catch let error as DatabaseError where DiskSpace.isExhausted(error, directory: location.directory.path) {
+            // No room is not damage either.
+            throw StoreError.noSpace(directory: location.directory.path)
         } catch let error as DatabaseError {
             throw StoreError.corrupt(path: path, detail: error.message ?? "SQLite error \(error.resultCode)")
         }

@@ -99,9 +99,9 @@ public struct RequestArguments: Codable, Sendable, Equatable {
     /// `secret.add`: ask for a fresh touch every time. `secret.get`: this release needs a
     /// touch made for it (no reuse session; refused for an item releasable without a finger).
     public var fresh: Bool?
-    /// `audit.prune`: the cutoff; `force`: inside the retention period.
+    /// `audit.prune`: the cutoff (refused inside the retention period, whatever `force` says).
     public var before: Date?
-    /// `audit.prune`: inside the retention period.
+    /// `audit.prune`: also records the fleet collector has not confirmed.
     public var force: Bool?
     /// `capture`: where the image goes; `import.fprintd`: fprintd's store.
     public var path: String?

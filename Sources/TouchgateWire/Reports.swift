@@ -367,12 +367,36 @@ public struct PublicVerificationReport: Codable, Sendable, Equatable {
     public var signedThrough: Int64
     /// The trail's id, lowercase hex.
     public var trail: String
+    /// The prunes the export records (their `audit.prune` records, oldest first); the last
+    /// one that removed anything accounts for where the export begins.
+    public var prunes: [AuditPruneReport]
 
     /// A report.
-    public init(records: Int, first: Int64?, signedThrough: Int64, trail: String) {
+    public init(records: Int, first: Int64?, signedThrough: Int64, trail: String, prunes: [AuditPruneReport] = []) {
         self.records = records
         self.first = first
         self.signedThrough = signedThrough
         self.trail = trail
+        self.prunes = prunes
+    }
+}
+
+/// One prune that an export records: what it removed and when.
+public struct AuditPruneReport: Codable, Sendable, Equatable {
+    /// The `audit.prune` record's sequence.
+    public var seq: Int64
+    /// When the prune ran.
+    public var time: Date
+    /// How many records it removed.
+    public var removed: Int
+    /// The last record it removed.
+    public var through: Int64
+
+    /// A report.
+    public init(seq: Int64, time: Date, removed: Int, through: Int64) {
+        self.seq = seq
+        self.time = time
+        self.removed = removed
+        self.through = through
     }
 }

@@ -98,7 +98,9 @@ struct Audit: AsyncParsableCommand {
                 With --public-key FILE, checks an export instead (`touchgate audit export`, read from \
                 --input FILE or standard input) against the public key of the machine that wrote it \
                 (`touchgate audit public-key` there), holding no secret: every record must be one the \
-                machine signed, none edited, inserted, removed or reordered, none missing at the end. \
+                machine signed, none edited, inserted, removed or reordered, none missing at the end, \
+                and none missing at the beginning but those a prune recorded in the trail removed (each \
+                such prune is listed: when, how many records, up to which). \
                 This needs no vault and no daemon, so an auditor can run it anywhere.
                 """)
 
@@ -120,8 +122,13 @@ struct Audit: AsyncParsableCommand {
                 if let publicKeyFile {
                     let report = try Self.checkExport(input: input, publicKeyFile: publicKeyFile)
                     let first = report.first.map { "records \($0)…\(report.signedThrough)" } ?? "no records"
-                    console.result("intact", report, text: "export intact: \(report.records) records (\(first)) signed "
-                                   + "by the registered key, trail \(report.trail)")
+                    var text = "export intact: \(report.records) records (\(first)) signed by the registered key, "
+                        + "trail \(report.trail)"
+                    for prune in report.prunes {
+                        text += "\npruned by record \(prune.seq) on \(prune.time.formatted(.iso8601)): "
+                            + "\(prune.removed) record(s), up to record \(prune.through)"
+                    }
+                    console.result("intact", report, text: text)
                     return ExitStatus.success
                 }
                 let count = try await service.verifyAudit()
@@ -195,18 +202,23 @@ struct Audit: AsyncParsableCommand {
     struct Prune: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "prune",
-            abstract: "Delete audit records older than a date (kept six years unless forced).",
+            abstract: "Delete audit records older than a date (never younger than six years).",
             discussion: """
-                Records younger than six years (HIPAA retention) are refused unless --force is given. \
-                Needs the passphrase (terminal or --passphrase-fd N); the chain stays verifiable and the \
-                prune itself is recorded. Export the trail first if it must be archived.
+                Records are kept at least six years (HIPAA retention; longer where root configured \
+                touchgated so): a date inside the retention is refused (exit status 11), naming the \
+                latest date allowed, and nothing is removed; --force does not change that. On a machine \
+                that ships its trail to a fleet collector, records the collector has not confirmed are \
+                kept too, unless --force is given. Needs the passphrase (terminal or --passphrase-fd N); \
+                the chain stays verifiable and the prune itself is recorded with how many records it \
+                removed, which `audit verify --public-key` shows. Export the trail first if it must be \
+                archived.
                 """)
 
         @OptionGroup var common: CommonOptions
         @OptionGroup var passphrase: PassphraseOptions
         @Option(help: ArgumentHelp("Delete records before this day (UTC).", valueName: "YYYY-MM-DD"))
         var before: String
-        @Flag(help: "Also delete records younger than six years.")
+        @Flag(help: "Also delete records the fleet collector has not confirmed (never records inside the retention).")
         var force = false
 
         var cutoff: Date? {

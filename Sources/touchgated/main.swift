@@ -4,14 +4,17 @@ import TouchgateFleet
 import TouchgateService
 import TouchgateSocket
 
-/// touchgated [--socket PATH] [--state-dir DIR] [--fleet-config FILE]
+/// touchgated [--socket PATH] [--state-dir DIR] [--fleet-config FILE] [--audit-retention-years N]
 ///
 /// Under systemd the socket comes from socket activation and the state directory from
 /// `StateDirectory=` ($STATE_DIRECTORY); `--socket` runs it in the foreground on a socket
 /// of its own (tests, or a system without systemd). The trails are shipped to the fleet
 /// collector when the fleet configuration (default /etc/touchgate/fleet.conf) exists.
+/// `--audit-retention-years` keeps every user's audit records longer than HIPAA's six
+/// years (never shorter): `audit prune` refuses any cutoff inside it. The timeouts and
+/// bounds are ``DaemonSettings``'s.
 let usage = """
-    usage: touchgated [--socket PATH] [--state-dir DIR] [--fleet-config FILE]
+    usage: touchgated [--socket PATH] [--state-dir DIR] [--fleet-config FILE] [--audit-retention-years N]
                       [--finger-timeout SECONDS] [--answer-timeout SECONDS]
                       [--connections-per-user N] [--connections N]
                       [--request-burst N] [--requests-per-minute N]
@@ -66,11 +69,37 @@ while let argument = arguments.popFirst() {
         settings.requestBurst = Int(positiveNumber(argument, arguments.popFirst()))
     case "--requests-per-minute":
         settings.requestsPerSecond = positiveNumber(argument, arguments.popFirst()) / 60
+    case "--audit-retention-years":
+        guard let text = arguments.popFirst() else { fail("--audit-retention-years needs a number\n" + usage, status: 64) }
+        do {
+            let years = try AuditRetention.years(parsing: text)
+            // Every user's service reads it from here (AuditRetention.configuredYears); set
+            // while this process has no other thread yet.
+            setenv(AuditRetention.environmentVariable, String(years), 1)
+        } catch {
+            fail(error.message, status: 64)
+        }
     case "--help", "-h":
         print(usage, terminator: "")
         exit(0)
     default: fail("unknown argument '\(argument)'\n" + usage, status: 64)
     }
+}
+
+// A retention from the unit file is checked as the option is: a typo must not leave six years in force.
+if let text = ProcessInfo.processInfo.environment[AuditRetention.environmentVariable] {
+    do {
+        _ = try AuditRetention.years(parsing: text)
+    } catch {
+        fail("\(AuditRetention.environmentVariable): \(error.message)", status: 64)
+    }
+}
+
+// Keys, vaults and trails live there: refuse to serve from a state directory others can reach.
+let loosened = StateDirectoryCheck.problems(in: URL(fileURLWithPath: stateDirectory))
+if !loosened.isEmpty {
+    fail("refusing to start: the state directory must be private to touchgated's user, and\n  "
+         + loosened.joined(separator: "\n  "))
 }
 
 let listener: UnixListener

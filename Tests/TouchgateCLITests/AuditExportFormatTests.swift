@@ -59,6 +59,7 @@ struct AuditExportFormatTests {
             ("an outcome changed", lines.map { $0.replacingOccurrences(of: "\"outcome\":\"denied\"", with: "\"outcome\":\"success\"") },
              "was altered"),
             ("a record removed", Array(lines[0..<2] + lines[3...]), "is missing"),
+            ("the beginning cut", Array(lines[1...]), "cut from the export"),
             ("the tail cut", Array(lines[0..<(lines.count - 2)] + [lines.last!]), "the tail was removed"),
             ("two records swapped", [lines[1], lines[0]] + lines[2...], "comes after"),
             ("the seal dropped", Array(lines.dropLast()), "no seal"),

@@ -73,6 +73,9 @@ struct ServiceRig {
 
     func remove() { try? FileManager.default.removeItem(at: directory) }
 
+    /// The custody this rig keeps `vault`'s key in (the one its service uses).
+    func custody(for vault: Vault) -> any KeyCustody { custodies.custody(for: vault) }
+
     /// The database, as an attacker with sqlite3 would edit it.
     func sql(_ statement: String) throws {
         let database = try TouchgateDatabase(location: service.location)

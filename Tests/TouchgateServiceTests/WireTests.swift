@@ -52,12 +52,13 @@ import TouchgateWire
     }
 
     @Test func everyErrorCodeHasADocumentedExitStatus() {
-        let documented: Set<Int32> = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 64, 69, 75, 127, 130]
+        let documented: Set<Int32> = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 64, 69, 75, 127, 130]
         for code in ErrorCode.allCases {
             #expect(documented.contains(code.exitStatus), "\(code)")
         }
         #expect(ErrorCode.stateTampered.exitStatus == 6)
         #expect(ErrorCode.lockedOut.exitStatus == 7)
+        #expect(ErrorCode.diskFull.exitStatus == 13)
     }
 }
 
@@ -69,6 +70,32 @@ import TouchgateWire
             #expect(StoredText.problem(withName: hostile, what: "secret") != nil, "\(hostile.debugDescription)")
         }
         #expect(StoredText.problem(withName: String(repeating: "a", count: 257), what: "secret") != nil)
+    }
+
+    @Test func namesThatWouldPrintLikeAnotherAreRefusedSayingWhatToDo() {
+        for fine in ["café", "cafe\u{301}", "my token", "日本語の鍵", "a-b_c.d@e", "x"] {
+            #expect(StoredText.problem(withName: fine, what: "secret") == nil, "\(fine.debugDescription)")
+        }
+        let refused: [(String, String)] = [
+            (" ", "only white space"), ("   ", "only white space"), ("\u{3000}", "only white space"),
+            (" token", "starts with white space (U+0020"), ("token ", "ends with white space (U+0020"),
+            ("token\u{A0}", "ends with white space (U+00A0 NO-BREAK SPACE)"),
+            ("to\u{200B}ken", "invisible character (U+200B ZERO WIDTH SPACE)"),
+            ("\u{200B}", "invisible character (U+200B"), ("a\u{200D}b", "U+200D ZERO WIDTH JOINER"),
+            ("a\u{200E}b", "U+200E LEFT-TO-RIGHT MARK"), ("a\u{2060}b", "U+2060 WORD JOINER"),
+            ("a\u{2064}b", "U+2064 INVISIBLE PLUS"), ("\u{FEFF}token", "U+FEFF ZERO WIDTH NO-BREAK SPACE"),
+            ("to\u{AD}ken", "U+00AD SOFT HYPHEN"), ("heart\u{FE0F}", "U+FE0F VARIATION SELECTOR-16"),
+            ("a\u{E0100}b", "U+E0100 VARIATION SELECTOR-17"), ("a\u{115F}b", "U+115F HANGUL CHOSEONG FILLER"),
+            ("a\u{180E}b", "U+180E MONGOLIAN VOWEL SEPARATOR"), ("a\u{E0001}b", "U+E0001 LANGUAGE TAG"),
+            ("my\u{A0}token", "special space (U+00A0 NO-BREAK SPACE)"), ("my\u{2009}token", "U+2009 THIN SPACE"),
+        ]
+        for (name, reason) in refused {
+            let problem = StoredText.problem(withName: name, what: "secret") ?? ""
+            #expect(problem.contains(reason), "\(name.debugDescription): \(problem)")
+            // Every message says what to do instead.
+            #expect(["remove it", "use a plain space", "give it a name that shows"].contains { problem.contains($0) },
+                    "\(name.debugDescription): \(problem)")
+        }
     }
 
     @Test func escapingLeavesNoControlCharacter() {

@@ -55,7 +55,7 @@ struct AuditJournalTests {
         defer { try? FileManager.default.removeItem(at: socketDirectory) }
         let journald = try TestDatagramSocket(directory: socketDirectory)
         let fixture = try AuditFixture(journal: AuditJournal(socketPath: journald.path))
-        try fixture.log.prune(before: Date(timeIntervalSince1970: 0), force: false)
+        try fixture.log.prune(before: Date(timeIntervalSince1970: 0))
         let fields = try #require(journald.receiveFields())
         #expect(fields["TOUCHGATE_EVENT"] == "audit.prune")
         #expect(fields["TOUCHGATE_OUTCOME"] == "success")

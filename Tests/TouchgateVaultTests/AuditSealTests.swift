@@ -207,7 +207,7 @@ struct AuditSealTests {
         try fixture.appendSample(4)
         clock.now = Date(timeIntervalSince1970: 1_500_000_000)
         try fixture.appendSample(2)
-        #expect(try fixture.log.prune(before: Date(timeIntervalSince1970: 1_200_000_000), force: true) == 4)
+        #expect(try fixture.log.prune(before: Date(timeIntervalSince1970: 1_200_000_000)) == 4)
         #expect(try fixture.log.verify() == .intact(count: 3))
         #expect(try publicProblem(fixture.log) == nil)
 
