@@ -13,6 +13,7 @@ public final class Daemon: Sendable {
     private let settings: DaemonSettings
     private let limit: ConnectionLimit
     private let rate: RequestRate
+    private let connections = OpenConnections()
     private let log: @Sendable (String) -> Void
 
     /// A daemon serving `listener` over stores in `stateDirectory` (created 0700 if missing),
@@ -79,9 +80,12 @@ public final class Daemon: Sendable {
         keys.releaseAll()
     }
 
-    /// Stops accepting; connections being served finish their requests.
+    /// Stops accepting and ends every connection: a request in progress is cancelled (its
+    /// client is told), an idle or stalled connection is closed, so the daemon stops within
+    /// the send timeout whatever its clients do.
     public func stop() {
         listener.close()
+        connections.closeAll()
     }
 
     /// One connection: a hello, then requests one at a time, each answered once.
@@ -92,6 +96,8 @@ public final class Daemon: Sendable {
     /// off a peer that stops reading.
     private func serve(_ socket: FramedSocket) async {
         socket.useOutbox(limit: settings.outboxLimit, sendTimeout: settings.sendTimeout)
+        guard connections.add(socket) else { return socket.close() }
+        defer { connections.remove(socket) }
         guard let peer = try? socket.peer() else { return socket.close() }
         var bucket = Self.bucket(of: peer)
         if let refusal = limit.admit(bucket) {
@@ -254,5 +260,37 @@ actor RequestSlot {
         running.task.cancel()
         await running.answers.fail(CancellationError())
         await running.task.value
+    }
+}
+
+/// The connections being served, so that stopping can end them.
+///
+/// `@unchecked Sendable`: `sockets` and `stopping` are only touched under `lock`.
+final class OpenConnections: @unchecked Sendable {
+    private let lock = NSLock()
+    private var sockets: [ObjectIdentifier: FramedSocket] = [:]
+    private var stopping = false
+
+    /// Registers `socket`; false once the daemon stops (close it instead).
+    func add(_ socket: FramedSocket) -> Bool {
+        lock.withLock {
+            guard !stopping else { return false }
+            sockets[ObjectIdentifier(socket)] = socket
+            return true
+        }
+    }
+
+    func remove(_ socket: FramedSocket) {
+        lock.withLock { _ = sockets.removeValue(forKey: ObjectIdentifier(socket)) }
+    }
+
+    /// Ends every connection's conversation: what is queued is still written, then the
+    /// connection is shut down, which ends its reader and cancels its request.
+    func closeAll() {
+        let all = lock.withLock {
+            stopping = true
+            return Array(sockets.values)
+        }
+        for socket in all { socket.close() }
     }
 }

@@ -129,18 +129,20 @@ public struct CLIProcess: Sendable {
 }
 
 /// Lines gathered from another thread.
-final class LineCollector: @unchecked Sendable {
+public final class LineCollector: @unchecked Sendable {
     // @unchecked Sendable: `storage` is only touched under `lock`.
     private let lock = NSLock()
     private var storage: [String] = []
 
-    func append(_ line: String) {
+    public init() {}
+
+    public func append(_ line: String) {
         lock.lock()
         storage.append(line)
         lock.unlock()
     }
 
-    var lines: [String] {
+    public var lines: [String] {
         lock.lock()
         defer { lock.unlock() }
         return storage

@@ -63,7 +63,7 @@ final class TestUsers: @unchecked Sendable {
 /// root's effective uid, as sudo runs), printing one line per thing it did. It stays
 /// running (holding its connections) until ``stop()``.
 final class Attacker: @unchecked Sendable {
-    // @unchecked Sendable: `lines` is only touched under `lock`; the process is started once.
+    // @unchecked Sendable: the process is started once; the lines are the collector's.
     static let script = #"""
         import json, socket, sys, time
         path, mode = sys.argv[1], sys.argv[2]
@@ -140,8 +140,7 @@ final class Attacker: @unchecked Sendable {
         """#
 
     private let process = Process()
-    private let lock = NSLock()
-    private var lines: [String] = []
+    private let collected = LineCollector()
 
     /// Runs the script in `mode` as `uid` (with `effectiveRoot`: real uid `uid`, effective
     /// uid 0, as a set-user-ID root program such as sudo runs before it drops privileges).
@@ -149,7 +148,7 @@ final class Attacker: @unchecked Sendable {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"),
                      "the attacker is a Python script: apt-get install python3")
         let identity = effectiveRoot
-            ? ["--ruid=\(uid)", "--euid=0", "--rgid=\(uid)", "--egid=0"]
+            ? ["--ruid=\(uid)", "--euid=0", "--rgid=\(uid)", "--egid=0", "--keep-groups"]
             : ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"]
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         process.arguments = identity + ["--", "/usr/bin/python3", "-c", Self.script, socket] + mode
@@ -159,7 +158,8 @@ final class Attacker: @unchecked Sendable {
         process.standardError = out
         process.standardInput = Pipe()
         try process.run()
-        Thread.detachNewThread { [self] in
+        // The reader holds the collector, not the attacker, so dropping the attacker stops it.
+        Thread.detachNewThread { [collected] in
             var pending = Data()
             while true {
                 let chunk = out.fileHandleForReading.availableData
@@ -168,7 +168,7 @@ final class Attacker: @unchecked Sendable {
                 while let newline = pending.firstIndex(of: 0x0A) {
                     let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
                     pending = Data(pending[(newline + 1)...])
-                    lock.withLock { lines.append(line) }
+                    collected.append(line)
                 }
             }
         }
@@ -178,14 +178,14 @@ final class Attacker: @unchecked Sendable {
     func line(_ prefix: String, within seconds: Double = 60) async -> String? {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            if let found = lock.withLock({ lines.first { $0.hasPrefix(prefix) } }) { return found }
+            if let found = collected.lines.first(where: { $0.hasPrefix(prefix) }) { return found }
             try? await Task.sleep(for: .milliseconds(20))
         }
         return nil
     }
 
     /// Everything it printed so far.
-    var output: [String] { lock.withLock { lines } }
+    var output: [String] { collected.lines }
 
     /// Ends it, closing its connections.
     func stop() {

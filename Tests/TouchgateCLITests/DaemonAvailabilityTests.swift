@@ -65,6 +65,7 @@ struct DaemonAvailabilityTests {
         // A trail of 2,500 more records (about 1.5 MB exported): more than the socket and the
         // outbox hold. Each refused touch is one record, written without using the reader.
         let filler = try Attacker(["loop", "verify", "{}", "2500"], socket: rig.socketPath, uid: users.attacker.uid)
+        defer { filler.stop() }
         let filled = await filler.line("codes", within: 120)
         #expect(filled?.contains("\"locked-out\": 2500") == true, "\(filler.output)")
         filler.stop()
@@ -76,7 +77,9 @@ struct DaemonAvailabilityTests {
 
         let baseline = try await victim.isServed(within: 5, "without attack")
         let stalled = try Attacker(["stall", "audit.export", "{}", "4"], socket: rig.socketPath, uid: users.attacker.uid)
+        defer { stalled.stop() }
         let shows = try Attacker(["stall", "audit.show", "{}", "2"], socket: rig.socketPath, uid: users.attacker.uid)
+        defer { shows.stop() }
         let exportsReady = await stalled.line("ready"), showsReady = await shows.line("ready")
         #expect(exportsReady != nil && showsReady != nil, "\(stalled.output) \(shows.output)")
         try await Task.sleep(for: .seconds(1))
@@ -108,9 +111,11 @@ struct DaemonAvailabilityTests {
         // A value never sent: the question ends at its deadline, and held no reader meanwhile.
         let unanswered = try Attacker(["await", "secret.add", #"{"item":"x","policy":"biometry-any"}"#],
                                       socket: rig.socketPath, uid: users.attacker.uid)
+        defer { unanswered.stop() }
         #expect(await unanswered.line("asked secret-value", within: 10) != nil, "\(unanswered.output)")
         // A touch nobody makes: it holds the reader until the finger deadline.
         let untouched = try Attacker(["await", "verify", "{}"], socket: rig.socketPath, uid: users.attacker.uid)
+        defer { untouched.stop() }
         try await Task.sleep(for: .milliseconds(500))
         let times = try await victim.isServed(within: 3, fingerBound: 4 + 5, "while a question and a touch wait")
         print("availability: unanswered question and untouched reader: \(times)")
@@ -143,6 +148,7 @@ struct DaemonAvailabilityTests {
         try await rig.initialize(as: users.attacker.uid)
         // Six touches queued by the attacker, each holding the reader for its whole deadline.
         let queue = try Attacker(["stall", "verify", "{}", "6"], socket: rig.socketPath, uid: users.attacker.uid)
+        defer { queue.stop() }
         #expect(await queue.line("ready") != nil)
         try await Task.sleep(for: .milliseconds(500))
         // In arrival order the victim would wait 6 × 3 s; fairly, at most the one running.
@@ -160,6 +166,7 @@ struct DaemonAvailabilityTests {
         // Twenty connections from processes running as root for the attacker (real uid the
         // attacker's, effective uid 0: how sudo and su run while they authenticate).
         let flood = try Attacker(["idle", "20"], socket: pam.socket, uid: users.attacker.uid, effectiveRoot: true)
+        defer { flood.stop() }
         let counted = try #require(await flood.line("idle"), "\(flood.output)")
         #expect(counted == "idle 16 4", "sixteen greeted, four refused: \(counted)")
         let refusal = flood.output.first { $0.hasPrefix("refusal") } ?? ""
@@ -188,6 +195,7 @@ struct DaemonAvailabilityTests {
         try await Self.lockOut(users.attacker, rig)
         let before = try await rig.run(["audit", "show", "--json"], as: users.attacker.uid)
         let loop = try Attacker(["loop", "verify", "{}", "400"], socket: rig.socketPath, uid: users.attacker.uid)
+        defer { loop.stop() }
         let codes = try #require(await loop.line("codes", within: 60), "\(loop.output)")
         let counts = try #require(try JSONSerialization.jsonObject(with: Data(codes.dropFirst(6).utf8)) as? [String: Int])
         // The default burst is 100, less what setting up used; a second or two of refill may add a few.
