@@ -64,80 +64,13 @@ final class TestUsers: @unchecked Sendable {
 /// running (holding its connections) until ``stop()``.
 final class Attacker: @unchecked Sendable {
     // @unchecked Sendable: the process is started once; the lines are the collector's.
-    static let script = #"""
-        import json, socket, sys, time
-        path, mode = sys.argv[1], sys.argv[2]
-        args = sys.argv[3:]
-
-        def connect():
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.connect(path)
-            return s, s.makefile("rb")
-
-        def request(s, op, arguments, ident=1):
-            line = {"version": 1, "kind": "request", "id": ident, "operation": op, "arguments": arguments}
-            s.sendall((json.dumps(line) + "\n").encode())
-
-        def say(*words):
-            print(*words, flush=True)
-
-        held = []
-        if mode == "idle":
-            # N connections that only take their hello and sit.
-            greeted = refused = 0
-            for _ in range(int(args[0])):
-                s, f = connect()
-                first = f.readline().decode()
-                if '"hello"' in first:
-                    greeted += 1
-                    held.append(s)
-                else:
-                    refused += 1
-                    say("refusal", first.strip())
-            say("idle", greeted, refused)
-        elif mode == "stall":
-            # N connections that each send one request and never read another byte.
-            op, arguments, count = args[0], json.loads(args[1]), int(args[2])
-            for _ in range(count):
-                s, f = connect()
-                f.readline()
-                request(s, op, arguments)
-                held.append(s)
-            say("stalled", count)
-        elif mode == "await":
-            # One request, read to its end; answers nothing it is asked.
-            op, arguments = args[0], json.loads(args[1])
-            s, f = connect()
-            f.readline()
-            started = time.monotonic()
-            request(s, op, arguments)
-            while True:
-                line = f.readline().decode()
-                if not line:
-                    say("closed", round(time.monotonic() - started, 2))
-                    break
-                message = json.loads(line)
-                if message["kind"] == "ask":
-                    say("asked", message["question"]["kind"])
-                if message["kind"] in ("result", "failure"):
-                    code = message.get("error", {}).get("code", "ok")
-                    say("ended", code, round(time.monotonic() - started, 2), json.dumps(message.get("error", {}).get("message", "")))
-                    break
-        elif mode == "loop":
-            # N requests one after the other on one connection, counting the answers by code.
-            op, arguments, count = args[0], json.loads(args[1]), int(args[2])
-            s, f = connect()
-            f.readline()
-            codes = {}
-            for ident in range(1, count + 1):
-                request(s, op, arguments, ident)
-                message = json.loads(f.readline().decode())
-                code = message.get("error", {}).get("code", "ok") if message["kind"] == "failure" else "ok"
-                codes[code] = codes.get(code, 0) + 1
-            say("codes", json.dumps(codes, sort_keys=True))
-        say("ready")
-        sys.stdin.read()
-        """#
+    /// The attacker's program, shared with the benchmark; passed with `-c`, since the
+    /// attacker's user may not be able to read the checkout.
+    static var script: String {
+        get throws {
+            try String(contentsOfFile: Fixtures.packageRoot.path + "/Tests/AttackPrograms/attack.py", encoding: .utf8)
+        }
+    }
 
     private let process = Process()
     private let collected = LineCollector()
@@ -151,7 +84,7 @@ final class Attacker: @unchecked Sendable {
             ? ["--ruid=\(uid)", "--euid=0", "--rgid=\(uid)", "--egid=0", "--keep-groups"]
             : ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"]
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = identity + ["--", "/usr/bin/python3", "-c", Self.script, socket] + mode
+        process.arguments = identity + ["--", "/usr/bin/python3", "-c", try Self.script, socket] + mode
         process.environment = ["PATH": "/usr/bin:/bin"]
         let out = Pipe()
         process.standardOutput = out

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""A hostile local user's program against touchgated, speaking its protocol (docs/PROTOCOL.md).
+
+Used by the availability tests (Tests/TouchgateCLITests/DaemonAvailabilityTests.swift) and by
+the benchmark (bench/run.sh, section 7). Prints one line per thing it did, then "ready", and
+keeps its connections open until its standard input closes or it is killed.
+
+    attack.py SOCKET idle N                 N connections that take their hello and sit
+    attack.py SOCKET stall OP ARGS N        N connections that send one request and never read
+    attack.py SOCKET await OP ARGS          one request read to its end, answering nothing asked
+    attack.py SOCKET loop OP ARGS N         N requests one after another, counted by answer code
+"""
+import json, socket, sys, time
+path, mode = sys.argv[1], sys.argv[2]
+args = sys.argv[3:]
+
+def connect():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    return s, s.makefile("rb")
+
+def request(s, op, arguments, ident=1):
+    line = {"version": 1, "kind": "request", "id": ident, "operation": op, "arguments": arguments}
+    s.sendall((json.dumps(line) + "\n").encode())
+
+def say(*words):
+    print(*words, flush=True)
+
+held = []
+if mode == "idle":
+    # N connections that only take their hello and sit.
+    greeted = refused = 0
+    for _ in range(int(args[0])):
+        s, f = connect()
+        first = f.readline().decode()
+        if '"hello"' in first:
+            greeted += 1
+            held.append(s)
+        else:
+            refused += 1
+            say("refusal", first.strip())
+    say("idle", greeted, refused)
+elif mode == "stall":
+    # N connections that each send one request and never read another byte.
+    op, arguments, count = args[0], json.loads(args[1]), int(args[2])
+    for _ in range(count):
+        s, f = connect()
+        f.readline()
+        request(s, op, arguments)
+        held.append(s)
+    say("stalled", count)
+elif mode == "await":
+    # One request, read to its end; answers nothing it is asked.
+    op, arguments = args[0], json.loads(args[1])
+    s, f = connect()
+    f.readline()
+    started = time.monotonic()
+    request(s, op, arguments)
+    while True:
+        line = f.readline().decode()
+        if not line:
+            say("closed", round(time.monotonic() - started, 2))
+            break
+        message = json.loads(line)
+        if message["kind"] == "ask":
+            say("asked", message["question"]["kind"])
+        if message["kind"] in ("result", "failure"):
+            code = message.get("error", {}).get("code", "ok")
+            say("ended", code, round(time.monotonic() - started, 2), json.dumps(message.get("error", {}).get("message", "")))
+            break
+elif mode == "loop":
+    # N requests one after the other on one connection, counting the answers by code.
+    op, arguments, count = args[0], json.loads(args[1]), int(args[2])
+    s, f = connect()
+    f.readline()
+    codes = {}
+    for ident in range(1, count + 1):
+        request(s, op, arguments, ident)
+        message = json.loads(f.readline().decode())
+        code = message.get("error", {}).get("code", "ok") if message["kind"] == "failure" else "ok"
+        codes[code] = codes.get(code, 0) + 1
+    say("codes", json.dumps(codes, sort_keys=True))
+say("ready")
+sys.stdin.read()
