@@ -26,9 +26,15 @@ public final class Daemon: Sendable {
         keys = HeldKeys()
         // One set of open readers for every user's service; a request holds them only while it uses one.
         let pool = ReaderPool(log: log)
+        let reserve = SpaceReserve(path: stateDirectory.appendingPathComponent("disk-reserve").path,
+                                   bytes: settings.diskReserve, log: log)
         handler = RequestHandler(stores: DaemonStores(directory: stateDirectory, keys: keys, pool: pool,
-                                                      open: OpenStores(), fleet: fleet),
+                                                      open: OpenStores(), reserve: reserve, fleet: fleet),
                                  sessions: LocalSessionRule(log: log))
+        if !reserve.replenish() {
+            log("no disk reserve: the disk holding \(stateDirectory.path) has less than \(settings.diskReserve / 512 / 1024) "
+                + "MiB free; on a full disk secret rm and lock will fail too")
+        }
         self.settings = settings
         limit = ConnectionLimit(perUser: settings.connectionsPerUser, total: settings.connections)
         rate = RequestRate(burst: settings.requestBurst, perSecond: settings.requestsPerSecond)
@@ -39,11 +45,12 @@ public final class Daemon: Sendable {
 
     /// Accepts and serves connections until ``stop()``.
     public func run() async {
-        let sweeper = Task { [keys, open = handler.stores.open] in
+        let sweeper = Task { [keys, open = handler.stores.open, reserve = handler.stores.reserve] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(30))
                 keys.sweep()
                 open.sweep()
+                reserve?.replenish()
             }
         }
         // Sleep and resume, through logind when it is on the system bus.

@@ -21,6 +21,8 @@ public struct DaemonSettings: Sendable {
     public var requestBurst = 100
     /// ...refilled at this many per second.
     public var requestsPerSecond = 1.0
+    /// Disk space set aside in the state directory for `secret rm` and `lock` on a full disk.
+    public var diskReserve = 8 << 20
 
     public init() {}
 }

@@ -138,7 +138,7 @@ struct RequestHandler: Sendable {
         case .release:
             let name = try required(arguments.item, "item")
             let value = try await service.release(name, touchNow: arguments.fresh ?? false, device: arguments.device,
-                                          interaction: interaction)
+                                                  interaction: interaction)
             return reply(id, EmptyReport(), secret: value)
         case .store:
             let name = try required(arguments.item, "item")
@@ -248,6 +248,8 @@ struct DaemonStores: Sendable {
     let pool: ReaderPool
     /// Each user's store kept open across requests.
     let open: OpenStores
+    /// Disk space set aside for `secret rm` and `lock` on a full disk.
+    var reserve: SpaceReserve?
     /// Where the trails are shipped, when the daemon ships them.
     let fleet: FleetShipping?
 
@@ -283,6 +285,7 @@ struct DaemonStores: Sendable {
                                        custody: { keys.custody(for: $0) })
         service.readerPool = pool
         service.openStores = open
+        service.spaceReserve = reserve
         return service
     }
 }

@@ -194,11 +194,14 @@ extension TouchgateService {
                     throw ServiceError(.declined, "'\(shown)' was not deleted (confirm at the terminal, or pass --yes)")
                 }
             }
-            let deleted = try context.audit.atomically { transaction in
-                guard try transaction.deleteItem(named: name, in: context.vault) else { return false }
-                try transaction.append(.itemDelete, .success, vaultUser: context.vault.owner, item: name,
-                                       reason: "deleted by user")
-                return true
+            // On a full disk the reserve makes room: deleting is how a user frees space.
+            let deleted = try await usingReserve(for: "secret rm") {
+                try context.audit.atomically { transaction in
+                    guard try transaction.deleteItem(named: name, in: context.vault) else { return false }
+                    try transaction.append(.itemDelete, .success, vaultUser: context.vault.owner, item: name,
+                                           reason: "deleted by user")
+                    return true
+                }
             }
             guard deleted else {
                 try context.record(.itemDelete, .error, item: name, reason: "no such item")

@@ -89,7 +89,9 @@ extension TouchgateService {
             do {
                 let context = try store.vault()
                 try context.requireIntactState()
-                try context.evaluator.lock(reason: wasUnlocked ? "locked by user" : "locked by user (key already gone)")
+                try await usingReserve(for: "lock") {
+                    try context.evaluator.lock(reason: wasUnlocked ? "locked by user" : "locked by user (key already gone)")
+                }
                 return LockReport(wasUnlocked: wasUnlocked, problem: nil)
             } catch {
                 return LockReport(wasUnlocked: wasUnlocked, problem: ServiceError.from(error).message)

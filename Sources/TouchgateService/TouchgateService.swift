@@ -37,6 +37,9 @@ public struct TouchgateService: Sendable {
     /// The stores a long-lived process keeps open across requests (touchgated's); nil:
     /// each use case opens the store and closes it at the end (the personal mode).
     public var openStores: OpenStores?
+    /// Disk space a long-lived process sets aside for `secret rm` and `lock` on a full
+    /// disk (touchgated's); nil: none.
+    public var spaceReserve: SpaceReserve?
 
     /// A service for `principal` over `location`, keeping unlocked keys in the kernel keyring.
     public init(principal: Principal, location: StoreLocation) {

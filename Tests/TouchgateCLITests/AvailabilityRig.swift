@@ -130,6 +130,12 @@ final class Attacker: @unchecked Sendable {
 }
 
 extension DaemonRig {
+    /// The daemon's last 40 log lines: enough to see what it did last, without the
+    /// thousands of lines an attack leaves.
+    var logTail: String {
+        daemonLog.split(separator: "\n").suffix(40).joined(separator: "\n")
+    }
+
     /// Runs `arguments` as `uid` and returns the result with how long it took, in seconds.
     func timed(_ arguments: [String], presenting prints: [String] = [], stdin: Data? = nil,
                as uid: UInt32) async throws -> (result: CLIResult, seconds: Double) {

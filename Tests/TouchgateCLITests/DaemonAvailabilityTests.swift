@@ -23,14 +23,17 @@ struct DaemonAvailabilityTests {
             for (name, policy) in [("by-passphrase", "passphrase"), ("by-finger", "biometry-any")] {
                 let stored = try await rig.run(["secret", "add", name, "--policy", policy, "--fresh"],
                                                stdin: Data("value-of-\(name)\n".utf8), as: user.uid)
-                #expect(stored.status == 0, "\(stored.stderrLines)\n\(rig.daemonLog)")
+                #expect(stored.status == 0, "\(stored.stderrLines)\n\(rig.logTail)")
             }
             return Victim(rig: rig, user: user)
         }
 
         /// Status, the passphrase release and the finger release; returns each one's time.
         @discardableResult
-        func isServed(within bound: Double, fingerBound: Double? = nil,
+        /// `bound` for status and the passphrase release; the finger release, whose match
+        /// runs libfprint's minutiae detection (seconds on a loaded two-core machine), gets
+        /// `fingerBound`, 30 s unless the attack holds the reader for a deadline of its own.
+        func isServed(within bound: Double, fingerBound: Double = 30,
                       _ context: String) async throws -> [String: Double] {
             var times: [String: Double] = [:]
             let status = try await rig.timed(["status", "--json"], as: user.uid)
@@ -44,8 +47,8 @@ struct DaemonAvailabilityTests {
             #expect(byPassphrase.result.stdout.contains("value-of-by-passphrase"))
             times["passphrase release"] = byPassphrase.seconds
             let byFinger = try await rig.timed(["secret", "get", "by-finger"], presenting: ["whorl"], as: user.uid)
-            #expect(byFinger.result.status == 0 && byFinger.seconds < (fingerBound ?? bound),
-                    "\(context): the finger release took \(byFinger.seconds) s: \(byFinger.result.stderrLines)\n\(rig.daemonLog)")
+            #expect(byFinger.result.status == 0 && byFinger.seconds < fingerBound,
+                    "\(context): the finger release took \(byFinger.seconds) s: \(byFinger.result.stderrLines)\n\(rig.logTail)")
             #expect(byFinger.result.stdout.contains("value-of-by-finger"))
             times["finger release"] = byFinger.seconds
             return times
@@ -62,20 +65,20 @@ struct DaemonAvailabilityTests {
         try await rig.start()
         let victim = try await Victim.prepare(rig, users.victim)
         try await Self.lockOut(users.attacker, rig)
-        // A trail of 2,500 more records (about 1.5 MB exported): more than the socket and the
+        // A trail of 1,500 more records (about 0.9 MB exported): more than the socket and the
         // outbox hold. Each refused touch is one record, written without using the reader.
-        let filler = try Attacker(["loop", "verify", "{}", "2500"], socket: rig.socketPath, uid: users.attacker.uid)
+        let filler = try Attacker(["loop", "verify", "{}", "1500"], socket: rig.socketPath, uid: users.attacker.uid)
         defer { filler.stop() }
         let filled = await filler.line("codes", within: 120)
-        #expect(filled?.contains("\"locked-out\": 2500") == true, "\(filler.output)")
+        #expect(filled?.contains("\"locked-out\": 1500") == true, "\(filler.output)")
         filler.stop()
 
         // The whole trail through the daemon: far past one 64 KiB line.
         let shown = try await rig.run(["audit", "show", "--json"], as: users.attacker.uid)
         let records = (shown.json?["records"] as? [[String: Any]])?.count ?? 0
-        #expect(shown.status == 0 && records > 2500, "audit show gave \(records) records: \(shown.stderrLines)")
+        #expect(shown.status == 0 && records > 1500, "audit show gave \(records) records: \(shown.stderrLines)")
 
-        let baseline = try await victim.isServed(within: 5, "without attack")
+        let baseline = try await victim.isServed(within: 15, "without attack")
         let stalled = try Attacker(["stall", "audit.export", "{}", "4"], socket: rig.socketPath, uid: users.attacker.uid)
         defer { stalled.stop() }
         let shows = try Attacker(["stall", "audit.show", "{}", "2"], socket: rig.socketPath, uid: users.attacker.uid)
@@ -83,7 +86,7 @@ struct DaemonAvailabilityTests {
         let exportsReady = await stalled.line("ready"), showsReady = await shows.line("ready")
         #expect(exportsReady != nil && showsReady != nil, "\(stalled.output) \(shows.output)")
         try await Task.sleep(for: .seconds(1))
-        let underAttack = try await victim.isServed(within: 5, "while six peers stall")
+        let underAttack = try await victim.isServed(within: 15, "while six peers stall")
         print("availability: stalled readers: without \(baseline), under attack \(underAttack)")
         // The daemon cuts off a peer that reads nothing for its send timeout (10 s).
         var cut = 0
@@ -103,7 +106,7 @@ struct DaemonAvailabilityTests {
         try DaemonAttackTests.requireRoot()
         let users = try TestUsers()
         let rig = try DaemonRig()
-        rig.daemonArguments = ["--finger-timeout", "4", "--answer-timeout", "4"]
+        rig.daemonArguments = ["--finger-timeout", "8", "--answer-timeout", "4"]
         try await rig.start()
         let victim = try await Victim.prepare(rig, users.victim)
         try await rig.initialize(as: users.attacker.uid)
@@ -117,7 +120,7 @@ struct DaemonAvailabilityTests {
         let untouched = try Attacker(["await", "verify", "{}"], socket: rig.socketPath, uid: users.attacker.uid)
         defer { untouched.stop() }
         try await Task.sleep(for: .milliseconds(500))
-        let times = try await victim.isServed(within: 3, fingerBound: 4 + 5, "while a question and a touch wait")
+        let times = try await victim.isServed(within: 10, fingerBound: 8 + 30, "while a question and a touch wait")
         print("availability: unanswered question and untouched reader: \(times)")
 
         let question = try #require(await unanswered.line("ended", within: 10), "\(unanswered.output)")
@@ -126,15 +129,15 @@ struct DaemonAvailabilityTests {
         #expect(touch.hasPrefix("ended timed-out"), "\(touch)")
         #expect(touch.contains("no finger") && touch.contains("overheat"), "the message says why: \(touch)")
         let waited = Double(touch.split(separator: " ")[2]) ?? 0
-        #expect(waited >= 3.5 && waited < 8, "the untouched reader was let go after \(waited) s (deadline 4 s)")
+        #expect(waited >= 7.5 && waited < 16, "the untouched reader was let go after \(waited) s (deadline 8 s)")
 
         // The CLI says the same in plain words, exit 75; the reader works right after.
         rig.finger.present([])
         let alone = try await rig.timed(["verify"], as: users.attacker.uid)
-        #expect(alone.result.status == 75 && alone.seconds < 8, "\(alone.result.stderrLines)")
+        #expect(alone.result.status == 75 && alone.seconds < 20, "\(alone.result.stderrLines)")
         #expect(alone.result.stderrLines.joined().contains("no finger"), "\(alone.result.stderrLines)")
         let after = try await rig.run(["verify", "--json"], presenting: ["whorl"], as: users.victim.uid)
-        #expect(after.status == 0, "\(after.stderrLines)\n\(rig.daemonLog)")
+        #expect(after.status == 0, "\(after.stderrLines)\n\(rig.logTail)")
     }
 
     @Test("one user's queue of touches does not starve another's: the next turn goes to the user served least recently")
@@ -142,18 +145,19 @@ struct DaemonAvailabilityTests {
         try DaemonAttackTests.requireRoot()
         let users = try TestUsers()
         let rig = try DaemonRig()
-        rig.daemonArguments = ["--finger-timeout", "3"]
+        rig.daemonArguments = ["--finger-timeout", "8"]
         try await rig.start()
         let victim = try await Victim.prepare(rig, users.victim)
         try await rig.initialize(as: users.attacker.uid)
-        // Six touches queued by the attacker, each holding the reader for its whole deadline.
-        let queue = try Attacker(["stall", "verify", "{}", "6"], socket: rig.socketPath, uid: users.attacker.uid)
+        // Eight touches queued by the attacker, each holding the reader for its whole deadline.
+        let queue = try Attacker(["stall", "verify", "{}", "8"], socket: rig.socketPath, uid: users.attacker.uid)
         defer { queue.stop() }
         #expect(await queue.line("ready") != nil)
         try await Task.sleep(for: .milliseconds(500))
-        // In arrival order the victim would wait 6 × 3 s; fairly, at most the one running.
-        let times = try await victim.isServed(within: 3, fingerBound: 3 + 4, "behind six queued touches")
-        print("availability: behind a queue of six untouched verifies: \(times)")
+        // In arrival order the victim would wait 8 × 8 s and more; fairly, at most the one
+        // running (and the verify itself, slow on a loaded machine).
+        let times = try await victim.isServed(within: 10, fingerBound: 8 + 30, "behind eight queued touches")
+        print("availability: behind a queue of eight untouched verifies: \(times)")
     }
 
     @Test("sudo-like root processes count against the user who started them; root's own requests and PAM for others are served")
@@ -181,7 +185,7 @@ struct DaemonAvailabilityTests {
         let touch = try pam.stack("touch", ["auth required \(pam.module) socket=\(pam.socket) timeout=20"])
         let matched = try await pam.authenticate(touch, user: users.victim.name, presenting: ["whorl"])
         #expect(matched.result == "PAM_SUCCESS" && matched.prompts == 1, "\(matched)\n\(pam.rig.daemonLog)")
-        try await victim.isServed(within: 5, "while the attacker holds its whole share")
+        try await victim.isServed(within: 15, "while the attacker holds its whole share")
         flood.stop()
     }
 
@@ -200,7 +204,7 @@ struct DaemonAvailabilityTests {
         let counts = try #require(try JSONSerialization.jsonObject(with: Data(codes.dropFirst(6).utf8)) as? [String: Int])
         // The default burst is 100, less what setting up used; a second or two of refill may add a few.
         #expect((85...110).contains(counts["locked-out"] ?? 0) && (counts["limit"] ?? 0) >= 290, "\(counts)")
-        try await victim.isServed(within: 5, "while the attacker loops")
+        try await victim.isServed(within: 15, "while the attacker loops")
 
         let after = try await rig.run(["audit", "show", "--json"], as: users.attacker.uid)
         let reasons = ((after.json?["records"] as? [[String: Any]]) ?? []).compactMap { $0["reason"] as? String }
@@ -211,12 +215,123 @@ struct DaemonAvailabilityTests {
         #expect(added < 130, "400 requests wrote \(added) records")
     }
 
+    @Test("a disk another user filled: the victim still deletes a secret and locks, each recorded; adding says the disk is full")
+    func fullDiskLeavesRemoveAndLock() async throws {
+        try DaemonAttackTests.requireRoot()
+        let users = try TestUsers()
+        let rig = try DaemonRig()
+        // The state directory on a filesystem of its own, small enough to fill.
+        let mounted = try runProgram("/bin/mount", ["-t", "tmpfs", "-o", "size=40m,mode=0700,uid=\(DaemonRig.daemonUID)",
+                                                    "touchgate-test", rig.stateDirectory])
+        try #require(mounted.status == 0, "this test mounts a tmpfs as root: \(mounted.stderr)")
+        defer { _ = try? runProgram("/bin/umount", ["-l", rig.stateDirectory]) }
+        try await rig.start()
+        #expect(rig.daemonLog.contains("disk reserve of 8 MiB set aside"), "\(rig.logTail)")
+        _ = try await Victim.prepare(rig, users.victim)
+
+        // Filled to the last block (by any means: here root's dd, as a user's files would).
+        let filled = try runProgram("/bin/dd", ["if=/dev/zero", "of=\(rig.stateDirectory)/filler", "bs=64k"])
+        #expect(filled.stderr.contains("No space left"), "\(filled.stderr)")
+        let added = try await rig.run(["secret", "add", "more", "--policy", "passphrase"], stdin: Data("v\n".utf8),
+                                      as: users.victim.uid)
+        #expect(added.status == 13 && added.stderrLines.joined().contains("full"), "\(added.stderrLines)")
+        #expect(!added.stderrLines.joined().contains("SQLITE"), "\(added.stderrLines)")
+
+        let removed = try await rig.run(["secret", "rm", "by-passphrase", "--yes"], as: users.victim.uid)
+        #expect(removed.status == 0, "secret rm on a full disk: \(removed.stderrLines)\n\(rig.logTail)")
+        let locked = try await rig.run(["lock"], as: users.victim.uid)
+        #expect(locked.status == 0, "lock on a full disk: \(locked.stderrLines)")
+        #expect(rig.daemonLog.contains("the reserve of 8 MiB was given back so that secret rm can go ahead"),
+                "\(rig.logTail)")
+        let trail = try await rig.run(["audit", "show", "--json"], as: users.victim.uid)
+        let reasons = ((trail.json?["records"] as? [[String: Any]]) ?? []).compactMap { $0["reason"] as? String }
+        #expect(reasons.contains("deleted by user") && reasons.contains { $0.hasPrefix("locked by user") },
+                "both were recorded: \(reasons)")
+        let list = try await rig.run(["secret", "list", "--json"], as: users.victim.uid)
+        #expect(!list.stdout.contains("by-passphrase") && list.stdout.contains("by-finger"), "\(list.stdout)")
+    }
+
+    @Test("locked memory too small for every connection: the daemon serves fewer, says so at start, and refuses the rest in words")
+    func lockedMemoryBoundsConnections() async throws {
+        try DaemonAttackTests.requireRoot()
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"),
+                     "this test needs prlimit from util-linux: apt-get install util-linux")
+        let users = try TestUsers()
+        let rig = try DaemonRig()
+        // 4 MiB: 1 MiB kept for keys, then room for 21 buffers of about 140 KiB.
+        rig.daemonPrefix = ["/usr/bin/prlimit", "--memlock=4194304:4194304", "--"]
+        rig.daemonArguments = ["--connections-per-user", "100"]
+        try await rig.start()
+        let said = try #require(rig.logLines(containing: "locked memory:").first, "\(rig.logTail)")
+        let room = try #require(said.split(separator: " ").firstIndex(of: "most").map { Int(said.split(separator: " ")[$0 + 1]) }
+                                ?? nil, "\(said)")
+        #expect((15...25).contains(room), "\(said)")
+        let flood = try Attacker(["idle", "40"], socket: rig.socketPath, uid: users.attacker.uid)
+        defer { flood.stop() }
+        let counted = try #require(await flood.line("idle"), "\(flood.output)")
+        #expect(counted == "idle \(room) \(40 - room)", "\(counted)")
+        let refusal = flood.output.first { $0.hasPrefix("refusal") } ?? ""
+        #expect(refusal.contains("serves \(room) connections already"), "\(refusal)")
+        let pid = try #require(rig.daemonPID)
+        #expect(try DaemonAttackTests.lockedKilobytes(of: pid) <= 4096)
+        // Everyone else is refused too, in words, until the attacker lets go.
+        let victim = try await rig.run(["status", "--json"], as: users.victim.uid)
+        #expect(victim.status == 75 && victim.stderrLines.joined().contains("connections already"), "\(victim.stderrLines)")
+        flood.stop()
+        var again: Int32 = -1
+        for _ in 0..<50 where again != 0 {
+            try await Task.sleep(for: .milliseconds(100))
+            again = try await rig.run(["status", "--json"], as: users.victim.uid).status
+        }
+        #expect(again == 0)
+    }
+
+    @Test("kill -9 of the daemon in the middle of requests, trial after trial: no audit gap, nothing lost, no false record")
+    func daemonKilledMidRequest() async throws {
+        try DaemonAttackTests.requireRoot()
+        let users = try TestUsers()
+        let rig = try DaemonRig()
+        try await rig.start()
+        try await rig.initialize(as: users.victim.uid)
+        // 20 here; TOUCHGATE_KILL_TRIALS=600 for the long run.
+        let trials = ProcessInfo.processInfo.environment["TOUCHGATE_KILL_TRIALS"].flatMap(Int.init) ?? 20
+        var killedMidWay = 0
+        for trial in 0..<trials {
+            let name = "k\(trial)"
+            let request = Task {
+                try await rig.run(["secret", "add", name, "--policy", "passphrase"], stdin: Data("value-\(trial)\n".utf8),
+                                  as: users.victim.uid)
+            }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...120)))
+            rig.stop(signal: SIGKILL)
+            if try await request.value.status != 0 { killedMidWay += 1 }
+            try await rig.start()
+            let unlocked = try await rig.withPassphrase(["unlock"], as: users.victim.uid)
+            try #require(unlocked.status == 0, "trial \(trial): \(unlocked.stderrLines)\n\(rig.logTail)")
+            let verified = try await rig.run(["audit", "verify", "--json"], as: users.victim.uid)
+            #expect(verified.status == 0, "trial \(trial): the trail does not verify: \(verified.stdout)")
+            let items = try await rig.run(["secret", "list", "--json"], as: users.victim.uid)
+            let exists = ((items.json?["items"] as? [[String: Any]]) ?? []).contains { $0["name"] as? String == name }
+            let trail = try await rig.run(["audit", "show", "--json", "--event", "item.write"], as: users.victim.uid)
+            let recorded = ((trail.json?["records"] as? [[String: Any]]) ?? []).contains {
+                $0["item"] as? String == name && $0["outcome"] as? String == "success"
+            }
+            #expect(exists == recorded, "trial \(trial): item \(exists), its record \(recorded)")
+            if exists {
+                let value = try await rig.withPassphrase(["secret", "get", name], as: users.victim.uid)
+                #expect(value.stdout.contains("value-\(trial)"), "trial \(trial): \(value.stderrLines)")
+            }
+        }
+        print("availability: kill -9 trials: \(trials), of them \(killedMidWay) killed before the request ended")
+        #expect(killedMidWay > 0, "no trial killed the daemon in the middle of a request")
+    }
+
     /// A vault for `user` with whorl enrolled, then three touches of another finger: locked
     /// out, so each further touch is refused (and recorded) without using the reader.
     static func lockOut(_ user: TestUsers.User, _ rig: DaemonRig) async throws {
         try await rig.initialize(as: user.uid)
         for _ in 0..<3 { _ = try await rig.run(["verify"], presenting: ["arch"], as: user.uid) }
         let locked = try await rig.run(["verify", "--json"], as: user.uid)
-        try #require(locked.status == 7, "three failures lock out (exit 7): \(locked.stderrLines)\n\(rig.daemonLog)")
+        try #require(locked.status == 7, "three failures lock out (exit 7): \(locked.stderrLines)\n\(rig.logTail)")
     }
 }

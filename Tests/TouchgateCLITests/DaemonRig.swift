@@ -26,6 +26,8 @@ final class DaemonRig: @unchecked Sendable {
     /// More arguments for the daemon. Without `--fleet-config`, it is pointed at a file
     /// that does not exist, never at the machine's own /etc/touchgate/fleet.conf.
     var daemonArguments: [String] = []
+    /// A command the daemon is started under (`prlimit --memlock=…`, say).
+    var daemonPrefix: [String] = []
 
     var socketPath: String { home.path("run/socket") }
     var stateDirectory: String { home.path("state") }
@@ -82,15 +84,16 @@ final class DaemonRig: @unchecked Sendable {
         let fleet = daemonArguments.contains("--fleet-config") ? [] : ["--fleet-config", home.path("no-fleet.conf")]
         let command = [binDirectory + "/touchgated", "--socket", socketPath, "--state-dir", stateDirectory]
             + fleet + daemonArguments
+        var full = command
         if getuid() == 0 {
             // Under a user of its own, as installed: its files and memory are not the clients'.
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=\(Self.daemonUID)", "--regid=\(Self.daemonUID)", "--clear-groups", "--"] + command
+            full = ["/usr/bin/setpriv", "--reuid=\(Self.daemonUID)", "--regid=\(Self.daemonUID)", "--clear-groups", "--"]
+                + command
             chown(home.path("run"), Self.daemonUID, Self.daemonUID)
-        } else {
-            process.executableURL = URL(fileURLWithPath: command[0])
-            process.arguments = Array(command.dropFirst())
         }
+        full = daemonPrefix + full
+        process.executableURL = URL(fileURLWithPath: full[0])
+        process.arguments = Array(full.dropFirst())
         process.environment = [
             "PATH": "/usr/bin:/bin",
             "FP_VIRTUAL_IMAGE": finger.socketPath,
