@@ -1,4 +1,5 @@
 import Foundation
+import TouchgateVault
 import TouchgateWire
 #if canImport(Glibc)
 import Glibc
@@ -71,8 +72,9 @@ extension TouchgateService {
         do {
             return try await body()
         } catch {
-            guard ServiceError.from(error).code == .diskFull, let reserve = spaceReserve,
-                  reserve.release(for: what) else { throw error }
+            guard DiskSpace.isExhausted(error, directory: location.directory.path)
+                    || (error as? ServiceError)?.code == .diskFull,
+                  let reserve = spaceReserve, reserve.release(for: what) else { throw error }
             return try await body()
         }
     }

@@ -98,20 +98,11 @@ public struct CLIProcess: Sendable {
                 }
                 group.enter()
                 Thread.detachNewThread {
-                    var pending = Data()
-                    let handle = err.fileHandleForReading
-                    while true {
-                        let chunk = handle.availableData
-                        if chunk.isEmpty { break }
-                        pending.append(chunk)
-                        while let newline = pending.firstIndex(of: 0x0A) {
-                            let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                            pending = Data(pending[(newline + 1)...])
-                            collected.append(line)
-                            onStderrLine(line, process)
-                        }
+                    let rest = LineCollector.readLines(of: err.fileHandleForReading) { line in
+                        collected.append(line)
+                        onStderrLine(line, process)
                     }
-                    if !pending.isEmpty { collected.append(String(decoding: pending, as: UTF8.self)) }
+                    if let rest { collected.append(rest) }
                     group.leave()
                 }
                 let killer = DispatchWorkItem { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
@@ -135,6 +126,23 @@ public final class LineCollector: @unchecked Sendable {
     private var storage: [String] = []
 
     public init() {}
+
+    /// Reads `handle` to its end, calling `body` with each line as soon as it is complete
+    /// (blocking: call it on a thread of its own); returns what followed the last newline.
+    @discardableResult
+    public static func readLines(of handle: FileHandle, _ body: (String) -> Void) -> String? {
+        var pending = Data()
+        while true {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            pending.append(chunk)
+            while let newline = pending.firstIndex(of: 0x0A) {
+                body(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+                pending = Data(pending[(newline + 1)...])
+            }
+        }
+        return pending.isEmpty ? nil : String(decoding: pending, as: UTF8.self)
+    }
 
     public func append(_ line: String) {
         lock.lock()

@@ -93,17 +93,7 @@ final class Attacker: @unchecked Sendable {
         try process.run()
         // The reader holds the collector, not the attacker, so dropping the attacker stops it.
         Thread.detachNewThread { [collected] in
-            var pending = Data()
-            while true {
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                pending.append(chunk)
-                while let newline = pending.firstIndex(of: 0x0A) {
-                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                    pending = Data(pending[(newline + 1)...])
-                    collected.append(line)
-                }
-            }
+            LineCollector.readLines(of: out.fileHandleForReading) { collected.append($0) }
         }
     }
 

@@ -245,7 +245,7 @@ struct DaemonAvailabilityTests {
                 "\(rig.logTail)")
         let trail = try await rig.run(["audit", "show", "--json"], as: users.victim.uid)
         let reasons = ((trail.json?["records"] as? [[String: Any]]) ?? []).compactMap { $0["reason"] as? String }
-        #expect(reasons.contains("deleted by user") && reasons.contains { $0.hasPrefix("locked by user") },
+        #expect(reasons.contains { $0.hasPrefix("deleted by user") } && reasons.contains { $0.hasPrefix("locked by user") },
                 "both were recorded: \(reasons)")
         let list = try await rig.run(["secret", "list", "--json"], as: users.victim.uid)
         #expect(!list.stdout.contains("by-passphrase") && list.stdout.contains("by-finger"), "\(list.stdout)")
