@@ -179,8 +179,22 @@ struct DaemonAvailabilityTests {
         let own = try await pam.rig.run(["status", "--json"], as: users.attacker.uid)
         #expect(own.status == 75, "\(own.stderrLines)")
 
-        // Root's own request is served.
+        // Root acting for the victim (sshd or login running the module) fills the victim's
+        // share for root, and only that: sixteen served, the rest refused at their first request.
+        let forVictim = try Attacker(["stall", "status", #"{"user":"\#(users.victim.name)"}"#, "20"],
+                                     socket: pam.socket, uid: 0)
+        defer { forVictim.stop() }
+        #expect(await forVictim.line("ready") != nil, "\(forVictim.output)")
+        var refusedForVictim = 0
+        for _ in 0..<50 where refusedForVictim < 4 {
+            try await Task.sleep(for: .milliseconds(100))
+            refusedForVictim = pam.rig.logLines(containing: "refused (root for uid \(users.victim.uid): connection limit)").count
+        }
+        #expect(refusedForVictim == 4, "\(pam.rig.logTail)")
+        // The victim's own connections and root's own are other shares: served.
+        #expect(try await pam.rig.run(["status", "--json"], as: users.victim.uid).status == 0)
         #expect(try await pam.rig.run(["status", "--json"]).status == 0)
+        forVictim.stop()
         // And a PAM stack run by root for the victim (as login or sshd would) offers the finger.
         let touch = try pam.stack("touch", ["auth required \(pam.module) socket=\(pam.socket) timeout=20"])
         let matched = try await pam.authenticate(touch, user: users.victim.name, presenting: ["whorl"])
