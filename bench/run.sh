@@ -1068,7 +1068,10 @@ dout "**What bounds the victim.** \`status\` and the passphrase release need no 
   "request. The finger release needs the reader: behind an untouched \`verify\` it waits for the request holding" \
   "the reader to reach its finger deadline (at most 3 s here, \`--finger-timeout\`; 60 s as shipped), then gets the" \
   "next turn, the turns going to the user served least recently, so a queue of six waits no longer than one touch." \
-  "Under the request loop every request shares the CPU with the loop and the daemon's answers to it ($(nproc) CPUs here)."
+  "Under the request loop every request shares the CPU with the loop and the daemon's answers to it ($(nproc) CPUs here)." \
+  "The rows are taken one after another, not interleaved with each other, on a machine others use (load average" \
+  "at the top of this section): a difference of a few tens of milliseconds between two rows' \`status\` or" \
+  "passphrase release is as likely the machine's load as the attack; the finger deadline is not."
 dout ""
 
 # The sections after 7 (8, fleet collection, comes from bench/fleet.sh and carries its own date
