@@ -1066,8 +1066,8 @@ dout "**The attacks.** *Stalled exports*: four connections each ask for the atta
   "they are refused as over the rate, recorded once ($loop_rounds rounds of 400 during these runs: ${loop_counts:-?})." ""
 dout "**What bounds the victim.** \`status\` and the passphrase release need no reader and wait for no other user's" \
   "request. The finger release needs the reader: behind an untouched \`verify\` it waits for the request holding" \
-  "the reader to reach its finger deadline (at most 3 s here, \`--finger-timeout\`; 60 s as shipped), then gets the" \
-  "next turn, the turns going to the user served least recently, so a queue of six waits no longer than one touch." \
+  "the reader to reach its finger deadline (3 s here, \`--finger-timeout\`; 60 s as shipped; the attack starts" \
+  "about half a second before each timed request, hence about 2.5 s), then gets the next turn, the turns going to the user served least recently, so a queue of six waits no longer than one touch." \
   "Under the request loop every request shares the CPU with the loop and the daemon's answers to it ($(nproc) CPUs here)." \
   "The rows are taken one after another, not interleaved with each other, on a machine others use (load average" \
   "at the top of this section): a difference of a few tens of milliseconds between two rows' \`status\` or" \
