@@ -10,6 +10,11 @@
  *   feeder device ID[,ID...] -- COMMAND [ARGS...]
  *       virtual_device: as soon as the driver listens, sends `SCAN ID` for each ID, one
  *       command per connection, ahead of the operation (the driver queues them).
+ *   feeder device-on-prompt ID[,ID...] -- COMMAND [ARGS...]
+ *       virtual_device, but each `SCAN ID` is sent when the command prints a prompt line,
+ *       as for virtual_image (the last ID repeats). For a reader other clients share
+ *       (touchgated's, with FEEDER_SOCKET): a command queued ahead would go to whichever
+ *       operation waits first, another user's included.
  *
  * The socket lives in a fresh private directory under $TMPDIR (or /tmp), removed at the
  * end; FP_VIRTUAL_IMAGE or FP_VIRTUAL_DEVICE and FP_DRIVERS_WHITELIST are set for the
@@ -209,13 +214,16 @@ int
 main (int argc, char **argv)
 {
   if (argc < 5 || strcmp (argv[3], "--") != 0 ||
-      (strcmp (argv[1], "image") != 0 && strcmp (argv[1], "device") != 0))
+      (strcmp (argv[1], "image") != 0 && strcmp (argv[1], "device") != 0 &&
+       strcmp (argv[1], "device-on-prompt") != 0))
     {
       fprintf (stderr, "usage: feeder image PGM[,PGM...] -- COMMAND [ARGS...]\n"
-                       "       feeder device ID[,ID...] -- COMMAND [ARGS...]\n");
+                       "       feeder device ID[,ID...] -- COMMAND [ARGS...]\n"
+                       "       feeder device-on-prompt ID[,ID...] -- COMMAND [ARGS...]\n");
       return 64;
     }
   int image_mode = strcmp (argv[1], "image") == 0;
+  int prompted = strcmp (argv[1], "device-on-prompt") == 0;
   char *items[MAX_ITEMS];
   int count = split (argv[2], items);
   if (count == 0)
@@ -276,7 +284,7 @@ main (int argc, char **argv)
   size_t used = 0;
   for (;;)
     {
-      int ahead = !image_mode && next < count;
+      int ahead = !image_mode && !prompted && next < count;
       struct pollfd waiting = { .fd = errors[0], .events = POLLIN };
       int ready = poll (&waiting, 1, ahead ? 0 : -1);
       if (ready < 0 && errno != EINTR)
@@ -311,7 +319,15 @@ main (int argc, char **argv)
       while ((newline = strchr (start, '\n')) != NULL)
         {
           *newline = '\0';
-          if (image_mode && is_prompt (start))
+          if (prompted && is_prompt (start))
+            {
+              char command[256];
+              snprintf (command, sizeof command, "SCAN %s", items[next < count ? next : count - 1]);
+              if (next < count - 1)
+                next++;
+              send_command (connect_waiting (socket_path), command);
+            }
+          else if (image_mode && is_prompt (start))
             {
               struct image *image = &images[next < count ? next : count - 1];
               if (next < count - 1)

@@ -7,6 +7,8 @@
 # gnupg and pass for the comparison) with apt-get, through sudo when not root. Everything
 # it creates lives in a private temporary HOME / XDG_DATA_HOME / GNUPGHOME, removed at the
 # end; the vault keys it puts in the kernel keyring are removed with `touchgate lock`.
+# Section 7 runs as root: it starts touchgated, runs synthetic uids with setpriv, and makes two
+# users (useradd; removed at the end) for the victim and the attacker of its attack figures.
 #
 # Environment (for development; the published figures use the defaults):
 #   BENCH_RUNS=5                   timed runs per figure (at least 5)
@@ -90,9 +92,13 @@ export TOUCHGATE_FIXTURES=$fixtures
 
 work=$(mktemp -d /tmp/touchgate-bench.XXXXXX)
 vaults=()
+attackers=()    # the attacker programs of section 7, each the leader of its process group
+bench_users=()  # the users section 7 makes
 cleanup() {
-  local status=$?
+  local status=$? pid user
   [ -z "${daemon_pid:-}" ] || { kill "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; } || true
+  for pid in "${attackers[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+  for user in "${bench_users[@]}"; do userdel "$user" >/dev/null 2>&1 || true; done
   [ -z "${public:-}" ] || rm -rf "$public"
   for data in "${vaults[@]}"; do
     XDG_DATA_HOME=$data "$touchgate" lock >/dev/null 2>&1 || true
@@ -520,6 +526,185 @@ daemon_opened=$(grep -c "stays open for the next requests" "$work/touchgated.log
 kill "$daemon_pid" 2>/dev/null || true
 wait "$daemon_pid" 2>/dev/null || true
 daemon_pid=
+
+# The victim under attack: one user's requests (status, a passphrase release, a fresh-touch
+# finger release) while another user attacks the daemon, as in the availability tests
+# (Tests/TouchgateCLITests/DaemonAvailabilityTests.swift), with their attacker's program.
+say "daemon: a victim's requests while another user attacks touchgated"
+command -v useradd >/dev/null && [ -x /usr/bin/python3 ] ||
+  die "the attack figures need useradd (passwd) and /usr/bin/python3"
+# Two ordinary users of their own, removed on exit: the attacker and the victim.
+make_user() {
+  local tries
+  for ((tries = 0; tries < 20; tries++)); do  # another program may hold /etc/passwd's lock
+    useradd --no-create-home --shell /usr/sbin/nologin --user-group "$1" >>"$log" 2>&1 && { bench_users+=("$1"); return; }
+    sleep 0.2
+  done
+  die "useradd $1 failed: $(tail -1 "$log")"
+}
+make_user "tgbench-a$$"
+make_user "tgbench-v$$"
+attacker_uid=$(id -u "tgbench-a$$") attacker_gid=$(id -g "tgbench-a$$")
+victim_uid=$(id -u "tgbench-v$$") victim_gid=$(id -g "tgbench-v$$")
+attack_socket=$public/attack-socket
+attack_state=$work/attack-state
+mkdir -p -m 0700 "$attack_state"
+attack_daemon() {  # attack_daemon TAG OPTION...: touchgated on the attack state, a reader of its own
+  local tag=$1
+  shift
+  attack_reader=$work/attack-reader-$tag.socket
+  rm -f "$attack_socket"
+  env FP_VIRTUAL_DEVICE="$attack_reader" FP_DRIVERS_WHITELIST=virtual_device TOUCHGATE_READER_BACKEND=libfprint \
+    DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/touchgate-bench "$daemon_bin" --socket "$attack_socket" \
+    --state-dir "$attack_state" "$@" >>"$work/attack-daemon.log" 2>&1 &
+  daemon_pid=$!
+  for _ in $(seq 100); do [ -S "$attack_socket" ] && break; sleep 0.05; done
+  [ -S "$attack_socket" ] || die "touchgated did not start: $(tail -5 "$work/attack-daemon.log")"
+}
+attack_daemon_stop() {
+  kill "$daemon_pid" 2>/dev/null || true
+  wait "$daemon_pid" 2>/dev/null || true
+  daemon_pid=
+}
+as_victim=(env HOME=/nonexistent TOUCHGATE_SOCKET="$attack_socket"
+  setpriv --reuid="$victim_uid" --regid="$victim_gid" --clear-groups -- "$public/touchgate")
+as_attacker=(env HOME=/nonexistent TOUCHGATE_SOCKET="$attack_socket"
+  setpriv --reuid="$attacker_uid" --regid="$attacker_gid" --clear-groups -- "$public/touchgate")
+on_reader() { FEEDER_SOCKET=$attack_reader "$feeder" "$@"; }
+# The finger sent when the client prompts, not ahead: a SCAN queued ahead would go to whichever
+# request waits at the reader first, the attacker's included.
+on_prompt() { FEEDER_SOCKET=$attack_reader "$feeder" device-on-prompt "$@"; }
+victim_status() { "${as_victim[@]}" status; }
+victim_passphrase() { "${as_victim[@]}" secret get by-passphrase --passphrase-fd 0 <"$passphrase_file"; }
+victim_finger() { on_prompt whorl -- "${as_victim[@]}" secret get by-finger </dev/null; }
+victims_releases_work() {  # both releases give their values, once each
+  local by_passphrase by_finger
+  by_passphrase=$(victim_passphrase 2>>"$log") || true
+  by_finger=$(victim_finger 2>>"$log") || true
+  [ "$by_passphrase" = value-of-by-passphrase ] && [ "$by_finger" = value-of-by-finger ] ||
+    die "the victim's releases gave \"$by_passphrase\" and \"$by_finger\" $1"
+}
+
+# The attacker's program (passed with -c: the attacker cannot read the checkout), each run in
+# a session of its own so that it goes with everything it started; it holds its connections
+# while its standard input (a FIFO nobody writes to) stays open.
+attack_script=$(cat "$root/Tests/AttackPrograms/attack.py")
+attack_hold=$work/attack-hold
+mkfifo "$attack_hold"
+exec {attack_hold_fd}<>"$attack_hold"
+attack() {  # attack OUT user|sudo MODE ARGS...: the attacker's program in the background
+  local out=$1 who=$2 identity
+  shift 2
+  if [ "$who" = sudo ]; then  # as sudo runs while it authenticates: real uid the attacker's, effective uid 0
+    identity=(--ruid="$attacker_uid" --euid=0 --rgid="$attacker_gid" --egid=0 --keep-groups)
+  else
+    identity=(--reuid="$attacker_uid" --regid="$attacker_gid" --clear-groups)
+  fi
+  setsid setpriv "${identity[@]}" -- /usr/bin/python3 -c "$attack_script" "$attack_socket" "$@" \
+    <"$attack_hold" >"$out" 2>&1 &
+  attackers+=($!)
+}
+attack_wait() {  # attack_wait OUT PREFIX [SECONDS]: until the attacker prints a line starting with PREFIX
+  local deadline=$((SECONDS + ${3:-30}))
+  while ((SECONDS < deadline)); do
+    grep -q "^$2" "$1" 2>/dev/null && return 0
+    sleep 0.02
+  done
+  die "the attacker did not print \"$2\" within ${3:-30} s: $(cat "$1")"
+}
+attack_stop() {  # ends every attacker program and what it started (their connections close)
+  local pid
+  for pid in "${attackers[@]}"; do
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  attackers=()
+}
+# Each attack is made afresh before every timed request (a PREPARE of measure), so that every
+# request meets it whole: stalled peers are cut off after 10 s, unanswered waits end at their deadline.
+no_attack() { attack_stop; }
+under_exports() {
+  attack_stop
+  attack "$work/attack.out" user stall audit.export '{}' 4
+  attack_wait "$work/attack.out" ready
+  sleep 1  # as the test: the daemon's sends to them have filled the sockets
+}
+under_questions() {
+  attack_stop
+  attack "$work/attack.out" user await secret.add '{"item":"x","policy":"biometry-any"}'
+  attack_wait "$work/attack.out" "asked secret-value"
+  attack "$work/attack-touch.out" user await verify '{}'
+  sleep 0.5  # the untouched verify holds the reader
+}
+under_queue() {
+  attack_stop
+  attack "$work/attack.out" user stall verify '{}' 6
+  attack_wait "$work/attack.out" ready
+  sleep 0.5
+}
+# measure_attack NAME PREPARE: the victim's three requests, interleaved, each after PREPARE.
+measure_attack() {
+  measure 1 "attack-$1-status:0:victim_status:$2" "attack-$1-passphrase:0:victim_passphrase:$2" \
+    "attack-$1-finger:0:victim_finger:$2"
+  attack_stop
+}
+
+# As shipped (default limits and deadlines): the baseline, then the request loop.
+attack_daemon shipped
+setup on_reader device whorl,whorl,whorl,whorl,whorl -- "${as_victim[@]}" enroll --finger right-index
+setup "${as_victim[@]}" init --kdf minimum --passphrase-fd 3 3<"$passphrase_file"
+setup "${as_victim[@]}" secret add by-passphrase --policy passphrase --fresh <<<value-of-by-passphrase
+setup "${as_victim[@]}" secret add by-finger --policy biometry-any --fresh <<<value-of-by-finger
+setup on_reader device whorl,whorl,whorl,whorl,whorl -- "${as_attacker[@]}" enroll --finger right-index
+setup "${as_attacker[@]}" init --kdf minimum --passphrase-fd 3 3<"$passphrase_file"
+victims_releases_work ""
+measure_attack none no_attack
+lock_out_attacker() {  # three touches of another finger: locked out, each further touch refused without the reader
+  local i status
+  for ((i = 0; i < 3; i++)); do on_reader device arch -- "${as_attacker[@]}" verify </dev/null >>"$log" 2>&1 || true; done
+  # No finger played: a refused touch does not use the reader, and a SCAN queued would stay for the next one.
+  timeout 20 "${as_attacker[@]}" verify </dev/null >>"$log" 2>&1 && status=0 || status=$?
+  [ "$status" = 7 ] || die "the attacker is not locked out (verify exited with $status, not 7)"
+}
+lock_out_attacker
+# `loop verify {} 400` over and over (a new connection each time) while the victim is measured.
+setsid bash -c 'while :; do "$@" </dev/null; done' loop setpriv --reuid="$attacker_uid" --regid="$attacker_gid" \
+  --clear-groups -- /usr/bin/python3 -c "$attack_script" "$attack_socket" loop verify '{}' 400 >"$work/attack-loop.out" 2>&1 &
+attackers+=($!)
+attack_wait "$work/attack-loop.out" ready
+measure_attack loop ""
+loop_counts=$(grep -o '"[a-z-]*": [0-9]*' "$work/attack-loop.out" | tr -d '":' |
+  awk '{ n[$1] += $2 } END { for (c in n) { printf "%s%d %s", sep, n[c], c; sep = ", " } }')
+loop_rounds=$(grep -c '^codes' "$work/attack-loop.out" || true)
+attack_daemon_stop
+
+# Short deadlines, and room for the attacker to restart its attacks before every request and
+# write its long trail: the same state, so both users unlock again (unlocking lifts the lockout).
+attack_options="--finger-timeout 3 --answer-timeout 3 --request-burst 100000 --requests-per-minute 600000"
+# shellcheck disable=SC2086  # options, one word each
+attack_daemon short $attack_options
+setup "${as_victim[@]}" unlock --passphrase-fd 3 3<"$passphrase_file"
+setup "${as_attacker[@]}" unlock --passphrase-fd 3 3<"$passphrase_file"
+victims_releases_work "after the restart"
+# Not locked out any more: its touches hold the reader again.
+setup on_reader device whorl -- "${as_attacker[@]}" verify
+measure_attack questions under_questions
+measure_attack queue under_queue
+attack "$work/attack-idle.out" sudo idle 20
+attack_wait "$work/attack-idle.out" ready
+idle_counts=$(awk '/^idle/ { print $2 " held, " $3 " refused" }' "$work/attack-idle.out")
+measure_attack idle ""
+# A trail of 2,500 more records: locked-out touches, each refused and recorded without the reader.
+lock_out_attacker
+attack "$work/attack-fill.out" user loop verify '{}' 2500
+attack_wait "$work/attack-fill.out" ready 300
+attack_stop
+grep -q '"locked-out": 2500' "$work/attack-fill.out" || die "the attacker's trail was not written: $(cat "$work/attack-fill.out")"
+# What one export of it is: its records (the last line is the seal) and bytes.
+read -r trail_lines trail_bytes < <("${as_attacker[@]}" audit export 2>>"$log" </dev/null | wc -lc)
+measure_attack exports under_exports
+attack_daemon_stop
+exec {attack_hold_fd}>&-
 rm -rf "$public"
 
 # --- report --------------------------------------------------------------------------
@@ -846,6 +1031,47 @@ dout "**Memory.** Each further user's unlocked vault costs about $rss_per_user K
   "work of each request: checking the user's store and audit log and committing its state durably (an fdatasync;" \
   "a profile of the daemon under this load shows SQLite, fdatasync and JSON encoding on top). Connections" \
   "are served in parallel, the durable commits to one user's store one at a time."
+dout ""
+
+dout "**The victim under attack.** One local user (the attacker) attacks the daemon with the program the" \
+  "availability tests use (\`Tests/AttackPrograms/attack.py\`), while another (the victim) asks for" \
+  "\`touchgate status\`, releases a passphrase item (\`secret get --passphrase-fd 0\`, the passphrase on standard" \
+  "input) and releases a fresh-touch finger item (\`--policy biometry-any --fresh\`). Both are users the bench makes" \
+  "with \`useradd\` (and removes), their programs run under \`setpriv\`. Here the feeder sends \`SCAN whorl\` when the" \
+  "victim's client prompts for the finger (\`feeder device-on-prompt\`), not ahead: a touch queued ahead would go to" \
+  "whichever request waits at the reader first, the attacker's included. Each attack is made afresh before every" \
+  "timed request, except the idle connections and the loop, which run throughout; same medians, ranges and" \
+  "interleaving as above." ""
+dout "| attack | \`touchgate status\` | passphrase release | finger release |"
+dout "| --- | --- | --- | --- |"
+dout "| none (as shipped: default limits and deadlines) | $(cell attack-none-status) | $(cell attack-none-passphrase) | $(cell attack-none-finger) |"
+dout "| four stalled \`audit.export\`s of the attacker's trail ($((trail_lines - 1)) records) † | $(cell attack-exports-status) | $(cell attack-exports-passphrase) | $(cell attack-exports-finger) |"
+dout "| an unanswered \`secret.add\` and an untouched \`verify\` † | $(cell attack-questions-status) | $(cell attack-questions-passphrase) | $(cell attack-questions-finger) |"
+dout "| a queue of six untouched \`verify\`s † | $(cell attack-queue-status) | $(cell attack-queue-passphrase) | $(cell attack-queue-finger) |"
+dout "| 20 idle connections from sudo-like processes (real uid the attacker's, effective uid 0) † | $(cell attack-idle-status) | $(cell attack-idle-passphrase) | $(cell attack-idle-finger) |"
+dout "| a locked-out attacker's request loop, \`loop verify {} 400\` over and over (as shipped) | $(cell attack-loop-status) | $(cell attack-loop-passphrase) | $(cell attack-loop-finger) |"
+dout ""
+dout "† touchgated restarted on the same state with \`$attack_options\`: deadlines of 3 s for a" \
+  "finger and for an answer (60 s and 120 s as shipped), and a request rate that lets the attacker write its trail" \
+  "and restart its attacks before every timed request (as shipped: a burst of 100, then 1 a second)." ""
+dout "**The attacks.** *Stalled exports*: four connections each ask for the attacker's whole audit trail" \
+  "($((trail_lines - 1)) records, mostly 2,500 refused touches of a locked-out user written beforehand;" \
+  "$(awk -v b="$trail_bytes" 'BEGIN { printf "%.1f", b / 1048576 }') MiB as one export) and never read; the daemon" \
+  "cuts each off once its sends have made no progress for 10 s (so each is made afresh). *Unanswered question" \
+  "and untouched reader*: a \`secret.add\` whose value is never sent (it ends at the answer deadline and holds no" \
+  "reader) and a \`verify\` nobody touches, holding the reader until its finger deadline. *Queue*: six \`verify\`s" \
+  "sent at once and never touched. *Idle sudo-like connections*: what \`sudo\` prompts of a user not in sudoers" \
+  "would hold; they count against the attacker (${idle_counts:-?}: the per-user share is 16), not against the" \
+  "victim. *Request loop*: a locked-out attacker's touches, each refused without the reader; past the burst" \
+  "they are refused as over the rate, recorded once ($loop_rounds rounds of 400 during these runs: ${loop_counts:-?})." ""
+dout "**What bounds the victim.** \`status\` and the passphrase release need no reader and wait for no other user's" \
+  "request. The finger release needs the reader: behind an untouched \`verify\` it waits for the request holding" \
+  "the reader to reach its finger deadline (3 s here, \`--finger-timeout\`; 60 s as shipped; the attack starts" \
+  "about half a second before each timed request, hence about 2.5 s), then gets the next turn, the turns going to the user served least recently, so a queue of six waits no longer than one touch." \
+  "Under the request loop every request shares the CPU with the loop and the daemon's answers to it ($(nproc) CPUs here)." \
+  "The rows are taken one after another, not interleaved with each other, on a machine others use (load average" \
+  "at the top of this section): a difference of a few tens of milliseconds between two rows' \`status\` or" \
+  "passphrase release is as likely the machine's load as the attack; the finger deadline is not."
 dout ""
 
 # The sections after 7 (8, fleet collection, comes from bench/fleet.sh and carries its own date
