@@ -19,6 +19,17 @@ let usage = """
                       [--connections-per-user N] [--connections N]
                       [--request-burst N] [--requests-per-minute N]
 
+      --socket PATH               listen here (default: the socket systemd passes)
+      --state-dir DIR             every user's store (default: $STATE_DIRECTORY or /var/lib/touchgate)
+      --fleet-config FILE         ship audit trails as FILE says (default: /etc/touchgate/fleet.conf, if present)
+      --audit-retention-years N   keep audit records N years, at least 6 (default 6)
+      --finger-timeout SECONDS    end a reader wait with no finger after this long (default 60)
+      --answer-timeout SECONDS    end a question nobody answers after this long (default 120)
+      --connections-per-user N    connections one user may hold open (default 16)
+      --connections N             connections in all, lowered to what LimitMEMLOCK allows (default 256)
+      --request-burst N           requests writing audit records one user may make at once (default 100)
+      --requests-per-minute N     ...and then per minute (default 60)
+
     """
 
 func fail(_ message: String, status: Int32 = 1) -> Never {
