@@ -1,3 +1,4 @@
+import FingerprintKit
 import Foundation
 import TouchgateWire
 
@@ -9,7 +10,9 @@ import TouchgateWire
 /// that on purpose. So each wait ends well inside that model: when the reader reports
 /// nothing (no finger, no scan, no stage) for ``timeout``, the operation is cancelled and
 /// ends with `timed-out`. Every event of the reader starts the wait anew, so a slow
-/// enrollment of many scans is not cut short.
+/// enrollment of many scans is not cut short; while the reader says a finger is on it the
+/// wait is twice as long (matching a scan is work, not waiting, and a loaded machine may
+/// take seconds for it).
 ///
 /// `@unchecked Sendable`: `last` is only touched under `lock`.
 public final class FingerWait: @unchecked Sendable {
@@ -31,15 +34,20 @@ public final class FingerWait: @unchecked Sendable {
     private let reader: String
     private let lock = NSLock()
     private var last = ContinuousClock.now
+    /// A finger is on the reader (or it asks for none): the wait is doubled.
+    private var paused = false
 
     init(timeout: Duration, reader: String) {
         self.timeout = timeout
         self.reader = reader
     }
 
-    /// The reader reported something: the wait starts anew.
-    func activity() {
-        lock.withLock { last = .now }
+    /// The reader reported `event`: the wait starts anew (doubled while a finger is on the reader).
+    func activity(_ event: ReaderEvent) {
+        lock.withLock {
+            last = .now
+            if case .fingerStatus(let status) = event { paused = !status.isWaitingForFinger } else { paused = false }
+        }
     }
 
     /// Runs `body` (one reader operation) and cancels it when the reader reports nothing
@@ -63,7 +71,10 @@ public final class FingerWait: @unchecked Sendable {
 
     private func expire() async throws {
         while true {
-            let deadline = lock.withLock { last } + timeout
+            // A finger on the reader earns one more timeout for the match, never more: a reader
+            // stuck reporting a finger must not keep scanning either.
+            let (since, paused) = lock.withLock { (last, self.paused) }
+            let deadline = since + (paused ? timeout * 2 : timeout)
             if ContinuousClock.now >= deadline { throw timedOut }
             try await Task.sleep(until: deadline, clock: .continuous)
         }

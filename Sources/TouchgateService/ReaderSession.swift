@@ -117,7 +117,7 @@ struct Prompter: Sendable {
         let watchdog = FingerWait(timeout: FingerWait.timeout, reader: info.name)
         let forwarder = Task {
             for await event in events {
-                watchdog.activity()
+                watchdog.activity(event)
                 feed.yield(PromptRule.Input(event))
             }
         }
