@@ -287,6 +287,17 @@ public final class FramedSocket: @unchecked Sendable {
         defer { writeLock.unlock() }
         guard !closed else { return false }
         if var queue = outbox {
+            var (bytes, secret) = (bytes, secret)
+            if queue.items.isEmpty, !queue.writing {
+                // Nothing in flight: straight out as far as the socket takes it without waiting,
+                // so the common short reply costs no hop to the writer thread; the rest is queued.
+                guard let rest = sendWithoutWaiting(bytes, secret) else {
+                    breakOff()
+                    return false
+                }
+                guard let remaining = rest else { return true }
+                (bytes, secret) = remaining
+            }
             guard queue.bytes + bytes.count + (secret?.count ?? 0) <= queue.limit else {
                 // The peer reads far slower than it is written to: it goes, not the daemon's memory.
                 cutOffReason = "more than \(queue.limit / 1024) KiB waited to be written to it"
@@ -318,6 +329,7 @@ public final class FramedSocket: @unchecked Sendable {
                 return
             }
             let (bytes, secret) = queue.items.removeFirst()
+            queue.writing = true
             outbox = queue
             writeLock.unlock()
             var written = bytes.withUnsafeBytes { writeAll($0) }
@@ -326,6 +338,7 @@ public final class FramedSocket: @unchecked Sendable {
             let stalled = !written && (errno == EAGAIN || errno == EWOULDBLOCK)
             writeLock.withLock {
                 guard !closed else { return }
+                outbox?.writing = false
                 outbox?.bytes -= bytes.count + (secret?.count ?? 0)
                 if !written {
                     if stalled { cutOffReason = "it read nothing within the send timeout" }
@@ -334,6 +347,36 @@ public final class FramedSocket: @unchecked Sendable {
                 writeLock.broadcast()
             }
         }
+    }
+
+    /// Writes `bytes` then `secret` as far as the socket takes them at once (`MSG_DONTWAIT`).
+    /// Returns nil when the connection failed, `.some(nil)` when everything went, else what
+    /// is left to queue. Called with `writeLock` held.
+    private func sendWithoutWaiting(_ bytes: [UInt8], _ secret: SecureBytes?) -> ([UInt8], SecureBytes?)?? {
+        let line = bytes.withUnsafeBytes { writeSome($0) }
+        guard line >= 0 else { return nil }
+        if line < bytes.count { return .some((Array(bytes[line...]), secret)) }
+        guard let secret else { return .some(nil) }
+        let sent = secret.withUnsafeBytes { writeSome($0) }
+        guard sent >= 0 else { return nil }
+        if sent == secret.count { return .some(nil) }
+        let rest = secret.withUnsafeBytes { SecureBytes(copying: $0[sent...]) }
+        return .some(([], rest))
+    }
+
+    /// How many of `bytes` the socket takes without waiting; -1 when the connection failed.
+    private func writeSome(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset,
+                                     Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            if written < 0 {
+                if errno == EINTR { continue }
+                return errno == EAGAIN || errno == EWOULDBLOCK ? offset : -1
+            }
+            offset += written
+        }
+        return offset
     }
 
     /// Marks the connection closed and shuts it down both ways (the reader's stream ends);
@@ -388,6 +431,8 @@ private struct Outbox {
     let limit: Int
     var items: [(line: [UInt8], secret: SecureBytes?)] = []
     var bytes = 0
+    /// The writer thread is writing an item taken off the queue.
+    var writing = false
     /// Close once everything queued is written.
     var closing = false
 }
