@@ -120,6 +120,16 @@ final class Attacker: @unchecked Sendable {
 }
 
 extension DaemonRig {
+    /// The first log line containing `text`, waiting up to 10 s for it: the socket is bound
+    /// before the daemon has set up (and logged) everything.
+    func awaitLogLine(containing text: String) async -> Substring? {
+        for _ in 0..<100 {
+            if let line = logLines(containing: text).first { return line }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return nil
+    }
+
     /// The daemon's last 40 log lines: enough to see what it did last, without the
     /// thousands of lines an attack leaves.
     var logTail: String {

@@ -240,7 +240,8 @@ struct DaemonAvailabilityTests {
         try #require(mounted.status == 0, "this test mounts a tmpfs as root: \(mounted.stderr)")
         defer { _ = try? runProgram("/bin/umount", ["-l", rig.stateDirectory]) }
         try await rig.start()
-        #expect(rig.daemonLog.contains("disk reserve of 8 MiB set aside"), "\(rig.logTail)")
+        let reserved = await rig.awaitLogLine(containing: "disk reserve of 8 MiB set aside")
+        #expect(reserved != nil, "\(rig.logTail)")
         _ = try await Victim.prepare(rig, users.victim)
 
         // Filled to the last block (by any means: here root's dd, as a user's files would).
@@ -276,7 +277,7 @@ struct DaemonAvailabilityTests {
         rig.daemonPrefix = ["/usr/bin/prlimit", "--memlock=4194304:4194304", "--"]
         rig.daemonArguments = ["--connections-per-user", "100"]
         try await rig.start()
-        let said = try #require(rig.logLines(containing: "locked memory:").first, "\(rig.logTail)")
+        let said = try #require(await rig.awaitLogLine(containing: "locked memory:"), "\(rig.logTail)")
         let room = try #require(said.split(separator: " ").firstIndex(of: "most").map { Int(said.split(separator: " ")[$0 + 1]) }
                                 ?? nil, "\(said)")
         #expect((15...25).contains(room), "\(said)")
