@@ -12,7 +12,7 @@ public final class Daemon: Sendable {
     private let keys: HeldKeys
     private let settings: DaemonSettings
     private let limit: ConnectionLimit
-    private let rate: RequestRate
+    private let rate: RequestRate<ConnectionLimit.Bucket>
     private let connections = OpenConnections()
     private let log: @Sendable (String) -> Void
 
@@ -32,7 +32,7 @@ public final class Daemon: Sendable {
                                                       open: OpenStores(), reserve: reserve, fleet: fleet),
                                  sessions: LocalSessionRule(log: log))
         if !reserve.replenish() {
-            log("no disk reserve: the disk holding \(stateDirectory.path) has less than \(settings.diskReserve / 512 / 1024) "
+            log("no disk reserve: the disk holding \(stateDirectory.path) has less than \(2 * settings.diskReserve >> 20) "
                 + "MiB free; on a full disk secret rm and lock will fail too")
         }
         self.settings = settings
@@ -140,7 +140,7 @@ public final class Daemon: Sendable {
                             bucket = .actingFor(uid)
                         }
                     }
-                    if case .refused(let first) = rate.take(bucket, for: operation) {
+                    if case .refused(let first) = rate.take(bucket, for: operation, exempt: bucket == .root) {
                         try await refuseForRate(message, operation: operation, peer: peer, first: first, socket: socket)
                         continue
                     }

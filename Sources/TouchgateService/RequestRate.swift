@@ -1,5 +1,4 @@
 import Foundation
-import TouchgateService
 import TouchgateWire
 
 /// How many requests that may write audit records each user may make in a short time.
@@ -7,15 +6,16 @@ import TouchgateWire
 /// Every refused or granted request writes a record into the user's trail, durably: without
 /// a bound, one user looping on refused requests writes hundreds of records a second, fills
 /// the disk the daemon shares with every other user, and then nobody can touch anything.
-/// A token bucket per user (``ConnectionLimit/Bucket``): a burst for ordinary bursts of
-/// work (a script reading a few secrets), then a steady rate. Root's own requests are not
-/// bounded. Requests that read only (status, lists, the trail itself) are never counted.
+/// A token bucket per user (`Key`: whatever the host tells users apart by): a burst for
+/// ordinary bursts of work (a script reading a few secrets), then a steady rate. Requests
+/// that read only (status, lists, the trail itself) are never counted, nor are those of a
+/// caller the host exempts (root's own).
 ///
 /// Once a user runs out, one record says so (``crossed``), not one per refusal: the next
 /// one is written only after the bucket has filled up again.
 ///
 /// `@unchecked Sendable`: `buckets` is only touched under `lock`.
-final class RequestRate: @unchecked Sendable {
+public final class RequestRate<Key: Hashable & Sendable>: @unchecked Sendable {
     private struct Tokens {
         var count: Double
         var updated: ContinuousClock.Instant
@@ -24,38 +24,34 @@ final class RequestRate: @unchecked Sendable {
 
     /// Whether a request may go ahead, and whether this refusal is the first since the
     /// user's bucket was last full (the one to audit).
-    enum Decision: Equatable {
+    public enum Decision: Equatable, Sendable {
         case allowed
         case refused(first: Bool)
     }
 
-    let burst: Int
-    let perSecond: Double
+    public let burst: Int
+    public let perSecond: Double
     private let lock = NSLock()
-    private var buckets: [ConnectionLimit.Bucket: Tokens] = [:]
+    private var buckets: [Key: Tokens] = [:]
 
-    init(burst: Int, perSecond: Double) {
+    /// A burst of `burst` requests per user, refilled at `perSecond`.
+    public init(burst: Int, perSecond: Double) {
         self.burst = burst
         self.perSecond = perSecond
     }
 
-    /// Operations that never write a record, so never count.
-    static let readOnly: Set<DaemonOperation> = [
-        .status, .items, .settings, .readers, .auditRecords, .auditCount, .auditPublicKey, .exportAudit,
-    ]
-
-    /// Takes one request of `bucket` for `operation`.
-    func take(_ bucket: ConnectionLimit.Bucket, for operation: DaemonOperation) -> Decision {
-        guard bucket != .root, !Self.readOnly.contains(operation) else { return .allowed }
+    /// Takes one request of user `key` for `operation` (`exempt`: not counted at all).
+    public func take(_ key: Key, for operation: DaemonOperation, exempt: Bool = false) -> Decision {
+        guard !exempt, !readOnlyOperations.contains(operation) else { return .allowed }
         return lock.withLock {
             let now = ContinuousClock.now
-            var tokens = buckets[bucket] ?? Tokens(count: Double(burst), updated: now)
+            var tokens = buckets[key] ?? Tokens(count: Double(burst), updated: now)
             let elapsed = tokens.updated.duration(to: now)
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             tokens.count = min(Double(burst), tokens.count + seconds * perSecond)
             tokens.updated = now
             if tokens.count >= Double(burst) { tokens.exhausted = false }
-            defer { buckets[bucket] = tokens }
+            defer { buckets[key] = tokens }
             if tokens.count >= 1 {
                 tokens.count -= 1
                 return .allowed
@@ -67,7 +63,7 @@ final class RequestRate: @unchecked Sendable {
     }
 
     /// What the refused user is told.
-    var refusal: ServiceError {
+    public var refusal: ServiceError {
         ServiceError(.limit, "too many requests in a short time (more than \(burst) at once, then \(Self.rate(perSecond))); "
                      + "nothing was done; wait a little and try again")
     }
@@ -76,3 +72,8 @@ final class RequestRate: @unchecked Sendable {
         perSecond >= 1 ? "\(Int(perSecond)) a second" : "\(Int((perSecond * 60).rounded())) a minute"
     }
 }
+
+/// Operations that never write a record, so never count.
+private let readOnlyOperations: Set<DaemonOperation> = [
+    .status, .items, .settings, .readers, .auditRecords, .auditCount, .auditPublicKey, .exportAudit,
+]
