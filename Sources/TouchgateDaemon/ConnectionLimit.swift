@@ -10,7 +10,7 @@ import Glibc
 /// (``FrameBuffer``: the longest line and the longest secret, about 130 KiB). Locked memory
 /// is what keeps unlocked vault keys out of swap, and the service may lock only so much of
 /// it (`LimitMEMLOCK`): the total is bounded so that every buffer and every key fits
-/// (``init(perUser:total:lockedMemoryLimit:)``), and each user's share is bounded so that
+/// (``init(perUser:total:)``), and each user's share is bounded so that
 /// no user takes the others' connections.
 ///
 /// Connections are counted against the user they serve (``Bucket``), never simply against
@@ -60,12 +60,11 @@ public final class ConnectionLimit: @unchecked Sendable {
     private var open: [Bucket: Int] = [:]
     private var all = 0
 
-    /// Bounds of `perUser` per bucket and `total` in all, the total lowered to what
-    /// `lockedMemoryLimit` bytes (`RLIMIT_MEMLOCK`; nil: this process's) can lock.
-    init(perUser: Int = ConnectionLimit.defaultPerUser, total: Int = ConnectionLimit.defaultTotal,
-         lockedMemoryLimit: UInt64? = nil) {
+    /// Bounds of `perUser` per bucket and `total` in all, the total lowered to what this
+    /// process may lock (`RLIMIT_MEMLOCK`).
+    init(perUser: Int = ConnectionLimit.defaultPerUser, total: Int = ConnectionLimit.defaultTotal) {
         self.perUser = perUser
-        let limit = lockedMemoryLimit ?? Self.processLockedMemoryLimit()
+        let limit = Self.processLockedMemoryLimit()
         let room = limit > UInt64(Self.reservedLockedBytes)
             ? Int(min((limit - UInt64(Self.reservedLockedBytes)) / UInt64(Self.lockedBytesPerConnection), UInt64(Int32.max)))
             : 0
@@ -112,11 +111,6 @@ public final class ConnectionLimit: @unchecked Sendable {
             open[bucket] = count > 0 ? count : nil
             all -= 1
         }
-    }
-
-    /// Connections counted in `bucket` now.
-    func count(of bucket: Bucket) -> Int {
-        lock.withLock { open[bucket, default: 0] }
     }
 
     private func refusal(_ bucket: Bucket) -> ServiceError? {

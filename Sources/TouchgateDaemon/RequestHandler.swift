@@ -154,12 +154,12 @@ struct RequestHandler: Sendable {
             return reply(id, EmptyReport())
         case .auditRecords:
             // One output line per record, as fast as the client reads them: any length of
-            // trail, never one line past the protocol's limit.
+            // trail, never one line past the protocol's limit; waiting for a slow reader on a
+            // thread of its own, as the export does.
             let records = try await service.auditRecords(arguments.filter ?? AuditFilter())
-            for record in records {
-                var output = DaemonMessage(kind: .output, id: id)
-                output.text = WireCoding.line(record)
-                guard await interaction.socket.sendWhenRoom(output) else { throw CancellationError() }
+            let socket = interaction.socket
+            try await OwnThread.run {
+                for record in records { try Self.output(WireCoding.line(record), id: id, on: socket) }
             }
             return reply(id, CountReport(count: records.count))
         case .auditCount:
@@ -174,9 +174,7 @@ struct RequestHandler: Sendable {
             // The export runs on a thread of its own, so waiting here for a slow reader holds no
             // shared thread; a reader that stops reading is cut off, which ends the export.
             let count = try await service.exportAudit(arguments.filter ?? AuditFilter(), format: format) { text in
-                var output = DaemonMessage(kind: .output, id: id)
-                output.text = text
-                guard socket.sendBlockingWhenRoom(output) else { throw CancellationError() }
+                try Self.output(text, id: id, on: socket)
             }
             return reply(id, CountReport(count: count))
         case .migrate:
@@ -223,6 +221,14 @@ struct RequestHandler: Sendable {
         let report = try await service.adoptMigration(database: files[0], auditKey: files[1], from: from,
                                                       peer: peer.description, interaction: interaction)
         return reply(interaction.id, report)
+    }
+
+    /// Sends one `output` line of a stream, waiting (on the caller's own thread) while the
+    /// client is slow; throws `CancellationError` once the connection is gone, ending the stream.
+    private static func output(_ text: String, id: UInt64, on socket: FramedSocket) throws {
+        var output = DaemonMessage(kind: .output, id: id)
+        output.text = text
+        guard socket.sendBlockingWhenRoom(output) else { throw CancellationError() }
     }
 
     private func required<T>(_ value: T?, _ name: String) throws(ServiceError) -> T {

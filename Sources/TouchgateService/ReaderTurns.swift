@@ -130,9 +130,6 @@ public actor ReaderTurns {
         if holder == nil { handOver() }
     }
 
-    /// How many requests wait for a turn (for tests and the log).
-    public var waitingCount: Int { waiting.count }
-
     private func grant(_ request: Request?, owner: UInt32) {
         // A woken request takes over the place ``handOver()`` kept for it, with whoever waits for its end.
         holder = (request, 1, holder?.ended ?? [])

@@ -138,33 +138,18 @@ public final class FramedSocket: @unchecked Sendable {
         thread.start()
     }
 
-    /// Bytes queued and not yet written (0 without an outbox).
-    public var pendingBytes: Int { writeLock.withLock { outbox?.bytes ?? 0 } }
-
     /// Whether the connection was closed here or broken off (a failed write).
     public var isClosed: Bool { writeLock.withLock { closed } }
 
     /// Why the outbox cut the peer off, if it did: it stopped reading.
     public var cutOff: String? { writeLock.withLock { cutOffReason } }
 
-    /// Waits, without holding a thread, until the outbox has room for more (at most half
-    /// its limit queued), then sends `message`. For streams of many messages: a slow
-    /// reader slows the stream instead of losing the connection. Returns false when the
-    /// connection is gone (or the task is cancelled), which ends the stream.
-    public func sendWhenRoom<T: Encodable>(_ message: T) async -> Bool {
-        while true {
-            let state: (room: Bool, closed: Bool) = writeLock.withLock {
-                (outbox.map { $0.bytes <= $0.limit / 2 } ?? true, closed)
-            }
-            if state.closed { return false }
-            if state.room { return send(message) }
-            // The writer makes room or breaks the connection within its send timeout.
-            do { try await Task.sleep(for: .milliseconds(5)) } catch { return false }
-        }
-    }
-
-    /// As ``sendWhenRoom(_:)``, blocking the calling thread while it waits: only for a
-    /// thread of its own (an export's), never one of the shared pool.
+    /// Waits until the outbox has room for more (at most half its limit queued), then sends
+    /// `message`: for streams of many messages, where a slow reader slows the stream
+    /// instead of losing the connection. Returns false when the connection is gone, which
+    /// ends the stream. It blocks the calling thread while it waits: call it only on a
+    /// thread of its own (``OwnThread``), never on one of the shared pool. The writer makes
+    /// room, or cuts the peer off, within its send timeout.
     public func sendBlockingWhenRoom<T: Encodable>(_ message: T) -> Bool {
         writeLock.lock()
         while !closed, let queue = outbox, queue.bytes > queue.limit / 2 { writeLock.wait() }
