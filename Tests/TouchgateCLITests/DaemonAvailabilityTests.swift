@@ -229,6 +229,27 @@ struct DaemonAvailabilityTests {
         #expect(added < 130, "400 requests wrote \(added) records")
     }
 
+    @Test("the rate is the user's, not the connection's: two processes looping at once share one burst")
+    func requestRateIsSharedAcrossProcesses() async throws {
+        try DaemonAttackTests.requireRoot()
+        let users = try TestUsers()
+        let rig = try DaemonRig()
+        try await rig.start()
+        try await Self.lockOut(users.attacker, rig)
+        let loops = try (0..<2).map { _ in
+            try Attacker(["loop", "verify", "{}", "200"], socket: rig.socketPath, uid: users.attacker.uid)
+        }
+        defer { for loop in loops { loop.stop() } }
+        var allowed = 0
+        for loop in loops {
+            let codes = try #require(await loop.line("codes", within: 60), "\(loop.output)")
+            let counts = try #require(try JSONSerialization.jsonObject(with: Data(codes.dropFirst(6).utf8)) as? [String: Int])
+            allowed += counts["locked-out"] ?? 0
+        }
+        // One burst of 100 for both (less what setting up used, plus a few seconds of refill).
+        #expect((85...110).contains(allowed), "two processes got \(allowed) requests through")
+    }
+
     @Test("a disk another user filled: the victim still deletes a secret and locks, each recorded; adding says the disk is full")
     func fullDiskLeavesRemoveAndLock() async throws {
         try DaemonAttackTests.requireRoot()
