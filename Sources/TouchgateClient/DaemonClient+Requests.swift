@@ -201,9 +201,10 @@ extension DaemonClient {
     }
 
     /// Has the daemon ship to the collector of its own fleet configuration: the caller's
-    /// trail, or for root every user's (`touchgate audit ship` through touchgated).
-    public func shipAudit() async throws(ServiceError) -> [AuditShipReport] {
-        try await call(.shipAudit, as: AuditShipmentsReport.self).0.shipments
+    /// trail, or for root every user's (`touchgate audit ship` through touchgated). With
+    /// `newLog` (root only) the fleet checkpoints kept are forgotten first.
+    public func shipAudit(newLog: Bool = false) async throws(ServiceError) -> [AuditShipReport] {
+        try await call(.shipAudit, arguments { $0.force = newLog ? true : nil }, as: AuditShipmentsReport.self).0.shipments
     }
 }
 

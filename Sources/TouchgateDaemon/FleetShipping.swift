@@ -38,20 +38,20 @@ public struct FleetShipping: Sendable {
     /// ends the run at once (the other trails would fail the same way); a trail that
     /// cannot be shipped for a reason of its own does not hold back the others, and the
     /// run then fails naming it.
-    func ship(_ services: [TouchgateService]) async throws(ServiceError) -> [AuditShipReport] {
-        try await ship(services, with: try configuration())
+    func ship(_ services: [TouchgateService], newLog: Bool = false) async throws(ServiceError) -> [AuditShipReport] {
+        try await ship(services, with: try configuration(), newLog: newLog)
     }
 
     /// ``ship(_:)`` with the configuration already read.
-    private func ship(_ services: [TouchgateService],
-                      with configuration: FleetConfiguration) async throws(ServiceError) -> [AuditShipReport] {
+    private func ship(_ services: [TouchgateService], with configuration: FleetConfiguration,
+                      newLog: Bool = false) async throws(ServiceError) -> [AuditShipReport] {
         let collector = connect(configuration)
         defer { collector.close() }
         var reports: [AuditShipReport] = []
         var failures: [ServiceError] = []
         for service in services {
             do {
-                reports.append(try await service.shipAudit(to: collector, configuration: configuration))
+                reports.append(try await service.shipAudit(to: collector, configuration: configuration, newLog: newLog))
             } catch {
                 let named = ServiceError(error.code, "\(service.principal.loginName)'s trail: \(error.message)")
                 guard error.code != .collectorUnavailable, error.code != .backlogFull else { throw named }

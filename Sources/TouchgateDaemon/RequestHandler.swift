@@ -192,7 +192,13 @@ struct RequestHandler: Sendable {
                 throw ServiceError(.notFound, "touchgated holds no audit trail \(peer.isRoot ? "" : "of yours ")yet: "
                                    + "nothing to ship")
             }
-            return reply(id, AuditShipmentsReport(shipments: try await fleet.ship(services)))
+            // Forgetting the fleet checkpoints accepts whatever log the collector now holds:
+            // root's decision, for a collector rebuilt on purpose.
+            let newLog = arguments.force ?? false
+            if newLog, !peer.isRoot {
+                throw ServiceError(.forbidden, "only root may have touchgated accept a new fleet log (audit ship --new-log)")
+            }
+            return reply(id, AuditShipmentsReport(shipments: try await fleet.ship(services, newLog: newLog)))
         case .pruneAudit:
             let before = try required(arguments.before, "before")
             return reply(id, CountReport(count: try await service.pruneAudit(before: before, force: arguments.force ?? false,

@@ -8,7 +8,7 @@ import TouchgateWire
 /// registers machines' public keys, verifies every machine's trails in the database
 /// against them, and answers queries. Holds one connection; blocking; close it when done.
 public final class FleetCollector {
-    private let connection: PostgresConnection
+    let connection: PostgresConnection
 
     /// Connects to `database` (a libpq connection string or URL; empty: libpq's `PG*`
     /// environment variables and defaults).
@@ -25,13 +25,26 @@ public final class FleetCollector {
         (try FleetSchema.migrate(connection), FleetSchema.current)
     }
 
-    /// Registers `publicKey` as one that signs `machine`'s trails; false when it already was.
-    public func register(machine: String, publicKey: [UInt8]) throws(ServiceError) -> Bool {
+    /// Registers `publicKey` as one that signs `machine`'s trails, through a statement the
+    /// administrator's `enrollment` key signs, appended to the fleet log: a key swap is then
+    /// visible to every auditor and attributable. False when it already was registered.
+    public func register(machine: String, publicKey: [UInt8], enrollment: NoteSigner,
+                         now: Date = Date()) throws(ServiceError) -> Bool {
         if let problem = StoredText.problem(withName: machine, what: "machine") { throw ServiceError(.usage, problem) }
-        let inserted = try connection.execute("""
-            INSERT INTO machine_keys (machine, public_key) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1
-            """, [machine, Bytea.text(publicKey)])
-        return !inserted.rows.isEmpty
+        return try connection.transaction { () throws(ServiceError) -> Bool in
+            let held = try connection.execute("""
+                SELECT 1 FROM machine_keys WHERE machine = $1 AND public_key = $2 AND leaf IS NOT NULL
+                """, [machine, Bytea.text(publicKey)])
+            if !held.rows.isEmpty { return false }
+            let entry = FleetEntry.register(machine: machine, publicKey: publicKey,
+                                            time: Int64(now.timeIntervalSince1970), enrollment: enrollment)
+            let leaf = try FleetLogStore(connection).append(registration: entry)
+            try connection.execute("""
+                INSERT INTO machine_keys (machine, public_key, leaf) VALUES ($1, $2, $3)
+                ON CONFLICT (machine, public_key) DO UPDATE SET leaf = excluded.leaf
+                """, [machine, Bytea.text(publicKey), String(leaf)])
+            return true
+        }
     }
 
     // MARK: Verifying
@@ -39,21 +52,32 @@ public final class FleetCollector {
     /// How many records one FETCH brings while verifying.
     static let fetchSize = 20_000
 
-    /// Verifies every trail of every machine (or of `machine`), calling `report` with each
-    /// as it is done, ordered by machine; returns them all.
+    /// Verifies the fleet log, then every trail of every machine (or of `machine`),
+    /// calling `report` with each trail as it is done, ordered by machine; returns them
+    /// all and the log's report.
     ///
-    /// For each trail: its seal's key must be registered for the machine; the stored
-    /// records, in sequence order from the first one shipped, must form an unbroken public
-    /// chain (``AuditChainVerifier``); every stored seal must be signed by that key and
-    /// name the link of the record at its sequence; and the newest seal must name the
+    /// The log (``verifyLog(_:)``) is recomputed from its entries and checked against
+    /// every checkpoint, the witnesses' cosignatures and the checkpoints the auditor holds.
+    /// For each trail: its seal's key must be registered for the machine (by the
+    /// enrollment key, when `trust` names it); the stored records, in sequence order from
+    /// the first one shipped, must form an unbroken public chain (``AuditChainVerifier``);
+    /// every stored seal must be signed by that key and name the link of the record at
+    /// its sequence; every record must be in a shipment the log names, and every shipment
+    /// the log names must be there, the links matching; and the newest seal must name the
     /// newest record (records after it are reported as `unsealed`: a shipment under way).
+    /// A trail the log names that the collector no longer holds is reported broken.
     /// Memory does not grow with the number of records.
-    public func verify(machine: String? = nil,
-                       report: (FleetTrailReport) -> Void = { _ in }) throws(ServiceError) -> [FleetTrailReport] {
-        let keys = try connection.execute("SELECT machine, public_key FROM machine_keys").rows
+    public func verify(machine: String? = nil, trust: FleetTrust = FleetTrust(),
+                       report: (FleetTrailReport) -> Void = { _ in })
+        throws(ServiceError) -> (trails: [FleetTrailReport], log: FleetLogReport) {
+        let (log, logged) = try verifyLog(trust)
         var registered: [String: [[UInt8]]] = [:]
-        for row in keys {
-            if let name = row[0], let key = Bytea.bytes(row[1]) { registered[name, default: []].append(key) }
+        if trust.enrollment != nil {
+            for (name, keys) in logged { registered[name] = Array(keys) }
+        } else {
+            for row in try connection.execute("SELECT machine, public_key FROM machine_keys").rows {
+                if let name = row[0], let key = Bytea.bytes(row[1]) { registered[name, default: []].append(key) }
+            }
         }
         let trails = try connection.execute("""
             SELECT machine, trail, public_key, first_seq FROM trails WHERE $1::text IS NULL OR machine = $1
@@ -65,7 +89,8 @@ public final class FleetCollector {
             if let name = row[0], let trail = Bytea.bytes(row[1]), let key = Bytea.bytes(row[2]),
                let firstShipped = row[3].flatMap({ Int64($0) }) {
                 result = try verify(machine: name, trail: trail, key: key, firstShipped: firstShipped,
-                                    registered: registered[name] ?? [])
+                                    registered: registered[name] ?? [],
+                                    shipments: try loggedShipments(machine: name, trail: trail))
             } else {
                 // Never skipped: a row the schema forbids means the table itself was altered.
                 result = FleetTrailReport(machine: row[0] ?? "?", trail: Bytea.bytes(row[1]).map(Hex.encode) ?? "?", records: 0, first: nil, last: nil,
@@ -76,11 +101,15 @@ public final class FleetCollector {
             report(result)
             reports.append(result)
         }
-        return reports
+        for vanished in try vanishedTrails(machine: machine) {
+            report(vanished)
+            reports.append(vanished)
+        }
+        return (reports, log)
     }
 
     private func verify(machine: String, trail: [UInt8], key: [UInt8], firstShipped: Int64,
-                        registered: [[UInt8]]) throws(ServiceError) -> FleetTrailReport {
+                        registered: [[UInt8]], shipments: [LoggedShipment]) throws(ServiceError) -> FleetTrailReport {
         let trailText = Bytea.text(trail)
         var result = FleetTrailReport(machine: machine, trail: Hex.encode(trail), records: 0, first: nil, last: nil,
                                       signedThrough: nil, status: .intact, problem: nil)
@@ -104,11 +133,25 @@ public final class FleetCollector {
         result.signedThrough = seals.last?.sequence
         guard registered.contains(key) else {
             return broken(firstShipped, "signed by key \(Hex.encode(key)), which is not registered for machine "
-                          + "\(machine) (touchgate-collector register)")
+                          + "\(machine)" + (registered.isEmpty && shipments.isEmpty ? "" : " by the enrollment key")
+                          + " (touchgate-collector register)")
         }
         for seal in seals where !seal.isSigned(by: key) {
             return broken(seal.sequence, "the seal naming it is not signed by the registered key: forged or edited")
         }
+        guard let firstLogged = shipments.map(\.shipment.first).min() else {
+            return broken(firstShipped, "no shipment of this trail is in the fleet log: its records were written outside "
+                          + "a shipment, or before the collector had a log (schema 1)")
+        }
+        if let foreign = shipments.first(where: { $0.shipment.publicKey != key }) {
+            return broken(foreign.shipment.last, "the fleet log's entry \(foreign.leaf) names key "
+                          + "\(Hex.encode(foreign.shipment.publicKey)) for this trail, not the trail's key: replaced")
+        }
+        if firstLogged != firstShipped {
+            return broken(firstLogged, "the fleet log's first shipment of this trail starts at record \(firstLogged), "
+                          + "the collector's row says \(firstShipped): the first records were deleted or the row edited")
+        }
+        var pendingShipments = shipments[...]
         var verifier = AuditChainVerifier(publicKey: key)
         var pendingSeals = seals[...]
         var problem: (Int64, String)?
@@ -146,6 +189,24 @@ public final class FleetCollector {
                             break fetching
                         }
                     }
+                    while let logged = pendingShipments.first, logged.shipment.last <= record.sequence {
+                        pendingShipments = pendingShipments.dropFirst()
+                        if logged.shipment.last == record.sequence, record.chain != logged.shipment.chain {
+                            problem = (record.sequence, "is not the record the fleet log's entry \(logged.leaf) names: "
+                                       + "rewritten")
+                            break fetching
+                        }
+                        if logged.shipment.last < record.sequence {
+                            problem = (logged.shipment.last, "is missing, yet the fleet log's entry \(logged.leaf) names "
+                                       + "it as shipped: deleted at the collector")
+                            break fetching
+                        }
+                    }
+                    if pendingShipments.isEmpty, record.sequence > (shipments.last?.shipment.last ?? 0) {
+                        problem = (record.sequence, "is in no shipment of the fleet log: written outside a shipment "
+                                   + "(inserted, or another machine's record filed under this one)")
+                        break fetching
+                    }
                     if result.first == nil { result.first = record.sequence }
                     result.last = record.sequence
                     result.records += 1
@@ -154,6 +215,10 @@ public final class FleetCollector {
             try connection.execute("CLOSE trail_records")
         }
         if let problem { return broken(problem.0, problem.1) }
+        if let logged = pendingShipments.first {
+            return broken(logged.shipment.last, "is missing, yet the fleet log's entry \(logged.leaf) names records "
+                          + "\(logged.shipment.first)…\(logged.shipment.last) as shipped: the tail was cut at the collector")
+        }
         guard let newest = seals.last else {
             if result.records == 0 { return result }
             result.status = .unsealed

@@ -36,21 +36,42 @@ public final class PostgresCollector: AuditCollector, @unchecked Sendable {
         }
     }
 
-    public func store(machine: String, trail: [UInt8], publicKey: [UInt8], records: [AuditRecord],
-                      seal: AuditSeal?) async throws(ServiceError) {
-        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, ServiceError>, Never>) in
+    public func store(machine: String, trail: [UInt8], publicKey: [UInt8], records: [AuditRecord], seal: AuditSeal?,
+                      entry: FleetEntry.Shipment?,
+                      signCheckpoint: @escaping @Sendable (Checkpoint) -> String) async throws(ServiceError) -> Int64? {
+        try await onConnection("the collector did not take the records") { connection throws(ServiceError) in
+            try connection.transaction { () throws(ServiceError) -> Int64? in
+                try Self.insert(machine: machine, trail: trail, publicKey: publicKey, records: records, seal: seal,
+                                connection)
+                guard let entry else { return nil }
+                return try FleetLogStore(connection).append(entry, signCheckpoint: signCheckpoint)
+            }
+        }
+    }
+
+    public func proofs(leaf: Int64?, from old: Int64?) async throws(ServiceError) -> FleetProofs {
+        try await onConnection("the collector did not give its log's proofs") { connection throws(ServiceError) in
+            try FleetLogStore(connection).proofs(leaf: leaf, from: old)
+        }
+    }
+
+    /// Runs `body` on the connection (opened if none is) on the serial queue, off the
+    /// cooperative pool. A failure to reach the database or run a statement closes the
+    /// connection (the next call opens a fresh one) and says `what` did not happen;
+    /// `audit-broken` (what the database holds is wrong) passes through as it is.
+    private func onConnection<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresConnection) throws(ServiceError) -> T)
+        async throws(ServiceError) -> T {
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, ServiceError>, Never>) in
             queue.async {
-                continuation.resume(returning: Result(catching: { () throws(ServiceError) in
-                    try self.storeNow(machine: machine, trail: trail, publicKey: publicKey, records: records, seal: seal)
+                continuation.resume(returning: Result(catching: { () throws(ServiceError) -> T in
+                    try self.withConnection(what, body)
                 }))
             }
         }
-        try outcome.get()
+        return try outcome.get()
     }
 
-    /// ``store(machine:trail:publicKey:records:seal:)``, blocking the calling thread.
-    private func storeNow(machine: String, trail: [UInt8], publicKey: [UInt8], records: [AuditRecord],
-                          seal: AuditSeal?) throws(ServiceError) {
+    private func withConnection<T>(_ what: String, _ body: (PostgresConnection) throws(ServiceError) -> T) throws(ServiceError) -> T {
         lock.lock()
         defer { lock.unlock() }
         let connection: PostgresConnection
@@ -61,21 +82,21 @@ public final class PostgresCollector: AuditCollector, @unchecked Sendable {
             self.connection = connection
         }
         do {
-            try connection.transaction { () throws(ServiceError) in
-                try Self.insert(machine: machine, trail: trail, publicKey: publicKey, records: records, seal: seal,
-                                connection)
-            }
+            return try body(connection)
+        } catch where error.code == .auditBroken {
+            throw error
         } catch {
-            // A broken connection is opened afresh by the next shipment.
             connection.close()
             self.connection = nil
-            throw ServiceError(.collectorUnavailable, "the collector did not take the records: \(error.message)"
+            throw ServiceError(.collectorUnavailable, "\(what): \(error.message)"
                                + (error.message.contains("does not exist")
                                   ? " (run `touchgate-collector init` on the database)" : ""))
         }
     }
 
-    /// The statements of one batch, inside its transaction.
+    /// The statements that store one batch's records and seal, inside its transaction.
+    /// Records the collector already holds identically (a batch sent again) are left as
+    /// they are; a sequence number held with other contents was taken by another writer.
     static func insert(machine: String, trail: [UInt8], publicKey: [UInt8], records: [AuditRecord],
                        seal: AuditSeal?, _ connection: PostgresConnection) throws(ServiceError) {
         let trailText = Bytea.text(trail)
@@ -85,6 +106,7 @@ public final class PostgresCollector: AuditCollector, @unchecked Sendable {
             ON CONFLICT (machine, trail) DO NOTHING
             """, [machine, trailText, Bytea.text(publicKey), String(first)])
         var start = records.startIndex
+        var inserted = 0
         while start < records.endIndex {
             let chunk = records[start..<min(start + rowsPerStatement, records.endIndex)]
             var values: [String] = []
@@ -99,13 +121,17 @@ public final class PostgresCollector: AuditCollector, @unchecked Sendable {
                     record.previousChain.map(Bytea.text), record.chain.map(Bytea.text),
                 ]
             }
-            try connection.execute("""
+            inserted += try connection.execute("""
                 INSERT INTO records (machine, trail, seq, unix_time, boot_time, boot_id, uid, login, vault_user, event,
                     item, outcome, reason, prev_mac, mac, prev_chain, chain)
                 VALUES \(values.joined(separator: ", "))
-                ON CONFLICT (machine, trail, seq) DO NOTHING
-                """, parameters)
+                ON CONFLICT (machine, trail, seq) DO NOTHING RETURNING 1
+                """, parameters).rows.count
             start = chunk.endIndex
+        }
+        if inserted < records.count, let first = records.first, let last = records.last {
+            try checkHeld(machine: machine, trail: trail, records: records, from: first.sequence, through: last.sequence,
+                          connection)
         }
         if let seal {
             try connection.execute("""
@@ -114,6 +140,27 @@ public final class PostgresCollector: AuditCollector, @unchecked Sendable {
                 """, [machine, trailText, String(seal.sequence), Bytea.text(seal.chain), Bytea.text(seal.publicKey),
                       Bytea.text(seal.signature)])
         }
+    }
+
+    /// Checks that the records the collector already held in this batch's range are ours.
+    private static func checkHeld(machine: String, trail: [UInt8], records: [AuditRecord], from first: Int64,
+                                  through last: Int64, _ connection: PostgresConnection) throws(ServiceError) {
+        var held: [Int64: (mac: [UInt8]?, chain: [UInt8]?)] = [:]
+        for row in try connection.execute("""
+            SELECT seq, mac, chain FROM records WHERE machine = $1 AND trail = $2 AND seq BETWEEN $3 AND $4
+            """, [machine, Bytea.text(trail), String(first), String(last)]).rows {
+            if let seq = row[0].flatMap({ Int64($0) }) { held[seq] = (Bytea.bytes(row[1]), Bytea.bytes(row[2])) }
+        }
+        let foreign = records.filter { record in
+            guard let stored = held[record.sequence] else { return true }
+            return stored.mac != record.mac || stored.chain != record.chain
+        }.map(\.sequence)
+        guard let low = foreign.min(), let high = foreign.max() else { return }
+        throw ServiceError(.auditBroken, "the collector already holds other records than this machine's at "
+                           + "sequence\(low == high ? " \(low)" : "s \(low)…\(high)") of this trail (\(foreign.count) "
+                           + "record\(foreign.count == 1 ? "" : "s")): another writer took them (another machine's "
+                           + "credentials or the database's administrator); nothing was marked shipped. Tell the "
+                           + "collector's auditor: the genuine records are safe here")
     }
 
     /// A double in a text form that reads back as exactly the same value.

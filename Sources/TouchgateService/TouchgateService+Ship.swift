@@ -17,31 +17,81 @@ extension TouchgateService {
     ///   reached (the records stay queued), `backlog-full` when that happens with more
     ///   records waiting than ``FleetConfiguration/backlogLimit``; `audit-error` for a
     ///   trail without a seal.
-    public func shipAudit(to collector: any AuditCollector,
-                          configuration: FleetConfiguration) async throws(ServiceError) -> AuditShipReport {
+    ///
+    /// After each batch the collector must prove that its fleet log holds the shipment and
+    /// only grew since the checkpoint this store accepted last (``FleetLogCheck``); only
+    /// then does the cursor move and the new checkpoint become the accepted one. A failed
+    /// proof is `audit-broken`, written to this trail as `audit.ship`. With `newLog`, the
+    /// accepted checkpoint is forgotten first: for a collector rebuilt on purpose.
+    public func shipAudit(to collector: any AuditCollector, configuration: FleetConfiguration,
+                          newLog: Bool = false) async throws(ServiceError) -> AuditShipReport {
         try await withStore { access in
             let log = try access.audit()
+            if newLog {
+                try log.forgetCheckpoint()
+                _ = try log.append(.auditShip, .success, vaultUser: principal.loginName,
+                                   reason: "the fleet checkpoint kept was forgotten (audit ship --new-log): the next "
+                                       + "shipment accepts the collector's log as it is")
+            }
             guard let seal = try log.seal() else {
                 throw ServiceError(.auditError, "this audit trail has no seal, so a collector could not verify it: run "
                                    + "`touchgate audit verify` and keep a copy (touchgate audit export > FILE)")
             }
+            var accepted = try Self.acceptedCheckpoint(log)
             var cursor = try log.shippedThrough(trail: seal.trail)
             var (shipped, batches) = (0, 0)
-            repeat {
-                let batch = try log.linkedRecords(after: cursor, through: seal.sequence, limit: configuration.batchSize)
-                let last = batch.last?.sequence ?? seal.sequence
-                do throws(ServiceError) {
-                    try await collector.store(machine: configuration.machine, trail: seal.trail, publicKey: seal.publicKey,
-                                        records: batch, seal: last == seal.sequence ? seal : nil)
-                } catch {
-                    throw Self.undelivered(error, waiting: seal.sequence - cursor, limit: configuration.backlogLimit)
-                }
-                try log.markShipped(trail: seal.trail, through: last)
-                (cursor, shipped, batches) = (last, shipped + batch.count, batches + 1)
-            } while cursor < seal.sequence
-            return AuditShipReport(machine: configuration.machine, user: principal.loginName, trail: Hex.encode(seal.trail), shipped: shipped,
-                                   through: seal.sequence, batches: batches)
+            let machine = configuration.machine
+            do {
+                repeat {
+                    let batch = try log.linkedRecords(after: cursor, through: seal.sequence, limit: configuration.batchSize)
+                    let last = batch.last?.sequence ?? seal.sequence
+                    let entry = batch.first.flatMap { first in
+                        batch.last?.chain.map {
+                            FleetEntry.Shipment(machine: machine, trail: seal.trail, first: first.sequence, last: last,
+                                                chain: $0, publicKey: seal.publicKey)
+                        }
+                    }
+                    let leaf: Int64?
+                    let proofs: FleetProofs
+                    do throws(ServiceError) {
+                        leaf = try await collector.store(machine: machine, trail: seal.trail, publicKey: seal.publicKey,
+                                                         records: batch, seal: last == seal.sequence ? seal : nil,
+                                                         entry: entry,
+                                                         signCheckpoint: { log.signCheckpoint($0, machine: machine) })
+                        proofs = try await collector.proofs(leaf: leaf, from: accepted.map { $0.checkpoint.size })
+                    } catch {
+                        throw Self.undelivered(error, waiting: seal.sequence - cursor, limit: configuration.backlogLimit)
+                    }
+                    let checkpoint = try FleetLogCheck.check(proofs, leaf: leaf, shipment: entry, accepted: accepted?.checkpoint)
+                    // Only now, with the collector's log proved to hold the batch and to have
+                    // only grown since the checkpoint kept here, does the cursor move.
+                    try log.accept(checkpoint: proofs.checkpoint, trail: seal.trail, shippedThrough: last)
+                    accepted = (checkpoint, proofs.checkpoint)
+                    (cursor, shipped, batches) = (last, shipped + batch.count, batches + 1)
+                } while cursor < seal.sequence
+            } catch let error as ServiceError where error.code == .auditBroken {
+                // What the collector did is written to this machine's own trail, which the
+                // next shipment carries to the collector (and to anyone verifying it).
+                _ = try? log.append(.auditShip, .failure, vaultUser: principal.loginName,
+                                    reason: "shipment to the fleet collector refused: \(error.message)")
+                throw error
+            }
+            return AuditShipReport(machine: machine, user: principal.loginName, trail: Hex.encode(seal.trail), shipped: shipped,
+                                   through: seal.sequence, batches: batches,
+                                   logSize: accepted?.checkpoint.size)
         }
+    }
+
+    /// The checkpoint this store accepted last, if any.
+    static func acceptedCheckpoint(_ log: AuditLog) throws(ServiceError) -> (checkpoint: Checkpoint, note: String)? {
+        let note: String?
+        do { note = try log.acceptedCheckpoint() } catch { throw ServiceError(.auditError, "cannot read the fleet checkpoint kept in the store: \(error)") }
+        guard let note else { return nil }
+        guard let body = SignedNote.parse(note)?.body, let checkpoint = Checkpoint(body: body) else {
+            throw ServiceError(.auditBroken, "the fleet checkpoint kept in this store is not a checkpoint: the store was "
+                               + "edited; nothing was shipped")
+        }
+        return (checkpoint, note)
     }
 
     /// A failed delivery, with how many records wait and whether that is over the limit.

@@ -76,12 +76,16 @@ public struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConv
     /// touchgated refused a request because the caller may not make it: acting for another
     /// user, or a change that needs root (`access.denied`). Written to the caller's own trail.
     public static let accessDenied = AuditEvent(rawValue: "access.denied")
+    /// A shipment to the fleet collector failed its proofs: the collector's log was cut,
+    /// rewritten or replaced, or another writer took this trail's sequence numbers
+    /// (`audit.ship`, outcome `failure`; nothing was marked shipped).
+    public static let auditShip = AuditEvent(rawValue: "audit.ship")
 
     /// Every event this release defines, in a stable order.
     public static let known: [AuditEvent] = [
         .authAttempt, .itemRead, .itemWrite, .itemDelete, .fingerEnroll, .fingerDelete,
         .vaultLock, .sessionEnd, .vaultUnlock, .vaultInit, .passphraseChange, .lockoutStart, .lockoutEnd,
-        .policyChange, .auditPrune, .integrityFailure, .auditUpgrade, .vaultMigrate, .accessDenied,
+        .policyChange, .auditPrune, .integrityFailure, .auditUpgrade, .vaultMigrate, .accessDenied, .auditShip,
     ]
 }
 

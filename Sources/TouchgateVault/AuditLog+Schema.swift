@@ -69,6 +69,16 @@ extension AuditLog {
                 ) STRICT;
                 """)
         }
+        migrator.registerMigration("v7-audit-fleet-checkpoint") { db in
+            // The newest checkpoint of the fleet log this store's shipments accepted: the
+            // next shipment demands a proof that the collector's log grew from it.
+            try db.execute(sql: """
+                CREATE TABLE auditFleetCheckpoint (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    note TEXT NOT NULL
+                ) STRICT;
+                """)
+        }
     }
 
     /// The columns of `audit` in the order ``decode(_:)`` reads them.

@@ -40,4 +40,44 @@ extension AuditLog {
             return records
         }
     }
+
+    /// The newest checkpoint of the fleet log this store accepted (its note as the
+    /// collector gave it), or nil before the first verified shipment.
+    public func acceptedCheckpoint() throws -> String? {
+        try database.writer.read { db in
+            try String.fetchOne(db, sql: "SELECT note FROM auditFleetCheckpoint WHERE id = 1 AND typeof(note) = 'text'")
+        }
+    }
+
+    /// Keeps `note` as the accepted checkpoint and moves `trail`'s cursor to `sequence`,
+    /// in one transaction: once the collector proved it holds everything up to there.
+    public func accept(checkpoint note: String, trail: [UInt8], shippedThrough sequence: Int64) throws {
+        try database.writer.write { db in
+            try db.execute(sql: """
+                INSERT INTO auditFleetCheckpoint (id, note) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET note = excluded.note
+                """, arguments: [note])
+            try db.execute(sql: """
+                INSERT INTO auditShipped (trail, seq) VALUES (?, ?)
+                ON CONFLICT (trail) DO UPDATE SET seq = max(seq, excluded.seq)
+                """, arguments: [Data(trail), sequence])
+        }
+    }
+
+    /// Forgets the accepted checkpoint: the machine ships to a new log from now on
+    /// (`touchgate audit ship --new-log`, after the collector was deliberately replaced).
+    public func forgetCheckpoint() throws {
+        try database.writer.write { db in try db.execute(sql: "DELETE FROM auditFleetCheckpoint") }
+    }
+
+    /// The signature line of this store's signing key over a fleet log checkpoint, under
+    /// the key name of `machine`. Only checkpoints are signed (their origin line starts
+    /// with ``Checkpoint/originPrefix``, which no seal message can), so the key's
+    /// signatures on seals and on checkpoints can never be taken for one another.
+    public func signCheckpoint(_ checkpoint: Checkpoint, machine: String) -> String {
+        precondition(checkpoint.origin.hasPrefix(Checkpoint.originPrefix))
+        let name = SignedNote.keyName(machine)
+        return SignedNote.line(name: name, keyID: SignedNote.keyID(name: name, type: SignedNote.ed25519,
+                                                                   publicKey: signer.publicKey),
+                               payload: signer.sign(Array(checkpoint.body.utf8)))
+    }
 }

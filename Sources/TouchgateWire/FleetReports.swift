@@ -15,15 +15,21 @@ public struct AuditShipReport: Codable, Sendable, Equatable {
     public var through: Int64
     /// Transactions committed.
     public var batches: Int
+    /// The size of the collector's fleet log at the checkpoint this machine now keeps,
+    /// having checked that the log only grew and holds this trail's shipments (nil: no
+    /// batch was sent and no checkpoint is kept yet).
+    public var logSize: Int64?
 
     /// A report.
-    public init(machine: String, user: String, trail: String, shipped: Int, through: Int64, batches: Int) {
+    public init(machine: String, user: String, trail: String, shipped: Int, through: Int64, batches: Int,
+                logSize: Int64? = nil) {
         self.machine = machine
         self.user = user
         self.trail = trail
         self.shipped = shipped
         self.through = through
         self.batches = batches
+        self.logSize = logSize
     }
 }
 
@@ -113,5 +119,49 @@ public struct FleetRecordReport: Codable, Sendable, Equatable {
         self.item = item
         self.outcome = outcome
         self.reason = reason
+    }
+}
+
+/// The fleet log as `touchgate-collector verify` found it (`--json`: the last line,
+/// `{"log": …}`).
+public struct FleetLogReport: Codable, Sendable, Equatable {
+    /// Entries (shipments and key registrations) in the log.
+    public var size: Int64
+    /// The recomputed root hash, base64 (as checkpoints spell it).
+    public var root: String
+    /// Checkpoints stored and checked.
+    public var checkpoints: Int
+    /// `intact` or `broken`.
+    public var status: FleetTrailReport.Status
+    /// For `broken`: what.
+    public var problem: String?
+    /// Whether key registrations were checked against the enrollment key (false: no
+    /// `--enrollment-key` was given, and registered keys were taken from the table as they are).
+    public var registrationsChecked: Bool
+    /// How far each witness given with `--witness-key` vouched: the largest log size it
+    /// cosigned (nil: none).
+    public var witnesses: [WitnessReport]
+
+    /// One witness's cosignatures.
+    public struct WitnessReport: Codable, Sendable, Equatable {
+        public var name: String
+        public var vouchedThrough: Int64?
+
+        public init(name: String, vouchedThrough: Int64?) {
+            self.name = name
+            self.vouchedThrough = vouchedThrough
+        }
+    }
+
+    /// A report.
+    public init(size: Int64, root: String, checkpoints: Int, status: FleetTrailReport.Status, problem: String?,
+                registrationsChecked: Bool, witnesses: [WitnessReport]) {
+        self.size = size
+        self.root = root
+        self.checkpoints = checkpoints
+        self.status = status
+        self.problem = problem
+        self.registrationsChecked = registrationsChecked
+        self.witnesses = witnesses
     }
 }

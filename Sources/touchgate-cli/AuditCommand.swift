@@ -293,26 +293,34 @@ extension Audit {
                 each commit, so an interrupted shipment loses nothing and repeats nothing: run it again. \
                 Through touchgated, the daemon ships with its own configuration: your trail, or \
                 as root every user's (one line, or JSON line, per trail). \
-                Exit status 0 when everything up to the seal is shipped; 69 when the database cannot \
-                be reached (the records stay queued here); 12 when that happens with more records \
-                waiting than the backlog limit; 11 when the configuration file is not owned by root \
-                or others can write it.
+                After each batch the collector must prove, against the fleet log checkpoint kept \
+                here from the shipment before, that its log only grew and holds the batch; only then \
+                does the cursor move. \
+                Exit status 0 when everything up to the seal is shipped; 6 when the collector's log \
+                was cut, rewritten or replaced, or it holds other records at this trail's sequence \
+                numbers (nothing is marked shipped; audited here as audit.ship); 69 when the database \
+                cannot be reached (the records stay queued here); 12 when that happens with more \
+                records waiting than the backlog limit; 11 when the configuration file is not owned \
+                by root or others can write it.
                 """)
 
         @OptionGroup var common: CommonOptions
         @Option(help: ArgumentHelp("The fleet configuration file (root-owned; default \(FleetConfiguration.defaultPath)). "
                                    + "Not with touchgated, which ships with its own.", valueName: "FILE"))
         var config: String?
+        @Flag(help: ArgumentHelp("Forget the fleet log checkpoint kept here and accept the collector's log as it is "
+                                 + "now: only after the collector was rebuilt on purpose (through touchgated: root only)."))
+        var newLog = false
 
         func run() async throws {
-            let path = config
+            let (path, newLog) = (config, newLog)
             try await CommandRunner.run(json: common.json) { console in
                 let reports: [AuditShipReport]
                 if let personal = service as? TouchgateService {
                     let configuration = try FleetConfiguration.load(path: path ?? FleetConfiguration.defaultPath)
                     let collector = PostgresCollector(configuration: configuration)
                     defer { collector.close() }
-                    reports = [try await personal.shipAudit(to: collector, configuration: configuration)]
+                    reports = [try await personal.shipAudit(to: collector, configuration: configuration, newLog: newLog)]
                 } else if let daemon = service as? DaemonClient {
                     // The daemon's configuration decides where its trails go: a client
                     // naming another collector could move the cursor past records the
@@ -321,14 +329,15 @@ extension Audit {
                         throw ServiceError(.usage, "touchgated ships to the collector of its own fleet configuration; "
                                            + "drop --config (or run in personal mode with TOUCHGATE_SOCKET=)")
                     }
-                    reports = try await daemon.shipAudit()
+                    reports = try await daemon.shipAudit(newLog: newLog)
                 } else {
                     throw ServiceError(.usage, "audit ship needs the personal store or touchgated")
                 }
                 for report in reports {
                     console.result("shipped", report, text: "shipped \(report.shipped) record(s) of \(report.user)'s trail "
                                    + "\(report.trail) as machine \(report.machine): the collector holds records up to "
-                                   + "\(report.through), sealed")
+                                   + "\(report.through), sealed"
+                                   + (report.logSize.map { "; its fleet log (\($0) entries) proved to hold them" } ?? ""))
                 }
                 return ExitStatus.success
             }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import TouchgateFleet
 import TouchgateService
+import TouchgateVault
 import TouchgateWire
 
 /// `touchgate-collector`: the fleet's central verifier and query tool (README, "Fleet").
@@ -13,10 +14,10 @@ struct Collector: ParsableCommand {
         discussion: """
             The database is named by --database (a libpq connection string or postgresql:// URL, \
             TLS settings included) or, without it, by $TOUCHGATE_COLLECTOR_DATABASE, else libpq's PG* \
-            variables. Exit status: 0 success; 6 verify found a broken trail; 64 usage; 69 the \
-            database cannot be reached or refused a statement.
+            variables. Exit status: 0 success; 6 verify found a broken trail or log, or a witness \
+            refused to cosign; 64 usage; 69 the database cannot be reached or refused a statement.
             """,
-        subcommands: [Init.self, Register.self, Verify.self, Query.self])
+        subcommands: [Init.self, Keygen.self, Register.self, Verify.self, Witness.self, ShowCheckpoint.self, Query.self])
 }
 
 /// The options every subcommand shares.
@@ -80,7 +81,11 @@ extension Collector {
             discussion: """
                 The file holds what `touchgate audit public-key` printed on the machine. With the \
                 system daemon, one key signs every trail of the machine; in personal mode each user's \
-                store has its own key: register each of them under the same machine name.
+                store has its own key: register each of them under the same machine name. The \
+                registration is a statement signed by the enrollment key (touchgate-collector keygen \
+                --enrollment; keep it offline) and appended to the fleet log, so that an auditor \
+                verifying with the enrollment key's public half trusts no key the database's \
+                administrator added.
                 """)
 
         @OptionGroup var options: DatabaseOptions
@@ -88,38 +93,97 @@ extension Collector {
         var machine: String
         @Option(help: ArgumentHelp("The public key file.", valueName: "FILE"))
         var publicKey: String
+        @Option(help: ArgumentHelp("The enrollment key's private key file.", valueName: "FILE"))
+        var enrollmentKey: String
 
         func run() throws {
             try options.run { collector throws(ServiceError) in
                 let key = try PublicAuditCheck.publicKey(fromFile: publicKey)
-                let added = try collector.register(machine: machine, publicKey: key)
-                options.say(added ? "registered the key for machine \(machine)"
+                let enrollment = try KeyFiles.signer(enrollmentKey, type: SignedNote.ed25519, what: "enrollment")
+                let added = try collector.register(machine: machine, publicKey: key, enrollment: enrollment)
+                options.say(added ? "registered the key for machine \(machine) in the fleet log"
                             : "the key was already registered for machine \(machine)")
                 return 0
             }
         }
     }
 
+    /// `touchgate-collector keygen`.
+    struct Keygen: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make an enrollment key or a witness key.",
+            discussion: """
+                Writes the private key to FILE (mode 0600; an existing file is never overwritten) and its \
+                public half, a verifier key, to FILE.pub and standard output. Give the public half to \
+                auditors: `verify --enrollment-key FILE.pub`, `verify --witness-key FILE.pub`.
+                """)
+
+        @Option(help: "The key's name (a witness's: a name such as witness.example.org/audit).")
+        var name: String
+        @Flag(help: "A witness's key (cosignature/v1) instead of an enrollment key.")
+        var witness = false
+        @Option(help: ArgumentHelp("Where to write the private key.", valueName: "FILE"))
+        var out: String
+
+        func validate() throws {
+            guard !name.isEmpty, !name.contains("+"), !name.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value >= 0x7f })
+            else { throw ValidationError("--name takes printable ASCII without spaces or +") }
+        }
+
+        func run() throws {
+            let (signer, text) = NoteSigner.generate(name: name, type: witness ? SignedNote.cosignature : SignedNote.ed25519)
+            do throws(ServiceError) {
+                try KeyFiles.writePrivate(text, to: out)
+                try KeyFiles.replace(out + ".pub", with: signer.verifierKey + "\n")
+            } catch {
+                FileHandle.standardError.write(Data("touchgate-collector: \(error.message)\n".utf8))
+                throw ExitCode(error.exitStatus)
+            }
+            FileHandle.standardOutput.write(Data((signer.verifierKey + "\n").utf8))
+        }
+    }
+
     /// `touchgate-collector verify`.
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Verify every machine's trails against their registered keys.",
+            abstract: "Verify the fleet log and every machine's trails against their registered keys.",
             discussion: """
-                Recomputes each trail's public chain over the stored records in sequence order, checks \
-                every stored seal against the registered key and the link it names, and that the \
-                newest seal names the newest record. One line per trail (--json: one object); exit \
-                status 6 when any trail is broken: a record edited, inserted or deleted, the tail \
-                removed, or a key not registered. Records after the newest seal (a shipment under way) \
-                are reported as unsealed, not broken.
+                Recomputes the fleet log (an RFC 9162 Merkle tree over every shipment and key \
+                registration) and checks every checkpoint, every witness cosignature given with \
+                --witness-key and every checkpoint given with --checkpoint against it. Then, for each \
+                trail, recomputes its public chain over the stored records in sequence order, checks \
+                every stored seal against the registered key and the link it names, that every record \
+                is in a shipment the log names and every shipment it names is there, and that the \
+                newest seal names the newest record. One line per trail and one for the log (--json: \
+                one object each); exit status 6 when the log or any trail is broken: a record edited, \
+                inserted or deleted, the tail or the first records removed, a trail deleted, a key not \
+                registered by the enrollment key, the log cut or rewritten. Records after the newest \
+                seal (a shipment under way) are reported as unsealed, not broken.
                 """)
 
         @OptionGroup var options: DatabaseOptions
-        @Option(help: "Only this machine's trails.")
+        @Option(help: "Only this machine's trails (the log is always checked whole).")
         var machine: String?
+        @Option(help: ArgumentHelp("The enrollment key's public half: only keys it registered are trusted.",
+                                   valueName: "FILE"))
+        var enrollmentKey: String?
+        @Option(help: ArgumentHelp("A witness's public key: report how far it vouched (repeat for several).",
+                                   valueName: "FILE"))
+        var witnessKey: [String] = []
+        @Option(help: ArgumentHelp("A checkpoint kept from earlier (a witness's state file, `touchgate-collector "
+                                   + "checkpoint` output): the log must still agree with it (repeat for several).",
+                                   valueName: "FILE"))
+        var checkpoint: [String] = []
 
         func run() throws {
             try options.run { collector throws(ServiceError) in
-                let reports = try collector.verify(machine: machine) { trail in
+                let trust = FleetTrust(
+                    enrollment: try enrollmentKey.map { file throws(ServiceError) in
+                        try KeyFiles.verifier(file, type: SignedNote.ed25519, what: "enrollment") },
+                    witnesses: try witnessKey.map { file throws(ServiceError) in
+                        try KeyFiles.verifier(file, type: SignedNote.cosignature, what: "witness") },
+                    checkpoints: try checkpoint.map { file throws(ServiceError) in try KeyFiles.checkpoint(file) })
+                let (reports, log) = try collector.verify(machine: machine, trust: trust) { trail in
                     if options.json {
                         options.say(WireCoding.line(trail))
                         return
@@ -130,14 +194,80 @@ extension Collector {
                                 + "(\(trail.records) records, \(range))\(detail)")
                 }
                 let broken = reports.filter { $0.status == .broken }
-                if !options.json {
+                if options.json {
+                    options.say(WireCoding.line(["log": log]))
+                } else {
+                    options.say("fleet log \(log.status.rawValue): \(log.size) entries, \(log.checkpoints) checkpoints, "
+                                + "root \(log.root)" + (log.problem.map { ": \($0)" } ?? ""))
+                    for witness in log.witnesses {
+                        options.say("witness \(witness.name) "
+                                    + (witness.vouchedThrough.map { "vouched through \($0) of \(log.size) entries" }
+                                       ?? "has cosigned nothing"))
+                    }
+                    if !log.registrationsChecked {
+                        options.say("note: keys were taken as registered in the database; pass --enrollment-key to "
+                                    + "trust only those the enrollment key registered")
+                    }
                     let machines = Set(reports.map(\.machine)).count
                     options.say(broken.isEmpty
                                 ? "\(reports.count) trail(s) of \(machines) machine(s) verified: none broken"
                                 : "\(broken.count) of \(reports.count) trail(s) broken, on "
                                     + Set(broken.map(\.machine)).sorted().joined(separator: ", "))
                 }
-                return broken.isEmpty ? 0 : ExitStatus.dataError
+                return broken.isEmpty && log.status != .broken ? 0 : ExitStatus.dataError
+            }
+        }
+    }
+
+    /// `touchgate-collector witness`.
+    struct Witness: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Cosign the fleet log's newest checkpoint after checking it only grew.",
+            discussion: """
+                Run by an auditor on another host (from cron or a timer), with a witness key from \
+                `keygen --witness` and a state file of its own: checks that the log's newest checkpoint \
+                is the tree its nodes give and extends the checkpoint in the state file (a consistency \
+                proof), cosigns it (C2SP cosignature/v1), files the cosignature in the database and \
+                keeps the checkpoint in the state file. A log cut back, rewritten or replaced is \
+                refused with exit status 6 and the state file is left as it was.
+                """)
+
+        @OptionGroup var options: DatabaseOptions
+        @Option(help: ArgumentHelp("The witness's private key file.", valueName: "FILE"))
+        var key: String
+        @Option(help: ArgumentHelp("The witness's state file: the last checkpoint it cosigned.", valueName: "FILE"))
+        var state: String
+
+        func run() throws {
+            try options.run { collector throws(ServiceError) in
+                let signer = try KeyFiles.signer(key, type: SignedNote.cosignature, what: "witness")
+                let previous = FileManager.default.fileExists(atPath: state) ? try KeyFiles.checkpoint(state) : nil
+                let checkpoint = try collector.witness(signer: signer, previous: previous)
+                try KeyFiles.replace(state, with: checkpoint.body)
+                if options.json {
+                    options.say(WireCoding.line(["witness": signer.name, "size": String(checkpoint.size),
+                                                 "previous": previous.map { String($0.size) } ?? ""]))
+                } else {
+                    options.say("cosigned the fleet log at \(checkpoint.size) entries"
+                                + (previous.map { " (it held \($0.size) when this witness last cosigned)" } ?? ""))
+                }
+                return 0
+            }
+        }
+    }
+
+    /// `touchgate-collector checkpoint`.
+    struct ShowCheckpoint: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "checkpoint",
+            abstract: "Print the fleet log's newest checkpoint (a signed note), to keep for a later verify --checkpoint.")
+
+        @OptionGroup var options: DatabaseOptions
+
+        func run() throws {
+            try options.run { collector throws(ServiceError) in
+                FileHandle.standardOutput.write(Data(try collector.newestCheckpoint().utf8))
+                return 0
             }
         }
     }

@@ -1,0 +1,52 @@
+import TouchgatePolicy
+import TouchgateVault
+import TouchgateWire
+
+/// What a machine checks of the collector's answer after each shipment, before it moves
+/// its cursor: that the newest checkpoint is of the same log as the one it accepted
+/// before, that the log only grew since (a consistency proof), and that it holds the
+/// shipment just made (the entry and its inclusion proof). A cut or rewritten log, a log
+/// replaced by another, or a batch stored as something else fails here with `audit-broken`.
+enum FleetLogCheck {
+    static func check(_ proofs: FleetProofs, leaf: Int64?, shipment: FleetEntry.Shipment?,
+                      accepted: Checkpoint?) throws(ServiceError) -> Checkpoint {
+        func broken(_ reason: String) -> ServiceError {
+            ServiceError(.auditBroken, "\(reason); nothing was marked shipped. Tell the collector's auditor: the "
+                         + "records are safe here and go again with the next `touchgate audit ship`")
+        }
+        guard let body = SignedNote.parse(proofs.checkpoint)?.body, let checkpoint = Checkpoint(body: body) else {
+            throw broken("the collector's newest checkpoint is not a checkpoint")
+        }
+        if let accepted {
+            guard checkpoint.origin == accepted.origin else {
+                throw broken("the collector's fleet log is another log (\(checkpoint.origin)) than the one this machine "
+                             + "shipped to before (\(accepted.origin)): it was replaced. If the collector was rebuilt on "
+                             + "purpose, run `touchgate audit ship --new-log` once")
+            }
+            guard checkpoint.size >= accepted.size else {
+                throw broken("the collector's fleet log holds \(checkpoint.size) entries, fewer than the \(accepted.size) "
+                             + "this machine saw: it was cut back")
+            }
+            guard MerkleTree.verifyConsistency(old: accepted.size, oldRoot: accepted.root, size: checkpoint.size,
+                                               root: checkpoint.root, proof: proofs.consistency) else {
+                throw broken("the collector's fleet log (\(checkpoint.size) entries) does not extend the one this machine "
+                             + "accepted (\(accepted.size) entries): entries were changed or removed")
+            }
+        }
+        if let shipment {
+            guard let leaf, let text = proofs.entry, case .shipment(let stored)? = FleetEntry(text: text),
+                  stored.machine == shipment.machine, stored.trail == shipment.trail, stored.last == shipment.last,
+                  stored.chain == shipment.chain, stored.publicKey == shipment.publicKey, stored.first <= shipment.first
+            else {
+                throw broken("the collector's fleet log does not name records \(shipment.first)…\(shipment.last) of this "
+                             + "trail as shipped")
+            }
+            guard MerkleTree.verifyInclusion(leaf: MerkleTree.leafHash(Array(text.utf8)), index: leaf,
+                                             size: checkpoint.size, proof: proofs.inclusion, root: checkpoint.root) else {
+                throw broken("the shipment of records \(shipment.first)…\(shipment.last) is not in the collector's fleet "
+                             + "log as its checkpoint says (entry \(leaf), \(checkpoint.size) entries)")
+            }
+        }
+        return checkpoint
+    }
+}
