@@ -179,6 +179,10 @@ extension FleetCollector {
         if problem == nil, let kept = held.first {
             problem = "you hold a checkpoint of \(kept.size) entries but the log holds \(tree.size): it was cut back"
         }
+        if problem == nil, let cosigned = pendingCosignatures.first {
+            problem = "witness \(cosigned.witness.name) cosigned the log at \(cosigned.size) entries but it holds "
+                + "\(tree.size): it was cut back"
+        }
         let report = FleetLogReport(size: tree.size, root: Data(tree.root).base64EncodedString(), checkpoints: checkpoints,
                                     status: problem == nil ? .intact : .broken, problem: problem,
                                     registrationsChecked: trust.enrollment != nil,

@@ -216,8 +216,9 @@ public final class FleetCollector {
         }
         if let problem { return broken(problem.0, problem.1) }
         if let logged = pendingShipments.first {
-            return broken(logged.shipment.last, "is missing, yet the fleet log's entry \(logged.leaf) names records "
-                          + "\(logged.shipment.first)…\(logged.shipment.last) as shipped: the tail was cut at the collector")
+            let missing = (result.last ?? firstShipped - 1) + 1
+            return broken(missing, "records \(missing)…\(shipments.last!.shipment.last) are missing, yet the fleet log's "
+                          + "entry \(logged.leaf) names them as shipped: the tail was removed at the collector")
         }
         guard let newest = seals.last else {
             if result.records == 0 { return result }

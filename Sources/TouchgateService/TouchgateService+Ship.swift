@@ -65,7 +65,7 @@ extension TouchgateService {
                     let checkpoint = try FleetLogCheck.check(proofs, leaf: leaf, shipment: entry, accepted: accepted?.checkpoint)
                     // Only now, with the collector's log proved to hold the batch and to have
                     // only grown since the checkpoint kept here, does the cursor move.
-                    try log.accept(checkpoint: proofs.checkpoint, trail: seal.trail, shippedThrough: last)
+                    try log.accept(checkpoint: proofs.checkpoint, size: checkpoint.size, trail: seal.trail, shippedThrough: last)
                     accepted = (checkpoint, proofs.checkpoint)
                     (cursor, shipped, batches) = (last, shipped + batch.count, batches + 1)
                 } while cursor < seal.sequence

@@ -75,6 +75,7 @@ extension AuditLog {
             try db.execute(sql: """
                 CREATE TABLE auditFleetCheckpoint (
                     id INTEGER PRIMARY KEY CHECK (id = 1),
+                    size INTEGER NOT NULL,
                     note TEXT NOT NULL
                 ) STRICT;
                 """)

@@ -49,13 +49,16 @@ extension AuditLog {
         }
     }
 
-    /// Keeps `note` as the accepted checkpoint and moves `trail`'s cursor to `sequence`,
-    /// in one transaction: once the collector proved it holds everything up to there.
-    public func accept(checkpoint note: String, trail: [UInt8], shippedThrough sequence: Int64) throws {
+    /// Keeps `note` (of a log of `size` entries) as the accepted checkpoint and moves
+    /// `trail`'s cursor to `sequence`, in one transaction: once the collector proved it
+    /// holds everything up to there. Neither moves back (two shipments of one store at
+    /// once each keep the larger).
+    public func accept(checkpoint note: String, size: Int64, trail: [UInt8], shippedThrough sequence: Int64) throws {
         try database.writer.write { db in
             try db.execute(sql: """
-                INSERT INTO auditFleetCheckpoint (id, note) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET note = excluded.note
-                """, arguments: [note])
+                INSERT INTO auditFleetCheckpoint (id, size, note) VALUES (1, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET size = excluded.size, note = excluded.note WHERE excluded.size >= size
+                """, arguments: [size, note])
             try db.execute(sql: """
                 INSERT INTO auditShipped (trail, seq) VALUES (?, ?)
                 ON CONFLICT (trail) DO UPDATE SET seq = max(seq, excluded.seq)

@@ -1,0 +1,300 @@
+import Foundation
+import Testing
+import TouchgatePolicy
+import TouchgateTestSupport
+import TouchgateVault
+
+/// The fleet's audit trail against its own database administrator (README, "Fleet": what
+/// the log proves): each attack is made with plain SQL on a real PostgreSQL server, and
+/// each is caught by `touchgate-collector verify`, by a witness, or by the machine at its
+/// next shipment.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct FleetTransparencyTests {
+    typealias Machine = FleetTests.Machine
+
+    static func collector(_ server: PostgresRig, _ arguments: [String]) async throws -> CLIResult {
+        try await FleetTests.collector(server, arguments)
+    }
+
+    /// A witness key for `server`'s fleet: its private file, public half and state file.
+    static func witness(_ server: PostgresRig, _ name: String) async throws -> (key: String, pub: String, state: String) {
+        let key = server.directory + "/\(name).key"
+        let made = try await collector(server, ["keygen", "--witness", "--name", "\(name).witness.test", "--out", key])
+        try #require(made.status == 0, "\(made.stderrLines)")
+        return (key, key + ".pub", server.directory + "/\(name).state")
+    }
+
+    /// What `sqlite3` reads of a machine's store.
+    static func local(_ machine: Machine, _ sql: String) throws -> String {
+        let result = try runProgram("/usr/bin/sqlite3", [machine.home + "/data/touchgate/touchgate.sqlite", sql])
+        try #require(result.status == 0, "sqlite3 (apt-get install sqlite3): \(result.stderr)")
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The administrator rolls the whole log back to `size` entries: entries, nodes and
+    /// checkpoints after it, with every record and seal they name. A self-consistent,
+    /// smaller database: nothing in it shows the cut.
+    static func rollBack(_ server: PostgresRig, to size: Int) async throws {
+        try await server.psql("""
+            DELETE FROM records r USING log_entries e WHERE e.leaf >= \(size) AND e.kind = 'shipment'
+                AND r.machine = e.machine AND r.trail = e.trail AND r.seq BETWEEN e.first_seq AND e.last_seq;
+            DELETE FROM seals s USING log_entries e WHERE e.leaf >= \(size) AND e.kind = 'shipment'
+                AND s.machine = e.machine AND s.trail = e.trail AND s.seq BETWEEN e.first_seq AND e.last_seq;
+            DELETE FROM log_entries WHERE leaf >= \(size);
+            DELETE FROM log_nodes WHERE ((idx + 1) << level) > \(size);
+            DELETE FROM checkpoints WHERE size > \(size);
+            """)
+    }
+
+    @Test("the tail cut back to an earlier shipment, log and all: verify with a kept checkpoint, the witness and the machine's next shipment each refuse it; the machine marks nothing shipped and audits why")
+    func cutTailIsCaught() async throws {
+        let (server, machines) = try await FleetTests.fleet(["m1", "m2"], records: 20)
+        defer { machines.forEach { $0.remove() } }
+        try await server.removing { server in
+            let witness = try await Self.witness(server, "w1")
+            for machine in machines { #expect(try await machine.ship().status == 0) }
+            let before = try await server.psql("SELECT count(*) FROM log_entries")
+            try machines[0].write(10)
+            let second = try await machines[0].ship()
+            #expect(second.status == 0 && (second.json?["log-size"] as? Int ?? 0) > Int(before)!, "\(second.stdout)")
+            try machines[1].write(1)
+            #expect(try await machines[1].ship().status == 0)
+            // The auditor keeps a checkpoint; the witness cosigns the same state.
+            let kept = server.directory + "/kept.checkpoint"
+            let checkpoint = try await Self.collector(server, ["checkpoint"])
+            try checkpoint.stdout.write(toFile: kept, atomically: true, encoding: .utf8)
+            let cosigned = try await Self.collector(server, ["witness", "--key", witness.key, "--state", witness.state])
+            #expect(cosigned.status == 0 && cosigned.stdout.contains("cosigned the fleet log"), "\(cosigned.stdout)")
+            let full = try await Self.collector(server, ["verify", "--witness-key", witness.pub])
+            #expect(full.status == 0 && full.stdout.contains("witness w1.witness.test vouched through"), "\(full.stdout)")
+
+            try await Self.rollBack(server, to: Int(before)!)
+            #expect(try await FleetTests.collected(server)["m1"] == [20, 1, 20, 20])
+            // On its own the smaller database is consistent: that is what outside state is for.
+            let alone = try await Self.collector(server, ["verify"])
+            #expect(alone.status == 0, "\(alone.stdout)")
+            let withKept = try await Self.collector(server, ["verify", "--checkpoint", kept])
+            #expect(withKept.status == 6 && withKept.stdout.contains("cut back"), "\(withKept.stdout)")
+            let witnessed = try await Self.collector(server, ["witness", "--key", witness.key, "--state", witness.state])
+            #expect(witnessed.status == 6 && witnessed.stderrLines.joined().contains("cut back")
+                    && witnessed.stderrLines.joined().contains("not cosigned"), "\(witnessed.stderrLines)")
+            let afterWitness = try await Self.collector(server, ["verify", "--witness-key", witness.pub])
+            #expect(afterWitness.status == 6 && afterWitness.stdout.contains("witness w1.witness.test cosigned the log at"),
+                    "\(afterWitness.stdout)")
+
+            // The machine ships its next record onto the cut log and refuses the answer.
+            try machines[0].write(1)
+            let cursor = try Self.local(machines[0], "SELECT seq FROM auditShipped")
+            let refused = try await machines[0].ship()
+            #expect(refused.status == 6, "\(refused.stdout) \(refused.stderrLines)")
+            #expect(refused.stdout.contains("audit-broken") && refused.stdout.contains("nothing was marked shipped"), "\(refused.stdout)")
+            #expect(try Self.local(machines[0], "SELECT seq FROM auditShipped") == cursor)
+            let audited = try Self.local(machines[0], "SELECT outcome || ' ' || reason FROM audit WHERE event = 'audit.ship'")
+            #expect(audited.hasPrefix("failure") && audited.contains("shipment to the fleet collector refused"), "\(audited)")
+            // And the other machine, which saw the longer log too, refuses it as well.
+            try machines[1].write(1)
+            let other = try await machines[1].ship()
+            #expect(other.status == 6 && other.stdout.contains("cut back"), "\(other.stdout)")
+        }
+    }
+
+    @Test("deleting a machine's first records and moving first_seq is caught, and stays caught after later shipments")
+    func deletedFirstRecordsAreCaught() async throws {
+        let (server, machines) = try await FleetTests.fleet(["m1"], records: 30)
+        defer { machines.forEach { $0.remove() } }
+        try await server.removing { server in
+            #expect(try await machines[0].ship().status == 0)
+            try await server.psql("""
+                DELETE FROM records WHERE machine = 'm1' AND seq <= 7; DELETE FROM seals WHERE machine = 'm1' AND seq <= 7;
+                UPDATE trails SET first_seq = 8 WHERE machine = 'm1';
+                """)
+            let verified = try await Self.collector(server, ["verify"])
+            #expect(verified.status == 6 && verified.stdout.contains("first records were deleted"), "\(verified.stdout)")
+            try machines[0].write(5)
+            #expect(try await machines[0].ship().status == 0)
+            let later = try await Self.collector(server, ["verify"])
+            #expect(later.status == 6 && later.stdout.contains("first records were deleted"), "\(later.stdout)")
+            // Rewriting the log's own entries to match is the log rewritten: caught too.
+            try await server.psql("UPDATE log_entries SET first_seq = 8, body = replace(body, 'records 1 5', 'records 8 5') WHERE leaf = 1")
+            let rewritten = try await Self.collector(server, ["verify"])
+            #expect(rewritten.status == 6 && rewritten.stdout.contains("fleet log broken"), "\(rewritten.stdout)")
+        }
+    }
+
+    @Test("deleting a machine's whole trail is caught by name; deleting its log entries too breaks the log")
+    func vanishedTrailIsCaught() async throws {
+        let (server, machines) = try await FleetTests.fleet(["m1", "m2"], records: 12)
+        defer { machines.forEach { $0.remove() } }
+        try await server.removing { server in
+            for machine in machines { #expect(try await machine.ship().status == 0) }
+            try await server.psql("""
+                DELETE FROM records WHERE machine = 'm2'; DELETE FROM seals WHERE machine = 'm2';
+                DELETE FROM trails WHERE machine = 'm2'; DELETE FROM machine_keys WHERE machine = 'm2';
+                """)
+            let verified = try await Self.collector(server, ["verify"])
+            #expect(verified.status == 6, "\(verified.stdout)")
+            #expect(verified.stdout.split(separator: "\n").contains { $0.hasPrefix("m2 ") && $0.contains("broken")
+                && $0.contains("collector holds none of it: deleted") }, "\(verified.stdout)")
+            try await server.psql("DELETE FROM log_entries WHERE machine = 'm2'")
+            let gone = try await Self.collector(server, ["verify"])
+            #expect(gone.status == 6 && gone.stdout.contains("fleet log broken") && gone.stdout.contains("missing"), "\(gone.stdout)")
+        }
+    }
+
+    @Test("a key the administrator adds (by SQL, or registered with another enrollment key) and a trail filed under it, replacing the machine's history, is caught; so is one machine's trail replayed as another's")
+    func replacedHistoryIsCaught() async throws {
+        let (server, machines) = try await FleetTests.fleet(["m1", "m2"], records: 15)
+        let impostor = try Machine("m1", database: server.database)
+        defer { (machines + [impostor]).forEach { $0.remove() } }
+        try await server.removing { server in
+            let enrollment = try await FleetTests.enrollmentKey(server)
+            for machine in machines { #expect(try await machine.ship().status == 0) }
+            let intact = try await Self.collector(server, ["verify", "--enrollment-key", enrollment.pub])
+            #expect(intact.status == 0 && !intact.stdout.contains("note: keys were taken"), "\(intact.stdout)")
+
+            // The administrator's own store, shipped as m1, with m1's history deleted and the
+            // administrator's key registered for m1 by SQL.
+            try await server.psql("""
+                DELETE FROM records WHERE machine = 'm1'; DELETE FROM seals WHERE machine = 'm1'; DELETE FROM trails WHERE machine = 'm1';
+                INSERT INTO machine_keys (machine, public_key) VALUES ('m1', decode('\(try String(contentsOfFile: impostor.publicKeyFile, encoding: .utf8))', 'hex'));
+                """)
+            try impostor.write(15)
+            #expect(try await impostor.ship().status == 0)
+            // Without the enrollment key the table's word is taken, and still the deletion shows.
+            let trusting = try await Self.collector(server, ["verify"])
+            #expect(trusting.status == 6 && trusting.stdout.contains("note: keys were taken as registered"), "\(trusting.stdout)")
+            let checked = try await Self.collector(server, ["verify", "--enrollment-key", enrollment.pub])
+            let lines = checked.stdout.split(separator: "\n")
+            #expect(checked.status == 6, "\(checked.stdout)")
+            #expect(lines.contains { $0.hasPrefix("m1 ") && $0.contains("not registered for machine m1 by the enrollment key") },
+                    "\(checked.stdout)")
+            #expect(lines.contains { $0.hasPrefix("m1 ") && $0.contains("collector holds none of it: deleted") }, "\(checked.stdout)")
+
+            // A registration signed by a key the administrator made is not the enrollment key's.
+            let rogue = server.directory + "/rogue.key"
+            #expect(try await Self.collector(server, ["keygen", "--name", "enroll.fleet.test", "--out", rogue]).status == 0)
+            let registered = try await Self.collector(server, ["register", "--machine", "m1", "--public-key",
+                                                               impostor.publicKeyFile, "--enrollment-key", rogue])
+            #expect(registered.status == 0, "\(registered.stderrLines)")
+            let forged = try await Self.collector(server, ["verify", "--enrollment-key", enrollment.pub])
+            #expect(forged.status == 6 && forged.stdout.contains("without the enrollment key's signature: forged"), "\(forged.stdout)")
+        }
+    }
+
+    @Test("one machine's records replayed as another's are in no shipment of the log")
+    func replayedRecordsAreCaught() async throws {
+        let (server, machines) = try await FleetTests.fleet(["m1", "m2"], records: 10)
+        defer { machines.forEach { $0.remove() } }
+        try await server.removing { server in
+            for machine in machines { #expect(try await machine.ship().status == 0) }
+            // m1's trail copied under m3, m1's key registered for m3 as well.
+            try await server.psql("""
+                INSERT INTO machine_keys (machine, public_key) SELECT 'm3', public_key FROM machine_keys WHERE machine = 'm1';
+                INSERT INTO trails (machine, trail, public_key, first_seq) SELECT 'm3', trail, public_key, first_seq FROM trails WHERE machine = 'm1';
+                INSERT INTO records SELECT 'm3', trail, seq, unix_time, boot_time, boot_id, uid, login, vault_user, event, item,
+                    outcome, reason, prev_mac, mac, prev_chain, chain, received FROM records WHERE machine = 'm1';
+                INSERT INTO seals SELECT 'm3', trail, seq, chain, public_key, signature, received FROM seals WHERE machine = 'm1';
+                """)
+            let verified = try await Self.collector(server, ["verify"])
+            #expect(verified.status == 6, "\(verified.stdout)")
+            #expect(verified.stdout.split(separator: "\n").contains { $0.hasPrefix("m3 ") && $0.contains("no shipment of this trail is in the fleet log") },
+                    "\(verified.stdout)")
+        }
+    }
+
+    @Test("each machine ships as its own role: another machine's credentials cannot write, read, change or delete its rows; squatted sequence numbers make its shipment fail (6) with nothing marked shipped, until they are gone")
+    func perMachineWriteRights() async throws {
+        let server = try await PostgresRig()
+        try await server.removing { server in
+            #expect(try await Self.collector(server, ["init"]).status == 0)
+            try await server.psql("CREATE ROLE m1 LOGIN IN ROLE touchgate_shipper; CREATE ROLE m2 LOGIN IN ROLE touchgate_shipper")
+            func asRole(_ role: String) -> String { server.database.replacingOccurrences(of: "user=postgres", with: "user=\(role)") }
+            let m1 = try Machine("m1", database: asRole("m1"))
+            let m2 = try Machine("m2", database: asRole("m2"))
+            defer { [m1, m2].forEach { $0.remove() } }
+            try m1.write(10)
+            try m2.write(10)
+            for machine in [m1, m2] {
+                let shipped = try await machine.ship()
+                #expect(shipped.status == 0, "\(machine.name) ships as its role with the grants init made: \(shipped.stdout)")
+                try await FleetTests.register(server, machine: machine.name, publicKeyFile: machine.publicKeyFile)
+            }
+            func psqlAs(_ role: String, _ sql: String) throws -> (status: Int32, output: String) {
+                let result = try runProgram("/usr/bin/psql", [server.localDatabase.replacingOccurrences(of: "user=postgres", with: "user=\(role)"),
+                                                              "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+                return (result.status, result.stdout + result.stderr)
+            }
+            let insert = try psqlAs("m2", """
+                INSERT INTO records SELECT 'm1', trail, 11, unix_time, boot_time, boot_id, uid, login, vault_user, event, item,
+                    outcome, 'squatted', prev_mac, mac, prev_chain, chain FROM records WHERE seq = 10
+                """)
+            #expect(insert.status != 0 && insert.output.contains("row-level security"), "\(insert.output)")
+            #expect(try psqlAs("m2", "SELECT count(*) FROM records WHERE machine = 'm1'").output.hasPrefix("0"))
+            let update = try psqlAs("m2", "UPDATE records SET reason = 'x' WHERE machine = 'm2'")
+            #expect(update.status != 0 && update.output.contains("permission denied"), "\(update.output)")
+            let delete = try psqlAs("m2", "DELETE FROM log_entries")
+            #expect(delete.status != 0 && delete.output.contains("permission denied"), "\(delete.output)")
+            let entry = try psqlAs("m2", "INSERT INTO log_entries (leaf, kind, machine, body) VALUES (1000, 'shipment', 'm1', 'x')")
+            #expect(entry.status != 0 && entry.output.contains("row-level security"), "\(entry.output)")
+
+            // The administrator takes m1's next sequence numbers with records of its own.
+            try await server.psql("""
+                INSERT INTO records SELECT machine, trail, seq + 5, unix_time, boot_time, boot_id, uid, login, vault_user, event,
+                    item, outcome, 'squatted', prev_mac, mac, prev_chain, chain FROM records WHERE machine = 'm1' AND seq > 5
+                """)
+            try m1.write(5)
+            let squatted = try await m1.ship()
+            #expect(squatted.status == 6, "\(squatted.stdout) \(squatted.stderrLines)")
+            #expect(squatted.stdout.contains("already holds other records than this machine's at sequences 11…15"), "\(squatted.stdout)")
+            #expect(try Self.local(m1, "SELECT seq FROM auditShipped") == "10")
+            #expect(try Self.local(m1, "SELECT count(*) FROM audit WHERE event = 'audit.ship' AND outcome = 'failure'") == "1")
+            #expect(try await server.psql("SELECT count(*) FROM records WHERE machine = 'm1' AND reason <> 'squatted'") == "10")
+
+            try await server.psql("DELETE FROM records WHERE reason = 'squatted'")
+            let shipped = try await m1.ship()
+            #expect(shipped.status == 0, "\(shipped.stdout)")
+            let enrollment = try await FleetTests.enrollmentKey(server)
+            let verified = try await Self.collector(server, ["verify", "--enrollment-key", enrollment.pub])
+            #expect(verified.status == 0 && verified.stdout.contains("none broken"), "\(verified.stdout)")
+        }
+    }
+
+    @Test("a witness vouches for what it saw; verify reports how far; a rewritten entry or a forged cosignature breaks the log")
+    func witnessesVouch() async throws {
+        let (server, machines) = try await FleetTests.fleet(["m1"], records: 10)
+        defer { machines.forEach { $0.remove() } }
+        try await server.removing { server in
+            let (w1, w2) = (try await Self.witness(server, "w1"), try await Self.witness(server, "w2"))
+            #expect(try await machines[0].ship().status == 0)
+            let first = try await Self.collector(server, ["witness", "--key", w1.key, "--state", w1.state, "--json"])
+            #expect(first.status == 0, "\(first.stdout) \(first.stderrLines)")
+            let size = try #require(first.json?["size"] as? String)
+            try machines[0].write(10)
+            #expect(try await machines[0].ship().status == 0)
+            #expect(try await Self.collector(server, ["witness", "--key", w1.key, "--state", w1.state]).status == 0)
+            let total = try await server.psql("SELECT count(*) FROM log_entries")
+            #expect(Int(total)! > Int(size)!)
+            let report = try await Self.collector(server, ["verify", "--witness-key", w1.pub, "--witness-key", w2.pub])
+            #expect(report.status == 0, "\(report.stdout)")
+            #expect(report.stdout.contains("witness w1.witness.test vouched through \(total) of \(total) entries"), "\(report.stdout)")
+            #expect(report.stdout.contains("witness w2.witness.test has cosigned nothing"), "\(report.stdout)")
+            // A witness key is not an enrollment key.
+            let wrongKind = try await Self.collector(server, ["verify", "--enrollment-key", w1.pub])
+            #expect(wrongKind.status == 64 && wrongKind.stderrLines.joined().contains("not the public half of an enrollment key"),
+                    "\(wrongKind.stderrLines)")
+
+            // w2's cosignature forged by copying w1's line under w2's name.
+            try await server.psql("INSERT INTO cosignatures (witness, size, line) SELECT 'w2.witness.test', size, replace(line, 'w1.', 'w2.') FROM cosignatures WHERE witness = 'w1.witness.test'")
+            let forged = try await Self.collector(server, ["verify", "--witness-key", w2.pub])
+            #expect(forged.status == 6 && forged.stdout.contains("cosignature"), "\(forged.stdout)")
+            try await server.psql("DELETE FROM cosignatures WHERE witness = 'w2.witness.test'")
+
+            // A shipment entry rewritten, columns and all: its leaf no longer gives the
+            // checkpointed (and cosigned) root.
+            try await server.psql("UPDATE log_entries SET first_seq = 2, body = replace(body, 'records 1 5', 'records 2 5') WHERE leaf = 1")
+            let rewritten = try await Self.collector(server, ["verify", "--witness-key", w1.pub])
+            #expect(rewritten.status == 6 && rewritten.stdout.contains("fleet log broken")
+                    && rewritten.stdout.contains("another root"), "\(rewritten.stdout)")
+        }
+    }
+}
