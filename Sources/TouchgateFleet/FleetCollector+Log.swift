@@ -268,6 +268,12 @@ extension FleetCollector {
         return checkpoint
     }
 
+    /// The proofs a machine checks after a shipment (``AuditCollector/proofs(leaf:from:)``),
+    /// for an auditor's own tools.
+    public func proofs(leaf: Int64?, from old: Int64?) throws(ServiceError) -> FleetProofs {
+        try FleetLogStore(connection).proofs(leaf: leaf, from: old)
+    }
+
     /// The log's newest checkpoint, as stored (a signed note).
     public func newestCheckpoint() throws(ServiceError) -> String {
         try FleetLogStore(connection).newestCheckpoint().note

@@ -71,9 +71,13 @@ extension TouchgateService {
                 } while cursor < seal.sequence
             } catch let error as ServiceError where error.code == .auditBroken {
                 // What the collector did is written to this machine's own trail, which the
-                // next shipment carries to the collector (and to anyone verifying it).
-                _ = try? log.append(.auditShip, .failure, vaultUser: principal.loginName,
-                                    reason: "shipment to the fleet collector refused: \(error.message)")
+                // next shipment carries to the collector (and to anyone verifying it); once
+                // while it lasts, not again at every round of touchgated's shipping.
+                let reason = "shipment to the fleet collector refused: \(error.message)"
+                let last = try? log.records(AuditQuery(events: [.auditShip], limit: 1, order: .newestFirst)).first
+                if last?.reason != reason {
+                    _ = try? log.append(.auditShip, .failure, vaultUser: principal.loginName, reason: reason)
+                }
                 throw error
             }
             return AuditShipReport(machine: machine, user: principal.loginName, trail: Hex.encode(seal.trail), shipped: shipped,

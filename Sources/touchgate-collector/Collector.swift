@@ -17,7 +17,7 @@ struct Collector: ParsableCommand {
             variables. Exit status: 0 success; 6 verify found a broken trail or log, or a witness \
             refused to cosign; 64 usage; 69 the database cannot be reached or refused a statement.
             """,
-        subcommands: [Init.self, Keygen.self, Register.self, Verify.self, Witness.self, ShowCheckpoint.self, Query.self])
+        subcommands: [Init.self, Keygen.self, Register.self, Verify.self, Witness.self, ShowCheckpoint.self, Proof.self, Query.self])
 }
 
 /// The options every subcommand shares.
@@ -52,7 +52,13 @@ extension Collector {
     /// `touchgate-collector init`.
     struct Init: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Create or upgrade the collector's tables (safe to run again).")
+            abstract: "Create or upgrade the collector's tables (safe to run again).",
+            discussion: """
+                Also makes the group role touchgate_shipper, its grants and the row-level security \
+                policies that let each machine (a role of that name in the group) add only its own \
+                records; the fleet log starts empty with a random origin. Needs a role that may \
+                create roles and tables.
+                """)
 
         @OptionGroup var options: DatabaseOptions
         @Flag(help: "Print the schema's SQL instead, for a database administrator to apply.")
@@ -253,6 +259,48 @@ extension Collector {
                 }
                 return 0
             }
+        }
+    }
+
+    /// `touchgate-collector proof`.
+    struct Proof: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the fleet log's proofs against its newest checkpoint, as JSON.",
+            discussion: """
+                With --leaf N: entry N and its inclusion proof (RFC 9162 §2.1.3); with --from SIZE: the \
+                consistency proof from the log of SIZE entries (§2.1.4), for anyone holding an older \
+                checkpoint to check with a tool of their own. Hashes in base64: \
+                {"checkpoint": …, "entry": …, "inclusion": […], "consistency": […]}.
+                """)
+
+        @OptionGroup var options: DatabaseOptions
+        @Option(help: "The entry to prove included.")
+        var leaf: Int64?
+        @Option(help: "The size of an older checkpoint to prove the log consistent with.")
+        var from: Int64?
+
+        func validate() throws {
+            if leaf == nil, from == nil { throw ValidationError("give --leaf N, --from SIZE or both") }
+            if let leaf, leaf < 0 { throw ValidationError("--leaf takes an entry's index, 0 or more") }
+            if let from, from < 0 { throw ValidationError("--from takes a log size, 0 or more") }
+        }
+
+        func run() throws {
+            try options.run { collector throws(ServiceError) in
+                let proofs = try collector.proofs(leaf: leaf, from: from)
+                let encode = { (hashes: [[UInt8]]) in hashes.map { Data($0).base64EncodedString() } }
+                options.say(WireCoding.line(ProofReport(checkpoint: proofs.checkpoint, entry: proofs.entry,
+                                                        inclusion: encode(proofs.inclusion),
+                                                        consistency: encode(proofs.consistency))))
+                return 0
+            }
+        }
+
+        struct ProofReport: Encodable {
+            var checkpoint: String
+            var entry: String?
+            var inclusion: [String]
+            var consistency: [String]
         }
     }
 

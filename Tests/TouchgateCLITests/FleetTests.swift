@@ -377,6 +377,22 @@ struct FleetTests {
             #expect((Int(after) ?? 0) > (Int(before) ?? 0), "nothing shipped by itself:\n\(rig.daemonLog)")
             #expect(rig.daemonLog.contains("fleet: shipped"), "\(rig.daemonLog)")
 
+            // The administrator replaces the whole log with a fresh one: the daemon's next
+            // rounds refuse it, log why, and write it once to each trail (not every round).
+            try await server.psql("""
+                TRUNCATE log_entries, log_nodes, checkpoints; UPDATE fleet_log SET origin = 'touchgate.fleet/replaced'
+                """)
+            #expect(try await rig.run(["lock"], as: other).status == 0)
+            for _ in 0..<100 where !rig.daemonLog.contains("it was replaced") {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(rig.daemonLog.contains("fleet: ") && rig.daemonLog.contains("it was replaced")
+                    && rig.daemonLog.contains("nothing was marked shipped"), "\(rig.logTail)")
+            try await Task.sleep(for: .seconds(3))
+            let refusals = try await rig.run(["audit", "show", "--event", "audit.ship", "--json"], as: other)
+            #expect(refusals.stdout.split(separator: "\n").filter { $0.contains("shipment to the fleet collector refused") }.count == 1,
+                    "\(refusals.stdout) \(refusals.stderrLines)")
+
             // The collector away: the daemon logs why, and the records stay queued.
             try await server.stop()
             #expect(try await rig.run(["lock"], as: other).status == 0)

@@ -269,6 +269,7 @@ struct FleetTransparencyTests {
             let first = try await Self.collector(server, ["witness", "--key", w1.key, "--state", w1.state, "--json"])
             #expect(first.status == 0, "\(first.stdout) \(first.stderrLines)")
             let size = try #require(first.json?["size"] as? String)
+            let firstState = try #require(Checkpoint(body: try String(contentsOfFile: w1.state, encoding: .utf8)))
             try machines[0].write(10)
             #expect(try await machines[0].ship().status == 0)
             #expect(try await Self.collector(server, ["witness", "--key", w1.key, "--state", w1.state]).status == 0)
@@ -278,6 +279,22 @@ struct FleetTransparencyTests {
             #expect(report.status == 0, "\(report.stdout)")
             #expect(report.stdout.contains("witness w1.witness.test vouched through \(total) of \(total) entries"), "\(report.stdout)")
             #expect(report.stdout.contains("witness w2.witness.test has cosigned nothing"), "\(report.stdout)")
+            // The proofs an auditor's own tools can check: entry 1's inclusion, and the log's
+            // consistency with the checkpoint the witness kept after its first round.
+            let proof = try await Self.collector(server, ["proof", "--leaf", "1", "--from", size])
+            let object = try #require(proof.json, "\(proof.stdout) \(proof.stderrLines)")
+            let newest = try #require((object["checkpoint"] as? String).flatMap { SignedNote.parse($0)?.body }.flatMap(Checkpoint.init(body:)))
+            let entry = try #require(object["entry"] as? String)
+            func hashes(_ key: String) -> [[UInt8]] {
+                ((object[key] as? [String]) ?? []).compactMap { Data(base64Encoded: $0).map(Array.init) }
+            }
+            #expect(newest.size == Int64(total)!)
+            #expect(MerkleTree.verifyInclusion(leaf: MerkleTree.leafHash(Array(entry.utf8)), index: 1, size: newest.size,
+                                               proof: hashes("inclusion"), root: newest.root))
+            #expect(MerkleTree.verifyConsistency(old: firstState.size, oldRoot: firstState.root, size: newest.size,
+                                                 root: newest.root, proof: hashes("consistency")))
+            #expect(!hashes("consistency").isEmpty && hashes("inclusion").count >= 2)
+
             // A witness key is not an enrollment key.
             let wrongKind = try await Self.collector(server, ["verify", "--enrollment-key", w1.pub])
             #expect(wrongKind.status == 64 && wrongKind.stderrLines.joined().contains("not the public half of an enrollment key"),
@@ -295,6 +312,44 @@ struct FleetTransparencyTests {
             let rewritten = try await Self.collector(server, ["verify", "--witness-key", w1.pub])
             #expect(rewritten.status == 6 && rewritten.stdout.contains("fleet log broken")
                     && rewritten.stdout.contains("another root"), "\(rewritten.stdout)")
+        }
+    }
+
+    @Test("kill -9 of the shipper at random moments (mid-batch, between the commit and the proofs) loses and repeats nothing: every record once, every batch once in the log, verify intact")
+    func killedShipperLosesNothing() async throws {
+        let (server, machines) = try await FleetTests.fleet(["m1"], records: 400)
+        let machine = machines[0]
+        defer { machine.remove() }
+        try await server.removing { server in
+            var generator = SystemRandomNumberGenerator()
+            var killed = 0
+            for _ in 0..<12 {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: CLIProcess.binary)
+                process.arguments = ["audit", "ship", "--config", machine.config]
+                process.environment = machine.environment
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                try await Task.sleep(for: .milliseconds(Int.random(in: 30...400, using: &generator)))
+                if process.isRunning {
+                    kill(process.processIdentifier, SIGKILL)
+                    killed += 1
+                }
+                process.waitUntilExit()
+            }
+            #expect(killed > 0, "no shipment was still running when killed: the test proved nothing")
+            let final = try await machine.ship()
+            #expect(final.status == 0, "\(final.stdout) \(final.stderrLines)")
+            #expect(try await FleetTests.collected(server)["m1"] == [400, 1, 400, 400])
+            #expect(try await server.psql("""
+                SELECT count(*) FROM (SELECT last_seq FROM log_entries WHERE kind = 'shipment' GROUP BY machine, trail, last_seq
+                HAVING count(*) > 1) AS repeated
+                """) == "0")
+            let enrollment = try await FleetTests.enrollmentKey(server)
+            let verified = try await Self.collector(server, ["verify", "--enrollment-key", enrollment.pub])
+            #expect(verified.status == 0 && verified.stdout.contains("none broken") && verified.stdout.contains("fleet log intact"),
+                    "\(verified.stdout)")
         }
     }
 }
