@@ -162,54 +162,56 @@ public final class FleetCollector {
                        prev_mac, mac, prev_chain, chain
                 FROM records WHERE machine = $1 AND trail = $2 ORDER BY seq
                 """, [machine, trailText])
-            fetching: while true {
-                let rows = try connection.execute("FETCH \(Self.fetchSize) FROM trail_records").rows
-                if rows.isEmpty { break }
-                for row in rows {
-                    guard let record = Self.record(row) else {
-                        problem = (Int64(row[0] ?? "") ?? 0, "a field is missing or malformed")
-                        break fetching
-                    }
-                    if result.first == nil, record.sequence != firstShipped {
-                        problem = record.sequence > firstShipped
-                            ? (firstShipped, "records \(firstShipped)…\(record.sequence - 1), the first shipped, are "
-                               + "missing: deleted at the collector")
-                            : (record.sequence, "comes before the first record shipped (\(firstShipped)): inserted")
-                        break fetching
-                    }
-                    if let found = verifier.add(record, trail: trail) {
-                        problem = found
-                        break fetching
-                    }
-                    while let seal = pendingSeals.first, seal.sequence <= record.sequence {
-                        pendingSeals = pendingSeals.dropFirst()
-                        if seal.sequence == record.sequence, let chain = record.chain,
-                           chain != seal.chain {
-                            problem = (seal.sequence, "is not the record the seal shipped with it names: rewritten")
+            var done = false
+            while !done, problem == nil {
+                try connection.query("FETCH \(Self.fetchSize) FROM trail_records") { rows throws(ServiceError) in
+                    done = rows.count == 0
+                    fetching: for row in 0..<rows.count {
+                        guard let record = Self.record(rows, row) else {
+                            problem = (rows.int64(row, 0) ?? 0, "a field is missing or malformed")
                             break fetching
                         }
-                    }
-                    while let logged = pendingShipments.first, logged.shipment.last <= record.sequence {
-                        pendingShipments = pendingShipments.dropFirst()
-                        if logged.shipment.last == record.sequence, record.chain != logged.shipment.chain {
-                            problem = (record.sequence, "is not the record the fleet log's entry \(logged.leaf) names: "
-                                       + "rewritten")
+                        if result.first == nil, record.sequence != firstShipped {
+                            problem = record.sequence > firstShipped
+                                ? (firstShipped, "records \(firstShipped)…\(record.sequence - 1), the first shipped, are "
+                                   + "missing: deleted at the collector")
+                                : (record.sequence, "comes before the first record shipped (\(firstShipped)): inserted")
                             break fetching
                         }
-                        if logged.shipment.last < record.sequence {
-                            problem = (logged.shipment.last, "is missing, yet the fleet log's entry \(logged.leaf) names "
-                                       + "it as shipped: deleted at the collector")
+                        if let found = verifier.add(record, trail: trail) {
+                            problem = found
                             break fetching
                         }
+                        while let seal = pendingSeals.first, seal.sequence <= record.sequence {
+                            pendingSeals = pendingSeals.dropFirst()
+                            if seal.sequence == record.sequence, let chain = record.chain,
+                               chain != seal.chain {
+                                problem = (seal.sequence, "is not the record the seal shipped with it names: rewritten")
+                                break fetching
+                            }
+                        }
+                        while let logged = pendingShipments.first, logged.shipment.last <= record.sequence {
+                            pendingShipments = pendingShipments.dropFirst()
+                            if logged.shipment.last == record.sequence, record.chain != logged.shipment.chain {
+                                problem = (record.sequence, "is not the record the fleet log's entry \(logged.leaf) names: "
+                                           + "rewritten")
+                                break fetching
+                            }
+                            if logged.shipment.last < record.sequence {
+                                problem = (logged.shipment.last, "is missing, yet the fleet log's entry \(logged.leaf) names "
+                                           + "it as shipped: deleted at the collector")
+                                break fetching
+                            }
+                        }
+                        if pendingShipments.isEmpty, record.sequence > (shipments.last?.shipment.last ?? 0) {
+                            problem = (record.sequence, "is in no shipment of the fleet log: written outside a shipment "
+                                       + "(inserted, or another machine's record filed under this one)")
+                            break fetching
+                        }
+                        if result.first == nil { result.first = record.sequence }
+                        result.last = record.sequence
+                        result.records += 1
                     }
-                    if pendingShipments.isEmpty, record.sequence > (shipments.last?.shipment.last ?? 0) {
-                        problem = (record.sequence, "is in no shipment of the fleet log: written outside a shipment "
-                                   + "(inserted, or another machine's record filed under this one)")
-                        break fetching
-                    }
-                    if result.first == nil { result.first = record.sequence }
-                    result.last = record.sequence
-                    result.records += 1
                 }
             }
             try connection.execute("CLOSE trail_records")
@@ -237,17 +239,17 @@ public final class FleetCollector {
         return result
     }
 
-    /// The record in a row of the verify cursor.
-    static func record(_ row: [String?]) -> AuditRecord? {
-        guard row.count == 15, let sequence = row[0].flatMap({ Int64($0) }), let unixTime = row[1].flatMap({ Double($0) }),
-              let bootTime = row[2].flatMap({ Double($0) }), let bootID = row[3],
-              let uid = row[4].flatMap({ UInt32($0) }), let login = row[5], let event = row[7], let outcome = row[9],
-              let reason = row[10], let previousMAC = Bytea.bytes(row[11]), let mac = Bytea.bytes(row[12])
+    /// The record in row `row` of the verify cursor's result.
+    static func record(_ rows: PostgresBinaryResult, _ row: Int) -> AuditRecord? {
+        guard let sequence = rows.int64(row, 0), let unixTime = rows.double(row, 1), let bootTime = rows.double(row, 2),
+              let bootID = rows.string(row, 3), let uid = rows.int64(row, 4).flatMap(UInt32.init(exactly:)),
+              let login = rows.string(row, 5), let event = rows.string(row, 7), let outcome = rows.string(row, 9),
+              let reason = rows.string(row, 10), let previousMAC = rows.bytes(row, 11), let mac = rows.bytes(row, 12)
         else { return nil }
         return AuditRecord(sequence: sequence, unixTime: unixTime, bootTime: bootTime, bootID: bootID, uid: uid,
-                           loginName: login, vaultUser: row[6], event: AuditEvent(stored: event), item: row[8],
-                           outcome: AuditOutcome(stored: outcome), reason: reason, previousMAC: previousMAC, mac: mac,
-                           previousChain: Bytea.bytes(row[13]), chain: Bytea.bytes(row[14]))
+                           loginName: login, vaultUser: rows.string(row, 6), event: AuditEvent(stored: event),
+                           item: rows.string(row, 8), outcome: AuditOutcome(stored: outcome), reason: reason,
+                           previousMAC: previousMAC, mac: mac, previousChain: rows.bytes(row, 13), chain: rows.bytes(row, 14))
     }
 
     // MARK: Querying

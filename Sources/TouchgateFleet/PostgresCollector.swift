@@ -16,8 +16,9 @@ public final class PostgresCollector: AuditCollector, @unchecked Sendable {
     private var connection: PostgresConnection?
     private let queue = DispatchQueue(label: "touchgate.fleet.collector")
 
-    /// The most rows one INSERT carries (each takes 16 of PostgreSQL's 65535 parameters).
-    static let rowsPerStatement = 2000
+    /// The columns of a record as shipped, in the order rows are copied.
+    static let columns = "machine, trail, seq, unix_time, boot_time, boot_id, uid, login, vault_user, event, item, "
+        + "outcome, reason, prev_mac, mac, prev_chain, chain"
 
     /// A collector at the database `configuration` names; nothing is connected yet.
     public init(configuration: FleetConfiguration) {
@@ -101,33 +102,45 @@ public final class PostgresCollector: AuditCollector, @unchecked Sendable {
                        seal: AuditSeal?, _ connection: PostgresConnection) throws(ServiceError) {
         let trailText = Bytea.text(trail)
         let first = records.first?.sequence ?? (seal?.sequence ?? 0) + 1
+        let columns = Self.columns
         try connection.execute("""
             INSERT INTO trails (machine, trail, public_key, first_seq) VALUES ($1, $2, $3, $4)
             ON CONFLICT (machine, trail) DO NOTHING
             """, [machine, trailText, Bytea.text(publicKey), String(first)])
-        var start = records.startIndex
+        // The batch goes by COPY into a scratch table emptied at commit, then into records
+        // in one statement; a row the collector already holds is left as it is (checked below).
         var inserted = 0
-        while start < records.endIndex {
-            let chunk = records[start..<min(start + rowsPerStatement, records.endIndex)]
-            var values: [String] = []
-            var parameters: [String?] = [machine, trailText]
-            for record in chunk {
-                let base = parameters.count
-                values.append("($1, $2, " + (1...15).map { "$\(base + $0)" }.joined(separator: ", ") + ")")
-                parameters += [
-                    String(record.sequence), Self.exact(record.unixTime), Self.exact(record.bootTime), record.bootID,
-                    String(record.uid), record.loginName, record.vaultUser, record.event.rawValue, record.item,
-                    record.outcome.rawValue, record.reason, Bytea.text(record.previousMAC), Bytea.text(record.mac),
-                    record.previousChain.map(Bytea.text), record.chain.map(Bytea.text),
-                ]
+        if !records.isEmpty {
+            try connection.execute("""
+                CREATE TEMP TABLE IF NOT EXISTS incoming_records ON COMMIT DELETE ROWS AS
+                SELECT \(columns) FROM records WITH NO DATA
+                """)
+            var rows = CopyText(capacity: records.count * 400)
+            for record in records {
+                rows.text(machine)
+                rows.bytea(trail)
+                rows.plain(String(record.sequence))
+                rows.plain(Self.exact(record.unixTime))
+                rows.plain(Self.exact(record.bootTime))
+                rows.text(record.bootID)
+                rows.plain(String(record.uid))
+                rows.text(record.loginName)
+                rows.text(record.vaultUser)
+                rows.text(record.event.rawValue)
+                rows.text(record.item)
+                rows.text(record.outcome.rawValue)
+                rows.text(record.reason)
+                rows.bytea(record.previousMAC)
+                rows.bytea(record.mac)
+                rows.bytea(record.previousChain)
+                rows.bytea(record.chain)
+                rows.endRow()
             }
-            inserted += try connection.execute("""
-                INSERT INTO records (machine, trail, seq, unix_time, boot_time, boot_id, uid, login, vault_user, event,
-                    item, outcome, reason, prev_mac, mac, prev_chain, chain)
-                VALUES \(values.joined(separator: ", "))
-                ON CONFLICT (machine, trail, seq) DO NOTHING RETURNING 1
-                """, parameters).rows.count
-            start = chunk.endIndex
+            try connection.copy("COPY incoming_records FROM STDIN", rows.bytes)
+            inserted = try connection.execute("""
+                INSERT INTO records (\(columns)) SELECT \(columns) FROM incoming_records
+                ON CONFLICT (machine, trail, seq) DO NOTHING
+                """).affected
         }
         if inserted < records.count, let first = records.first, let last = records.last {
             try checkHeld(machine: machine, trail: trail, records: records, from: first.sequence, through: last.sequence,
