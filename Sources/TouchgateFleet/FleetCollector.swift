@@ -70,7 +70,7 @@ public final class FleetCollector {
     public func verify(machine: String? = nil, trust: FleetTrust = FleetTrust(),
                        report: (FleetTrailReport) -> Void = { _ in })
         throws(ServiceError) -> (trails: [FleetTrailReport], log: FleetLogReport) {
-        let (log, logged) = try verifyLog(trust)
+        let (log, logged) = try verifyLog(trust, machine: machine)
         var registered: [String: [[UInt8]]] = [:]
         if trust.enrollment != nil {
             for (name, keys) in logged { registered[name] = Array(keys) }

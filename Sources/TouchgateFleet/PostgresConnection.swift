@@ -213,7 +213,13 @@ struct CopyText {
 
     mutating func null() {
         separate()
-        bytes += [0x5c, 0x4e]
+        bytes.append(0x5c)
+        bytes.append(0x4e)
+    }
+
+    private mutating func escaped(_ letter: UInt8) {
+        bytes.append(0x5c)
+        bytes.append(letter)
     }
 
     mutating func text(_ value: String?) {
@@ -221,10 +227,10 @@ struct CopyText {
         separate()
         for byte in value.utf8 {
             switch byte {
-            case 0x5c: bytes += [0x5c, 0x5c]
-            case 0x09: bytes += [0x5c, 0x74]
-            case 0x0a: bytes += [0x5c, 0x6e]
-            case 0x0d: bytes += [0x5c, 0x72]
+            case 0x5c: escaped(0x5c)
+            case 0x09: escaped(0x74)
+            case 0x0a: escaped(0x6e)
+            case 0x0d: escaped(0x72)
             case 0x00: continue  // PostgreSQL's text holds no NUL.
             default: bytes.append(byte)
             }
@@ -241,10 +247,13 @@ struct CopyText {
     mutating func bytea(_ value: [UInt8]?) {
         guard let value else { return null() }
         separate()
-        bytes += [0x5c, 0x5c, 0x78]
-        for byte in value {
-            bytes.append(Self.digits[Int(byte >> 4)])
-            bytes.append(Self.digits[Int(byte & 0x0f)])
+        escaped(0x5c)
+        bytes.append(0x78)
+        Self.digits.withUnsafeBufferPointer { digits in
+            for byte in value {
+                bytes.append(digits[Int(byte >> 4)])
+                bytes.append(digits[Int(byte & 0x0f)])
+            }
         }
     }
 }

@@ -393,6 +393,13 @@ struct FleetTests {
             #expect(refusals.stdout.split(separator: "\n").filter { $0.contains("shipment to the fleet collector refused") }.count == 1,
                     "\(refusals.stdout) \(refusals.stderrLines)")
 
+            // Accepting the new log is root's decision, and then shipping goes on.
+            let notRoot = try await rig.run(["audit", "ship", "--new-log"], as: other)
+            #expect(notRoot.status == 11 && notRoot.stderrLines.joined().contains("only root"), "\(notRoot.stderrLines)")
+            let accepted = try await rig.run(["audit", "ship", "--new-log", "--json"])
+            #expect(accepted.status == 0, "\(accepted.stdout) \(accepted.stderrLines)")
+            #expect(try await rig.run(["audit", "ship"], as: other).status == 0)
+
             // The collector away: the daemon logs why, and the records stay queued.
             try await server.stop()
             #expect(try await rig.run(["lock"], as: other).status == 0)
