@@ -43,9 +43,6 @@ static void load(void) {
     resolve(library, "PQgetvalue", (void **)&tg_pq.getvalue);
     resolve(library, "PQcmdTuples", (void **)&tg_pq.cmdTuples);
     resolve(library, "PQgetlength", (void **)&tg_pq.getlength);
-    resolve(library, "PQputCopyData", (void **)&tg_pq.putCopyData);
-    resolve(library, "PQputCopyEnd", (void **)&tg_pq.putCopyEnd);
-    resolve(library, "PQgetResult", (void **)&tg_pq.getResult);
     /* The library stays loaded for the life of the process. */
 }
 

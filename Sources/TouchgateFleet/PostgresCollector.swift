@@ -107,40 +107,38 @@ public final class PostgresCollector: AuditCollector, @unchecked Sendable {
             INSERT INTO trails (machine, trail, public_key, first_seq) VALUES ($1, $2, $3, $4)
             ON CONFLICT (machine, trail) DO NOTHING
             """, [machine, trailText, Bytea.text(publicKey), String(first)])
-        // The batch goes by COPY into a scratch table emptied at commit, then into records
-        // in one statement; a row the collector already holds is left as it is (checked below).
+        // The whole batch is one statement of 17 binary arrays, zipped by unnest; a row the
+        // collector already holds is left as it is (checked below).
         var inserted = 0
         if !records.isEmpty {
-            try connection.execute("""
-                CREATE TEMP TABLE IF NOT EXISTS incoming_records ON COMMIT DELETE ROWS AS
-                SELECT \(columns) FROM records WITH NO DATA
-                """)
-            var rows = CopyText(capacity: records.count * 400)
-            for record in records {
-                rows.text(machine)
-                rows.bytea(trail)
-                rows.plain(String(record.sequence))
-                rows.plain(Self.exact(record.unixTime))
-                rows.plain(Self.exact(record.bootTime))
-                rows.text(record.bootID)
-                rows.plain(String(record.uid))
-                rows.text(record.loginName)
-                rows.text(record.vaultUser)
-                rows.text(record.event.rawValue)
-                rows.text(record.item)
-                rows.text(record.outcome.rawValue)
-                rows.text(record.reason)
-                rows.bytea(record.previousMAC)
-                rows.bytea(record.mac)
-                rows.bytea(record.previousChain)
-                rows.bytea(record.chain)
-                rows.endRow()
+            typealias Binary = BinaryParameter
+            func column(_ type: UInt32, _ value: (AuditRecord) -> [UInt8]?) -> [UInt8]? {
+                Binary.array(of: type, records.map(value))
             }
-            try connection.copy("COPY incoming_records FROM STDIN", rows.bytes)
-            inserted = try connection.execute("""
-                INSERT INTO records (\(columns)) SELECT \(columns) FROM incoming_records
+            inserted = try connection.executeBinary("""
+                INSERT INTO records (\(columns))
+                SELECT $1::text, $2::bytea, * FROM unnest($3::int8[], $4::float8[], $5::float8[], $6::text[], $7::int8[],
+                    $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bytea[], $15::bytea[],
+                    $16::bytea[], $17::bytea[])
                 ON CONFLICT (machine, trail, seq) DO NOTHING
-                """).affected
+                """, [
+                    Binary.text(machine), trail,
+                    column(Binary.int8) { Binary.int64($0.sequence) },
+                    column(Binary.float8) { Binary.double($0.unixTime) },
+                    column(Binary.float8) { Binary.double($0.bootTime) },
+                    column(Binary.text) { Binary.text($0.bootID) },
+                    column(Binary.int8) { Binary.int64(Int64($0.uid)) },
+                    column(Binary.text) { Binary.text($0.loginName) },
+                    column(Binary.text) { $0.vaultUser.map(Binary.text) },
+                    column(Binary.text) { Binary.text($0.event.rawValue) },
+                    column(Binary.text) { $0.item.map(Binary.text) },
+                    column(Binary.text) { Binary.text($0.outcome.rawValue) },
+                    column(Binary.text) { Binary.text($0.reason) },
+                    column(Binary.bytea) { $0.previousMAC },
+                    column(Binary.bytea) { $0.mac },
+                    column(Binary.bytea) { $0.previousChain },
+                    column(Binary.bytea) { $0.chain },
+                ])
         }
         if inserted < records.count, let first = records.first, let last = records.last {
             try checkHeld(machine: machine, trail: trail, records: records, from: first.sequence, through: last.sequence,

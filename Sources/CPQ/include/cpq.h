@@ -22,7 +22,7 @@ typedef unsigned int Oid;
 /* PQstatus(): only CONNECTION_OK is tested for. */
 typedef enum { CONNECTION_OK = 0, CONNECTION_BAD = 1 } ConnStatusType;
 /* PQresultStatus(): the two results a statement succeeds with. */
-typedef enum { PGRES_EMPTY_QUERY = 0, PGRES_COMMAND_OK = 1, PGRES_TUPLES_OK = 2, PGRES_COPY_IN = 4 } ExecStatusType;
+typedef enum { PGRES_EMPTY_QUERY = 0, PGRES_COMMAND_OK = 1, PGRES_TUPLES_OK = 2 } ExecStatusType;
 typedef void (*PQnoticeProcessor)(void *arg, const char *message);
 
 /* The functions, once loaded. */
@@ -45,9 +45,6 @@ struct tg_pq_api {
     char *(*getvalue)(const PGresult *result, int row, int column);
     char *(*cmdTuples)(PGresult *result);
     int (*getlength)(const PGresult *result, int row, int column);
-    int (*putCopyData)(PGconn *conn, const char *buffer, int count);
-    int (*putCopyEnd)(PGconn *conn, const char *errormsg);
-    PGresult *(*getResult)(PGconn *conn);
 };
 
 extern struct tg_pq_api tg_pq;
@@ -93,10 +90,5 @@ static inline char *PQcmdTuples(PGresult *result) { return tg_pq.cmdTuples(resul
 static inline int PQgetlength(const PGresult *result, int row, int column) {
     return tg_pq.getlength(result, row, column);
 }
-static inline int PQputCopyData(PGconn *conn, const char *buffer, int count) {
-    return tg_pq.putCopyData(conn, buffer, count);
-}
-static inline int PQputCopyEnd(PGconn *conn, const char *errormsg) { return tg_pq.putCopyEnd(conn, errormsg); }
-static inline PGresult *PQgetResult(PGconn *conn) { return tg_pq.getResult(conn); }
 
 #endif
