@@ -45,6 +45,7 @@ extension FleetCollector {
         let origin = try store.origin()
         var tree = MerkleTree.Builder()
         var registered: [String: Set<[UInt8]>] = [:]
+        var registrations: [FleetLogReport.RegistrationReport] = []
         var checkpoints = 0
         var problem: String?
         var held = trust.checkpoints.sorted { $0.size < $1.size }[...]
@@ -158,6 +159,8 @@ extension FleetCollector {
                             }
                         }
                         registered[registration.machine, default: []].insert(registration.publicKey)
+                        registrations.append(.init(machine: registration.machine, key: Hex.encode(registration.publicKey),
+                                                   entry: leaf, time: Date(timeIntervalSince1970: Double(registration.time))))
                         lastShipment = nil
                     }
                     tree.append(entry.leafHash)
@@ -191,7 +194,8 @@ extension FleetCollector {
         let report = FleetLogReport(size: tree.size, root: Data(tree.root).base64EncodedString(), checkpoints: checkpoints,
                                     status: problem == nil ? .intact : .broken, problem: problem,
                                     registrationsChecked: trust.enrollment != nil,
-                                    witnesses: trust.witnesses.map { .init(name: $0.name, vouchedThrough: vouched[$0.name]) })
+                                    witnesses: trust.witnesses.map { .init(name: $0.name, vouchedThrough: vouched[$0.name]) },
+                                    registrations: registrations)
         return (report, registered)
     }
 

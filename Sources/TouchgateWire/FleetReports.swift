@@ -141,6 +141,26 @@ public struct FleetLogReport: Codable, Sendable, Equatable {
     /// How far each witness given with `--witness-key` vouched: the largest log size it
     /// cosigned (nil: none).
     public var witnesses: [WitnessReport]
+    /// Every key registration in the log, in order: a key added or swapped shows here.
+    public var registrations: [RegistrationReport]
+
+    /// One key registration entry.
+    public struct RegistrationReport: Codable, Sendable, Equatable {
+        public var machine: String
+        /// The key, lowercase hex.
+        public var key: String
+        /// Its entry in the log.
+        public var entry: Int64
+        /// When the enrollment key signed it (as the statement says).
+        public var time: Date
+
+        public init(machine: String, key: String, entry: Int64, time: Date) {
+            self.machine = machine
+            self.key = key
+            self.entry = entry
+            self.time = time
+        }
+    }
 
     /// One witness's cosignatures.
     public struct WitnessReport: Codable, Sendable, Equatable {
@@ -155,7 +175,7 @@ public struct FleetLogReport: Codable, Sendable, Equatable {
 
     /// A report.
     public init(size: Int64, root: String, checkpoints: Int, status: FleetTrailReport.Status, problem: String?,
-                registrationsChecked: Bool, witnesses: [WitnessReport]) {
+                registrationsChecked: Bool, witnesses: [WitnessReport], registrations: [RegistrationReport] = []) {
         self.size = size
         self.root = root
         self.checkpoints = checkpoints
@@ -163,5 +183,6 @@ public struct FleetLogReport: Codable, Sendable, Equatable {
         self.problem = problem
         self.registrationsChecked = registrationsChecked
         self.witnesses = witnesses
+        self.registrations = registrations
     }
 }

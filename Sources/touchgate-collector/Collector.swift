@@ -210,6 +210,13 @@ extension Collector {
                                     + (witness.vouchedThrough.map { "vouched through \($0) of \(log.size) entries" }
                                        ?? "has cosigned nothing"))
                     }
+                    // A machine with more than one key: keys added or swapped, each attributable.
+                    let byMachine = Dictionary(grouping: log.registrations, by: \.machine)
+                    for (name, keys) in byMachine.sorted(by: { $0.key < $1.key }) where keys.count > 1 {
+                        options.say("machine \(StoredText.escaped(name)) has \(keys.count) keys registered: "
+                                    + keys.map { "\($0.key.prefix(16))… (entry \($0.entry), \($0.time.formatted(.iso8601)))" }
+                                        .joined(separator: ", "))
+                    }
                     if !log.registrationsChecked {
                         options.say("note: keys were taken as registered in the database; pass --enrollment-key to "
                                     + "trust only those the enrollment key registered")

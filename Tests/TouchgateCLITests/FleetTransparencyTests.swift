@@ -170,6 +170,14 @@ struct FleetTransparencyTests {
                     "\(checked.stdout)")
             #expect(lines.contains { $0.hasPrefix("m1 ") && $0.contains("collector holds none of it: deleted") }, "\(checked.stdout)")
 
+            // A second key registered with the enrollment key (a reinstalled machine) is
+            // legitimate, and shows: which keys, which entries, when.
+            let swapped = try await Self.collector(server, ["verify", "--enrollment-key", enrollment.pub, "--machine", "m2"])
+            #expect(!swapped.stdout.contains("keys registered"), "\(swapped.stdout)")
+            try await FleetTests.register(server, machine: "m2", publicKeyFile: impostor.publicKeyFile)
+            let twoKeys = try await Self.collector(server, ["verify", "--enrollment-key", enrollment.pub, "--machine", "m2"])
+            #expect(twoKeys.stdout.contains("machine m2 has 2 keys registered"), "\(twoKeys.stdout)")
+
             // A registration signed by a key the administrator made is not the enrollment key's.
             let rogue = server.directory + "/rogue.key"
             #expect(try await Self.collector(server, ["keygen", "--name", "enroll.fleet.test", "--out", rogue]).status == 0)
