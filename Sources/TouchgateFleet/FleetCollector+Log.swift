@@ -60,6 +60,23 @@ extension FleetCollector {
         var pendingCosignatures = cosignatures[...]
         var vouched: [String: Int64] = [:]
         var lastShipment: FleetEntry.Shipment?
+        /// The size whose checkpoint was found and checked (every shipment must have one).
+        var signedSize: Int64 = -1
+        /// Nodes the entries complete, not yet compared with the stored ones; and how many in all.
+        var pendingNodes: [(MerkleTree.Node, [UInt8])] = []
+        var nodeCount = 0
+
+        /// Compares the nodes the entries gave with the stored ones the proofs are made of.
+        func compareNodes() throws(ServiceError) -> String? {
+            defer { pendingNodes.removeAll(keepingCapacity: true) }
+            let stored = try store.hashes(pendingNodes.map(\.0))
+            for (node, hash) in pendingNodes where stored[node] != hash {
+                return "the log's stored node at level \(node.level), index \(node.index) is not what its entries give "
+                    + "(entry \(node.index << node.level) or a later one was changed, or the node was): the proofs "
+                    + "machines and witnesses check no longer speak for the entries"
+            }
+            return nil
+        }
 
         /// Checks everything that names the tree at its current size.
         func checkAtSize(_ checkpointRows: inout ArraySlice<[String?]>) -> String? {
@@ -76,6 +93,7 @@ extension FleetCollector {
                     return "the checkpoint of size \(size) names another root than the log's entries give: the log was "
                         + "rewritten after it was made"
                 }
+                signedSize = size
                 if let shipment = lastShipment, machine == nil || shipment.machine == machine {
                     let name = SignedNote.keyName(shipment.machine)
                     let id = SignedNote.keyID(name: name, type: SignedNote.ed25519, publicKey: shipment.publicKey)
@@ -163,7 +181,9 @@ extension FleetCollector {
                                                    entry: leaf, time: Date(timeIntervalSince1970: Double(registration.time))))
                         lastShipment = nil
                     }
-                    tree.append(entry.leafHash)
+                    let completed = tree.append(entry.leafHash)
+                    nodeCount += completed.count
+                    pendingNodes += completed
                     try refill()
                     while true {
                         if let found = checkAtSize(&checkpointRows) {
@@ -173,6 +193,17 @@ extension FleetCollector {
                         guard checkpointRows.isEmpty, !checkpointsDone else { break }
                         try refill()
                     }
+                    // Every shipment is appended with its machine's signed checkpoint, in one
+                    // transaction: an entry without one was put there by someone else.
+                    if let shipment = lastShipment, signedSize != tree.size, machine == nil || shipment.machine == machine {
+                        problem = "entry \(leaf) of the fleet log (a shipment of machine \(shipment.machine)) has no "
+                            + "checkpoint signed by that machine: it was appended outside a shipment"
+                        break walking
+                    }
+                }
+                if problem == nil, let found = try compareNodes() {
+                    problem = found
+                    break walking
                 }
             }
             if problem == nil {
@@ -180,6 +211,11 @@ extension FleetCollector {
                 if let row = checkpointRows.first, let size = row[0].flatMap({ Int64($0) }) {
                     problem = "a checkpoint names \(size) entries but the log holds \(tree.size): entries were cut off its end"
                 }
+            }
+            if problem == nil, let stored = Int(try connection.execute("SELECT count(*) FROM log_nodes").scalar ?? ""),
+               stored != nodeCount {
+                problem = "the log's tables hold \(stored) nodes where its \(tree.size) entries make \(nodeCount): nodes "
+                    + "were added or removed outside an append"
             }
             try connection.execute("CLOSE log_walk")
             try connection.execute("CLOSE checkpoint_walk")
@@ -268,12 +304,19 @@ extension FleetCollector {
                                    + "removed; not cosigned")
             }
         }
+        // The entries it has not seen yet must be the leaves the tree holds: a witness vouches
+        // for what the log says, not only for its hashes.
+        try store.checkEntries(from: previous?.size ?? 0, to: checkpoint.size)
         guard checkpoint.size > 0 else { return checkpoint }
         let line = signer.cosign(checkpoint.body, time: UInt64(max(0, now.timeIntervalSince1970)))
-        try connection.execute("""
+        let stored = try connection.execute("""
             INSERT INTO cosignatures (witness, size, line) VALUES ($1, $2, $3)
             ON CONFLICT (witness, size) DO UPDATE SET line = excluded.line, received = now()
-            """, [signer.name, String(checkpoint.size), line])
+            """, [signer.name, String(checkpoint.size), line]).affected
+        guard stored == 1 else {
+            throw ServiceError(.auditBroken, "the database did not store the cosignature (a rule or trigger on "
+                               + "cosignatures swallowed it): it was tampered with; the state file is left as it was")
+        }
         return checkpoint
     }
 

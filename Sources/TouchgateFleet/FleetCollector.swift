@@ -218,7 +218,7 @@ public final class FleetCollector {
         }
         if let problem { return broken(problem.0, problem.1) }
         if let logged = pendingShipments.first {
-            let missing = (result.last ?? firstShipped - 1) + 1
+            let missing = result.last.map { $0 &+ 1 } ?? firstShipped
             return broken(missing, "records \(missing)…\(shipments.last!.shipment.last) are missing, yet the fleet log's "
                           + "entry \(logged.leaf) names them as shipped: the tail was removed at the collector")
         }

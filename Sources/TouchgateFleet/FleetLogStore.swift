@@ -34,7 +34,15 @@ struct FleetLogStore {
 
     /// The number of entries (leaves) in the tree.
     func size() throws(ServiceError) -> Int64 {
-        Int64(try connection.execute("SELECT coalesce(max(idx) + 1, 0) FROM log_nodes WHERE level = 0").scalar ?? "") ?? 0
+        let size = Int64(try connection.execute("SELECT coalesce(max(idx) + 1, 0) FROM log_nodes WHERE level = 0").scalar ?? "") ?? -1
+        guard MerkleTree.isValid(size: size) else { throw Self.edited("its leaves' indices are out of range") }
+        return size
+    }
+
+    /// The log's tables hold what no append writes.
+    static func edited(_ what: String) -> ServiceError {
+        ServiceError(.auditBroken, "the collector's fleet log is malformed (\(what)): its tables were edited, by the "
+                     + "database's administrator or with a machine's credentials")
     }
 
     /// The stored hashes of `nodes`.
@@ -70,8 +78,8 @@ struct FleetLogStore {
 
     /// Appends `entry` unless the log already names the same shipment; returns its index.
     /// Inside the caller's transaction; holds the append lock until it ends.
-    func append(_ entry: FleetEntry.Shipment,
-                signCheckpoint: (Checkpoint) -> String) throws(ServiceError) -> Int64 {
+    func append(_ entry: FleetEntry.Shipment, accepted: Int64?,
+                signCheckpoint: (Checkpoint, [[UInt8]]) throws(ServiceError) -> String) throws(ServiceError) -> Int64 {
         try connection.execute("SELECT pg_advisory_xact_lock(\(Self.appendLock))")
         for row in try connection.execute("""
             SELECT leaf, body FROM log_entries WHERE machine = $1 AND trail = $2 AND last_seq = $3 ORDER BY leaf
@@ -91,8 +99,11 @@ struct FleetLogStore {
             """, [String(size), entry.machine, Bytea.text(entry.trail), String(entry.first), String(entry.last), text])
         try insert(completed)
         let checkpoint = Checkpoint(origin: try origin(), size: tree.size, root: tree.root)
+        // The machine signs only a tree it has checked extends the one it accepted before.
+        let proof = try accepted.map { old throws(ServiceError) in try consistencyProof(old: old, size: tree.size) } ?? []
+        let signature = try signCheckpoint(checkpoint, proof)
         try connection.execute("INSERT INTO checkpoints (size, note, signer) VALUES ($1, $2, $3)",
-                               [String(tree.size), checkpoint.body + "\n" + signCheckpoint(checkpoint), entry.machine])
+                               [String(tree.size), checkpoint.body + "\n" + signature, entry.machine])
         return size
     }
 
@@ -139,8 +150,10 @@ struct FleetLogStore {
 
     /// The newest checkpoint's note; an empty log's unsigned checkpoint when there is none.
     func newestCheckpoint() throws(ServiceError) -> (size: Int64, note: String) {
-        if let row = try connection.execute("SELECT size, note FROM checkpoints ORDER BY size DESC LIMIT 1").rows.first,
-           let size = row[0].flatMap({ Int64($0) }), let note = row[1] {
+        if let row = try connection.execute("SELECT size, note FROM checkpoints ORDER BY size DESC LIMIT 1").rows.first {
+            guard let size = row[0].flatMap({ Int64($0) }), MerkleTree.isValid(size: size), let note = row[1] else {
+                throw Self.edited("its newest checkpoint's size is out of range")
+            }
             return (size, note)
         }
         return (0, Checkpoint(origin: try origin(), size: 0, root: MerkleTree.emptyRoot).body + "\n")
@@ -149,12 +162,14 @@ struct FleetLogStore {
     /// The proofs ``AuditCollector/proofs(leaf:from:)`` promises, against the newest checkpoint.
     func proofs(leaf: Int64?, from old: Int64?) throws(ServiceError) -> FleetProofs {
         let (size, note) = try newestCheckpoint()
+        let leaf = leaf.flatMap { $0 >= 0 && $0 < size ? $0 : nil }
+        let old = old.flatMap { $0 >= 0 && $0 <= size ? $0 : nil }
         let lookup = Self.lookup(try hashes(MerkleTree.nodesForProofs(index: leaf, old: old, size: size)))
         var entry: String?
         if let leaf { entry = try connection.execute("SELECT body FROM log_entries WHERE leaf = $1", [String(leaf)]).scalar }
         do throws(MerkleTree.MissingNode) {
             var inclusion: [[UInt8]] = []
-            if let leaf, leaf < size { inclusion = try MerkleTree.inclusionProof(index: leaf, size: size, lookup) }
+            if let leaf { inclusion = try MerkleTree.inclusionProof(index: leaf, size: size, lookup) }
             var consistency: [[UInt8]] = []
             if let old { consistency = try MerkleTree.consistencyProof(old: old, size: size, lookup) }
             return FleetProofs(checkpoint: note, entry: entry, inclusion: inclusion, consistency: consistency)
@@ -165,11 +180,35 @@ struct FleetLogStore {
 
     /// The consistency proof from the tree of `old` entries to the tree of `size` entries.
     func consistencyProof(old: Int64, size: Int64) throws(ServiceError) -> [[UInt8]] {
+        guard old >= 0, old <= size, MerkleTree.isValid(size: size) else { return [] }
         let lookup = Self.lookup(try hashes(MerkleTree.nodesForProofs(index: nil, old: old, size: size)))
         do {
             return try MerkleTree.consistencyProof(old: old, size: size, lookup)
         } catch {
             throw Self.missing(error)
+        }
+    }
+
+    /// Checks that entries `from..<to` are the leaves the stored tree holds: each entry's
+    /// hash is its level-0 node. Reads them in slices, so memory stays flat.
+    /// - Throws: ``ServiceError`` `audit-broken` naming the first entry that differs or is missing.
+    func checkEntries(from: Int64, to: Int64) throws(ServiceError) {
+        var next = from
+        while next < to {
+            let rows = try connection.execute("""
+                SELECT leaf, body FROM log_entries WHERE leaf >= $1 AND leaf < $2 ORDER BY leaf LIMIT 20000
+                """, [String(next), String(to)]).rows
+            let leaves = try hashes((next..<min(to, next + 20_000)).map { MerkleTree.Node(level: 0, index: $0) })
+            for row in rows {
+                guard row[0] == String(next), let body = row[1] else {
+                    throw Self.edited("entry \(next) is missing")
+                }
+                guard leaves[MerkleTree.Node(level: 0, index: next)] == MerkleTree.leafHash(Array(body.utf8)) else {
+                    throw Self.edited("entry \(next) is not the leaf its tree holds: the entry was changed")
+                }
+                next += 1
+            }
+            if rows.isEmpty { throw Self.edited("entry \(next) is missing") }
         }
     }
 }

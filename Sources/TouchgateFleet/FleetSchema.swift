@@ -79,7 +79,7 @@ public enum FleetSchema {
         INSERT INTO fleet_log (origin) VALUES ('touchgate.fleet/' || replace(gen_random_uuid()::text, '-', ''));
         -- Each leaf: a shipment (a batch of one trail) or a key registration, as its text.
         CREATE TABLE log_entries (
-            leaf bigint PRIMARY KEY CHECK (leaf >= 0),
+            leaf bigint PRIMARY KEY CHECK (leaf >= 0 AND leaf < 281474976710656),
             kind text NOT NULL CHECK (kind IN ('shipment', 'registration')),
             machine text NOT NULL,
             trail bytea,
@@ -91,14 +91,14 @@ public enum FleetSchema {
         CREATE INDEX log_entries_trail ON log_entries (machine, trail, last_seq);
         -- Every complete perfect subtree's hash (level 0: the leaves).
         CREATE TABLE log_nodes (
-            level smallint NOT NULL CHECK (level >= 0 AND level < 63),
-            idx bigint NOT NULL CHECK (idx >= 0),
+            level smallint NOT NULL CHECK (level >= 0 AND level <= 48),
+            idx bigint NOT NULL CHECK (idx >= 0 AND idx < 281474976710656),
             hash bytea NOT NULL CHECK (octet_length(hash) = 32),
             PRIMARY KEY (level, idx)
         );
         -- The signed checkpoint after each append (C2SP checkpoint notes).
         CREATE TABLE checkpoints (
-            size bigint PRIMARY KEY CHECK (size > 0),
+            size bigint PRIMARY KEY CHECK (size > 0 AND size <= 281474976710656),
             note text NOT NULL,
             signer text NOT NULL,
             made timestamptz NOT NULL DEFAULT now()

@@ -38,14 +38,15 @@ public final class PostgresCollector: AuditCollector, @unchecked Sendable {
     }
 
     public func store(machine: String, trail: [UInt8], publicKey: [UInt8], records: [AuditRecord], seal: AuditSeal?,
-                      entry: FleetEntry.Shipment?,
-                      signCheckpoint: @escaping @Sendable (Checkpoint) -> String) async throws(ServiceError) -> Int64? {
+                      entry: FleetEntry.Shipment?, accepted: Int64?,
+                      signCheckpoint: @escaping @Sendable (Checkpoint, [[UInt8]]) throws(ServiceError) -> String)
+        async throws(ServiceError) -> Int64? {
         try await onConnection("the collector did not take the records") { connection throws(ServiceError) in
             try connection.transaction { () throws(ServiceError) -> Int64? in
                 try Self.insert(machine: machine, trail: trail, publicKey: publicKey, records: records, seal: seal,
                                 connection)
                 guard let entry else { return nil }
-                return try FleetLogStore(connection).append(entry, signCheckpoint: signCheckpoint)
+                return try FleetLogStore(connection).append(entry, accepted: accepted, signCheckpoint: signCheckpoint)
             }
         }
     }

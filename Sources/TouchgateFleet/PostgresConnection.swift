@@ -42,6 +42,9 @@ final class PostgresConnection {
             throw ServiceError(.collectorUnavailable, "cannot connect to the collector's database: \(reason)")
         }
         _ = PQsetClientEncoding(handle, "UTF8")
+        // Every table is looked up in `public` only: a schema named after the connecting role
+        // (first in the default search path) cannot shadow the collector's tables for it.
+        PQclear(PQexec(handle, "SELECT pg_catalog.set_config('search_path', 'public', false)"))
         // The server's notices ("already exists, skipping") are not for the person running us.
         _ = PQsetNoticeProcessor(handle, { _, _ in }, nil)
     }

@@ -9,7 +9,9 @@ public protocol AuditCollector: Sendable {
     /// Stores `records` (consecutive, oldest first, with their public links) of `trail`
     /// from `machine`, then `seal` when given, and appends `entry` (the shipment naming
     /// them) to the fleet log with a new checkpoint that `signCheckpoint` signs, all in one
-    /// transaction: all of them or none. Returns the log index of the entry that names the
+    /// transaction: all of them or none. `signCheckpoint` is given the consistency proof
+    /// from the tree of `accepted` entries (the checkpoint the machine accepted last) to the
+    /// new one, and throws, undoing everything, when the machine will not sign that tree. Returns the log index of the entry that names the
     /// batch (an identical one already in the log is not appended again: a batch sent
     /// twice after an interruption is stored once), or nil when `entry` is nil.
     ///
@@ -20,8 +22,9 @@ public protocol AuditCollector: Sendable {
     ///   reached or the transaction does not commit; `audit-broken` when the collector
     ///   already holds other records at these sequence numbers (squatted), naming them.
     func store(machine: String, trail: [UInt8], publicKey: [UInt8], records: [AuditRecord], seal: AuditSeal?,
-               entry: FleetEntry.Shipment?,
-               signCheckpoint: @escaping @Sendable (Checkpoint) -> String) async throws(ServiceError) -> Int64?
+               entry: FleetEntry.Shipment?, accepted: Int64?,
+               signCheckpoint: @escaping @Sendable (Checkpoint, [[UInt8]]) throws(ServiceError) -> String)
+        async throws(ServiceError) -> Int64?
 
     /// The log's newest checkpoint (a signed note), with the entry at `leaf` and its
     /// inclusion proof, and the consistency proof from the tree of `old` entries, each

@@ -8,34 +8,40 @@ import TouchgateWire
 /// shipment just made (the entry and its inclusion proof). A cut or rewritten log, a log
 /// replaced by another, or a batch stored as something else fails here with `audit-broken`.
 enum FleetLogCheck {
+    static func broken(_ reason: String) -> ServiceError {
+        ServiceError(.auditBroken, "\(reason); nothing was marked shipped. Tell the collector's auditor: the "
+                     + "records are safe here and go again with the next `touchgate audit ship`")
+    }
+
+    /// Throws unless `checkpoint` is of the same log as `accepted` and `proof` shows it only
+    /// grew from it. Also what the machine checks before it signs a new checkpoint.
+    static func extends(_ checkpoint: Checkpoint, _ accepted: Checkpoint?, proof: [[UInt8]]) throws(ServiceError) {
+        guard let accepted else { return }
+        guard checkpoint.origin == accepted.origin else {
+            throw broken("the collector's fleet log is another log (\(checkpoint.origin)) than the one this machine "
+                         + "shipped to before (\(accepted.origin)): it was replaced. If the collector was rebuilt on "
+                         + "purpose, run `touchgate audit ship --new-log` once")
+        }
+        guard checkpoint.size >= accepted.size else {
+            throw broken("the collector's fleet log holds \(checkpoint.size) entries, fewer than the \(accepted.size) "
+                         + "this machine saw: it was cut back")
+        }
+        guard MerkleTree.verifyConsistency(old: accepted.size, oldRoot: accepted.root, size: checkpoint.size,
+                                           root: checkpoint.root, proof: proof) else {
+            throw broken("the collector's fleet log (\(checkpoint.size) entries) does not extend the one this machine "
+                         + "accepted (\(accepted.size) entries): entries were changed or removed")
+        }
+    }
+
     static func check(_ proofs: FleetProofs, leaf: Int64?, shipment: FleetEntry.Shipment?,
                       accepted: Checkpoint?) throws(ServiceError) -> Checkpoint {
-        func broken(_ reason: String) -> ServiceError {
-            ServiceError(.auditBroken, "\(reason); nothing was marked shipped. Tell the collector's auditor: the "
-                         + "records are safe here and go again with the next `touchgate audit ship`")
-        }
         guard let body = SignedNote.parse(proofs.checkpoint)?.body, let checkpoint = Checkpoint(body: body) else {
             throw broken("the collector's newest checkpoint is not a checkpoint")
         }
-        if let accepted {
-            guard checkpoint.origin == accepted.origin else {
-                throw broken("the collector's fleet log is another log (\(checkpoint.origin)) than the one this machine "
-                             + "shipped to before (\(accepted.origin)): it was replaced. If the collector was rebuilt on "
-                             + "purpose, run `touchgate audit ship --new-log` once")
-            }
-            guard checkpoint.size >= accepted.size else {
-                throw broken("the collector's fleet log holds \(checkpoint.size) entries, fewer than the \(accepted.size) "
-                             + "this machine saw: it was cut back")
-            }
-            guard MerkleTree.verifyConsistency(old: accepted.size, oldRoot: accepted.root, size: checkpoint.size,
-                                               root: checkpoint.root, proof: proofs.consistency) else {
-                throw broken("the collector's fleet log (\(checkpoint.size) entries) does not extend the one this machine "
-                             + "accepted (\(accepted.size) entries): entries were changed or removed")
-            }
-        }
+        try extends(checkpoint, accepted, proof: proofs.consistency)
         if let shipment {
             guard let leaf, let text = proofs.entry, case .shipment(let stored)? = FleetEntry(text: text),
-                  stored.machine == shipment.machine, stored.trail == shipment.trail, stored.last == shipment.last,
+                  stored.machine.utf8.elementsEqual(shipment.machine.utf8), stored.trail == shipment.trail, stored.last == shipment.last,
                   stored.chain == shipment.chain, stored.publicKey == shipment.publicKey, stored.first <= shipment.first
             else {
                 throw broken("the collector's fleet log does not name records \(shipment.first)…\(shipment.last) of this "

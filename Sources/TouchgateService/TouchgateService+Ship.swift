@@ -54,12 +54,25 @@ extension TouchgateService {
                     let leaf: Int64?
                     let proofs: FleetProofs
                     do throws(ServiceError) {
-                        leaf = try await collector.store(machine: machine, trail: seal.trail, publicKey: seal.publicKey,
-                                                         records: batch, seal: last == seal.sequence ? seal : nil,
-                                                         entry: entry,
-                                                         signCheckpoint: { log.signCheckpoint($0, machine: machine) })
+                        let kept = accepted?.checkpoint
+                        leaf = try await collector.store(
+                            machine: machine, trail: seal.trail, publicKey: seal.publicKey, records: batch,
+                            seal: last == seal.sequence ? seal : nil, entry: entry, accepted: kept?.size,
+                            signCheckpoint: { checkpoint, proof throws(ServiceError) in
+                                try FleetLogCheck.extends(checkpoint, kept, proof: proof)
+                                return log.signCheckpoint(checkpoint, machine: machine)
+                            })
+                    } catch {
+                        throw Self.undelivered(error, waiting: seal.sequence - cursor, limit: configuration.backlogLimit)
+                    }
+                    do throws(ServiceError) {
                         proofs = try await collector.proofs(leaf: leaf, from: accepted.map { $0.checkpoint.size })
                     } catch {
+                        // The batch is stored, yet the log will not prove it: an outage at that
+                        // very moment, or a collector hiding its log. Either way it is written down.
+                        Self.recordShipFailure(log, user: principal.loginName,
+                                               "the collector stored records \(batch.first?.sequence ?? last)…\(last) "
+                                                   + "but did not give its log's proofs: \(error.message)")
                         throw Self.undelivered(error, waiting: seal.sequence - cursor, limit: configuration.backlogLimit)
                     }
                     let checkpoint = try FleetLogCheck.check(proofs, leaf: leaf, shipment: entry, accepted: accepted?.checkpoint)
@@ -73,17 +86,23 @@ extension TouchgateService {
                 // What the collector did is written to this machine's own trail, which the
                 // next shipment carries to the collector (and to anyone verifying it); once
                 // while it lasts, not again at every round of touchgated's shipping.
-                let reason = "shipment to the fleet collector refused: \(error.message)"
-                let last = try? log.records(AuditQuery(events: [.auditShip], limit: 1, order: .newestFirst)).first
-                if last?.reason != reason {
-                    _ = try? log.append(.auditShip, .failure, vaultUser: principal.loginName, reason: reason)
-                }
+                Self.recordShipFailure(log, user: principal.loginName,
+                                       "shipment to the fleet collector refused: \(error.message)")
                 throw error
             }
             return AuditShipReport(machine: machine, user: principal.loginName, trail: Hex.encode(seal.trail), shipped: shipped,
                                    through: seal.sequence, batches: batches,
                                    logSize: accepted?.checkpoint.size)
         }
+    }
+
+    /// Writes a failed shipment to the trail (`audit.ship`, `failure`), unless the newest such
+    /// record already says the same (compared as stored: cleaned and cut to its limit).
+    static func recordShipFailure(_ log: AuditLog, user: String, _ reason: String) {
+        let entry = AuditEntry(event: .auditShip, outcome: .failure, vaultUser: user, reason: reason)
+        let last = try? log.records(AuditQuery(events: [.auditShip], limit: 1, order: .newestFirst)).first
+        if let last, last.outcome == .failure, last.reason == entry.reason { return }
+        _ = try? log.append(entry)
     }
 
     /// The checkpoint this store accepted last, if any.

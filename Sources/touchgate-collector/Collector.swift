@@ -195,7 +195,7 @@ extension Collector {
                         return
                     }
                     let range = trail.first.map { "records \($0)…\(trail.last!)" } ?? "no records"
-                    let detail = trail.problem.map { ": \($0)" } ?? ""
+                    let detail = trail.problem.map { ": \(StoredText.escaped($0))" } ?? ""
                     options.say("\(StoredText.escaped(trail.machine)) trail \(trail.trail) \(trail.status.rawValue) "
                                 + "(\(trail.records) records, \(range))\(detail)")
                 }
@@ -204,7 +204,7 @@ extension Collector {
                     options.say(WireCoding.line(["log": log]))
                 } else {
                     options.say("fleet log \(log.status.rawValue): \(log.size) entries, \(log.checkpoints) checkpoints, "
-                                + "root \(log.root)" + (log.problem.map { ": \($0)" } ?? ""))
+                                + "root \(log.root)" + (log.problem.map { ": \(StoredText.escaped($0))" } ?? ""))
                     for witness in log.witnesses {
                         options.say("witness \(witness.name) "
                                     + (witness.vouchedThrough.map { "vouched through \($0) of \(log.size) entries" }

@@ -360,4 +360,90 @@ struct FleetTransparencyTests {
                     "\(verified.stdout)")
         }
     }
+
+    @Test("an entry overwritten with another's while the stored nodes stay (the first records then deleted) is caught by verify and by a witness; an entry without its machine's signed checkpoint is caught by verify")
+    func rewrittenEntriesAreCaught() async throws {
+        let (server, machines) = try await FleetTests.fleet(["m1", "m2"], records: 15)
+        defer { machines.forEach { $0.remove() } }
+        try await server.removing { server in
+            for machine in machines { #expect(try await machine.ship().status == 0) }
+            let enrollment = try await FleetTests.enrollmentKey(server)
+            let witness = try await Self.witness(server, "w1")
+            // m1's first shipment (entry 2, after the two registrations) overwritten with m2's
+            // first; m1's first records deleted to match; nothing after entry 2 checkpointed.
+            try await server.psql("""
+                UPDATE log_entries e SET machine = o.machine, trail = o.trail, first_seq = o.first_seq, last_seq = o.last_seq,
+                    body = o.body FROM log_entries o WHERE e.leaf = 2 AND o.leaf = 5;
+                DELETE FROM records WHERE machine = 'm1' AND seq <= 5; DELETE FROM seals WHERE machine = 'm1' AND seq <= 5;
+                UPDATE trails SET first_seq = 6 WHERE machine = 'm1';
+                """)
+            let verified = try await Self.collector(server, ["verify", "--enrollment-key", enrollment.pub])
+            #expect(verified.status == 6 && verified.stdout.contains("fleet log broken"), "\(verified.stdout)")
+            let witnessed = try await Self.collector(server, ["witness", "--key", witness.key, "--state", witness.state])
+            #expect(witnessed.status == 6 && witnessed.stderrLines.joined().contains("entry 2 is not the leaf its tree holds"),
+                    "\(witnessed.stdout) \(witnessed.stderrLines)")
+            // Its checkpoints deleted too, to hide the changed root: that is an entry without one.
+            try await server.psql("DELETE FROM checkpoints WHERE size > 2")
+            let hidden = try await Self.collector(server, ["verify", "--enrollment-key", enrollment.pub])
+            #expect(hidden.status == 6 && hidden.stdout.contains("entry 2 of the fleet log")
+                    && hidden.stdout.contains("has no checkpoint signed by that machine"), "\(hidden.stdout)")
+            #expect(!FileManager.default.fileExists(atPath: witness.state))
+        }
+    }
+
+    @Test("a shipment entry whose signed checkpoint is gone reads as appended outside a shipment")
+    func unsignedEntriesAreCaught() async throws {
+        let (server, machines) = try await FleetTests.fleet(["m1"], records: 10)
+        defer { machines.forEach { $0.remove() } }
+        try await server.removing { server in
+            #expect(try await machines[0].ship().status == 0)
+            try await server.psql("DELETE FROM checkpoints WHERE size = (SELECT max(size) FROM checkpoints)")
+            let verified = try await Self.collector(server, ["verify"])
+            #expect(verified.status == 6 && verified.stdout.contains("has no checkpoint signed by that machine"),
+                    "\(verified.stdout)")
+        }
+    }
+
+    @Test("a machine's credentials cannot plant out-of-range sizes; a planted checkpoint or node makes shipments fail (6) at once, never hang or crash, and verify names it")
+    func plantedLogRowsAreContained() async throws {
+        let server = try await PostgresRig()
+        try await server.removing { server in
+            #expect(try await Self.collector(server, ["init"]).status == 0)
+            try await server.psql("CREATE ROLE m1 LOGIN IN ROLE touchgate_shipper; CREATE ROLE m2 LOGIN IN ROLE touchgate_shipper")
+            let m1 = try Machine("m1", database: server.database.replacingOccurrences(of: "user=postgres", with: "user=m1"))
+            defer { m1.remove() }
+            try m1.write(10)
+            #expect(try await m1.ship().status == 0)
+            func asM2(_ sql: String) throws -> (status: Int32, output: String) {
+                let result = try runProgram("/usr/bin/psql", [server.localDatabase.replacingOccurrences(of: "user=postgres", with: "user=m2"),
+                                                              "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+                return (result.status, result.stdout + result.stderr)
+            }
+            let huge = try asM2("INSERT INTO checkpoints VALUES (4611686018427387905, 'x', 'x')")
+            #expect(huge.status != 0 && huge.output.contains("check constraint"), "\(huge.output)")
+            let far = try asM2("INSERT INTO log_nodes VALUES (0, 4611686018427387904, decode(repeat('00', 32), 'hex'))")
+            #expect(far.status != 0 && far.output.contains("check constraint"), "\(far.output)")
+
+            // The largest size allowed, planted: m1's next shipment stops at once, exit 6.
+            #expect(try asM2("INSERT INTO checkpoints VALUES (281474976710656, 'x', 'm2')").status == 0)
+            try m1.write(1)
+            let started = Date()
+            let refused = try await m1.ship()
+            #expect(refused.status == 6 && Date().timeIntervalSince(started) < 30, "\(refused.stdout) \(refused.stderrLines)")
+            let verified = try await Self.collector(server, ["verify"])
+            #expect(verified.status == 6 && verified.stdout.contains("fleet log broken"), "\(verified.stdout)")
+            try await server.psql("DELETE FROM checkpoints WHERE size = 281474976710656")
+
+            // A node planted past the end: appends fail (6) until it is removed; verify names it.
+            #expect(try asM2("INSERT INTO log_nodes VALUES (0, 1000, decode(repeat('00', 32), 'hex'))").status == 0)
+            try m1.write(1)
+            let blocked = try await m1.ship()
+            #expect(blocked.status == 6 && blocked.stdout.contains("audit-broken"), "\(blocked.stdout)")
+            let planted = try await Self.collector(server, ["verify"])
+            #expect(planted.status == 6 && planted.stdout.contains("fleet log broken"), "\(planted.stdout)")
+            try await server.psql("DELETE FROM log_nodes WHERE level = 0 AND idx = 1000")
+            let resumed = try await m1.ship()
+            #expect(resumed.status == 0, "\(resumed.stdout)")
+        }
+    }
 }

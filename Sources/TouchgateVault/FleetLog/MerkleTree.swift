@@ -43,6 +43,14 @@ public enum MerkleTree {
     /// Hash length in bytes (SHA-256).
     public static let hashLength = 32
 
+    /// The largest tree this code handles: 2^48 entries (a shipment a millisecond for nine
+    /// thousand years). Sizes and indices read from the database are checked against it
+    /// before any arithmetic, so a hostile row cannot make the loops below overflow or spin.
+    public static let maxSize: Int64 = 1 << 48
+
+    /// Whether `size` is a tree size this code handles.
+    public static func isValid(size: Int64) -> Bool { size >= 0 && size <= maxSize }
+
     /// The root of the empty tree: SHA-256 of nothing.
     public static var emptyRoot: [UInt8] { sha256([]) }
 
@@ -61,6 +69,7 @@ public enum MerkleTree {
 
     /// The largest power of two smaller than `n` (n ≥ 2).
     static func split(_ n: Int64) -> Int64 {
+        precondition(n <= maxSize, "tree sizes are checked against maxSize before use")
         var k: Int64 = 1
         while k << 1 < n { k <<= 1 }
         return k
@@ -72,6 +81,7 @@ public enum MerkleTree {
     /// range is one that RFC 9162's recursion produces (`lo` a multiple of the largest
     /// power of two not above `hi - lo`), left to right.
     public static func pieces(_ lo: Int64, _ hi: Int64) -> [Node] {
+        precondition(lo >= 0 && hi <= maxSize, "tree sizes are checked against maxSize before use")
         var nodes: [Node] = []
         var start = lo
         while start < hi {
@@ -170,7 +180,7 @@ public enum MerkleTree {
     /// leaves whose root is `root`.
     public static func verifyInclusion(leaf: [UInt8], index: Int64, size: Int64, proof: [[UInt8]],
                                        root: [UInt8]) -> Bool {
-        guard index >= 0, index < size else { return false }
+        guard index >= 0, index < size, size <= maxSize else { return false }
         var (fn, sn) = (index, size - 1)
         var hash = leaf
         for sibling in proof {
@@ -194,7 +204,7 @@ public enum MerkleTree {
     /// of the tree of `size` leaves with root `root`: nothing it held was changed or removed.
     public static func verifyConsistency(old: Int64, oldRoot: [UInt8], size: Int64, root: [UInt8],
                                          proof: [[UInt8]]) -> Bool {
-        guard old >= 0, old <= size else { return false }
+        guard old >= 0, old <= size, size <= maxSize else { return false }
         if old == size { return proof.isEmpty && oldRoot == root }
         if old == 0 { return proof.isEmpty }
         var path = proof

@@ -98,7 +98,7 @@ public struct Checkpoint: Sendable, Equatable {
     public init?(body: String) {
         let lines = body.split(separator: "\n", omittingEmptySubsequences: false)
         guard lines.count == 4, lines[3].isEmpty, lines[0].hasPrefix(Self.originPrefix),
-              let size = Int64(lines[1]), size >= 0, String(size) == lines[1],
+              let size = Int64(lines[1]), MerkleTree.isValid(size: size), String(size) == lines[1],
               let root = Data(base64Encoded: String(lines[2])), root.count == MerkleTree.hashLength else { return nil }
         self.init(origin: String(lines[0]), size: size, root: Array(root))
     }
