@@ -24,6 +24,13 @@ struct FleetTransparencyTests {
         return (key, key + ".pub", server.directory + "/\(name).state")
     }
 
+    /// Runs SQL with psql as `role` (a machine's shipper role): its status and what it printed.
+    static func psql(_ server: PostgresRig, as role: String, _ sql: String) throws -> (status: Int32, output: String) {
+        let database = server.localDatabase.replacingOccurrences(of: "user=postgres", with: "user=\(role)")
+        let result = try runProgram("/usr/bin/psql", [database, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        return (result.status, result.stdout + result.stderr)
+    }
+
     /// What `sqlite3` reads of a machine's store.
     static func local(_ machine: Machine, _ sql: String) throws -> String {
         let result = try runProgram("/usr/bin/sqlite3", [machine.home + "/data/touchgate/touchgate.sqlite", sql])
@@ -227,22 +234,17 @@ struct FleetTransparencyTests {
                 #expect(shipped.status == 0, "\(machine.name) ships as its role with the grants init made: \(shipped.stdout)")
                 try await FleetTests.register(server, machine: machine.name, publicKeyFile: machine.publicKeyFile)
             }
-            func psqlAs(_ role: String, _ sql: String) throws -> (status: Int32, output: String) {
-                let result = try runProgram("/usr/bin/psql", [server.localDatabase.replacingOccurrences(of: "user=postgres", with: "user=\(role)"),
-                                                              "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
-                return (result.status, result.stdout + result.stderr)
-            }
-            let insert = try psqlAs("m2", """
+            let insert = try Self.psql(server, as: "m2", """
                 INSERT INTO records SELECT 'm1', trail, 11, unix_time, boot_time, boot_id, uid, login, vault_user, event, item,
                     outcome, 'squatted', prev_mac, mac, prev_chain, chain FROM records WHERE seq = 10
                 """)
             #expect(insert.status != 0 && insert.output.contains("row-level security"), "\(insert.output)")
-            #expect(try psqlAs("m2", "SELECT count(*) FROM records WHERE machine = 'm1'").output.hasPrefix("0"))
-            let update = try psqlAs("m2", "UPDATE records SET reason = 'x' WHERE machine = 'm2'")
+            #expect(try Self.psql(server, as: "m2", "SELECT count(*) FROM records WHERE machine = 'm1'").output.hasPrefix("0"))
+            let update = try Self.psql(server, as: "m2", "UPDATE records SET reason = 'x' WHERE machine = 'm2'")
             #expect(update.status != 0 && update.output.contains("permission denied"), "\(update.output)")
-            let delete = try psqlAs("m2", "DELETE FROM log_entries")
+            let delete = try Self.psql(server, as: "m2", "DELETE FROM log_entries")
             #expect(delete.status != 0 && delete.output.contains("permission denied"), "\(delete.output)")
-            let entry = try psqlAs("m2", "INSERT INTO log_entries (leaf, kind, machine, body) VALUES (1000, 'shipment', 'm1', 'x')")
+            let entry = try Self.psql(server, as: "m2", "INSERT INTO log_entries (leaf, kind, machine, body) VALUES (1000, 'shipment', 'm1', 'x')")
             #expect(entry.status != 0 && entry.output.contains("row-level security"), "\(entry.output)")
 
             // The administrator takes m1's next sequence numbers with records of its own.
@@ -414,18 +416,13 @@ struct FleetTransparencyTests {
             defer { m1.remove() }
             try m1.write(10)
             #expect(try await m1.ship().status == 0)
-            func asM2(_ sql: String) throws -> (status: Int32, output: String) {
-                let result = try runProgram("/usr/bin/psql", [server.localDatabase.replacingOccurrences(of: "user=postgres", with: "user=m2"),
-                                                              "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
-                return (result.status, result.stdout + result.stderr)
-            }
-            let huge = try asM2("INSERT INTO checkpoints VALUES (4611686018427387905, 'x', 'x')")
+            let huge = try Self.psql(server, as: "m2", "INSERT INTO checkpoints VALUES (4611686018427387905, 'x', 'x')")
             #expect(huge.status != 0 && huge.output.contains("check constraint"), "\(huge.output)")
-            let far = try asM2("INSERT INTO log_nodes VALUES (0, 4611686018427387904, decode(repeat('00', 32), 'hex'))")
+            let far = try Self.psql(server, as: "m2", "INSERT INTO log_nodes VALUES (0, 4611686018427387904, decode(repeat('00', 32), 'hex'))")
             #expect(far.status != 0 && far.output.contains("check constraint"), "\(far.output)")
 
             // The largest size allowed, planted: m1's next shipment stops at once, exit 6.
-            #expect(try asM2("INSERT INTO checkpoints VALUES (281474976710656, 'x', 'm2')").status == 0)
+            #expect(try Self.psql(server, as: "m2", "INSERT INTO checkpoints VALUES (281474976710656, 'x', 'm2')").status == 0)
             try m1.write(1)
             let started = Date()
             let refused = try await m1.ship()
@@ -435,7 +432,7 @@ struct FleetTransparencyTests {
             try await server.psql("DELETE FROM checkpoints WHERE size = 281474976710656")
 
             // A node planted past the end: appends fail (6) until it is removed; verify names it.
-            #expect(try asM2("INSERT INTO log_nodes VALUES (0, 1000, decode(repeat('00', 32), 'hex'))").status == 0)
+            #expect(try Self.psql(server, as: "m2", "INSERT INTO log_nodes VALUES (0, 1000, decode(repeat('00', 32), 'hex'))").status == 0)
             try m1.write(1)
             let blocked = try await m1.ship()
             #expect(blocked.status == 6 && blocked.stdout.contains("audit-broken"), "\(blocked.stdout)")
