@@ -113,8 +113,10 @@ public final class PostgresCollector: AuditCollector, @unchecked Sendable {
         var inserted = 0
         if !records.isEmpty {
             typealias Binary = BinaryParameter
-            func column(_ type: UInt32, _ value: (AuditRecord) -> [UInt8]?) -> [UInt8]? {
-                Binary.array(of: type, records.map(value))
+            func column(_ type: UInt32, bytes: Int, _ add: (inout Binary.ArrayBuilder, AuditRecord) -> Void) -> [UInt8]? {
+                var array = Binary.ArrayBuilder(of: type, capacity: records.count * (4 + bytes))
+                for record in records { add(&array, record) }
+                return array.finished
             }
             inserted = try connection.executeBinary("""
                 INSERT INTO records (\(columns))
@@ -124,21 +126,21 @@ public final class PostgresCollector: AuditCollector, @unchecked Sendable {
                 ON CONFLICT (machine, trail, seq) DO NOTHING
                 """, [
                     Binary.text(machine), trail,
-                    column(Binary.int8) { Binary.int64($0.sequence) },
-                    column(Binary.float8) { Binary.double($0.unixTime) },
-                    column(Binary.float8) { Binary.double($0.bootTime) },
-                    column(Binary.text) { Binary.text($0.bootID) },
-                    column(Binary.int8) { Binary.int64(Int64($0.uid)) },
-                    column(Binary.text) { Binary.text($0.loginName) },
-                    column(Binary.text) { $0.vaultUser.map(Binary.text) },
-                    column(Binary.text) { Binary.text($0.event.rawValue) },
-                    column(Binary.text) { $0.item.map(Binary.text) },
-                    column(Binary.text) { Binary.text($0.outcome.rawValue) },
-                    column(Binary.text) { Binary.text($0.reason) },
-                    column(Binary.bytea) { $0.previousMAC },
-                    column(Binary.bytea) { $0.mac },
-                    column(Binary.bytea) { $0.previousChain },
-                    column(Binary.bytea) { $0.chain },
+                    column(Binary.int8, bytes: 8) { $0.int64($1.sequence) },
+                    column(Binary.float8, bytes: 8) { $0.double($1.unixTime) },
+                    column(Binary.float8, bytes: 8) { $0.double($1.bootTime) },
+                    column(Binary.text, bytes: 36) { $0.text($1.bootID) },
+                    column(Binary.int8, bytes: 8) { $0.int64(Int64($1.uid)) },
+                    column(Binary.text, bytes: 16) { $0.text($1.loginName) },
+                    column(Binary.text, bytes: 16) { $0.text($1.vaultUser) },
+                    column(Binary.text, bytes: 12) { $0.text($1.event.rawValue) },
+                    column(Binary.text, bytes: 24) { $0.text($1.item) },
+                    column(Binary.text, bytes: 8) { $0.text($1.outcome.rawValue) },
+                    column(Binary.text, bytes: 64) { $0.text($1.reason) },
+                    column(Binary.bytea, bytes: 32) { $0.bytea($1.previousMAC) },
+                    column(Binary.bytea, bytes: 32) { $0.bytea($1.mac) },
+                    column(Binary.bytea, bytes: 32) { $0.bytea($1.previousChain) },
+                    column(Binary.bytea, bytes: 32) { $0.bytea($1.chain) },
                 ])
         }
         if inserted < records.count, let first = records.first, let last = records.last {

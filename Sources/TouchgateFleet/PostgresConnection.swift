@@ -190,37 +190,78 @@ enum BinaryParameter {
     /// Type ids of the element types used.
     static let int8: UInt32 = 20, float8: UInt32 = 701, text: UInt32 = 25, bytea: UInt32 = 17
 
-    static func int64(_ value: Int64) -> [UInt8] { word(UInt64(bitPattern: value)) }
-
-    static func double(_ value: Double) -> [UInt8] { word(value.bitPattern) }
-
     /// Text without NUL (PostgreSQL's text holds none).
-    static func text(_ value: String) -> [UInt8] { value.utf8.filter { $0 != 0 } }
+    static func text(_ value: String) -> [UInt8] { Array(value.utf8).filter { $0 != 0 } }
 
-    private static func word(_ value: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) } }
+    /// A one-dimensional array of one element type, written element by element straight
+    /// into its bytes (no array per element: a batch has 17,000 of them).
+    struct ArrayBuilder {
+        private(set) var bytes: [UInt8] = []
+        private var count: UInt32 = 0
+        private var hasNull = false
 
-    private static func append(_ value: UInt32, to bytes: inout [UInt8]) {
-        for shift in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
-    }
-
-    /// A one-dimensional array of `type` (nil elements are NULL).
-    static func array(of type: UInt32, _ elements: [[UInt8]?]) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(20 + elements.reduce(0) { $0 + 4 + ($1?.count ?? 0) })
-        append(1, to: &bytes)  // dimensions
-        append(elements.contains { $0 == nil } ? 1 : 0, to: &bytes)
-        append(type, to: &bytes)
-        append(UInt32(elements.count), to: &bytes)
-        append(1, to: &bytes)  // lower bound
-        for element in elements {
-            guard let element else {
-                append(UInt32(bitPattern: -1), to: &bytes)
-                continue
-            }
-            append(UInt32(element.count), to: &bytes)
-            bytes += element
+        /// An array of `type`, with room for `capacity` bytes.
+        init(of type: UInt32, capacity: Int) {
+            bytes.reserveCapacity(20 + capacity)
+            for value in [1, 0, type, 0, 1] as [UInt32] { put(value) }  // dimensions, nulls, type, length, lower bound
         }
-        return bytes
+
+        private mutating func put(_ value: UInt32) {
+            bytes.append(UInt8(truncatingIfNeeded: value >> 24))
+            bytes.append(UInt8(truncatingIfNeeded: value >> 16))
+            bytes.append(UInt8(truncatingIfNeeded: value >> 8))
+            bytes.append(UInt8(truncatingIfNeeded: value))
+        }
+
+        private mutating func put(_ value: UInt64) {
+            put(UInt32(truncatingIfNeeded: value >> 32))
+            put(UInt32(truncatingIfNeeded: value))
+        }
+
+        mutating func null() {
+            put(UInt32(bitPattern: -1))
+            hasNull = true
+            count += 1
+        }
+
+        mutating func int64(_ value: Int64) {
+            put(8 as UInt32)
+            put(UInt64(bitPattern: value))
+            count += 1
+        }
+
+        mutating func double(_ value: Double) {
+            put(8 as UInt32)
+            put(value.bitPattern)
+            count += 1
+        }
+
+        mutating func text(_ value: String?) {
+            guard let value else { return null() }
+            let start = bytes.count
+            put(0 as UInt32)
+            for byte in value.utf8 where byte != 0 { bytes.append(byte) }
+            let length = UInt32(bytes.count - start - 4)
+            for index in 0..<4 { bytes[start + index] = UInt8(truncatingIfNeeded: length >> (24 - 8 * UInt32(index))) }
+            count += 1
+        }
+
+        mutating func bytea(_ value: [UInt8]?) {
+            guard let value else { return null() }
+            put(UInt32(value.count))
+            bytes += value
+            count += 1
+        }
+
+        /// The finished array: its element count and null flag filled in.
+        var finished: [UInt8] {
+            var done = bytes
+            for index in 0..<4 {
+                done[4 + index] = index == 3 && hasNull ? 1 : 0
+                done[12 + index] = UInt8(truncatingIfNeeded: count >> (24 - 8 * UInt32(index)))
+            }
+            return done
+        }
     }
 }
 
