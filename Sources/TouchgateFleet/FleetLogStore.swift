@@ -76,11 +76,23 @@ struct FleetLogStore {
                      + "\(error.node.index): the log's tables were edited")
     }
 
+    /// How long an append waits for the append lock before giving up: a session that took
+    /// it and went silent (a stalled shipper, or anyone with the credentials holding it on
+    /// purpose) must not stop every machine's shipping for good.
+    static let lockTimeout = "15s"
+
+    /// Takes the append lock for the rest of the caller's transaction, waiting at most
+    /// ``lockTimeout`` (then `collector-unavailable`: the records stay queued).
+    private func lock() throws(ServiceError) {
+        try connection.execute("SET LOCAL lock_timeout = '\(Self.lockTimeout)'")
+        try connection.execute("SELECT pg_advisory_xact_lock(\(Self.appendLock))")
+    }
+
     /// Appends `entry` unless the log already names the same shipment; returns its index.
     /// Inside the caller's transaction; holds the append lock until it ends.
     func append(_ entry: FleetEntry.Shipment, accepted: Int64?,
                 signCheckpoint: (Checkpoint, [[UInt8]]) throws(ServiceError) -> String) throws(ServiceError) -> Int64 {
-        try connection.execute("SELECT pg_advisory_xact_lock(\(Self.appendLock))")
+        try lock()
         for row in try connection.execute("""
             SELECT leaf, body FROM log_entries WHERE machine = $1 AND trail = $2 AND last_seq = $3 ORDER BY leaf
             """, [entry.machine, Bytea.text(entry.trail), String(entry.last)]).rows {
@@ -89,38 +101,51 @@ struct FleetLogStore {
                 return leaf
             }
         }
-        var tree = try self.tree()
-        let size = tree.size
-        let text = FleetEntry.shipment(entry).text
-        let completed = tree.append(MerkleTree.leafHash(Array(text.utf8)))
-        try connection.execute("""
-            INSERT INTO log_entries (leaf, kind, machine, trail, first_seq, last_seq, body)
-            VALUES ($1, 'shipment', $2, $3, $4, $5, $6)
-            """, [String(size), entry.machine, Bytea.text(entry.trail), String(entry.first), String(entry.last), text])
-        try insert(completed)
-        let checkpoint = Checkpoint(origin: try origin(), size: tree.size, root: tree.root)
-        // The machine signs only a tree it has checked extends the one it accepted before.
-        let proof = try accepted.map { old throws(ServiceError) in try consistencyProof(old: old, size: tree.size) } ?? []
-        let signature = try signCheckpoint(checkpoint, proof)
-        try connection.execute("INSERT INTO checkpoints (size, note, signer) VALUES ($1, $2, $3)",
-                               [String(tree.size), checkpoint.body + "\n" + signature, entry.machine])
-        return size
+        return try appendLeaf(.shipment(entry)) { checkpoint throws(ServiceError) in
+            // The machine signs only a tree it has checked extends the one it accepted before.
+            let proof = try accepted.map { old throws(ServiceError) in
+                try consistencyProof(old: old, size: checkpoint.size)
+            } ?? []
+            return try signCheckpoint(checkpoint, proof)
+        }
     }
 
     /// Appends a key registration (the administrator's, through `touchgate-collector
     /// register`) with an unsigned checkpoint; returns its index.
     func append(registration: FleetEntry) throws(ServiceError) -> Int64 {
-        guard case .registration(let registration) = registration else { preconditionFailure("not a registration") }
-        try connection.execute("SELECT pg_advisory_xact_lock(\(Self.appendLock))")
+        try lock()
+        return try appendLeaf(registration) { _ throws(ServiceError) in "" }
+    }
+
+    /// Appends `entry` as the next leaf (the lock held): the entry's row, the nodes it
+    /// completes and the checkpoint after it, with the signature line `sign` gives.
+    private func appendLeaf(_ entry: FleetEntry,
+                            sign: (Checkpoint) throws(ServiceError) -> String) throws(ServiceError) -> Int64 {
         var tree = try self.tree()
         let size = tree.size
-        try insert(tree.append(MerkleTree.leafHash(Array(registration.note.utf8))))
-        try connection.execute("""
-            INSERT INTO log_entries (leaf, kind, machine, body) VALUES ($1, 'registration', $2, $3)
-            """, [String(size), registration.machine, registration.note])
+        let text = entry.text
+        let completed = tree.append(MerkleTree.leafHash(Array(text.utf8)))
+        switch entry {
+        case .shipment(let shipment):
+            try connection.execute("""
+                INSERT INTO log_entries (leaf, kind, machine, trail, first_seq, last_seq, body)
+                VALUES ($1, 'shipment', $2, $3, $4, $5, $6)
+                """, [String(size), shipment.machine, Bytea.text(shipment.trail), String(shipment.first),
+                      String(shipment.last), text])
+        case .registration(let registration):
+            try connection.execute("""
+                INSERT INTO log_entries (leaf, kind, machine, body) VALUES ($1, 'registration', $2, $3)
+                """, [String(size), registration.machine, text])
+        }
+        try insert(completed)
         let checkpoint = Checkpoint(origin: try origin(), size: tree.size, root: tree.root)
-        try connection.execute("INSERT INTO checkpoints (size, note, signer) VALUES ($1, $2, '')",
-                               [String(tree.size), checkpoint.body + "\n"])
+        let signer: String
+        switch entry {
+        case .shipment(let shipment): signer = shipment.machine
+        case .registration: signer = ""
+        }
+        try connection.execute("INSERT INTO checkpoints (size, note, signer) VALUES ($1, $2, $3)",
+                               [String(tree.size), checkpoint.body + "\n" + (try sign(checkpoint)), signer])
         return size
     }
 

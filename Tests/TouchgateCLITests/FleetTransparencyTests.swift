@@ -443,4 +443,42 @@ struct FleetTransparencyTests {
             #expect(resumed.status == 0, "\(resumed.stdout)")
         }
     }
+
+    @Test("a session holding the append lock and going silent (another machine's credentials) delays shipments by the lock timeout at most: they fail (69, records queued) and go through once it lets go")
+    func heldAppendLockHasADeadline() async throws {
+        let server = try await PostgresRig()
+        try await server.removing { server in
+            #expect(try await Self.collector(server, ["init"]).status == 0)
+            try await server.psql("CREATE ROLE m1 LOGIN IN ROLE touchgate_shipper; CREATE ROLE m2 LOGIN IN ROLE touchgate_shipper")
+            let m1 = try Machine("m1", database: server.database.replacingOccurrences(of: "user=postgres", with: "user=m1"))
+            defer { m1.remove() }
+            try m1.write(10)
+            let holder = Process()
+            holder.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+            holder.arguments = [server.localDatabase.replacingOccurrences(of: "user=postgres", with: "user=m2"), "-X", "-q",
+                                "-c", "BEGIN; SELECT pg_advisory_xact_lock(7301955104); SELECT pg_sleep(90); COMMIT;"]
+            holder.standardOutput = FileHandle.nullDevice
+            holder.standardError = FileHandle.nullDevice
+            try holder.run()
+            defer { if holder.isRunning { holder.terminate() } }
+            var held = ""
+            for _ in 0..<100 where held != "1" {
+                held = try await server.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(held == "1")
+            let started = Date()
+            let waited = try await m1.ship()
+            let seconds = Date().timeIntervalSince(started)
+            #expect(waited.status == 69 && waited.stdout.contains("lock timeout") && waited.stdout.contains("stay queued"),
+                    "\(waited.stdout)")
+            #expect(seconds >= 14 && seconds < 60, "waited \(seconds) s")
+            // The silent session ends (its backend ended by the administrator): the lock is free.
+            try await server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'm2'")
+            holder.waitUntilExit()
+            let shipped = try await m1.ship()
+            #expect(shipped.status == 0, "\(shipped.stdout)")
+            #expect(try await FleetTests.collected(server)["m1"] == [10, 1, 10, 10])
+        }
+    }
 }
