@@ -192,12 +192,8 @@ struct RequestHandler: Sendable {
                 throw ServiceError(.notFound, "touchgated holds no audit trail \(peer.isRoot ? "" : "of yours ")yet: "
                                    + "nothing to ship")
             }
-            // Forgetting the fleet checkpoints accepts whatever log the collector now holds:
-            // root's decision, for a collector rebuilt on purpose.
             let newLog = arguments.force ?? false
-            if newLog, !peer.isRoot {
-                throw ServiceError(.forbidden, "only root may have touchgated accept a new fleet log (audit ship --new-log)")
-            }
+            if newLog { try CallerRules.requireMayAcceptNewFleetLog(callerIsRoot: peer.isRoot) }
             return reply(id, AuditShipmentsReport(shipments: try await fleet.ship(services, newLog: newLog)))
         case .pruneAudit:
             let before = try required(arguments.before, "before")

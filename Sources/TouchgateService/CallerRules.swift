@@ -22,6 +22,15 @@ public enum CallerRules {
         }
     }
 
+    /// Refuses having touchgated forget its fleet checkpoints (`audit ship --new-log`)
+    /// unless the caller is root: it accepts whatever log the collector now holds, for
+    /// every trail of the machine.
+    public static func requireMayAcceptNewFleetLog(callerIsRoot: Bool) throws(ServiceError) {
+        guard callerIsRoot else {
+            throw ServiceError(.forbidden, "only root may have touchgated accept a new fleet log (audit ship --new-log)")
+        }
+    }
+
     /// Refuses acting for a user other than the caller, unless the caller is root.
     public static func requireMayActForAnotherUser(callerIsRoot: Bool) throws(ServiceError) {
         try requireRoot(callerIsRoot: callerIsRoot, "acting for another user")
