@@ -131,7 +131,7 @@ section=$work/fleet.md
   echo "Measured with \`BENCH_ONLY=fleet make bench\` on $(date -u '+%Y-%m-%d %H:%M UTC'), commit" \
     "\`$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)\`, binaries from \`$bin\`; PostgreSQL 15 on" \
     "loopback in a temporary cluster (defaults, fsync on). Each machine is a copy of one personal store of $trail" \
-    "real records; \`touchgate audit ship\` sends them in batches of 1000, one transaction each."
+    "real records; \`touchgate audit ship\` sends them in batches of 5000 (the default), one transaction each."
   echo
   echo "| shipping | wall time | records per second |"
   echo "| --- | --- | --- |"

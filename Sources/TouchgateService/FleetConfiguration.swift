@@ -7,7 +7,7 @@ import TouchgateWire
 /// string or `postgresql://` URL), `sslmode`, `sslrootcert`, `sslcert`, `sslkey` (TLS, as
 /// libpq names them), `machine` (default: the host name), `backlog-limit` (records that
 /// may wait unshipped before `audit ship` fails with `backlog-full`; default 100000),
-/// `batch-size` (records per transaction; default 1000) and `ship-every` (seconds between
+/// `batch-size` (records per transaction; default ``defaultBatchSize``) and `ship-every` (seconds between
 /// touchgated's own shipments of every trail; default 300).
 ///
 /// The file decides where every user's trail goes, so only root may be able to change it:
@@ -26,6 +26,11 @@ public struct FleetConfiguration: Sendable, Equatable {
     public var backlogLimit: Int
     /// Records per transaction.
     public var batchSize: Int
+    /// Records per transaction unless `batch-size` says otherwise. Each batch is one entry of
+    /// the collector's fleet log, appended under the log's one lock with a proof checked
+    /// after it: 5,000 ships a quarter faster with 16 machines at once than 1,000 did
+    /// (BENCHMARKS §8) and holds about 2 MB of records in memory.
+    public static let defaultBatchSize = 5000
     /// Seconds between touchgated's own shipments.
     public var shipEvery: Int
 
@@ -34,7 +39,7 @@ public struct FleetConfiguration: Sendable, Equatable {
 
     /// Settings given directly.
     public init(database: String, tls: [String: String] = [:], machine: String? = nil,
-                backlogLimit: Int = 100_000, batchSize: Int = 1000, shipEvery: Int = 300) {
+                backlogLimit: Int = 100_000, batchSize: Int = defaultBatchSize, shipEvery: Int = 300) {
         self.database = database
         self.tls = tls
         self.machine = machine ?? ProcessInfo.processInfo.hostName
@@ -111,7 +116,7 @@ public struct FleetConfiguration: Sendable, Equatable {
         }
         return FleetConfiguration(database: database, tls: values.filter { tlsKeys.contains($0.key) }, machine: machine,
                                   backlogLimit: try number("backlog-limit", default: 100_000),
-                                  batchSize: try number("batch-size", default: 1000),
+                                  batchSize: try number("batch-size", default: Self.defaultBatchSize),
                                   shipEvery: try number("ship-every", default: 300))
     }
 }

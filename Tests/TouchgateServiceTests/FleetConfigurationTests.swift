@@ -30,7 +30,7 @@ import TouchgateWire
         #expect(configuration.backlogLimit == 50 && configuration.batchSize == 7 && configuration.shipEvery == 60)
 
         let defaults = try FleetConfiguration.parse("database = postgresql://db/touchgate\n", path: "fleet.conf")
-        #expect(defaults.backlogLimit == 100_000 && defaults.batchSize == 1000 && defaults.shipEvery == 300)
+        #expect(defaults.backlogLimit == 100_000 && defaults.batchSize == 5000 && defaults.shipEvery == 300)
         #expect(defaults.machine == ProcessInfo.processInfo.hostName && defaults.tls.isEmpty)
     }
 
