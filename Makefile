@@ -174,10 +174,10 @@ uninstall-daemon:
 # The PAM module: no Swift, GLib or libfprint inside sudo, login or a screen locker.
 pam: $(PAMBUILD)/pam_touchgate.so
 
-$(PAMBUILD)/pam_touchgate.so: pam/pam_touchgate.c pam/json.c pam/json.h
+$(PAMBUILD)/pam_touchgate.so: pam/pam_touchgate.c pam/json.c pam/json.h pam/reader.c pam/reader.h
 	@mkdir -p $(PAMBUILD)
 	$(CC) $(PAM_CFLAGS) -std=c11 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden \
-		-Wl,-z,relro,-z,now -Wl,--no-undefined -o $@ pam/pam_touchgate.c pam/json.c -lpam
+		-Wl,-z,relro,-z,now -Wl,--no-undefined -o $@ pam/pam_touchgate.c pam/json.c pam/reader.c -lpam
 
 install-pam: pam
 	install -d $(DESTDIR)$(PAMDIR)
@@ -196,7 +196,7 @@ SWIFTC        ?= swiftc
 FUZZDIR       ?= .build-fuzz
 FUZZ_SECONDS  ?= 60
 FUZZ_RUNS     ?=
-FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json
+FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json pam-reader
 # TouchgateWire's sources with the Foundation-free TouchgateBasics compiled in (one module
 # here, so its re-export is left out).
 WIRE_SOURCES   = $(filter-out Sources/TouchgateWire/Exports.swift,$(wildcard Sources/TouchgateWire/*.swift)) \
@@ -241,6 +241,17 @@ $(FUZZDIR)/fuzz-frame-buffer: fuzz/frame-buffer.swift $(WIRE_SOURCES)
 $(FUZZDIR)/fuzz-front-json: fuzz/front-json.swift Sources/touchgate/JSONText.swift $(WIRE_SOURCES)
 	@mkdir -p $(FUZZDIR)
 	$(call FUZZ_SWIFTC,$@,TouchgateFront,$^)
+
+# The PAM module's reader of daemon answers (C), against Foundation and the framing rules:
+# its C files compiled for the fuzzer, imported through their header.
+PAM_READER_C   = pam/reader.c pam/json.c
+$(FUZZDIR)/fuzz-pam-reader: fuzz/pam-reader.swift $(PAM_READER_C) pam/reader.h pam/json.h
+	@mkdir -p $(FUZZDIR)/pam-reader
+	for c in $(PAM_READER_C); do \
+		$(dir $(realpath $(shell command -v $(SWIFTC))))clang -std=c11 -Wall -Wextra -Werror -O1 -g \
+			-fsanitize=fuzzer-no-link,address -c $$c -o $(FUZZDIR)/pam-reader/$$(basename $$c .c).o || exit 1; \
+	done
+	$(call FUZZ_SWIFTC,$@,PAMReader,-import-objc-header pam/reader.h fuzz/pam-reader.swift $(PAM_READER_C:pam/%.c=$(FUZZDIR)/pam-reader/%.o))
 
 $(FUZZDIR)/fuzz-reader-ledger: fuzz/reader-ledger.swift Sources/TouchgateService/ReaderLedger.swift
 	@mkdir -p $(FUZZDIR)

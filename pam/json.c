@@ -1,10 +1,12 @@
-/* See json.h. RFC 8259 syntax, nesting limited to MAX_DEPTH. */
+/* See json.h. RFC 8259 syntax, nesting limited to MAX_DEPTH, strings UTF-8, an object's
+ * keys plain and distinct. */
 #include "json.h"
 
 #include <limits.h>
 #include <string.h>
 
 #define MAX_DEPTH 32
+#define MAX_KEYS 128 /* per object; the daemon's reports have a few dozen at most */
 
 static const char *skip_space(const char *p, const char *end) {
     while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
@@ -29,13 +31,54 @@ static long hex4(const char *p) {
     return value;
 }
 
-/* Past the string starting at p (which is '"'), or NULL when malformed. */
+/* The code point of the UTF-8 character at p (a lead byte of 0x80 or more) and its length
+ * in *length; -1 when it is not well-formed UTF-8 (RFC 3629: no overlong forms, no
+ * surrogates, nothing past U+10FFFF, nothing cut off by `end`). */
+static long utf8_character(const char *p, const char *end, size_t *length) {
+    const unsigned char *u = (const unsigned char *)p;
+    unsigned char low = 0x80, high = 0xBF;
+    long code;
+    size_t count;
+    if (u[0] >= 0xC2 && u[0] <= 0xDF) {
+        count = 2;
+        code = u[0] & 0x1F;
+    } else if (u[0] >= 0xE0 && u[0] <= 0xEF) {
+        count = 3;
+        code = u[0] & 0x0F;
+        if (u[0] == 0xE0) low = 0xA0;
+        if (u[0] == 0xED) high = 0x9F;
+    } else if (u[0] >= 0xF0 && u[0] <= 0xF4) {
+        count = 4;
+        code = u[0] & 0x07;
+        if (u[0] == 0xF0) low = 0x90;
+        if (u[0] == 0xF4) high = 0x8F;
+    } else {
+        return -1;
+    }
+    if ((size_t)(end - p) < count) return -1;
+    for (size_t i = 1; i < count; i++) {
+        if (u[i] < (i == 1 ? low : 0x80) || u[i] > (i == 1 ? high : 0xBF)) return -1;
+        code = code << 6 | (u[i] & 0x3F);
+    }
+    *length = count;
+    return code;
+}
+
+/* Past the string starting at p (which is '"'), or NULL when malformed: a control
+ * character, a bad escape, or bytes that are not UTF-8 (the daemon's reader refuses them
+ * too, so both ends agree on what every string says). */
 static const char *skip_string(const char *p, const char *end) {
     if (p >= end || *p != '"') return NULL;
     for (p++; p < end; p++) {
         unsigned char c = (unsigned char)*p;
         if (c == '"') return p + 1;
         if (c < 0x20) return NULL;
+        if (c >= 0x80) {
+            size_t length;
+            if (utf8_character(p, end, &length) < 0) return NULL;
+            p += length - 1;
+            continue;
+        }
         if (c != '\\') continue;
         if (++p >= end) return NULL;
         switch (*p) {
@@ -82,14 +125,31 @@ static const char *skip_literal(const char *p, const char *end, const char *word
 
 static const char *skip_value(const char *p, const char *end, int depth);
 
-/* Past the array or object at p; `close` is ']' or '}'. */
+/* Whether the key at [start, end) (quotes included) is plain: no escape, so it reads the
+ * same to every reader and tg_json_member can match it. */
+static int plain_key(const char *start, const char *end) {
+    return memchr(start, '\\', (size_t)(end - start)) == NULL;
+}
+
+/* Past the array or object at p; `close` is ']' or '}'. An object's keys must be plain
+ * and distinct, at most MAX_KEYS of them: with a key twice, or one spelled with escapes,
+ * two readers (this one and the daemon's) could each see a different message. */
 static const char *skip_container(const char *p, const char *end, int depth, char close) {
+    struct tg_span keys[MAX_KEYS];
+    size_t key_count = 0;
     if (depth >= MAX_DEPTH) return NULL;
     p = skip_space(p + 1, end);
     if (p < end && *p == close) return p + 1;
     while (p < end) {
         if (close == '}') {
-            if (!(p = skip_string(p, end))) return NULL;
+            const char *key = p;
+            if (!(p = skip_string(p, end)) || !plain_key(key, p) || key_count == MAX_KEYS) return NULL;
+            for (size_t i = 0; i < key_count; i++) {
+                if (keys[i].end - keys[i].start == p - key && memcmp(keys[i].start, key, (size_t)(p - key)) == 0)
+                    return NULL;
+            }
+            keys[key_count].start = key;
+            keys[key_count++].end = p;
             p = skip_space(p, end);
             if (p >= end || *p != ':') return NULL;
             p = skip_space(p + 1, end);
@@ -149,11 +209,12 @@ int tg_json_member(struct tg_span object, const char *key, struct tg_span *value
     return 0;
 }
 
-/* Appends code point `code` as UTF-8; returns the bytes written, 0 when it does not fit. */
+/* Appends code point `code` as UTF-8; returns the bytes written, 0 when it does not fit.
+ * A control character (C0, DEL or C1: a terminal acts on all three) becomes '?'. */
 static size_t put_utf8(char *out, size_t room, unsigned long code) {
     unsigned char bytes[4];
     size_t count;
-    if (code < 0x20) {
+    if (code < 0x20 || (code >= 0x7F && code <= 0x9F)) {
         bytes[0] = '?';
         count = 1;
     } else if (code < 0x80) {
@@ -188,13 +249,13 @@ int tg_json_string(struct tg_span value, char *out, size_t size) {
     for (p++; p < end; p++) {
         size_t room = size - 1 - used, wrote;
         if (*p != '\\') {
+            /* Well-formed (skip_string checked it); re-encoded, so a character is copied
+             * whole or not at all and a control character is never passed on. */
+            size_t length = 1;
             unsigned char c = (unsigned char)*p;
-            /* A multi-byte character is copied whole or not at all. */
-            size_t length = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-            if (length > (size_t)(end - p)) length = (size_t)(end - p);
-            if (length > room) break;
-            memcpy(out + used, p, length);
-            used += length;
+            unsigned long code = c < 0x80 ? c : (unsigned long)utf8_character(p, end, &length);
+            if (!(wrote = put_utf8(out + used, room, code))) break;
+            used += wrote;
             p += length - 1;
             continue;
         }

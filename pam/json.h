@@ -13,16 +13,18 @@ struct tg_span {
     const char *end; /* one past the last byte */
 };
 
-/* Whether [start, end) holds exactly one JSON object (whitespace around it allowed). */
+/* Whether [start, end) holds exactly one JSON object (whitespace around it allowed), every
+ * string in it well-formed UTF-8, every object's keys written without escapes and distinct
+ * (at most 128): what two readers could read differently is refused. */
 int tg_json_is_object(const char *start, const char *end);
 
 /* The value of member `key` of the object `object` (a span from tg_json_is_object or from a
- * member lookup); 0 when absent or not an object. A key written with escapes never matches. */
+ * member lookup); 0 when absent or not an object. */
 int tg_json_member(struct tg_span object, const char *key, struct tg_span *value);
 
 /* The string `value` decoded into `out` (NUL-terminated, at most `size` - 1 bytes, cut at
- * a character boundary when longer); 0 when it is not a string. Control characters and
- * NUL decoded from \u escapes become '?'. */
+ * a character boundary when longer); 0 when it is not a string. Control characters (C0,
+ * DEL and C1, written raw or as \u escapes), NUL and lone surrogates become '?'. */
 int tg_json_string(struct tg_span value, char *out, size_t size);
 
 /* Whether the string `value` equals `text` exactly. */

@@ -39,9 +39,9 @@
 #include <security/pam_modules.h>
 
 #include "json.h"
+#include "reader.h"
 
 #define DEFAULT_SOCKET "/run/touchgate/socket"
-#define LINE_LIMIT (64 * 1024)   /* DaemonProtocol.maximumLineBytes, newline included */
 #define SECRET_LIMIT (64 * 1024) /* DaemonProtocol.maximumSecretBytes */
 #define UNLOCK_SECONDS 120       /* Argon2id at its hardest, and the daemon's queue */
 /* pam_set_data key: PAM_AUTHTOK came from the vault, so it is no passphrase to try. */
@@ -64,8 +64,8 @@ struct session {
     int fd;
     unsigned long long next_id;
     size_t have;
-    char in[LINE_LIMIT + 1];
-    char line[LINE_LIMIT + 1];
+    char in[TG_LINE_LIMIT];
+    char line[TG_LINE_LIMIT];
     size_t line_length;
 };
 
@@ -148,7 +148,8 @@ static long long now_ms(void) {
 
 /* ---- the conversation ---- */
 
-/* Shows a message of the daemon, with control characters (terminal escapes) made spaces. */
+/* Shows a message of the daemon, with control characters (terminal escapes) made spaces:
+ * C1 ones were made '?' when the message was decoded (tg_json_string). */
 static void show(struct session *s, int style, const char *message) {
     char clean[1024];
     size_t i;
@@ -213,17 +214,20 @@ static int fill(struct session *s, long long deadline) {
 /* The next line (without its newline) into `line`: 1, 0 when broken or too long, -1 on timeout. */
 static int read_line(struct session *s, long long deadline) {
     for (;;) {
-        char *newline = memchr(s->in, '\n', s->have);
-        if (newline) {
-            size_t length = (size_t)(newline - s->in);
+        size_t length;
+        switch (tg_frame_line(s->in, s->have, sizeof s->in, &length)) {
+        case TG_FRAME_LINE:
             memcpy(s->line, s->in, length);
             s->line[length] = '\0';
             s->line_length = length;
             s->have -= length + 1;
-            memmove(s->in, newline + 1, s->have);
+            memmove(s->in, s->in + length + 1, s->have);
             return 1;
+        case TG_FRAME_TOO_LONG:
+            return 0;
+        case TG_FRAME_MORE:
+            break;
         }
-        if (s->have >= LINE_LIMIT) return 0;
         int filled = fill(s, deadline);
         if (filled <= 0) return filled;
     }
@@ -372,12 +376,9 @@ static void run_request(struct session *s, const char *operation, const char *ar
         int got = read_line(s, deadline);
         if (got < 0) reply->kind = REPLY_TIMEOUT;
         if (got != 1) return;
-        struct tg_span message = { s->line, s->line + s->line_length }, kind, field;
-        long long message_id;
-        if (!tg_json_is_object(message.start, message.end) || !tg_json_member(message, "kind", &kind) ||
-            !tg_json_member(message, "id", &field) || !tg_json_integer(field, &message_id))
-            return;
-        if (tg_json_string_is(kind, "failure")) {
+        struct tg_span message = { s->line, s->line + s->line_length }, field;
+        enum tg_message kind = tg_message_kind(message, id);
+        if (kind == TG_MESSAGE_FAILURE) {
             struct tg_span error, code, text, left;
             if (!tg_json_member(message, "error", &error) || !tg_json_member(error, "code", &code) ||
                 !tg_json_string(code, reply->code, sizeof reply->code))
@@ -387,12 +388,11 @@ static void run_request(struct session *s, const char *operation, const char *ar
             reply->kind = REPLY_FAILURE;
             return;
         }
-        if ((unsigned long long)message_id != id) return;
-        if (tg_json_string_is(kind, "event")) {
+        if (kind == TG_MESSAGE_EVENT) {
             show_event(s, message);
-        } else if (tg_json_string_is(kind, "ask")) {
+        } else if (kind == TG_MESSAGE_ASK) {
             if (!answer(s, id, message, secret, &secret_sent)) return;
-        } else if (tg_json_string_is(kind, "result")) {
+        } else if (kind == TG_MESSAGE_RESULT) {
             long long secret_length = 0;
             if (!tg_json_member(message, "result", &reply->result)) return;
             if (tg_json_member(message, "secret-length", &field) &&
@@ -412,7 +412,7 @@ static void run_request(struct session *s, const char *operation, const char *ar
             }
             reply->kind = REPLY_RESULT;
             return;
-        } else if (!tg_json_string_is(kind, "output")) {
+        } else if (kind != TG_MESSAGE_OUTPUT) {
             return;
         }
     }
