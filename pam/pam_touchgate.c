@@ -579,32 +579,24 @@ static int unlock_with_password(struct session *s, const char *user) {
     /* Drop the trailing comma: these requests have no other argument. */
     if (used > 0) who[used - 1] = '\0';
     char arguments[600];
-    snprintf(arguments, sizeof arguments, "%s%s\"can-ask-again\":false", who, used > 0 ? "," : "");
+    snprintf(arguments, sizeof arguments, "%s%s\"can-ask-again\":false,\"only-if-due\":true", who, used > 0 ? "," : "");
     long long deadline = now_ms() + 1000LL * UNLOCK_SECONDS;
     if (!open_session(s, deadline)) {
         debug_log(s, "touchgated is not reachable at %s", s->options->socket);
         return PAM_IGNORE;
     }
-    /* Only when the passphrase is due: a locked vault, or the fingerprint-only time over.
-     * Otherwise a login password that is not the passphrase would be tried, and audited as
-     * a wrong passphrase, on every sudo. */
+    /* `only-if-due`: the daemon asks for the passphrase (answered with the login password)
+     * only when it is due, a locked vault or the fingerprint-only time over; otherwise a
+     * login password that is not the passphrase would be tried, and audited as a wrong
+     * passphrase, on every sudo. The rule is the daemon's: this module only asks. */
     struct reply reply;
-    run_request(s, "status", who, NULL, deadline, &reply);
-    int initialized = 0, locked = 0;
-    struct tg_span field;
-    if (reply.kind == REPLY_RESULT) {
-        if (tg_json_member(reply.result, "initialized", &field)) tg_json_bool(field, &initialized);
-        if (tg_json_member(reply.result, "locked", &field)) tg_json_bool(field, &locked);
-        if (tg_json_member(reply.result, "passphrase-required", &field) && *field.start == '"') locked = 1;
-    }
-    free_reply(&reply);
-    if (!initialized || !locked) {
-        debug_log(s, "%s's vault needs no passphrase now", user);
-        close_session(s);
-        return PAM_IGNORE;
-    }
     run_request(s, "unlock", arguments, item, deadline, &reply);
-    if (reply.kind == REPLY_RESULT) {
+    struct tg_span field;
+    int unlocked = 0;
+    if (reply.kind == REPLY_RESULT && tg_json_member(reply.result, "unlocked", &field) && tg_json_bool(field, &unlocked) &&
+        !unlocked) {
+        debug_log(s, "%s's vault needs no passphrase now", user);
+    } else if (reply.kind == REPLY_RESULT) {
         debug_log(s, "unlocked %s's vault with the login password", user);
     } else if (reply.kind == REPLY_FAILURE) {
         /* A password that is not the passphrase is no error: the vault stays locked. */

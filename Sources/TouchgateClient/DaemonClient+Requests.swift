@@ -23,9 +23,9 @@ extension DaemonClient {
                        asking(interaction)).0
     }
 
-    public func unlock(interaction: any Interaction) async throws(ServiceError) {
-        _ = try await call(.unlock, arguments { $0.canAskAgain = interaction.canAskAgain }, asking(interaction),
-                           as: EmptyReport.self)
+    public func unlock(onlyIfDue: Bool, interaction: any Interaction) async throws(ServiceError) -> UnlockReport {
+        try await call(.unlock, arguments { $0.canAskAgain = interaction.canAskAgain; $0.onlyIfDue = onlyIfDue ? true : nil },
+                       asking(interaction)).0
     }
 
     public func lock() async throws(ServiceError) -> LockReport {

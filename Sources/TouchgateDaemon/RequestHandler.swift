@@ -84,8 +84,7 @@ struct RequestHandler: Sendable {
             return reply(id, try await service.initialize(stretching: try stretching(arguments) ?? .moderate,
                                                           interaction: interaction))
         case .unlock:
-            try await service.unlock(interaction: interaction)
-            return reply(id, EmptyReport())
+            return reply(id, try await service.unlock(onlyIfDue: arguments.onlyIfDue ?? false, interaction: interaction))
         case .lock:
             // A locked vault's store need not stay open either.
             defer { stores.open.forget(service.location) }

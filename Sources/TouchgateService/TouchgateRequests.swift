@@ -11,7 +11,12 @@ public protocol TouchgateRequests: Sendable {
 
     func status() async throws(ServiceError) -> StatusReport
     func initialize(stretching: KeyStretching, interaction: any Interaction) async throws(ServiceError) -> InitReport
-    func unlock(interaction: any Interaction) async throws(ServiceError)
+    /// Unlocks with the passphrase. With `onlyIfDue`, only when the passphrase is due (a
+    /// vault that is locked, or whose policy wants the passphrase before a finger is
+    /// enough again); otherwise nothing is asked or recorded and the report says so. A PAM
+    /// stack's `unlock-with-password` uses that form, so a login password that is not the
+    /// passphrase is never tried when nothing needs it.
+    func unlock(onlyIfDue: Bool, interaction: any Interaction) async throws(ServiceError) -> UnlockReport
     func lock() async throws(ServiceError) -> LockReport
     func changePassphrase(stretching: KeyStretching?, current: any Interaction,
                           new: any Interaction) async throws(ServiceError)
@@ -49,6 +54,13 @@ public protocol TouchgateRequests: Sendable {
                      to write: @escaping @Sendable (String) throws -> Void) async throws(ServiceError) -> Int
     func auditPublicKey() async throws(ServiceError) -> String
     func pruneAudit(before cutoff: Date, force: Bool, interaction: any Interaction) async throws(ServiceError) -> Int
+}
+
+extension TouchgateRequests {
+    /// Unlocks with the passphrase, due or not (`touchgate unlock`).
+    public func unlock(interaction: any Interaction) async throws(ServiceError) {
+        _ = try await unlock(onlyIfDue: false, interaction: interaction)
+    }
 }
 
 /// Which process enforces the guarantees.

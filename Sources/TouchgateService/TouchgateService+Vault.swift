@@ -66,16 +66,22 @@ extension TouchgateService {
 
     /// Unlocks with the passphrase: the key goes to the custody, every lockout is lifted
     /// and a fingerprint alone may release secrets for the next 72 hours of this boot.
-    public func unlock(interaction: any Interaction) async throws(ServiceError) {
-        try await withExistingStore(orElse: noVault) { store in
+    public func unlock(onlyIfDue: Bool, interaction: any Interaction) async throws(ServiceError) -> UnlockReport {
+        if onlyIfDue, !hasStore { return UnlockReport(unlocked: false) }
+        return try await withExistingStore(orElse: noVault) { store in
+            if onlyIfDue, !(try store.vaultExists()) { return UnlockReport(unlocked: false) }
             let context = try store.vault()
             try context.requireIntactState()
+            if onlyIfDue, context.custody.isHolding, try context.evaluator.status().passphraseRequirement == nil {
+                return UnlockReport(unlocked: false)
+            }
             let verifier = context.verifier(interaction, unlocking: true)
             do {
                 _ = try await context.evaluator.unlock(passphrase: verifier)
             } catch {
                 throw verifier.explain(error)
             }
+            return UnlockReport(unlocked: true)
         }
     }
 

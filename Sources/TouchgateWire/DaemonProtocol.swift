@@ -101,6 +101,9 @@ public struct RequestArguments: Codable, Sendable, Equatable {
     public var fresh: Bool?
     /// `audit.prune`: the cutoff (refused inside the retention period, whatever `force` says).
     public var before: Date?
+    /// `unlock`: only when the passphrase is due (the vault locked, or its policy wanting
+    /// the passphrase); otherwise nothing is asked and the result says `unlocked: false`.
+    public var onlyIfDue: Bool?
     /// `audit.prune`: also records the fleet collector has not confirmed.
     public var force: Bool?
     /// `capture`: where the image goes; `import.fprintd`: fprintd's store.

@@ -1,5 +1,15 @@
 import Foundation
 
+/// What `unlock` did: with `only-if-due`, nothing when the passphrase was not due.
+public struct UnlockReport: Codable, Sendable, Equatable {
+    /// The passphrase was asked and the vault is unlocked; false only for an `only-if-due`
+    /// unlock that found the vault needing no passphrase (or no vault), and asked nothing.
+    public var unlocked: Bool
+
+    /// A report.
+    public init(unlocked: Bool) { self.unlocked = unlocked }
+}
+
 /// A fingerprint reader.
 public struct ReaderReport: Codable, Sendable, Equatable {
     /// libfprint's device id.

@@ -20,8 +20,8 @@ struct Unlock: AsyncParsableCommand {
     func run() async throws {
         let input = passphrase.input()
         try await CommandRunner.run(json: common.json) { console in
-            try await service.unlock(interaction: TerminalInteraction(console: console, input: input))
-            console.result("unlocked", EmptyReport(), text: "Unlocked.")
+            let report = try await service.unlock(onlyIfDue: false, interaction: TerminalInteraction(console: console, input: input))
+            console.result("unlocked", report, text: "Unlocked.")
             return ExitStatus.success
         }
     }

@@ -176,6 +176,20 @@ struct PAMTests {
         let unlocked = try await pam.rig.run(["status", "--json"])
         #expect(unlocked.json?["locked"] as? Bool == false, "\(unlocked.stdout)\n\(pam.rig.daemonLog)")
         #expect(try await pam.authenticate(touch, presenting: ["whorl"]).result == "PAM_SUCCESS")
+
+        // Unlocked, the passphrase is not due: the daemon (asked `only-if-due`) asks for none,
+        // so a login password that differs is never tried, and no wrong passphrase is recorded.
+        func unlockRecords() async throws -> [[String: Any]] {
+            let shown = try await pam.rig.run(["audit", "show", "--json", "--event", "vault.unlock"])
+            return try #require(shown.json?["records"] as? [[String: Any]], "\(shown.stdout)\(shown.stderrLines)")
+        }
+        let before = try await unlockRecords()
+        let notDue = try await pam.authenticate(try stack(other), password: "a login password")
+        #expect(notDue.result == "PAM_SUCCESS", "\(notDue)")
+        let after = try await unlockRecords()
+        #expect(after.count == before.count, "a password was tried though nothing was due: \(after.suffix(2))")
+        #expect(before.contains { $0["outcome"] as? String == "failure" } && before.contains { $0["outcome"] as? String == "success" },
+                "the locked vault's two tries are both recorded: \(before)")
     }
 
     @Test("authtok-from: one touch releases the item as PAM_AUTHTOK for the module below; a screen locker asks for itself")
