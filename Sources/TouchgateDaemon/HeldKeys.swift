@@ -18,14 +18,13 @@ final class HeldKeys: @unchecked Sendable {
         var lastUse: Double
     }
 
-    let idleTimeout: Duration
-    let maximumAge: Duration
+    /// When a key goes (the rule the personal mode's keyring follows too).
+    let rule: KeyExpiry
     private let lock = NSLock()
     private var held: [String: Held] = [:]
 
-    init(idleTimeout: Duration = VaultSession.defaultIdleTimeout, maximumAge: Duration = VaultSession.defaultMaximumAge) {
-        self.idleTimeout = idleTimeout
-        self.maximumAge = maximumAge
+    init(idleTimeout: Duration = KeyExpiry.defaultIdleTimeout, maximumAge: Duration = KeyExpiry.defaultMaximumAge) {
+        rule = KeyExpiry(idleTimeout: idleTimeout, maximumAge: maximumAge)
     }
 
     /// The custody of one vault's key.
@@ -75,7 +74,7 @@ final class HeldKeys: @unchecked Sendable {
         let now = Self.now()
         return lock.withLock {
             guard let entry = held[slot], expiry(of: entry) > now else { return (false, nil) }
-            return (true, Date().addingTimeInterval(entry.unlockedAt + maximumAge.timeInterval - now))
+            return (true, rule.latestExpiry(unlockedAt: entry.unlockedAt, now: now))
         }
     }
 
@@ -85,7 +84,7 @@ final class HeldKeys: @unchecked Sendable {
 
     /// Under `lock`.
     private func expiry(of entry: Held) -> Double {
-        min(entry.lastUse + idleTimeout.timeInterval, entry.unlockedAt + maximumAge.timeInterval)
+        rule.expiry(unlockedAt: entry.unlockedAt, lastUse: entry.lastUse)
     }
 
     /// The vault's directory and its random id: a vault made anew in the same directory

@@ -15,23 +15,24 @@ import TouchgatePolicy
 public struct VaultSession: Sendable {
     /// The vault whose key this session holds.
     public let vault: Vault
+    /// When the key goes: idle time without use, and the maximum age after the passphrase.
+    public let expiry: KeyExpiry
     /// Idle time after which the key expires unless used.
-    public let idleTimeout: Duration
+    public var idleTimeout: Duration { expiry.idleTimeout }
     /// Longest time the key stays after the passphrase was entered, however busy.
-    public let maximumAge: Duration
+    public var maximumAge: Duration { expiry.maximumAge }
 
     /// Default ``idleTimeout``: 8 hours.
-    public static let defaultIdleTimeout: Duration = .seconds(8 * 3600)
+    public static let defaultIdleTimeout = KeyExpiry.defaultIdleTimeout
     /// Default ``maximumAge``: 72 hours (DESIGN.md: the passphrase at least every 72 hours).
-    public static let defaultMaximumAge: Duration = .seconds(72 * 3600)
+    public static let defaultMaximumAge = KeyExpiry.defaultMaximumAge
 
     /// A session for `vault`. Timeouts are rounded up to whole seconds (at least one); the
     /// key then goes at most one second after them (the keyring's resolution).
     public init(vault: Vault, idleTimeout: Duration = VaultSession.defaultIdleTimeout,
                 maximumAge: Duration = VaultSession.defaultMaximumAge) {
         self.vault = vault
-        self.idleTimeout = idleTimeout
-        self.maximumAge = maximumAge
+        self.expiry = KeyExpiry(idleTimeout: idleTimeout, maximumAge: maximumAge)
     }
 
     /// `touchgate:` and a hash of the data directory and the vault id, so two data
@@ -94,13 +95,11 @@ public struct VaultSession: Sendable {
             try KernelKeyring.remove(description)
             return nil
         }
-        let age = SystemClock.readBootTime().timeInterval - Double(fields.unlockedAt) / 1e9
-        let remaining = maximumAge.timeInterval - age
-        guard remaining > 0 else {
+        guard let timeout = expiry.lifetimeIfUsed(unlockedAt: Double(fields.unlockedAt) / 1e9,
+                                                  now: SystemClock.readBootTime().timeInterval) else {
             try KernelKeyring.remove(description)
             return nil
         }
-        let timeout = min(idleTimeout.timeInterval, remaining)
         guard try KernelKeyring.setTimeout(serial, Self.wholeSeconds(.seconds(timeout))) else { return nil }
         let key = payload.withUnsafeBytes { bytes in
             SecureBytes.make(count: 32) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[1..<33])) }
@@ -120,8 +119,7 @@ public struct VaultSession: Sendable {
             return Double(ns) / 1e9
         }
         guard let unlockedAt else { return nil }
-        let remaining = maximumAge.timeInterval - (SystemClock.readBootTime().timeInterval - unlockedAt)
-        return remaining > 0 ? Date().addingTimeInterval(remaining) : nil
+        return expiry.latestExpiry(unlockedAt: unlockedAt, now: SystemClock.readBootTime().timeInterval)
     }
 
     /// The vault key, or ``VaultError/locked`` (whose message says to run `touchgate unlock`).
