@@ -125,8 +125,8 @@ public final class Daemon: Sendable {
                 switch message.kind {
                 case .request:
                     guard let operation = message.operation else { throw FrameError.malformed("a request needs an operation") }
-                    guard frame.descriptors == nil || operation == .migrate else {
-                        throw FrameError.malformed("only migrate sends descriptors")
+                    guard frame.descriptors == nil || operation.contract.takesDescriptors else {
+                        throw FrameError.malformed("\(operation.rawValue) takes no descriptors")
                     }
                     if firstRequest {
                         firstRequest = false

@@ -25,6 +25,8 @@ struct RequestHandler: Sendable {
             return try await AuditClient.$current.withValue(client) {
                 try await AuditClient.$requester.withValue(request.arguments?.requester) {
                     do {
+                        try CallerRules.admit(request.operation!, callerIsRoot: peer.isRoot,
+                                              namedUser: request.arguments?.user)
                         if request.operation == .migrate {
                             return try await migrate(request.arguments ?? RequestArguments(), descriptors, peer: peer,
                                                      interaction: interaction)
@@ -74,9 +76,6 @@ struct RequestHandler: Sendable {
             // Before any reader is used or any question asked.
             try await sessions.check(pid: peer.pid, caller: peer.description)
         }
-        if let what = CallerRules.rootOnly(operation) {
-            try CallerRules.requireRoot(callerIsRoot: peer.isRoot, what)
-        }
         switch operation {
         case .status:
             return reply(id, try await service.status())
@@ -122,8 +121,7 @@ struct RequestHandler: Sendable {
         case .readers:
             return reply(id, try await service.listReaders())
         case .capture:
-            throw ServiceError(.usage, "capture writes an image file as the daemon's user; run it without the daemon "
-                                   + "(stop touchgated) to capture")
+            throw ServiceError(.usage, "capture is never served here (CallerRules.admit refuses it)")
         case .settings:
             return reply(id, try await service.settings())
         case .changeSettings:
@@ -206,9 +204,6 @@ struct RequestHandler: Sendable {
     private func migrate(_ arguments: RequestArguments, _ descriptors: PassedDescriptors?, peer: Peer,
                          interaction: DaemonInteraction) async throws -> Reply {
         let from = try required(arguments.path, "path")
-        guard arguments.user == nil else {
-            throw ServiceError(.usage, "migrate moves your own personal store only; run it as the user whose store it is")
-        }
         let files = descriptors?.take() ?? []
         defer { for file in files { close(file) } }
         guard files.count == 2 else {

@@ -6,12 +6,27 @@ import TouchgateWire
 public enum CallerRules {
     /// Why only root may have `operation` done, or nil when any user may, for themselves.
     public static func rootOnly(_ operation: DaemonOperation) -> String? {
-        switch operation {
-        case .deleteOrphans: "deleting prints the store does not know from a reader"
-        case .clearReader: "clearing a reader's own storage"
-        // fprintd's store is root's: only root may have the daemon read it.
-        case .importFprintd: "importing from fprintd's store"
-        default: nil
+        guard case .rootOnly(let what) = operation.contract.callers else { return nil }
+        return what
+    }
+
+    /// Refuses `operation` for this caller as its contract says (``OperationContract/callers``):
+    /// root-only operations for anyone else (`forbidden`), operations never served by
+    /// touchgated, and naming a user for one that works on the caller's own store only
+    /// (`usage`). Checked before anything else of the request is looked at.
+    public static func admit(_ operation: DaemonOperation, callerIsRoot: Bool, namedUser: String?) throws(ServiceError) {
+        switch operation.contract.callers {
+        case .anyone:
+            return
+        case .rootOnly(let what):
+            try requireRoot(callerIsRoot: callerIsRoot, what)
+        case .ownStoreOnly:
+            guard namedUser == nil else {
+                throw ServiceError(.usage, "\(operation.rawValue) works on your own store only; run it as the user whose "
+                                   + "store it is, naming no user")
+            }
+        case .notThroughDaemon(let why):
+            throw ServiceError(.usage, why)
         }
     }
 

@@ -42,7 +42,7 @@ public final class RequestRate<Key: Hashable & Sendable>: @unchecked Sendable {
 
     /// Takes one request of user `key` for `operation` (`exempt`: not counted at all).
     public func take(_ key: Key, for operation: DaemonOperation, exempt: Bool = false) -> Decision {
-        guard !exempt, !readOnlyOperations.contains(operation) else { return .allowed }
+        guard !exempt, operation.contract.writesRecords else { return .allowed }
         return lock.withLock {
             let now = ContinuousClock.now
             var tokens = buckets[key] ?? Tokens(count: Double(burst), updated: now)
@@ -73,7 +73,3 @@ public final class RequestRate<Key: Hashable & Sendable>: @unchecked Sendable {
     }
 }
 
-/// Operations that never write a record, so never count.
-private let readOnlyOperations: Set<DaemonOperation> = [
-    .status, .items, .settings, .readers, .auditRecords, .auditCount, .auditPublicKey, .exportAudit,
-]

@@ -1,0 +1,146 @@
+/// What the protocol promises about each operation, declared once: the arguments it reads,
+/// what it answers, who may ask for it through touchgated, whether it can write audit
+/// records (and so counts against a user's request rate) and whether it carries open
+/// files. The daemon's admission rules (``CallerRules``, the request rate, the descriptor
+/// check) read it, and docs/PROTOCOL.md's operation table is rendered from it
+/// (``markdownTable``; a test keeps the document equal to it).
+public struct OperationContract: Sendable, Equatable {
+    /// Who may have the operation done through touchgated.
+    public enum Callers: Sendable, Equatable {
+        /// Any user, for themselves (root also for a user it names).
+        case anyone
+        /// Only root; the text says what needs root, for the refusal.
+        case rootOnly(String)
+        /// Only the caller, for their own store: no user may be named, root included.
+        case ownStoreOnly
+        /// Never through the daemon (the text says why, and what to do instead).
+        case notThroughDaemon(String)
+    }
+
+    /// The request's own arguments (wire names), beside those every request may carry.
+    public let arguments: [String]
+    /// What a successful result holds.
+    public let result: String
+    /// Who may ask.
+    public let callers: Callers
+    /// Whether it can write audit records: such requests count against the caller's rate.
+    public let writesRecords: Bool
+    /// Whether the request carries open files (`SCM_RIGHTS`).
+    public let takesDescriptors: Bool
+
+    init(_ arguments: [String], _ result: String, callers: Callers = .anyone, writesRecords: Bool = true,
+         takesDescriptors: Bool = false) {
+        self.arguments = arguments
+        self.result = result
+        self.callers = callers
+        self.writesRecords = writesRecords
+        self.takesDescriptors = takesDescriptors
+    }
+
+    /// An operation with no arguments of its own.
+    init(_ result: String, writesRecords: Bool = true) {
+        self.init([], result, writesRecords: writesRecords)
+    }
+
+    /// Arguments any request may carry (docs/PROTOCOL.md, after the table).
+    public static let commonArguments = ["can-ask-again", "assume-yes", "requester", "local-only"]
+}
+
+extension DaemonOperation {
+    /// This operation's contract.
+    public var contract: OperationContract {
+        switch self {
+        case .status:
+            OperationContract("status report (with `mode` and `trust-boundary`)", writesRecords: false)
+        case .initialize:
+            OperationContract(["stretching"], "init report (asks `new-passphrase`)")
+        case .unlock:
+            OperationContract(["only-if-due"], "`{\"unlocked\": …}` (asks `passphrase`; with `only-if-due`, only when the "
+                              + "vault is locked or its policy wants the passphrase, else `unlocked: false`)")
+        case .lock:
+            OperationContract("lock report")
+        case .changePassphrase:
+            OperationContract(["stretching", "new-can-ask-again"], "`{}` (asks `passphrase`, then `new-passphrase`)")
+        case .enroll:
+            OperationContract(["finger", "user", "replace", "device"], "enroll report")
+        case .prints:
+            OperationContract(["user", "device"], "print list with reader states and orphans")
+        case .deletePrint:
+            OperationContract(["finger", "user", "device"], "delete report")
+        case .deleteOrphans:
+            OperationContract(["device"], "orphan delete report",
+                              callers: .rootOnly("deleting prints the store does not know from a reader"))
+        case .clearReader:
+            OperationContract(["device"], "clear report", callers: .rootOnly("clearing a reader's own storage"))
+        case .importFprintd:
+            // fprintd's store is root's: only root may have the daemon read it.
+            OperationContract(["path", "dry-run", "user"], "import report",
+                              callers: .rootOnly("importing from fprintd's store"))
+        case .verify, .identify:
+            OperationContract(self == .verify ? ["user", "finger", "device"] : ["device"], "match report")
+        case .readers:
+            OperationContract("readers (`open`: whether the daemon holds it open), and why none when none",
+                              writesRecords: false)
+        case .capture:
+            OperationContract(["path", "format", "device"], "capture report",
+                              callers: .notThroughDaemon("capture writes an image file as the daemon's user; run it "
+                                                         + "without the daemon (stop touchgated) to capture"))
+        case .settings:
+            OperationContract("settings", writesRecords: false)
+        case .changeSettings:
+            OperationContract(["lockout-threshold", "lockout-duration-seconds", "session-timeout-seconds",
+                               "idle-timeout-seconds"], "settings (only the values given change)")
+        case .repair:
+            OperationContract("repair report")
+        case .release:
+            OperationContract(["item", "device", "fresh"], "`{}` and the value as secret bytes (`fresh`: a touch made "
+                              + "for this release, no reuse session; refused for an item releasable without a finger)")
+        case .store:
+            OperationContract(["item", "policy", "fresh", "replace", "device"], "stored report (asks `secret-value`)")
+        case .items:
+            OperationContract("items", writesRecords: false)
+        case .remove:
+            OperationContract(["item"], "`{}`")
+        case .auditRecords:
+            OperationContract(["filter"], "one `output` line per record, then `{\"count\":N}`", writesRecords: false)
+        case .auditCount:
+            OperationContract(["filter"], "`{\"count\":N}`", writesRecords: false)
+        case .verifyAudit:
+            OperationContract("`{\"count\":N}`: the records checked")
+        case .exportAudit:
+            OperationContract(["filter", "format"], "one `output` line per record (`json`, `ocsf` or `ecs`), then "
+                              + "`{\"count\":N}`", writesRecords: false)
+        case .pruneAudit:
+            OperationContract(["before", "force"], "`{\"count\":N}`: the records removed")
+        case .auditPublicKey:
+            OperationContract("`{\"public-key\":\"…\"}`: the machine key that signs every trail the daemon holds",
+                              writesRecords: false)
+        case .shipAudit:
+            OperationContract(["force", "user"], "`{\"shipments\":[…]}`: one ship report per trail sent to the "
+                              + "collector of the daemon's own fleet configuration: the caller's trail, or for root "
+                              + "naming no user every user's (`force`, root only: forget the fleet checkpoints kept "
+                              + "and accept the collector's log as it is)")
+        case .migrate:
+            OperationContract(["path"], "migration report (two descriptors: the database copy, then the audit key; "
+                              + "asks `passphrase`)", callers: .ownStoreOnly, takesDescriptors: true)
+        }
+    }
+
+    /// docs/PROTOCOL.md's operation table: one row per operation, in declaration order.
+    public static var markdownTable: String {
+        var lines = ["| operation | arguments | who | result |", "|---|---|---|---|"]
+        for operation in allCases {
+            let contract = operation.contract
+            let who: String
+            switch contract.callers {
+            case .anyone: who = "anyone"
+            case .rootOnly: who = "root"
+            case .ownStoreOnly: who = "the caller, for itself"
+            case .notThroughDaemon: who = "refused (`usage`)"
+            }
+            let arguments = contract.arguments.map { "`\($0)`" }.joined(separator: ", ")
+            lines.append("| `\(operation.rawValue)` | \(arguments) | \(who) | \(contract.result) |")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
