@@ -11,6 +11,9 @@ let package = Package(
         .executable(name: "touchgate-cli", targets: ["touchgate-cli"]),
         .library(name: "FingerprintKit", targets: ["FingerprintKit"]),
         .library(name: "TouchgatePolicy", targets: ["TouchgatePolicy"]),
+        // Doubles for the policy core's ports (a scripted sensor and passphrase, a manual
+        // clock, in-memory state and audit), for tests of anything built on it.
+        .library(name: "TouchgatePolicyTesting", targets: ["TouchgatePolicyTesting"]),
         .library(name: "TouchgateVault", targets: ["TouchgateVault"]),
         .library(name: "TouchgateWire", targets: ["TouchgateWire"]),
         .library(name: "TouchgateService", targets: ["TouchgateService"]),
@@ -50,6 +53,7 @@ let package = Package(
         .target(name: "FingerprintKit", dependencies: ["CFPrint"]),
         .target(name: "TouchgateImageIO", dependencies: ["CZlib"]),
         .target(name: "TouchgatePolicy"),
+        .target(name: "TouchgatePolicyTesting", dependencies: ["TouchgatePolicy"]),
         .target(
             name: "TouchgateVault",
             dependencies: [
@@ -79,10 +83,17 @@ let package = Package(
         // Both ends of the daemon's socket: listening, connecting, peer credentials, framing.
         .target(name: "TouchgateSocket", dependencies: ["TouchgateWire", "TouchgateVault", "CTouchgateSys"]),
         // touchgated's request handling: the socket protocol over TouchgateService (no use case lives here).
-        .target(name: "TouchgateDaemon", dependencies: ["FingerprintKit", "TouchgateService", "TouchgateSocket", "TouchgateWire", "TouchgateVault"]),
+        .target(
+            name: "TouchgateDaemon",
+            dependencies: ["FingerprintKit", "TouchgateBasics", "TouchgatePolicy", "TouchgateService", "TouchgateSocket",
+                           "TouchgateWire", "TouchgateVault"]
+        ),
         // The CLI's side of the daemon: the same requests, sent over the socket.
-        .target(name: "TouchgateClient", dependencies: ["TouchgateService", "TouchgateSocket", "TouchgateWire"]),
-        .executableTarget(name: "touchgated", dependencies: ["TouchgateDaemon", "TouchgateService", "TouchgateSocket", "TouchgateFleet"]),
+        .target(name: "TouchgateClient", dependencies: ["TouchgateService", "TouchgateSocket", "TouchgateVault", "TouchgateWire"]),
+        .executableTarget(
+            name: "touchgated",
+            dependencies: ["TouchgateBasics", "TouchgateDaemon", "TouchgateService", "TouchgateSocket", "TouchgateFleet"]
+        ),
         // `touchgate`, the command people run: a small front without Foundation or libfprint,
         // linked fully statically, that starts in about a millisecond. It speaks to touchgated
         // itself for the per-touch requests (`verify`, `secret get`) and execs `touchgate-cli`
@@ -98,14 +109,17 @@ let package = Package(
         .executableTarget(
             name: "touchgate-cli",
             dependencies: [
-                "TouchgateService", "TouchgateWire", "TouchgateClient", "TouchgateFleet",
+                "TouchgateService", "TouchgateVault", "TouchgateWire", "TouchgateClient", "TouchgateFleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         // The fleet's central verifier and query tool, run by an auditor against the database.
         .executableTarget(
             name: "touchgate-collector",
-            dependencies: ["TouchgateFleet", "TouchgateWire", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "TouchgateFleet", "TouchgateService", "TouchgateVault", "TouchgateWire",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         // Fixtures, the virtual-reader clients and process helpers shared by the tests.
         .target(name: "TouchgateTestSupport", dependencies: ["TouchgateImageIO"], path: "Tests/TestSupport"),
@@ -119,11 +133,28 @@ let package = Package(
             dependencies: ["TouchgateVault", "CSodium", .product(name: "GRDB", package: "GRDB.swift")],
             path: "bench/Sources/touchgate-bench"
         ),
-        .testTarget(name: "FingerprintKitTests", dependencies: ["FingerprintKit", "TouchgateTestSupport", "fpcmoc-lifecycle"]),
-        .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy"]),
-        .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault"]),
+        .testTarget(
+            name: "FingerprintKitTests",
+            dependencies: ["CFPrint", "FingerprintKit", "TouchgateImageIO", "TouchgateTestSupport", "fpcmoc-lifecycle"]
+        ),
+        .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy", "TouchgatePolicyTesting"]),
+        .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault", "TouchgatePolicy", "CSodium", "CTouchgateSys", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateWire", "TouchgateVault", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "TouchgateCLITests", dependencies: ["touchgate-cli", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateVault", "TouchgateTestSupport", "TouchgateSocket", "TouchgateWire"]),
+        .testTarget(
+            name: "TouchgateCLITests",
+            dependencies: ["touchgate-cli", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateImageIO",
+                           "TouchgatePolicy", "TouchgateVault", "TouchgateTestSupport", "TouchgateSocket", "TouchgateWire"]
+        ),
         .testTarget(name: "UdevTests"),
     ]
 )
+
+// Layers the compiler keeps: an existential is spelled `any`, and a member is usable only
+// where its module is imported (so every file, and every target in the list above,
+// says what it uses; ArchitectureTests checks the targets' imports against this file).
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+    ]
+}

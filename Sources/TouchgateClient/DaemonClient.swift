@@ -1,6 +1,7 @@
 import Foundation
 import TouchgateService
 import TouchgateSocket
+import TouchgateVault
 import TouchgateWire
 
 /// The requests of ``TouchgateRequests`` sent to `touchgated` over its socket: the same

@@ -1,7 +1,7 @@
 /// A fingerprint reader as the policy core sees it: one verification per call.
 ///
 /// FingerprintKit's adapter (in the CLI) implements it over a real or virtual reader;
-/// ``ScriptedSensor`` implements it for tests. The policy core calls it only when a
+/// `ScriptedSensor` (TouchgatePolicyTesting) implements it for tests. The policy core calls it only when a
 /// fresh touch is needed and the reader is not locked out, and restarts it after
 /// ``SensorError/retry(_:)`` until ``PolicyConfiguration/maximumScans`` scans were made.
 public protocol BiometricSensor: Sendable {

@@ -5,7 +5,7 @@ import Foundation
 /// Two readings: wall time, only for audit records and display, and boot time
 /// (monotonic, counting suspend), for every duration that matters (lockout, session
 /// reuse, idle timeout, passphrase age). Implementations must be safe to call from any
-/// task. See ``SystemClock`` and ``ManualClock``.
+/// task. See ``SystemClock``, and `ManualClock` in TouchgatePolicyTesting.
 public protocol PolicyClock: Sendable {
     /// The current wall-clock time (may jump when the user changes the clock).
     var wallTime: Date { get }

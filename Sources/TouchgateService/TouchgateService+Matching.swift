@@ -1,3 +1,4 @@
+import FingerprintKit
 import Foundation
 import TouchgatePolicy
 import TouchgateVault

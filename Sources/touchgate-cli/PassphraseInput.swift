@@ -1,5 +1,6 @@
 import Foundation
 import TouchgateService
+import TouchgateVault
 import TouchgateWire
 #if canImport(Glibc)
 import Glibc

@@ -2,6 +2,7 @@ import Foundation
 import TouchgateService
 #if canImport(Glibc)
 import Glibc
+import TouchgateVault
 #endif
 
 /// A yes/no question on the controlling terminal, defaulting to no.

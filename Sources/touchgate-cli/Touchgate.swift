@@ -48,7 +48,7 @@ struct Touchgate: AsyncParsableCommand {
                 Foundation.exit(ExitStatus.usage)
             }
             var command = try parseAsRoot(arguments)
-            if var command = command as? AsyncParsableCommand {
+            if var command = command as? any AsyncParsableCommand {
                 try await command.run()
             } else {
                 try command.run()

@@ -1,4 +1,5 @@
 import Foundation
+import TouchgateBasics
 import TouchgateDaemon
 import TouchgateFleet
 import TouchgateService

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TouchgatePolicy
+import TouchgatePolicyTesting
 
 /// `verify` and `identify` through ``AccessEvaluator/authenticate(action:enrollment:sensor:)``:
 /// counted, audited, refused during a lockout, and never a source of reuse.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TouchgatePolicy
+import TouchgatePolicyTesting
 
 @Suite("Concurrent attempts on a shared store")
 struct ConcurrencyTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TouchgatePolicy
+import TouchgatePolicyTesting
 
 @Suite("Enrollment state binding and enrollment changes")
 struct EnrollmentTests {

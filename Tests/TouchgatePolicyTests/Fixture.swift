@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TouchgatePolicy
+import TouchgatePolicyTesting
 
 /// A manual clock, an in-memory store, a recording audit sink and an evaluator over them.
 struct Fixture {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TouchgatePolicy
+import TouchgatePolicyTesting
 
 @Suite("Failed attempts and lockout")
 struct LockoutTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TouchgatePolicy
+import TouchgatePolicyTesting
 
 @Suite("Passphrase since boot and within 72 hours")
 struct PassphraseFreshnessTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TouchgatePolicy
+import TouchgatePolicyTesting
 
 @Suite("Session reuse, fresh touch and idle timeout")
 struct SessionTests {

@@ -1,5 +1,6 @@
 import CSodium
 import Foundation
+import GRDB
 import Testing
 @testable import TouchgateVault
 

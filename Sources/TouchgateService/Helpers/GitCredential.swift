@@ -1,4 +1,5 @@
 import Foundation
+import TouchgateVault
 import TouchgateWire
 
 /// What git says in a credential request (git-credential(1)): `key=value` lines up to an

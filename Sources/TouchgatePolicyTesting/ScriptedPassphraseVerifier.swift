@@ -1,4 +1,5 @@
 import Foundation
+import TouchgatePolicy
 
 /// A mock passphrase prompt that plays back a script of verdicts, for tests.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import TouchgatePolicy
 
 /// A mock reader that plays back a script of outcomes, for tests in any target.
 ///

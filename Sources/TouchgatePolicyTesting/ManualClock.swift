@@ -1,4 +1,5 @@
 import Foundation
+import TouchgatePolicy
 
 /// A clock that moves only when a test tells it to.
 ///
