@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
-// Touchgate: fingerprint-gated secrets for Linux. Layers are described in README.md
-// ("Architecture"); dependencies point down only.
+// Touchgate: fingerprint-gated secrets for Linux. Layers are described in
+// docs/ARCHITECTURE.md, whose module table a test keeps equal to this file; dependencies
+// point down only.
 import PackageDescription
 
 let package = Package(

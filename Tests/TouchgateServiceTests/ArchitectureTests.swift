@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+
+/// docs/ARCHITECTURE.md's module table against `Package.swift` (as `swift package
+/// dump-package` reads it), and every target's imports against what it declares.
+@Suite struct ArchitectureTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// Each target: its kind, declared dependencies (target and product names) and directory.
+    struct Target {
+        let name: String
+        let type: String
+        let dependencies: [String]
+        let path: String
+    }
+
+    static func targets() throws -> [Target] {
+        // A scratch directory of its own: the running `swift test` holds the package's lock.
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("touchgate-dump-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["swift", "package", "--package-path", root.path, "--scratch-path", scratch.path, "dump-package"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "swift package dump-package failed: is swift on PATH?")
+        let package = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let targets = try #require(package["targets"] as? [[String: Any]])
+        return targets.compactMap { target in
+            guard let name = target["name"] as? String, let type = target["type"] as? String else { return nil }
+            let dependencies = (target["dependencies"] as? [[String: Any]] ?? []).compactMap { dependency in
+                (dependency.values.first as? [Any])?.first as? String
+            }
+            let path = target["path"] as? String ?? (type == "test" ? "Tests/" : "Sources/") + name
+            return Target(name: name, type: type, dependencies: dependencies, path: path)
+        }
+    }
+
+    @Test("the module table in docs/ARCHITECTURE.md names every target with exactly its declared dependencies")
+    func moduleTable() throws {
+        let text = try String(contentsOf: Self.root.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8)
+        let start = try #require(text.range(of: "<!-- modules: checked against Package.swift by ArchitectureTests -->"))
+        let end = try #require(text.range(of: "<!-- modules: end -->", range: start.upperBound..<text.endIndex))
+        var rows: [String: Set<String>] = [:]
+        for line in text[start.upperBound..<end.lowerBound].split(separator: "\n") where line.hasPrefix("| `") {
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count >= 5 else { continue }
+            let names = { (cell: String) in Set(cell.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "`")) }.filter { !$0.isEmpty }) }
+            rows[cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))] = names(cells[3])
+        }
+        let targets = try Self.targets().filter { $0.type != "test" }
+        #expect(Set(rows.keys) == Set(targets.map(\.name)),
+                "table only: \(Set(rows.keys).subtracting(targets.map(\.name))); Package.swift only: \(Set(targets.map(\.name)).subtracting(rows.keys))")
+        for target in targets {
+            #expect(rows[target.name] == Set(target.dependencies),
+                    "\(target.name): the table says \(rows[target.name]?.sorted() ?? []), Package.swift \(target.dependencies.sorted())")
+        }
+    }
+
+    @Test("every target imports only the modules it declares (or the toolchain's)")
+    func importsAreDeclared() throws {
+        let toolchain: Set<String> = ["Foundation", "FoundationEssentials", "Glibc", "Dispatch", "Testing", "Synchronization",
+                                      "_Concurrency", "XCTest", "Darwin", "Musl"]
+        for target in try Self.targets() {
+            let directory = Self.root.appendingPathComponent(target.path)
+            guard let files = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil) else { continue }
+            var imported: Set<String> = []
+            for case let file as URL in files where file.pathExtension == "swift" {
+                imported.formUnion(Self.imports(of: try String(contentsOf: file, encoding: .utf8)))
+            }
+            let undeclared = imported.subtracting(target.dependencies).subtracting(toolchain).subtracting([target.name])
+            #expect(undeclared.isEmpty, "\(target.name) imports \(undeclared.sorted()) without declaring them in Package.swift")
+        }
+    }
+
+    /// The modules a file imports: its import lines before the first declaration.
+    static func imports(of source: String) -> Set<String> {
+        var modules: Set<String> = []
+        for line in source.split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty || trimmed.hasPrefix("//") || trimmed.hasPrefix("#if") || trimmed.hasPrefix("#else")
+                || trimmed.hasPrefix("#elseif") || trimmed.hasPrefix("#endif") { continue }
+            let words = trimmed.split(separator: " ").map(String.init)
+            guard let index = words.firstIndex(of: "import"), index + 1 < words.count,
+                  words[..<index].allSatisfy({ $0.hasPrefix("@") || ["public", "internal", "package", "private"].contains($0) })
+            else { break }
+            let rest = words[(index + 1)...]
+            let name = ["struct", "class", "enum", "func", "var", "protocol", "typealias"].contains(rest.first!) ? rest.dropFirst().first! : rest.first!
+            modules.insert(String(name.split(separator: ".").first!))
+        }
+        return modules
+    }
+}
