@@ -93,7 +93,10 @@ let package = Package(
         .target(name: "TouchgateClient", dependencies: ["TouchgateService", "TouchgateSocket", "TouchgateVault", "TouchgateWire"]),
         .executableTarget(
             name: "touchgated",
-            dependencies: ["TouchgateBasics", "TouchgateDaemon", "TouchgateService", "TouchgateSocket", "TouchgateFleet"]
+            dependencies: [
+                "TouchgateBasics", "TouchgateDaemon", "TouchgateService", "TouchgateSocket", "TouchgateFleet",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         // `touchgate`, the command people run: a small front without Foundation or libfprint,
         // linked fully statically, that starts in about a millisecond. It speaks to touchgated

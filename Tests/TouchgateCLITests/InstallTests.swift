@@ -172,7 +172,8 @@ struct InstallTests {
         }
         // The installed binary is the daemon, and the service starts it where it was put.
         let help = try runProgram(stage.path("usr/libexec/touchgated"), ["--help"])
-        #expect(help.status == 0 && help.stdout.hasPrefix("usage: touchgated"), "\(help.stdout)\(help.stderr)")
+        #expect(help.status == 0 && help.stdout.contains("USAGE: touchgated") && help.stdout.contains("--requests-per-minute"),
+                "\(help.stdout)\(help.stderr)")
         let service = try String(contentsOfFile: stage.path("usr/lib/systemd/system/touchgated.service"), encoding: .utf8)
         let execStart = service.split(separator: "\n").filter { $0.hasPrefix("ExecStart=") }
         #expect(execStart == ["ExecStart=/usr/libexec/touchgated"], "\(execStart)")

@@ -1,0 +1,159 @@
+import ArgumentParser
+import Foundation
+import TouchgateBasics
+import TouchgateDaemon
+import TouchgateFleet
+import TouchgateService
+import TouchgateSocket
+
+/// `touchgated`: the system daemon. Under systemd the socket comes from socket activation
+/// and the state directory from `StateDirectory=` ($STATE_DIRECTORY); `--socket` runs it in
+/// the foreground on a socket of its own (tests, or a system without systemd). The timeouts
+/// and bounds are ``DaemonSettings``'s.
+@main
+struct Touchgated: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "touchgated",
+        abstract: "Touchgate's system daemon: fingerprint-gated secrets for every user of this machine.",
+        discussion: """
+            Each user's store lives under the state directory, reachable only by touchgated's \
+            own user; clients speak to it over the socket (docs/PROTOCOL.md). Under systemd the \
+            socket comes from touchgated.socket and the state directory from StateDirectory=. \
+            Exit status 64: a bad option; 1: the daemon could not start (the message says why).
+            """)
+
+    @Option(help: ArgumentHelp("Listen here (default: the socket systemd passes).", valueName: "path"))
+    var socket: String?
+
+    @Option(name: .customLong("state-dir"),
+            help: ArgumentHelp("Every user's store (default: $STATE_DIRECTORY or /var/lib/touchgate).", valueName: "dir"))
+    var stateDirectory: String?
+
+    @Option(name: .customLong("fleet-config"),
+            help: ArgumentHelp("Ship audit trails as this file says, when it exists.",
+                               valueName: "file"))
+    var fleetConfiguration = FleetConfiguration.defaultPath
+
+    @Option(name: .customLong("audit-retention-years"),
+            help: ArgumentHelp("Keep audit records this many years, at least 6 (default 6): `audit prune` refuses any "
+                               + "cutoff inside it.", valueName: "n"))
+    var auditRetentionYears: String?
+
+    @Option(name: .customLong("finger-timeout"),
+            help: ArgumentHelp("End a reader wait with no finger after this long (default 60).", valueName: "seconds"))
+    var fingerTimeout: Double?
+
+    @Option(name: .customLong("answer-timeout"),
+            help: ArgumentHelp("End a question nobody answers after this long (default 120).", valueName: "seconds"))
+    var answerTimeout: Double?
+
+    @Option(name: .customLong("connections-per-user"),
+            help: ArgumentHelp("Connections one user may hold open (default 16).", valueName: "n"))
+    var connectionsPerUser: Int?
+
+    @Option(help: ArgumentHelp("Connections in all, lowered to what LimitMEMLOCK allows (default 256).", valueName: "n"))
+    var connections: Int?
+
+    @Option(name: .customLong("request-burst"),
+            help: ArgumentHelp("Requests writing audit records one user may make at once (default 100).", valueName: "n"))
+    var requestBurst: Int?
+
+    @Option(name: .customLong("requests-per-minute"),
+            help: ArgumentHelp("...and then per minute (default 60).", valueName: "n"))
+    var requestsPerMinute: Double?
+
+    func validate() throws {
+        for (name, value) in [("--finger-timeout", fingerTimeout), ("--answer-timeout", answerTimeout),
+                              ("--requests-per-minute", requestsPerMinute),
+                              ("--connections-per-user", connectionsPerUser.map(Double.init)),
+                              ("--connections", connections.map(Double.init)), ("--request-burst", requestBurst.map(Double.init))] {
+            if let value, !(value > 0 && value.isFinite) { throw ValidationError("\(name) needs a number above zero") }
+        }
+        if let auditRetentionYears {
+            do { _ = try AuditRetention.years(parsing: auditRetentionYears) } catch { throw ValidationError(error.message) }
+        }
+        // A retention from the unit file is checked as the option is: a typo must not leave six years in force.
+        if let text = ProcessInfo.processInfo.environment[AuditRetention.environmentVariable] {
+            do { _ = try AuditRetention.years(parsing: text) } catch {
+                throw ValidationError("\(AuditRetention.environmentVariable): \(error.message)")
+            }
+        }
+    }
+
+    /// The settings the options give, over the defaults.
+    var settings: DaemonSettings {
+        var settings = DaemonSettings()
+        if let fingerTimeout { settings.fingerTimeout = .milliseconds(Int64(fingerTimeout * 1000)) }
+        if let answerTimeout { settings.answerTimeout = .milliseconds(Int64(answerTimeout * 1000)) }
+        if let connectionsPerUser { settings.connectionsPerUser = connectionsPerUser }
+        if let connections { settings.connections = connections }
+        if let requestBurst { settings.requestBurst = requestBurst }
+        if let requestsPerMinute { settings.requestsPerSecond = requestsPerMinute / 60 }
+        return settings
+    }
+
+    func run() async throws {
+        do {
+            try TouchgateService.hardenProcess()
+        } catch {
+            Self.fail(error.message)
+        }
+        umask(0o077)
+        if let auditRetentionYears, let years = try? AuditRetention.years(parsing: auditRetentionYears) {
+            // Every user's service reads it from here (AuditRetention.configuredYears); set
+            // before the daemon starts any thread of its own.
+            setenv(AuditRetention.environmentVariable, String(years), 1)
+        }
+        let stateDirectory = stateDirectory ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"] ?? "/var/lib/touchgate"
+
+        // Keys, vaults and trails live there: refuse to serve from a state directory others can reach.
+        let loosened = StateDirectoryCheck.problems(in: URL(fileURLWithPath: stateDirectory))
+        if !loosened.isEmpty {
+            Self.fail("refusing to start: the state directory must be private to touchgated's user, and\n  "
+                      + loosened.joined(separator: "\n  "))
+        }
+
+        let listener: UnixListener
+        do {
+            if let socket {
+                listener = try UnixListener.bind(path: socket)
+            } else if let activated = UnixListener.fromSystemd() {
+                listener = activated
+            } else {
+                Self.fail("no socket: run under systemd (touchgated.socket) or pass --socket PATH", status: 64)
+            }
+        } catch {
+            Self.fail("\(error)")
+        }
+
+        let daemon: Daemon
+        do {
+            let fleet = FleetShipping(configurationPath: fleetConfiguration) { PostgresCollector(configuration: $0) }
+            daemon = try Daemon(listener: listener, stateDirectory: URL(fileURLWithPath: stateDirectory), fleet: fleet,
+                                settings: settings) { line in
+                FileHandle.standardError.write(Data("touchgated: \(line)\n".utf8))
+            }
+        } catch {
+            Self.fail("cannot use the state directory \(stateDirectory): \(error)")
+        }
+
+        // SIGTERM and SIGINT stop accepting; requests in progress are cancelled with their clients.
+        var signalSources: [any DispatchSourceSignal] = []
+        for number in [SIGTERM, SIGINT] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { daemon.stop() }
+            source.resume()
+            signalSources.append(source)
+        }
+
+        FileHandle.standardError.write(Data("touchgated: serving on \(socket ?? "the socket systemd passed")\n".utf8))
+        await daemon.run()
+        withExtendedLifetime(signalSources) {}
+    }
+
+    static func fail(_ message: String, status: Int32 = 1) -> Never {
+        FileHandle.standardError.write(Data("touchgated: \(message)\n".utf8))
+        Foundation.exit(status)
+    }
+}
