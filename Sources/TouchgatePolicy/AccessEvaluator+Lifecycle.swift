@@ -95,7 +95,7 @@ extension AccessEvaluator {
     public func status() throws(AuthorizationError) -> PolicyStatus {
         let configuration = configuration
         let now = clock.reading()
-        return try withState(at: now) { state in
+        let report = { (state: PolicyState) in
             PolicyStatus(
                 lockout: state.lockoutInfo(at: now.monotonic, configuration: configuration),
                 consecutiveFailures: state.lockout.consecutiveFailures,
@@ -103,5 +103,20 @@ extension AccessEvaluator {
                 passphraseRequirement: state.passphraseRequirement(at: now.monotonic, configuration: configuration),
                 sessionActive: state.session != nil)
         }
+        // Read first: only when time has changed the state (a lockout over, a session
+        // ended or narrowed) does it go through an update, which saves and records that.
+        // Otherwise a status takes no write lock, and many at once do not queue for it.
+        let stored: PolicyState
+        do {
+            stored = try store.read()
+        } catch let error as AuthorizationError {
+            throw error
+        } catch {
+            throw .stateUnavailable(String(describing: error))
+        }
+        var normalized = stored
+        _ = normalized.normalize(at: now.monotonic, configuration: configuration)
+        if normalized == stored { return report(stored) }
+        return try withState(at: now) { state in report(state) }
     }
 }

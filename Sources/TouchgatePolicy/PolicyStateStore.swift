@@ -19,6 +19,10 @@ public protocol PolicyStateStore: Sendable {
     /// passes nil, and `record` uses the evaluator's own sink after the state is saved.
     func update<T>(_ body: (inout PolicyState) throws -> T,
                    thenRecord record: (T, (any AuditSink)?) throws -> Void) throws -> T
+
+    /// The stored state, changing nothing. A store that can read without taking the write
+    /// lock (the vault: a read transaction) should: `status` reads on every request.
+    func read() throws -> PolicyState
 }
 
 /// The name the design discussion used for ``PolicyStateStore``.
@@ -33,7 +37,7 @@ extension PolicyStateStore {
         return result
     }
 
-    /// Reads the current state (through ``update(_:)``, changing nothing).
+    /// Reads the current state through ``update(_:)``, changing nothing.
     public func read() throws -> PolicyState {
         try update { $0 }
     }

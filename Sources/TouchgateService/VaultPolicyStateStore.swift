@@ -54,6 +54,19 @@ struct VaultPolicyStateStore: PolicyStateStore {
         }
     }
 
+    /// The stored state, in a read transaction of its own (no write lock) when not inside
+    /// the caller's transaction; checked as every update checks it.
+    func read() throws -> PolicyState {
+        switch backing {
+        case .store(let store, _):
+            return try store.state(Self.stateKey).map { try JSONDecoder().decode(PolicyState.self, from: $0) } ?? PolicyState()
+        case .transaction(let transaction):
+            return try transaction.handle.updateState(Self.stateKey, { data in
+                try data.map { try JSONDecoder().decode(PolicyState.self, from: $0) } ?? PolicyState()
+            })
+        }
+    }
+
     /// Runs `body` on the state the stored bytes hold and writes it back into them.
     private static func change<T>(_ data: inout Data?, _ body: (inout PolicyState) throws -> T) throws -> T {
         let stored = try data.map { try JSONDecoder().decode(PolicyState.self, from: $0) }
