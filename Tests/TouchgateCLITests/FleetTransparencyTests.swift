@@ -26,8 +26,7 @@ struct FleetTransparencyTests {
 
     /// Runs SQL with psql as `role` (a machine's shipper role): its status and what it printed.
     static func psql(_ server: PostgresRig, as role: String, _ sql: String) throws -> (status: Int32, output: String) {
-        let database = server.localDatabase.replacingOccurrences(of: "user=postgres", with: "user=\(role)")
-        let result = try runProgram("/usr/bin/psql", [database, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        let result = try runProgram("/usr/bin/psql", [server.database(as: role, local: true), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
         return (result.status, result.stdout + result.stderr)
     }
 
@@ -222,10 +221,9 @@ struct FleetTransparencyTests {
         let server = try await PostgresRig()
         try await server.removing { server in
             #expect(try await Self.collector(server, ["init"]).status == 0)
-            try await server.psql("CREATE ROLE m1 LOGIN IN ROLE touchgate_shipper; CREATE ROLE m2 LOGIN IN ROLE touchgate_shipper")
-            func asRole(_ role: String) -> String { server.database.replacingOccurrences(of: "user=postgres", with: "user=\(role)") }
-            let m1 = try Machine("m1", database: asRole("m1"))
-            let m2 = try Machine("m2", database: asRole("m2"))
+            try await server.shipperRoles("m1", "m2")
+            let m1 = try Machine("m1", database: server.database(as: "m1"))
+            let m2 = try Machine("m2", database: server.database(as: "m2"))
             defer { [m1, m2].forEach { $0.remove() } }
             try m1.write(10)
             try m2.write(10)
@@ -411,8 +409,8 @@ struct FleetTransparencyTests {
         let server = try await PostgresRig()
         try await server.removing { server in
             #expect(try await Self.collector(server, ["init"]).status == 0)
-            try await server.psql("CREATE ROLE m1 LOGIN IN ROLE touchgate_shipper; CREATE ROLE m2 LOGIN IN ROLE touchgate_shipper")
-            let m1 = try Machine("m1", database: server.database.replacingOccurrences(of: "user=postgres", with: "user=m1"))
+            try await server.shipperRoles("m1", "m2")
+            let m1 = try Machine("m1", database: server.database(as: "m1"))
             defer { m1.remove() }
             try m1.write(10)
             #expect(try await m1.ship().status == 0)
@@ -449,13 +447,13 @@ struct FleetTransparencyTests {
         let server = try await PostgresRig()
         try await server.removing { server in
             #expect(try await Self.collector(server, ["init"]).status == 0)
-            try await server.psql("CREATE ROLE m1 LOGIN IN ROLE touchgate_shipper; CREATE ROLE m2 LOGIN IN ROLE touchgate_shipper")
-            let m1 = try Machine("m1", database: server.database.replacingOccurrences(of: "user=postgres", with: "user=m1"))
+            try await server.shipperRoles("m1", "m2")
+            let m1 = try Machine("m1", database: server.database(as: "m1"))
             defer { m1.remove() }
             try m1.write(10)
             let holder = Process()
             holder.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
-            holder.arguments = [server.localDatabase.replacingOccurrences(of: "user=postgres", with: "user=m2"), "-X", "-q",
+            holder.arguments = [server.database(as: "m2", local: true), "-X", "-q",
                                 "-c", "BEGIN; SELECT pg_advisory_xact_lock(7301955104); SELECT pg_sleep(90); COMMIT;"]
             holder.standardOutput = FileHandle.nullDevice
             holder.standardError = FileHandle.nullDevice

@@ -19,6 +19,16 @@ final class PostgresRig: Sendable {
     var log: String { (try? String(contentsOfFile: directory + "/log", encoding: .utf8)) ?? "" }
     /// The same server through its Unix socket (trusted even once TCP needs TLS).
     var localDatabase: String { "host=\(directory) port=\(port) user=postgres dbname=postgres" }
+    /// ``database`` (or over the socket, ``localDatabase``) as `role` instead of the administrator.
+    func database(as role: String, local: Bool = false) -> String {
+        (local ? localDatabase : database).replacingOccurrences(of: "user=postgres", with: "user=\(role)")
+    }
+
+    /// Makes shipper roles (members of `touchgate_shipper`, as `touchgate-collector init` sets
+    /// them up) for machines `names`, each able to log in as itself.
+    func shipperRoles(_ names: String...) async throws {
+        _ = try await psql(names.map { "CREATE ROLE \($0) LOGIN IN ROLE touchgate_shipper;" }.joined(separator: " "))
+    }
     private var data: String { directory + "/data" }
 
     /// Makes and starts the cluster.
