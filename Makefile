@@ -197,12 +197,12 @@ FUZZDIR       ?= .build-fuzz
 FUZZ_SECONDS  ?= 60
 FUZZ_RUNS     ?=
 FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json pam-reader
-# TouchgateWire's sources with the Foundation-free TouchgateBasics compiled in (one module
+# TouchgateAPI's sources with the Foundation-free TouchgateBasics compiled in (one module
 # here, so its re-export is left out).
-WIRE_SOURCES   = $(filter-out Sources/TouchgateWire/Exports.swift,$(wildcard Sources/TouchgateWire/*.swift)) \
+WIRE_SOURCES   = $(filter-out Sources/TouchgateAPI/Exports.swift,$(wildcard Sources/TouchgateAPI/*.swift)) \
 	$(wildcard Sources/TouchgateBasics/*.swift)
 FUZZ_LIMIT     = $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
-FUZZ_SWIFTC    = rm -f $(1); $(SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -module-name $(2) $(3) -o $(1) 2>&1 \
+FUZZ_SWIFTC    = rm -f $(1); $(SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -package-name Touchgate -module-name $(2) $(3) -o $(1) 2>&1 \
 	| { grep -v 'ld.gold: warning: Cannot export local symbol' || true; }; test -x $(1)
 
 fuzz: $(FUZZ_TARGETS:%=$(FUZZDIR)/fuzz-%)
@@ -223,7 +223,7 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZDIR)/fuzz-%)
 
 $(FUZZDIR)/fuzz-protocol: fuzz/protocol.swift $(WIRE_SOURCES)
 	@mkdir -p $(FUZZDIR)
-	$(call FUZZ_SWIFTC,$@,TouchgateWire,$^)
+	$(call FUZZ_SWIFTC,$@,TouchgateAPI,$^)
 
 $(FUZZDIR)/fuzz-policy: fuzz/policy.swift $(wildcard Sources/TouchgatePolicy/*.swift)
 	@mkdir -p $(FUZZDIR)

@@ -16,7 +16,7 @@ let package = Package(
         // clock, in-memory state and audit), for tests of anything built on it.
         .library(name: "TouchgatePolicyTesting", targets: ["TouchgatePolicyTesting"]),
         .library(name: "TouchgateVault", targets: ["TouchgateVault"]),
-        .library(name: "TouchgateWire", targets: ["TouchgateWire"]),
+        .library(name: "TouchgateAPI", targets: ["TouchgateAPI"]),
         .library(name: "TouchgateService", targets: ["TouchgateService"]),
         .executable(name: "touchgate-collector", targets: ["touchgate-collector"]),
     ],
@@ -58,20 +58,20 @@ let package = Package(
         .target(
             name: "TouchgateVault",
             dependencies: [
-                "TouchgatePolicy", "CSodium", "CTouchgateSys",
+                "TouchgatePolicy", "TouchgateBasics", "CSodium", "CTouchgateSys",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // What every layer and the thin `touchgate` front share without Foundation: error codes
         // and exit statuses, events, the rules for shown text, reading a passphrase.
-        .target(name: "TouchgateBasics"),
+        .target(name: "TouchgateBasics", dependencies: ["CTouchgateSys"]),
         // Requests, results, events and error codes: what --json renders and the daemon speaks.
-        .target(name: "TouchgateWire", dependencies: ["TouchgateBasics"]),
+        .target(name: "TouchgateAPI", dependencies: ["TouchgateBasics"]),
         // Every use case, for an explicit principal; the CLI and the daemon only adapt it.
         .target(
             name: "TouchgateService",
             dependencies: [
-                "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "TouchgateWire", "TouchgateImageIO",
+                "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "TouchgateAPI", "TouchgateImageIO",
                 "CTouchgateSys", "CSodium", "CPWQuality",
             ]
         ),
@@ -79,18 +79,18 @@ let package = Package(
         // the collector's verify and query. Only `audit ship` and touchgate-collector use it.
         .target(
             name: "TouchgateFleet",
-            dependencies: ["CPQ", "TouchgateService", "TouchgateVault", "TouchgatePolicy", "TouchgateWire"]
+            dependencies: ["CPQ", "TouchgateService", "TouchgateVault", "TouchgatePolicy", "TouchgateAPI"]
         ),
         // Both ends of the daemon's socket: listening, connecting, peer credentials, framing.
-        .target(name: "TouchgateSocket", dependencies: ["TouchgateWire", "TouchgateVault", "CTouchgateSys"]),
+        .target(name: "TouchgateSocket", dependencies: ["TouchgateAPI", "CTouchgateSys"]),
         // touchgated's request handling: the socket protocol over TouchgateService (no use case lives here).
         .target(
             name: "TouchgateDaemon",
             dependencies: ["FingerprintKit", "TouchgateBasics", "TouchgatePolicy", "TouchgateService", "TouchgateSocket",
-                           "TouchgateWire", "TouchgateVault"]
+                           "TouchgateAPI", "TouchgateVault"]
         ),
         // The CLI's side of the daemon: the same requests, sent over the socket.
-        .target(name: "TouchgateClient", dependencies: ["TouchgateService", "TouchgateSocket", "TouchgateVault", "TouchgateWire"]),
+        .target(name: "TouchgateClient", dependencies: ["TouchgateSocket", "TouchgateAPI"]),
         .executableTarget(
             name: "touchgated",
             dependencies: [
@@ -113,7 +113,7 @@ let package = Package(
         .executableTarget(
             name: "touchgate-cli",
             dependencies: [
-                "TouchgateService", "TouchgateVault", "TouchgateWire", "TouchgateClient", "TouchgateFleet",
+                "TouchgateService", "TouchgateVault", "TouchgateAPI", "TouchgateClient", "TouchgateFleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -121,7 +121,7 @@ let package = Package(
         .executableTarget(
             name: "touchgate-collector",
             dependencies: [
-                "TouchgateFleet", "TouchgateService", "TouchgateVault", "TouchgateWire",
+                "TouchgateFleet", "TouchgateService", "TouchgateVault", "TouchgateAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -142,12 +142,12 @@ let package = Package(
             dependencies: ["CFPrint", "FingerprintKit", "TouchgateImageIO", "TouchgateTestSupport", "fpcmoc-lifecycle"]
         ),
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy", "TouchgatePolicyTesting"]),
-        .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault", "TouchgatePolicy", "CSodium", "CTouchgateSys", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateWire", "TouchgateVault", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault", "TouchgateBasics", "TouchgatePolicy", "CSodium", "CTouchgateSys", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateAPI", "TouchgateVault", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "TouchgateCLITests",
             dependencies: ["touchgate-cli", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateImageIO",
-                           "TouchgatePolicy", "TouchgateVault", "TouchgateTestSupport", "TouchgateSocket", "TouchgateWire"]
+                           "TouchgatePolicy", "TouchgateVault", "TouchgateTestSupport", "TouchgateSocket", "TouchgateAPI"]
         ),
         .testTarget(name: "UdevTests"),
     ]

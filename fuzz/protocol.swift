@@ -1,5 +1,5 @@
 // Fuzz target: the touchgated socket protocol decoder (DaemonProtocol.decode), built by
-// `make fuzz` together with TouchgateWire's sources (no SwiftPM, so the package build is
+// `make fuzz` together with TouchgateAPI's sources (no SwiftPM, so the package build is
 // untouched). Every input is one line as a peer could send it; the decoder must throw
 // FrameError or return a message, never crash, and what it returns must survive a
 // round trip through the encoder unchanged.

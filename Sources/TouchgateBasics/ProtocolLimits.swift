@@ -1,4 +1,4 @@
-// The socket protocol's constants and framing errors: TouchgateWire's messages and both
+// The socket protocol's constants and framing errors: TouchgateAPI's messages and both
 // ends of the socket use them, and so does the thin `touchgate` front, which has no Foundation.
 
 /// The `touchgated` socket protocol, version 1.

@@ -1,6 +1,5 @@
 import Foundation
-import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// Each request as its protocol operation: arguments out, the report back.
 extension DaemonClient {

@@ -1,8 +1,6 @@
 import Foundation
-import TouchgateService
 import TouchgateSocket
-import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// The requests of ``TouchgateRequests`` sent to `touchgated` over its socket: the same
 /// reports and errors as in-process, with prompts, progress and questions relayed to the
@@ -68,7 +66,7 @@ public struct DaemonClient: TouchgateRequests {
         request.operation = operation
         request.arguments = arguments
         // A helper's requester (see TouchgateService.actingFor) goes with every request it makes.
-        if let requester = TouchgateService.requester { request.arguments?.requester = requester }
+        if let requester = Requester.current { request.arguments?.requester = requester }
         if !parties.descriptors.isEmpty { request.descriptors = parties.descriptors.count }
         var greeted = false
         for try await frame in socket.frames() {

@@ -2,7 +2,7 @@ import Foundation
 import TouchgateService
 import TouchgateSocket
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgated`: serves ``DaemonProtocol`` on a listening socket for every user, over one
 /// store per user in its state directory, with the unlocked keys in its own memory.

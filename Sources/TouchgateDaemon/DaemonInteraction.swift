@@ -1,7 +1,7 @@
 import Foundation
 import TouchgateService
 import TouchgateSocket
-import TouchgateWire
+import TouchgateAPI
 
 /// The person behind a client, as the service sees them: events go out on the socket,
 /// questions go out as ``DaemonMessage/Kind/ask`` and wait for the client's answer.

@@ -1,7 +1,7 @@
 import Foundation
 import TouchgateService
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// touchgated's side of fleet collection: the trails in its store go to the collector that
 /// the daemon's own fleet configuration names (a root-owned file, read afresh for every

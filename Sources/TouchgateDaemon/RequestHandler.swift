@@ -2,7 +2,7 @@ import Foundation
 import TouchgateService
 import TouchgateSocket
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// Turns one protocol request into one call of the service, for the peer who sent it.
 ///
@@ -23,7 +23,7 @@ struct RequestHandler: Sendable {
                                  process: "pid \(peer.pid)" + (peer.executable.map { " \($0)" } ?? ""))
         do {
             return try await AuditClient.$current.withValue(client) {
-                try await AuditClient.$requester.withValue(request.arguments?.requester) {
+                try await Requester.$current.withValue(request.arguments?.requester) {
                     do {
                         try CallerRules.admit(request.operation!, callerIsRoot: peer.isRoot,
                                               namedUser: request.arguments?.user)

@@ -2,7 +2,7 @@ import Foundation
 import TouchgatePolicy
 import TouchgateService
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// What an auditor brings to `touchgate-collector verify` from outside the database: the
 /// database's administrator can change anything in it, so these are never read from it.

@@ -2,7 +2,7 @@ import Foundation
 import TouchgatePolicy
 import TouchgateService
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// The central side of fleet collection (`touchgate-collector`): applies the schema,
 /// registers machines' public keys, verifies every machine's trails in the database

@@ -2,7 +2,7 @@ import Foundation
 import TouchgatePolicy
 import TouchgateService
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// The fleet log's tables on one connection: appending an entry, reading checkpoints and
 /// nodes, making proofs. Stateless; every call is a few statements.

@@ -1,4 +1,4 @@
-import TouchgateWire
+import TouchgateAPI
 
 /// The collector's tables, as numbered migrations: `touchgate-collector init` applies those
 /// the database lacks, in order, each in the transaction that records it in

@@ -1,7 +1,7 @@
 import CPQ
 import Foundation
 import TouchgatePolicy
-import TouchgateWire
+import TouchgateAPI
 
 /// One libpq connection to the collector's database. Every call blocks; one thread uses a
 /// connection at a time (libpq's rule), and its owner closes it with ``close()``.

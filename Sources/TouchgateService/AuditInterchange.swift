@@ -1,18 +1,6 @@
 import Foundation
 import TouchgateVault
-import TouchgateWire
-
-/// The forms `touchgate audit export` writes: its own JSON lines (what `audit verify
-/// --public-key` checks), and the schemas SIEMs read without a parser of their own.
-/// Every field is documented in docs/AUDIT-FORMATS.md.
-public enum AuditExportFormat: String, Sendable, CaseIterable {
-    /// Touchgate's records with their chain fields, then the seal.
-    case json
-    /// OCSF 1.1 Authentication events (class 3002).
-    case ocsf
-    /// Elastic Common Schema 8.11 documents.
-    case ecs
-}
+import TouchgateAPI
 
 /// Maps audit records to OCSF and ECS. Pure: the same record gives the same line.
 enum AuditInterchange {

@@ -1,6 +1,6 @@
 import FingerprintKit
 import Foundation
-import TouchgateWire
+import TouchgateAPI
 
 /// How long a reader operation waits for a finger before it gives up.
 ///

@@ -1,6 +1,6 @@
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// What a machine checks of the collector's answer after each shipment, before it moves
 /// its cursor: that the newest checkpoint is of the same log as the one it accepted

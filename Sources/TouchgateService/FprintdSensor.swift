@@ -1,7 +1,7 @@
 import FingerprintKit
 import Foundation
 import TouchgatePolicy
-import TouchgateWire
+import TouchgateAPI
 
 /// The policy core's ``BiometricSensor`` through fprintd, which owns the reader.
 ///

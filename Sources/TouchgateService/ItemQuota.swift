@@ -1,5 +1,5 @@
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// How much one user may store through touchgated, which keeps every user's store on one
 /// file system: without a bound, one user could fill it and take `secret get`, `verify` and

@@ -1,5 +1,5 @@
 import FingerprintKit
-import TouchgateWire
+import TouchgateAPI
 
 /// The one rule for a `local-only` request (the PAM module's `verify` and `secret.get`): no
 /// finger is asked for a process whose login session systemd-logind counts as remote.

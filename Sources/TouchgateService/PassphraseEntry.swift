@@ -1,7 +1,7 @@
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// Asking for the vault passphrase and checking it: up to three tries where the person
 /// can retype it (like sudo and cryptsetup), one from a descriptor; Argon2id runs off the

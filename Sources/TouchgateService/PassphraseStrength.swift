@@ -1,5 +1,6 @@
 import CPWQuality
 import Foundation
+import TouchgateAPI
 import TouchgateVault
 
 /// How well a new passphrase protects the vault, judged by libpwquality (the checks

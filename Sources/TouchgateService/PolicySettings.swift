@@ -1,7 +1,7 @@
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// The tunable part of the policy (`touchgate policy set`), kept in the vault's state table.
 ///

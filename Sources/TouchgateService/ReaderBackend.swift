@@ -1,6 +1,6 @@
 import FingerprintKit
 import Foundation
-import TouchgateWire
+import TouchgateAPI
 
 /// Which way Touchgate reaches the reader, as configured.
 ///

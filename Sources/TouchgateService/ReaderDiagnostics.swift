@@ -1,5 +1,5 @@
 import Foundation
-import TouchgateWire
+import TouchgateAPI
 
 /// Explains why no reader is usable: nothing plugged in, or a supported USB reader the
 /// user cannot open (udev rules missing), or a filter in the environment.

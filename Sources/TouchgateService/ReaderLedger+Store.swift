@@ -2,7 +2,7 @@ import CSodium
 import FingerprintKit
 import Foundation
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 // The ledger's ties to the store, the reader and libsodium; ReaderLedger.swift itself
 // needs only Foundation, so that `make fuzz` can build its decoder alone.

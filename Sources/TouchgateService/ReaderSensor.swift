@@ -2,7 +2,7 @@ import FingerprintKit
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// The policy core's ``BiometricSensor`` over a FingerprintKit reader.
 ///

@@ -1,7 +1,7 @@
 import FingerprintKit
 import TouchgatePolicy
 import Foundation
-import TouchgateWire
+import TouchgateAPI
 
 /// An open reader for one request: picks it, opens it with errors a person can act on,
 /// turns its events into prompts, and closes it (or, taken from a ``ReaderPool``, gives it

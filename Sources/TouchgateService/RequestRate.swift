@@ -1,5 +1,5 @@
 import Foundation
-import TouchgateWire
+import TouchgateAPI
 
 /// How many requests that may write audit records each user may make in a short time.
 ///

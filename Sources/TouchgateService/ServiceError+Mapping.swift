@@ -2,7 +2,7 @@ import FingerprintKit
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 extension ServiceError {
     /// The vault key is not held.

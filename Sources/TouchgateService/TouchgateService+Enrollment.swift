@@ -2,45 +2,7 @@ import FingerprintKit
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateWire
-
-/// What `enroll` did.
-public struct EnrollReport: Codable, Sendable, Equatable {
-    /// Whose finger.
-    public var user: String
-    /// Which finger.
-    public var finger: String
-    /// The reader's driver.
-    public var driver: String
-    /// The reader's device id.
-    public var deviceID: String
-    /// Whether the reader keeps the print in its own storage.
-    public var onDevice: Bool
-    /// The `biometry-current-set` secrets whose keys the change destroyed.
-    public var invalidated: [String]
-}
-
-/// What `prints clear` did.
-public struct ClearReport: Codable, Sendable, Equatable {
-    /// The reader wiped.
-    public var deviceID: String
-    /// How many stored prints were forgotten.
-    public var forgotten: Int
-    /// The `biometry-current-set` secrets whose keys the change destroyed.
-    public var invalidated: [String]
-}
-
-/// What `prints delete` did.
-public struct DeleteReport: Codable, Sendable, Equatable {
-    /// Whose finger.
-    public var user: String
-    /// Which finger.
-    public var finger: String
-    /// How many prints (one per reader) were deleted.
-    public var count: Int
-    /// The `biometry-current-set` secrets whose keys the change destroyed.
-    public var invalidated: [String]
-}
+import TouchgateAPI
 
 extension TouchgateService {
     /// The finger names accepted by enroll, verify and delete: `left-thumb` … `right-little`.

@@ -2,7 +2,7 @@ import FingerprintKit
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 // The use cases that take another path while fprintd owns the reader: verify, identify and
 // item authorization go through fprintd (``FprintdSensor``) against the fingers enrolled

@@ -2,35 +2,7 @@ import FingerprintKit
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateWire
-
-/// One print found in fprintd's store.
-public struct ImportedPrint: Codable, Sendable, Equatable {
-    /// Which finger (`right-index`, …).
-    public var finger: String
-    /// The reader's driver.
-    public var driver: String
-    /// The reader's device id.
-    public var deviceID: String
-    /// Why it was skipped, when it was.
-    public var reason: String?
-}
-
-/// What `import fprintd` did (or, with a dry run, would do).
-public struct ImportReport: Codable, Sendable, Equatable {
-    /// Whose prints.
-    public var user: String
-    /// fprintd's store that was read.
-    public var from: String
-    /// Whether nothing was written.
-    public var dryRun: Bool
-    /// The prints copied into Touchgate's store (or that would be).
-    public var imported: [ImportedPrint]
-    /// The prints left out, each with its reason.
-    public var skipped: [ImportedPrint]
-    /// The `biometry-current-set` secrets whose keys the change destroyed.
-    public var invalidated: [String]
-}
+import TouchgateAPI
 
 extension TouchgateService {
     /// fprintd's default store (`StateDirectory=fprint` of its unit).

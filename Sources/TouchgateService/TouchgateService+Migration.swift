@@ -1,17 +1,7 @@
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateWire
-
-/// Where `touchgate migrate` moves a personal store: touchgated, reached as a client.
-public protocol MigrationTarget: TouchgateRequests {
-    /// Hands the personal store's files to the daemon (read-only descriptors: a consistent
-    /// copy of the database, then the audit key), which adopts them for the caller's uid
-    /// after the passphrase (asked through `interaction`) opens the vault and the audit
-    /// chain verifies. `from` is the personal data directory, for the audit record.
-    func adopt(database: Int32, auditKey: Int32, from: String,
-               interaction: any Interaction) async throws(ServiceError) -> MigrationReport
-}
+import TouchgateAPI
 
 extension TouchgateService {
     /// `touchgate migrate`, the client's side: moves this (personal) store into `target`.

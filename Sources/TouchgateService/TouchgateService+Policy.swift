@@ -1,28 +1,7 @@
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateWire
-
-/// A change to the limits; nil leaves a value as it is.
-public struct SettingsChange: Sendable, Equatable {
-    /// Failed touches in a row that start a lockout (1…20).
-    public var lockoutThreshold: Int?
-    /// How long a lockout lasts, in seconds (1…86400).
-    public var lockoutDurationSeconds: Int?
-    /// How long a touch may be reused, in seconds (0…300).
-    public var sessionTimeoutSeconds: Int?
-    /// Idle time that ends the session, in seconds (at most the session timeout).
-    public var idleTimeoutSeconds: Int?
-
-    /// A change.
-    public init(lockoutThreshold: Int? = nil, lockoutDurationSeconds: Int? = nil, sessionTimeoutSeconds: Int? = nil,
-                idleTimeoutSeconds: Int? = nil) {
-        self.lockoutThreshold = lockoutThreshold
-        self.lockoutDurationSeconds = lockoutDurationSeconds
-        self.sessionTimeoutSeconds = sessionTimeoutSeconds
-        self.idleTimeoutSeconds = idleTimeoutSeconds
-    }
-}
+import TouchgateAPI
 
 extension TouchgateService {
     /// The limits in force.

@@ -1,25 +1,7 @@
 import FingerprintKit
 import Foundation
 import TouchgateImageIO
-import TouchgateWire
-
-/// The file format of a captured image.
-public enum ImageFormat: String, Sendable, CaseIterable {
-    /// Binary 8-bit PGM.
-    case pgm
-    /// 8-bit grey PNG.
-    case png
-}
-
-/// What `capture` wrote.
-public struct CaptureReport: Codable, Sendable, Equatable {
-    /// The file written.
-    public var output: String
-    /// Image width in pixels.
-    public var width: Int
-    /// Image height in pixels.
-    public var height: Int
-}
+import TouchgateAPI
 
 extension TouchgateService {
     /// The readers found now (an empty list when there is none): fprintd's while fprintd

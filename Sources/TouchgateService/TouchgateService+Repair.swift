@@ -1,19 +1,7 @@
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateWire
-
-/// What `repair` found and did.
-public struct RepairReport: Codable, Sendable, Equatable {
-    /// Whether anything needed repair.
-    public var repaired: Bool
-    /// What was found, in words (empty when nothing was wrong).
-    public var found: [String]
-    /// Whether the audit trail was lost and a new one started.
-    public var auditRestarted: Bool
-    /// Whether the lockout and session limits were set back to the defaults.
-    public var settingsReset: Bool
-}
+import TouchgateAPI
 
 extension TouchgateService {
     /// Repairs state edited outside touchgate, or a wiped audit trail, with the passphrase.

@@ -1,19 +1,7 @@
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateWire
-
-/// What `secret add` stored.
-public struct StoredReport: Codable, Sendable, Equatable {
-    /// The item's name.
-    public var name: String
-    /// Its policy.
-    public var policy: String
-    /// Whether every release needs a fresh touch.
-    public var fresh: Bool
-    /// Whether an existing item was replaced.
-    public var replaced: Bool
-}
+import TouchgateAPI
 
 extension TouchgateService {
     /// Checks a policy given in string form (`biometry-any`, `a|b`, `a&b`, …).

@@ -1,38 +1,7 @@
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateWire
-
-/// How hard the passphrase is stretched (Argon2id).
-public enum KeyStretching: String, Sendable, CaseIterable {
-    /// libsodium's MODERATE limits (3 passes, 256 MiB): the default.
-    case moderate
-    /// The minimum limits: for tests only; gives no real protection.
-    case minimum
-
-    var parameters: KDFParameters {
-        switch self {
-        case .moderate: .moderate
-        case .minimum: .minimum
-        }
-    }
-}
-
-/// What `init` made.
-public struct InitReport: Codable, Sendable, Equatable {
-    /// The data directory.
-    public var directory: String
-    /// The vault user.
-    public var owner: String
-}
-
-/// What `lock` did.
-public struct LockReport: Codable, Sendable, Equatable {
-    /// Whether the key was held before.
-    public var wasUnlocked: Bool
-    /// Damage found while recording the lock (the key is gone all the same).
-    public var problem: String?
-}
+import TouchgateAPI
 
 extension TouchgateService {
     /// Creates the vault under a new passphrase (asked through `interaction`; refused when
@@ -134,6 +103,16 @@ extension TouchgateService {
                 try transaction.append(.passphraseChange, .success, vaultUser: context.vault.owner,
                                        reason: "passphrase changed (\(parameters))")
             }
+        }
+    }
+}
+
+extension KeyStretching {
+    /// The Argon2id limits it stands for.
+    var parameters: KDFParameters {
+        switch self {
+        case .moderate: .moderate
+        case .minimum: .minimum
         }
     }
 }

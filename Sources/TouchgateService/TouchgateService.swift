@@ -1,6 +1,6 @@
 import Foundation
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// Every Touchgate use case, for one principal over one data directory.
 ///

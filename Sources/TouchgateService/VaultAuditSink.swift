@@ -1,6 +1,6 @@
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// Sends the policy core's decisions to the vault's hash-chained audit log.
 ///

@@ -1,7 +1,7 @@
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// The vault and everything that guards it, opened for one request: the key custody,
 /// the audit log, the stored policy settings and an evaluator wired to all of them.

@@ -1,7 +1,6 @@
 import CTouchgateSys
 import Foundation
-import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,12 +10,12 @@ public struct Frame: Sendable {
     /// The JSON line, without its newline.
     public let line: [UInt8]
     /// The bytes announced by the line's `secret-length`.
-    public let secret: SecureBytes?
+    public let secret: SecretBytes?
     /// The open files announced by the line's `descriptors` (``DaemonProtocol``), passed
     /// with `SCM_RIGHTS`; nil when it announced none.
     public let descriptors: PassedDescriptors?
 
-    init(line: [UInt8], secret: SecureBytes?, descriptors: PassedDescriptors? = nil) {
+    init(line: [UInt8], secret: SecretBytes?, descriptors: PassedDescriptors? = nil) {
         self.line = line
         self.secret = secret
         self.descriptors = descriptors
@@ -177,9 +176,9 @@ public final class FramedSocket: @unchecked Sendable {
 
     private func readLoop(_ deliver: (Frame) -> Void) throws {
         // Guarded memory for everything received; kept alive for as long as the loop reads.
-        let storage = GuardedBuffer(capacity: FrameBuffer.capacity)
+        let storage = SecretBuffer(capacity: FrameBuffer.capacity)
         defer { withExtendedLifetime(storage) {} }
-        let buffer = FrameBuffer(memory: storage.bytes)
+        let buffer = FrameBuffer(memory: storage.storage)
         var waiting: (line: [UInt8], length: Int, descriptors: PassedDescriptors?)?
         // Descriptors arrive with the first byte of the line that announces them, so by the
         // time that line is complete they are here, in the order they were sent.
@@ -189,7 +188,7 @@ public final class FramedSocket: @unchecked Sendable {
             // Everything already received first.
             while true {
                 if let (line, length, descriptors) = waiting {
-                    guard let secret = try buffer.takeSecret(length, SecureBytes.init(copying:)) else { break }
+                    guard let secret = try buffer.takeSecret(length, SecretBytes.init(copying:)) else { break }
                     waiting = nil
                     deliver(Frame(line: line, secret: secret, descriptors: descriptors))
                 } else if let line = try buffer.nextLine() {
@@ -243,7 +242,7 @@ public final class FramedSocket: @unchecked Sendable {
     /// Sends `message`, followed by `secret`'s bytes when given (the message's
     /// `secret-length` must say how many). Returns false when the peer is gone.
     @discardableResult
-    public func send<T: Encodable>(_ message: T, secret: SecureBytes? = nil) -> Bool {
+    public func send<T: Encodable>(_ message: T, secret: SecretBytes? = nil) -> Bool {
         sendRaw(DaemonProtocol.encode(message), secret: secret)
     }
 
@@ -267,7 +266,7 @@ public final class FramedSocket: @unchecked Sendable {
     /// Sends bytes as they are (an already encoded line, or what no encoder would write,
     /// in tests), then `secret`'s bytes when given.
     @discardableResult
-    public func sendRaw(_ bytes: [UInt8], secret: SecureBytes? = nil) -> Bool {
+    public func sendRaw(_ bytes: [UInt8], secret: SecretBytes? = nil) -> Bool {
         writeLock.lock()
         defer { writeLock.unlock() }
         guard !closed else { return false }
@@ -337,7 +336,7 @@ public final class FramedSocket: @unchecked Sendable {
     /// Writes `bytes` then `secret` as far as the socket takes them at once (`MSG_DONTWAIT`).
     /// Returns nil when the connection failed, `.some(nil)` when everything went, else what
     /// is left to queue. Called with `writeLock` held.
-    private func sendWithoutWaiting(_ bytes: [UInt8], _ secret: SecureBytes?) -> ([UInt8], SecureBytes?)?? {
+    private func sendWithoutWaiting(_ bytes: [UInt8], _ secret: SecretBytes?) -> ([UInt8], SecretBytes?)?? {
         let line = bytes.withUnsafeBytes { writeSome($0) }
         guard line >= 0 else { return nil }
         if line < bytes.count { return .some((Array(bytes[line...]), secret)) }
@@ -345,7 +344,7 @@ public final class FramedSocket: @unchecked Sendable {
         let sent = secret.withUnsafeBytes { writeSome($0) }
         guard sent >= 0 else { return nil }
         if sent == secret.count { return .some(nil) }
-        let rest = secret.withUnsafeBytes { SecureBytes(copying: $0[sent...]) }
+        let rest = secret.withUnsafeBytes { SecretBytes(copying: $0[sent...]) }
         return .some(([], rest))
     }
 
@@ -414,7 +413,7 @@ public final class FramedSocket: @unchecked Sendable {
 /// What a server-side connection has queued to send.
 private struct Outbox {
     let limit: Int
-    var items: [(line: [UInt8], secret: SecureBytes?)] = []
+    var items: [(line: [UInt8], secret: SecretBytes?)] = []
     var bytes = 0
     /// The writer thread is writing an item taken off the queue.
     var writing = false

@@ -1,3 +1,4 @@
+import TouchgateBasics
 import TouchgatePolicy
 #if canImport(Glibc)
 import Glibc
@@ -22,7 +23,7 @@ struct AuditHost: Sendable {
 
     /// The acting process and boot: this process, or the client in ``AuditClient/current``.
     static func current() -> AuditHost {
-        let requester = AuditClient.requester.map(AuditClient.cleanRequester)
+        let requester = Requester.current.map(AuditClient.cleanRequester)
         if let client = AuditClient.current {
             return AuditHost(uid: client.uid, loginName: client.loginName, bootID: bootID,
                              via: [client.process, requester].compactMap { $0 }.joined(separator: ", "))
@@ -52,12 +53,6 @@ public struct AuditClient: Sendable, Equatable {
 
     /// The client of the request running in this task, if a daemon set one.
     @TaskLocal public static var current: AuditClient?
-
-    /// The program a helper acts for, as the helper states it (`touchgate askpass for pid 41
-    /// /usr/bin/ssh-add`): added to each record's reason, after the client process when a
-    /// daemon serves the request. It is the client's claim; the daemon's own record of the
-    /// client process (``process``) is what it verified.
-    @TaskLocal public static var requester: String?
 
     /// The longest requester text kept in a record.
     public static let maximumRequesterBytes = 512

@@ -1,5 +1,6 @@
 import CSodium
 import Foundation
+import TouchgateBasics
 
 /// The Ed25519 key that signs the head of the audit trail's public chain, so that anyone
 /// holding only its public half can verify an exported trail (``AuditSeal``).
@@ -12,7 +13,7 @@ import Foundation
 final class AuditSigner: Sendable {
     /// The public half (32 bytes), to register centrally.
     let publicKey: [UInt8]
-    private let secretKey: SecureBytes
+    private let secretKey: SecretBytes
 
     /// Signature length in bytes.
     static let signatureLength = Int(crypto_sign_BYTES)
@@ -21,7 +22,7 @@ final class AuditSigner: Sendable {
 
     private init(seed: AuditKey) {
         var publicKey = [UInt8](repeating: 0, count: Self.publicKeyLength)
-        secretKey = SecureBytes.make(count: Int(crypto_sign_SECRETKEYBYTES)) { secret in
+        secretKey = SecretBytes.make(count: Int(crypto_sign_SECRETKEYBYTES)) { secret in
             seed.withUnsafeBytes { seed in
                 _ = crypto_sign_seed_keypair(&publicKey, secret.baseAddress!.assumingMemoryBound(to: UInt8.self),
                                              seed.baseAddress!.assumingMemoryBound(to: UInt8.self))

@@ -1,4 +1,5 @@
 import CSodium
+import TouchgateBasics
 
 /// Argon2id cost parameters for turning the passphrase into the key-encryption key.
 ///
@@ -57,11 +58,11 @@ public struct KDFParameters: Sendable, Hashable, CustomStringConvertible {
 
     /// Derives a 32-byte key from `passphrase` and `salt` (Argon2id). Slow on purpose.
     /// - Throws: ``VaultError/keyDerivationFailed(_:)`` when libsodium cannot (usually memory).
-    func deriveKey(passphrase: SecureBytes, salt: [UInt8]) throws -> SecureBytes {
+    func deriveKey(passphrase: SecretBytes, salt: [UInt8]) throws -> SecretBytes {
         precondition(salt.count == Int(crypto_pwhash_saltbytes()), "salt must be crypto_pwhash_SALTBYTES long")
         guard isAcceptable else { throw VaultError.keyDerivationFailed(parameters: description) }
         let (ops, mem) = (opsLimit, memLimit)
-        return try SecureBytes.make(count: SecretBox.keyBytes) { out in
+        return try SecretBytes.make(count: SecretBox.keyBytes) { out in
             let status = passphrase.withUnsafeBytes { pass in
                 pass.withMemoryRebound(to: CChar.self) { chars in
                     crypto_pwhash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(out.count),

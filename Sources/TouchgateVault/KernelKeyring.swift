@@ -1,4 +1,5 @@
 import CTouchgateSys
+import TouchgateBasics
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,7 +13,7 @@ import Glibc
 enum KernelKeyring {
     /// Creates or replaces the key `description` with `payload`, readable only by this
     /// uid, expiring `timeout` seconds from now.
-    static func store(_ description: String, payload: SecureBytes, timeout: UInt32) throws {
+    static func store(_ description: String, payload: SecretBytes, timeout: UInt32) throws {
         let serial = try payload.withUnsafeBytes { bytes in
             try check(CTouchgateSys_key_add_user(description, bytes.baseAddress, bytes.count), "store the key in the kernel keyring")
         }
@@ -28,20 +29,20 @@ enum KernelKeyring {
 
     /// The key's serial and payload (at most `capacity` bytes), or `nil` when it is
     /// absent, expired or revoked.
-    static func read(_ description: String, capacity: Int) throws -> (serial: Int32, payload: SecureBytes)? {
+    static func read(_ description: String, capacity: Int) throws -> (serial: Int32, payload: SecretBytes)? {
         let found = CTouchgateSys_key_search_user(description)
         if isGone(found) { return nil }
         let serial = Int32(truncatingIfNeeded: try check(found, "search the kernel keyring"))
         var length = 0
-        let payload = try SecureBytes.make(count: capacity) { buffer in
+        let payload = try SecretBytes.make(count: capacity) { buffer in
             let count = CTouchgateSys_key_read(serial, buffer.baseAddress, buffer.count)
             if isGone(count) { length = -1; return }
             length = Int(try check(count, "read the keyring key"))
         }
         guard length >= 0 else { return nil }
-        guard length <= capacity else { return (serial, SecureBytes(copying: [])) }  // not ours: caller rejects it
+        guard length <= capacity else { return (serial, SecretBytes(copying: [])) }  // not ours: caller rejects it
         let exact = payload.withUnsafeBytes { bytes in
-            SecureBytes.make(count: length) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[..<length])) }
+            SecretBytes.make(count: length) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[..<length])) }
         }
         return (serial, exact)
     }

@@ -1,5 +1,6 @@
 import CSodium
 import CTouchgateSys
+import TouchgateBasics
 
 /// Process-wide protections to apply once, at the start of any program that handles secrets.
 public enum ProcessHardening {
@@ -11,7 +12,7 @@ public enum ProcessHardening {
     /// prints registers and memory, and could let a process sent `kill -SEGV` carry on).
     /// On SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS, SIGQUIT, SIGXCPU or
     /// SIGXFSZ, whether a real fault or sent by `kill`, it zeroes every live
-    /// ``SecureBytes`` allocation, writes the one line
+    /// ``SecretBytes`` allocation, writes the one line
     /// `touchgate: stopped by fatal signal N (NAME); memory wiped, nothing further released`
     /// to standard error and exits with status 128 + N. A crash therefore shows no
     /// backtrace; reproduce one under a debugger.

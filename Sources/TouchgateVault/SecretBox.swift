@@ -1,4 +1,5 @@
 import CSodium
+import TouchgateBasics
 
 /// XChaCha20-Poly1305 (IETF) with a random 24-byte nonce per seal: the one AEAD the vault uses.
 ///
@@ -14,7 +15,7 @@ enum SecretBox {
     static let tagBytes = Int(crypto_aead_xchacha20poly1305_ietf_abytes())
 
     /// Encrypts `message` under `key` with a fresh random nonce; returns both.
-    static func seal(_ message: UnsafeRawBufferPointer, key: SecureBytes,
+    static func seal(_ message: UnsafeRawBufferPointer, key: SecretBytes,
                      associatedData: [UInt8]) -> (nonce: [UInt8], ciphertext: [UInt8]) {
         precondition(key.count == keyBytes, "wrong key length")
         let nonce = Sodium.randomBytes(count: nonceBytes)
@@ -32,19 +33,19 @@ enum SecretBox {
     }
 
     /// Encrypts secret bytes; see ``seal(_:key:associatedData:)``.
-    static func seal(_ message: SecureBytes, key: SecureBytes,
+    static func seal(_ message: SecretBytes, key: SecretBytes,
                      associatedData: [UInt8]) -> (nonce: [UInt8], ciphertext: [UInt8]) {
         message.withUnsafeBytes { seal($0, key: key, associatedData: associatedData) }
     }
 
     /// Decrypts into guarded memory, or `nil` when the key, nonce, ciphertext or
     /// associated data do not match (all indistinguishable, by design).
-    static func open(nonce: [UInt8], ciphertext: [UInt8], key: SecureBytes,
-                     associatedData: [UInt8]) -> SecureBytes? {
+    static func open(nonce: [UInt8], ciphertext: [UInt8], key: SecretBytes,
+                     associatedData: [UInt8]) -> SecretBytes? {
         precondition(key.count == keyBytes, "wrong key length")
         guard nonce.count == nonceBytes, ciphertext.count >= tagBytes else { return nil }
         struct Rejected: Error {}
-        return try? SecureBytes.make(count: ciphertext.count - tagBytes) { out in
+        return try? SecretBytes.make(count: ciphertext.count - tagBytes) { out in
             var length: UInt64 = 0
             let status = key.withUnsafeBytes { k in
                 crypto_aead_xchacha20poly1305_ietf_decrypt(
@@ -58,13 +59,13 @@ enum SecretBox {
     }
 
     /// Seals a 32-byte key into one blob `nonce ‖ ciphertext ‖ tag` (72 bytes).
-    static func wrap(_ key: SecureBytes, under wrappingKey: SecureBytes, associatedData: [UInt8]) -> [UInt8] {
+    static func wrap(_ key: SecretBytes, under wrappingKey: SecretBytes, associatedData: [UInt8]) -> [UInt8] {
         let sealed = seal(key, key: wrappingKey, associatedData: associatedData)
         return sealed.nonce + sealed.ciphertext
     }
 
     /// Opens a blob made by ``wrap(_:under:associatedData:)``; `nil` on any mismatch.
-    static func unwrap(_ blob: [UInt8], under wrappingKey: SecureBytes, associatedData: [UInt8]) -> SecureBytes? {
+    static func unwrap(_ blob: [UInt8], under wrappingKey: SecretBytes, associatedData: [UInt8]) -> SecretBytes? {
         guard blob.count == nonceBytes + keyBytes + tagBytes else { return nil }
         return open(nonce: Array(blob[..<nonceBytes]), ciphertext: Array(blob[nonceBytes...]),
                     key: wrappingKey, associatedData: associatedData)

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import TouchgateBasics
 
 extension AuditLog {
     /// Runs `body` as one transaction over the whole store, so that a change and the audit
@@ -127,7 +128,7 @@ public final class StoreTransaction {
     /// - Returns: the item's new version.
     /// - Throws: ``ConflictError/itemChanged(name:)`` when `expecting` does not hold.
     @discardableResult
-    public func setItem(named name: String, value: SecureBytes, policy: String, freshTouch: Bool,
+    public func setItem(named name: String, value: SecretBytes, policy: String, freshTouch: Bool,
                         enrollmentDigest: [UInt8]?, key: VaultKey, expecting: ItemExpectation,
                         in vault: Vault) throws -> ItemVersion {
         requireSameStore(vault.database)

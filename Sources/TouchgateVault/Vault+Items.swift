@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import TouchgateBasics
 
 extension Vault {
     /// Stores `value` under `name`, replacing any item of that name (which keeps its id
@@ -20,7 +21,7 @@ extension Vault {
     ///   ``ConflictError/itemChanged(name:)`` when `expecting` does not hold (nothing is
     ///   written), ``VaultError/notInitialized(directory:)``, ``StoreError``.
     @discardableResult
-    public func setItem(named name: String, value: SecureBytes, policy: String, freshTouch: Bool,
+    public func setItem(named name: String, value: SecretBytes, policy: String, freshTouch: Bool,
                         enrollmentDigest: [UInt8]?, key: VaultKey, expecting: ItemExpectation = .any) throws -> ItemVersion {
         check(key)
         guard !name.isEmpty else { throw VaultError.invalidArgument("an item needs a name") }
@@ -31,7 +32,7 @@ extension Vault {
     }
 
     /// The write itself, inside the caller's transaction.
-    func setItem(_ db: Database, named name: String, value: SecureBytes, policy: String, freshTouch: Bool,
+    func setItem(_ db: Database, named name: String, value: SecretBytes, policy: String, freshTouch: Bool,
                  enrollmentDigest: [UInt8]?, key: VaultKey, expecting: ItemExpectation) throws -> ItemVersion {
         check(key)
         guard !name.isEmpty else { throw VaultError.invalidArgument("an item needs a name") }
@@ -44,7 +45,7 @@ extension Vault {
         let createdAt: Double = existing?["created_at"] ?? now
         let bound = ItemBinding(id: id, owner: owner, name: name, policy: policy,
                                 freshTouch: freshTouch, enrollmentDigest: enrollmentDigest)
-        let itemKey = SecureBytes.random(count: SecretBox.keyBytes)
+        let itemKey = SecretBytes.random(count: SecretBox.keyBytes)
         let wrappedKey = SecretBox.wrap(itemKey, under: key.bytes, associatedData: bound.keyAssociatedData)
         let sealed = SecretBox.seal(value, key: itemKey, associatedData: bound.valueAssociatedData)
         try db.execute(sql: """

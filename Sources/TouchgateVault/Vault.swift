@@ -1,6 +1,7 @@
 import CSodium
 import Foundation
 import GRDB
+import TouchgateBasics
 
 /// The encrypted store: a passphrase-protected vault key, per-item keys, sealed items and templates.
 ///
@@ -62,7 +63,7 @@ public struct Vault: Sendable {
     ///   ``VaultError/keyDerivationFailed(parameters:)``, ``IntegrityError/stateTampered(detail:)``
     ///   when the state was edited (nothing is created), ``AuditError``, or ``StoreError``.
     @discardableResult
-    public static func create(database: TouchgateDatabase, passphrase: SecureBytes,
+    public static func create(database: TouchgateDatabase, passphrase: SecretBytes,
                               kdf: KDFParameters = .default, owner: String = Vault.currentUser,
                               log: AuditLog? = nil, recording entry: AuditEntry? = nil) throws -> Vault {
         guard passphrase.count > 0 else { throw VaultError.invalidArgument("the passphrase must not be empty") }
@@ -76,7 +77,7 @@ public struct Vault: Sendable {
         let vaultID = Sodium.randomBytes(count: idBytes)
         let salt = Sodium.randomBytes(count: Int(crypto_pwhash_saltbytes()))
         let kek = try kdf.deriveKey(passphrase: passphrase, salt: salt)
-        let key = VaultKey(bytes: SecureBytes.random(count: SecretBox.keyBytes), vaultID: vaultID)
+        let key = VaultKey(bytes: SecretBytes.random(count: SecretBox.keyBytes), vaultID: vaultID)
         let now = Date().timeIntervalSince1970
         let meta = MetaRecord(vaultID: vaultID, kdf: kdf, salt: salt, wrappedKey: [], templatesSealed: false)
         let wrapped = SecretBox.wrap(key.bytes, under: kek, associatedData: meta.associatedData)
@@ -117,7 +118,7 @@ public struct Vault: Sendable {
     /// Runs Argon2id with the stored parameters, then opens the wrapped vault key: that
     /// AEAD open is the only check. A wrong passphrase, an altered salt, parameters or
     /// wrapped key all give the same ``VaultError/wrongPassphrase`` after the same work.
-    public func unlock(passphrase: SecureBytes) throws -> VaultKey {
+    public func unlock(passphrase: SecretBytes) throws -> VaultKey {
         let meta = try currentMeta()
         return try Self.openVaultKey(meta, passphrase: passphrase)
     }
@@ -130,7 +131,7 @@ public struct Vault: Sendable {
     /// do the same with the audit record in the same transaction.
     /// - Throws: ``VaultError/wrongPassphrase`` when `old` is wrong (or the passphrase was
     ///   changed meanwhile by another process), ``VaultError/invalidArgument(_:)``.
-    public func changePassphrase(from old: SecureBytes, to new: SecureBytes, kdf: KDFParameters? = nil) throws {
+    public func changePassphrase(from old: SecretBytes, to new: SecretBytes, kdf: KDFParameters? = nil) throws {
         let change = try preparePassphraseChange(from: old, to: new, kdf: kdf)
         try database.writeImmediately { db in try apply(db, change) }
     }
@@ -140,7 +141,7 @@ public struct Vault: Sendable {
     /// store the result with ``StoreTransaction/changePassphrase(_:in:)``.
     /// - Throws: ``VaultError/wrongPassphrase``, ``VaultError/invalidArgument(_:)``,
     ///   ``VaultError/keyDerivationFailed(parameters:)``.
-    public func preparePassphraseChange(from old: SecureBytes, to new: SecureBytes,
+    public func preparePassphraseChange(from old: SecretBytes, to new: SecretBytes,
                                         kdf: KDFParameters? = nil) throws -> PassphraseChange {
         guard new.count > 0 else { throw VaultError.invalidArgument("the new passphrase must not be empty") }
         let meta = try currentMeta()
@@ -190,7 +191,7 @@ public struct Vault: Sendable {
     }
 
     /// Argon2id then one AEAD open; any failure is ``VaultError/wrongPassphrase``.
-    private static func openVaultKey(_ meta: MetaRecord, passphrase: SecureBytes) throws -> VaultKey {
+    private static func openVaultKey(_ meta: MetaRecord, passphrase: SecretBytes) throws -> VaultKey {
         // Out-of-range parameters can only come from an altered row: same answer as a
         // wrong passphrase, so the error says nothing about which part was wrong.
         guard meta.kdf.isAcceptable, meta.salt.count == Int(crypto_pwhash_saltbytes()) else {

@@ -1,4 +1,5 @@
 import Foundation
+import TouchgateBasics
 
 /// What may be shown about a stored item without its key: never its value.
 public struct VaultItemInfo: Sendable, Equatable {
@@ -44,7 +45,7 @@ public struct VaultItem: Sendable, CustomStringConvertible {
     /// Name, policy and dates.
     public var info: VaultItemInfo
     /// The secret, wiped when the last reference goes.
-    public var value: SecureBytes
+    public var value: SecretBytes
 
     /// Names the item; never shows the value.
     public var description: String { "VaultItem(\(info.name), \(value.count) bytes)" }

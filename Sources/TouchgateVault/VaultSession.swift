@@ -1,5 +1,6 @@
 import CSodium
 import Foundation
+import TouchgateBasics
 import TouchgatePolicy
 
 /// Holds the unlocked vault key in the kernel keyring between passphrase entries.
@@ -57,7 +58,7 @@ public struct VaultSession: Sendable {
     /// - Throws: ``VaultError/wrongPassphrase`` (the keyring is then left as it was),
     ///   ``VaultError/system(operation:code:)`` when the keyring refuses.
     @discardableResult
-    public func unlock(passphrase: SecureBytes) throws -> VaultKey {
+    public func unlock(passphrase: SecretBytes) throws -> VaultKey {
         let key = try vault.unlock(passphrase: passphrase)
         try hold(key)
         return key
@@ -70,7 +71,7 @@ public struct VaultSession: Sendable {
         vault.check(key)
         let nanoseconds = UInt64(SystemClock.readBootTime().timeInterval * 1e9)
         let payload = key.bytes.withUnsafeBytes { keyBytes in
-            SecureBytes.make(count: Self.payloadBytes) { out in
+            SecretBytes.make(count: Self.payloadBytes) { out in
                 out[0] = Self.payloadFormat
                 out.baseAddress!.advanced(by: 1).copyMemory(from: keyBytes.baseAddress!, byteCount: 32)
                 for i in 0..<8 { out[33 + i] = UInt8(nanoseconds >> (8 * UInt64(i)) & 0xff) }
@@ -102,7 +103,7 @@ public struct VaultSession: Sendable {
         }
         guard try KernelKeyring.setTimeout(serial, Self.wholeSeconds(.seconds(timeout))) else { return nil }
         let key = payload.withUnsafeBytes { bytes in
-            SecureBytes.make(count: 32) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[1..<33])) }
+            SecretBytes.make(count: 32) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[1..<33])) }
         }
         return VaultKey(bytes: key, vaultID: vault.vaultID)
     }

@@ -1,5 +1,6 @@
 import CSodium
 import GRDB
+import TouchgateBasics
 
 /// Seals print templates under a key derived from the vault key (``TemplateSealing`` for ``PrintStore``).
 ///
@@ -14,11 +15,11 @@ public struct VaultTemplateSealing: TemplateSealing {
     /// First byte of every sealed template. A plaintext libfprint print starts with `F` (`FP3…`).
     public static let version: UInt8 = 0x01
 
-    private let key: SecureBytes
+    private let key: SecretBytes
 
     /// A sealer with the template key derived from `vaultKey`.
     public init(vaultKey: VaultKey) {
-        key = SecureBytes.make(count: SecretBox.keyBytes) { out in
+        key = SecretBytes.make(count: SecretBox.keyBytes) { out in
             let status = vaultKey.bytes.withUnsafeBytes { master in
                 crypto_kdf_derive_from_key(out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
                                            1, "tgtempl1", master.baseAddress!.assumingMemoryBound(to: UInt8.self))

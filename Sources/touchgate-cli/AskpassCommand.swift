@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgate askpass`: the program ssh and ssh-add run as `SSH_ASKPASS`.
 struct Askpass: AsyncParsableCommand {

@@ -1,7 +1,7 @@
 import Foundation
 import TouchgateService
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,7 +27,7 @@ final class AssuanReader {
     /// - Throws: ``ServiceError`` when a line is too long or reading fails.
     func nextLine<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         while true {
-            let bytes = UnsafeRawBufferPointer(buffer.bytes)
+            let bytes = UnsafeRawBufferPointer(buffer.storage)
             if let newline = bytes[start..<end].firstIndex(of: 0x0A) {
                 defer { start = newline + 1 }
                 return try body(UnsafeRawBufferPointer(rebasing: bytes[start..<newline]))
@@ -37,11 +37,11 @@ final class AssuanReader {
             }
             if start > 0 {
                 let pending = end - start
-                memmove(buffer.bytes.baseAddress!, buffer.bytes.baseAddress! + start, pending)
-                memset(buffer.bytes.baseAddress! + pending, 0, end - pending)
+                memmove(buffer.storage.baseAddress!, buffer.storage.baseAddress! + start, pending)
+                memset(buffer.storage.baseAddress! + pending, 0, end - pending)
                 (start, end) = (0, pending)
             }
-            let count = read(fd, buffer.bytes.baseAddress! + end, buffer.capacity - end)
+            let count = read(fd, buffer.storage.baseAddress! + end, buffer.capacity - end)
             if count < 0 && errno == EINTR { continue }
             if count < 0 { throw ServiceError(.dataError, "cannot read the Assuan stream: \(String(cString: strerror(errno)))") }
             if count == 0 { return nil }

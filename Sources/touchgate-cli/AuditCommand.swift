@@ -3,7 +3,7 @@ import Foundation
 import TouchgateClient
 import TouchgateFleet
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif

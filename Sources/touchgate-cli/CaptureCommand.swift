@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgate capture`: saves one image from a reader that can capture.
 struct Capture: AsyncParsableCommand {

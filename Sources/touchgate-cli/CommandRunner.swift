@@ -2,7 +2,7 @@ import ArgumentParser
 @preconcurrency import Dispatch
 import Foundation
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// Runs a command's body with the conventions every command shares: Ctrl-C (or SIGTERM)
 /// cancels the running request, which releases the reader before the process exits;

@@ -1,5 +1,5 @@
 import ArgumentParser
-import TouchgateWire
+import TouchgateAPI
 
 /// "Did you mean …" for a mistyped command (`touchgate enrol`, `touchgate secret gte`).
 enum CommandSuggestion {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import TouchgateAPI
 import TouchgateService
 import TouchgateVault
 

@@ -1,5 +1,5 @@
 import Foundation
-import TouchgateWire
+import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,6 @@
 import ArgumentParser
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgate devices`: the readers libfprint finds.
 struct Devices: AsyncParsableCommand {

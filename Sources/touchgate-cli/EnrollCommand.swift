@@ -1,6 +1,6 @@
 import ArgumentParser
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgate enroll`: scans a finger several times and stores the print.
 struct Enroll: AsyncParsableCommand {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `git-credential-touchgate OPERATION` (also `touchgate git-credential OPERATION`): git's
 /// credential helper protocol, git-credential(1).

@@ -1,6 +1,6 @@
 import ArgumentParser
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgate import`: brings in prints enrolled elsewhere.
 struct Import: AsyncParsableCommand {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgate init`: creates the vault under a new passphrase.
 struct Init: AsyncParsableCommand {

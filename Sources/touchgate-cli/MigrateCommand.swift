@@ -1,7 +1,7 @@
 import ArgumentParser
 import TouchgateClient
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgate migrate`: moves the personal (in-process) store into touchgated's.
 struct Migrate: AsyncParsableCommand {

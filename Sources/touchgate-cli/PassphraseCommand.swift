@@ -1,6 +1,6 @@
 import ArgumentParser
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgate passphrase`: passphrase management.
 struct Passphrase: AsyncParsableCommand {

@@ -1,7 +1,7 @@
 import Foundation
 import TouchgateService
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif

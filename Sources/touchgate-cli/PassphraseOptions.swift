@@ -1,4 +1,5 @@
 import ArgumentParser
+import TouchgateAPI
 import TouchgateService
 
 /// `--passphrase-fd N`: the passphrase comes one line at a time from descriptor N instead

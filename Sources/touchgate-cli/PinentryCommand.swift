@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgate pinentry` (and `pinentry-touchgate`, a symlink): gpg-agent's pinentry.
 struct Pinentry: AsyncParsableCommand {

@@ -1,6 +1,6 @@
 import Foundation
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,6 @@
 import ArgumentParser
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgate policy`: lockout and session limits.
 struct Policy: AsyncParsableCommand {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgate prints`: the enrolled prints.
 struct Prints: AsyncParsableCommand {

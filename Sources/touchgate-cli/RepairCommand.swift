@@ -1,6 +1,6 @@
 import ArgumentParser
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgate repair`: after state was edited outside touchgate, or the audit log wiped.
 struct Repair: AsyncParsableCommand {

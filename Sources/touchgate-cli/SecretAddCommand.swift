@@ -1,6 +1,6 @@
 import ArgumentParser
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 extension Secret {
     /// `touchgate secret add NAME --policy P [--fresh]`: stores standard input under NAME.

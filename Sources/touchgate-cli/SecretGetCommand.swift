@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 extension Secret {
     /// `touchgate secret list`: names and policies, never values.

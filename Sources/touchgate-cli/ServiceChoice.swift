@@ -1,7 +1,7 @@
 import Foundation
 import TouchgateClient
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// Which mode serves this command.
 ///

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgate status`: locked or not, session, lockout, enrolled fingers, readers.
 struct Status: AsyncParsableCommand {

@@ -1,4 +1,5 @@
 import Foundation
+import TouchgateAPI
 import TouchgateService
 #if canImport(Glibc)
 import Glibc

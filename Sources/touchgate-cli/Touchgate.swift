@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// The `touchgate` command: fingerprint-gated secrets for Linux.
 @main

@@ -1,6 +1,6 @@
 import ArgumentParser
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgate unlock`: the passphrase puts the vault key in the kernel keyring.
 struct Unlock: AsyncParsableCommand {

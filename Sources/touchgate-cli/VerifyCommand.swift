@@ -1,6 +1,6 @@
 import ArgumentParser
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgate verify`: does the finger on the reader match an enrolled print?
 struct Verify: AsyncParsableCommand {

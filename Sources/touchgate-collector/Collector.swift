@@ -3,7 +3,7 @@ import Foundation
 import TouchgateFleet
 import TouchgateService
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// `touchgate-collector`: the fleet's central verifier and query tool (README, "Fleet").
 @main

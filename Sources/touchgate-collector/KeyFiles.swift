@@ -1,7 +1,7 @@
 import Foundation
 import TouchgateService
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// The collector's key and state files: read with care, written privately and atomically.
 enum KeyFiles {
@@ -49,7 +49,7 @@ enum KeyFiles {
     }
 
     /// Writes a new private file (mode 0600); never replaces one.
-    static func writePrivate(_ secret: SecureBytes, to path: String) throws(ServiceError) {
+    static func writePrivate(_ secret: SecretBytes, to path: String) throws(ServiceError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else {
             let reason = String(cString: strerror(errno))

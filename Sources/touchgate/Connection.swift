@@ -22,13 +22,13 @@ final class Connection {
     /// Readable when SIGINT or SIGTERM has arrived (once ``watchInterrupts()`` ran).
     private var interrupts: Int32 = -1
     /// The memory the frames are read into, and the frames.
-    private let inbox: LockedBytes
+    private let inbox: SecretBuffer
     private let frames: FrameBuffer
 
     /// A connection to the socket at `path`, or nil when there is none to be had.
     init?(path: String) {
-        guard path.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path),
-              let inbox = LockedBytes(capacity: FrameBuffer.capacity) else { return nil }
+        guard path.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) else { return nil }
+        let inbox = SecretBuffer(capacity: FrameBuffer.capacity)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         var address = sockaddr_un()
@@ -47,7 +47,7 @@ final class Connection {
         }
         self.fd = fd
         self.inbox = inbox
-        frames = FrameBuffer(memory: UnsafeMutableRawBufferPointer(start: inbox.base, count: inbox.capacity))
+        frames = FrameBuffer(memory: inbox.storage)
     }
 
     deinit {
@@ -82,7 +82,7 @@ final class Connection {
     }
 
     /// The `count` raw bytes that follow a line, appended to `secret`.
-    func secret(count: Int, into secret: LockedBytes) throws(Ended) {
+    func secret(count: Int, into secret: SecretBuffer) throws(Ended) {
         guard secret.capacity - secret.count >= count else { throw .framing(.secretTooLong) }
         while true {
             do {

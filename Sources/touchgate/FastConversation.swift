@@ -11,7 +11,7 @@ final class FastConversation {
     private let connection: Connection
     /// A passphrase, once asked, is reused for a second question (an `and` policy) as
     /// touchgate-cli's PassphraseInput does; a new one is asked only after a wrong one.
-    private var passphrase: LockedBytes?
+    private var passphrase: SecretBuffer?
 
     private init(_ request: FastRequest, _ connection: Connection) {
         self.request = request
@@ -96,7 +96,7 @@ final class FastConversation {
         case .release:
             guard let length = message.integer("secret-length") else { return failure(.daemonReleasedNoValue) }
             guard (0...DaemonProtocol.maximumSecretBytes).contains(length) else { return broken(.secretTooLong) }
-            guard let value = LockedBytes(capacity: max(length, 1)) else { return failure(ServiceError(.error, "cannot allocate memory")) }
+            let value = SecretBuffer(capacity: max(length, 1))
             defer { value.wipe() }
             do {
                 try connection.secret(count: length, into: value)
@@ -110,16 +110,14 @@ final class FastConversation {
     /// Writes a released value: as is (a newline after it only on a terminal), or with
     /// `--json` as `{"encoding", "name", "result": "released", "value"}`, the value as
     /// UTF-8 text or else base64, built in locked memory.
-    private func release(_ value: LockedBytes) -> Int32 {
+    private func release(_ value: SecretBuffer) -> Int32 {
         guard request.json else {
             guard FileOutput.write(value.bytes, to: 1) else { return failure(ServiceError(.dataError, "cannot write to standard output")) }
             if isatty(1) == 1 { FileOutput.write("\n", to: 1) }
             return ExitStatus.success
         }
         let text = String(validating: value.bytes, as: UTF8.self) != nil
-        guard let out = LockedBytes(capacity: 6 * value.count + 4 * (request.item ?? "").utf8.count + 96) else {
-            return failure(ServiceError(.error, "cannot allocate memory"))
-        }
+        let out = SecretBuffer(capacity: 6 * value.count + 4 * (request.item ?? "").utf8.count + 96)
         defer { out.wipe() }
         out.append(contentsOf: "{\"encoding\":\"\(text ? "utf-8" : "base64")\",\"name\":".utf8)
         out.append(contentsOf: JSONText.quoted(request.item ?? ""))
@@ -205,12 +203,12 @@ final class FastConversation {
     }
 
     /// The passphrase: the one given before unless `again`; else asked on the terminal.
-    private func passphrase(prompt: String, again: Bool) throws -> LockedBytes {
+    private func passphrase(prompt: String, again: Bool) throws -> SecretBuffer {
         if let passphrase, !again { return passphrase }
         passphrase?.wipe()
-        guard let fresh = LockedBytes(capacity: PassphraseReading.maximumLength) else { throw PassphraseInputError.io(ENOMEM) }
+        let fresh = SecretBuffer(capacity: PassphraseReading.maximumLength)
         fresh.count = try PassphraseReading.withQuietTerminal(prompt: prompt) { fd in
-            try PassphraseReading.readLine(from: fd, into: UnsafeMutableRawBufferPointer(start: fresh.base, count: fresh.capacity),
+            try PassphraseReading.readLine(from: fd, into: fresh.storage,
                                            interactive: true) {
                 if connection.interrupted { throw Connection.Ended.interrupted }
             }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TouchgateTestSupport
-import TouchgateWire
+import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif

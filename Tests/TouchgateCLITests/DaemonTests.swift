@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TouchgateSocket
 import TouchgateTestSupport
-import TouchgateWire
+import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,6 @@
 import Testing
 import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// Who may ask touchgated for what, and whose trail records a refusal.
 @Suite struct CallerRulesTests {

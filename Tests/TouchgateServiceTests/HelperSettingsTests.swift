@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import TouchgateService
-import TouchgateWire
+import TouchgateAPI
 
 /// `helpers.json`: the mapping rules, and edits made at the same time by several commands.
 @Suite struct HelperSettingsTests {

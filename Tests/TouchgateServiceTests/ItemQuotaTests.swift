@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TouchgateService
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// The per-user quota of the system mode: refused with `quota` (exit 13), nothing stored,
 /// audited once per crossing; the personal mode has none.

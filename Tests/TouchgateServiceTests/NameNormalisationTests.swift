@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TouchgateService
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// Secret names are one name however they are typed (NFC), names that would print like
 /// another are refused, and items stored under another spelling by an earlier release
@@ -100,7 +100,7 @@ extension ServiceRig {
         let vault = try Vault.open(database: database, owner: service.principal.loginName)
         let key = try #require(try custody(for: vault).currentKey(), "the vault is unlocked")
         for (name, value) in items {
-            try vault.setItem(named: name, value: SecureBytes(copying: Array(value.utf8)), policy: "passphrase",
+            try vault.setItem(named: name, value: SecretBytes(copying: Array(value.utf8)), policy: "passphrase",
                               freshTouch: false, enrollmentDigest: nil, key: key)
         }
         try database.closeConnections()

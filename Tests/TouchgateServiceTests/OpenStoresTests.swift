@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import TouchgateService
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// Stores kept open across requests (touchgated's): kept while they are the store at their
 /// path, reopened when they are not, bounded, and as guarded as a store opened afresh.

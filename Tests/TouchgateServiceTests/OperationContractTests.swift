@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TouchgateService
-@testable import TouchgateWire
+@testable import TouchgateAPI
 
 /// The operation table (``OperationContract``): declared once, read by the daemon's
 /// admission rules, and rendered into docs/PROTOCOL.md.

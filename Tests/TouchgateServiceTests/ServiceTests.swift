@@ -3,7 +3,7 @@ import GRDB
 import Testing
 import TouchgateService
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 
 /// A person who answers every passphrase prompt with `passphrase` and remembers the events.
 final class ScriptedInteraction: Interaction, @unchecked Sendable {

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TouchgateWire
+import TouchgateAPI
 
 @Suite struct WireCodingTests {
     @Test func keysAreKebabCaseAndRoundTrip() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TouchgateBasics
 import TouchgatePolicy
 @testable import TouchgateVault
 

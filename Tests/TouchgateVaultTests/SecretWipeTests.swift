@@ -2,6 +2,7 @@ import CSodium
 import CTouchgateSys
 import Foundation
 import Testing
+import TouchgateBasics
 @testable import TouchgateVault
 
 #if canImport(Glibc)
@@ -195,31 +196,31 @@ struct SecretWipeTests {
         #expect(CTouchgateSys_secret_unregister(slot, region) == -1, "a slot is freed once")
     }
 
-    @Test("SecureBytes and the vault's keys are registered from the start")
+    @Test("SecretBytes and the vault's keys are registered from the start")
     func secureBytesRegistered() throws {
-        let bytes = SecureBytes.random(count: 32)
+        let bytes = SecretBytes.random(count: 32)
         #expect(bytes.registrySlot >= 0)
-        #expect(SecureBytes(copying: Array("hunter2".utf8)).registrySlot >= 0)
-        #expect(SecureBytes(copying: []).registrySlot >= 0, "even an empty value holds one guarded byte")
+        #expect(SecretBytes(copying: Array("hunter2".utf8)).registrySlot >= 0)
+        #expect(SecretBytes(copying: []).registrySlot >= 0, "even an empty value holds one guarded byte")
         let fixture = try VaultFixture()
         #expect(fixture.key.bytes.registrySlot >= 0)
     }
 
-    @Test("many concurrent SecureBytes, beyond the registry's size, all work and release cleanly")
+    @Test("many concurrent SecretBytes, beyond the registry's size, all work and release cleanly")
     func concurrentAndFull() async throws {
         let capacity = Int(CTOUCHGATESYS_SECRET_REGION_SLOTS)
         do {
             // 8 tasks make 2 × capacity values; all stay alive until the end of this scope.
-            let made = await withTaskGroup(of: [(SecureBytes, [UInt8])].self) { group in
+            let made = await withTaskGroup(of: [(SecretBytes, [UInt8])].self) { group in
                 for task in 0..<8 {
                     group.addTask {
                         (0..<(capacity / 4)).map { index in
                             let value = Array("secret \(task)-\(index)".utf8)
-                            return (SecureBytes(copying: value), value)
+                            return (SecretBytes(copying: value), value)
                         }
                     }
                 }
-                var all: [(SecureBytes, [UInt8])] = []
+                var all: [(SecretBytes, [UInt8])] = []
                 for await batch in group { all += batch }
                 return all
             }
@@ -232,7 +233,7 @@ struct SecretWipeTests {
             #expect(Set(slots).count == slots.count, "no slot was handed out twice")
         }
         // Every value was released with its scope and gave its slot back.
-        let after = (0..<16).map { _ in SecureBytes.random(count: 8) }
+        let after = (0..<16).map { _ in SecretBytes.random(count: 8) }
         #expect(after.allSatisfy { $0.registrySlot >= 0 })
     }
 }

@@ -1,6 +1,7 @@
 import CTouchgateSys
 import Testing
 @testable import TouchgateVault
+import TouchgateBasics
 
 @Suite("Secret bytes")
 struct SecureBytesTests {
@@ -9,7 +10,7 @@ struct SecureBytesTests {
         let bytes = secret("hunter2")
         #expect(bytes.count == 7)
         #expect(string(bytes) == "hunter2")
-        #expect("\(bytes)" == "SecureBytes(7 bytes)")
+        #expect("\(bytes)" == "SecretBytes(7 bytes)")
         #expect(!String(reflecting: bytes).contains("hunter2"))
         var dumped = ""
         dump(bytes, to: &dumped)
@@ -29,14 +30,14 @@ struct SecureBytesTests {
         #expect(secret("abc").constantTimeEquals(secret("abc")))
         #expect(!secret("abc").constantTimeEquals(secret("abd")))
         #expect(!secret("abc").constantTimeEquals(secret("abcd")))
-        #expect(!SecureBytes.random(count: 32).constantTimeEquals(SecureBytes.random(count: 32)))
-        #expect(SecureBytes(copying: []).count == 0)
+        #expect(!SecretBytes.random(count: 32).constantTimeEquals(SecretBytes.random(count: 32)))
+        #expect(SecretBytes(copying: []).count == 0)
     }
 
     @Test("a failing initializer frees the memory and rethrows")
     func failingInitializer() {
         struct Boom: Error {}
-        #expect(throws: Boom.self) { try SecureBytes.make(count: 8) { _ in throw Boom() } }
+        #expect(throws: Boom.self) { try SecretBytes.make(count: 8) { _ in throw Boom() } }
     }
 
     @Test("ProcessHardening makes the process non-dumpable")

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 @testable import TouchgateVault
+import TouchgateBasics
 
 /// A fresh data directory (removed when the fixture goes) with a database in it.
 final class TemporaryStore: Sendable {
@@ -46,12 +47,12 @@ struct VaultFixture {
 }
 
 /// Test shorthand: a string's UTF-8 bytes in guarded memory.
-func secret(_ text: String) -> SecureBytes {
-    SecureBytes(copying: Array(text.utf8))
+func secret(_ text: String) -> SecretBytes {
+    SecretBytes(copying: Array(text.utf8))
 }
 
 /// Test shorthand: guarded bytes back as a string.
-func string(_ bytes: SecureBytes) -> String {
+func string(_ bytes: SecretBytes) -> String {
     bytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
 }
 

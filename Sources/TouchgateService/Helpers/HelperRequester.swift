@@ -1,6 +1,6 @@
 import Foundation
 import TouchgateVault
-import TouchgateWire
+import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,13 +9,13 @@ extension TouchgateService {
     /// The program the running helper acts for, when it set one with ``actingFor(_:_:)``.
     /// `DaemonClient` sends it with every request (`requester`), so records written by
     /// touchgated carry it too.
-    public static var requester: String? { AuditClient.requester }
+    public static var requester: String? { Requester.current }
 
     /// Runs `body` with every audit record it causes naming `requester` (in this process,
     /// and in touchgated through the request's `requester` argument).
     public static func actingFor<T: Sendable>(_ requester: String,
                                               _ body: () async throws(ServiceError) -> T) async throws(ServiceError) -> T {
-        let result: Result<T, ServiceError> = await AuditClient.$requester.withValue(requester) {
+        let result: Result<T, ServiceError> = await Requester.$current.withValue(requester) {
             do {
                 return .success(try await body())
             } catch let error as ServiceError {

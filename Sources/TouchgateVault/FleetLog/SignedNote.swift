@@ -1,5 +1,6 @@
 import CSodium
 import Foundation
+import TouchgateBasics
 import TouchgatePolicy
 
 /// C2SP's signed notes (c2sp.org/signed-note) with Ed25519, as the fleet log uses them:
@@ -114,12 +115,12 @@ public final class NoteSigner: Sendable {
     public let name: String
     public let type: UInt8
     public let publicKey: [UInt8]
-    private let secretKey: SecureBytes
+    private let secretKey: SecretBytes
 
     private init(name: String, type: UInt8, seed: UnsafeRawBufferPointer) {
         var publicKey = [UInt8](repeating: 0, count: AuditSigner.publicKeyLength)
         _ = sodium_init()
-        secretKey = SecureBytes.make(count: Int(crypto_sign_SECRETKEYBYTES)) { secret in
+        secretKey = SecretBytes.make(count: Int(crypto_sign_SECRETKEYBYTES)) { secret in
             _ = crypto_sign_seed_keypair(&publicKey, secret.baseAddress!.assumingMemoryBound(to: UInt8.self),
                                          seed.baseAddress!.assumingMemoryBound(to: UInt8.self))
         }
@@ -129,12 +130,12 @@ public final class NoteSigner: Sendable {
     }
 
     /// A new random key; returns it and the text of its private key file.
-    public static func generate(name: String, type: UInt8) -> (NoteSigner, SecureBytes) {
-        let seed = SecureBytes.random(count: Int(crypto_sign_SEEDBYTES))
+    public static func generate(name: String, type: UInt8) -> (NoteSigner, SecretBytes) {
+        let seed = SecretBytes.random(count: Int(crypto_sign_SEEDBYTES))
         let signer = seed.withUnsafeBytes { NoteSigner(name: name, type: type, seed: $0) }
         let prefix = "PRIVATE+KEY+\(name)+\(Hex.encode(signer.keyID))+"
         let encoded = seed.withUnsafeBytes { Data([type] + Array($0)).base64EncodedString() }
-        return (signer, SecureBytes(copying: Array((prefix + encoded + "\n").utf8)))
+        return (signer, SecretBytes(copying: Array((prefix + encoded + "\n").utf8)))
     }
 
     /// The key in a private key file's text; nil when it is not one.

@@ -1,13 +1,3 @@
-import TouchgateVault
-import TouchgateWire
-
-/// Secret bytes in guarded memory, as the service takes and returns them (passphrases,
-/// item values). Zeroed when released; never printed.
-public typealias SecretBytes = SecureBytes
-
-/// A mutable buffer in the same guarded memory, for bytes on their way to becoming
-/// secrets (a line read from a pinentry). Zeroed when released.
-public typealias SecretBuffer = GuardedBuffer
 
 /// The person at the other end of a request: where prompts and progress go, where a
 /// passphrase comes from, and who confirms a change that loses data. The CLI implements
@@ -43,10 +33,5 @@ extension Interaction {
     /// The vault passphrase, remembered within the request.
     public func passphrase(prompt: String) async throws -> SecretBytes {
         try await passphrase(prompt: prompt, again: false)
-    }
-
-    /// A hint or warning for the person.
-    func notice(_ message: String) {
-        event(InteractionEvent(.notice, message))
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import TouchgateWire
 
 /// Every request a client can make, as a client makes it: served in this process by
 /// ``TouchgateService`` (the personal mode), or by `touchgated` through the daemon's
@@ -99,10 +98,12 @@ public struct ReaderInventory: Codable, Sendable, Equatable {
     }
 }
 
-extension TouchgateService: TouchgateRequests {
-
-    public func listReaders() async throws(ServiceError) -> ReaderInventory {
-        let readers = await readers()
-        return ReaderInventory(readers: readers, explanation: readers.isEmpty ? noReaderExplanation() : nil)
-    }
+/// Where `touchgate migrate` moves a personal store: touchgated, reached as a client.
+public protocol MigrationTarget: TouchgateRequests {
+    /// Hands the personal store's files to the daemon (read-only descriptors: a consistent
+    /// copy of the database, then the audit key), which adopts them for the caller's uid
+    /// after the passphrase (asked through `interaction`) opens the vault and the audit
+    /// chain verifies. `from` is the personal data directory, for the audit record.
+    func adopt(database: Int32, auditKey: Int32, from: String,
+               interaction: any Interaction) async throws(ServiceError) -> MigrationReport
 }
