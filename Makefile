@@ -3,7 +3,8 @@
 #   make                  release build of touchgate, its man pages and shell completions
 #   make install          installs them under $(PREFIX): touchgate in bin/ (with the helpers
 #                         touchgate-askpass, git-credential-touchgate and pinentry-touchgate,
-#                         symlinks to it) and touchgate-cli, which it runs, in libexec/touchgate/;
+#                         symlinks to it) and touchgate-client and touchgate-cli, which it runs,
+#                         in libexec/touchgate/;
 #                         a man page per command in share/man/man1, bash, zsh and fish completions
 #   make install-udev     the udev rules and hwdb that give the user at the seat the reader
 #                         (udev/README.md); reloads udev unless DESTDIR is set
@@ -64,6 +65,9 @@ BINARY   = $(SCRATCH)/$(CONFIGURATION)/touchgate
 # get through the daemon; installed in $(LIBEXECDIR)/touchgate/, where the front looks for it
 # (../libexec/touchgate/ from its own directory, so BINDIR and LIBEXECDIR stay siblings).
 CLI      = $(SCRATCH)/$(CONFIGURATION)/touchgate-cli
+# The same commands through the daemon only, without the service (no libfprint, GLib, GRDB or
+# libsodium): what the front execs when touchgated serves. Installed beside touchgate-cli.
+CLIENT   = $(SCRATCH)/$(CONFIGURATION)/touchgate-client
 DAEMON   = $(SCRATCH)/$(CONFIGURATION)/touchgated
 # Where swift-argument-parser's GenerateManual plugin writes touchgate's pages.
 MANOUT   = $(SCRATCH)/plugins/GenerateManual/outputs/touchgate-cli
@@ -77,12 +81,16 @@ HELPERS = touchgate-askpass git-credential-touchgate pinentry-touchgate
 
 all: $(BINARY) $(MANOUT)/touchgate.1 $(COMPOUT)/touchgate
 
-$(BINARY): $(SOURCES) $(CLI)
+$(BINARY): $(SOURCES) $(CLI) $(CLIENT)
 	$(call SWIFTPM,build) -c $(CONFIGURATION) --product touchgate
 	touch $@
 
 $(CLI): $(SOURCES)
 	$(call SWIFTPM,build) -c $(CONFIGURATION) --product touchgate-cli
+	touch $@
+
+$(CLIENT): $(SOURCES)
+	$(call SWIFTPM,build) -c $(CONFIGURATION) --product touchgate-client
 	touch $@
 
 # One page per command (touchgate.1, touchgate.secret.get.1, …), from the command
@@ -102,6 +110,7 @@ install: all
 		$(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 0755 $(BINARY) $(DESTDIR)$(BINDIR)/touchgate
 	install -m 0755 $(CLI) $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-cli
+	install -m 0755 $(CLIENT) $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-client
 	# The helpers are touchgate under other names (README, "Integrations").
 	for helper in $(HELPERS); do ln -sf touchgate $(DESTDIR)$(BINDIR)/$$helper; done
 	install -m 0644 $(MANOUT)/*.1 $(DESTDIR)$(MAN1DIR)/
@@ -111,7 +120,7 @@ install: all
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(HELPERS))
-	rm -f $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-cli
+	rm -f $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-cli $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-client
 	-rmdir $(DESTDIR)$(LIBEXECDIR)/touchgate
 	rm -f $(DESTDIR)$(BINDIR)/touchgate $(DESTDIR)$(MAN1DIR)/touchgate.1 $(DESTDIR)$(MAN1DIR)/touchgate.*.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/touchgate $(DESTDIR)$(ZSHCOMPDIR)/_touchgate $(DESTDIR)$(FISHCOMPDIR)/touchgate.fish

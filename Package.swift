@@ -10,6 +10,7 @@ let package = Package(
     products: [
         .executable(name: "touchgate", targets: ["touchgate"]),
         .executable(name: "touchgate-cli", targets: ["touchgate-cli"]),
+        .executable(name: "touchgate-client", targets: ["touchgate-client"]),
         .library(name: "FingerprintKit", targets: ["FingerprintKit"]),
         .library(name: "TouchgatePolicy", targets: ["TouchgatePolicy"]),
         // Doubles for the policy core's ports (a scripted sensor and passphrase, a manual
@@ -109,14 +110,25 @@ let package = Package(
             dependencies: ["TouchgateBasics", "CTouchgateSys"],
             linkerSettings: [.unsafeFlags(["-static-executable"])]
         ),
-        // Every command, in either mode: what `touchgate` execs.
-        .executableTarget(
-            name: "touchgate-cli",
+        // Every command: arguments, rendering and the terminal, over `any TouchgateRequests`.
+        // Nothing here links the service: what only a process holding the store can do is
+        // asked of the `CommandHost` the executable passes in.
+        .target(
+            name: "TouchgateCommands",
             dependencies: [
-                "TouchgateService", "TouchgateVault", "TouchgateAPI", "TouchgateClient", "TouchgateFleet",
+                "TouchgateAPI", "TouchgateClient", "TouchgatePolicy",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Every command, in either mode, the personal mode in-process: what `touchgate` execs
+        // when touchgated does not serve.
+        .executableTarget(
+            name: "touchgate-cli",
+            dependencies: ["TouchgateCommands", "TouchgateService", "TouchgateVault", "TouchgateAPI", "TouchgateFleet"]
+        ),
+        // Every command through touchgated, without the service: what `touchgate` execs when
+        // the daemon serves.
+        .executableTarget(name: "touchgate-client", dependencies: ["TouchgateCommands"]),
         // The fleet's central verifier and query tool, run by an auditor against the database.
         .executableTarget(
             name: "touchgate-collector",
@@ -146,9 +158,10 @@ let package = Package(
         .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateAPI", "TouchgateVault", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "TouchgateCLITests",
-            dependencies: ["touchgate-cli", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateImageIO",
+            dependencies: ["touchgate-cli", "touchgate-client", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateImageIO",
                            "TouchgatePolicy", "TouchgateVault", "TouchgateTestSupport", "TouchgateSocket", "TouchgateAPI"]
         ),
+        .testTarget(name: "TouchgateCommandsTests", dependencies: ["TouchgateCommands", "TouchgateAPI"]),
         .testTarget(name: "UdevTests"),
     ]
 )

@@ -12,8 +12,10 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 
 echo "== building (release)" >&2
-# touchgate is a small front that runs touchgate-cli, built beside it, for most commands.
+# touchgate is a small front that runs touchgate-cli (or, through touchgated,
+# touchgate-client), built beside it, for most commands.
 swift build -c release --product touchgate-cli >&2
+swift build -c release --product touchgate-client >&2
 swift build -c release --product touchgate >&2
 swift build -c release --product virtual-finger >&2
 bin=$(swift build -c release --show-bin-path)

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// How `touchgate` is started and where it looks for the daemon: shared by the thin
 /// `touchgate` front and the full `touchgate-cli`, so both decide the same way.
 public enum Invocation {
@@ -7,6 +11,19 @@ public enum Invocation {
 
     /// The environment variable naming the daemon's socket.
     public static let socketVariable = "TOUCHGATE_SOCKET"
+
+    /// The daemon's socket this process uses, or nil for the personal mode: the one
+    /// `TOUCHGATE_SOCKET` names (nil when it is empty), else ``systemSocket`` when a socket
+    /// is there. Every executable decides with this, once, before any command runs.
+    public static func daemonSocket() -> String? {
+        if let named = getenv(socketVariable) {
+            let path = String(cString: named)
+            return path.isEmpty ? nil : path
+        }
+        var status = stat()
+        guard lstat(systemSocket, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else { return nil }
+        return systemSocket
+    }
 
     /// The arguments that stand before the command line of touchgate run under a helper's
     /// name (a symlink): git runs `git-credential-touchgate OPERATION`, gpg-agent runs

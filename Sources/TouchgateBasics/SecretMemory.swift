@@ -146,6 +146,22 @@ public final class SecretBytes: @unchecked Sendable {
     }
 }
 
+extension SecretBytes {
+    /// Compares contents in time that depends only on the length: every byte is read and
+    /// the differences are accumulated, with no early exit (the comparison libsodium's
+    /// `sodium_memcmp` makes, written here so that a client needs no crypto library).
+    public func constantTimeEquals(_ other: SecretBytes) -> Bool {
+        guard count == other.count else { return false }
+        return withUnsafeBytes { mine in
+            other.withUnsafeBytes { theirs in
+                var difference: UInt8 = 0
+                for index in 0..<mine.count { difference |= mine[index] ^ theirs[index] }
+                return difference == 0
+            }
+        }
+    }
+}
+
 extension SecretBytes: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// Only the length: never the contents.
     public var description: String { "SecretBytes(\(count) bytes)" }

@@ -14,7 +14,7 @@ import TouchgateAPI
 /// it must be a regular file owned by root that neither its group nor others can write.
 public struct FleetConfiguration: Sendable, Equatable {
     /// Where the file is looked for by default.
-    public static let defaultPath = "/etc/touchgate/fleet.conf"
+    public static let defaultPath = Vocabulary.fleetConfiguration
 
     /// The libpq connection string or URL.
     public var database: String

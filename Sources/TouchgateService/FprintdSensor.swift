@@ -48,7 +48,7 @@ actor FprintdSensor: BiometricSensor {
             // fprintd names the finger it checked (VerifyFingerSelected). Only a finger name
             // is taken from it, and when one finger was asked for, only that one: a match
             // reported for another finger is no answer to the question asked.
-            let reported = result.finger.flatMap(TouchgateService.fingerName)
+            let reported = result.finger.flatMap(Vocabulary.finger)
             if let finger, reported != finger {
                 throw FprintdError.failed(name: "verify-match", detail: "fprintd reported a match of "
                                           + "\(result.finger.map(StoredText.escaped) ?? "no finger"), not of \(finger) as asked")

@@ -18,10 +18,6 @@ extension TouchgateService {
         }
     }
 
-    /// Every audit event name this release writes, in a stable order (for help texts and
-    /// ``AuditFilter/events``).
-    public static var auditEventNames: [String] { AuditEvent.known.map(\.rawValue) }
-
     /// The audit records `filter` selects, in its order (as stored: verify the chain to
     /// trust them). Without a filter, every record, oldest first. The chain fields are
     /// left out; ``exportAudit(_:format:to:)`` includes them.

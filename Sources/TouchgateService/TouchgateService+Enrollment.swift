@@ -5,15 +5,6 @@ import TouchgateVault
 import TouchgateAPI
 
 extension TouchgateService {
-    /// The finger names accepted by enroll, verify and delete: `left-thumb` … `right-little`.
-    public static let fingerNames: [String] = Finger.allCases.dropFirst().map(\.name)
-
-    /// The canonical name of `finger` (also accepts fprintd's `right-index-finger`), or nil.
-    public static func fingerName(_ finger: String) -> String? {
-        guard let parsed = Finger(name: finger), parsed != .unknown else { return nil }
-        return parsed.name
-    }
-
     /// Enrolls `finger` of `user` (default: the principal) on `device`.
     ///
     /// Once a vault exists this needs the key held and the passphrase, and destroys every
@@ -23,9 +14,9 @@ extension TouchgateService {
     public func enroll(finger fingerName: String, user: String? = nil, replace: Bool = false, device: String? = nil,
                        interaction: any Interaction) async throws(ServiceError) -> EnrollReport {
         try await withStore { store in
-            guard let finger = Self.fingerName(fingerName).flatMap(Finger.init(name:)) else {
+            guard let finger = Vocabulary.finger(fingerName).flatMap(Finger.init(name:)) else {
                 throw ServiceError.usage("unknown finger '\(StoredText.escaped(fingerName))'; use one of: "
-                                         + Self.fingerNames.joined(separator: ", "))
+                                         + Vocabulary.fingers.joined(separator: ", "))
             }
             let user = user ?? principal.loginName
             try Self.checkName(user, what: "user")
@@ -158,7 +149,7 @@ extension TouchgateService {
     public func deletePrint(finger fingerName: String, user: String? = nil, device: String? = nil,
                             interaction: any Interaction) async throws(ServiceError) -> DeleteReport {
         try await withStore { store in
-            guard let finger = Self.fingerName(fingerName) else {
+            guard let finger = Vocabulary.finger(fingerName) else {
                 throw ServiceError.usage("unknown finger '\(StoredText.escaped(fingerName))'")
             }
             let user = user ?? principal.loginName

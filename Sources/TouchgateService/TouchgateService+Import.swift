@@ -5,9 +5,6 @@ import TouchgateVault
 import TouchgateAPI
 
 extension TouchgateService {
-    /// fprintd's default store (`StateDirectory=fprint` of its unit).
-    public static let fprintdStore = "/var/lib/fprint"
-
     /// Copies the fingers of `user` (default: the principal) that fprintd enrolled into
     /// Touchgate's store, so they need not be enrolled twice.
     ///
@@ -19,7 +16,7 @@ extension TouchgateService {
     /// saves: sealed once a vault exists (which needs the key and the passphrase, and destroys
     /// `biometry-current-set` secrets, listed and confirmed first), with each enrollment
     /// change counted and audited, all in one transaction: all or nothing.
-    public func importFromFprintd(user: String? = nil, from directory: String = fprintdStore, dryRun: Bool = false,
+    public func importFromFprintd(user: String? = nil, from directory: String = Vocabulary.fprintdStore, dryRun: Bool = false,
                                   interaction: any Interaction) async throws(ServiceError) -> ImportReport {
         try await withStore { store in
             let user = user ?? principal.loginName
@@ -158,7 +155,7 @@ extension TouchgateService {
             if access(path, F_OK) != 0 && errno == EACCES { throw unreadable(path, CocoaError(.fileReadNoPermission)) }
             guard access(store, F_OK) == 0 else {
                 throw ServiceError(.notFound, "there is no fprintd store at \(StoredText.escaped(store)); "
-                                   + "pass the right one with --from (fprintd's default is \(fprintdStore))")
+                                   + "pass the right one with --from (fprintd's default is \(Vocabulary.fprintdStore))")
             }
             if access(store, R_OK | X_OK) != 0 { throw unreadable(store, CocoaError(.fileReadNoPermission)) }
             throw ServiceError(.notFound, "fprintd has no prints of \(StoredText.escaped(user)) in "

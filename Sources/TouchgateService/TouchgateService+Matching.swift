@@ -17,7 +17,7 @@ extension TouchgateService {
         try await refuseWithoutStore(device: device)
         return try await withStore { store in
             let finger = try finger.map { name in
-                guard let canonical = Self.fingerName(name) else {
+                guard let canonical = Vocabulary.finger(name) else {
                     throw ServiceError.usage("unknown finger '\(StoredText.escaped(name))'; use a name like right-index")
                 }
                 return canonical

@@ -10,7 +10,7 @@ extension TouchgateService {
         do {
             _ = try AccessPolicy(parsing: text)
         } catch {
-            throw ServiceError.usage("invalid policy: \(error)")
+            throw ServiceError.invalidPolicy(error)
         }
     }
 

@@ -111,10 +111,6 @@ extension TouchgateService {
     /// ptrace by the same user, fatal signals that wipe secret memory and exit at once.
     /// Call it first thing in `main`, before anything is read.
     public static func hardenProcess() throws(ServiceError) {
-        do {
-            try ProcessHardening.harden()
-        } catch {
-            throw ServiceError(.error, "\(error); refusing to handle secrets")
-        }
+        try ProcessHardening.harden()
     }
 }

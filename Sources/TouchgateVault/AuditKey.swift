@@ -3,6 +3,7 @@ import CTouchgateSys
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import TouchgateBasics
 #endif
 
 /// The 32-byte key that MACs the audit chain, held in guarded memory.

@@ -1,6 +1,7 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import TouchgateBasics
 #endif
 
 /// Where Touchgate keeps its data, and the checks that keep it private to its owner.

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 #if canImport(Glibc)
 import Glibc
+import TouchgateBasics
 #endif
 
 /// A personal store's files, opened read-only for moving them into `touchgated`, with

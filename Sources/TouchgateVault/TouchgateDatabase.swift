@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 #if canImport(Glibc)
 import Glibc
+import TouchgateBasics
 #endif
 
 /// The one SQLite database (WAL mode) that holds Touchgate's state.

@@ -89,17 +89,3 @@ struct FastRequest: Equatable {
         ]) + [0x0A]
     }
 }
-
-/// Where touchgated listens, decided as touchgate-cli decides it (``Invocation``).
-enum DaemonSocket {
-    /// The daemon's socket, or nil for the personal mode.
-    static func chosen() -> String? {
-        if let named = getenv(Invocation.socketVariable) {
-            let path = String(cString: named)
-            return path.isEmpty ? nil : path
-        }
-        var status = stat()
-        guard lstat(Invocation.systemSocket, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else { return nil }
-        return Invocation.systemSocket
-    }
-}

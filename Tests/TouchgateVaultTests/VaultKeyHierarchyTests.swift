@@ -2,6 +2,7 @@ import CSodium
 import Foundation
 import GRDB
 import Testing
+import TouchgateBasics
 @testable import TouchgateVault
 
 @Suite("Vault key hierarchy")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TouchgateBasics
 @testable import TouchgateVault
 
 /// These use the real kernel keyring of the user running the tests. Every vault has a

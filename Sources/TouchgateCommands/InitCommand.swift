@@ -1,0 +1,32 @@
+import ArgumentParser
+import TouchgateAPI
+
+/// `touchgate init`: creates the vault under a new passphrase.
+struct Init: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init",
+        abstract: "Create the vault, protected by a new passphrase.",
+        discussion: """
+            The passphrase is asked twice on the terminal (a mismatch can be retyped), or read once \
+            from --passphrase-fd N; libpwquality refuses the weakest (exit 11) and warns about weak \
+            ones. Fingerprints enrolled before are sealed into the vault, and the vault is left \
+            unlocked, as after `touchgate unlock`.
+            """)
+
+    @OptionGroup var common: CommonOptions
+    @OptionGroup var passphrase: PassphraseOptions
+
+    /// Argon2id cost; `minimum` is for tests only.
+    @Option(help: .hidden) var kdf: KeyStretching = .moderate
+
+    func run() async throws {
+        let (input, kdf) = (passphrase.input(), kdf)
+        try await CommandRunner.run(json: common.json) { console in
+            let report = try await service.initialize(stretching: kdf,
+                                                      interaction: TerminalInteraction(console: console, input: input))
+            console.result("initialized", report, text: "Created the vault in \(report.directory); it is unlocked. "
+                           + "Keep the passphrase safe: it cannot be recovered.")
+            return ExitStatus.success
+        }
+    }
+}

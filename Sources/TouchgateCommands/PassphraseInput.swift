@@ -1,0 +1,79 @@
+import Foundation
+import TouchgateAPI
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads passphrases from the controlling terminal without echo, or one line at a time
+/// from a file descriptor (`--passphrase-fd N`). Never from argv or the environment.
+///
+/// Bytes go straight into guarded memory (``SecretBytes``); no `String` ever holds them.
+/// Each ``passphrase(prompt:)`` answer is kept for the life of the process, so a policy
+/// that asks twice (an `and`) does not read the descriptor twice.
+/// `@unchecked Sendable`: `cached` is only touched under `lock`.
+final class PassphraseInput: @unchecked Sendable {
+    /// The longest passphrase accepted, in bytes.
+    static let maximumLength = PassphraseReading.maximumLength
+
+    /// The descriptor to read from, or nil for the terminal.
+    let fileDescriptor: Int32?
+    private let lock = NSLock()
+    private var cached: SecretBytes?
+
+    /// Input from `fileDescriptor`, or from `/dev/tty` when it is nil.
+    init(fileDescriptor: Int32?) {
+        self.fileDescriptor = fileDescriptor
+    }
+
+    /// The passphrase, asked once per process unless `again` (after a wrong one).
+    func passphrase(prompt: String, again: Bool = false) throws -> SecretBytes {
+        try lock.withLock {
+            if let cached, !again { return cached }
+            let value = try read(prompt: prompt)
+            cached = value
+            return value
+        }
+    }
+
+    /// A new passphrase: on a terminal asked twice and compared; from a descriptor, the next line.
+    func newPassphrase(prompt: String) throws -> SecretBytes {
+        try lock.withLock {
+            let first = try read(prompt: prompt)
+            guard fileDescriptor == nil else { return first }
+            let second = try read(prompt: "Repeat it: ")
+            guard first.constantTimeEquals(second) else { throw PassphraseInputError.mismatch }
+            return first
+        }
+    }
+
+    /// Reads one passphrase, uncached.
+    private func read(prompt: String) throws -> SecretBytes {
+        let value: SecretBytes
+        if let fileDescriptor {
+            value = try Self.readLine(from: fileDescriptor, interactive: false)
+        } else {
+            value = try Self.readFromTerminal(prompt: prompt)
+        }
+        guard value.count > 0 else { throw PassphraseInputError.empty }
+        return value
+    }
+
+    /// Asks on `/dev/tty` with echo off; the terminal settings are restored however it ends.
+    private static func readFromTerminal(prompt: String) throws -> SecretBytes {
+        try PassphraseReading.withQuietTerminal(prompt: prompt) { try readLine(from: $0, interactive: true) }
+    }
+
+    /// Reads up to a newline (not included; a `\r` before it is dropped too) or the end.
+    /// `interactive` polls so that Ctrl-C (task cancellation) ends the wait.
+    static func readLine(from fd: Int32, interactive: Bool) throws -> SecretBytes {
+        var length = 0
+        let buffer = try SecretBytes.make(count: maximumLength) { raw in
+            length = try PassphraseReading.readLine(from: fd, into: raw, interactive: interactive) {
+                if Task.isCancelled { throw CancellationError() }
+            }
+        }
+        return buffer.withUnsafeBytes { bytes in
+            SecretBytes.make(count: length) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<length])) }
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import ArgumentParser
+import Foundation
+import TouchgateAPI
+
+/// `touchgate pinentry` (and `pinentry-touchgate`, a symlink): gpg-agent's pinentry.
+struct Pinentry: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pinentry",
+        abstract: "A pinentry for gpg-agent: gpg key passphrases released with a touch.",
+        discussion: """
+            Put `pinentry-program /usr/local/bin/pinentry-touchgate` (a symlink to touchgate) in \
+            ~/.gnupg/gpg-agent.conf. A key whose keygrip is mapped (touchgate pinentry map; see \
+            gpg --list-secret-keys --with-keygrip) gets its passphrase from the vault after what \
+            the item's policy asks for; everything else goes to the fallback pinentry \
+            (touchgate pinentry fallback). Mappings live in ~/.config/touchgate/helpers.json; \
+            every release names gpg-agent in the audit trail.
+            """,
+        subcommands: [Serve.self, Map.self, Unmap.self, Fallback.self, List.self],
+        defaultSubcommand: Serve.self)
+
+    /// Speaks Assuan on standard input and output (what gpg-agent runs).
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "serve", abstract: "Serve gpg-agent on standard input and output (the default).")
+
+        @Argument(parsing: .allUnrecognized, help: "Pinentry options gpg-agent passes (--display …); ignored.")
+        var ignored: [String] = []
+
+        func run() async throws {
+            try await CommandRunner.run(json: false) { console in
+                let settings = try HelperSettings.load()
+                let helpers = HelperRequests(service: service, requester: HelperRequester.describe(helper: "pinentry-touchgate"))
+                try await PinentryServer(settings: settings, helpers: helpers, console: console).serve()
+                return ExitStatus.success
+            }
+        }
+    }
+
+    /// `touchgate pinentry map KEYGRIP ITEM`.
+    struct Map: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "map", abstract: "Answer the passphrase of the key KEYGRIP with ITEM.")
+
+        @Argument(help: "The key's keygrip (40 hex digits; gpg --list-secret-keys --with-keygrip).")
+        var keygrip: String
+
+        @Argument(help: "The item holding the key's passphrase.", completion: Completions.secretNames)
+        var item: String
+
+        func validate() throws {
+            guard HelperSettings.canonicalKeygrip(keygrip) != nil else {
+                throw ValidationError("'\(keygrip)' is not a keygrip (40 hex digits); see gpg --list-secret-keys --with-keygrip")
+            }
+            if let problem = StoredText.problem(withName: item, what: "secret") { throw ValidationError(problem) }
+        }
+
+        func run() async throws {
+            let (keygrip, item) = (keygrip, item)
+            try await CommandRunner.run(json: false) { console in
+                let grip = try HelperSettings.update { settings throws(ServiceError) in
+                    try settings.mapGPGKey(keygrip, to: item)
+                }
+                await HelperMapping.warnIfMissing(item, console: console)
+                console.result("mapped", EmptyResult(), text: "The passphrase of key \(grip) comes from '\(StoredText.escaped(item))'.")
+                return ExitStatus.success
+            }
+        }
+    }
+
+    /// `touchgate pinentry unmap KEYGRIP`.
+    struct Unmap: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "unmap", abstract: "Forget the mapping of KEYGRIP.")
+
+        @Argument(help: "The keygrip given to map.")
+        var keygrip: String
+
+        func run() async throws {
+            let keygrip = keygrip
+            try await CommandRunner.run(json: false) { _ in
+                try HelperSettings.update { settings throws(ServiceError) in try settings.unmapGPGKey(keygrip) }
+                return ExitStatus.success
+            }
+        }
+    }
+
+    /// `touchgate pinentry fallback PROGRAM|--none`.
+    struct Fallback: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "fallback",
+            abstract: "Set the pinentry that asks for what the vault does not hold (e.g. /usr/bin/pinentry-tty).")
+
+        @Argument(help: "The absolute path of a pinentry program.")
+        var program: String?
+
+        @Flag(help: "Have no fallback: unmapped keys are refused.")
+        var none = false
+
+        func validate() throws {
+            guard none != (program != nil) else { throw ValidationError("give a PROGRAM or --none") }
+            if let program {
+                guard program.hasPrefix("/"), FileManager.default.isExecutableFile(atPath: program) else {
+                    throw ValidationError("'\(program)' is not an executable given by its absolute path "
+                                          + "(install one: apt-get install pinentry-tty)")
+                }
+            }
+        }
+
+        func run() async throws {
+            let program = program
+            try await CommandRunner.run(json: false) { _ in
+                try HelperSettings.update { $0.pinentryFallback = program }
+                return ExitStatus.success
+            }
+        }
+    }
+
+    /// `touchgate pinentry list`.
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "Show the keygrip mappings and the fallback.")
+
+        func run() async throws {
+            try await CommandRunner.run(json: false) { _ in
+                let settings = try HelperSettings.load()
+                for (grip, item) in settings.pinentryKeys.sorted(by: { $0.key < $1.key }) {
+                    Console.write("\(grip) -> \(StoredText.escaped(item))\n", to: 1)
+                }
+                Console.write("fallback: \(settings.pinentryFallback ?? "none")\n", to: 1)
+                return ExitStatus.success
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import ArgumentParser
+import TouchgateAPI
+
+/// `touchgate policy`: lockout and session limits.
+struct Policy: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "policy",
+        abstract: "Show or change the lockout and session limits.",
+        subcommands: [Show.self, Set.self])
+
+    static func text(_ settings: SettingsReport) -> String {
+        """
+        lockout: after \(settings.lockoutThreshold) failed touches in a row, for \(settings.lockoutDurationSeconds) s
+        passphrase only: after \(settings.passphraseOnlyThreshold) failed touches since the passphrase
+        session reuse: \(settings.sessionTimeoutSeconds) s after a touch, ended by \(settings.idleTimeoutSeconds) s idle
+        """
+    }
+
+    /// `touchgate policy show`.
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "show", abstract: "Show the limits in force.")
+
+        @OptionGroup var common: CommonOptions
+
+        func run() async throws {
+            try await CommandRunner.run(json: common.json) { console in
+                let settings = try await service.settings()
+                console.result("policy", settings, text: Policy.text(settings))
+                return ExitStatus.success
+            }
+        }
+    }
+
+    /// `touchgate policy set`.
+    struct Set: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set",
+            abstract: "Change the limits (needs the passphrase; audited).",
+            discussion: """
+                Lockout threshold 1 to 20 failed touches; lockout duration 1 s to 24 h; session \
+                (reuse) timeout 0 to 300 s (5 minutes, never more); idle timeout at most the session \
+                timeout. Exit status 8 for a wrong passphrase (nothing changes), 64 for a value out of range.
+                """)
+
+        @OptionGroup var common: CommonOptions
+        @OptionGroup var passphrase: PassphraseOptions
+
+        @Option(help: ArgumentHelp("Failed touches in a row that start a lockout.", valueName: "count"))
+        var lockoutThreshold: Int?
+        @Option(help: ArgumentHelp("How long a lockout lasts.", valueName: "seconds"))
+        var lockoutDuration: Int?
+        @Option(help: ArgumentHelp("How long a touch may be reused (at most 300).", valueName: "seconds"))
+        var sessionTimeout: Int?
+        @Option(help: ArgumentHelp("Idle time that ends the session (at most the session timeout).", valueName: "seconds"))
+        var idleTimeout: Int?
+
+        func validate() throws {
+            if lockoutThreshold == nil && lockoutDuration == nil && sessionTimeout == nil && idleTimeout == nil {
+                throw ValidationError("give at least one of --lockout-threshold, --lockout-duration, --session-timeout, --idle-timeout")
+            }
+        }
+
+        func run() async throws {
+            let input = passphrase.input()
+            let change = SettingsChange(lockoutThreshold: lockoutThreshold, lockoutDurationSeconds: lockoutDuration,
+                                        sessionTimeoutSeconds: sessionTimeout, idleTimeoutSeconds: idleTimeout)
+            try await CommandRunner.run(json: common.json) { console in
+                let settings = try await service.changeSettings(
+                    change, interaction: TerminalInteraction(console: console, input: input))
+                console.result("changed", settings, text: Policy.text(settings))
+                return ExitStatus.success
+            }
+        }
+    }
+}

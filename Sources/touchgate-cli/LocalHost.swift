@@ -1,0 +1,75 @@
+import Foundation
+import TouchgateAPI
+import TouchgateCommands
+import TouchgateFleet
+import TouchgateService
+import TouchgateVault
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `touchgate-cli` can do because it links the service: the personal mode in this
+/// process, the fleet shipping of a personal trail, `migrate`, and offline export checks.
+struct LocalHost: CommandHost {
+    func prepare() throws(ServiceError) {
+        try TouchgateService.hardenProcess()
+    }
+
+    func personal() -> any TouchgateRequests {
+        TouchgateService.personal()
+    }
+
+    var personalStoreExists: Bool {
+        FileManager.default.fileExists(atPath: TouchgateService.personal().location.databasePath)
+    }
+
+    func shipPersonalAudit(configurationPath: String?, newLog: Bool) async throws(ServiceError) -> AuditShipReport {
+        let configuration = try FleetConfiguration.load(path: configurationPath ?? FleetConfiguration.defaultPath)
+        let collector = PostgresCollector(configuration: configuration)
+        defer { collector.close() }
+        return try await TouchgateService.personal().shipAudit(to: collector, configuration: configuration, newLog: newLog)
+    }
+
+    func migrate(into daemon: any MigrationTarget, interaction: any Interaction) async throws(ServiceError)
+        -> MigrationReport
+    {
+        try await TouchgateService.personal().migrate(into: daemon, interaction: interaction)
+    }
+
+    /// Reads the export line by line and checks it.
+    func checkExport(input: String?, publicKeyFile: String) throws(ServiceError) -> PublicVerificationReport {
+        var check = PublicAuditCheck(publicKey: try PublicAuditCheck.publicKey(fromFile: publicKeyFile))
+        let stream: UnsafeMutablePointer<FILE>? = input.map { fopen($0, "r") } ?? fdopen(0, "r")
+        guard let stream else {
+            throw ServiceError(.usage, "cannot open \(StoredText.escaped(input ?? "-")): "
+                                     + String(cString: strerror(errno)))
+        }
+        defer { fclose(stream) }
+        // Line by line, each at most PublicAuditCheck.maximumLineBytes: a file with no end or
+        // no newline (/dev/zero) is refused, not read into memory whole.
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        var line: [UInt8] = []
+        var lines = 0
+        func take(_ bytes: ArraySlice<UInt8>) throws(ServiceError) {
+            line += bytes
+            guard line.count <= PublicAuditCheck.maximumLineBytes else {
+                throw ServiceError(.usage, "line \(lines + 1) of \(StoredText.escaped(input ?? "the input")) is longer "
+                                   + "than \(PublicAuditCheck.maximumLineBytes) bytes: this is not an export of "
+                                   + "`touchgate audit export`")
+            }
+        }
+        while case let count = fread(&chunk, 1, chunk.count, stream), count > 0 {
+            var start = 0
+            while let newline = chunk[start..<count].firstIndex(of: UInt8(ascii: "\n")) {
+                try take(chunk[start...newline])
+                lines += 1
+                try check.feed(String(decoding: line, as: UTF8.self))
+                line.removeAll(keepingCapacity: true)
+                start = newline + 1
+            }
+            try take(chunk[start..<count])
+        }
+        if !line.isEmpty { try check.feed(String(decoding: line, as: UTF8.self)) }
+        return try check.finish()
+    }
+}
