@@ -55,7 +55,7 @@ final class DaemonRig: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o755])
         let built = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent()
-        for name in ["touchgate", "touchgate-cli", "touchgated"] {
+        for name in ["touchgate", "touchgate-cli", "touchgate-client", "touchgated"] {
             let source = built.appendingPathComponent(name).path
             guard FileManager.default.isExecutableFile(atPath: source) else {
                 Issue.record("\(source) is missing: build the package first (swift build --build-tests)")

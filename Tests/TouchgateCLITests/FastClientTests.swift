@@ -105,6 +105,41 @@ struct FastClientTests {
         #expect(audit.status == 0, "\(audit.stdout)")
     }
 
+    @Test("through the daemon every other command is touchgate-client, with touchgate-cli's output; the personal mode is handed to touchgate-cli")
+    func otherCommandsGoThroughTheClient() async throws {
+        let rig = try DaemonRig()
+        try await rig.start()
+        try await rig.initialize()
+        let stored = try await rig.run(["secret", "add", "api", "--policy", "biometry-any"], stdin: Data("v\n".utf8))
+        #expect(stored.status == 0, "\(stored.stderrLines)")
+        // The daemon names the process that connected (from /proc, not from the request: its
+        // executable, or, when another user's, its name as the kernel keeps it, 15 bytes).
+        let shown = try await rig.run(["audit", "show", "--json", "--event", "item.write"])
+        let reasons = ((shown.json?["records"] as? [[String: Any]]) ?? []).compactMap { $0["reason"] as? String }
+        #expect(reasons.last?.contains("touchgate-clien") == true, "\(reasons)")
+
+        // The same bytes and statuses as touchgate-cli, for a result, a listing and a refusal.
+        var cli = rig.client()
+        cli.binaryOverride = rig.binDirectory + "/touchgate-cli"
+        for arguments in [["secret", "list", "--json"], ["secret", "list"], ["policy", "show", "--json"],
+                          ["secret", "rm", "no-such", "--yes"], ["prints", "list", "--json"], ["--version"]] {
+            let front = try await rig.run(arguments)
+            let full = try await cli.run(arguments)
+            #expect(front.status == full.status, "\(arguments): exit status")
+            #expect(front.stdout == full.stdout, "\(arguments): standard output")
+            #expect(front.stderrLines == full.stderrLines, "\(arguments): standard error")
+        }
+
+        // Without a daemon to serve it, touchgate-client hands the command line to
+        // touchgate-cli, which serves this user's own store in-process.
+        var personal = rig.client()
+        personal.binaryOverride = rig.binDirectory + "/touchgate-client"
+        personal.environment["TOUCHGATE_SOCKET"] = ""
+        let status = try await personal.run(["status", "--json"])
+        #expect(status.status == 0, "\(status.stderrLines)")
+        #expect(status.json?["mode"] as? String == "personal", "\(status.stdout)")
+    }
+
     @Test("Ctrl-C while the front waits for a finger cancels, exits 130 and releases the reader")
     func interruptCancels() async throws {
         let rig = try DaemonRig()

@@ -76,6 +76,22 @@ struct InstallTests {
         #expect(cli.stdout.contains("libfprint-2") && cli.stdout.contains("libFoundation"), "ldd touchgate-cli: \(cli.stdout)")
     }
 
+    /// Through touchgated every command but the front's own is touchgate-client: the
+    /// commands and the socket client, without the service under them.
+    @Test("touchgate-client loads neither libfprint, GLib, SQLite (GRDB) nor libsodium; touchgate-cli does")
+    func clientLinksNoService() throws {
+        let built = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent()
+        let client = try runProgram("/usr/bin/ldd", [built.appendingPathComponent("touchgate-client").path])
+        #expect(client.status == 0, "ldd touchgate-client: \(client.stderr)")
+        for library in ["libfprint-2", "libglib-2.0", "libgio-2.0", "libsqlite3", "libsodium", "libpwquality", "libz."] {
+            #expect(!client.stdout.contains(library), "touchgate-client loads \(library):\n\(client.stdout)")
+        }
+        let cli = try runProgram("/usr/bin/ldd", [built.appendingPathComponent("touchgate-cli").path])
+        for library in ["libfprint-2", "libsqlite3", "libsodium"] {
+            #expect(cli.stdout.contains(library), "touchgate-cli does not load \(library):\n\(cli.stdout)")
+        }
+    }
+
     @Test func makeInstallStagesBinaryManPagesAndCompletions() async throws {
         for tool in ["/usr/bin/make", "/usr/bin/man", "/usr/bin/groff"] {
             try #require(FileManager.default.isExecutableFile(atPath: tool),
@@ -91,6 +107,7 @@ struct InstallTests {
         #expect(FileManager.default.isExecutableFile(atPath: binary))
         // The front finds every other command in ../libexec/touchgate/ (commandPaths runs it).
         #expect(FileManager.default.isExecutableFile(atPath: stage.path("usr/libexec/touchgate/touchgate-cli")))
+        #expect(FileManager.default.isExecutableFile(atPath: stage.path("usr/libexec/touchgate/touchgate-client")))
 
         // A page for every command and subcommand the binary has.
         let man1 = stage.path("usr/share/man/man1")
