@@ -288,6 +288,7 @@ private struct BuildProducts {
         let result = try runProgram("/usr/bin/timeout", ["600", "make", "-C", Fixtures.packageRoot.path, "-B",
                                                   "-o", "\(scratch)/\(configuration)/touchgate",
                                                   "-o", "\(scratch)/\(configuration)/touchgate-cli",
+                                                  "-o", "\(scratch)/\(configuration)/touchgate-client",
                                                   "-o", "\(scratch)/\(configuration)/touchgated",
                                                   "SCRATCH=\(scratch)", "CONFIGURATION=\(configuration)",
                                                   "SWIFTPM_FLAGS=--ignore-lock"] + arguments,
