@@ -24,6 +24,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // libfprint-2 (and, through its pkg-config file, GLib/GObject/GIO).
@@ -73,7 +74,7 @@ let package = Package(
             name: "TouchgateService",
             dependencies: [
                 "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "TouchgateAPI", "TouchgateImageIO",
-                "CTouchgateSys", "CSodium", "CPWQuality",
+                "CTouchgateSys", "CSodium", "CPWQuality", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Central collection on PostgreSQL (libpq): the shipping port's adapter, the schema, and
@@ -88,7 +89,7 @@ let package = Package(
         .target(
             name: "TouchgateDaemon",
             dependencies: ["FingerprintKit", "TouchgateBasics", "TouchgatePolicy", "TouchgateService", "TouchgateSocket",
-                           "TouchgateAPI", "TouchgateVault"]
+                           "TouchgateAPI", "TouchgateVault", .product(name: "Logging", package: "swift-log")]
         ),
         // The CLI's side of the daemon: the same requests, sent over the socket.
         .target(name: "TouchgateClient", dependencies: ["TouchgateSocket", "TouchgateAPI"]),
@@ -97,6 +98,7 @@ let package = Package(
             dependencies: [
                 "TouchgateBasics", "TouchgateDaemon", "TouchgateService", "TouchgateSocket", "TouchgateFleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // `touchgate`, the command people run: a small front without Foundation or libfprint,

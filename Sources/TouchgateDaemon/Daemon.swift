@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import TouchgateService
 import TouchgateSocket
 import TouchgateVault
@@ -14,33 +15,35 @@ public final class Daemon: Sendable {
     private let limit: ConnectionLimit
     private let rate: RequestRate<ConnectionLimit.Bucket>
     private let connections = OpenConnections()
-    private let log: @Sendable (String) -> Void
+    private let logger: Logger
 
     /// A daemon serving `listener` over stores in `stateDirectory` (created 0700 if missing),
     /// shipping the trails as `fleet` says when given, within the bounds of `settings`.
     public init(listener: UnixListener, stateDirectory: URL, fleet: FleetShipping? = nil,
-                settings: DaemonSettings = DaemonSettings(), log: @escaping @Sendable (String) -> Void) throws {
+                settings: DaemonSettings = DaemonSettings(), logger: Logger) throws {
         try PrivateFiles.makeDirectory(stateDirectory.appendingPathComponent("users").path)
         chmod(stateDirectory.path, 0o700)
         self.listener = listener
         keys = HeldKeys()
         // One set of open readers for every user's service; a request holds them only while it uses one.
-        let pool = ReaderPool(log: log)
+        let pool = ReaderPool(logger: logger)
         let reserve = SpaceReserve(path: stateDirectory.appendingPathComponent("disk-reserve").path,
-                                   bytes: settings.diskReserve, log: log)
+                                   bytes: settings.diskReserve, logger: logger)
         handler = RequestHandler(stores: DaemonStores(directory: stateDirectory, keys: keys, pool: pool,
                                                       open: OpenStores(), reserve: reserve, fleet: fleet),
-                                 sessions: LocalSessionRule(log: log))
+                                 sessions: LocalSessionRule(logger: logger))
         if !reserve.replenish() {
-            log("no disk reserve: the disk holding \(stateDirectory.path) has less than \(2 * settings.diskReserve >> 20) "
-                + "MiB free; on a full disk secret rm and lock will fail too")
+            logger.warning("""
+                no disk reserve: the disk holding \(stateDirectory.path) has less than \(2 * settings.diskReserve >> 20) \
+                MiB free; on a full disk secret rm and lock will fail too
+                """)
         }
         self.settings = settings
         limit = ConnectionLimit(perUser: settings.connectionsPerUser, total: settings.connections)
         rate = RequestRate(burst: settings.requestBurst, perSecond: settings.requestsPerSecond)
         FingerWait.timeout = settings.fingerTimeout
-        self.log = log
-        if let lowered = limit.lowered { log("locked memory: \(lowered)") }
+        self.logger = logger
+        if let lowered = limit.lowered { logger.warning("locked memory: \(lowered)") }
     }
 
     /// Accepts and serves connections until ``stop()``.
@@ -54,12 +57,12 @@ public final class Daemon: Sendable {
             }
         }
         // Sleep and resume, through logind when it is on the system bus.
-        let sleeper = Task { [handler, keys, log] in
-            await SleepWatch.run(pool: handler.stores.pool, keys: keys, log: log)
+        let sleeper = Task { [handler, keys, logger] in
+            await SleepWatch.run(pool: handler.stores.pool, keys: keys, logger: logger)
         }
         // Every trail to the fleet collector, when root configured one.
-        let shipper = Task { [stores = handler.stores, log] in
-            await stores.fleet?.run(stores: stores, log: log)
+        let shipper = Task { [stores = handler.stores, logger] in
+            await stores.fleet?.run(stores: stores, logger: logger)
         }
         defer {
             sweeper.cancel()
@@ -149,7 +152,7 @@ public final class Daemon: Sendable {
                                                         canAskAgain: message.arguments?.canAskAgain ?? false,
                                                         assumeYes: message.arguments?.assumeYes ?? false,
                                                         answerTimeout: settings.answerTimeout)
-                    log("\(peer): \(operation.rawValue)")
+                    logger.debug("\(peer): \(operation.rawValue)")
                     let handler = self.handler
                     let turn = ReaderTurns.Request(owner: Self.owner(of: bucket))
                     guard await slot.start(id: message.id, answers: interaction.answers, turn: turn, { [slot] in
@@ -177,14 +180,14 @@ public final class Daemon: Sendable {
         // The client is gone or broke the protocol: whatever runs for it is cancelled,
         // which releases the reader, and is waited for (its reply may still go out).
         await slot.cancelAndWait()
-        if let reason = socket.cutOff { log("\(peer): cut off: \(reason)") }
+        if let reason = socket.cutOff { logger.notice("\(peer): cut off: \(reason)") }
         if let broken, !socket.isClosed {
             // Only then the failure: it is the last message of the connection, never
             // followed by the reply of a request that was still running.
             var failure = DaemonMessage(kind: .failure, id: 0)
             failure.error = ServiceError(.usage, "\(broken); closing the connection")
             socket.send(failure)
-            log("\(peer): protocol error: \(broken)")
+            logger.warning("\(peer): protocol error: \(broken)")
         }
         socket.close()
     }
@@ -210,7 +213,7 @@ public final class Daemon: Sendable {
         var message = DaemonMessage(kind: .failure, id: id)
         message.error = refusal
         socket.send(message)
-        log("\(peer): refused (\(why))")
+        logger.notice("\(peer): refused (\(why))")
         socket.close()
     }
 
@@ -222,7 +225,7 @@ public final class Daemon: Sendable {
         failure.error = rate.refusal
         socket.send(failure)
         guard first else { return }
-        log("\(peer): over the request rate; refusing its requests until it slows down (recorded once)")
+        logger.warning("\(peer): over the request rate; refusing its requests until it slows down (recorded once)")
         try? await handler.stores.service(for: peer, actingFor: peer.isRoot ? request.arguments?.user : nil)
             .recordRefusal(of: operation.rawValue, rate.refusal, onlyIfStoreExists: true)
     }

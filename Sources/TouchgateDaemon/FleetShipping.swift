@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import TouchgateService
 import TouchgateVault
 import TouchgateAPI
@@ -67,7 +68,7 @@ public struct FleetShipping: Sendable {
 
     /// Ships every user's trail every `ship-every` seconds until cancelled, logging what
     /// went and what failed. Without a configuration it waits and looks again.
-    func run(stores: DaemonStores, log: @escaping @Sendable (String) -> Void) async {
+    func run(stores: DaemonStores, logger: Logger) async {
         let absent = 300
         var every = (try? configuration())?.shipEvery ?? absent
         while !Task.isCancelled {
@@ -78,7 +79,7 @@ public struct FleetShipping: Sendable {
             do {
                 configuration = try self.configuration()
             } catch {
-                if error.code != .notFound { log("fleet: \(error.message)") }
+                if error.code != .notFound { logger.error("fleet: \(error.message)") }
                 every = absent
                 continue
             }
@@ -86,9 +87,9 @@ public struct FleetShipping: Sendable {
             do {
                 let reports = try await ship(stores.everyService(), with: configuration)
                 let records = reports.map(\.shipped).reduce(0, +)
-                if records > 0 { log("fleet: shipped \(records) record(s) of \(reports.count) trail(s)") }
+                if records > 0 { logger.info("fleet: shipped \(records) record(s) of \(reports.count) trail(s)") }
             } catch {
-                log("fleet: \(error.message)")
+                logger.error("fleet: \(error.message)")
             }
         }
     }

@@ -1,4 +1,5 @@
 import FingerprintKit
+import Logging
 import TouchgateService
 import Foundation
 
@@ -18,12 +19,12 @@ enum SleepWatch {
     static let cancelLimit: Duration = .seconds(3)
 
     /// Watches until the calling task is cancelled. Without logind it logs one line and returns.
-    static func run(pool: ReaderPool, keys: HeldKeys, log: @escaping @Sendable (String) -> Void) async {
+    static func run(pool: ReaderPool, keys: HeldKeys, logger: Logger) async {
         let logind: LogindClient
         do {
             logind = try await LogindClient.connect()
         } catch {
-            return log("sleep is not watched: \(error)")
+            return logger.warning("sleep is not watched: \(error)")
         }
         // Subscribed before the inhibitor is taken, so no PrepareForSleep can slip between.
         let signals = await logind.prepareForSleep()
@@ -32,21 +33,26 @@ enum SleepWatch {
             inhibitor = try await logind.delaySleep(who: who, why: why)
         } catch {
             await logind.close()
-            return log("sleep is not watched: \(error)")
+            return logger.warning("sleep is not watched: \(error)")
         }
-        log("sleep is watched through systemd-logind (delay inhibitor taken)")
+        logger.info("sleep is watched through systemd-logind (delay inhibitor taken)")
         var held: SleepInhibitor? = inhibitor
         for await starting in signals {
             if starting {
                 let ended = await pool.turns.sleep()
                 if let ended, !(await finished(ended, within: cancelLimit)) {
-                    log("going to sleep: the cancelled fingerprint operation has not ended after \(cancelLimit); "
-                        + "letting the system sleep anyway")
+                    logger.warning("""
+                        going to sleep: the cancelled fingerprint operation has not ended after \(cancelLimit); \
+                        letting the system sleep anyway
+                        """)
                 }
                 let suspended = await pool.suspend()
-                log("going to sleep: " + (ended == nil ? "no fingerprint operation was running" : "the fingerprint "
-                    + "operation in progress was cancelled") + "; \(suspended) open reader(s) suspended; "
-                    + "\(keys.count) unlocked vault(s) stay unlocked; releasing the sleep inhibitor")
+                let operation = ended == nil ? "no fingerprint operation was running"
+                    : "the fingerprint operation in progress was cancelled"
+                logger.info("""
+                    going to sleep: \(operation); \(suspended) open reader(s) suspended; \
+                    \(keys.count) unlocked vault(s) stay unlocked; releasing the sleep inhibitor
+                    """)
                 held?.release()
                 held = nil
             } else {
@@ -57,10 +63,12 @@ enum SleepWatch {
                     inhibitor = try await logind.delaySleep(who: who, why: why)
                     held?.release()
                     held = inhibitor
-                    log("woke from sleep: \(resumed) reader(s) resumed, fingerprint operations run again, "
-                        + "\(expired) vault(s) locked by their time limits; new sleep inhibitor taken")
+                    logger.info("""
+                        woke from sleep: \(resumed) reader(s) resumed, fingerprint operations run again, \
+                        \(expired) vault(s) locked by their time limits; new sleep inhibitor taken
+                        """)
                 } catch {
-                    log("woke from sleep: fingerprint operations run again, but no new sleep inhibitor: \(error)")
+                    logger.warning("woke from sleep: fingerprint operations run again, but no new sleep inhibitor: \(error)")
                 }
             }
         }

@@ -1,4 +1,5 @@
 import FingerprintKit
+import Logging
 import TouchgateAPI
 
 /// The one rule for a `local-only` request (the PAM module's `verify` and `secret.get`): no
@@ -11,11 +12,11 @@ import TouchgateAPI
 /// the argument and the daemon's log says so; the PAM module's own `PAM_RHOST` check still
 /// applies. Any other failure of logind refuses: the stack falls back to the password.
 public struct LocalSessionRule: Sendable {
-    let log: @Sendable (String) -> Void
+    let logger: Logger
 
-    /// A rule that says what it decided in `log`.
-    public init(log: @escaping @Sendable (String) -> Void) {
-        self.log = log
+    /// A rule that says what it decided in `logger`.
+    public init(logger: Logger) {
+        self.logger = logger
     }
 
     /// Returns when the process `pid` (`caller` describes it in the log) may be asked for a
@@ -25,8 +26,10 @@ public struct LocalSessionRule: Sendable {
         do {
             logind = try await LogindClient.connect()
         } catch {
-            return log("\(caller): local-only: cannot ask systemd-logind (\(error)); proceeding, "
-                       + "the PAM module's PAM_RHOST check still applies")
+            return logger.warning("""
+                \(caller): local-only: cannot ask systemd-logind (\(error)); proceeding, \
+                the PAM module's PAM_RHOST check still applies
+                """)
         }
         let session: LogindSession?
         do {
@@ -35,21 +38,23 @@ public struct LocalSessionRule: Sendable {
         } catch {
             await logind.close()
             if error.isAbsent {
-                return log("\(caller): local-only: \(error); proceeding, the PAM module's PAM_RHOST check still applies")
+                return logger.warning("\(caller): local-only: \(error); proceeding, the PAM module's PAM_RHOST check still applies")
             }
             throw ServiceError(.remoteSession, "systemd-logind could not say whether the session of pid \(pid) is "
                                + "local (\(error)), so it counts as remote: no fingerprint is asked; use the password, "
                                + "and see `journalctl -u systemd-logind`")
         }
         guard let session else {
-            return log("\(caller): local-only: pid \(pid) is in no systemd-logind session; proceeding, "
-                       + "the PAM module's PAM_RHOST check still applies")
+            return logger.notice("""
+                \(caller): local-only: pid \(pid) is in no systemd-logind session; proceeding, \
+                the PAM module's PAM_RHOST check still applies
+                """)
         }
         guard session.remote else {
-            return log("\(caller): local-only: logind session \(session.id) is local")
+            return logger.info("\(caller): local-only: logind session \(session.id) is local")
         }
         let from = session.remoteHost.isEmpty ? "" : " from \(StoredText.escaped(session.remoteHost))"
-        log("\(caller): local-only: logind session \(session.id) is remote\(from); refused")
+        logger.notice("\(caller): local-only: logind session \(session.id) is remote\(from); refused")
         throw ServiceError(.remoteSession, "the request comes from login session \(StoredText.escaped(session.id)), which "
                            + "systemd-logind counts as remote\(from): a fingerprint is asked only of someone at this "
                            + "machine; use the password instead")

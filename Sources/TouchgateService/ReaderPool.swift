@@ -1,5 +1,6 @@
 import FingerprintKit
 import Foundation
+import Logging
 import TouchgateAPI
 
 /// The readers a long-lived process (touchgated) keeps open across requests.
@@ -27,12 +28,12 @@ public actor ReaderPool {
     /// Readers suspended for sleep, to resume on wake.
     private var suspended: [Reader] = []
     private var watcher: Task<Void, Never>?
-    private let log: @Sendable (String) -> Void
+    private let logger: Logger
 
-    /// A pool, empty until first used; `log` gets one line per reader opened, closed,
+    /// A pool, empty until first used; `logger` gets one line per reader opened, closed,
     /// unplugged, plugged in, suspended or resumed.
-    public init(log: @escaping @Sendable (String) -> Void) {
-        self.log = log
+    public init(logger: Logger) {
+        self.logger = logger
     }
 
     /// An open reader for one request (`device`: a device id or driver name; nil: the
@@ -74,7 +75,7 @@ public actor ReaderPool {
                                             + ReaderDiagnostics.openHint)
             }
             opened.append(reader)
-            log("reader \(Self.name(reader.info)) opened; it stays open for the next requests")
+            logger.info("reader \(Self.name(reader.info)) opened; it stays open for the next requests")
         }
         return reader
     }
@@ -119,9 +120,9 @@ public actor ReaderPool {
                 try await reader.suspend()
                 suspended.append(reader)
                 count += 1
-                log("reader \(Self.name(reader.info)) suspended for sleep")
+                logger.info("reader \(Self.name(reader.info)) suspended for sleep")
             } catch {
-                log("reader \(Self.name(reader.info)) could not be suspended (\(error)); closing it")
+                logger.warning("reader \(Self.name(reader.info)) could not be suspended (\(error)); closing it")
                 await drop(reader, why: "it could not be suspended")
             }
         }
@@ -143,9 +144,9 @@ public actor ReaderPool {
                 try await reader.resume()
                 if await reader.isRemoved { throw FingerprintError.device(.removed, detail: "unplugged as it resumed") }
                 count += 1
-                log("reader \(Self.name(reader.info)) resumed")
+                logger.info("reader \(Self.name(reader.info)) resumed")
             } catch {
-                log("reader \(Self.name(reader.info)) did not resume (\(error))")
+                logger.warning("reader \(Self.name(reader.info)) did not resume (\(error))")
                 failed = true
             }
         }
@@ -173,8 +174,7 @@ public actor ReaderPool {
         let context = await FingerprintContext()
         self.context = context
         let found = await context.readers().map { Self.name($0.info) }
-        log("readers enumerated" + (reason.map { " (\($0))" } ?? "") + ": "
-            + (found.isEmpty ? "none" : found.joined(separator: ", ")))
+        logger.info("readers enumerated\(reason.map { " (\($0))" } ?? ""): \(found.isEmpty ? "none" : found.joined(separator: ", "))")
         let changes = context.changes()
         watcher = Task { [weak self] in
             for await change in changes {
@@ -188,9 +188,9 @@ public actor ReaderPool {
         guard context === self.context else { return }
         switch change {
         case .added(let info):
-            log("reader \(Self.name(info)) plugged in")
+            logger.info("reader \(Self.name(info)) plugged in")
         case .removed(let info):
-            log("reader \(Self.name(info)) unplugged")
+            logger.info("reader \(Self.name(info)) unplugged")
             // One a request holds is closed when it is given back.
             for reader in opened where !inUse.contains(where: { $0 === reader }) && reader.info.deviceID == info.deviceID
                 && reader.info.driver == info.driver {
@@ -204,7 +204,7 @@ public actor ReaderPool {
         opened.remove(at: index)
         suspended.removeAll { $0 === reader }
         try? await reader.close()
-        log("reader \(Self.name(reader.info)) closed: \(why)")
+        logger.info("reader \(Self.name(reader.info)) closed: \(why)")
     }
 
     private static func name(_ info: ReaderInfo) -> String {

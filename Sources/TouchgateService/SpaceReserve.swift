@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import TouchgateVault
 import TouchgateAPI
 #if canImport(Glibc)
@@ -22,13 +23,13 @@ public final class SpaceReserve: Sendable {
     public let path: String
     /// Its size.
     public let bytes: Int
-    private let log: @Sendable (String) -> Void
+    private let logger: Logger
 
     /// A reserve of `bytes` at `path` (nothing is allocated until ``replenish()``).
-    public init(path: String, bytes: Int = 8 << 20, log: @escaping @Sendable (String) -> Void) {
+    public init(path: String, bytes: Int = 8 << 20, logger: Logger) {
         self.path = path
         self.bytes = bytes
-        self.log = log
+        self.logger = logger
     }
 
     /// Whether the reserve is allocated now.
@@ -52,15 +53,17 @@ public final class SpaceReserve: Sendable {
             unlink(path)
             return false
         }
-        log("disk reserve of \(bytes / 1024 / 1024) MiB set aside at \(path), for secret rm and lock on a full disk")
+        logger.info("disk reserve of \(bytes / 1024 / 1024) MiB set aside at \(path), for secret rm and lock on a full disk")
         return true
     }
 
     /// Gives the reserve back to the filesystem; false when there was none to give.
     func release(for what: String) -> Bool {
         guard isHeld, unlink(path) == 0 else { return false }
-        log("the disk is full: the reserve of \(bytes / 1024 / 1024) MiB was given back so that \(what) can go ahead; "
-            + "free space on it (it is set aside again once there is room)")
+        logger.warning("""
+            the disk is full: the reserve of \(bytes / 1024 / 1024) MiB was given back so that \(what) can go ahead; \
+            free space on it (it is set aside again once there is room)
+            """)
         return true
     }
 }

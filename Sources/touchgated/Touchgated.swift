@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import TouchgateBasics
 import TouchgateDaemon
 import TouchgateFleet
@@ -54,6 +55,11 @@ struct Touchgated: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Connections in all, lowered to what LimitMEMLOCK allows (default 256).", valueName: "n"))
     var connections: Int?
 
+    @Option(name: .customLong("log-level"),
+            help: ArgumentHelp("Log messages of this level and above (default info); debug adds a line per request.",
+                               valueName: "level"))
+    var logLevel: Logger.Level = .info
+
     @Option(name: .customLong("request-burst"),
             help: ArgumentHelp("Requests writing audit records one user may make at once (default 100).", valueName: "n"))
     var requestBurst: Int?
@@ -99,6 +105,7 @@ struct Touchgated: AsyncParsableCommand {
             Self.fail(error.message)
         }
         umask(0o077)
+        let logger = Self.logger(level: logLevel)
         if let auditRetentionYears, let years = try? AuditRetention.years(parsing: auditRetentionYears) {
             // Every user's service reads it from here (AuditRetention.configuredYears); set
             // before the daemon starts any thread of its own.
@@ -130,9 +137,7 @@ struct Touchgated: AsyncParsableCommand {
         do {
             let fleet = FleetShipping(configurationPath: fleetConfiguration) { PostgresCollector(configuration: $0) }
             daemon = try Daemon(listener: listener, stateDirectory: URL(fileURLWithPath: stateDirectory), fleet: fleet,
-                                settings: settings) { line in
-                FileHandle.standardError.write(Data("touchgated: \(line)\n".utf8))
-            }
+                                settings: settings, logger: logger)
         } catch {
             Self.fail("cannot use the state directory \(stateDirectory): \(error)")
         }
@@ -147,9 +152,16 @@ struct Touchgated: AsyncParsableCommand {
             signalSources.append(source)
         }
 
-        FileHandle.standardError.write(Data("touchgated: serving on \(socket ?? "the socket systemd passed")\n".utf8))
+        logger.info("serving on \(socket ?? "the socket systemd passed")")
         await daemon.run()
         withExtendedLifetime(signalSources) {}
+    }
+
+    /// The daemon's logger: `touchgated: message` lines on standard error (the journal under systemd).
+    static func logger(level: Logger.Level) -> Logger {
+        var logger = Logger(label: "touchgated") { _ in StandardErrorLogHandler(program: "touchgated") }
+        logger.logLevel = level
+        return logger
     }
 
     static func fail(_ message: String, status: Int32 = 1) -> Never {
@@ -157,3 +169,5 @@ struct Touchgated: AsyncParsableCommand {
         Foundation.exit(status)
     }
 }
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

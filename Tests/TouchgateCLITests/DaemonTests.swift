@@ -56,6 +56,38 @@ struct DaemonTests {
         }
     }
 
+    @Test("the log: a line per message, a line per request only at --log-level debug, syslog priorities only into the journal")
+    func logLevelsAndJournalPriorities() async throws {
+        // Under systemd, JOURNAL_STREAM names the journal's stream that standard error is;
+        // here it names the rig's log file, which the daemon's standard error is.
+        let rig = try DaemonRig()
+        rig.daemonPrefix = ["/bin/sh", "-c", "JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2); export JOURNAL_STREAM; exec \"$@\"", "sh"]
+        try await rig.start()
+        try await rig.initialize()
+        _ = try await rig.run(["status"])
+        rig.stop()
+        let lines = rig.daemonLog.split(separator: "\n").filter { $0.contains("touchgated: ") }
+        #expect(lines.contains { $0.hasPrefix("<6>touchgated: serving on ") }, "\(rig.daemonLog)")
+        #expect(lines.allSatisfy { $0.hasPrefix("<") }, "a line without its priority: \(rig.daemonLog)")
+        #expect(!lines.contains { $0.hasSuffix(": status") }, "a request logged at the default level: \(rig.daemonLog)")
+
+        // Outside the journal: no priorities; at debug, each request's operation.
+        let debug = try DaemonRig()
+        debug.daemonArguments = ["--log-level", "debug"]
+        debug.daemonEnvironment = ["JOURNAL_STREAM": "1:1"]
+        try await debug.start()
+        _ = try await debug.run(["status"])
+        debug.stop()
+        #expect(debug.daemonLog.contains("touchgated: serving on "), "\(debug.daemonLog)")
+        #expect(!debug.daemonLog.contains("<6>"), "\(debug.daemonLog)")
+        #expect(debug.logLines(containing: ": status").count == 1, "\(debug.daemonLog)")
+
+        // A level that does not exist is a usage error, before anything starts.
+        let bad = try runProgram(debug.binDirectory + "/touchgated", ["--log-level", "loud", "--socket", "/nonexistent/s"])
+        #expect(bad.status == 64, "\(bad.stderr)")
+        #expect(bad.stderr.contains("--log-level"), "\(bad.stderr)")
+    }
+
     @Test("another user reaches only their own vault: cannot read, list, delete or lock out the first user's items")
     func usersAreKeptApart() async throws {
         let rig = try DaemonRig()

@@ -109,6 +109,8 @@ struct FprintdTests {
         // The daemon could reach a virtual_image reader of its own too (DaemonRig gives it
         // one): with fprintd on the bus it must leave readers to fprintd all the same.
         rig.daemonEnvironment = fprintd.environment
+        // A line per request, to count the verifies below.
+        rig.daemonArguments = ["--log-level", "debug"]
         try await rig.start()
 
         let devices = try await rig.run(["devices", "--json"])
