@@ -28,6 +28,12 @@ public actor ReaderPool {
     /// Readers suspended for sleep, to resume on wake.
     private var suspended: [Reader] = []
     private var watcher: Task<Void, Never>?
+    /// The enumeration in progress: every caller that needs one meanwhile waits for it
+    /// rather than starting its own (the actor is re-entered at each of its awaits).
+    private var enumeration: Task<FingerprintContext, Never>?
+    /// Requests between taking their turn and holding their reader (``inUse``): the
+    /// readers are not enumerated anew under them.
+    private var opening = 0
     private let logger: Logger
 
     /// A pool, empty until first used; `logger` gets one line per reader opened, closed,
@@ -42,6 +48,8 @@ public actor ReaderPool {
     ///   anew, or when it cannot be opened.
     func take(device: String?) async throws -> Reader {
         try await turns.acquire()
+        opening += 1
+        defer { opening -= 1 }
         do {
             let reader = try await open(device: device)
             inUse.append(reader)
@@ -53,19 +61,17 @@ public actor ReaderPool {
     }
 
     private func open(device: String?) async throws -> Reader {
-        var fresh = false
-        if context == nil {
-            await enumerate(reason: nil)
-            fresh = true
-        }
+        let known = context
         var reader: Reader
         do {
-            reader = try await ReaderSession.pick(device: device, in: context!)
+            let current: FingerprintContext
+            if let known { current = known } else { current = await enumerate(reason: nil) }
+            reader = try await ReaderSession.pick(device: device, in: current)
         } catch {
-            guard !fresh else { throw error }
-            await enumerate(reason: device.map { "no reader '\(StoredText.escaped($0))' among those known" }
-                            ?? "no reader known")
-            reader = try await ReaderSession.pick(device: device, in: context!)
+            guard known != nil else { throw error }
+            let fresh = await enumerate(reason: device.map { "no reader '\(StoredText.escaped($0))' among those known" }
+                                        ?? "no reader known")
+            reader = try await ReaderSession.pick(device: device, in: fresh)
         }
         if !opened.contains(where: { $0 === reader }) {
             do {
@@ -98,13 +104,17 @@ public actor ReaderPool {
     /// The readers connected now (enumerating the first time, or anew when none is known
     /// and no request holds one), with whether the pool holds each open.
     func readers() async -> [(reader: Reader, open: Bool)] {
-        if context == nil {
-            await enumerate(reason: nil)
-        } else if inUse.isEmpty, await context!.readers().isEmpty {
-            await enumerate(reason: "no reader known")
+        var current: FingerprintContext
+        if let known = context {
+            current = known
+            if inUse.isEmpty, opening == 0, await known.readers().isEmpty {
+                current = await enumerate(reason: "no reader known")
+            }
+        } else {
+            current = await enumerate(reason: nil)
         }
         var list: [(Reader, Bool)] = []
-        for reader in await context!.readers() {
+        for reader in await current.readers() {
             list.append((reader, opened.contains { $0 === reader }))
         }
         return list
@@ -164,9 +174,20 @@ public actor ReaderPool {
 
     // MARK: -
 
+    /// A fresh context, or the one an enumeration already in progress gives.
+    @discardableResult
+    private func enumerate(reason: String?) async -> FingerprintContext {
+        if let running = enumeration { return await running.value }
+        let task = Task { await self.freshContext(reason: reason) }
+        enumeration = task
+        let fresh = await task.value
+        if enumeration == task { enumeration = nil }
+        return fresh
+    }
+
     /// A fresh context: the old one's readers are closed first (a virtual reader listens on
     /// its socket only while one context holds it open).
-    private func enumerate(reason: String?) async {
+    private func freshContext(reason: String?) async -> FingerprintContext {
         watcher?.cancel()
         for reader in opened { await drop(reader, why: "to enumerate the readers anew") }
         suspended = []
@@ -181,6 +202,7 @@ public actor ReaderPool {
                 await self?.follow(change, in: context)
             }
         }
+        return context
     }
 
     /// One hotplug event of `context` (ignored once that context is replaced).

@@ -229,6 +229,29 @@ struct DaemonAvailabilityTests {
         #expect(added < 130, "400 requests wrote \(added) records")
     }
 
+    /// Each status with no reader known enumerates the readers anew; ten at once used to
+    /// interleave in the reader pool and crash the daemon (a nil context unwrapped).
+    @Test("ten processes asking for status at once with no reader attached: the daemon stays up and answers all")
+    func concurrentStatusWithoutAReader() async throws {
+        try DaemonAttackTests.requireRoot()
+        let users = try TestUsers()
+        let rig = try DaemonRig()
+        rig.daemonEnvironment = ["FP_DRIVERS_WHITELIST": "no_such_driver"]
+        try await rig.start()
+        let loops = try (0..<10).map { _ in
+            try Attacker(["loop", "status", "{}", "100"], socket: rig.socketPath, uid: users.attacker.uid)
+        }
+        defer { loops.forEach { $0.stop() } }
+        for loop in loops {
+            let codes = try #require(await loop.line("codes", within: 120), "\(loop.output)\n\(rig.logTail)")
+            #expect(codes == #"codes {"ok": 100}"#, "\(codes)\n\(rig.logTail)")
+        }
+        #expect(!rig.daemonLog.contains("fatal"), "\(rig.logTail)")
+        let status = try await rig.run(["status", "--json"])
+        #expect(status.status == 0, "\(status.stderrLines)\n\(rig.logTail)")
+        #expect((status.json?["readers"] as? [Any])?.isEmpty == true, "\(status.stdout)")
+    }
+
     @Test("the rate is the user's, not the connection's: two processes looping at once share one burst")
     func requestRateIsSharedAcrossProcesses() async throws {
         try DaemonAttackTests.requireRoot()
