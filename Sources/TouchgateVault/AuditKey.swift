@@ -1,9 +1,10 @@
 import CSodium
 import CTouchgateSys
 import Foundation
+import Synchronization
+import TouchgateBasics
 #if canImport(Glibc)
 import Glibc
-import TouchgateBasics
 #endif
 
 /// The 32-byte key that MACs the audit chain, held in guarded memory.
@@ -62,6 +63,30 @@ final class AuditKey: @unchecked Sendable {
         try body(UnsafeRawBufferPointer(start: bytes, count: Self.length))
     }
 
+    /// Keys read from their files, with the identity each file had then: touchgated serving
+    /// the same store again reuses the key instead of reading the file into new guarded
+    /// memory on every request. The file is still checked private and opened every time; one
+    /// replaced, rewritten, chmod'ed or chown'ed has another identity and is read again.
+    private static let loaded = Mutex<[String: (identity: FileIdentity, key: AuditKey)]>([:])
+    /// At most this many keys are kept (each holds one locked page).
+    static let loadedLimit = 64
+
+    /// What changes when a file is replaced or written: device, inode, size, and the
+    /// modification and status-change times to the nanosecond.
+    struct FileIdentity: Equatable, Sendable {
+        let device, inode: UInt64
+        let size: Int64
+        let modified, changed: [Int]
+
+        init(_ info: stat) {
+            device = UInt64(info.st_dev)
+            inode = UInt64(info.st_ino)
+            size = Int64(info.st_size)
+            modified = [info.st_mtim.tv_sec, info.st_mtim.tv_nsec]
+            changed = [info.st_ctim.tv_sec, info.st_ctim.tv_nsec]
+        }
+    }
+
     /// The key file for a data directory.
     static func path(in location: StoreLocation) -> String {
         location.directory.appendingPathComponent("audit.key").path
@@ -87,7 +112,9 @@ final class AuditKey: @unchecked Sendable {
         guard info.st_size == Self.length else {
             throw AuditError.keyInvalid(path: path, detail: "it holds \(info.st_size) bytes, not \(Self.length)")
         }
-        return try AuditKey { memory in
+        let identity = FileIdentity(info)
+        if let known = Self.loaded.withLock({ $0[path] }), known.identity == identity { return known.key }
+        let key = try AuditKey { memory in
             var done = 0
             while done < Self.length {
                 let count = read(fd, memory + done, Self.length - done)
@@ -98,6 +125,11 @@ final class AuditKey: @unchecked Sendable {
                 done += count
             }
         }
+        Self.loaded.withLock { loaded in
+            if loaded.count >= Self.loadedLimit, loaded[path] == nil, let any = loaded.keys.first { loaded[any] = nil }
+            loaded[path] = (identity, key)
+        }
+        return key
     }
 
     /// Creates a fresh random key file, or loads the one another process just created.

@@ -18,6 +18,33 @@ struct AuditKeyTests {
         #expect(leftovers.isEmpty)
     }
 
+    @Test("a key read again from the same file is the one already in memory; a file rewritten or loosened is read and checked anew")
+    func loadedKeysFollowTheFile() throws {
+        let fixture = try AuditFixture()
+        let path = fixture.log.keyPath
+        let first = try AuditKey.load(path: path)
+        #expect(try AuditKey.load(path: path) === first, "the unchanged file was read into new memory")
+        let before = first.withUnsafeBytes { Array($0) }
+
+        // Rewritten in place with other bytes (same inode, same size): the new bytes.
+        let other = before.map { $0 ^ 0xFF }
+        let fd = open(path, O_WRONLY)
+        try #require(fd >= 0)
+        _ = other.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        let rewritten = try AuditKey.load(path: path)
+        #expect(rewritten !== first)
+        #expect(rewritten.withUnsafeBytes { Array($0) } == other)
+
+        // Loosened: refused, though a key from this file is in memory.
+        chmod(path, 0o644)
+        #expect(throws: (any Error).self) { _ = try AuditKey.load(path: path) }
+        chmod(path, 0o600)
+        // Gone: missing, not the remembered key.
+        try FileManager.default.removeItem(atPath: path)
+        #expect(throws: AuditError.keyMissing(path: path)) { _ = try AuditKey.load(path: path) }
+    }
+
     @Test("a missing key file with records present is a clear error, not a new key")
     func missingKey() throws {
         let fixture = try AuditFixture()
