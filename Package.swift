@@ -161,7 +161,7 @@ let package = Package(
         .testTarget(
             name: "TouchgateCLITests",
             dependencies: ["touchgate-cli", "touchgate-client", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateImageIO",
-                           "TouchgatePolicy", "TouchgateVault", "TouchgateTestSupport", "TouchgateSocket", "TouchgateAPI"]
+                           "TouchgatePolicy", "TouchgateVault", "TouchgateTestSupport", "TouchgateSocket", "TouchgateAPI", "TouchgateDaemon"]
         ),
         .testTarget(name: "TouchgateCommandsTests", dependencies: ["TouchgateCommands", "TouchgateAPI"]),
         .testTarget(name: "UdevTests"),

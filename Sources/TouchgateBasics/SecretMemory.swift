@@ -130,11 +130,6 @@ public final class SecretBytes: @unchecked Sendable {
         self.init(pages: pages, count: bytes.count)
     }
 
-    /// A copy of the bytes in use in `buffer`.
-    public convenience init(copying buffer: SecretBuffer) {
-        self.init(copying: buffer.bytes)
-    }
-
     /// Calls `body` with the bytes. The pointer is valid only during the call; do not
     /// copy the bytes anywhere that is not itself wiped.
     public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TouchgateBasics
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,12 +30,18 @@ public struct StandardErrorLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        let priority = prioritized ? "<\(Self.syslogPriority(event.level))>" : ""
-        let line = priority + program + ": " + event.message.description + "\n"
+        let line = Self.line(event.message.description, program: program,
+                             priority: prioritized ? Self.syslogPriority(event.level) : nil)
         line.utf8CString.withUnsafeBufferPointer { bytes in
             // One write per line, so lines from several threads do not interleave.
             _ = write(2, bytes.baseAddress, bytes.count - 1)
         }
+    }
+
+    /// One line of the log: `message` with its control characters escaped (a newline in a
+    /// peer's executable name cannot forge a line of its own), after `<priority>` when given.
+    package static func line(_ message: String, program: String, priority: Int?) -> String {
+        (priority.map { "<\($0)>" } ?? "") + program + ": " + StoredText.escaped(message) + "\n"
     }
 
     /// The syslog priority of `level` (sd-daemon(3)'s `<N>` prefixes).

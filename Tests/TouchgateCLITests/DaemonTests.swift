@@ -3,6 +3,7 @@ import Testing
 import TouchgateSocket
 import TouchgateTestSupport
 import TouchgateAPI
+import TouchgateDaemon
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -81,6 +82,12 @@ struct DaemonTests {
         #expect(debug.daemonLog.contains("touchgated: serving on "), "\(debug.daemonLog)")
         #expect(!debug.daemonLog.contains("<6>"), "\(debug.daemonLog)")
         #expect(debug.logLines(containing: ": status").count == 1, "\(debug.daemonLog)")
+
+        // A message carrying a peer's text (an executable named with a newline) stays one line.
+        let forged = StandardErrorLogHandler.line("uid=1000 pid=7 exe=/tmp/x\ntouchgated: uid=0 forged\u{1b}[2K: status",
+                                                 program: "touchgated", priority: 7)
+        #expect(forged == "<7>touchgated: uid=1000 pid=7 exe=/tmp/x\\u{000A}touchgated: uid=0 forged\\u{001B}[2K: status\n",
+                "\(forged)")
 
         // A level that does not exist is a usage error, before anything starts.
         let bad = try runProgram(debug.binDirectory + "/touchgated", ["--log-level", "loud", "--socket", "/nonexistent/s"])

@@ -36,6 +36,18 @@ struct AuditKeyTests {
         #expect(rewritten !== first)
         #expect(rewritten.withUnsafeBytes { Array($0) } == other)
 
+        // An older copy put back with its old times (cp -p, then rename over the file): the
+        // copy's bytes, not the key in memory.
+        let copy = path + ".restore"
+        try Data(before).write(to: URL(fileURLWithPath: copy))
+        chmod(copy, 0o600)
+        var current = stat()
+        try #require(stat(path, &current) == 0)
+        var times = [current.st_atim, current.st_mtim]
+        #expect(utimensat(AT_FDCWD, copy, &times, 0) == 0)
+        #expect(rename(copy, path) == 0)
+        #expect(try AuditKey.load(path: path).withUnsafeBytes { Array($0) } == before)
+
         // Loosened: refused, though a key from this file is in memory.
         chmod(path, 0o644)
         #expect(throws: (any Error).self) { _ = try AuditKey.load(path: path) }
