@@ -11,29 +11,33 @@ import Glibc
 /// What `touchgate-cli` can do because it links the service: the personal mode in this
 /// process, the fleet shipping of a personal trail, `migrate`, and offline export checks.
 struct LocalHost: CommandHost {
+    /// This user's own store, served in this process: the one every command of the personal
+    /// mode uses.
+    private let service = TouchgateService.personal()
+
     func prepare() throws(ServiceError) {
         try TouchgateService.hardenProcess()
     }
 
     func personal() -> any TouchgateRequests {
-        TouchgateService.personal()
+        service
     }
 
     var personalStoreExists: Bool {
-        FileManager.default.fileExists(atPath: TouchgateService.personal().location.databasePath)
+        FileManager.default.fileExists(atPath: service.location.databasePath)
     }
 
     func shipPersonalAudit(configurationPath: String?, newLog: Bool) async throws(ServiceError) -> AuditShipReport {
         let configuration = try FleetConfiguration.load(path: configurationPath ?? FleetConfiguration.defaultPath)
         let collector = PostgresCollector(configuration: configuration)
         defer { collector.close() }
-        return try await TouchgateService.personal().shipAudit(to: collector, configuration: configuration, newLog: newLog)
+        return try await service.shipAudit(to: collector, configuration: configuration, newLog: newLog)
     }
 
     func migrate(into daemon: any MigrationTarget, interaction: any Interaction) async throws(ServiceError)
         -> MigrationReport
     {
-        try await TouchgateService.personal().migrate(into: daemon, interaction: interaction)
+        try await service.migrate(into: daemon, interaction: interaction)
     }
 
     /// Reads the export line by line and checks it.
