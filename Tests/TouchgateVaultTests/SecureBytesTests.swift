@@ -1,10 +1,54 @@
 import CTouchgateSys
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 @testable import TouchgateVault
 import TouchgateBasics
 
 @Suite("Secret bytes")
 struct SecureBytesTests {
+    /// What a forked child does to the memory: each must fault, never go through.
+    enum Misuse: CaseIterable, Sendable {
+        /// Writing into filled (sealed) secret bytes.
+        case writeSealed
+        /// Reading the byte before the first (the leading guard page).
+        case readBefore
+        /// Reading just past the data pages (the trailing guard page).
+        case readPastPages
+    }
+
+    @Test("filled secret bytes are read-only and guarded on both sides: a stray write or read faults", arguments: Misuse.allCases)
+    func guardedAndSealed(misuse: Misuse) throws {
+        let bytes = secret("hunter2")
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let base = bytes.withUnsafeBytes { UnsafeMutableRawPointer(mutating: $0.baseAddress!) }
+        let target: UnsafeMutableRawPointer = switch misuse {
+        case .writeSealed: base
+        case .readBefore: base - 1
+        case .readPastPages: base + page
+        }
+        let pid = fork()
+        if pid == 0 {
+            // The child: one access, then it would exit 0 if the access went through.
+            if misuse == .writeSealed {
+                target.storeBytes(of: 0x41, as: UInt8.self)
+            } else {
+                _ = target.load(as: UInt8.self)
+            }
+            _exit(0)
+        }
+        try #require(pid > 0)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        // Killed by SIGSEGV, or, once a test here installed the fatal-signal handler
+        // (ProcessHardening), ended by it with 128 + SIGSEGV.
+        let faulted = status & 0x7f == SIGSEGV || (status & 0x7f == 0 && (status >> 8) & 0xff == 128 + SIGSEGV)
+        #expect(faulted, "\(misuse): the child ended with status \(status), not by SIGSEGV")
+        #expect(string(bytes) == "hunter2")
+        withExtendedLifetime(bytes) {}
+    }
+
     @Test("contents round-trip and never show in descriptions or mirrors")
     func redacted() {
         let bytes = secret("hunter2")
