@@ -119,6 +119,8 @@ public final class Daemon: Sendable {
         var hello = DaemonMessage(kind: .hello, id: 0)
         hello.versions = [DaemonProtocol.version]
         guard socket.send(hello) else { return socket.close() }
+        // Read once per connection: the kernel's credentials and what /proc says of the process.
+        let caller = Caller.connected(uid: peer.uid, pid: peer.pid, executable: peer.executable, door: .daemon)
         let slot = RequestSlot()
         var broken: (any Error)?
         var firstRequest = true
@@ -144,7 +146,7 @@ public final class Daemon: Sendable {
                         }
                     }
                     if case .refused(let first) = rate.take(bucket, for: operation, exempt: bucket == .root) {
-                        try await refuseForRate(message, operation: operation, peer: peer, first: first, socket: socket)
+                        try await refuseForRate(message, operation: operation, caller: caller, first: first, socket: socket)
                         continue
                     }
                     let descriptors = frame.descriptors
@@ -157,7 +159,7 @@ public final class Daemon: Sendable {
                     let turn = ReaderTurns.Request(owner: Self.owner(of: bucket))
                     guard await slot.start(id: message.id, answers: interaction.answers, turn: turn, { [slot] in
                         let reply = await ReaderTurns.$request.withValue(turn) {
-                            await handler.respond(to: message, descriptors: descriptors, peer: peer,
+                            await handler.respond(to: message, descriptors: descriptors, caller: caller,
                                                   interaction: interaction)
                         }
                         await slot.finish(id: message.id)
@@ -219,15 +221,14 @@ public final class Daemon: Sendable {
 
     /// Answers a request over the user's rate with the refusal; the first refusal since the
     /// user's bucket was full goes into their trail (and the log), the others do not.
-    private func refuseForRate(_ request: ClientMessage, operation: DaemonOperation, peer: Peer, first: Bool,
+    private func refuseForRate(_ request: ClientMessage, operation: DaemonOperation, caller: Caller, first: Bool,
                                socket: FramedSocket) async throws {
         var failure = DaemonMessage(kind: .failure, id: request.id)
         failure.error = rate.refusal
         socket.send(failure)
         guard first else { return }
-        logger.warning("\(peer): over the request rate; refusing its requests until it slows down (recorded once)")
-        try? await handler.stores.service(for: peer, actingFor: peer.isRoot ? request.arguments?.user : nil)
-            .recordRefusal(of: operation.rawValue, rate.refusal, onlyIfStoreExists: true)
+        logger.warning("\(caller): over the request rate; refusing its requests until it slows down (recorded once)")
+        await handler.gate.recordRefusal(rate.refusal, of: operation, caller: caller, namedUser: request.arguments?.user)
     }
 }
 

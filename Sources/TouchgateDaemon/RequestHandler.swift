@@ -4,44 +4,39 @@ import TouchgateSocket
 import TouchgateVault
 import TouchgateAPI
 
-/// Turns one protocol request into one call of the service, for the peer who sent it.
+/// Turns one protocol request into one call of the service, for the caller who sent it.
 ///
-/// Who acts is the peer's uid from `SO_PEERCRED`, never anything the request says. Nothing
-/// is decided here: who may ask for what and whose trail records a refusal are
-/// ``CallerRules``, every other rule is the use case's in ``TouchgateService``.
+/// Who acts is the caller the connection was made by (its uid from `SO_PEERCRED`), never
+/// anything the request says. Nothing is decided here: ``ServiceGate`` applies who may ask
+/// for what and for whom, every other rule is the use case's in ``TouchgateService``. This
+/// only decodes the arguments, calls, and encodes.
 struct RequestHandler: Sendable {
     /// Where each user's store lives, and the held keys.
     let stores: DaemonStores
-    /// Whether a `local-only` request's session is local.
-    let sessions: LocalSessionRule
+    /// The service's rules around each request.
+    let gate: ServiceGate
+
+    init(stores: DaemonStores, sessions: LocalSessionRule) {
+        self.stores = stores
+        gate = ServiceGate(services: { [stores] in stores.service(for: $0) }, principals: { [stores] in stores.principals() },
+                           sessions: sessions)
+    }
 
     /// Runs `request` (a request with an operation) and returns its result or failure, to send.
-    func respond(to request: ClientMessage, descriptors: PassedDescriptors? = nil, peer: Peer,
+    func respond(to request: ClientMessage, descriptors: PassedDescriptors? = nil, caller: Caller,
                  interaction: DaemonInteraction) async -> Reply {
-        // Every record this request writes names the client, not the daemon.
-        let client = AuditClient(uid: peer.uid, loginName: UserDatabase.loginName(of: peer.uid),
-                                 process: "pid \(peer.pid)" + (peer.executable.map { " \($0)" } ?? ""))
+        let arguments = request.arguments ?? RequestArguments()
+        var caller = caller
+        caller.requester = arguments.requester
         do {
-            return try await AuditClient.$current.withValue(client) {
-                try await Requester.$current.withValue(request.arguments?.requester) {
-                    do {
-                        try CallerRules.admit(request.operation!, callerIsRoot: peer.isRoot,
-                                              namedUser: request.arguments?.user)
-                        if request.operation == .migrate {
-                            return try await migrate(request.arguments ?? RequestArguments(), descriptors, peer: peer,
-                                                     interaction: interaction)
-                        }
-                        return try await run(request.operation!, request.arguments ?? RequestArguments(), peer: peer,
+            let operation = request.operation!
+            return try await gate.serve(operation, caller: caller, namedUser: arguments.user,
+                                        localOnly: arguments.localOnly == true) { service in
+                if operation == .migrate {
+                    return try await migrate(arguments, descriptors, service: service, caller: caller,
                                              interaction: interaction)
-                    } catch let refusal as ServiceError {
-                        if let trail = CallerRules.trail(for: refusal) {
-                            let named = trail == .namedUser
-                            try? await stores.service(for: peer, actingFor: named ? request.arguments?.user : nil)
-                                .recordRefusal(of: request.operation!.rawValue, refusal, onlyIfStoreExists: named)
-                        }
-                        throw refusal
-                    }
                 }
+                return try await run(operation, arguments, service: service, caller: caller, interaction: interaction)
             }
         } catch {
             var failure = DaemonMessage(kind: .failure, id: request.id)
@@ -68,14 +63,9 @@ struct RequestHandler: Sendable {
     }
 
     // swiftlint:disable:next cyclomatic_complexity function_body_length
-    private func run(_ operation: DaemonOperation, _ arguments: RequestArguments, peer: Peer,
-                     interaction: DaemonInteraction) async throws -> Reply {
+    private func run(_ operation: DaemonOperation, _ arguments: RequestArguments, service: TouchgateService,
+                     caller: Caller, interaction: DaemonInteraction) async throws -> Reply {
         let id = interaction.id
-        let service = try stores.service(for: peer, actingFor: arguments.user)
-        if arguments.localOnly == true {
-            // Before any reader is used or any question asked.
-            try await sessions.check(pid: peer.pid, caller: peer.description)
-        }
         switch operation {
         case .status:
             return reply(id, try await service.status())
@@ -182,15 +172,8 @@ struct RequestHandler: Sendable {
             guard let fleet = stores.fleet else {
                 throw ServiceError(.notFound, "this touchgated does not ship audit trails (started without fleet shipping)")
             }
-            // Never making a store for someone who has none.
-            let every = CallerRules.shipsEveryTrail(callerIsRoot: peer.isRoot, namedUser: arguments.user)
-            let services = every ? stores.everyService() : [service].filter(\.hasStore)
-            guard !services.isEmpty else {
-                throw ServiceError(.notFound, "touchgated holds no audit trail \(peer.isRoot ? "" : "of yours ")yet: "
-                                   + "nothing to ship")
-            }
             let newLog = arguments.force ?? false
-            if newLog { try CallerRules.requireMayAcceptNewFleetLog(callerIsRoot: peer.isRoot) }
+            let services = try gate.trailsToShip(for: caller, namedUser: arguments.user, service: service, newLog: newLog)
             return reply(id, AuditShipmentsReport(shipments: try await fleet.ship(services, newLog: newLog)))
         case .pruneAudit:
             let before = try required(arguments.before, "before")
@@ -201,8 +184,8 @@ struct RequestHandler: Sendable {
 
     /// `migrate`: the peer's own personal store, passed as two open files, becomes its
     /// store here. Only for the peer itself: no user is named, and root moves root's.
-    private func migrate(_ arguments: RequestArguments, _ descriptors: PassedDescriptors?, peer: Peer,
-                         interaction: DaemonInteraction) async throws -> Reply {
+    private func migrate(_ arguments: RequestArguments, _ descriptors: PassedDescriptors?, service: TouchgateService,
+                         caller: Caller, interaction: DaemonInteraction) async throws -> Reply {
         let from = try required(arguments.path, "path")
         let files = descriptors?.take() ?? []
         defer { for file in files { close(file) } }
@@ -210,12 +193,11 @@ struct RequestHandler: Sendable {
             throw ServiceError(.usage, "migrate needs two descriptors (the database copy, then the audit key); "
                                    + "\(files.count) came")
         }
-        let service = try stores.service(for: peer, actingFor: nil)
         // The directory is replaced: whatever was kept open there is not the store afterwards.
         stores.open.forget(service.location)
         defer { stores.open.forget(service.location) }
         let report = try await service.adoptMigration(database: files[0], auditKey: files[1], from: from,
-                                                      peer: peer.description, interaction: interaction)
+                                                      peer: caller.description, interaction: interaction)
         return reply(interaction.id, report)
     }
 
@@ -255,30 +237,20 @@ struct DaemonStores: Sendable {
     /// Where the trails are shipped, when the daemon ships them.
     let fleet: FleetShipping?
 
-    /// The service for `peer`, or for `user` when root asks on their behalf.
-    func service(for peer: Peer, actingFor user: String?) throws(ServiceError) -> TouchgateService {
-        let own = Principal(uid: peer.uid, loginName: UserDatabase.loginName(of: peer.uid))
-        var principal = own
-        if let user, user != own.loginName {
-            try CallerRules.requireMayActForAnotherUser(callerIsRoot: peer.isRoot)
-            guard let uid = UserDatabase.uid(of: user) else {
-                throw ServiceError(.usage, "no user named '\(StoredText.escaped(user))' on this system")
-            }
-            principal = Principal(uid: uid, loginName: user)
-        }
-        return service(for: principal)
+    /// The service of every user with a store here, by uid (the daemon's own shipments).
+    func everyService() -> [TouchgateService] {
+        principals().map(service(for:)).filter(\.hasStore)
     }
 
-    /// The service of every user with a store here, by uid.
-    func everyService() -> [TouchgateService] {
+    /// Every principal with a store here, by uid.
+    func principals() -> [Principal] {
         let users = directory.appendingPathComponent("users")
         let uids = ((try? FileManager.default.contentsOfDirectory(atPath: users.path)) ?? []).compactMap(UInt32.init).sorted()
-        return uids.map { service(for: Principal(uid: $0, loginName: UserDatabase.loginName(of: $0))) }
-            .filter(\.hasStore)
+        return uids.map { Principal(uid: $0, loginName: UserDatabase.loginName(of: $0)) }
     }
 
     /// The service of `principal` over its store here.
-    private func service(for principal: Principal) -> TouchgateService {
+    func service(for principal: Principal) -> TouchgateService {
         // One signing key for the machine: its public half, registered once, verifies every trail here.
         let location = StoreLocation(directory: directory.appendingPathComponent("users")
             .appendingPathComponent(String(principal.uid)), signingKeyDirectory: directory)

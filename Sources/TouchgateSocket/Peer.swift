@@ -1,4 +1,5 @@
 import CTouchgateSys
+import TouchgateAPI
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -32,7 +33,7 @@ public struct Peer: Sendable, Equatable, CustomStringConvertible {
         var uid: UInt32 = 0, gid: UInt32 = 0, pid: Int32 = 0
         let result = CTouchgateSys_peer_credentials(socket, &uid, &gid, &pid)
         guard result == 0 else { throw SocketError.system("SO_PEERCRED", -result) }
-        return Peer(uid: uid, gid: gid, pid: pid, executable: executable(of: pid))
+        return Peer(uid: uid, gid: gid, pid: pid, executable: ProcessTable.executable(of: pid))
     }
 
     /// Whether the peer is root.
@@ -49,20 +50,6 @@ public struct Peer: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         "uid=\(uid) pid=\(pid)" + (executable.map { " exe=\($0)" } ?? "")
-    }
-
-    private static func executable(of pid: Int32) -> String? {
-        guard pid > 0 else { return nil }
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
-        if count > 0 {
-            return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        }
-        guard let command = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return nil }
-        // comm is chosen by the process itself: keep it printable and short.
-        let printable = command.trimmingCharacters(in: .whitespacesAndNewlines).unicodeScalars
-            .filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(16)
-        return "(" + String(String.UnicodeScalarView(printable)) + ")"
     }
 }
 

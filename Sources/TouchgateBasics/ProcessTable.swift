@@ -1,0 +1,63 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `/proc` says about another process: its executable and its parents. Read by the
+/// doors when a client connects, to say in the audit trail which program asked. Never a
+/// ground for a decision on its own: a process can exec something else after connecting.
+public enum ProcessTable {
+    /// The most ancestors ``chain(above:)`` follows.
+    public static let maximumChain = 8
+
+    /// The executable of `pid` (`/proc/PID/exe`) when it can be read (a process of the same
+    /// user, or root, may read another's), else its command name in parentheses
+    /// (`/proc/PID/comm`, readable by all, chosen by the process itself: kept printable and
+    /// short); nil when the process is gone.
+    public static func executable(of pid: Int32) -> String? {
+        guard pid > 0 else { return nil }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
+        if count > 0 {
+            return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        guard let command = read("/proc/\(pid)/comm", limit: 64) else { return nil }
+        let printable = command.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(16)
+        return "(" + String(String.UnicodeScalarView(printable)) + ")"
+    }
+
+    /// The parent of `pid` (`PPid:` in `/proc/PID/status`), nil when it cannot be read or is none.
+    public static func parent(of pid: Int32) -> Int32? {
+        guard pid > 1, let status = read("/proc/\(pid)/status", limit: 4096) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("PPid:") {
+            let parent = Int32(line.dropFirst(5).drop { $0 == "\t" || $0 == " " })
+            return parent.flatMap { $0 > 0 ? $0 : nil }
+        }
+        return nil
+    }
+
+    /// The executables of `pid`'s parents, nearest first, up to ``maximumChain`` and
+    /// stopping before init (pid 1).
+    public static func chain(above pid: Int32) -> [String] {
+        var chain: [String] = []
+        var current = pid
+        while chain.count < maximumChain, let parent = parent(of: current), parent > 1 {
+            guard let executable = executable(of: parent) else { break }
+            chain.append(executable)
+            current = parent
+        }
+        return chain
+    }
+
+    /// Up to `limit` bytes of a small /proc file as UTF-8 text without its final newline.
+    private static func read(_ path: String, limit: Int) -> String? {
+        let file = open(path, O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { return nil }
+        defer { close(file) }
+        var bytes = [UInt8](repeating: 0, count: limit)
+        let count = bytes.withUnsafeMutableBytes { Glibc.read(file, $0.baseAddress, limit) }
+        guard count > 0 else { return nil }
+        var text = String(decoding: bytes[..<count], as: UTF8.self)
+        while text.hasSuffix("\n") { text.removeLast() }
+        return text
+    }
+}

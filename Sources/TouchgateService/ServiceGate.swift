@@ -1,0 +1,100 @@
+import TouchgateAPI
+import TouchgateVault
+
+/// Where a host that serves callers other than its own user (touchgated, the per-user
+/// agent) hands each request to the service: the one place the who-may-do-what rules are
+/// applied, in order, whatever the door.
+///
+/// For each request it names the caller in every record the request writes, admits or
+/// refuses the operation for that caller (``CallerRules``), picks whose service runs it
+/// (the caller's, or the user root names), checks a `local-only` request's session, and
+/// records a refusal in the right trail. A door only decodes the request, calls
+/// ``serve(_:caller:namedUser:localOnly:_:)`` with the use case, and encodes what comes back.
+public struct ServiceGate: Sendable {
+    private let services: @Sendable (Principal) -> TouchgateService
+    private let principals: @Sendable () -> [Principal]
+    private let sessions: LocalSessionRule
+
+    /// A gate over a host's stores: `services` gives a principal's service, `principals`
+    /// every principal with a store here; `sessions` decides whether a session is local.
+    public init(services: @escaping @Sendable (Principal) -> TouchgateService,
+                principals: @escaping @Sendable () -> [Principal], sessions: LocalSessionRule) {
+        self.services = services
+        self.principals = principals
+        self.sessions = sessions
+    }
+
+    /// Runs `body` with the service that serves `operation` for `caller`.
+    ///
+    /// - Parameters:
+    ///   - namedUser: the user the request names, if any: root acts for them; anyone else
+    ///     may name only themself.
+    ///   - localOnly: ask for no finger unless the caller's login session is local
+    ///     (``LocalSessionRule``), checked before any reader is used or question asked.
+    /// - Throws: the refusal (recorded in the caller's trail, or a remote session's in the
+    ///   named user's), or what `body` throws.
+    public func serve<T: Sendable>(_ operation: DaemonOperation, caller: Caller, namedUser: String?, localOnly: Bool,
+                                   _ body: (TouchgateService) async throws -> T) async throws -> T {
+        try await AuditClient.$current.withValue(caller.auditClient) {
+            try await Requester.$current.withValue(caller.requester) {
+                do {
+                    try CallerRules.admit(operation, callerIsRoot: caller.isRoot, namedUser: namedUser)
+                    let service = try service(for: caller, actingFor: namedUser)
+                    if localOnly { try await sessions.check(pid: caller.pid, caller: caller.description) }
+                    return try await body(service)
+                } catch let refusal as ServiceError {
+                    await record(refusal, of: operation, caller: caller, namedUser: namedUser)
+                    throw refusal
+                }
+            }
+        }
+    }
+
+    /// Records `refusal` of `operation` (a request refused before it reached the gate, such as
+    /// one over the caller's rate) in the trail of the user it was for, only where that user
+    /// has a store: a refusal never makes one.
+    public func recordRefusal(_ refusal: ServiceError, of operation: DaemonOperation, caller: Caller,
+                              namedUser: String?) async {
+        await AuditClient.$current.withValue(caller.auditClient) {
+            try? await service(for: caller, actingFor: caller.isRoot ? namedUser : nil)
+                .recordRefusal(of: operation.rawValue, refusal, onlyIfStoreExists: true)
+        }
+    }
+
+    /// The trails `audit.ship` sends for `caller`: every user's for root naming no user,
+    /// otherwise the one service's, if it has a store. Only root may have the fleet
+    /// checkpoints forgotten (`newLog`).
+    public func trailsToShip(for caller: Caller, namedUser: String?, service: TouchgateService,
+                             newLog: Bool) throws(ServiceError) -> [TouchgateService] {
+        if newLog { try CallerRules.requireMayAcceptNewFleetLog(callerIsRoot: caller.isRoot) }
+        let every = CallerRules.shipsEveryTrail(callerIsRoot: caller.isRoot, namedUser: namedUser)
+        // Never making a store for someone who has none.
+        let trails = every ? principals().map(services).filter(\.hasStore) : [service].filter(\.hasStore)
+        guard !trails.isEmpty else {
+            throw ServiceError(.notFound, "touchgated holds no audit trail \(caller.isRoot ? "" : "of yours ")yet: "
+                               + "nothing to ship")
+        }
+        return trails
+    }
+
+    /// The service for `caller`, or for `user` when root names one.
+    func service(for caller: Caller, actingFor user: String?) throws(ServiceError) -> TouchgateService {
+        guard let user, user != caller.loginName else { return services(caller.principal) }
+        let uid = UserDatabase.uid(of: user)
+        // Another name of the caller's own uid is the caller.
+        if uid == caller.uid { return services(caller.principal) }
+        try CallerRules.requireMayActForAnotherUser(callerIsRoot: caller.isRoot)
+        guard let uid else {
+            throw ServiceError(.usage, "no user named '\(StoredText.escaped(user))' on this system")
+        }
+        return services(Principal(uid: uid, loginName: user))
+    }
+
+    /// Records `refusal` where ``CallerRules/trail(for:)`` says; nothing for a failure that is not a refusal.
+    private func record(_ refusal: ServiceError, of operation: DaemonOperation, caller: Caller, namedUser: String?) async {
+        guard let trail = CallerRules.trail(for: refusal) else { return }
+        let named = trail == .namedUser
+        try? await service(for: caller, actingFor: named ? namedUser : nil)
+            .recordRefusal(of: operation.rawValue, refusal, onlyIfStoreExists: named)
+    }
+}
