@@ -56,6 +56,18 @@ public struct ReaderInfo: Sendable, Hashable {
     /// What the reader can do.
     public let features: ReaderFeatures
 
+    /// A reader described by its facts: one not reached through libfprint (a scripted
+    /// reader for tests, another backend).
+    public init(driver: String, deviceID: String, name: String, scanType: ScanType, enrollStages: Int,
+                features: ReaderFeatures) {
+        self.driver = driver
+        self.deviceID = deviceID
+        self.name = name
+        self.scanType = scanType
+        self.enrollStages = enrollStages
+        self.features = features
+    }
+
     /// Reads the snapshot from a device. GLib thread only.
     init(device: UnsafeMutablePointer<FpDevice>) {
         driver = String(cString: fp_device_get_driver(device))

@@ -96,6 +96,7 @@ extension TouchgateService {
     }
 
     private func resolveUnqueued(device: String?) async throws -> ResolvedBackend {
+        guard readers.fprintdMayServe else { return .libfprint }
         switch try ReaderBackendChoice.parse(readerBackendSetting) {
         case .libfprint:
             return .libfprint

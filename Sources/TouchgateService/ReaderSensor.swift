@@ -4,7 +4,7 @@ import TouchgatePolicy
 import TouchgateVault
 import TouchgateAPI
 
-/// The policy core's ``BiometricSensor`` over a FingerprintKit reader.
+/// The policy core's ``BiometricSensor`` over a reader of the service's ``ReaderPort``.
 ///
 /// The reader is opened lazily, on the first ``identify(prompt:)``: when the evaluator
 /// refuses first (lockout, nothing enrolled, passphrase needed) no reader is even
@@ -20,28 +20,27 @@ actor ReaderSensor: BiometricSensor {
     }
 
     private let device: String?
-    private let pool: ReaderPool?
+    private let readers: any ReaderPort
     private let interaction: any Interaction
     private let prints: PrintStore
     private let candidates: Candidates
     private let operation: String
-    private var session: ReaderSession?
+    private var handle: (any ReaderHandle)?
     /// Runs once the reader is open, before any finger is asked for (readers with storage:
     /// removing what an interrupted enrollment left there).
-    private let prepare: (@Sendable (ReaderSession) async -> Void)?
-    private var gallery: [(id: EnrolledPrintID, stored: StoredPrint, print: Print)] = []
+    private let prepare: (@Sendable (any ReaderHandle) async -> Void)?
+    private var gallery: [(id: EnrolledPrintID, stored: StoredPrint)] = []
     private var scans = 0
     /// The error behind the last ``SensorError/unavailable``, for the message.
     private(set) var lastFailure: (any Error)?
 
-    /// A sensor on `device` (id or driver; nil: the first reader) matching `prints`; the
-    /// reader comes from `pool` when there is one.
-    init(device: String?, pool: ReaderPool?, interaction: any Interaction, prints: PrintStore,
+    /// A sensor on `device` (id or driver; nil: the first reader) of `readers`, matching `prints`.
+    init(device: String?, readers: any ReaderPort, interaction: any Interaction, prints: PrintStore,
          candidates: Candidates = Candidates(), operation: String = "authorize",
-         prepare: (@Sendable (ReaderSession) async -> Void)? = nil) {
+         prepare: (@Sendable (any ReaderHandle) async -> Void)? = nil) {
         self.prepare = prepare
         self.device = device
-        self.pool = pool
+        self.readers = readers
         self.interaction = interaction
         self.prints = prints
         self.candidates = candidates
@@ -50,11 +49,11 @@ actor ReaderSensor: BiometricSensor {
 
     func identify(prompt: String) async throws(SensorError) -> SensorOutcome {
         do {
-            let session = try await openIfNeeded(prompt: prompt)
+            let handle = try await openIfNeeded(prompt: prompt)
             scans += 1
             // With one candidate the prompt can name its finger.
             let named = candidates.finger ?? (gallery.count == 1 ? gallery[0].stored.finger : nil)
-            let index = try await session.match(gallery.map(\.print), operation: operation, finger: named)
+            let index = try await handle.match(gallery.map(\.stored.template), operation: operation, finger: named)
             return index.map { .match(gallery[$0].id) } ?? .noMatch
         } catch {
             throw map(error)
@@ -68,22 +67,22 @@ actor ReaderSensor: BiometricSensor {
 
     /// Closes the reader if it was opened.
     func close() async {
-        await session?.close()
-        session = nil
+        await handle?.close()
+        handle = nil
     }
 
-    private func openIfNeeded(prompt: String) async throws -> ReaderSession {
-        if let session { return session }
+    private func openIfNeeded(prompt: String) async throws -> any ReaderHandle {
+        if let handle { return handle }
         // Only once there is a reader to touch.
-        let session = try await ReaderSession.open(device: device, interaction: interaction, pool: pool)
-        self.session = session
-        await prepare?(session)
+        let handle = try await readers.open(device: device, interaction: interaction)
+        self.handle = handle
+        await prepare?(handle)
         interaction.event(InteractionEvent(.touchNeeded, prompt))
-        let info = session.info
-        var gallery: [(EnrolledPrintID, StoredPrint, Print)] = []
+        let info = handle.info
+        var gallery: [(EnrolledPrintID, StoredPrint)] = []
         for stored in try prints.prints(user: candidates.user, finger: candidates.finger,
                                         driver: info.driver, deviceID: info.deviceID) {
-            gallery.append((EnrollmentTracker.printID(stored), stored, try await Print(serialized: stored.template)))
+            gallery.append((EnrollmentTracker.printID(stored), stored))
         }
         guard !gallery.isEmpty else {
             let who = [candidates.finger, candidates.user.map { "of \($0)" }].compactMap { $0 }.joined(separator: " ")
@@ -92,7 +91,7 @@ actor ReaderSensor: BiometricSensor {
         }
         // A reader with its own storage that lost a print (cleared by another program) would only
         // answer "no match" for it: leave those out, and say what to do when none is left.
-        let lost = try await TouchgateService.lostFromReader(gallery.map(\.2), session: session)
+        let lost = try await lostFromReader(gallery.map(\.1), handle: handle)
         if !lost.isEmpty {
             gallery = gallery.enumerated().filter { !lost.contains($0.offset) }.map(\.element)
             guard !gallery.isEmpty else {
@@ -103,7 +102,16 @@ actor ReaderSensor: BiometricSensor {
             }
         }
         self.gallery = gallery
-        return session
+        return handle
+    }
+
+    /// Which of `stored` a reader with its own storage no longer holds (none for a reader
+    /// that is not libfprint's: it keeps no prints of its own).
+    private func lostFromReader(_ stored: [StoredPrint], handle: any ReaderHandle) async throws -> Set<Int> {
+        guard let session = handle.session, session.info.features.contains(.storageList) else { return [] }
+        var prints: [Print] = []
+        for print in stored { prints.append(try await Print(serialized: print.template)) }
+        return try await TouchgateService.lostFromReader(prints, session: session)
     }
 
     private func map(_ error: any Error) -> SensorError {

@@ -6,7 +6,7 @@ import TouchgateAPI
 /// An open reader for one request: picks it, opens it with errors a person can act on,
 /// turns its events into prompts, and closes it (or, taken from a ``ReaderPool``, gives it
 /// back open).
-struct ReaderSession: Sendable {
+package struct ReaderSession: Sendable {
     /// The context the reader belongs to, kept alive while the session is (nil: the pool's).
     let context: FingerprintContext?
     let reader: Reader
@@ -14,7 +14,7 @@ struct ReaderSession: Sendable {
     /// The pool the reader came from and goes back to, still open; nil: it is closed at the end.
     var pool: ReaderPool?
 
-    var info: ReaderInfo { reader.info }
+    package var info: ReaderInfo { reader.info }
 
     /// Finds the reader (`device` is a device id or a driver name; default: the first)
     /// and opens it, or takes it from `pool`, open already or opened there.
@@ -56,7 +56,7 @@ struct ReaderSession: Sendable {
 
     /// Closes the reader, or gives it back to its pool (which closes it only when it was
     /// unplugged); a reader that is already gone is not an error.
-    func close() async {
+    package func close() async {
         if let pool { return await pool.giveBack(reader) }
         if await reader.isOpen { try? await reader.close() }
     }

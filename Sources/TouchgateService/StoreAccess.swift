@@ -11,6 +11,8 @@ struct StoreAccess: Sendable {
     let database: TouchgateDatabase
     let principal: Principal
     let custody: @Sendable (Vault) -> any KeyCustody
+    /// The source of time for the policy core's decisions.
+    let clock: any PolicyClock
 
     /// Whether `touchgate init` has run.
     func vaultExists() throws -> Bool {
@@ -35,7 +37,7 @@ struct StoreAccess: Sendable {
         let stateStore = StateStore(log: audit)
         let settings = PolicySettings.loadOrDefaults(stateStore)
         let evaluator = AccessEvaluator(
-            configuration: settings.configurationOrDefaults, clock: SystemClock(),
+            configuration: settings.configurationOrDefaults, clock: clock,
             store: VaultPolicyStateStore(store: stateStore, vaultUser: vaultUser),
             auditSink: VaultAuditSink(log: audit, vaultUser: vaultUser), principal: principal.description)
         return PolicyGuard(audit: audit, stateStore: stateStore, settings: settings, evaluator: evaluator,

@@ -24,14 +24,16 @@ extension TouchgateService {
             let prints = try store.printStore()
             let vault = try store.vaultIfPresent()
             try vault?.requireIntactState()
-            let (stored, invalidated) = try await ReaderSession.with(device: device, interaction: interaction, pool: readerPool) { session in
-                let (print, pending) = try await Self.enroll(session: session, store: store, prints: prints, finger: finger,
-                                                             user: user, replace: replace) {
+            let reader = try await readers.open(device: device, interaction: interaction)
+            let (stored, invalidated) = try await closing(reader, { await $0.close() }) { reader in
+                let (print, pending) = try await Self.enroll(reader: reader, interaction: interaction, store: store,
+                                                             prints: prints, finger: finger, user: user,
+                                                             replace: replace) {
                     try await vault?.confirmAndAuthorize(.enroll, "Enrolling \(finger.name)", interaction)
                 }
-                let info = session.info
+                let info = reader.info
                 let stored = StoredPrint(user: user, finger: finger.name, driver: info.driver, deviceID: info.deviceID,
-                                         enrolledAt: Date(), onDevice: print.isDeviceStored, template: print.serialized)
+                                         enrolledAt: Date(), onDevice: print.onDevice, template: print.serialized)
                 do {
                     // Cancelled after the reader stored the print and before the store took it (also while
                     // waiting for the database): it goes from the reader, rather than the store keeping it.
@@ -53,7 +55,9 @@ extension TouchgateService {
                     }
                     return (stored, invalidated)
                 } catch {
-                    if let pending { await Self.discard(print, nonce: pending.nonce, session: session, store: store) }
+                    if let pending, let session = reader.session, let chip = print.print {
+                        await Self.discard(chip, nonce: pending.nonce, session: session, store: store)
+                    }
                     throw error
                 }
             }
@@ -84,18 +88,19 @@ extension TouchgateService {
     /// fails or the request is cancelled before the print is returned, whatever the reader
     /// may have kept under that nonce is removed at once where it can be.
     /// - Returns: the print and, on a reader with storage, its pending mark.
-    private static func enroll(session: ReaderSession, store: StoreAccess, prints: PrintStore, finger: Finger,
-                               user: String, replace: Bool,
-                               authorize: () async throws -> Void) async throws -> (Print, ReaderLedger.Pending?) {
-        let info = session.info
+    private static func enroll(reader: any ReaderHandle, interaction: any Interaction, store: StoreAccess,
+                               prints: PrintStore, finger: Finger, user: String, replace: Bool,
+                               authorize: () async throws -> Void) async throws -> (EnrolledTemplate, ReaderLedger.Pending?) {
+        let info = reader.info
+        // Only libfprint's readers keep prints on a chip.
+        let session = reader.session
         let existing = try prints.prints(user: user, finger: finger.name, driver: info.driver, deviceID: info.deviceID)
         if !existing.isEmpty && !replace {
             throw StoreError.alreadyEnrolled(user: user, finger: finger.name)
         }
         try await authorize()
-        let onChip = info.features.contains(.storage)
         var pending: ReaderLedger.Pending?
-        if onChip {
+        if let session, info.features.contains(.storage) {
             try await reconcile(session, store: store)
             let mark = ReaderLedger.Pending(nonce: ChipLabel.newNonce(), user: user, finger: finger.name, started: Date())
             try store.audit().atomically { transaction in
@@ -109,10 +114,12 @@ extension TouchgateService {
         start.finger = finger.name
         start.deviceID = info.deviceID
         start.stages = info.enrollStages
-        session.interaction.event(start)
+        interaction.event(start)
         // A print on the reader's own storage is replaced there too.
         for old in existing where old.onDevice {
-            if let print = try? await Print(serialized: old.template) { try? await session.reader.deletePrint(print) }
+            if let session, let print = try? await Print(serialized: old.template) {
+                try? await session.reader.deletePrint(print)
+            }
         }
         // A replayed recording (FP_DEVICE_EMULATION=1) only goes on if the user id sent to the
         // reader is the recorded one byte for byte, which is why libfprint itself leaves its
@@ -120,12 +127,9 @@ extension TouchgateService {
         let replaying = ProcessInfo.processInfo.environment["FP_DEVICE_EMULATION"] == "1"
         let username = replaying ? user : pending.map { ChipLabel.username(nonce: $0.nonce, user: user) } ?? user
         do {
-            let print = try await session.prompting("enroll", finger: finger.name) { events in
-                try await session.reader.enroll(finger: finger, username: username, events: events)
-            }
-            return (print, pending)
+            return (try await reader.enroll(finger: finger, username: username), pending)
         } catch {
-            if pending != nil {
+            if pending != nil, let session {
                 // Readers normally keep nothing from a failed enrollment; make sure, without waiting for next time.
                 await Task { _ = try? await reconcile(session, store: store) }.value
             }

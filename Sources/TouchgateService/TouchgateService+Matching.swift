@@ -69,10 +69,12 @@ extension TouchgateService {
         try guarded.requireIntactState()
         let prints = try vault.map { try $0.printStore(key: $0.requireKey()) } ?? store.printStore()
         let enrollment = try EnrollmentTracker.status(guarded)
-        let sensor = ReaderSensor(device: device, pool: readerPool, interaction: interaction, prints: prints, candidates: candidates,
-                                  operation: operation) { session in
+        let sensor = ReaderSensor(device: device, readers: readers, interaction: interaction, prints: prints,
+                                  candidates: candidates, operation: operation) { handle in
             // What an interrupted enrollment left on a reader with storage goes before the touch.
-            if session.info.features.contains(.storage) { _ = try? await Self.reconcile(session, store: store) }
+            if let session = handle.session, session.info.features.contains(.storage) {
+                _ = try? await Self.reconcile(session, store: store)
+            }
         }
         do {
             let grant = try await guarded.evaluator.authenticate(action: action, enrollment: enrollment, sensor: sensor)

@@ -208,7 +208,8 @@ extension TouchgateService {
             }
         }
         let enrollment = try EnrollmentTracker.status(context.guarded)
-        let sensor = ReaderSensor(device: device, pool: readerPool, interaction: interaction, prints: try context.printStore(key: key))
+        let sensor = ReaderSensor(device: device, readers: readers, interaction: interaction,
+                                  prints: try context.printStore(key: key))
         let verifier = context.verifier(interaction)
         do {
             _ = try await context.evaluator.authorize(item: item, operation: operation, enrollment: enrollment,

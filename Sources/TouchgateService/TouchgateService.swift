@@ -1,4 +1,5 @@
 import Foundation
+import TouchgatePolicy
 import TouchgateVault
 import TouchgateAPI
 
@@ -37,6 +38,12 @@ public struct TouchgateService: Sendable {
     /// The stores a long-lived process keeps open across requests (touchgated's); nil:
     /// each use case opens the store and closes it at the end (the personal mode).
     public var openStores: OpenStores?
+    /// How use cases reach a reader for a touch or an enrollment; nil: libfprint's readers
+    /// (from ``readerPool`` when there is one), or fprintd as the backend setting says. Tests
+    /// set a scripted reader (which leaves fprintd out).
+    package var readerPort: (any ReaderPort)?
+    /// The source of time for every policy decision (lockout, reuse window, idle lock).
+    package var clock: any PolicyClock = SystemClock()
     /// Disk space a long-lived process sets aside for `secret rm` and `lock` on a full
     /// disk (touchgated's); nil: none.
     public var spaceReserve: SpaceReserve?
@@ -67,7 +74,7 @@ public struct TouchgateService: Sendable {
     func withStore<T>(_ body: (StoreAccess) async throws -> T) async throws(ServiceError) -> T {
         try await serviceErrors(storeIn: location.directory.path) {
             let database = try openStores?.database(at: location) ?? TouchgateDatabase(location: location)
-            return try await body(StoreAccess(database: database, principal: principal, custody: custody))
+            return try await body(StoreAccess(database: database, principal: principal, custody: custody, clock: clock))
         }
     }
 
@@ -79,6 +86,9 @@ public struct TouchgateService: Sendable {
         guard hasStore else { throw missing() }
         return try await withStore(body)
     }
+
+    /// The port to the readers (``readerPort``, or libfprint's).
+    var readers: any ReaderPort { readerPort ?? LibfprintReaders(pool: readerPool) }
 
     /// Whether the principal has a store at all (anything enrolled or initialized, ever).
     public var hasStore: Bool { FileManager.default.fileExists(atPath: location.databasePath) }

@@ -1,0 +1,193 @@
+import Foundation
+import Logging
+import Testing
+import TouchgateAPI
+import TouchgatePolicy
+import TouchgatePolicyTesting
+import TouchgateService
+import TouchgateVault
+
+/// A service over a temporary store, with a scripted reader and a manual clock.
+private struct RuleRig {
+    let base: ServiceRig
+    let reader: ScriptedReader
+    let clock = ManualClock()
+    let service: TouchgateService
+
+    init(_ script: [ScriptedReader.Scan] = []) throws {
+        base = try ServiceRig()
+        reader = ScriptedReader(script)
+        var service = base.service
+        service.readerPort = reader
+        service.clock = clock
+        self.service = service
+    }
+
+    /// A vault, unlocked, with right-index enrolled.
+    static func ready(_ script: [ScriptedReader.Scan] = []) async throws -> RuleRig {
+        let rig = try RuleRig(script)
+        _ = try await rig.service.initialize(stretching: .minimum, interaction: ScriptedInteraction())
+        try await rig.service.unlock(interaction: ScriptedInteraction())
+        _ = try await rig.service.enroll(finger: "right-index", interaction: ScriptedInteraction())
+        return rig
+    }
+
+    func store(_ name: String, _ policy: String, fresh: Bool = false) async throws {
+        _ = try await service.store(name, value: base.value("value of \(name)"), policy: policy, fresh: fresh,
+                                    interaction: ScriptedInteraction())
+    }
+
+    /// Releases `name`; the value's text, or the error's code.
+    func release(_ name: String, touchNow: Bool = false) async -> Released {
+        do {
+            let value = try await service.release(name, touchNow: touchNow, interaction: ScriptedInteraction())
+            return .value(value.withUnsafeBytes { String(decoding: $0, as: UTF8.self) })
+        } catch {
+            return .failed(error.code)
+        }
+    }
+
+    func remove() { base.remove() }
+}
+
+/// What a release gave: the value's text, or the error's code.
+private enum Released: Equatable {
+    case value(String)
+    case failed(ErrorCode)
+
+    var code: ErrorCode? { if case .failed(let code) = self { code } else { nil } }
+}
+
+/// Every rule of a use case that needs a finger, through the service alone: a scripted
+/// reader, a manual clock, milliseconds per test. What only a process shows (the terminal,
+/// signals, exit statuses, real readers and peers) stays in the end-to-end suites.
+@Suite struct ServiceRuleTests {
+    @Test("lockout: three strangers lock the reader out; during the lockout no scan is made; after it the finger works")
+    func lockout() async throws {
+        let rig = try await RuleRig.ready([.stranger, .stranger, .stranger])
+        defer { rig.remove() }
+        try await rig.store("db", "biometry-any")
+        var codes: [ErrorCode?] = []
+        for _ in 0..<3 { codes.append(await rig.release("db").code) }
+        #expect(codes == [.noMatch, .noMatch, .lockedOut], "the third no-match starts the lockout")
+        let scans = rig.reader.scans
+        let opens = rig.reader.opens
+        rig.reader.then(.finger("right-index"))
+        #expect(await rig.release("db").code == .lockedOut)
+        #expect(rig.reader.scans == scans && rig.reader.opens == opens, "the reader was not even opened")
+        rig.clock.advance(by: .seconds(15 * 60 - 1))
+        #expect(await rig.release("db").code == .lockedOut)
+        rig.clock.advance(by: .seconds(2))
+        #expect(await rig.release("db") == .value("value of db"))
+        let records = try await rig.service.auditRecords()
+        #expect(records.contains { $0.event == "lockout.start" || $0.reason.contains("lockout") })
+    }
+
+    @Test("reuse window: one touch serves the next releases until the idle time passes")
+    func reuseWindow() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index")])
+        defer { rig.remove() }
+        try await rig.store("db", "biometry-any")
+        #expect(await rig.release("db") == .value("value of db"))
+        #expect(rig.reader.scans == 1)
+        rig.clock.advance(by: .seconds(60))
+        #expect(await rig.release("db") == .value("value of db"))
+        #expect(rig.reader.scans == 1, "reused within the window")
+        rig.clock.advance(by: .seconds(3 * 60))
+        rig.reader.then(.finger("right-index"))
+        #expect(await rig.release("db") == .value("value of db"))
+        #expect(rig.reader.scans == 2, "a touch again once the window closed")
+    }
+
+    @Test("fresh touch: a fresh item, or a release asking for a touch now, scans every time")
+    func freshTouch() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index"), .finger("right-index"), .finger("right-index")])
+        defer { rig.remove() }
+        try await rig.store("fresh", "biometry-any", fresh: true)
+        try await rig.store("plain", "biometry-any")
+        #expect(await rig.release("fresh") == .value("value of fresh"))
+        #expect(await rig.release("fresh") == .value("value of fresh"))
+        #expect(rig.reader.scans == 2)
+        #expect(await rig.release("plain", touchNow: true) == .value("value of plain"))
+        #expect(rig.reader.scans == 3)
+        #expect(await rig.release("plain") == .value("value of plain"), "the touch just made is reused")
+        #expect(rig.reader.scans == 3)
+    }
+
+    @Test("binding: enrolling another finger invalidates biometry-current-set items, never biometry-any ones")
+    func enrollmentChangeInvalidatesBoundItems() async throws {
+        let rig = try await RuleRig.ready()
+        defer { rig.remove() }
+        try await rig.store("bound", "biometry-current-set")
+        try await rig.store("any", "biometry-any")
+        let report = try await rig.service.enroll(finger: "left-index", interaction: ScriptedInteraction())
+        #expect(report.invalidated == ["bound"])
+        rig.reader.then(.finger("left-index"))
+        #expect(await rig.release("bound").code == .itemInvalidated)
+        #expect(await rig.release("any") == .value("value of any"), "the new finger opens biometry-any items")
+        let items = try await rig.service.items()
+        #expect(items.first { $0.name == "bound" }?.invalidated == true)
+    }
+
+    @Test("poor scans are retried within one attempt and are not counted toward the lockout")
+    func poorScansAreRetried() async throws {
+        let rig = try await RuleRig.ready([.poor, .poor, .finger("right-index")])
+        defer { rig.remove() }
+        try await rig.store("db", "biometry-any")
+        #expect(await rig.release("db") == .value("value of db"))
+        #expect(rig.reader.scans == 3)
+        let status = try await rig.service.status()
+        #expect(status.lockout?.consecutiveFailures == 0)
+    }
+
+    @Test("a reader that goes away is not a failed attempt")
+    func unpluggedIsNotAnAttempt() async throws {
+        let rig = try await RuleRig.ready([.unplugged])
+        defer { rig.remove() }
+        try await rig.store("db", "biometry-any")
+        #expect(await rig.release("db").code == .noReader)
+        #expect(try await rig.service.status().lockout?.consecutiveFailures == 0)
+    }
+
+    @Test("verify: a match names the finger; a stranger is an answer with the attempts left, and is audited")
+    func verifyAnswers() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index"), .stranger])
+        defer { rig.remove() }
+        let matched = try await rig.service.verify(interaction: ScriptedInteraction())
+        #expect(matched.match && matched.finger == "right-index" && matched.user == "alice")
+        let missed = try await rig.service.verify(interaction: ScriptedInteraction())
+        #expect(!missed.match && missed.attemptsLeft == 2)
+        #expect(try await rig.service.auditRecords().filter { $0.event == "auth.attempt" }.count >= 2)
+    }
+
+    @Test("act-for: root acting for a user is matched against that user's prints and counted in that user's store")
+    func actingForAUser() async throws {
+        let reader = ScriptedReader()
+        let clock = ManualClock()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("touchgate-actfor-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let shelf = CustodyShelf()
+        let gate = ServiceGate(services: { principal in
+            var service = TouchgateService(principal: principal,
+                                           location: StoreLocation(directory: directory.appendingPathComponent("\(principal.uid)")),
+                                           custody: { shelf.custody(for: $0) })
+            service.readerPort = reader
+            service.clock = clock
+            return service
+        }, principals: { [] }, sessions: LocalSessionRule(logger: Logger(label: "test")))
+        let daemonUser = Caller(uid: 1, loginName: "daemon", pid: 10, executable: nil, door: .daemon)
+        let root = Caller(uid: 0, loginName: "root", pid: 11, executable: "/usr/sbin/sshd", door: .daemon)
+        _ = try await gate.serve(.enroll, caller: daemonUser, namedUser: nil, localOnly: false) { service in
+            try await service.enroll(finger: "right-thumb", interaction: ScriptedInteraction())
+        }
+        reader.then(.finger("right-thumb"), .stranger)
+        let matched = try await gate.serve(.verify, caller: root, namedUser: "daemon", localOnly: false) { service in
+            try await service.verify(interaction: ScriptedInteraction())
+        }
+        #expect(matched.match && matched.user == "daemon" && matched.finger == "right-thumb")
+        // Root has no prints: the same finger is a stranger to root's own store.
+        await #expect { _ = try await gate.serve(.verify, caller: root, namedUser: nil, localOnly: false) { service in
+            try await service.verify(interaction: ScriptedInteraction())
+        } } throws: { ($0 as? ServiceError)?.code == .nothingEnrolled }
+    }
+}
