@@ -12,34 +12,56 @@ import TouchgateAPI
 /// the argument and the daemon's log says so; the PAM module's own `PAM_RHOST` check still
 /// applies. Any other failure of logind refuses: the stack falls back to the password.
 public struct LocalSessionRule: Sendable {
-    let logger: Logger
+    /// Where the session of a process is looked up: nil when the process is in none; throws
+    /// ``LogindAbsent`` when logind cannot be asked or does not know the process.
+    package typealias Lookup = @Sendable (Int32) async throws -> LogindSession?
 
-    /// A rule that says what it decided in `logger`.
+    /// logind cannot tell (not on the bus, or it does not know the process): the request
+    /// proceeds as it would without `local-only`.
+    package struct LogindAbsent: Error, CustomStringConvertible {
+        package let description: String
+        package init(_ description: String) { self.description = description }
+    }
+
+    let logger: Logger
+    private let lookup: Lookup
+
+    /// A rule that asks systemd-logind on the system bus and says what it decided in `logger`.
     public init(logger: Logger) {
+        self.init(logger: logger) { pid in
+            let logind: LogindClient
+            do {
+                logind = try await LogindClient.connect()
+            } catch {
+                throw LogindAbsent("cannot ask systemd-logind (\(error))")
+            }
+            do {
+                let session = try await logind.session(ofProcess: pid)
+                await logind.close()
+                return session
+            } catch {
+                await logind.close()
+                if let error = error as? LogindError, error.isAbsent { throw LogindAbsent("\(error)") }
+                throw error
+            }
+        }
+    }
+
+    /// A rule that looks sessions up with `lookup` (a test's sessions).
+    package init(logger: Logger, lookup: @escaping Lookup) {
         self.logger = logger
+        self.lookup = lookup
     }
 
     /// Returns when the process `pid` (`caller` describes it in the log) may be asked for a
     /// finger; throws `remote-session` otherwise, before any reader is used.
     public func check(pid: Int32, caller: String) async throws(ServiceError) {
-        let logind: LogindClient
-        do {
-            logind = try await LogindClient.connect()
-        } catch {
-            return logger.warning("""
-                \(caller): local-only: cannot ask systemd-logind (\(error)); proceeding, \
-                the PAM module's PAM_RHOST check still applies
-                """)
-        }
         let session: LogindSession?
         do {
-            session = try await logind.session(ofProcess: pid)
-            await logind.close()
+            session = try await lookup(pid)
+        } catch let absent as LogindAbsent {
+            return logger.warning("\(caller): local-only: \(absent); proceeding, the PAM module's PAM_RHOST check still applies")
         } catch {
-            await logind.close()
-            if error.isAbsent {
-                return logger.warning("\(caller): local-only: \(error); proceeding, the PAM module's PAM_RHOST check still applies")
-            }
             throw ServiceError(.remoteSession, "systemd-logind could not say whether the session of pid \(pid) is "
                                + "local (\(error)), so it counts as remote: no fingerprint is asked; use the password, "
                                + "and see `journalctl -u systemd-logind`")

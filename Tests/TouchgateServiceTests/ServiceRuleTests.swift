@@ -1,3 +1,4 @@
+import FingerprintKit
 import Foundation
 import Logging
 import Testing
@@ -162,32 +163,89 @@ private enum Released: Equatable {
 
     @Test("act-for: root acting for a user is matched against that user's prints and counted in that user's store")
     func actingForAUser() async throws {
-        let reader = ScriptedReader()
-        let clock = ManualClock()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("touchgate-actfor-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let shelf = CustodyShelf()
-        let gate = ServiceGate(services: { principal in
+        let rig = GatedRig()
+        defer { rig.remove() }
+        _ = try await rig.gate.serve(.enroll, caller: rig.daemonUser, namedUser: nil, localOnly: false) { service in
+            try await service.enroll(finger: "right-thumb", interaction: ScriptedInteraction())
+        }
+        rig.reader.then(.finger("right-thumb"), .stranger)
+        let matched = try await rig.gate.serve(.verify, caller: rig.sshd, namedUser: "daemon", localOnly: false) { service in
+            try await service.verify(interaction: ScriptedInteraction())
+        }
+        #expect(matched.match && matched.user == "daemon" && matched.finger == "right-thumb")
+        // Root has no prints: the same finger is a stranger to root's own store.
+        await #expect { _ = try await rig.gate.serve(.verify, caller: rig.sshd, namedUser: nil, localOnly: false) { service in
+            try await service.verify(interaction: ScriptedInteraction())
+        } } throws: { ($0 as? ServiceError)?.code == .nothingEnrolled }
+    }
+
+    @Test("remote session: a local-only touch for a remote login session is refused before the reader opens, in the named user's trail; a local one proceeds")
+    func remoteSession() async throws {
+        let rig = GatedRig()
+        defer { rig.remove() }
+        _ = try await rig.gate.serve(.enroll, caller: rig.daemonUser, namedUser: nil, localOnly: false) { service in
+            _ = try await service.initialize(stretching: .minimum, interaction: ScriptedInteraction())
+            try await service.unlock(interaction: ScriptedInteraction())
+            return try await service.enroll(finger: "right-thumb", interaction: ScriptedInteraction())
+        }
+        rig.reader.then(.finger("right-thumb"))
+        let opens = rig.reader.opens
+        await #expect { _ = try await rig.gate.serve(.verify, caller: rig.sshd, namedUser: "daemon", localOnly: true) { service in
+            try await service.verify(interaction: ScriptedInteraction())
+        } } throws: { ($0 as? ServiceError)?.code == .remoteSession }
+        #expect(rig.reader.opens == opens, "no reader was opened for a remote session")
+        let refusal = try #require(try await rig.services(Principal(uid: 1, loginName: "daemon")).auditRecords().last)
+        #expect(refusal.event == "access.denied" && refusal.reason.contains("203.0.113.9"))
+        // Without local-only, or from the local console, the same touch is asked for.
+        let local = Caller(uid: 0, loginName: "root", pid: GatedRig.consolePID, executable: "/usr/bin/login", door: .daemon)
+        let matched = try await rig.gate.serve(.verify, caller: local, namedUser: "daemon", localOnly: true) { service in
+            try await service.verify(interaction: ScriptedInteraction())
+        }
+        #expect(matched.match)
+        // logind unable to tell proceeds; logind failing otherwise counts as remote.
+        let unknown = Caller(uid: 0, loginName: "root", pid: GatedRig.unknownPID, executable: nil, door: .daemon)
+        await #expect { _ = try await rig.gate.serve(.status, caller: unknown, namedUser: "daemon", localOnly: true) { _ in } }
+            throws: { ($0 as? ServiceError)?.code == .remoteSession }
+        let outside = Caller(uid: 0, loginName: "root", pid: GatedRig.outsidePID, executable: nil, door: .daemon)
+        #expect(try await rig.gate.serve(.status, caller: outside, namedUser: "daemon", localOnly: true) { _ in true })
+    }
+}
+
+/// Several users' stores behind one gate, one scripted reader and one manual clock, with
+/// logind's answers scripted by pid.
+private struct GatedRig {
+    static let sshPID: Int32 = 20, consolePID: Int32 = 21, unknownPID: Int32 = 22, outsidePID: Int32 = 23
+    let reader = ScriptedReader()
+    let clock = ManualClock()
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("touchgate-gated-\(UUID().uuidString)")
+    let services: @Sendable (Principal) -> TouchgateService
+    let gate: ServiceGate
+    let daemonUser = Caller(uid: 1, loginName: "daemon", pid: 10, executable: nil, door: .daemon)
+    let sshd = Caller(uid: 0, loginName: "root", pid: GatedRig.sshPID, executable: "/usr/sbin/sshd", door: .daemon)
+
+    struct LogindBroke: Error {}
+
+    init() {
+        let (reader, clock, directory, shelf) = (reader, clock, directory, CustodyShelf())
+        let services: @Sendable (Principal) -> TouchgateService = { principal in
             var service = TouchgateService(principal: principal,
                                            location: StoreLocation(directory: directory.appendingPathComponent("\(principal.uid)")),
                                            custody: { shelf.custody(for: $0) })
             service.readerPort = reader
             service.clock = clock
             return service
-        }, principals: { [] }, sessions: LocalSessionRule(logger: Logger(label: "test")))
-        let daemonUser = Caller(uid: 1, loginName: "daemon", pid: 10, executable: nil, door: .daemon)
-        let root = Caller(uid: 0, loginName: "root", pid: 11, executable: "/usr/sbin/sshd", door: .daemon)
-        _ = try await gate.serve(.enroll, caller: daemonUser, namedUser: nil, localOnly: false) { service in
-            try await service.enroll(finger: "right-thumb", interaction: ScriptedInteraction())
         }
-        reader.then(.finger("right-thumb"), .stranger)
-        let matched = try await gate.serve(.verify, caller: root, namedUser: "daemon", localOnly: false) { service in
-            try await service.verify(interaction: ScriptedInteraction())
+        self.services = services
+        let sessions = LocalSessionRule(logger: Logger(label: "test")) { pid in
+            switch pid {
+            case Self.sshPID: LogindSession(id: "c7", remote: true, remoteHost: "203.0.113.9")
+            case Self.consolePID: LogindSession(id: "1", remote: false, remoteHost: "")
+            case Self.unknownPID: throw LogindBroke()
+            default: throw LocalSessionRule.LogindAbsent("not in any session logind knows")
+            }
         }
-        #expect(matched.match && matched.user == "daemon" && matched.finger == "right-thumb")
-        // Root has no prints: the same finger is a stranger to root's own store.
-        await #expect { _ = try await gate.serve(.verify, caller: root, namedUser: nil, localOnly: false) { service in
-            try await service.verify(interaction: ScriptedInteraction())
-        } } throws: { ($0 as? ServiceError)?.code == .nothingEnrolled }
+        gate = ServiceGate(services: services, principals: { [] }, sessions: sessions)
     }
+
+    func remove() { try? FileManager.default.removeItem(at: directory) }
 }
