@@ -168,12 +168,15 @@ let package = Package(
     ]
 )
 
-// Layers the compiler keeps: an existential is spelled `any`, and a member is usable only
+// Layers the compiler keeps: an existential is spelled `any`; a member is usable only
 // where its module is imported (so every file, and every target in the list above,
-// says what it uses; ArchitectureTests checks the targets' imports against this file).
+// says what it uses; ArchitectureTests checks the targets' imports against this file); and
+// an import is internal unless it says `public import`, so a module's public interface
+// shows only the modules it means to expose (GRDB, libfprint and libsodium stay inside).
 for target in package.targets where target.type != .system {
     target.swiftSettings = (target.swiftSettings ?? []) + [
         .enableUpcomingFeature("ExistentialAny"),
         .enableUpcomingFeature("MemberImportVisibility"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
     ]
 }

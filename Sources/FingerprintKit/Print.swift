@@ -1,5 +1,5 @@
 import CFPrint
-import Foundation
+public import Foundation
 
 /// An enrolled fingerprint as a value: libfprint's serialized template plus what it
 /// says about itself.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A message from a client.
 public struct ClientMessage: Codable, Sendable, Equatable {

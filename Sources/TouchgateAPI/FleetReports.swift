@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// What `touchgate audit ship` did for one trail (`--json`: `{"result":"shipped", …}`, a line per trail).
 public struct AuditShipReport: Codable, Sendable, Equatable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// What `unlock` did: with `only-if-due`, nothing when the passphrase was not due.
 public struct UnlockReport: Codable, Sendable, Equatable {

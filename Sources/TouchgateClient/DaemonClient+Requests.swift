@@ -1,5 +1,5 @@
-import Foundation
-import TouchgateAPI
+public import Foundation
+public import TouchgateAPI
 
 /// Each request as its protocol operation: arguments out, the report back.
 extension DaemonClient {

@@ -1,6 +1,6 @@
 import Foundation
 import TouchgateSocket
-import TouchgateAPI
+public import TouchgateAPI
 
 /// The requests of ``TouchgateRequests`` sent to `touchgated` over its socket: the same
 /// reports and errors as in-process, with prompts, progress and questions relayed to the

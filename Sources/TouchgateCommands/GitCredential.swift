@@ -1,5 +1,5 @@
 import Foundation
-import TouchgateAPI
+public import TouchgateAPI
 
 /// What git says in a credential request (git-credential(1)): `key=value` lines up to an
 /// empty line or the end. Keys Touchgate does not use are ignored, as the protocol asks;

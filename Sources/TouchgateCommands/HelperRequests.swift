@@ -1,5 +1,5 @@
 import Foundation
-import TouchgateAPI
+public import TouchgateAPI
 
 /// The use cases behind the helpers (`touchgate askpass`, `git-credential-touchgate`,
 /// `pinentry-touchgate`): which item answers which request, and what is released, stored

@@ -1,5 +1,5 @@
-import Foundation
-import TouchgateAPI
+public import Foundation
+public import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,4 @@
-import ArgumentParser
+public import ArgumentParser
 import TouchgateAPI
 
 /// `--passphrase-fd N`: the passphrase comes one line at a time from descriptor N instead

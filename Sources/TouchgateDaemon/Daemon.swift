@@ -1,7 +1,7 @@
-import Foundation
-import Logging
+public import Foundation
+public import Logging
 import TouchgateService
-import TouchgateSocket
+public import TouchgateSocket
 import TouchgateVault
 import TouchgateAPI
 

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import TouchgateService
+public import TouchgateService
 import TouchgateVault
 import TouchgateAPI
 

@@ -1,8 +1,8 @@
-import Foundation
+public import Foundation
 import TouchgatePolicy
-import TouchgateService
-import TouchgateVault
-import TouchgateAPI
+public import TouchgateService
+public import TouchgateVault
+public import TouchgateAPI
 
 /// What an auditor brings to `touchgate-collector verify` from outside the database: the
 /// database's administrator can change anything in it, so these are never read from it.

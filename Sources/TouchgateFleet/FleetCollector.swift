@@ -1,8 +1,8 @@
-import Foundation
+public import Foundation
 import TouchgatePolicy
 import TouchgateService
-import TouchgateVault
-import TouchgateAPI
+public import TouchgateVault
+public import TouchgateAPI
 
 /// The central side of fleet collection (`touchgate-collector`): applies the schema,
 /// registers machines' public keys, verifies every machine's trails in the database

@@ -1,7 +1,7 @@
 import Foundation
-import TouchgateService
-import TouchgateVault
-import TouchgateAPI
+public import TouchgateService
+public import TouchgateVault
+public import TouchgateAPI
 
 /// The collector's database as the shipping use case sees it (``AuditCollector``): one
 /// connection, opened lazily and kept for a whole shipment.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 extension Duration {
     /// The duration in seconds as a `TimeInterval` (a `Double`): whole seconds plus the

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The source of time for every policy decision; injected so tests control it.
 ///

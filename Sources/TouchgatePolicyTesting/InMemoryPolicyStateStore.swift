@@ -1,5 +1,5 @@
 import Foundation
-import TouchgatePolicy
+public import TouchgatePolicy
 
 /// A ``PolicyStateStore`` held in memory: for tests, and for a single-process agent that
 /// does not need state to survive a restart. Safe to share between tasks.

@@ -1,5 +1,5 @@
-import Foundation
-import TouchgatePolicy
+public import Foundation
+public import TouchgatePolicy
 
 /// A clock that moves only when a test tells it to.
 ///

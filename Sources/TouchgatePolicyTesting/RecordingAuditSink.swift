@@ -1,5 +1,5 @@
 import Foundation
-import TouchgatePolicy
+public import TouchgatePolicy
 
 /// An ``AuditSink`` that keeps events in memory, for tests and diagnostics.
 public final class RecordingAuditSink: AuditSink, @unchecked Sendable {

@@ -1,5 +1,5 @@
 import Foundation
-import TouchgatePolicy
+public import TouchgatePolicy
 
 /// A mock passphrase prompt that plays back a script of verdicts, for tests.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import TouchgatePolicy
+public import TouchgatePolicy
 
 /// A mock reader that plays back a script of outcomes, for tests in any target.
 ///

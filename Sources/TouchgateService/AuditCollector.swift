@@ -1,5 +1,5 @@
-import TouchgateVault
-import TouchgateAPI
+public import TouchgateVault
+public import TouchgateAPI
 
 /// The fleet collector as the shipping use case needs it (``TouchgateService/shipAudit(to:configuration:)``):
 /// a store for records and seals that keeps an append-only log of every shipment, and

@@ -1,6 +1,6 @@
 import Foundation
 import TouchgateVault
-import TouchgateAPI
+public import TouchgateAPI
 
 /// How long audit records are kept at least: six years (HIPAA 45 CFR 164.316(b)(2)(i)),
 /// or longer where root says so. Nothing makes it shorter: `audit prune` refuses any

@@ -1,4 +1,4 @@
-import TouchgateAPI
+public import TouchgateAPI
 
 /// Who may ask for what on behalf of whom, and whose trail records a refusal: the rules a
 /// service that serves other users' requests (touchgated) applies around the use cases.

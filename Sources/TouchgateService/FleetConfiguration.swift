@@ -1,5 +1,5 @@
 import Foundation
-import TouchgateAPI
+public import TouchgateAPI
 
 /// The fleet collection settings of a machine: `/etc/touchgate/fleet.conf`.
 ///

@@ -1,6 +1,6 @@
 import CTouchgateSys
-import Foundation
-import TouchgateVault
+public import Foundation
+public import TouchgateVault
 
 /// Where an unlocked vault key waits between the passphrase and the touches that use it.
 ///

@@ -1,6 +1,6 @@
-import FingerprintKit
-import Logging
-import TouchgateAPI
+package import FingerprintKit
+public import Logging
+public import TouchgateAPI
 
 /// The one rule for a `local-only` request (the PAM module's `verify` and `secret.get`): no
 /// finger is asked for a process whose login session systemd-logind counts as remote.

@@ -1,6 +1,6 @@
 import Foundation
 import TouchgatePolicy
-import TouchgateVault
+public import TouchgateVault
 #if canImport(Glibc)
 import Glibc
 #endif

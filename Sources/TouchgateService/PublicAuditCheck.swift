@@ -1,7 +1,7 @@
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateAPI
+public import TouchgateAPI
 
 /// Checks an exported audit trail (`touchgate audit export`) against the public key its
 /// machine registered, holding no secret: every record's public link is recomputed from

@@ -1,6 +1,6 @@
 import FingerprintKit
 import Foundation
-import Logging
+public import Logging
 import TouchgateAPI
 
 /// The readers a long-lived process (touchgated) keeps open across requests.

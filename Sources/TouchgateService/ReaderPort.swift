@@ -1,5 +1,5 @@
-import FingerprintKit
-import TouchgateAPI
+package import FingerprintKit
+package import TouchgateAPI
 
 /// How the service reaches a fingerprint reader for a touch or an enrollment: the port
 /// every rule that needs a finger goes through, so that the rules can be tested with a

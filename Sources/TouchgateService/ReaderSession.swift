@@ -1,4 +1,4 @@
-import FingerprintKit
+package import FingerprintKit
 import TouchgatePolicy
 import Foundation
 import TouchgateAPI

@@ -1,5 +1,5 @@
 import Foundation
-import TouchgateAPI
+public import TouchgateAPI
 
 /// Whose turn it is at the readers of a long-lived process (touchgated): one request at a
 /// time holds them, and only while it uses a reader.

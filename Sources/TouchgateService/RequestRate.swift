@@ -1,5 +1,5 @@
 import Foundation
-import TouchgateAPI
+public import TouchgateAPI
 
 /// How many requests that may write audit records each user may make in a short time.
 ///

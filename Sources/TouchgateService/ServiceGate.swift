@@ -1,4 +1,4 @@
-import TouchgateAPI
+public import TouchgateAPI
 import TouchgateVault
 
 /// Where a host that serves callers other than its own user (touchgated, the per-user

@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateAPI
+public import TouchgateAPI
 
 extension TouchgateService {
     /// Records in the principal's own trail that touchgated refused a request of theirs

@@ -2,7 +2,7 @@ import FingerprintKit
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateAPI
+public import TouchgateAPI
 
 extension TouchgateService {
     /// Enrolls `finger` of `user` (default: the principal) on `device`.

@@ -1,7 +1,7 @@
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateAPI
+public import TouchgateAPI
 
 extension TouchgateService {
     /// `touchgate migrate`, the client's side: moves this (personal) store into `target`.

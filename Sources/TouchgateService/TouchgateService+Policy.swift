@@ -1,7 +1,7 @@
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateAPI
+public import TouchgateAPI
 
 extension TouchgateService {
     /// The limits in force.

@@ -2,7 +2,7 @@ import FingerprintKit
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateAPI
+public import TouchgateAPI
 
 /// Readers with their own storage (match-on-chip), kept in step with the store: what
 /// they hold beside what the store holds, prints the store does not know, and what an

@@ -1,7 +1,7 @@
 import FingerprintKit
 import Foundation
 import TouchgateImageIO
-import TouchgateAPI
+public import TouchgateAPI
 
 extension TouchgateService {
     /// The readers found now (an empty list when there is none): fprintd's while fprintd

@@ -1,4 +1,4 @@
-import TouchgateAPI
+public import TouchgateAPI
 
 extension TouchgateService: TouchgateRequests {
 

@@ -1,7 +1,7 @@
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateAPI
+public import TouchgateAPI
 
 extension TouchgateService {
     /// Checks a policy given in string form (`biometry-any`, `a|b`, `a&b`, …).

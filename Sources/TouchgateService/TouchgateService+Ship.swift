@@ -1,7 +1,7 @@
 import Foundation
 import TouchgatePolicy
 import TouchgateVault
-import TouchgateAPI
+public import TouchgateAPI
 
 extension TouchgateService {
     /// Sends the principal's audit records the collector does not hold yet, then the seal

@@ -1,7 +1,7 @@
 import Foundation
-import TouchgatePolicy
-import TouchgateVault
-import TouchgateAPI
+package import TouchgatePolicy
+public import TouchgateVault
+public import TouchgateAPI
 
 /// Every Touchgate use case, for one principal over one data directory.
 ///

@@ -1,6 +1,6 @@
 import CTouchgateSys
 import Foundation
-import TouchgateAPI
+public import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif

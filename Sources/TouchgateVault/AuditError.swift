@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Errors from the audit log. Messages name the file or record and what to do.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import GRDB
 
 /// Which audit records to read and in what order, for ``AuditLog/records(_:)``,

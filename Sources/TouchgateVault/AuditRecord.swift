@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// One stored audit record, as ``AuditLog`` returns it.
 ///

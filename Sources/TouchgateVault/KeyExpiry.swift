@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import TouchgatePolicy
 
 /// When an unlocked vault key goes, wherever it is held (the personal mode's kernel

@@ -1,4 +1,4 @@
-import TouchgateBasics
+public import TouchgateBasics
 
 /// Process-wide protections for a program that opens stores: ``ProcessProtection/apply()``
 /// with libsodium initialised first.

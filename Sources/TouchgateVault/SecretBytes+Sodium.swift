@@ -1,5 +1,5 @@
 import CSodium
-import TouchgateBasics
+public import TouchgateBasics
 
 // SecretBytes (TouchgateBasics) is the one type for secret memory; what needs libsodium
 // (random bytes) is added here.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import GRDB
 
 /// The authenticated state as stored, read without checking it (``StateStore/unverifiedState()``).

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import GRDB
 
 /// Small named blobs other layers persist across processes (lockout counters, policy

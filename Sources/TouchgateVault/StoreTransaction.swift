@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import GRDB
-import TouchgateBasics
+public import TouchgateBasics
 
 extension AuditLog {
     /// Runs `body` as one transaction over the whole store, so that a change and the audit

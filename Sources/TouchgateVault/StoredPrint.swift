@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// An enrolled fingerprint as the store keeps it.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+package import GRDB
 #if canImport(Glibc)
 import Glibc
 import TouchgateBasics
@@ -12,7 +12,7 @@ import TouchgateBasics
 /// ``TouchgateDatabase/migrator``; each concern adds its own from a `+Schema` file.
 public final class TouchgateDatabase: Sendable {
     /// The GRDB connection pool. Every read and write goes through it.
-    public let writer: DatabasePool
+    package let writer: DatabasePool
     /// Where the database lives.
     public let location: StoreLocation
 

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import TouchgateBasics
+public import TouchgateBasics
 
 extension Vault {
     /// Stores `value` under `name`, replacing any item of that name (which keeps its id

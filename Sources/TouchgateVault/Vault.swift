@@ -1,7 +1,7 @@
 import CSodium
 import Foundation
 import GRDB
-import TouchgateBasics
+public import TouchgateBasics
 
 /// The encrypted store: a passphrase-protected vault key, per-item keys, sealed items and templates.
 ///

@@ -1,5 +1,5 @@
-import Foundation
-import TouchgateBasics
+public import Foundation
+public import TouchgateBasics
 
 /// What may be shown about a stored item without its key: never its value.
 public struct VaultItemInfo: Sendable, Equatable {

@@ -1,6 +1,6 @@
 import CSodium
-import Foundation
-import TouchgateBasics
+public import Foundation
+public import TouchgateBasics
 import TouchgatePolicy
 
 /// Holds the unlocked vault key in the kernel keyring between passphrase entries.

@@ -1,6 +1,6 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
-import Logging
+public import Logging
 import TouchgateBasics
 import TouchgateDaemon
 import TouchgateFleet

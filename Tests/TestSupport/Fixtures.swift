@@ -1,5 +1,5 @@
-import Foundation
-import TouchgateImageIO
+public import Foundation
+public import TouchgateImageIO
 
 /// Paths to the package and to the shared fixtures (`../shared/fixtures` beside the checkout).
 public enum Fixtures {

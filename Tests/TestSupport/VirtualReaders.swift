@@ -1,5 +1,5 @@
 import Foundation
-import TouchgateImageIO
+public import TouchgateImageIO
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,6 @@
 import CSodium
 import Foundation
-import TouchgateBasics
+public import TouchgateBasics
 import TouchgatePolicy
 
 /// C2SP's signed notes (c2sp.org/signed-note) with Ed25519, as the fleet log uses them:
