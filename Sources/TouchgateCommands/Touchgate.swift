@@ -4,7 +4,7 @@ import TouchgateAPI
 
 /// The `touchgate` command: fingerprint-gated secrets for Linux.
 struct Touchgate: AsyncParsableCommand {
-    static let version = "0.1.0"
+    static let version = Release.version
 
     static let configuration = CommandConfiguration(
         commandName: "touchgate",

@@ -10,6 +10,11 @@ import Glibc
 import TouchgateBasics
 
 let arguments = CommandLine.arguments
+if arguments.count == 2, arguments[1] == "--version" {
+    // Answered here in either mode: nothing to ask the daemon, nothing worth an exec.
+    FileOutput.write(Release.version + "\n", to: 1)
+    exit(0)
+}
 let socketPath = Invocation.daemonSocket()
 if let request = FastRequest(arguments: arguments), let socketPath {
     // As touchgate-cli does before anything else: no core dump or ptrace of this process,

@@ -130,6 +130,21 @@ struct FastClientTests {
             #expect(front.stderrLines == full.stderrLines, "\(arguments): standard error")
         }
 
+        // `--version` is the front's own answer, in either mode: it needs no sibling to exec.
+        let alone = FileManager.default.temporaryDirectory.appendingPathComponent("touchgate-front-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: alone, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: alone) }
+        try FileManager.default.copyItem(atPath: rig.binDirectory + "/touchgate", toPath: alone.path + "/touchgate")
+        var front = rig.client()
+        front.binaryOverride = alone.path + "/touchgate"
+        for socket in [rig.socketPath, ""] {
+            front.environment["TOUCHGATE_SOCKET"] = socket
+            let version = try await front.run(["--version"])
+            let expected = try await cli.run(["--version"])
+            #expect(version.status == 0 && version.stdout == expected.stdout,
+                    "the front alone answers --version (\(version.stderrLines))")
+        }
+
         // Without a daemon to serve it, touchgate-client hands the command line to
         // touchgate-cli, which serves this user's own store in-process.
         var personal = rig.client()
