@@ -71,58 +71,20 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     case migrate
 }
 
-/// The arguments of every operation, flat; each operation reads the ones it documents.
+/// The arguments any request may carry, beside the operation's own (its
+/// ``OperationSpec/Arguments``, in the same JSON object): who it is for, how the person can
+/// be asked, and what a helper says it acts for.
 public struct RequestArguments: Codable, Sendable, Equatable {
-    /// An item name.
-    public var item: String?
-    /// A finger name.
-    public var finger: String?
-    /// A user name (for another user: needs root).
+    /// A user name (for another user: needs root); the service served is that user's.
     public var user: String?
-    /// A reader's device id or driver.
-    public var device: String?
-    /// An access policy in its string form.
-    public var policy: String?
-    /// Replace what exists.
-    public var replace: Bool?
     /// Confirmed in advance (`--yes`).
     public var assumeYes: Bool?
     /// Whether the person can be asked again after a wrong passphrase (a terminal can;
     /// a descriptor gives one line). For `passphrase.change`: about the current passphrase.
     public var canAskAgain: Bool?
-    /// For `passphrase.change`: whether the new passphrase can be asked again.
-    public var newCanAskAgain: Bool?
-    /// Audit filter.
-    public var filter: AuditFilter?
-    /// `init`, `passphrase.change`: how hard the key is stretched (`moderate`, `minimum`).
-    public var stretching: String?
-    /// `secret.add`: ask for a fresh touch every time. `secret.get`: this release needs a
-    /// touch made for it (no reuse session; refused for an item releasable without a finger).
-    public var fresh: Bool?
-    /// `audit.prune`: the cutoff (refused inside the retention period, whatever `force` says).
-    public var before: Date?
-    /// `unlock`: only when the passphrase is due (the vault locked, or its policy wanting
-    /// the passphrase); otherwise nothing is asked and the result says `unlocked: false`.
-    public var onlyIfDue: Bool?
-    /// `audit.prune`: also records the fleet collector has not confirmed.
-    public var force: Bool?
-    /// `capture`: where the image goes; `import.fprintd`: fprintd's store.
-    public var path: String?
-    /// `import.fprintd`: show what would change, change nothing.
-    public var dryRun: Bool?
-    /// `capture`: `png` or `pgm`; `audit.export`: `json` (the default), `ocsf` or `ecs`.
-    public var format: String?
-    /// `policy.set`: failed touches that start a lockout.
-    public var lockoutThreshold: Int?
-    /// `policy.set`: lockout length in seconds.
-    public var lockoutDurationSeconds: Int?
-    /// `policy.set`: how long a touch may be reused, in seconds.
-    public var sessionTimeoutSeconds: Int?
-    /// `policy.set`: idle time that ends the session, in seconds.
-    public var idleTimeoutSeconds: Int?
-    /// Any operation: the program a helper (askpass, git credential helper, pinentry)
-    /// acts for, as the client states it; added to the request's audit records after the
-    /// client process the daemon identified.
+    /// The program a helper (askpass, git credential helper, pinentry) acts for, as the
+    /// client states it; added to the request's audit records after the client process the
+    /// daemon identified.
     public var requester: String?
     /// Any operation but `migrate` (the PAM module sets it on `verify` and `secret.get`):
     /// refuse with `remote-session` when systemd-logind counts the connecting process's
@@ -132,6 +94,47 @@ public struct RequestArguments: Codable, Sendable, Equatable {
 
     /// No arguments.
     public init() {}
+}
+
+/// A request's arguments as one JSON object: the common ones and the operation's own.
+public struct MergedArguments<Own: Encodable & Sendable>: Encodable, Sendable {
+    public let common: RequestArguments
+    public let own: Own
+
+    public init(common: RequestArguments, own: Own) {
+        self.common = common
+        self.own = own
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        // Both write into the one keyed container of this encoder: one object.
+        try common.encode(to: encoder)
+        try own.encode(to: encoder)
+    }
+}
+
+/// A request as a client sends it, with the operation's own arguments typed.
+public struct RequestMessage<Own: Encodable & Sendable>: Encodable, Sendable {
+    public let version: Int
+    public let kind: ClientMessage.Kind
+    public let id: UInt64
+    public let operation: DaemonOperation
+    public let arguments: MergedArguments<Own>
+    public let descriptors: Int?
+
+    public init(id: UInt64, operation: DaemonOperation, arguments: MergedArguments<Own>, descriptors: Int?) {
+        version = DaemonProtocol.version
+        kind = .request
+        self.id = id
+        self.operation = operation
+        self.arguments = arguments
+        self.descriptors = descriptors
+    }
+}
+
+/// The operation's own arguments of a request, read from the same object as the common ones.
+public struct OwnArguments<Own: Decodable & Sendable>: Decodable, Sendable {
+    public let arguments: Own?
 }
 
 /// A message from the daemon.

@@ -152,7 +152,7 @@ public struct RepairReport: Codable, Sendable, Equatable {
 }
 
 /// A change to the limits; nil leaves a value as it is.
-public struct SettingsChange: Sendable, Equatable {
+public struct SettingsChange: Codable, Sendable, Equatable {
     /// Failed touches in a row that start a lockout (1…20).
     public var lockoutThreshold: Int?
     /// How long a lockout lasts, in seconds (1…86400).

@@ -30,11 +30,18 @@ public struct DaemonClient: TouchgateRequests {
         var descriptors: [Int32] = []
     }
 
-    /// Sends one request and relays the conversation until its result.
-    func call<Report: Codable & Sendable>(
-        _ operation: DaemonOperation, _ arguments: RequestArguments = RequestArguments(), _ parties: Parties = Parties(),
-        as: Report.Type = Report.self
-    ) async throws(ServiceError) -> (Report, SecretBytes?) {
+    /// Sends one request of `spec` with its own `arguments` (and the common ones: the user it
+    /// is for, and how `parties` can be asked) and relays the conversation until its result.
+    func call<Spec: OperationSpec>(
+        _ spec: Spec.Type, _ arguments: Spec.Arguments, user: String? = nil, _ parties: Parties = Parties()
+    ) async throws(ServiceError) -> (Spec.Result, SecretBytes?) {
+        var common = RequestArguments()
+        common.user = user
+        common.canAskAgain = parties.interaction.map { $0.canAskAgain }
+        // A helper's requester (see Requester.actingFor) goes with every request it makes.
+        common.requester = Requester.current
+        let request = RequestMessage(id: 1, operation: Spec.operation, arguments: MergedArguments(common: common, own: arguments),
+                                     descriptors: parties.descriptors.isEmpty ? nil : parties.descriptors.count)
         let socket: FramedSocket
         do {
             socket = try FramedSocket.connect(path: socketPath)
@@ -45,7 +52,7 @@ public struct DaemonClient: TouchgateRequests {
         defer { socket.close() }
         do {
             return try await withTaskCancellationHandler {
-                try await converse(socket, operation, arguments, parties)
+                try await converse(socket, request, parties)
             } onCancel: {
                 socket.close()
             }
@@ -58,16 +65,17 @@ public struct DaemonClient: TouchgateRequests {
         }
     }
 
-    private func converse<Report: Codable & Sendable>(
-        _ socket: FramedSocket, _ operation: DaemonOperation, _ arguments: RequestArguments, _ parties: Parties
+    /// ``call(_:_:user:_:)`` for an operation with no arguments of its own.
+    func call<Spec: OperationSpec>(_ spec: Spec.Type, user: String? = nil,
+                                   _ parties: Parties = Parties()) async throws(ServiceError) -> Spec.Result
+    where Spec.Arguments == NoArguments {
+        try await call(spec, NoArguments(), user: user, parties).0
+    }
+
+    private func converse<Own: Encodable & Sendable, Report: Codable & Sendable>(
+        _ socket: FramedSocket, _ request: RequestMessage<Own>, _ parties: Parties
     ) async throws -> (Report, SecretBytes?) {
-        let id: UInt64 = 1
-        var request = ClientMessage(kind: .request, id: id)
-        request.operation = operation
-        request.arguments = arguments
-        // A helper's requester (see TouchgateService.actingFor) goes with every request it makes.
-        if let requester = Requester.current { request.arguments?.requester = requester }
-        if !parties.descriptors.isEmpty { request.descriptors = parties.descriptors.count }
+        let id = request.id
         var greeted = false
         for try await frame in socket.frames() {
             let message = try frame.decode(DaemonMessage.self)

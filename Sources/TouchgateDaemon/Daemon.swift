@@ -149,7 +149,6 @@ public final class Daemon: Sendable {
                         try await refuseForRate(message, operation: operation, caller: caller, first: first, socket: socket)
                         continue
                     }
-                    let descriptors = frame.descriptors
                     let interaction = DaemonInteraction(socket: socket, id: message.id, answers: AnswerSlot(),
                                                         canAskAgain: message.arguments?.canAskAgain ?? false,
                                                         assumeYes: message.arguments?.assumeYes ?? false,
@@ -159,8 +158,7 @@ public final class Daemon: Sendable {
                     let turn = ReaderTurns.Request(owner: Self.owner(of: bucket))
                     guard await slot.start(id: message.id, answers: interaction.answers, turn: turn, { [slot] in
                         let reply = await ReaderTurns.$request.withValue(turn) {
-                            await handler.respond(to: message, descriptors: descriptors, caller: caller,
-                                                  interaction: interaction)
+                            await handler.respond(to: message, frame: frame, caller: caller, interaction: interaction)
                         }
                         await slot.finish(id: message.id)
                         socket.sendRaw(reply.line, secret: reply.secret)

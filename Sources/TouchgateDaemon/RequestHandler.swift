@@ -23,8 +23,7 @@ struct RequestHandler: Sendable {
     }
 
     /// Runs `request` (a request with an operation) and returns its result or failure, to send.
-    func respond(to request: ClientMessage, descriptors: PassedDescriptors? = nil, caller: Caller,
-                 interaction: DaemonInteraction) async -> Reply {
+    func respond(to request: ClientMessage, frame: Frame, caller: Caller, interaction: DaemonInteraction) async -> Reply {
         let arguments = request.arguments ?? RequestArguments()
         var caller = caller
         caller.requester = arguments.requester
@@ -32,11 +31,8 @@ struct RequestHandler: Sendable {
             let operation = request.operation!
             return try await gate.serve(operation, caller: caller, namedUser: arguments.user,
                                         localOnly: arguments.localOnly == true) { service in
-                if operation == .migrate {
-                    return try await migrate(arguments, descriptors, service: service, caller: caller,
-                                             interaction: interaction)
-                }
-                return try await run(operation, arguments, service: service, caller: caller, interaction: interaction)
+                try await run(Operations.spec(operation), frame, service: service, caller: caller, namedUser: arguments.user,
+                              interaction: interaction)
             }
         } catch {
             var failure = DaemonMessage(kind: .failure, id: request.id)
@@ -62,131 +58,92 @@ struct RequestHandler: Sendable {
               secret: secret)
     }
 
-    // swiftlint:disable:next cyclomatic_complexity function_body_length
-    private func run(_ operation: DaemonOperation, _ arguments: RequestArguments, service: TouchgateService,
-                     caller: Caller, interaction: DaemonInteraction) async throws -> Reply {
+    /// Runs `spec` on `service`: a served operation straight from the table, the others
+    /// with what only this door has (the socket, its descriptors, the fleet shipping).
+    private func run<Spec: OperationSpec>(_ spec: Spec.Type, _ frame: Frame, service: TouchgateService, caller: Caller,
+                                          namedUser: String?, interaction: DaemonInteraction) async throws -> Reply {
+        if let served = spec as? any ServedOperation.Type {
+            return try await perform(served, frame, service: service, interaction: interaction)
+        }
+        let arguments = try Self.ownArguments(Spec.self, frame)
         let id = interaction.id
-        switch operation {
-        case .status:
-            return reply(id, try await service.status())
-        case .initialize:
-            return reply(id, try await service.initialize(stretching: try stretching(arguments) ?? .moderate,
-                                                          interaction: interaction))
-        case .unlock:
-            return reply(id, try await service.unlock(onlyIfDue: arguments.onlyIfDue ?? false, interaction: interaction))
-        case .lock:
-            // A locked vault's store need not stay open either.
-            defer { stores.open.forget(service.location) }
-            return reply(id, try await service.lock())
-        case .changePassphrase:
+        // Each special operation has an argument type of its own (OperationContractTests).
+        switch arguments {
+        case let arguments as Operations.PassphraseChange.Arguments:
             let new = DaemonInteraction(socket: interaction.socket, id: id, answers: interaction.answers,
                                         canAskAgain: arguments.newCanAskAgain ?? false, assumeYes: false,
                                         answerTimeout: interaction.answerTimeout)
-            try await service.changePassphrase(stretching: try stretching(arguments), current: interaction, new: new)
+            try await service.changePassphrase(stretching: try Operations.stretching(arguments.stretching),
+                                               current: interaction, new: new)
             return reply(id, EmptyReport())
-        case .enroll:
-            let finger = try required(arguments.finger, "finger")
-            return reply(id, try await service.enroll(finger: finger, user: nil, replace: arguments.replace ?? false,
-                                                      device: arguments.device, interaction: interaction))
-        case .prints:
-            return reply(id, try await service.printList(user: arguments.user, device: arguments.device,
-                                                         interaction: interaction))
-        case .deleteOrphans:
-            return reply(id, try await service.deleteOrphans(device: arguments.device, interaction: interaction))
-        case .deletePrint:
-            let finger = try required(arguments.finger, "finger")
-            return reply(id, try await service.deletePrint(finger: finger, user: nil, device: arguments.device,
-                                                           interaction: interaction))
-        case .clearReader:
-            return reply(id, try await service.clearReader(device: arguments.device, interaction: interaction))
-        case .importFprintd:
-            let from = try required(arguments.path, "path")
-            return reply(id, try await service.importFromFprintd(user: nil, from: from, dryRun: arguments.dryRun ?? false,
-                                                                 interaction: interaction))
-        case .verify:
-            return reply(id, try await service.verify(user: nil, finger: arguments.finger, device: arguments.device,
-                                                      interaction: interaction))
-        case .identify:
-            return reply(id, try await service.identify(device: arguments.device, interaction: interaction))
-        case .readers:
-            return reply(id, try await service.listReaders())
-        case .capture:
-            throw ServiceError(.usage, "capture is never served here (CallerRules.admit refuses it)")
-        case .settings:
-            return reply(id, try await service.settings())
-        case .changeSettings:
-            let change = SettingsChange(lockoutThreshold: arguments.lockoutThreshold,
-                                        lockoutDurationSeconds: arguments.lockoutDurationSeconds,
-                                        sessionTimeoutSeconds: arguments.sessionTimeoutSeconds,
-                                        idleTimeoutSeconds: arguments.idleTimeoutSeconds)
-            return reply(id, try await service.changeSettings(change, interaction: interaction))
-        case .repair:
-            return reply(id, try await service.repair(interaction: interaction))
-        case .release:
-            let name = try required(arguments.item, "item")
-            let value = try await service.release(name, touchNow: arguments.fresh ?? false, device: arguments.device,
-                                                  interaction: interaction)
+        case let arguments as Operations.SecretGet.Arguments:
+            let value = try await service.release(arguments.item, touchNow: arguments.fresh ?? false,
+                                                  device: arguments.device, interaction: interaction)
             return reply(id, EmptyReport(), secret: value)
-        case .store:
-            let name = try required(arguments.item, "item")
-            let policy = try required(arguments.policy, "policy")
-            return reply(id, try await service.store(name, value: { try await interaction.secretValue() }, policy: policy,
-                                                     fresh: arguments.fresh ?? false, replace: arguments.replace ?? false,
-                                                     device: arguments.device, interaction: interaction))
-        case .items:
-            return reply(id, try await service.items())
-        case .remove:
-            let name = try required(arguments.item, "item")
-            try await service.remove(name, interaction: interaction)
-            return reply(id, EmptyReport())
-        case .auditRecords:
-            // One output line per record, as fast as the client reads them: any length of
-            // trail, never one line past the protocol's limit; waiting for a slow reader on a
-            // thread of its own, as the export does.
+        case let arguments as Operations.SecretAdd.Arguments:
+            return reply(id, try await service.store(arguments.item, value: { try await interaction.secretValue() },
+                                                     policy: arguments.policy, fresh: arguments.fresh ?? false,
+                                                     replace: arguments.replace ?? false, device: arguments.device,
+                                                     interaction: interaction))
+        case let arguments as Operations.FilterArguments:
+            // audit.show: one output line per record, as fast as the client reads them: any
+            // length of trail, never one line past the protocol's limit; waiting for a slow
+            // reader on a thread of its own, as the export does.
             let records = try await service.auditRecords(arguments.filter ?? AuditFilter())
             let socket = interaction.socket
             try await OwnThread.run {
                 for record in records { try Self.output(WireCoding.line(record), id: id, on: socket) }
             }
             return reply(id, CountReport(count: records.count))
-        case .auditCount:
-            return reply(id, CountReport(count: try await service.auditRecordCount(arguments.filter ?? AuditFilter())))
-        case .verifyAudit:
-            return reply(id, CountReport(count: try await service.verifyAudit()))
-        case .exportAudit:
+        case let arguments as Operations.AuditExport.Arguments:
             let socket = interaction.socket
-            guard let format = AuditExportFormat(rawValue: arguments.format ?? "json") else {
-                throw ServiceError(.usage, "unknown audit export format; use json, ocsf or ecs")
-            }
+            let format = try Operations.AuditExport.format(arguments)
             // The export runs on a thread of its own, so waiting here for a slow reader holds no
             // shared thread; a reader that stops reading is cut off, which ends the export.
             let count = try await service.exportAudit(arguments.filter ?? AuditFilter(), format: format) { text in
                 try Self.output(text, id: id, on: socket)
             }
             return reply(id, CountReport(count: count))
-        case .migrate:
-            throw ServiceError(.usage, "migrate needs the descriptors of its request")
-        case .auditPublicKey:
-            return reply(id, PublicKeyReport(publicKey: try await service.auditPublicKey()))
-        case .shipAudit:
+        case let arguments as Operations.AuditShip.Arguments:
             guard let fleet = stores.fleet else {
                 throw ServiceError(.notFound, "this touchgated does not ship audit trails (started without fleet shipping)")
             }
             let newLog = arguments.force ?? false
-            let services = try gate.trailsToShip(for: caller, namedUser: arguments.user, service: service, newLog: newLog)
+            let services = try gate.trailsToShip(for: caller, namedUser: namedUser, service: service, newLog: newLog)
             return reply(id, AuditShipmentsReport(shipments: try await fleet.ship(services, newLog: newLog)))
-        case .pruneAudit:
-            let before = try required(arguments.before, "before")
-            return reply(id, CountReport(count: try await service.pruneAudit(before: before, force: arguments.force ?? false,
-                                                                              interaction: interaction)))
+        case let arguments as Operations.Migrate.Arguments:
+            return try await migrate(arguments, frame.descriptors, service: service, caller: caller, interaction: interaction)
+        default:
+            throw ServiceError(.usage, "\(Spec.operation.rawValue) is not served here")
         }
     }
 
-    /// `migrate`: the peer's own personal store, passed as two open files, becomes its
-    /// store here. Only for the peer itself: no user is named, and root moves root's.
-    private func migrate(_ arguments: RequestArguments, _ descriptors: PassedDescriptors?, service: TouchgateService,
-                         caller: Caller, interaction: DaemonInteraction) async throws -> Reply {
-        let from = try required(arguments.path, "path")
+    /// Runs a served operation from the table and encodes its result.
+    private func perform<Spec: ServedOperation>(_ spec: Spec.Type, _ frame: Frame, service: TouchgateService,
+                                                interaction: DaemonInteraction) async throws -> Reply {
+        let result = try await Spec.perform(try Self.ownArguments(Spec.self, frame), on: service, interaction: interaction)
+        // A locked vault's store need not stay open either.
+        if Spec.operation == .lock { stores.open.forget(service.location) }
+        return reply(interaction.id, result)
+    }
+
+    /// The operation's own arguments of the request in `frame`: a usage error naming what is
+    /// missing or malformed, never a guess.
+    static func ownArguments<Spec: OperationSpec>(_ spec: Spec.Type, _ frame: Frame) throws(ServiceError) -> Spec.Arguments {
+        if let none = NoArguments() as? Spec.Arguments { return none }
+        do {
+            if let decoded = try frame.decode(OwnArguments<Spec.Arguments>.self).arguments { return decoded }
+            // No arguments object: fine when every argument is optional.
+            return try DaemonProtocol.decode(Spec.Arguments.self, from: Array("{}".utf8))
+        } catch {
+            throw ServiceError(.usage, "the arguments of \(Spec.operation.rawValue): \(error)")
+        }
+    }
+
+    /// `migrate`: the caller's own personal store, passed as two open files, becomes its
+    /// store here. Only for the caller itself: no user is named, and root moves root's.
+    private func migrate(_ arguments: Operations.Migrate.Arguments, _ descriptors: PassedDescriptors?,
+                         service: TouchgateService, caller: Caller, interaction: DaemonInteraction) async throws -> Reply {
         let files = descriptors?.take() ?? []
         defer { for file in files { close(file) } }
         guard files.count == 2 else {
@@ -196,7 +153,7 @@ struct RequestHandler: Sendable {
         // The directory is replaced: whatever was kept open there is not the store afterwards.
         stores.open.forget(service.location)
         defer { stores.open.forget(service.location) }
-        let report = try await service.adoptMigration(database: files[0], auditKey: files[1], from: from,
+        let report = try await service.adoptMigration(database: files[0], auditKey: files[1], from: arguments.path,
                                                       peer: caller.description, interaction: interaction)
         return reply(interaction.id, report)
     }
@@ -207,19 +164,6 @@ struct RequestHandler: Sendable {
         var output = DaemonMessage(kind: .output, id: id)
         output.text = text
         guard socket.sendBlockingWhenRoom(output) else { throw CancellationError() }
-    }
-
-    private func required<T>(_ value: T?, _ name: String) throws(ServiceError) -> T {
-        guard let value else { throw ServiceError(.usage, "the request lacks '\(name)'") }
-        return value
-    }
-
-    private func stretching(_ arguments: RequestArguments) throws(ServiceError) -> KeyStretching? {
-        guard let text = arguments.stretching else { return nil }
-        guard let stretching = KeyStretching(rawValue: text) else {
-            throw ServiceError(.usage, "unknown key stretching '\(StoredText.escaped(text))'")
-        }
-        return stretching
     }
 }
 

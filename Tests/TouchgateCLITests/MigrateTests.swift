@@ -237,12 +237,10 @@ struct MigrateTests {
         defer { close(null) }
         func exchange(_ operation: DaemonOperation, announce: Int, send: [Int32]) async throws -> DaemonMessage? {
             let socket = try FramedSocket.connect(path: rig.socketPath)
-            var request = ClientMessage(kind: .request, id: 1)
-            request.operation = operation
-            var arguments = RequestArguments()
-            arguments.path = "/nowhere"
-            request.arguments = arguments
-            request.descriptors = announce
+            let request = RequestMessage(id: 1, operation: operation,
+                                         arguments: MergedArguments(common: RequestArguments(),
+                                                                    own: Operations.Migrate.Arguments(path: "/nowhere")),
+                                         descriptors: announce)
             #expect(socket.send(request, descriptors: send))
             var last: DaemonMessage?
             for try await frame in socket.frames() {

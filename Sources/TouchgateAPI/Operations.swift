@@ -1,0 +1,502 @@
+public import Foundation
+
+/// One operation of the protocol, declared once: its wire name, its typed arguments and its
+/// typed result. Clients send `Arguments` and decode `Result`; touchgated decodes
+/// `Arguments` and, for a ``ServedOperation``, runs it on the service with no code of its
+/// own. Who may ask and the rest of its promise are its ``OperationContract``
+/// (``DaemonOperation/contract``), rendered into docs/PROTOCOL.md.
+///
+/// On the wire the arguments are one object: those every request may carry
+/// (``RequestArguments``: `user`, `can-ask-again`, `assume-yes`, `requester`, `local-only`)
+/// beside the operation's own, in kebab case.
+public protocol OperationSpec: Sendable {
+    /// The operation's own arguments.
+    associatedtype Arguments: Codable & Sendable & Equatable
+    /// What a successful request answers.
+    associatedtype Result: Codable & Sendable
+    /// Its wire name.
+    static var operation: DaemonOperation { get }
+}
+
+/// An operation served by calling one use case of ``TouchgateRequests`` with its arguments
+/// and the person's ``Interaction``: the daemon dispatches it from ``Operations/served``
+/// without a line of its own, so adding one touches this table, the service and the CLI.
+public protocol ServedOperation: OperationSpec {
+    /// Runs the operation on `requests` (the service, in-process or in touchgated).
+    static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                        interaction: any Interaction) async throws(ServiceError) -> Result
+}
+
+/// The arguments of an operation that has none of its own.
+public struct NoArguments: Codable, Sendable, Equatable {
+    public init() {}
+}
+
+/// The operation table: one type per operation, named after its wire name.
+public enum Operations {
+    /// Every operation the daemon runs straight on the service; the others (``special``)
+    /// need the door itself: a second party to ask, a secret to send or take, a stream of
+    /// output, open files, or the daemon's own fleet shipping.
+    public static let served: [any ServedOperation.Type] = [
+        Status.self, Init.self, Unlock.self, Lock.self, Enroll.self, PrintsList.self, PrintsDelete.self,
+        PrintsDeleteOrphans.self, PrintsClear.self, ImportFprintd.self, Verify.self, Identify.self, Devices.self,
+        Capture.self, PolicyShow.self, PolicySet.self, Repair.self, SecretList.self, SecretRm.self, AuditCount.self,
+        AuditVerify.self, AuditPrune.self, AuditPublicKey.self,
+    ]
+
+    /// The operations a door serves with code of its own.
+    public static let special: [any OperationSpec.Type] = [
+        PassphraseChange.self, SecretGet.self, SecretAdd.self, AuditShow.self, AuditExport.self, AuditShip.self,
+        Migrate.self,
+    ]
+
+    /// The table's entry for `operation`.
+    public static func spec(_ operation: DaemonOperation) -> any OperationSpec.Type {
+        (served as [any OperationSpec.Type] + special).first { $0.operation == operation }!
+    }
+
+    /// A usage error for an argument whose value is not one of `known`.
+    static func unknown<T: RawRepresentable & CaseIterable>(_ value: String, _ what: String,
+                                                           _ type: T.Type) -> ServiceError where T.RawValue == String {
+        ServiceError(.usage, "unknown \(what) '\(StoredText.escaped(value))'; use "
+                     + T.allCases.map(\.rawValue).joined(separator: ", "))
+    }
+
+    // MARK: The vault
+
+    public enum Status: ServedOperation {
+        public typealias Arguments = NoArguments
+        public typealias Result = StatusReport
+        public static let operation = DaemonOperation.status
+        public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> StatusReport {
+            try await requests.status()
+        }
+    }
+
+    public enum Init: ServedOperation {
+        public typealias Result = InitReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            /// How hard the key is stretched (`moderate`, the default, or `minimum`).
+            public var stretching: String?
+            public init(stretching: KeyStretching) { self.stretching = stretching.rawValue }
+        }
+        public static let operation = DaemonOperation.initialize
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> InitReport {
+            try await requests.initialize(stretching: try stretching(arguments.stretching) ?? .moderate,
+                                          interaction: interaction)
+        }
+    }
+
+    /// The stretching a request names, or nil for none.
+    public static func stretching(_ text: String?) throws(ServiceError) -> KeyStretching? {
+        guard let text else { return nil }
+        guard let stretching = KeyStretching(rawValue: text) else { throw unknown(text, "key stretching", KeyStretching.self) }
+        return stretching
+    }
+
+    public enum Unlock: ServedOperation {
+        public typealias Result = UnlockReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            /// Only when the passphrase is due (the vault locked, or its policy wanting it).
+            public var onlyIfDue: Bool?
+            public init(onlyIfDue: Bool) { self.onlyIfDue = onlyIfDue ? true : nil }
+        }
+        public static let operation = DaemonOperation.unlock
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> UnlockReport {
+            try await requests.unlock(onlyIfDue: arguments.onlyIfDue ?? false, interaction: interaction)
+        }
+    }
+
+    public enum Lock: ServedOperation {
+        public typealias Arguments = NoArguments
+        public typealias Result = LockReport
+        public static let operation = DaemonOperation.lock
+        public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> LockReport {
+            try await requests.lock()
+        }
+    }
+
+    public enum PassphraseChange: OperationSpec {
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var stretching: String?
+            /// Whether the new passphrase can be asked again.
+            public var newCanAskAgain: Bool?
+            public init(stretching: KeyStretching?, newCanAskAgain: Bool) {
+                self.stretching = stretching?.rawValue
+                self.newCanAskAgain = newCanAskAgain
+            }
+        }
+        public typealias Result = EmptyReport
+        public static let operation = DaemonOperation.changePassphrase
+    }
+
+    // MARK: Fingers and readers
+
+    public enum Enroll: ServedOperation {
+        public typealias Result = EnrollReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var finger: String
+            public var replace: Bool?
+            public var device: String?
+            public init(finger: String, replace: Bool, device: String?) {
+                self.finger = finger
+                self.replace = replace
+                self.device = device
+            }
+        }
+        public static let operation = DaemonOperation.enroll
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> EnrollReport {
+            try await requests.enroll(finger: arguments.finger, user: nil, replace: arguments.replace ?? false,
+                                      device: arguments.device, interaction: interaction)
+        }
+    }
+
+    public enum PrintsList: ServedOperation {
+        public typealias Result = PrintListReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            /// Only this user's prints (within the store served).
+            public var user: String?
+            public var device: String?
+            public init(user: String?, device: String?) {
+                self.user = user
+                self.device = device
+            }
+        }
+        public static let operation = DaemonOperation.prints
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> PrintListReport {
+            try await requests.printList(user: arguments.user, device: arguments.device, interaction: interaction)
+        }
+    }
+
+    public enum PrintsDelete: ServedOperation {
+        public typealias Result = DeleteReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var finger: String
+            public var device: String?
+            public init(finger: String, device: String?) {
+                self.finger = finger
+                self.device = device
+            }
+        }
+        public static let operation = DaemonOperation.deletePrint
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> DeleteReport {
+            try await requests.deletePrint(finger: arguments.finger, user: nil, device: arguments.device,
+                                           interaction: interaction)
+        }
+    }
+
+    /// The arguments of an operation on one reader.
+    public struct ReaderArguments: Codable, Sendable, Equatable {
+        /// A reader's device id or driver (nil: the first reader).
+        public var device: String?
+        public init(device: String?) { self.device = device }
+    }
+
+    public enum PrintsDeleteOrphans: ServedOperation {
+        public typealias Arguments = ReaderArguments
+        public typealias Result = OrphanDeleteReport
+        public static let operation = DaemonOperation.deleteOrphans
+        public static func perform(_ arguments: ReaderArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> OrphanDeleteReport {
+            try await requests.deleteOrphans(device: arguments.device, interaction: interaction)
+        }
+    }
+
+    public enum PrintsClear: ServedOperation {
+        public typealias Arguments = ReaderArguments
+        public typealias Result = ClearReport
+        public static let operation = DaemonOperation.clearReader
+        public static func perform(_ arguments: ReaderArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> ClearReport {
+            try await requests.clearReader(device: arguments.device, interaction: interaction)
+        }
+    }
+
+    public enum ImportFprintd: ServedOperation {
+        public typealias Result = ImportReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            /// fprintd's store.
+            public var path: String
+            public var dryRun: Bool?
+            public init(path: String, dryRun: Bool) {
+                self.path = path
+                self.dryRun = dryRun
+            }
+        }
+        public static let operation = DaemonOperation.importFprintd
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> ImportReport {
+            try await requests.importFromFprintd(user: nil, from: arguments.path, dryRun: arguments.dryRun ?? false,
+                                                 interaction: interaction)
+        }
+    }
+
+    public enum Verify: ServedOperation {
+        public typealias Result = MatchReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var finger: String?
+            public var device: String?
+            public init(finger: String?, device: String?) {
+                self.finger = finger
+                self.device = device
+            }
+        }
+        public static let operation = DaemonOperation.verify
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> MatchReport {
+            try await requests.verify(user: nil, finger: arguments.finger, device: arguments.device, interaction: interaction)
+        }
+    }
+
+    public enum Identify: ServedOperation {
+        public typealias Arguments = ReaderArguments
+        public typealias Result = MatchReport
+        public static let operation = DaemonOperation.identify
+        public static func perform(_ arguments: ReaderArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> MatchReport {
+            try await requests.identify(device: arguments.device, interaction: interaction)
+        }
+    }
+
+    public enum Devices: ServedOperation {
+        public typealias Arguments = NoArguments
+        public typealias Result = ReaderInventory
+        public static let operation = DaemonOperation.readers
+        public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> ReaderInventory {
+            try await requests.listReaders()
+        }
+    }
+
+    public enum Capture: ServedOperation {
+        public typealias Result = CaptureReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var path: String
+            public var format: String
+            public var device: String?
+            public init(path: String, format: ImageFormat, device: String?) {
+                self.path = path
+                self.format = format.rawValue
+                self.device = device
+            }
+        }
+        public static let operation = DaemonOperation.capture
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> CaptureReport {
+            guard let format = ImageFormat(rawValue: arguments.format) else {
+                throw unknown(arguments.format, "image format", ImageFormat.self)
+            }
+            return try await requests.capture(to: arguments.path, format: format, device: arguments.device,
+                                              interaction: interaction)
+        }
+    }
+
+    // MARK: Policy and repair
+
+    public enum PolicyShow: ServedOperation {
+        public typealias Arguments = NoArguments
+        public typealias Result = SettingsReport
+        public static let operation = DaemonOperation.settings
+        public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> SettingsReport {
+            try await requests.settings()
+        }
+    }
+
+    public enum PolicySet: ServedOperation {
+        public typealias Result = SettingsReport
+        public typealias Arguments = SettingsChange
+        public static let operation = DaemonOperation.changeSettings
+        public static func perform(_ arguments: SettingsChange, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> SettingsReport {
+            try await requests.changeSettings(arguments, interaction: interaction)
+        }
+    }
+
+    public enum Repair: ServedOperation {
+        public typealias Arguments = NoArguments
+        public typealias Result = RepairReport
+        public static let operation = DaemonOperation.repair
+        public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> RepairReport {
+            try await requests.repair(interaction: interaction)
+        }
+    }
+
+    // MARK: Secrets
+
+    public enum SecretGet: OperationSpec {
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var item: String
+            public var device: String?
+            /// A touch made for this release (no reuse session).
+            public var fresh: Bool?
+            public init(item: String, device: String?) {
+                self.item = item
+                self.device = device
+            }
+        }
+        /// `{}`, and the value as secret bytes after it.
+        public typealias Result = EmptyReport
+        public static let operation = DaemonOperation.release
+    }
+
+    public enum SecretAdd: OperationSpec {
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var item: String
+            public var policy: String
+            public var fresh: Bool?
+            public var replace: Bool?
+            public var device: String?
+            public init(item: String, policy: String, fresh: Bool, replace: Bool, device: String?) {
+                self.item = item
+                self.policy = policy
+                self.fresh = fresh
+                self.replace = replace
+                self.device = device
+            }
+        }
+        public typealias Result = StoredReport
+        public static let operation = DaemonOperation.store
+    }
+
+    public enum SecretList: ServedOperation {
+        public typealias Arguments = NoArguments
+        public typealias Result = [ItemReport]
+        public static let operation = DaemonOperation.items
+        public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> [ItemReport] {
+            try await requests.items()
+        }
+    }
+
+    public enum SecretRm: ServedOperation {
+        public typealias Result = EmptyReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var item: String
+            public init(item: String) { self.item = item }
+        }
+        public static let operation = DaemonOperation.remove
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> EmptyReport {
+            try await requests.remove(arguments.item, interaction: interaction)
+            return EmptyReport()
+        }
+    }
+
+    // MARK: The audit trail
+
+    /// The arguments of an operation over selected records.
+    public struct FilterArguments: Codable, Sendable, Equatable {
+        public var filter: AuditFilter?
+        public init(filter: AuditFilter) { self.filter = filter }
+    }
+
+    public enum AuditShow: OperationSpec {
+        public typealias Arguments = FilterArguments
+        /// After one `output` line per record.
+        public typealias Result = CountReport
+        public static let operation = DaemonOperation.auditRecords
+    }
+
+    public enum AuditCount: ServedOperation {
+        public typealias Arguments = FilterArguments
+        public typealias Result = CountReport
+        public static let operation = DaemonOperation.auditCount
+        public static func perform(_ arguments: FilterArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> CountReport {
+            CountReport(count: try await requests.auditRecordCount(arguments.filter ?? AuditFilter()))
+        }
+    }
+
+    public enum AuditVerify: ServedOperation {
+        public typealias Arguments = NoArguments
+        public typealias Result = CountReport
+        public static let operation = DaemonOperation.verifyAudit
+        public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> CountReport {
+            CountReport(count: try await requests.verifyAudit())
+        }
+    }
+
+    public enum AuditExport: OperationSpec {
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var filter: AuditFilter?
+            /// `json` (the default), `ocsf` or `ecs`.
+            public var format: String?
+            public init(filter: AuditFilter, format: AuditExportFormat) {
+                self.filter = filter
+                self.format = format.rawValue
+            }
+        }
+        /// After one `output` line per record.
+        public typealias Result = CountReport
+        public static let operation = DaemonOperation.exportAudit
+
+        /// The format a request names (`json` when none).
+        public static func format(_ arguments: Arguments) throws(ServiceError) -> AuditExportFormat {
+            let text = arguments.format ?? AuditExportFormat.json.rawValue
+            guard let format = AuditExportFormat(rawValue: text) else {
+                throw unknown(text, "audit export format", AuditExportFormat.self)
+            }
+            return format
+        }
+    }
+
+    public enum AuditPrune: ServedOperation {
+        public typealias Result = CountReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var before: Date
+            public var force: Bool?
+            public init(before: Date, force: Bool) {
+                self.before = before
+                self.force = force
+            }
+        }
+        public static let operation = DaemonOperation.pruneAudit
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> CountReport {
+            CountReport(count: try await requests.pruneAudit(before: arguments.before, force: arguments.force ?? false,
+                                                             interaction: interaction))
+        }
+    }
+
+    public enum AuditPublicKey: ServedOperation {
+        public typealias Arguments = NoArguments
+        public typealias Result = PublicKeyReport
+        public static let operation = DaemonOperation.auditPublicKey
+        public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> PublicKeyReport {
+            PublicKeyReport(publicKey: try await requests.auditPublicKey())
+        }
+    }
+
+    public enum AuditShip: OperationSpec {
+        public struct Arguments: Codable, Sendable, Equatable {
+            /// Root only: forget the fleet checkpoints kept and accept the collector's log.
+            public var force: Bool?
+            public init(newLog: Bool) { force = newLog ? true : nil }
+        }
+        public typealias Result = AuditShipmentsReport
+        public static let operation = DaemonOperation.shipAudit
+    }
+
+    // MARK: Moving in
+
+    public enum Migrate: OperationSpec {
+        public struct Arguments: Codable, Sendable, Equatable {
+            /// Where the personal store was, for the record.
+            public var path: String
+            public init(path: String) { self.path = path }
+        }
+        public typealias Result = MigrationReport
+        public static let operation = DaemonOperation.migrate
+    }
+}
