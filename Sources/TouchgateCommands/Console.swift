@@ -24,10 +24,11 @@ struct Console: Sendable {
     }
 
     /// The command's result: `text` for people, `report` (under `"result": result`) for `--json`.
-    func result<Report: Encodable & Sendable>(_ result: String, _ report: Report, text: String?) {
+    /// The text is made only when it is shown.
+    func result<Report: Encodable & Sendable>(_ result: String, _ report: Report, text: @autoclosure () -> String?) {
         if json {
             Self.write(WireCoding.line(Outcome(result, report)) + "\n", to: 1)
-        } else if let text {
+        } else if let text = text() {
             Self.write(text + "\n", to: 1)
         }
     }

@@ -27,7 +27,7 @@ struct Status: AsyncParsableCommand {
         if status.initialized {
             if status.locked == false {
                 let until = status.keyExpires.map {
-                    " until \($0.formatted(date: .abbreviated, time: .shortened)) at the latest (sooner when idle)"
+                    " until \(ShownTime.text($0)) at the latest (sooner when idle)"
                 } ?? ""
                 lines.append("vault: unlocked: the key is kept\(until); touchgate lock forgets it now")
             } else {
