@@ -457,15 +457,17 @@ runs=$((runs * 2)) measure 1 daemon-verify:0:daemon_verify daemon-verify-c:0:c_d
 daemon_secret() { through "$touchgate" secret get api-token </dev/null; }
 inproc_secret() { XDG_DATA_HOME=$inproc "$touchgate" secret get api-token </dev/null; }
 c_secret() { "$c_client" "$daemon_socket" secret api-token; }
-# Every other command through the daemon: the front execs touchgate-client (no service under
-# it); in the personal mode it execs touchgate-cli.
-tg_version() { through "$touchgate" --version; }
-tg_version_personal() { TOUCHGATE_SOCKET= "$touchgate" --version; }
+# `--version` is the front's own answer. Every other command through the daemon: the front
+# execs touchgate-client (no service under it), whose own start is `touchgate-client
+# --version`; in the personal mode it execs touchgate-cli.
+tg_version_front() { through "$touchgate" --version; }
+tg_version() { through "$bin/touchgate-client" --version; }
+tg_version_personal() { TOUCHGATE_SOCKET= "$bin/touchgate-cli" --version; }
 tg_status() { through "$touchgate" status; }
 tg_list() { through "$touchgate" secret list; }
 runs=$((runs * 2)) measure 1 daemon-secret:0:daemon_secret inprocess-secret:0:inproc_secret \
-  daemon-secret-c:0:c_secret version-daemon:0:tg_version version-personal:0:tg_version_personal \
-  status-daemon:0:tg_status list-daemon:0:tg_list
+  daemon-secret-c:0:c_secret version-front:0:tg_version_front version-daemon:0:tg_version \
+  version-personal:0:tg_version_personal status-daemon:0:tg_status list-daemon:0:tg_list
 
 # What start-up loads (counts, not times): the front is one static executable (ldd says so); for
 # touchgate-cli, which every other command runs, the shared libraries, those that are libfprint
@@ -993,9 +995,10 @@ dout "| the same verify from a small C client (\`bench/client.c\`) / C reference
 dout "| \`touchgate secret get\` in the reuse window / the same in-process | $(cell daemon-secret) | $(cell inprocess-secret) | $(ratio daemon-secret inprocess-secret) | $(verdict daemon-secret inprocess-secret 0.5) |"
 dout "| the same request from a small C client (\`bench/client.c\`) / \`touchgate secret get\` through the daemon | $(cell daemon-secret-c) | $(cell daemon-secret) | $(ratio daemon-secret-c daemon-secret) | |"
 dout "| \`touchgate verify\` through the daemon / the same verify from the C client (what the front adds) | $(cell daemon-verify) | $(cell daemon-verify-client) | $(ratio daemon-verify daemon-verify-client) | |"
-dout "| \`touchgate --version\` through the daemon (the front execs \`touchgate-client\`: what every other command starts with) / the same in the personal mode (\`touchgate-cli\`) | $(cell version-daemon) | $(cell version-personal) | $(ratio version-daemon version-personal) | $(under version-daemon 4) |"
-dout "| \`touchgate status\` through the daemon (start, request, output) / \`touchgate --version\` through the daemon | $(cell status-daemon) | $(cell version-daemon) | $(ratio status-daemon version-daemon) | $(under status-daemon 4) |"
-dout "| \`touchgate secret list\` through the daemon / \`touchgate --version\` through the daemon | $(cell list-daemon) | $(cell version-daemon) | $(ratio list-daemon version-daemon) | $(under list-daemon 4) |"
+dout "| \`touchgate --version\` (the front answers it, in either mode) / \`touchgate-client --version\` | $(cell version-front) | $(cell version-daemon) | $(ratio version-front version-daemon) | $(under version-front 4) |"
+dout "| \`touchgate-client --version\` through the daemon (what every other command starts with, after the front's exec) / \`touchgate-cli --version\` (the personal mode's) | $(cell version-daemon) | $(cell version-personal) | $(ratio version-daemon version-personal) | |"
+dout "| \`touchgate status\` through the daemon (start, request, output) / \`touchgate-client --version\` | $(cell status-daemon) | $(cell version-daemon) | $(ratio status-daemon version-daemon) | $(under status-daemon 4) |"
+dout "| \`touchgate secret list\` through the daemon / \`touchgate-client --version\` | $(cell list-daemon) | $(cell version-daemon) | $(ratio list-daemon version-daemon) | $(under list-daemon 4) |"
 dout "| a two-line Swift program importing Foundation, dynamically linked / with \`-static-stdlib\` | $(cell daemon-tiny-dynamic) | $(cell daemon-tiny-static) | $(ratio daemon-tiny-dynamic daemon-tiny-static) | |"
 dout ""
 dout "| measure | value |"
