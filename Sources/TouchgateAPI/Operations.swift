@@ -459,6 +459,21 @@ public enum Operations {
                 self.before = before
                 self.force = force
             }
+
+            enum CodingKeys: String, CodingKey { case before, force }
+
+            /// Read by hand only so that a `before` that is not a time is named in the error
+            /// (the date strategy's own error leaves the key out of its path).
+            public init(from decoder: any Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                let text = try container.decode(String.self, forKey: .before)
+                guard let before = try? Date.ISO8601FormatStyle().parse(text) else {
+                    throw DecodingError.dataCorruptedError(forKey: .before, in: container,
+                                                           debugDescription: "not an ISO 8601 time")
+                }
+                self.before = before
+                force = try container.decodeIfPresent(Bool.self, forKey: .force)
+            }
         }
         public static let operation = DaemonOperation.pruneAudit
         public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,

@@ -203,4 +203,46 @@ struct DaemonTests {
         }
         #expect(!rig.daemonLog.contains("fatal signal"), "\(rig.daemonLog)")
     }
+
+    @Test("an operation's arguments are read by their type: a missing, mistyped or unknown one is a usage failure naming it, and the connection serves on")
+    func typedArgumentsAreChecked() async throws {
+        let rig = try DaemonRig()
+        try await rig.start()
+        let socket = try FramedSocket.connect(path: rig.socketPath)
+        defer { socket.close() }
+        var frames = socket.frames().makeAsyncIterator()
+        #expect(try await frames.next().map { try $0.decode(DaemonMessage.self).kind } == .hello)
+        let cases: [(operation: String, arguments: String, names: String)] = [
+            ("enroll", "{}", "finger"),
+            ("secret.get", "{\"item\":5}", "item"),
+            ("secret.rm", "{\"can-ask-again\":true}", "item"),
+            ("audit.prune", "{\"before\":\"yesterday\"}", "before"),
+            ("init", "{\"stretching\":\"none\"}", "stretching"),
+            ("audit.export", "{\"format\":\"xml\"}", "format"),
+            ("policy.set", "{\"lockout-threshold\":\"many\"}", "lockout-threshold"),
+        ]
+        var id: UInt64 = 0
+        for (operation, arguments, name) in cases {
+            id += 1
+            socket.sendRaw(Array("{\"version\":1,\"kind\":\"request\",\"id\":\(id),\"operation\":\"\(operation)\",\"arguments\":\(arguments)}\n".utf8))
+            var reply: DaemonMessage?
+            while let frame = try await frames.next() {
+                let message = try frame.decode(DaemonMessage.self)
+                if message.kind == .failure || message.kind == .result { reply = message; break }
+            }
+            #expect(reply?.kind == .failure && reply?.id == id && reply?.error?.code == .usage,
+                    "\(operation) \(arguments): \(String(describing: reply))")
+            #expect(reply?.error?.message.contains(name) == true, "\(operation): \(reply?.error?.message ?? "")")
+        }
+        id += 1
+        socket.sendRaw(Array("{\"version\":1,\"kind\":\"request\",\"id\":\(id),\"operation\":\"status\"}\n".utf8))
+        var last: DaemonMessage?
+        while let frame = try await frames.next() {
+            last = try frame.decode(DaemonMessage.self)
+            if last?.kind == .failure || last?.kind == .result { break }
+        }
+        #expect(last?.kind == .result && last?.id == id, "the same connection serves on")
+        #expect(!FileManager.default.fileExists(atPath: rig.stateDirectory + "/users/0/touchgate.sqlite"),
+                "no refused request made a store")
+    }
 }

@@ -144,10 +144,11 @@ private final class KeyRecorder: Decoder, @unchecked Sendable {
         func decodeNil() -> Bool { false }
         func decode<T: Decodable>(_ type: T.Type) throws -> T { try Self.value(T.self, depth: depth) }
 
-        /// An empty value of `type`: zero, false, "", a date, or the type decoded from another recorder.
+        /// An empty value of `type`: zero, false, a string, a date, or the type decoded from another recorder.
         static func value<T: Decodable>(_ type: T.Type, depth: Int) throws -> T {
             switch type {
-            case is String.Type: return "" as! T
+            // A string that also reads as a time, for arguments read by hand as one.
+            case is String.Type: return "1970-01-01T00:00:00Z" as! T
             case is Bool.Type: return false as! T
             case is Int.Type: return 0 as! T
             case is Date.Type: return Date(timeIntervalSince1970: 0) as! T
