@@ -34,6 +34,10 @@ public actor ReaderPool {
     /// Requests between taking their turn and holding their reader (``inUse``): the
     /// readers are not enumerated anew under them.
     private var opening = 0
+    /// What the last enumeration found (nil: none yet), so that finding no reader again
+    /// is not logged at info each time: with no reader attached every request enumerates,
+    /// and any local user could fill the journal by asking for status in a loop.
+    private var lastFound: [String]?
     private let logger: Logger
 
     /// A pool, empty until first used; `logger` gets one line per reader opened, closed,
@@ -195,7 +199,9 @@ public actor ReaderPool {
         let context = await FingerprintContext()
         self.context = context
         let found = await context.readers().map { Self.name($0.info) }
-        logger.info("readers enumerated\(reason.map { " (\($0))" } ?? ""): \(found.isEmpty ? "none" : found.joined(separator: ", "))")
+        let line: Logger.Message = "readers enumerated\(reason.map { " (\($0))" } ?? ""): \(found.isEmpty ? "none" : found.joined(separator: ", "))"
+        if found.isEmpty, lastFound?.isEmpty == true { logger.debug(line) } else { logger.info(line) }
+        lastFound = found
         let changes = context.changes()
         watcher = Task { [weak self] in
             for await change in changes {
