@@ -66,8 +66,11 @@ struct FleetTests {
             written.withLock { $0 += records }
         }
 
+        /// Ships; a shipment held by the server (the tests hold some on purpose, up to a minute
+        /// before the server is stopped) is killed only after five minutes.
         func ship(config: String? = nil) async throws -> CLIResult {
-            try await CLIProcess(environment: environment).run(["audit", "ship", "--json", "--config", config ?? self.config])
+            try await CLIProcess(environment: environment).run(["audit", "ship", "--json", "--config", config ?? self.config],
+                                                               timeout: 300)
         }
 
         func remove() { try? FileManager.default.removeItem(atPath: home) }
