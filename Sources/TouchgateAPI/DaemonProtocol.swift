@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A message from a client.
 public struct ClientMessage: Codable, Sendable, Equatable {
