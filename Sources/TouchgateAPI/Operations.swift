@@ -50,9 +50,16 @@ public enum Operations {
         Migrate.self,
     ]
 
+    /// Every entry by its operation, built once (a test keeps one entry per operation).
+    private static let byOperation: [DaemonOperation: any OperationSpec.Type] = {
+        var table: [DaemonOperation: any OperationSpec.Type] = [:]
+        for entry in served as [any OperationSpec.Type] + special { table[entry.operation] = entry }
+        return table
+    }()
+
     /// The table's entry for `operation`.
     public static func spec(_ operation: DaemonOperation) -> any OperationSpec.Type {
-        (served as [any OperationSpec.Type] + special).first { $0.operation == operation }!
+        byOperation[operation]!
     }
 
     /// A usage error for an argument whose value is not one of `known`.

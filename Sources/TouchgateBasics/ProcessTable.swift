@@ -27,10 +27,23 @@ public enum ProcessTable {
 
     /// The parent of `pid` (`PPid:` in `/proc/PID/status`), nil when it cannot be read or is none.
     public static func parent(of pid: Int32) -> Int32? {
-        guard pid > 1, let status = read("/proc/\(pid)/status", limit: 4096) else { return nil }
-        for line in status.split(separator: "\n") where line.hasPrefix("PPid:") {
-            let parent = Int32(line.dropFirst(5).drop { $0 == "\t" || $0 == " " })
-            return parent.flatMap { $0 > 0 ? $0 : nil }
+        guard pid > 1, let parent = statusField("PPid:", of: pid).flatMap({ Int32($0) }), parent > 0 else { return nil }
+        return parent
+    }
+
+    /// The real uid of `pid` (the first number of `Uid:` in `/proc/PID/status`), when it can be
+    /// read. A set-user-ID root program (sudo, su) runs as root but keeps the real uid of the
+    /// user who started it.
+    public static func realUID(of pid: Int32) -> UInt32? {
+        guard pid > 0 else { return nil }
+        return statusField("Uid:", of: pid).flatMap { UInt32($0) }
+    }
+
+    /// The first value of the line `name` of `/proc/PID/status`.
+    private static func statusField(_ name: String, of pid: Int32) -> Substring? {
+        guard let status = read("/proc/\(pid)/status", limit: 4096) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix(name) {
+            return line.dropFirst(name.count).split(whereSeparator: { $0 == "\t" || $0 == " " }).first
         }
         return nil
     }

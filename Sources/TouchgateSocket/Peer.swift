@@ -43,9 +43,7 @@ public struct Peer: Sendable, Equatable, CustomStringConvertible {
     /// set-user-ID root program (sudo, su) runs as root but keeps the real uid of the user
     /// who started it: whose connection it is, for fair shares (never for permissions).
     public func realUID() -> UInt32? {
-        guard pid > 0, let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") }) else { return nil }
-        return line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap { UInt32($0) }
+        ProcessTable.realUID(of: pid)
     }
 
     public var description: String {
