@@ -90,7 +90,7 @@ final class HeldKeys: @unchecked Sendable {
     /// The vault's directory and its random id: a vault made anew in the same directory
     /// never finds the old one's key.
     private static func slot(of vault: Vault) -> String {
-        vault.database.location.directory.standardizedFileURL.path + "#" + Hex.encode(vault.vaultID)
+        vault.database.location.standardizedPath + "#" + Hex.encode(vault.vaultID)
     }
 
     private static func now() -> Double {

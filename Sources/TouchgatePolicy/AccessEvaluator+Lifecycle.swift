@@ -95,14 +95,6 @@ extension AccessEvaluator {
     public func status() throws(AuthorizationError) -> PolicyStatus {
         let configuration = configuration
         let now = clock.reading()
-        let report = { (state: PolicyState) in
-            PolicyStatus(
-                lockout: state.lockoutInfo(at: now.monotonic, configuration: configuration),
-                consecutiveFailures: state.lockout.consecutiveFailures,
-                cumulativeFailures: state.lockout.cumulativeFailures,
-                passphraseRequirement: state.passphraseRequirement(at: now.monotonic, configuration: configuration),
-                sessionActive: state.session != nil)
-        }
         // Read first: only when time has changed the state (a lockout over, a session
         // ended or narrowed) does it go through an update, which saves and records that.
         // Otherwise a status takes no write lock, and many at once do not queue for it.
@@ -114,9 +106,27 @@ extension AccessEvaluator {
         } catch {
             throw .stateUnavailable(String(describing: error))
         }
-        var normalized = stored
-        _ = normalized.normalize(at: now.monotonic, configuration: configuration)
-        if normalized == stored { return report(stored) }
-        return try withState(at: now) { state in report(state) }
+        if let status = Self.status(of: stored, at: now.monotonic, configuration: configuration) { return status }
+        return try withState(at: now) { state in Self.report(state, at: now.monotonic, configuration: configuration) }
+    }
+
+    /// The status `state` shows at `now`, when time alone has not changed it; nil when it
+    /// has (a lockout over, a session ended), which only ``status()`` may apply and record.
+    /// For a host that already holds the state it last read (touchgated's status).
+    public static func status(of state: PolicyState, at now: MonotonicInstant,
+                              configuration: PolicyConfiguration) -> PolicyStatus? {
+        var normalized = state
+        _ = normalized.normalize(at: now, configuration: configuration)
+        return normalized == state ? report(state, at: now, configuration: configuration) : nil
+    }
+
+    private static func report(_ state: PolicyState, at now: MonotonicInstant,
+                               configuration: PolicyConfiguration) -> PolicyStatus {
+        PolicyStatus(
+            lockout: state.lockoutInfo(at: now, configuration: configuration),
+            consecutiveFailures: state.lockout.consecutiveFailures,
+            cumulativeFailures: state.lockout.cumulativeFailures,
+            passphraseRequirement: state.passphraseRequirement(at: now, configuration: configuration),
+            sessionActive: state.session != nil)
     }
 }

@@ -21,7 +21,7 @@ public enum AuditRetention {
     /// The retention this process was configured with: ``environmentVariable`` when it
     /// holds a valid number of years, else ``minimumYears``.
     public static var configuredYears: Int {
-        guard let text = ProcessInfo.processInfo.environment[environmentVariable],
+        guard let text = Invocation.environment(environmentVariable),
               let years = try? years(parsing: text) else { return minimumYears }
         return years
     }

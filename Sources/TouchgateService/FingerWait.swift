@@ -27,7 +27,7 @@ public final class FingerWait: @unchecked Sendable {
     public static let defaultTimeout = Duration.seconds(60)
 
     private static let setting = LockedDuration(
-        ProcessInfo.processInfo.environment["TOUCHGATE_FINGER_TIMEOUT"].flatMap(Double.init)
+        Invocation.environment("TOUCHGATE_FINGER_TIMEOUT").flatMap(Double.init)
             .map { Duration.milliseconds(Int64($0 * 1000)) } ?? defaultTimeout)
 
     private let timeout: Duration

@@ -31,19 +31,6 @@ public final class OpenStores: @unchecked Sendable {
         var lastUse: Double
     }
 
-    /// The device and inode of a database file.
-    private struct FileIdentity: Equatable {
-        let device: UInt64
-        let inode: UInt64
-
-        init?(path: String) {
-            var info = stat()
-            guard lstat(path, &info) == 0 else { return nil }
-            device = UInt64(info.st_dev)
-            inode = UInt64(info.st_ino)
-        }
-    }
-
     /// The most stores kept open at once.
     public let capacity: Int
     /// How long a store stays open without a request.
@@ -65,7 +52,7 @@ public final class OpenStores: @unchecked Sendable {
         let now = Self.now()
         let current = FileIdentity(path: location.databasePath)
         let kept: TouchgateDatabase? = lock.withLock {
-            guard let entry = open[slot], current != nil, entry.file == current else { return nil }
+            guard let entry = open[slot], let current, entry.file.isSameFile(as: current) else { return nil }
             open[slot]?.lastUse = now
             return entry.database
         }
@@ -107,7 +94,7 @@ public final class OpenStores: @unchecked Sendable {
     public var count: Int { lock.withLock { open.count } }
 
     private static func slot(_ location: StoreLocation) -> String {
-        location.directory.standardizedFileURL.path
+        location.standardizedPath
     }
 
     private static func now() -> Double {

@@ -13,6 +13,16 @@ struct StoreAccess: Sendable {
     let custody: @Sendable (Vault) -> any KeyCustody
     /// The source of time for the policy core's decisions.
     let clock: any PolicyClock
+    /// Whether the database stays open after the request (touchgated's ``OpenStores``), so
+    /// that what is read from it may be kept until it changes.
+    var keepsSnapshots = false
+
+    /// What `make` reads from the store: kept until the store changes where the store stays
+    /// open (``StoreSnapshots``), read afresh otherwise. Only for what a request shows,
+    /// never for what it decides.
+    func snapshot<T: Sendable>(_ name: String, _ make: () throws -> T) throws -> T {
+        keepsSnapshots ? try database.snapshots.value(name, make) : try make()
+    }
 
     /// Whether `touchgate init` has run.
     func vaultExists() throws -> Bool {

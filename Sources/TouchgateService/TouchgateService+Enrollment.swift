@@ -124,7 +124,7 @@ extension TouchgateService {
         // A replayed recording (FP_DEVICE_EMULATION=1) only goes on if the user id sent to the
         // reader is the recorded one byte for byte, which is why libfprint itself leaves its
         // random part out then; the label is left out too (the user name alone is sent).
-        let replaying = ProcessInfo.processInfo.environment["FP_DEVICE_EMULATION"] == "1"
+        let replaying = Invocation.environment("FP_DEVICE_EMULATION") == "1"
         let username = replaying ? user : pending.map { ChipLabel.username(nonce: $0.nonce, user: user) } ?? user
         do {
             return (try await reader.enroll(finger: finger, username: username), pending)

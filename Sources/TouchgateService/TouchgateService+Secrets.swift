@@ -159,10 +159,12 @@ extension TouchgateService {
     /// Every stored secret: names and policies, never values. Works while locked.
     public func items() async throws(ServiceError) -> [ItemReport] {
         try await withStore { store in
-            try store.vault().vault.items().map { item in
-                ItemReport(name: item.name, policy: item.policy, fresh: item.freshTouch,
-                           boundToFingers: item.enrollmentDigest != nil, invalidated: item.isInvalidated,
-                           updated: item.updatedAt)
+            try store.snapshot("items") {
+                try store.vault().vault.items().map { item in
+                    ItemReport(name: item.name, policy: item.policy, fresh: item.freshTouch,
+                               boundToFingers: item.enrollmentDigest != nil, invalidated: item.isInvalidated,
+                               updated: item.updatedAt)
+                }
             }
         }
     }

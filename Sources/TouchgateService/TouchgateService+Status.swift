@@ -21,43 +21,52 @@ extension TouchgateService {
             return report
         }
         return try await withStore { store in
-            let enrolled = try store.printIndex().prints().map(Self.report)
+            let snapshot = try store.snapshot("status") { try StatusSnapshot(store) }
             let (readers, backend) = await readerReports()
-            var report = StatusReport(enrolled: enrolled, readers: readers)
+            var report = StatusReport(enrolled: snapshot.enrolled, readers: readers)
             report.mode = mode.rawValue
             report.trustBoundary = mode.trustBoundary
             report.readerBackend = backend
-            guard try store.vaultExists() else { return report }
+            guard snapshot.initialized else { return report }
             report.initialized = true
-            let context: VaultContext
-            do {
-                context = try store.vault()
-            } catch {
+            guard let vault = snapshot.vault else {
                 // A wiped trail: report it with its repair rather than fail the status.
-                report.problem = ServiceError.from(error).message
+                report.problem = snapshot.problem
                 return report
             }
-            report.locked = !context.custody.isHolding
-            report.keyExpires = report.locked == false ? context.custody.latestExpiry : nil
-            report.items = try context.vault.items().count
-            do {
-                try context.stateStore.state(VaultPolicyStateStore.stateKey).map { _ in () }
-                let policy = try context.evaluator.status()
-                let state = try VaultPolicyStateStore(store: context.stateStore).read()
-                let remaining = Self.sessionRemaining(state, context.evaluator.configuration,
-                                                      now: context.evaluator.clock.monotonicNow)
-                report.session = StatusReport.Session(
-                    active: remaining != nil, remainingSeconds: remaining.map(Self.seconds),
-                    touchReusable: remaining != nil && state.session?.biometry != nil && policy.lockout == nil)
-                report.lockout = StatusReport.Lockout(
-                    lockedOut: policy.lockout != nil, remainingSeconds: policy.lockout?.remaining.map(Self.seconds),
-                    passphraseOnly: policy.lockout?.passphraseOnly ?? false,
-                    consecutiveFailures: policy.consecutiveFailures, cumulativeFailures: policy.cumulativeFailures,
-                    threshold: context.settings.lockoutThreshold)
-                report.passphraseRequired = policy.passphraseRequirement.map(Self.name)
-            } catch {
-                report.problem = ServiceError.from(error).message
+            let custody = store.custody(vault)
+            report.locked = !custody.isHolding
+            report.keyExpires = report.locked == false ? custody.latestExpiry : nil
+            report.items = snapshot.items
+            guard let state = snapshot.state, let settings = snapshot.settings else {
+                report.problem = snapshot.problem
+                return report
             }
+            let now = store.clock.monotonicNow
+            let configuration = settings.configurationOrDefaults
+            let policy: PolicyStatus
+            if let unchanged = AccessEvaluator.status(of: state, at: now, configuration: configuration) {
+                policy = unchanged
+            } else {
+                // Time changed the state (a lockout over, a session ended): the evaluator
+                // applies and records that, as any decision would.
+                do {
+                    policy = try store.vault().evaluator.status()
+                } catch {
+                    report.problem = ServiceError.from(error).message
+                    return report
+                }
+            }
+            let remaining = Self.sessionRemaining(state, configuration, now: now)
+            report.session = StatusReport.Session(
+                active: remaining != nil, remainingSeconds: remaining.map(Self.seconds),
+                touchReusable: remaining != nil && state.session?.biometry != nil && policy.lockout == nil)
+            report.lockout = StatusReport.Lockout(
+                lockedOut: policy.lockout != nil, remainingSeconds: policy.lockout?.remaining.map(Self.seconds),
+                passphraseOnly: policy.lockout?.passphraseOnly ?? false,
+                consecutiveFailures: policy.consecutiveFailures, cumulativeFailures: policy.cumulativeFailures,
+                threshold: settings.lockoutThreshold)
+            report.passphraseRequired = policy.passphraseRequirement.map(Self.name)
             return report
         }
     }
@@ -85,6 +94,44 @@ extension TouchgateService {
         case .expired: "expired"
         case .enrollmentChange: "enrollment-change"
         case .requiredByPolicy: "required-by-policy"
+        }
+    }
+}
+
+/// What `status` reads from the store, before time and the custody are applied: kept by
+/// touchgated until the store changes (``StoreAccess/snapshot(_:_:)``).
+struct StatusSnapshot: Sendable {
+    var enrolled: [PrintReport] = []
+    var initialized = false
+    /// The vault, when it opened with its audit log (for the custody of its key).
+    var vault: Vault?
+    var items = 0
+    /// The verified policy state and the settings in force; nil with ``problem`` when the
+    /// state does not check out.
+    var state: PolicyState?
+    var settings: PolicySettings?
+    /// Why the vault or its state could not be read, with the command that repairs it.
+    var problem: String?
+
+    init(_ store: StoreAccess) throws {
+        enrolled = try store.printIndex().prints().map(TouchgateService.report)
+        guard try store.vaultExists() else { return }
+        initialized = true
+        let context: VaultContext
+        do {
+            context = try store.vault()
+        } catch {
+            problem = ServiceError.from(error).message
+            return
+        }
+        vault = context.vault
+        items = try context.vault.items().count
+        do {
+            // Verified against the audit head: edited or swapped-back state is a problem here.
+            state = try VaultPolicyStateStore(store: context.stateStore).read()
+            settings = context.settings
+        } catch {
+            problem = ServiceError.from(error).message
         }
     }
 }

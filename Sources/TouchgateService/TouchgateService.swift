@@ -24,7 +24,7 @@ public struct TouchgateService: Sendable {
     public let mode: ServiceMode
     /// How to reach the reader: `auto`, `libfprint` or `fprintd` (see ``ReaderBackendChoice``);
     /// `TOUCHGATE_READER_BACKEND` by default.
-    public var readerBackendSetting: String? = ProcessInfo.processInfo.environment[ReaderBackendChoice.environmentVariable]
+    public var readerBackendSetting: String? = Invocation.environment(ReaderBackendChoice.environmentVariable)
     /// The fewest years audit records are kept: ``AuditRetention/configuredYears`` (six,
     /// or more where root asked for more); a smaller value counts as six.
     public var auditRetentionYears: Int = AuditRetention.configuredYears
@@ -74,7 +74,9 @@ public struct TouchgateService: Sendable {
     func withStore<T>(_ body: (StoreAccess) async throws -> T) async throws(ServiceError) -> T {
         try await serviceErrors(storeIn: location.directory.path) {
             let database = try openStores?.database(at: location) ?? TouchgateDatabase(location: location)
-            return try await body(StoreAccess(database: database, principal: principal, custody: custody, clock: clock))
+            var access = StoreAccess(database: database, principal: principal, custody: custody, clock: clock)
+            access.keepsSnapshots = openStores != nil
+            return try await body(access)
         }
     }
 

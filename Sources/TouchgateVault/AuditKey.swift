@@ -71,22 +71,6 @@ final class AuditKey: @unchecked Sendable {
     /// At most this many keys are kept (each holds one locked page).
     static let loadedLimit = 64
 
-    /// What changes when a file is replaced or written: device, inode, size, and the
-    /// modification and status-change times to the nanosecond.
-    struct FileIdentity: Equatable, Sendable {
-        let device, inode: UInt64
-        let size: Int64
-        let modified, changed: [Int]
-
-        init(_ info: stat) {
-            device = UInt64(info.st_dev)
-            inode = UInt64(info.st_ino)
-            size = Int64(info.st_size)
-            modified = [info.st_mtim.tv_sec, info.st_mtim.tv_nsec]
-            changed = [info.st_ctim.tv_sec, info.st_ctim.tv_nsec]
-        }
-    }
-
     /// The key file for a data directory.
     static func path(in location: StoreLocation) -> String {
         location.directory.appendingPathComponent("audit.key").path

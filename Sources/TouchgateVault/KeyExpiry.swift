@@ -40,6 +40,8 @@ public struct KeyExpiry: Sendable, Equatable {
     /// wall-clock date seen at `now`; nil when that has passed.
     public func latestExpiry(unlockedAt: Double, now: Double) -> Date? {
         let left = unlockedAt + maximumAge.timeInterval - now
-        return left > 0 ? Date().addingTimeInterval(left) : nil
+        // Whole seconds, rounded down: the moment is shown to the second, and the same
+        // moment asked for twice is the same value (not the wall clock's jitter).
+        return left > 0 ? Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + left).rounded(.down)) : nil
     }
 }

@@ -17,12 +17,23 @@ public struct StoreLocation: Sendable, Equatable {
     /// touchgated keeps one for the whole machine in its state directory, so one public
     /// key, registered once, verifies every user's trail there.
     public let signingKeyDirectory: URL?
+    /// The SQLite database that holds prints (and, once a vault exists, everything else).
+    public let databasePath: String
+    /// ``directory``'s path (kept: a long-lived process checks it on every request, and
+    /// Foundation builds a URL's path anew each time).
+    public let directoryPath: String
+    /// ``directory``'s path with `.` and `..` resolved (symbolic links are not): what names
+    /// this store among others in a process that keeps several (open stores, held keys).
+    public let standardizedPath: String
 
     /// A location at an explicit directory (tests, `--data-dir`), with its signing key in
     /// `signingKeyDirectory` when given, else in the directory itself.
     public init(directory: URL, signingKeyDirectory: URL? = nil) {
         self.directory = directory
         self.signingKeyDirectory = signingKeyDirectory
+        directoryPath = directory.path
+        standardizedPath = directory.standardizedFileURL.path
+        databasePath = directory.appendingPathComponent("touchgate.sqlite").path
     }
 
     /// The default location from the environment.
@@ -34,27 +45,27 @@ public struct StoreLocation: Sendable, Equatable {
         return StoreLocation(directory: URL(fileURLWithPath: home).appendingPathComponent(".local/share/touchgate"))
     }
 
-    /// The SQLite database that holds prints (and, once a vault exists, everything else).
-    public var databasePath: String { directory.appendingPathComponent("touchgate.sqlite").path }
-
     /// Creates the directory (mode 0700, parents as needed) if it is missing, then checks
     /// that it and every existing database file belong to this user and are private.
     public func prepare() throws {
-        let path = directory.path
-        if !FileManager.default.fileExists(atPath: path) {
+        let path = directoryPath
+        if !Self.exists(path) {
             // Parents get the usual 0700 too: ~/.local/share may not exist on a fresh account.
             try PrivateFiles.makeDirectory(path)
         }
         try Self.checkPrivate(path: path, isDirectory: true)
         for suffix in ["", "-wal", "-shm"] {
-            let file = databasePath + suffix
-            if FileManager.default.fileExists(atPath: file) {
-                // SQLite deletes the WAL side files when the last connection closes, which in
-                // touchgated (a store opened by several requests at once) may happen between
-                // seeing a file here and checking it: gone by then is as good as private.
-                try Self.checkPrivate(path: file, isDirectory: false, mayVanish: !suffix.isEmpty)
-            }
+            // Only files that exist are checked. SQLite deletes the WAL side files when the
+            // last connection closes, which in touchgated (a store opened by several requests
+            // at once) may happen at any moment: gone is as good as private.
+            try Self.checkPrivate(path: databasePath + suffix, isDirectory: false, mayVanish: true)
         }
+    }
+
+    /// Whether `path` names something (following links, as `FileManager.fileExists` does).
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0
     }
 
     /// Refuses a path owned by another user, or reachable by group or others.

@@ -15,11 +15,14 @@ public final class TouchgateDatabase: Sendable {
     package let writer: DatabasePool
     /// Where the database lives.
     public let location: StoreLocation
+    /// What a long-lived process derives from this store and keeps until it changes.
+    package let snapshots: StoreSnapshots
 
     /// Opens (creating if needed) the database at `location` and migrates it.
     /// - Throws: ``StoreError`` for unsafe permissions, I/O failures or a damaged file.
     public init(location: StoreLocation) throws {
         self.location = location
+        snapshots = StoreSnapshots(location: location)
         try location.prepare()
         let path = location.databasePath
         try Self.createPrivately(path)

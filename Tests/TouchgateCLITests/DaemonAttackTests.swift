@@ -82,6 +82,11 @@ struct DaemonAttackTests {
         for _ in 0..<3 { _ = try await rig.run(["verify", "--json"], presenting: ["arch"], as: Self.user) }
         let locked = try await rig.run(["verify", "--json"], presenting: ["whorl"], as: Self.user)
         #expect(locked.status == 7, "\(locked.stderrLines)")
+        // touchgated answers `status` from what it last read while the store is unchanged;
+        // each change below, made by another process, shows at once.
+        let lockout = { (run: CLIResult) in (run.json?["lockout"] as? [String: Any])?["locked-out"] as? Bool }
+        let shownLocked = try await rig.run(["status", "--json"], as: Self.user)
+        #expect(lockout(shownLocked) == true && shownLocked.json?["problem"] == nil, "\(shownLocked.stdout)")
 
         // An edit of the counters alone (what sqlite3 in the store would do) is caught by the
         // authenticated state: the lockout is not lifted, every touch is refused as tampered.
@@ -91,6 +96,8 @@ struct DaemonAttackTests {
         let afterEdit = try await rig.run(["verify", "--json"], presenting: ["whorl"], as: Self.user)
         #expect(afterEdit.status == 6, "an edited lockout state is state-tampered (exit 6): \(afterEdit.stderrLines)")
         #expect(afterEdit.stderrLines.joined().contains("state-tampered"), "\(afterEdit.stderrLines)")
+        let shownEdited = try await rig.run(["status", "--json"], as: Self.user)
+        #expect(shownEdited.json?["problem"] != nil, "status after the edit must report it: \(shownEdited.stdout)")
 
         // The whole directory, audit key and all, put back as it was: a self-consistent older
         // state. Nothing in it tells it from the real one, so the lockout is gone. Only root
@@ -101,6 +108,8 @@ struct DaemonAttackTests {
         let restored = try await rig.run(["verify", "--json"], presenting: ["whorl"], as: Self.user)
         #expect(restored.status == 0,
                 "a whole-directory rollback by root is now detected: update this test and the README (\(restored.status))")
+        let shownRestored = try await rig.run(["status", "--json"], as: Self.user)
+        #expect(lockout(shownRestored) == false && shownRestored.json?["problem"] == nil, "\(shownRestored.stdout)")
     }
 
     // MARK: Items destroyed for good

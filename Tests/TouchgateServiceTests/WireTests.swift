@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TouchgateAPI
+@testable import TouchgateAPI
 
 @Suite struct WireCodingTests {
     @Test func keysAreKebabCaseAndRoundTrip() throws {
@@ -14,6 +14,40 @@ import TouchgateAPI
         #expect(!line.contains("\n"))
         let back = try WireCoding.decoder().decode(InteractionEvent.self, from: Data(line.utf8))
         #expect(back == event)
+    }
+
+    @Test func keyNamesConvertBothWays() {
+        let pairs = [("deviceID", "device-id"), ("remainingSeconds", "remaining-seconds"), ("id", "id"),
+                     ("prevMAC", "prev-mac"), ("sha256Digest", "sha256-digest"), ("idleTimeout", "idle-timeout"),
+                     ("vaultUserID", "vault-user-id"), ("a", "a"), ("", "")]
+        for (swift, wire) in pairs {
+            #expect(WireCoding.kebab(swift) == wire)
+        }
+        for (swift, wire) in pairs where swift != "prevMAC" {
+            #expect(WireCoding.camel(wire) == swift, "\(wire)")
+        }
+        // Keys from a peer that are not ours convert without trapping, into names nothing has.
+        #expect(WireCoding.camel("identity-x") == "identityX")
+        #expect(WireCoding.camel("a--b") == "aB")
+        #expect(WireCoding.camel("x-id-id") == "xIDID")
+        #expect(WireCoding.camel("é-ß") == "é-ß".replacingOccurrences(of: "-", with: ""))
+        #expect(WireCoding.kebab("naïveName") == "naïve-name")
+    }
+
+    @Test("a result line spliced from an encoded report is the line encoding the whole message gives")
+    func splicedResultLineIsTheEncodedOne() {
+        var status = StatusReport(enrolled: [], readers: [])
+        status.mode = "system"
+        status.items = 3
+        status.session = StatusReport.Session(active: true, remainingSeconds: 59, touchReusable: true)
+        for (id, secretLength) in [(UInt64(1), nil), (42, 17), (UInt64.max, 0)] as [(UInt64, Int?)] {
+            let whole = DaemonProtocol.encode(ResultMessage(id: id, result: status, secretLength: secretLength))
+            let spliced = DaemonProtocol.resultLine(id: id, report: Array(WireCoding.line(status).utf8),
+                                                    secretLength: secretLength)
+            #expect(spliced == whole, "\(String(decoding: spliced, as: UTF8.self))")
+        }
+        let empty = DaemonProtocol.encode(ResultMessage(id: 7, result: EmptyReport()))
+        #expect(DaemonProtocol.resultLine(id: 7, report: Array(WireCoding.line(EmptyReport()).utf8)) == empty)
     }
 
     @Test func outcomeMergesResultWithTheReport() throws {

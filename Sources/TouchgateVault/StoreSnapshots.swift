@@ -1,0 +1,71 @@
+import Foundation
+import GRDB
+import Synchronization
+
+/// Values a long-lived process derives from one store and keeps until the store changes:
+/// touchgated's `status` and `secret list` answer from them instead of reading and
+/// re-verifying the same rows, key files and audit head on every request.
+///
+/// A value is kept with the store's ``Stamp`` when it was read, and used again only while
+/// the stamp is the same. The stamp changes with every commit to the database by any
+/// connection of any process (SQLite's `data_version`, read on a connection of its own),
+/// and with any change to the files around it: the directory (a file added, removed or
+/// renamed), the database file, the audit key and the signing key (replaced, written,
+/// chmod'ed). Nothing that decides is served from here: a touch, a release, an unlock
+/// and every change read and verify the store as always.
+package final class StoreSnapshots: Sendable {
+    /// What identifies the store's contents at one moment.
+    package struct Stamp: Equatable, Sendable {
+        let dataVersion: Int64
+        let files: [FileIdentity?]
+    }
+
+    private let location: StoreLocation
+    private let path: String
+    /// The connection that reads `data_version` (opened at the first use, read-only): one of
+    /// its own, since the value changes only for commits made by other connections.
+    private let watcher = Mutex<DatabaseQueue?>(nil)
+    private let kept = Mutex<[String: (stamp: Stamp, value: any Sendable)]>([:])
+
+    init(location: StoreLocation) {
+        self.location = location
+        path = location.databasePath
+    }
+
+    /// The value kept under `name` when the store has not changed since it was made; else
+    /// `make()`'s, kept for next time. The stamp is taken before `make` runs, so a change
+    /// made meanwhile is seen at the next call.
+    package func value<T: Sendable>(_ name: String, _ make: () throws -> T) throws -> T {
+        let stamp = try self.stamp()
+        if let known = kept.withLock({ $0[name] }), known.stamp == stamp, let value = known.value as? T {
+            return value
+        }
+        let value = try make()
+        kept.withLock { $0[name] = (stamp, value) }
+        return value
+    }
+
+    /// Forgets every kept value (the next request reads the store afresh).
+    package func forgetAll() {
+        kept.withLock { $0.removeAll() }
+    }
+
+    /// The store's stamp now.
+    package func stamp() throws -> Stamp {
+        let queue = try watcher.withLock { watcher in
+            if let watcher { return watcher }
+            var configuration = Configuration()
+            configuration.readonly = true
+            let opened = try DatabaseQueue(path: path, configuration: configuration)
+            watcher = opened
+            return opened
+        }
+        // The pragma opens its own read transaction (SQLite compiles it with one); a cached
+        // statement, since the parsing was most of its cost.
+        let version = try queue.inDatabase { db in
+            try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? 0
+        }
+        let files = [location.directory.path, path, AuditKey.path(in: location), AuditSigner.path(in: location)]
+        return Stamp(dataVersion: version, files: files.map { FileIdentity(path: $0) })
+    }
+}
