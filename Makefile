@@ -205,11 +205,12 @@ SWIFTC        ?= swiftc
 FUZZDIR       ?= .build-fuzz
 FUZZ_SECONDS  ?= 60
 FUZZ_RUNS     ?=
-FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json pam-reader
+FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit pam-reader
 # TouchgateAPI's sources with the Foundation-free TouchgateBasics compiled in (one module
 # here, so its re-export is left out), without what needs the C module CTouchgateSys (the
-# process protections; secret memory compiles without its fatal-signal registry).
-WIRE_SOURCES   = $(filter-out Sources/TouchgateAPI/Exports.swift Sources/TouchgateBasics/ProcessProtection.swift,\
+# process protections and threads; secret memory compiles without its fatal-signal registry).
+WIRE_SOURCES   = $(filter-out Sources/TouchgateAPI/Exports.swift Sources/TouchgateBasics/ProcessProtection.swift \
+	Sources/TouchgateBasics/SystemThread.swift,\
 	$(wildcard Sources/TouchgateAPI/*.swift) $(wildcard Sources/TouchgateBasics/*.swift))
 FUZZ_LIMIT     = $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
 FUZZ_SWIFTC    = rm -f $(1); $(SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -package-name Touchgate -module-name $(2) $(3) -o $(1) 2>&1 \
@@ -246,11 +247,6 @@ $(FUZZDIR)/fuzz-stored-state: fuzz/stored-state.swift $(wildcard Sources/Touchga
 $(FUZZDIR)/fuzz-frame-buffer: fuzz/frame-buffer.swift $(WIRE_SOURCES)
 	@mkdir -p $(FUZZDIR)
 	$(call FUZZ_SWIFTC,$@,TouchgateSocket,$^)
-
-# The thin front's JSON reader and writer (no imports), against Foundation's and WireCoding's.
-$(FUZZDIR)/fuzz-front-json: fuzz/front-json.swift Sources/touchgate/JSONText.swift $(WIRE_SOURCES)
-	@mkdir -p $(FUZZDIR)
-	$(call FUZZ_SWIFTC,$@,TouchgateFront,$^)
 
 # The PAM module's reader of daemon answers (C), against Foundation and the framing rules:
 # its C files compiled for the fuzzer, imported through their header.

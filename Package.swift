@@ -109,16 +109,26 @@ let package = Package(
         // prespecialized metadata cannot load libraries; it falls back to the runtime's own.
         .executableTarget(
             name: "touchgate",
-            dependencies: ["TouchgateBasics", "CTouchgateSys"],
-            linkerSettings: [.unsafeFlags(["-static-executable"])]
+            dependencies: ["TouchgateTerminal", "TouchgateClient", "TouchgateAPI", "CTouchgateSys"],
+            // FoundationEssentials' static library needs its own parts beside it, which the
+            // driver names only for -static-stdlib: listed here, in one group.
+            linkerSettings: [.unsafeFlags([
+                "-static-executable", "-Xlinker", "--start-group", "-Xlinker", "-lFoundationEssentials",
+                "-Xlinker", "-l_FoundationCollections", "-Xlinker", "-l_FoundationCShims",
+                "-Xlinker", "-lswiftSynchronization", "-Xlinker", "--end-group",
+            ])]
         ),
+        // The terminal side of a command, with nothing heavier than FoundationEssentials: the
+        // console, passphrases and questions at the terminal, Ctrl-C, and what `status`,
+        // `secret list`, `verify` and `secret get` print; shared by the commands and the front.
+        .target(name: "TouchgateTerminal", dependencies: ["TouchgateAPI"]),
         // Every command: arguments, rendering and the terminal, over `any TouchgateRequests`.
         // Nothing here links the service: what only a process holding the store can do is
         // asked of the `CommandHost` the executable passes in.
         .target(
             name: "TouchgateCommands",
             dependencies: [
-                "TouchgateAPI", "TouchgateClient", "TouchgatePolicy",
+                "TouchgateAPI", "TouchgateTerminal", "TouchgateClient", "TouchgatePolicy",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -163,7 +173,7 @@ let package = Package(
             dependencies: ["touchgate-cli", "touchgate-client", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateImageIO",
                            "TouchgatePolicy", "TouchgateVault", "TouchgateTestSupport", "TouchgateSocket", "TouchgateAPI", "TouchgateDaemon"]
         ),
-        .testTarget(name: "TouchgateCommandsTests", dependencies: ["TouchgateCommands", "TouchgateAPI"]),
+        .testTarget(name: "TouchgateCommandsTests", dependencies: ["TouchgateCommands", "TouchgateTerminal", "TouchgateAPI"]),
         .testTarget(name: "UdevTests"),
     ]
 )

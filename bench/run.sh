@@ -49,7 +49,7 @@ apt_install() {
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 needed=()
-for package in gcc libc6-dev pkg-config libfprint-2-dev time; do
+for package in gcc libc6-dev pkg-config libfprint-2-dev time hyperfine strace python3; do
   installed "$package" || needed+=("$package")
 done
 optional=()
@@ -129,31 +129,54 @@ mkdir -p "$samples"
 
 # --- measuring -----------------------------------------------------------------------
 
+# The script's variables and functions, for the shells hyperfine starts: each sources this
+# file first (BASH_ENV), and so does the empty command hyperfine times to subtract the
+# shell's own start. Read-only and bash's own variables are left out.
+snapshot_shell() {
+  {
+    declare -p | grep -Ev '^declare -[a-zA-Z]*r' |
+      grep -Ev '^declare -[-a-zA-Z]* (BASH[A-Z_]*|EUID|PPID|UID|SHELLOPTS|FUNCNAME|GROUPS|DIRSTACK|PIPESTATUS|_|COLUMNS|LINES|HISTCMD|RANDOM|SRANDOM|SECONDS|LINENO|EPOCHREALTIME|EPOCHSECONDS|OPTIND|OPTERR)='
+    declare -f
+  } >"$work/shell-state"
+}
+
 # measure WARMUP NAME:STATUS:FUNCTION[:PREPARE]...
-# Runs each FUNCTION (a shell function running one command) WARMUP times untimed, then
-# `runs` times timed, interleaved (A B A B …) so that a change in machine load hits every
-# command alike. A run is timed from before the fork to after the exit ($EPOCHREALTIME).
-# A run ending with another status than STATUS marks NAME failed: it gets no figure.
-# PREPARE, when given, runs untimed before each run of FUNCTION.
+# Times each FUNCTION (a shell function running one command) with hyperfine: WARMUP runs
+# untimed, then `runs` timed, each from the shell's fork to its exit, less hyperfine's
+# measure of the shell's own start. PREPARE, when given, runs untimed before each run. A
+# run ending with another status than STATUS marks NAME failed: it gets no figure. The
+# samples (microseconds, one per run) go where `stats` reads them.
 measure() {
-  local warmup=$1 i spec name expected function prepare status start end
+  local warmup=$1 spec name expected function prepare arguments
   shift
-  for ((i = -warmup; i < runs; i++)); do
-    for spec in "$@"; do
-      IFS=: read -r name expected function prepare <<<"$spec"
-      [ -e "$samples/$name.failed" ] && continue
-      [ -z "$prepare" ] || "$prepare" >/dev/null 2>>"$log"
-      start=$EPOCHREALTIME
-      "$function" >/dev/null 2>>"$log" && status=0 || status=$?
-      end=$EPOCHREALTIME
-      if [ "$status" != "$expected" ]; then
-        echo "exit status $status, expected $expected" >"$samples/$name.failed"
-        say "$name: $function exited with $status (expected $expected); see below"
-        tail -5 "$log" >&2
-        continue
-      fi
-      ((i < 0)) || echo $((${end/./} - ${start/./})) >>"$samples/$name"
-    done
+  command -v hyperfine >/dev/null || die "hyperfine is needed for the timings: apt-get install hyperfine"
+  snapshot_shell
+  for spec in "$@"; do
+    IFS=: read -r name expected function prepare <<<"$spec"
+    [ -e "$samples/$name.failed" ] && continue
+    arguments=(--shell=bash --style=none --runs "$runs" --warmup "$warmup" --ignore-failure
+      --export-json "$work/hyperfine.json")
+    [ -z "$prepare" ] || arguments+=(--prepare "$prepare >/dev/null 2>>$log")
+    if ! BASH_ENV=$work/shell-state hyperfine "${arguments[@]}" "$function >/dev/null 2>>$log" >>"$log" 2>&1; then
+      echo "hyperfine failed: $(tail -1 "$log")" >"$samples/$name.failed"
+      say "$name: hyperfine failed; see below"
+      tail -5 "$log" >&2
+      continue
+    fi
+    python3 - "$work/hyperfine.json" "$expected" "$samples/$name" <<'PY' || {
+import json, sys
+result = json.load(open(sys.argv[1]))["results"][0]
+wrong = [code for code in result["exit_codes"] if code != int(sys.argv[2])]
+if wrong:
+    open(sys.argv[3] + ".failed", "w").write(f"exit status {wrong[0]}, expected {sys.argv[2]}\n")
+    sys.exit(1)
+with open(sys.argv[3], "a") as out:
+    for seconds in result["times"]:
+        out.write(f"{round(seconds * 1e6)}\n")
+PY
+      say "$name: $function exited with another status than $expected; see below"
+      tail -5 "$log" >&2
+    }
   done
 }
 
@@ -518,6 +541,18 @@ c_status() { "$c_client" "$daemon_socket" status 200; }
 tg_status_loop() { local k; for ((k = 0; k < 10; k++)); do through "$touchgate" status || return 1; done; }
 c_status >/dev/null 2>>"$log" || die "status through the C client failed"
 rate status-rate-c 10 200 c_status
+# A read makes no durable write: fdatasync and fsync of the daemon counted by strace over
+# one more round of the same load.
+command -v strace >/dev/null || apt_install strace || die "strace is needed to count the daemon's syncs: apt-get install strace"
+strace -f -c -e trace=fdatasync,fsync,sync_file_range -o "$work/status.strace" -p "$daemon_pid" 2>>"$log" &
+strace_pid=$!
+sleep 1  # attached to every thread before the load starts
+status_pids=()
+for ((j = 0; j < 10; j++)); do c_status >/dev/null 2>>"$log" & status_pids+=($!); done
+for pid in "${status_pids[@]}"; do wait "$pid" || die "a status client failed under strace: $(tail -1 "$log")"; done
+kill -INT "$strace_pid" 2>/dev/null || true
+wait "$strace_pid" 2>/dev/null || true
+status_syncs=$(awk '$NF ~ /^(fdatasync|fsync|sync_file_range)$/ { n += $4 } END { print n + 0 }' "$work/status.strace")
 rate status-rate-cli 10 10 tg_status_loop
 
 # Memory: the daemon's resident set with this user's vault open, then with 100 users' (99
@@ -654,7 +689,7 @@ under_queue() {
   attack_wait "$work/attack.out" ready
   sleep 0.5
 }
-# measure_attack NAME PREPARE: the victim's three requests, interleaved, each after PREPARE.
+# measure_attack NAME PREPARE: the victim's three requests, each after PREPARE.
 measure_attack() {
   measure 1 "attack-$1-status:0:victim_status:$2" "attack-$1-passphrase:0:victim_passphrase:$2" \
     "attack-$1-finger:0:victim_finger:$2"
@@ -766,12 +801,14 @@ out "# Benchmarks" ""
 out "Produced by \`make bench\` (\`bench/run.sh\`) on $(date -u '+%Y-%m-%d %H:%M UTC'), commit \`$commit\`$dirty," \
   "release build. Machine: $cpu, $(nproc) CPUs, $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r);" \
   "$swift_version, libfprint $libfprint_version. Load average (1, 5, 15 min): $load_start at the start," \
-  "$(load_now) at the end (the machine was shared; the ratios, taken from interleaved runs, suffer least)." ""
+  "$(load_now) at the end (the machine was shared)." ""
 out "Every figure is the **median of $runs runs** (of $((runs * 2)) for verify on virtual_image, whose match time" \
   "varies more than the difference sought), **with the minimum and maximum in brackets**, all taken in this" \
-  "one run of the suite. Times are wall-clock times of whole processes, from fork to exit. Where two" \
-  "commands are compared, their runs alternate (A B A B …, after one untimed warm-up each, except for" \
-  "galleries of 100 prints and more) so that a change in machine load hits both alike. Nothing here is" \
+  "one run of the suite. Times are wall-clock times of whole processes, from fork to exit, taken by" \
+  "[hyperfine](https://github.com/sharkdp/hyperfine) ($(hyperfine --version | cut -d' ' -f2)): each command is a shell" \
+  "function run by bash, and hyperfine subtracts its measure of that shell's own start. Each command's" \
+  "runs follow one untimed warm-up (more where the table says), one command after the other; the rate" \
+  "figures and the galleries of 100 prints and more are timed by the script itself. Nothing here is" \
   "asserted by the test suite." ""
 out "**How the finger is played.** libfprint's virtual readers stand in for a USB reader. \`bench/feeder.c\`" \
   "runs the command under test with the reader's socket in a private directory. On **virtual_image** it" \
@@ -915,7 +952,7 @@ out ""
 out "Each append is one \`BEGIN IMMEDIATE\` transaction (read the head, insert, update the head) with one keyed" \
   "BLAKE2b; the journald copy is off here. Append rates are taken in process (\`touchgate-bench audit-append\`," \
   "first run of each series dropped as warm-up); verify through the CLI and, for comparison, from a" \
-  "minimal Swift process that opens the log and calls \`AuditLog.verify()\` (runs interleaved)." ""
+  "minimal Swift process that opens the log and calls \`AuditLog.verify()\`." ""
 read -r durable_us shipped_us < <(awk -v r="$(median "$durable")" -v q="$(median "$bare")" \
   'BEGIN { printf "%.0f %.0f\n", r ? 1e6 / r : 0, q ? 1e6 / q : 0 }')
 out "**Bound:** a durable append takes $durable_us µs here: $shipped_us µs of transaction and MAC (the" \
@@ -974,12 +1011,18 @@ dout "\`touchgated --socket\` in the foreground, as root, with a virtual_device 
   "no fprintd) and its store in a private state directory; \`touchgate\` reaches it through \`TOUCHGATE_SOCKET\`." \
   "The daemon opens the reader at the first request and keeps it open (it opened it $daemon_opened time(s) in this" \
   "whole section); the feeder plays the finger on the daemon's reader (\`FEEDER_SOCKET\`), sending \`SCAN whorl\`" \
-  "before the client starts, as in figure 1. Same medians, ranges and interleaving as above." ""
+  "before the client starts, as in figure 1. Same medians and ranges as above." ""
 under() {  # under A MS: whether median(A) is at most MS milliseconds
   local a
   a=$(median "$1")
   [ -n "$a" ] || { echo "not measured"; return; }
   awk -v a="$a" -v l="$2" 'BEGIN { print (a <= l * 1000) ? "≤ " l " ms: met" : "≤ " l " ms: **not met**" }'
+}
+at_least() {  # at_least A N: whether median(A) is at least N
+  local a
+  a=$(median "$1")
+  [ -n "$a" ] || { echo "not measured"; return; }
+  awk -v a="$a" -v l="$2" 'BEGIN { print (a >= l) ? "met" : "**not met**" }'
 }
 verdict() {  # verdict A B LIMIT: whether median(A) / median(B) is within LIMIT
   local a b
@@ -1005,7 +1048,8 @@ dout "| measure | value |"
 dout "| --- | --- |"
 dout "| resident memory of touchgated, 1 user's vault unlocked (VmRSS) | ${daemon_rss_1:-?} KiB |"
 dout "| resident memory of touchgated, 100 users' vaults unlocked (99 more uids, each \`init\` through the socket) | ${daemon_rss_100:-?} KiB |"
-dout "| \`status\` requests per second, 10 C clients at once, 200 requests each on one connection | $(cell status-rate-c " /s") |"
+dout "| \`status\` requests per second, 10 C clients at once, 200 requests each on one connection (target ≥ 5,000/s: $(at_least status-rate-c 5000)) | $(cell status-rate-c " /s") |"
+dout "| fdatasync, fsync and sync_file_range calls of touchgated during 2,000 of those \`status\` requests (strace -c; target 0) | ${status_syncs:-?} |"
 dout "| \`status\` requests per second, 10 \`touchgate status\` loops at once (a process per request) | $(cell status-rate-cli " /s") |"
 dout "| \`touchgate\`, the front: what \`ldd\` says of it (its size) | ${front_linking:-?} ($(du -m "$touchgate" | cut -f1) MB) |"
 dout "| shared libraries \`touchgate-cli\` loads at start-up (of them, libfprint and the libraries it loads) | ${client_libs:-?} (${client_fprint_libs:-?}) |"
@@ -1064,8 +1108,8 @@ dout "**The victim under attack.** One local user (the attacker) attacks the dae
   "with \`useradd\` (and removes), their programs run under \`setpriv\`. Here the feeder sends \`SCAN whorl\` when the" \
   "victim's client prompts for the finger (\`feeder device-on-prompt\`), not ahead: a touch queued ahead would go to" \
   "whichever request waits at the reader first, the attacker's included. Each attack is made afresh before every" \
-  "timed request, except the idle connections and the loop, which run throughout; same medians, ranges and" \
-  "interleaving as above." ""
+  "timed request, except the idle connections and the loop, which run throughout; same medians and ranges" \
+  "as above." ""
 dout "| attack | \`touchgate status\` | passphrase release | finger release |"
 dout "| --- | --- | --- | --- |"
 dout "| none (as shipped: default limits and deadlines) | $(cell attack-none-status) | $(cell attack-none-passphrase) | $(cell attack-none-finger) |"

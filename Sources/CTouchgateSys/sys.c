@@ -18,6 +18,11 @@ int CTouchgateSys_harden_process(void) {
     return 0;
 }
 
+// Names the calling thread (the kernel keeps the first 15 bytes).
+void CTouchgateSys_name_thread(const char *name) {
+    (void) prctl(PR_SET_NAME, (unsigned long) name, 0, 0, 0);
+}
+
 int CTouchgateSys_is_dumpable(void) {
     int r = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
     return r < 0 ? -errno : r;

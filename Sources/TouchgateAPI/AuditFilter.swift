@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// Which audit records to show or export, and in what order: every condition given must
 /// hold, and the defaults select every record, oldest first.

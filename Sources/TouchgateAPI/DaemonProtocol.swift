@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A message from a client.
 public struct ClientMessage: Codable, Sendable, Equatable {

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// What `touchgate audit ship` did for one trail (`--json`: `{"result":"shipped", …}`, a line per trail).
 public struct AuditShipReport: Codable, Sendable, Equatable {

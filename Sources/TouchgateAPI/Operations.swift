@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// One operation of the protocol, declared once: its wire name, its typed arguments and its
 /// typed result. Clients send `Arguments` and decode `Result`; touchgated decodes

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// How a print compares between the store and a reader's own storage.
 public enum ReaderState: String, Codable, Sendable, Equatable {

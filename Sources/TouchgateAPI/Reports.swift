@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// What `unlock` did: with `only-if-due`, nothing when the passphrase was not due.
 public struct UnlockReport: Codable, Sendable, Equatable {

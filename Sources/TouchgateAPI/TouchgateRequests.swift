@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// Every request a client can make, as a client makes it: served in this process by
 /// ``TouchgateService`` (the personal mode), or by `touchgated` through the daemon's

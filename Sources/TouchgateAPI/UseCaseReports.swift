@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// How hard the passphrase is stretched (Argon2id).
 public enum KeyStretching: String, Sendable, CaseIterable {

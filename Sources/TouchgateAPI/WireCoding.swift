@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// The one JSON form of every wire type: compact, keys sorted, kebab-case keys
 /// (`deviceID` is `device-id`, `remainingSeconds` is `remaining-seconds`), slashes

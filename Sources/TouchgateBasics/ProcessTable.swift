@@ -39,11 +39,28 @@ public enum ProcessTable {
         return statusField("Uid:", of: pid).flatMap { UInt32($0) }
     }
 
-    /// The first value of the line `name` of `/proc/PID/status`.
+    /// The first value of the line `name` of `/proc/PID/status`, over its bytes (measured:
+    /// splitting the whole file into lines as `String`s was most of a connection's cost).
     private static func statusField(_ name: String, of pid: Int32) -> Substring? {
-        guard let status = read("/proc/\(pid)/status", limit: 4096) else { return nil }
-        for line in status.split(separator: "\n") where line.hasPrefix(name) {
-            return line.dropFirst(name.count).split(whereSeparator: { $0 == "\t" || $0 == " " }).first
+        let file = open("/proc/\(pid)/status", O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { return nil }
+        defer { close(file) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = bytes.withUnsafeMutableBytes { Glibc.read(file, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        let key = Array(name.utf8)
+        var start = 0
+        while start < count {
+            var end = start
+            while end < count, bytes[end] != UInt8(ascii: "\n") { end += 1 }
+            if end - start >= key.count, bytes[start..<start + key.count].elementsEqual(key) {
+                var from = start + key.count
+                while from < end, bytes[from] == UInt8(ascii: "\t") || bytes[from] == UInt8(ascii: " ") { from += 1 }
+                var to = from
+                while to < end, bytes[to] != UInt8(ascii: "\t"), bytes[to] != UInt8(ascii: " ") { to += 1 }
+                return to > from ? Substring(String(decoding: bytes[from..<to], as: UTF8.self)) : nil
+            }
+            start = end + 1
         }
         return nil
     }

@@ -1,4 +1,5 @@
-public import Foundation
+public import FoundationEssentials
+import Synchronization
 public import TouchgateAPI
 
 /// Each use case as its operation of the table (``Operations``): its own arguments out,
@@ -170,12 +171,10 @@ extension DaemonClient: MigrationTarget {
 
 /// Lines received from the daemon while a request runs.
 ///
-/// `@unchecked Sendable`: `lines` is only touched under `lock`.
-private final class CollectedLines: @unchecked Sendable {
-    private let lock = NSLock()
-    private var lines: [String] = []
+private final class CollectedLines: Sendable {
+    private let lines = Mutex<[String]>([])
 
-    func append(_ line: String) { lock.withLock { lines.append(line) } }
-    var count: Int { lock.withLock { lines.count } }
-    var taken: [String] { lock.withLock { lines } }
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var count: Int { lines.withLock { $0.count } }
+    var taken: [String] { lines.withLock { $0 } }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateAPI
+import TouchgateTerminal
 
 /// `touchgate askpass`: the program ssh and ssh-add run as `SSH_ASKPASS`.
 struct Askpass: AsyncParsableCommand {

@@ -2,6 +2,7 @@ public import ArgumentParser
 import Foundation
 import TouchgateClient
 import TouchgateAPI
+import TouchgateTerminal
 #if canImport(Glibc)
 import Glibc
 #endif

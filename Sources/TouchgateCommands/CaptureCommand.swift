@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateAPI
+import TouchgateTerminal
 
 /// `touchgate capture`: saves one image from a reader that can capture.
 struct Capture: AsyncParsableCommand {

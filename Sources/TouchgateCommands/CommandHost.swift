@@ -1,4 +1,5 @@
 public import TouchgateAPI
+import TouchgateTerminal
 
 /// What only a process that opens the store itself can do, given to the commands by the
 /// executable that has it: `touchgate-cli` links the service and passes its host;

@@ -1,5 +1,6 @@
 import ArgumentParser
 import TouchgateAPI
+import TouchgateTerminal
 
 /// "Did you mean …" for a mistyped command (`touchgate enrol`, `touchgate secret gte`).
 enum CommandSuggestion {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import TouchgateAPI
+import TouchgateTerminal
 
 /// What the shell offers on TAB for values the user would otherwise have to remember:
 /// stored secret names, policies and finger names.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import TouchgateAPI
+import TouchgateTerminal
 
 /// `touchgate devices`: the readers libfprint finds.
 struct Devices: AsyncParsableCommand {

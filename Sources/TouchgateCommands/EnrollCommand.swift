@@ -1,5 +1,6 @@
 import ArgumentParser
 import TouchgateAPI
+import TouchgateTerminal
 
 /// `touchgate enroll`: scans a finger several times and stores the print.
 struct Enroll: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import Foundation
 public import TouchgateAPI
+import TouchgateTerminal
 
 /// What git says in a credential request (git-credential(1)): `key=value` lines up to an
 /// empty line or the end. Keys Touchgate does not use are ignored, as the protocol asks;

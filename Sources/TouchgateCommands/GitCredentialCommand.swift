@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateAPI
+import TouchgateTerminal
 
 /// `git-credential-touchgate OPERATION` (also `touchgate git-credential OPERATION`): git's
 /// credential helper protocol, git-credential(1).

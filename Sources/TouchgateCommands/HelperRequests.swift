@@ -1,5 +1,6 @@
 import Foundation
 public import TouchgateAPI
+import TouchgateTerminal
 
 /// The use cases behind the helpers (`touchgate askpass`, `git-credential-touchgate`,
 /// `pinentry-touchgate`): which item answers which request, and what is released, stored

@@ -1,5 +1,6 @@
 public import Foundation
 public import TouchgateAPI
+import TouchgateTerminal
 #if canImport(Glibc)
 import Glibc
 #endif

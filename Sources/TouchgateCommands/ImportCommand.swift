@@ -1,5 +1,6 @@
 import ArgumentParser
 import TouchgateAPI
+import TouchgateTerminal
 
 /// `touchgate import`: brings in prints enrolled elsewhere.
 struct Import: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import TouchgateAPI
+import TouchgateTerminal
 
 /// `touchgate init`: creates the vault under a new passphrase.
 struct Init: AsyncParsableCommand {

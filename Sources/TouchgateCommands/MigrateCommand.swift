@@ -1,6 +1,7 @@
 import ArgumentParser
 import TouchgateClient
 import TouchgateAPI
+import TouchgateTerminal
 
 /// `touchgate migrate`: moves the personal (in-process) store into touchgated's.
 struct Migrate: AsyncParsableCommand {

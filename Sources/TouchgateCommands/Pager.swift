@@ -1,4 +1,5 @@
 import TouchgateAPI
+import TouchgateTerminal
 import Foundation
 #if canImport(Glibc)
 import Glibc

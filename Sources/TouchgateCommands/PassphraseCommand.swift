@@ -1,5 +1,6 @@
 import ArgumentParser
 import TouchgateAPI
+import TouchgateTerminal
 
 /// `touchgate passphrase`: passphrase management.
 struct Passphrase: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 public import ArgumentParser
 import TouchgateAPI
+import TouchgateTerminal
 
 /// `--passphrase-fd N`: the passphrase comes one line at a time from descriptor N instead
 /// of the terminal. There is deliberately no option or variable that takes it as text.

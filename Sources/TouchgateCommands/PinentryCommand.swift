@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateAPI
+import TouchgateTerminal
 
 /// `touchgate pinentry` (and `pinentry-touchgate`, a symlink): gpg-agent's pinentry.
 struct Pinentry: AsyncParsableCommand {

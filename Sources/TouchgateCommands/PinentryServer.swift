@@ -1,5 +1,6 @@
 import Foundation
 import TouchgateAPI
+import TouchgateTerminal
 #if canImport(Glibc)
 import Glibc
 #endif

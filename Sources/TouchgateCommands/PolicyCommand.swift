@@ -1,5 +1,6 @@
 import ArgumentParser
 import TouchgateAPI
+import TouchgateTerminal
 
 /// `touchgate policy`: lockout and session limits.
 struct Policy: AsyncParsableCommand {

@@ -1,4 +1,5 @@
 import TouchgateAPI
+import TouchgateTerminal
 import TouchgatePolicy
 
 /// A policy given on the command line, checked before anything is read or asked (the

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateAPI
+import TouchgateTerminal
 
 /// `touchgate prints`: the enrolled prints.
 struct Prints: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import TouchgateAPI
+import TouchgateTerminal
 
 /// `touchgate repair`: after state was edited outside touchgate, or the audit log wiped.
 struct Repair: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import TouchgateAPI
+import TouchgateTerminal
 
 extension Secret {
     /// `touchgate secret add NAME --policy P [--fresh]`: stores standard input under NAME.

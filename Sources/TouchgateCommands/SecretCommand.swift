@@ -1,4 +1,5 @@
 import TouchgateAPI
+import TouchgateTerminal
 import ArgumentParser
 
 /// `touchgate secret`: fingerprint-gated items.

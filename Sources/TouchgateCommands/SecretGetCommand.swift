@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateAPI
+import TouchgateTerminal
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -26,15 +27,7 @@ extension Secret {
             let device = options.readerOptions.device
             let input = options.passphrase.input()
             try await CommandRunner.run(json: options.common.json) { console in
-                let value = try await service.release(name, device: device,
-                                                      interaction: TerminalInteraction(console: console, input: input))
-                if console.json {
-                    // One JSON result: the value as a field (base64 when it is not UTF-8 text).
-                    console.result("released", SecretValue.report(name: name, value: value), text: nil)
-                } else {
-                    try SecretValue.writeStandardOutput(value)
-                }
-                return ExitStatus.success
+                try await Printed.release(service, name: name, device: device, input: input, console: console)
             }
         }
     }

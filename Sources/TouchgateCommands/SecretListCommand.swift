@@ -1,6 +1,6 @@
 import ArgumentParser
-import Foundation
 import TouchgateAPI
+import TouchgateTerminal
 
 extension Secret {
     /// `touchgate secret list`: names and policies, never values.
@@ -14,15 +14,7 @@ extension Secret {
 
         func run() async throws {
             try await CommandRunner.run(json: common.json) { console in
-                let items = try await service.items()
-                let text = items.isEmpty ? "no secrets stored" : items.map { item in
-                    var line = StoredText.escaped("\(item.name)  \(item.policy)")
-                    if item.fresh { line += "  (fresh touch)" }
-                    if item.invalidated { line += "  (invalidated: fingers changed; store it again)" }
-                    return line
-                }.joined(separator: "\n")
-                console.result("items", ItemList(items: items), text: text)
-                return ExitStatus.success
+                try await Printed.items(service, console: console)
             }
         }
     }
@@ -54,11 +46,6 @@ extension Secret {
             }
         }
     }
-}
-
-/// `{"items": [...]}`.
-struct ItemList: Encodable, Sendable {
-    var items: [ItemReport]
 }
 
 /// `{"name": …}`.

@@ -1,5 +1,6 @@
 import Foundation
 import TouchgateAPI
+import TouchgateTerminal
 import TouchgateClient
 
 /// Which mode serves this process's command, decided once before any command runs

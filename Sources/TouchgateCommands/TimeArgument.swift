@@ -1,4 +1,5 @@
 import TouchgateAPI
+import TouchgateTerminal
 import Foundation
 
 /// A moment typed on the command line (`audit show --since`, `--until`).

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateAPI
+import TouchgateTerminal
 
 /// The `touchgate` command: fingerprint-gated secrets for Linux.
 struct Touchgate: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import TouchgateAPI
+import TouchgateTerminal
 
 /// `touchgate unlock`: the passphrase puts the vault key in the kernel keyring.
 struct Unlock: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import TouchgateAPI
+import TouchgateTerminal
 
 /// `touchgate verify`: does the finger on the reader match an enrolled print?
 struct Verify: AsyncParsableCommand {
@@ -30,9 +31,7 @@ struct Verify: AsyncParsableCommand {
         let finger = self.finger == "any" ? nil : self.finger
         let (user, device) = (userOption.user, readerOptions.device)
         try await CommandRunner.run(json: common.json) { console in
-            let report = try await service.verify(user: user, finger: finger, device: device,
-                                                  interaction: TerminalInteraction(console: console))
-            return render(report, console: console) { TerminalText.verified(user: $0.user, finger: $0.finger) }
+            try await Printed.verify(service, user: user, finger: finger, device: device, console: console)
         }
     }
 }
@@ -51,17 +50,7 @@ struct Identify: AsyncParsableCommand {
         let device = readerOptions.device
         try await CommandRunner.run(json: common.json) { console in
             let report = try await service.identify(device: device, interaction: TerminalInteraction(console: console))
-            return render(report, console: console) { StoredText.escaped("\($0.user ?? "?") \($0.finger ?? "?")") }
+            return Printed.match(report, console: console) { StoredText.escaped("\($0.user ?? "?") \($0.finger ?? "?")") }
         }
     }
-}
-
-/// Prints the result of a match and returns its exit status (0 match, 1 no match).
-private func render(_ report: MatchReport, console: Console, text: (MatchReport) -> String) -> Int32 {
-    guard report.match else {
-        console.result("no-match", report, text: TerminalText.noMatch(attemptsLeft: report.attemptsLeft))
-        return ExitStatus.noMatch
-    }
-    console.result("match", report, text: text(report))
-    return ExitStatus.success
 }

@@ -1,5 +1,5 @@
 import CTouchgateSys
-import Foundation
+import FoundationEssentials
 public import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
@@ -40,7 +40,7 @@ private struct FrameHeader: Decodable {
 ///
 /// `@unchecked Sendable`: `owned` is only touched under `lock`.
 public final class PassedDescriptors: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ConditionLock()
     private var owned: [Int32]
 
     init(_ descriptors: [Int32]) {
@@ -77,7 +77,7 @@ public final class PassedDescriptors: @unchecked Sendable {
 /// by `writeLock`, which also serializes sends.
 public final class FramedSocket: @unchecked Sendable {
     private let descriptor: Int32
-    private let writeLock = NSCondition()
+    private let writeLock = ConditionLock()
     private var closed = false
     /// Set once the outbox is in use (server side).
     private var outbox: Outbox?
@@ -132,9 +132,7 @@ public final class FramedSocket: @unchecked Sendable {
     public func useOutbox(limit: Int, sendTimeout: Int) {
         setSendTimeout(seconds: sendTimeout)
         writeLock.withLock { outbox = Outbox(limit: limit) }
-        let thread = Thread { [self] in writeLoop() }
-        thread.name = "touchgate-socket-writer"
-        thread.start()
+        SystemThread.detach(name: "touchgate-write") { [self] in writeLoop() }
     }
 
     /// Whether the connection was closed here or broken off (a failed write).
@@ -161,7 +159,7 @@ public final class FramedSocket: @unchecked Sendable {
     /// not JSON, another protocol version).
     public func frames() -> AsyncThrowingStream<Frame, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Frame.self, throwing: (any Error).self)
-        let thread = Thread { [self] in
+        SystemThread.detach(name: "touchgate-socket") { [self] in
             do {
                 try readLoop { continuation.yield($0) }
                 continuation.finish()
@@ -169,8 +167,6 @@ public final class FramedSocket: @unchecked Sendable {
                 continuation.finish(throwing: error)
             }
         }
-        thread.name = "touchgate-socket"
-        thread.start()
         return stream
     }
 

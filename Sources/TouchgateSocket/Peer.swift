@@ -1,6 +1,6 @@
 import CTouchgateSys
 import TouchgateAPI
-import Foundation
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,6 @@
-public import Foundation
+public import FoundationEssentials
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #endif
 
 /// A listening Unix stream socket: bound by the daemon itself (`--socket PATH`) or

@@ -1,16 +1,16 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import TouchgateBasics
+import TouchgateAPI
 
-/// A command line this front serves itself when touchgated is there: `verify` and
-/// `secret get`, with only the options it knows how to pass on exactly as touchgate-cli
-/// would. Anything else (help, other options, a named finger, `--passphrase-fd`, a helper's
-/// name) is left to touchgate-cli, which parses and validates every command.
+/// A command line this front serves itself when touchgated is there: `status`, `secret
+/// list`, `verify` and `secret get`, with only the options it knows how to pass on exactly
+/// as touchgate-client would. Anything else (help, other options, a named finger,
+/// `--passphrase-fd`, a helper's name) is left to touchgate-client, which parses and
+/// validates every command.
 struct FastRequest: Equatable {
-    enum Operation: String, Equatable {
-        case verify
-        case release = "secret.get"
+    enum Operation: Equatable {
+        case status, items, verify, release
     }
 
     var operation: Operation
@@ -29,11 +29,16 @@ struct FastRequest: Equatable {
         else { return nil }
         var words = arguments.dropFirst()
         switch (words.popFirst(), words.first) {
+        case ("status"?, _):
+            operation = .status
         case ("verify"?, _):
             operation = .verify
         case ("secret"?, "get"?):
             words = words.dropFirst()
             operation = .release
+        case ("secret"?, "list"?):
+            words = words.dropFirst()
+            operation = .items
         default:
             return nil
         }
@@ -57,7 +62,7 @@ struct FastRequest: Equatable {
                     value = next
                 }
                 switch (name, operation) {
-                case ("--device", _): device = value
+                case ("--device", .verify), ("--device", .release): device = value
                 case ("--user", .verify): user = value
                 case ("--finger", .verify) where value == "any": break
                 default: return nil
@@ -69,23 +74,5 @@ struct FastRequest: Equatable {
             item = word
         }
         if operation == .release && item == nil { return nil }
-    }
-
-    /// The protocol's request message (docs/PROTOCOL.md), as touchgate-cli sends it.
-    var message: [UInt8] {
-        var fields: [(String, [UInt8])] = []
-        if let device { fields.append(("device", JSONText.quoted(device))) }
-        switch operation {
-        case .verify:
-            if let user { fields.append(("user", JSONText.quoted(user))) }
-        case .release:
-            if let item { fields.append(("item", JSONText.quoted(item))) }
-            // A terminal can be asked again after a wrong passphrase (--passphrase-fd is left to touchgate-cli).
-            fields.append(("can-ask-again", Array("true".utf8)))
-        }
-        return JSONText.object([
-            ("version", Array(String(DaemonProtocol.version).utf8)), ("kind", JSONText.quoted("request")), ("id", Array("1".utf8)),
-            ("operation", JSONText.quoted(operation.rawValue)), ("arguments", JSONText.object(fields)),
-        ]) + [0x0A]
     }
 }

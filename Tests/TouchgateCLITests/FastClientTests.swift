@@ -5,8 +5,8 @@ import TouchgateTestSupport
 import Glibc
 #endif
 
-/// The thin `touchgate` front speaks to touchgated itself for `verify` and `secret get`:
-/// here each such command is run through it and through `touchgate-cli` against the same
+/// The thin `touchgate` front speaks to touchgated itself for `status`, `secret list`,
+/// `verify` and `secret get`: here each such command is run through it and through `touchgate-cli` against the same
 /// daemon and state, and the two must print the same bytes and exit the same way. Then the
 /// front is given a hostile "daemon" and must fail cleanly, and Ctrl-C must cancel.
 @Suite("the thin touchgate front", .serialized)
@@ -130,6 +130,28 @@ struct FastClientTests {
             #expect(front.stderrLines == full.stderrLines, "\(arguments): standard error")
         }
 
+        // `status` is the front's own too: the same report, read a moment apart (so the seconds
+        // left in the reuse window and the key's expiry may have moved on).
+        let timers = ["remaining-seconds", "key-expires"]
+        func withoutTimers(_ object: [String: Any]) -> NSDictionary {
+            var object = object.filter { !timers.contains($0.key) }
+            for (key, value) in object {
+                if let nested = value as? [String: Any] { object[key] = withoutTimers(nested) }
+            }
+            return object as NSDictionary
+        }
+        let frontStatus = try await rig.run(["status", "--json"])
+        let fullStatus = try await cli.run(["status", "--json"])
+        #expect(frontStatus.status == 0 && fullStatus.status == 0, "\(frontStatus.stderrLines) \(fullStatus.stderrLines)")
+        #expect(withoutTimers(try #require(frontStatus.json)) == withoutTimers(try #require(fullStatus.json)),
+                "\(frontStatus.stdout)\n\(fullStatus.stdout)")
+        let frontText = try await rig.run(["status"])
+        let fullText = try await cli.run(["status"])
+        let untimed = { (run: CLIResult) in run.stdout.split(separator: "\n").filter { !$0.contains(" until ") && !$0.contains(" for the next ") } }
+        #expect(frontText.status == fullText.status && untimed(frontText) == untimed(fullText),
+                "\(frontText.stdout)\n\(fullText.stdout)")
+        #expect(frontText.stdout.split(separator: "\n").count == fullText.stdout.split(separator: "\n").count)
+
         // `--version` is the front's own answer, in either mode: it needs no sibling to exec.
         let alone = FileManager.default.temporaryDirectory.appendingPathComponent("touchgate-front-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: alone, withIntermediateDirectories: true)
@@ -144,6 +166,17 @@ struct FastClientTests {
             #expect(version.status == 0 && version.stdout == expected.stdout,
                     "the front alone answers --version (\(version.stderrLines))")
         }
+        // Through the daemon it serves status and secret list alone too (no sibling to exec here).
+        front.environment["TOUCHGATE_SOCKET"] = rig.socketPath
+        for arguments in [["status", "--json"], ["secret", "list"]] {
+            let served = try await front.run(arguments)
+            #expect(served.status == 0, "the front alone serves \(arguments): \(served.stderrLines)")
+        }
+        let listed = try await front.run(["secret", "list", "--json"])
+        #expect((listed.json?["items"] as? [[String: Any]])?.first?["name"] as? String == "api", "\(listed.stdout)")
+        // What it does not serve itself goes to touchgate-client, which is not here.
+        let handed = try await front.run(["policy", "show"])
+        #expect(handed.status == 127, "policy show is touchgate-client's: \(handed.stderrLines)")
 
         // Without a daemon to serve it, touchgate-client hands the command line to
         // touchgate-cli, which serves this user's own store in-process.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import TouchgateCommands
+import TouchgateTerminal
 
 /// Times in status lines, formatted without ICU.
 @Suite struct ShownTimeTests {

@@ -11,6 +11,9 @@ int CTouchgateSys_harden_process(void);
 /// Whether the process is currently dumpable (prctl(PR_GET_DUMPABLE)): 1, 0, or -errno.
 int CTouchgateSys_is_dumpable(void);
 
+// Names the calling thread (prctl PR_SET_NAME; the first 15 bytes show).
+void CTouchgateSys_name_thread(const char *name);
+
 /// Blocks SIGINT and SIGTERM in the calling thread (and so in a single-threaded process)
 /// and returns a signalfd(2) that becomes readable when one arrives (close-on-exec,
 /// non-blocking), or -errno. The thin `touchgate` front polls it beside its socket.

@@ -1,5 +1,5 @@
-import Foundation
-import TouchgateAPI
+import FoundationEssentials
+public import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,12 +8,17 @@ import Glibc
 /// standard output. With `--json`, each event is a JSON object on its own line of
 /// standard error and the result is one JSON object on standard output, both in the
 /// wire types' one JSON form.
-struct Console: Sendable {
+public struct Console: Sendable {
     /// Whether `--json` was given.
-    let json: Bool
+    public let json: Bool
+
+    /// A console for `--json` output or for people.
+    public init(json: Bool) {
+        self.json = json
+    }
 
     /// A prompt, progress line or hint.
-    func event(_ event: InteractionEvent) {
+    public func event(_ event: InteractionEvent) {
         if json {
             Self.write(WireCoding.line(event) + "\n", to: 2)
             return
@@ -25,7 +30,7 @@ struct Console: Sendable {
 
     /// The command's result: `text` for people, `report` (under `"result": result`) for `--json`.
     /// The text is made only when it is shown.
-    func result<Report: Encodable & Sendable>(_ result: String, _ report: Report, text: @autoclosure () -> String?) {
+    public func result<Report: Encodable & Sendable>(_ result: String, _ report: Report, text: @autoclosure () -> String?) {
         if json {
             Self.write(WireCoding.line(Outcome(result, report)) + "\n", to: 1)
         } else if let text = text() {
@@ -34,7 +39,7 @@ struct Console: Sendable {
     }
 
     /// A warning that does not change the outcome.
-    func warning(_ message: String) {
+    public func warning(_ message: String) {
         if json {
             Self.write(WireCoding.line(WarningLine(message: message)) + "\n", to: 2)
         } else {
@@ -43,7 +48,7 @@ struct Console: Sendable {
     }
 
     /// Reports a failure on standard error (and as the JSON result with `--json`).
-    func failure(_ error: ServiceError) {
+    public func failure(_ error: ServiceError) {
         if json {
             Self.write(WireCoding.line(ErrorLine(event: "error", error: error)) + "\n", to: 2)
             Self.write(WireCoding.line(ErrorLine(result: "error", error: error)) + "\n", to: 1)
@@ -53,7 +58,7 @@ struct Console: Sendable {
     }
 
     /// Writes all of `text` to a file descriptor (1 or 2), unbuffered (``FileOutput``).
-    static func write(_ text: String, to fd: Int32) {
+    public static func write(_ text: String, to fd: Int32) {
         FileOutput.write(text, to: fd)
     }
 }

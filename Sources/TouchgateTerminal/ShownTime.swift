@@ -1,4 +1,4 @@
-import Foundation
+public import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,8 +8,8 @@ import Glibc
 /// Formatted with the C library rather than Foundation's date styles: those load ICU's
 /// locale data, which measured about 4 ms of the 18 ms a `touchgate status` took, for one
 /// date. The words are English, like every other message.
-enum ShownTime {
-    static func text(_ date: Date) -> String {
+public enum ShownTime {
+    public static func text(_ date: Date) -> String {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
         guard localtime_r(&seconds, &parts) != nil else { return date.formatted(.iso8601) }

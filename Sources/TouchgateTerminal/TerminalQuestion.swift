@@ -1,14 +1,14 @@
-import Foundation
-import TouchgateAPI
+import FoundationEssentials
+public import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A yes/no question on the controlling terminal, defaulting to no.
-enum TerminalQuestion {
+public enum TerminalQuestion {
     /// Shows `question` and `details` on `/dev/tty` and reads the answer there; true only
     /// for `y` or `yes`. Without a terminal nobody can answer: false.
-    static func ask(_ question: String, details: [String]) throws -> Bool {
+    public static func ask(_ question: String, details: [String]) throws -> Bool {
         let fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -16,7 +16,15 @@ enum TerminalQuestion {
         _ = text.withCString { Glibc.write(fd, $0, strlen($0)) }
         let answer = try PassphraseInput.readLine(from: fd, interactive: true)
         let word = answer.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-            .trimmingCharacters(in: .whitespaces).lowercased()
+            .trimmingBlanks().lowercased()
         return word == "y" || word == "yes"
+    }
+}
+
+extension String {
+    /// Without the spaces and tabs at either end.
+    func trimmingBlanks() -> String {
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        return String(drop(while: blank).reversed().drop(while: blank).reversed())
     }
 }

@@ -1,5 +1,5 @@
-import Foundation
-import TouchgateAPI
+import FoundationEssentials
+public import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,22 +11,22 @@ import Glibc
 /// Each ``passphrase(prompt:)`` answer is kept for the life of the process, so a policy
 /// that asks twice (an `and`) does not read the descriptor twice.
 /// `@unchecked Sendable`: `cached` is only touched under `lock`.
-final class PassphraseInput: @unchecked Sendable {
+public final class PassphraseInput: @unchecked Sendable {
     /// The longest passphrase accepted, in bytes.
-    static let maximumLength = PassphraseReading.maximumLength
+    public static let maximumLength = PassphraseReading.maximumLength
 
     /// The descriptor to read from, or nil for the terminal.
-    let fileDescriptor: Int32?
-    private let lock = NSLock()
+    public let fileDescriptor: Int32?
+    private let lock = ConditionLock()
     private var cached: SecretBytes?
 
     /// Input from `fileDescriptor`, or from `/dev/tty` when it is nil.
-    init(fileDescriptor: Int32?) {
+    public init(fileDescriptor: Int32?) {
         self.fileDescriptor = fileDescriptor
     }
 
     /// The passphrase, asked once per process unless `again` (after a wrong one).
-    func passphrase(prompt: String, again: Bool = false) throws -> SecretBytes {
+    public func passphrase(prompt: String, again: Bool = false) throws -> SecretBytes {
         try lock.withLock {
             if let cached, !again { return cached }
             let value = try read(prompt: prompt)
@@ -36,7 +36,7 @@ final class PassphraseInput: @unchecked Sendable {
     }
 
     /// A new passphrase: on a terminal asked twice and compared; from a descriptor, the next line.
-    func newPassphrase(prompt: String) throws -> SecretBytes {
+    public func newPassphrase(prompt: String) throws -> SecretBytes {
         try lock.withLock {
             let first = try read(prompt: prompt)
             guard fileDescriptor == nil else { return first }
@@ -65,7 +65,7 @@ final class PassphraseInput: @unchecked Sendable {
 
     /// Reads up to a newline (not included; a `\r` before it is dropped too) or the end.
     /// `interactive` polls so that Ctrl-C (task cancellation) ends the wait.
-    static func readLine(from fd: Int32, interactive: Bool) throws -> SecretBytes {
+    public static func readLine(from fd: Int32, interactive: Bool) throws -> SecretBytes {
         var length = 0
         let buffer = try SecretBytes.make(count: maximumLength) { raw in
             length = try PassphraseReading.readLine(from: fd, into: raw, interactive: interactive) {

@@ -1,21 +1,21 @@
-import Foundation
-import TouchgateAPI
+import FoundationEssentials
+public import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// `secret get --json`: the released value as a field.
-struct ReleasedValue: Encodable, Sendable {
-    var name: String
-    var value: String
-    var encoding: String
+public struct ReleasedValue: Encodable, Sendable {
+    public var name: String
+    public var value: String
+    public var encoding: String
 }
 
 /// Reading and writing item values without them passing through a `String` (except
 /// `--json`, which must put the value in its JSON text).
-enum SecretValue {
+public enum SecretValue {
     /// The JSON result of a release: the value as UTF-8 text, or base64 when it is not text.
-    static func report(name: String, value: SecretBytes) -> ReleasedValue {
+    public static func report(name: String, value: SecretBytes) -> ReleasedValue {
         value.withUnsafeBytes { bytes in
             if let text = String(validating: bytes, as: UTF8.self) {
                 return ReleasedValue(name: name, value: text, encoding: "utf-8")
@@ -25,11 +25,11 @@ enum SecretValue {
     }
 
     /// The largest value accepted, in bytes.
-    static let maximumLength = 64 * 1024
+    public static let maximumLength = 64 * 1024
 
     /// Reads the value from standard input: the whole input, without one final newline.
     /// On a terminal it is asked for without echo (one line).
-    static func readStandardInput() throws -> SecretBytes {
+    public static func readStandardInput() throws -> SecretBytes {
         let value: SecretBytes
         if isatty(0) == 1 {
             Console.write("Secret value (not shown): ", to: 2)
@@ -51,7 +51,7 @@ enum SecretValue {
     }
 
     /// Everything up to the end of `fd`, minus one trailing newline.
-    static func readAll(from fd: Int32) throws -> SecretBytes {
+    public static func readAll(from fd: Int32) throws -> SecretBytes {
         var length = 0
         let buffer = try SecretBytes.make(count: maximumLength + 1) { raw in
             while length < raw.count {
@@ -74,7 +74,7 @@ enum SecretValue {
     }
 
     /// Writes the value to standard output as is (a newline is added only for a terminal).
-    static func writeStandardOutput(_ value: SecretBytes) throws {
+    public static func writeStandardOutput(_ value: SecretBytes) throws {
         guard value.withUnsafeBytes({ FileOutput.write($0, to: 1) }) else {
             throw ServiceError(.dataError, "cannot write to standard output")
         }
@@ -82,14 +82,14 @@ enum SecretValue {
     }
 
     /// Writes the value and a newline to standard output (what askpass programs print).
-    static func writeLine(_ value: SecretBytes) throws {
+    public static func writeLine(_ value: SecretBytes) throws {
         try writeStandardOutput(value)
         if isatty(1) != 1 { Console.write("\n", to: 1) }
     }
 
     /// Calls `body` with the value as a NUL-terminated string in guarded memory.
     /// - Throws: ``ServiceError`` when the value itself holds a NUL byte (it cannot be a C string).
-    static func withCString<R>(_ value: SecretBytes, _ body: (UnsafePointer<CChar>) throws -> R) throws -> R {
+    public static func withCString<R>(_ value: SecretBytes, _ body: (UnsafePointer<CChar>) throws -> R) throws -> R {
         let terminated = try value.withUnsafeBytes { bytes in
             guard !bytes.contains(0) else {
                 throw ServiceError(.usage, "the secret holds a NUL byte, so it cannot go into an environment variable")
