@@ -68,7 +68,7 @@ struct Audit: AsyncParsableCommand {
                 return ExitStatus.success
             }
             // Paged once the request is over, so that Ctrl-C in the pager cancels nothing.
-            if let text = page.text { Pager.show(text, allowed: !noPager) }
+            if let text = page.text { await Pager.show(text, allowed: !noPager) }
         }
 
         /// One record on one line: `#seq time login event outcome 'item': reason`.

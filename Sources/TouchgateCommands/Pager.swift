@@ -1,13 +1,14 @@
 import TouchgateAPI
 import TouchgateTerminal
 import Foundation
+import Subprocess
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Shows long text on a terminal through a pager, as git and journalctl do.
 ///
-/// The pager is `$PAGER` (run by `/bin/sh -c`; empty or `cat` means none), else
+/// The pager is `$PAGER` (run by `sh -c`; empty or `cat` means none), else
 /// `less -FRX` when it is installed, else none. It is used only when standard output is
 /// a terminal and the text needs more rows than the window has; otherwise the text is
 /// written straight to standard output.
@@ -31,75 +32,52 @@ enum Pager {
     /// Writes `text` (which should end in a newline) to standard output, through the pager
     /// when `allowed`, standard output is a terminal and the text is taller than the window.
     /// Returns once the pager has quit.
-    static func show(_ text: String, allowed: Bool) {
+    static func show(_ text: String, allowed: Bool) async {
         guard allowed, let window = windowSize(), rows(of: text, columns: window.columns) > window.rows,
               let pager = command() else {
             Console.write(text, to: 1)
             return
         }
-        if !run(pager, text) { Console.write(text, to: 1) }
+        if !(await run(pager, text)) { Console.write(text, to: 1) }
     }
 
-    /// The pager's argument vector, or `nil` for none.
-    static func command() -> [String]? {
-        if let configured = ProcessInfo.processInfo.environment["PAGER"] {
+    /// The pager to run, or `nil` for none: `$PAGER` through the shell, else `less -FRX`.
+    struct Command: Equatable {
+        /// `$PAGER`, run by `sh -c` (nil: `less`; both from `PATH`).
+        var shellCommand: String?
+        /// The arguments as the pager gets them.
+        var arguments: [String] { shellCommand.map { ["-c", $0] } ?? ["-FRX"] }
+    }
+
+    /// The pager's command, or `nil` for none.
+    static func command() -> Command? {
+        if let configured = Invocation.environment("PAGER") {
             let trimmed = configured.trimmingCharacters(in: .whitespaces)
-            return trimmed.isEmpty || trimmed == "cat" ? nil : ["/bin/sh", "-c", configured]
+            return trimmed.isEmpty || trimmed == "cat" ? nil : Command(shellCommand: configured)
         }
-        return ["less", "-FRX"]
+        return Command(shellCommand: nil)
     }
 
-    /// Runs `arguments` (searched in `PATH`) with `text` on its standard input and waits
-    /// for it; `false` when it could not be started (nothing was written then).
+    /// Runs `pager` (swift-subprocess) with `text` on its standard input and the terminal as
+    /// its output, and waits for it; `false` when it could not be started (nothing was
+    /// written then).
     ///
     /// While the pager runs, touchgate ignores SIGINT and SIGQUIT (they are meant for the
-    /// pager, which gets them at their defaults) and SIGPIPE (the reader may quit early).
-    private static func run(_ arguments: [String], _ text: String) -> Bool {
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { return false }
-        let (readEnd, writeEnd) = (ends[0], ends[1])
-        _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
-
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, readEnd, 0)
-        posix_spawn_file_actions_addclose(&actions, readEnd)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for number in [SIGINT, SIGQUIT, SIGTERM, SIGPIPE] { sigaddset(&defaults, number) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var unblocked = sigset_t()
-        sigemptyset(&unblocked)
-        posix_spawnattr_setsigmask(&attributes, &unblocked)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-
+    /// pager, which starts with every signal at its default) and SIGPIPE (the reader may quit
+    /// early: what it did not take is not shown).
+    private static func run(_ pager: Command, _ text: String) async -> Bool {
         let previous = [SIGINT, SIGQUIT, SIGPIPE].map { ($0, signal($0, SIG_IGN)) }
         defer { for (number, handler) in previous { signal(number, handler) } }
-
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, environ)
-        close(readEnd)
-        guard spawned == 0 else {
-            close(writeEnd)
+        let executable: Executable = .name(pager.shellCommand == nil ? "less" : "sh")
+        do {
+            _ = try await Subprocess.run(executable, arguments: Arguments(pager.arguments), input: .inputWriter,
+                                         output: .currentStandardOutput, error: .currentStandardError) { execution in
+                _ = try? await execution.standardInputWriter.write(Array(text.utf8))
+                try? await execution.standardInputWriter.finish()
+            }
+            return true
+        } catch {
             return false
         }
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { write(writeEnd, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
-            if written <= 0 { break }  // EPIPE: the reader quit before the end
-            bytes = bytes.dropFirst(written)
-        }
-        close(writeEnd)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return true
     }
 }

@@ -1,5 +1,5 @@
 import FoundationEssentials
-public import TouchgateAPI
+import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif

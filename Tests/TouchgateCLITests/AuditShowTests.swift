@@ -133,6 +133,12 @@ struct AuditShowTests {
         #expect(pagerInput.hasSuffix("--outcome narrow them\n"), "the 'more' line is paged too")
         try FileManager.default.removeItem(atPath: pagerLog)
 
+        // A pager that quits early (as `q` in less does): what it did not take is not shown
+        // after it, and the command still succeeds.
+        let quit = try await onTerminal(vault, rows: 20, pager: "head -n 2", ["audit", "show", "--limit", "30"])
+        #expect(quit.status == 0, "\(quit.stdout)")
+        #expect(quit.stdout.split(separator: "\n").filter { $0.hasPrefix("#") }.count == 2, "\(quit.stdout)")
+
         // --no-pager and --all; --oldest-first keeps the limit's most recent records.
         let direct = try await onTerminal(vault, rows: 20, pager: "tee \(pagerLog)", ["audit", "show", "--all", "--no-pager"])
         #expect(direct.stdout.split(separator: "\n").filter { $0.hasPrefix("#") }.count == total)
