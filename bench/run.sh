@@ -143,9 +143,10 @@ snapshot_shell() {
 # measure WARMUP NAME:STATUS:FUNCTION[:PREPARE]...
 # Times each FUNCTION (a shell function running one command) with hyperfine: WARMUP runs
 # untimed, then `runs` timed, each from the shell's fork to its exit, less hyperfine's
-# measure of the shell's own start. PREPARE, when given, runs untimed before each run. A
-# run ending with another status than STATUS marks NAME failed: it gets no figure. The
-# samples (microseconds, one per run) go where `stats` reads them.
+# measure of the shell's own start. A run ending with another status than STATUS marks NAME
+# failed: it gets no figure. The samples (microseconds, one per run) go where `stats` reads
+# them. A spec with a PREPARE (run untimed before each run) is timed by this shell instead
+# (`measure_here`): what PREPARE starts (an attacker) must outlive it and be known here.
 measure() {
   local warmup=$1 spec name expected function prepare arguments
   shift
@@ -154,9 +155,12 @@ measure() {
   for spec in "$@"; do
     IFS=: read -r name expected function prepare <<<"$spec"
     [ -e "$samples/$name.failed" ] && continue
+    if [ -n "$prepare" ]; then
+      measure_here "$warmup" "$spec"
+      continue
+    fi
     arguments=(--shell=bash --style=none --runs "$runs" --warmup "$warmup" --ignore-failure
       --export-json "$work/hyperfine.json")
-    [ -z "$prepare" ] || arguments+=(--prepare "$prepare >/dev/null 2>>$log")
     if ! BASH_ENV=$work/shell-state hyperfine "${arguments[@]}" "$function >/dev/null 2>>$log" >>"$log" 2>&1; then
       echo "hyperfine failed: $(tail -1 "$log")" >"$samples/$name.failed"
       say "$name: hyperfine failed; see below"
@@ -177,6 +181,31 @@ PY
       say "$name: $function exited with another status than $expected; see below"
       tail -5 "$log" >&2
     }
+  done
+}
+
+# measure_here WARMUP NAME:STATUS:FUNCTION[:PREPARE]...: as measure, timed by this shell
+# from before the fork to after the exit ($EPOCHREALTIME), the specs' runs alternating
+# (A B A B …), PREPARE run here untimed before each run.
+measure_here() {
+  local warmup=$1 i spec name expected function prepare status start end
+  shift
+  for ((i = -warmup; i < runs; i++)); do
+    for spec in "$@"; do
+      IFS=: read -r name expected function prepare <<<"$spec"
+      [ -e "$samples/$name.failed" ] && continue
+      [ -z "$prepare" ] || "$prepare" >/dev/null 2>>"$log"
+      start=$EPOCHREALTIME
+      "$function" >/dev/null 2>>"$log" && status=0 || status=$?
+      end=$EPOCHREALTIME
+      if [ "$status" != "$expected" ]; then
+        echo "exit status $status, expected $expected" >"$samples/$name.failed"
+        say "$name: $function exited with $status (expected $expected); see below"
+        tail -5 "$log" >&2
+        continue
+      fi
+      ((i < 0)) || echo $((${end/./} - ${start/./})) >>"$samples/$name"
+    done
   done
 }
 
@@ -689,9 +718,9 @@ under_queue() {
   attack_wait "$work/attack.out" ready
   sleep 0.5
 }
-# measure_attack NAME PREPARE: the victim's three requests, each after PREPARE.
+# measure_attack NAME PREPARE: the victim's three requests, interleaved, each after PREPARE.
 measure_attack() {
-  measure 1 "attack-$1-status:0:victim_status:$2" "attack-$1-passphrase:0:victim_passphrase:$2" \
+  measure_here 1 "attack-$1-status:0:victim_status:$2" "attack-$1-passphrase:0:victim_passphrase:$2" \
     "attack-$1-finger:0:victim_finger:$2"
   attack_stop
 }
@@ -807,9 +836,10 @@ out "Every figure is the **median of $runs runs** (of $((runs * 2)) for verify o
   "one run of the suite. Times are wall-clock times of whole processes, from fork to exit, taken by" \
   "[hyperfine](https://github.com/sharkdp/hyperfine) ($(hyperfine --version | cut -d' ' -f2)): each command is a shell" \
   "function run by bash, and hyperfine subtracts its measure of that shell's own start. Each command's" \
-  "runs follow one untimed warm-up (more where the table says), one command after the other; the rate" \
-  "figures and the galleries of 100 prints and more are timed by the script itself. Nothing here is" \
-  "asserted by the test suite." ""
+  "runs follow one untimed warm-up (more where the table says), one command after the other. The rate" \
+  "figures, the galleries of 100 prints and more, and the requests timed under an attack (each after the" \
+  "attack is set up afresh, by this script) are timed by the script itself, from fork to exit, the" \
+  "compared commands' runs alternating. Nothing here is asserted by the test suite." ""
 out "**How the finger is played.** libfprint's virtual readers stand in for a USB reader. \`bench/feeder.c\`" \
   "runs the command under test with the reader's socket in a private directory. On **virtual_image** it" \
   "watches the command's standard error, and each time a prompt line appears (touchgate prints one when" \
@@ -1109,7 +1139,7 @@ dout "**The victim under attack.** One local user (the attacker) attacks the dae
   "victim's client prompts for the finger (\`feeder device-on-prompt\`), not ahead: a touch queued ahead would go to" \
   "whichever request waits at the reader first, the attacker's included. Each attack is made afresh before every" \
   "timed request, except the idle connections and the loop, which run throughout; same medians and ranges" \
-  "as above." ""
+  "as above, timed by the script with the three requests' runs alternating." ""
 dout "| attack | \`touchgate status\` | passphrase release | finger release |"
 dout "| --- | --- | --- | --- |"
 dout "| none (as shipped: default limits and deadlines) | $(cell attack-none-status) | $(cell attack-none-passphrase) | $(cell attack-none-finger) |"
