@@ -205,7 +205,7 @@ SWIFTC        ?= swiftc
 FUZZDIR       ?= .build-fuzz
 FUZZ_SECONDS  ?= 60
 FUZZ_RUNS     ?=
-FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit pam-reader
+FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json pam-reader
 # TouchgateAPI's sources with the Foundation-free TouchgateBasics compiled in (one module
 # here, so its re-export is left out), without what needs the C module CTouchgateSys (the
 # process protections and threads; secret memory compiles without its fatal-signal registry).
@@ -247,6 +247,11 @@ $(FUZZDIR)/fuzz-stored-state: fuzz/stored-state.swift $(wildcard Sources/Touchga
 $(FUZZDIR)/fuzz-frame-buffer: fuzz/frame-buffer.swift $(WIRE_SOURCES)
 	@mkdir -p $(FUZZDIR)
 	$(call FUZZ_SWIFTC,$@,TouchgateSocket,$^)
+
+# The thin front's JSON reader and writer (no imports), against Foundation's and WireCoding's.
+$(FUZZDIR)/fuzz-front-json: fuzz/front-json.swift Sources/touchgate/JSONText.swift $(WIRE_SOURCES)
+	@mkdir -p $(FUZZDIR)
+	$(call FUZZ_SWIFTC,$@,TouchgateFront,$^)
 
 # The PAM module's reader of daemon answers (C), against Foundation and the framing rules:
 # its C files compiled for the fuzzer, imported through their header.

@@ -9,8 +9,12 @@ import TouchgateAPI
 /// `--passphrase-fd`, a helper's name) is left to touchgate-client, which parses and
 /// validates every command.
 struct FastRequest: Equatable {
-    enum Operation: Equatable {
-        case status, items, verify, release
+    enum Operation: String, Equatable {
+        case status, items = "secret.list", verify, release = "secret.get"
+
+        /// Whether it is a per-touch request, sent and read by ``FastConversation``'s own
+        /// JSON (the others go through `DaemonClient`; see main.swift).
+        var perTouch: Bool { self == .verify || self == .release }
     }
 
     var operation: Operation
@@ -74,5 +78,26 @@ struct FastRequest: Equatable {
             item = word
         }
         if operation == .release && item == nil { return nil }
+    }
+
+    /// The protocol's request message for a per-touch request (docs/PROTOCOL.md), as
+    /// touchgate-client sends it (FastClientTests compares what each prints and sends).
+    var message: [UInt8] {
+        var fields: [(String, [UInt8])] = []
+        if let device { fields.append(("device", JSONText.quoted(device))) }
+        switch operation {
+        case .verify:
+            if let user { fields.append(("user", JSONText.quoted(user))) }
+        case .release:
+            if let item { fields.append(("item", JSONText.quoted(item))) }
+            // A terminal can be asked again after a wrong passphrase (--passphrase-fd is left to touchgate-client).
+            fields.append(("can-ask-again", Array("true".utf8)))
+        case .status, .items:
+            break
+        }
+        return JSONText.object([
+            ("version", Array(String(DaemonProtocol.version).utf8)), ("kind", JSONText.quoted("request")), ("id", Array("1".utf8)),
+            ("operation", JSONText.quoted(operation.rawValue)), ("arguments", JSONText.object(fields)),
+        ]) + [0x0A]
     }
 }

@@ -1,10 +1,12 @@
 // `touchgate`: the command people run. A small front, linked statically without the full
 // Foundation or libfprint, so that what people run most starts in a few milliseconds:
 // `status`, `secret list`, `verify` and `secret get` are served through touchgated by this
-// process itself when the daemon's socket is there, by the same client and the same code
-// that print them in touchgate-client (`DaemonClient`, `Printed`); everything else is
-// exec'd with the same arguments: `touchgate-client` through the daemon, `touchgate-cli` in
-// the personal mode. See docs/PROTOCOL.md, "Clients", and docs/ARCHITECTURE.md.
+// process itself when the daemon's socket is there. `status` and `secret list` by the same
+// client and the same code that print them in touchgate-client (`DaemonClient`,
+// `Printed`); the per-touch `verify` and `secret get` by a conversation of its own
+// (`FastConversation`), for speed. Everything else is exec'd with the same arguments:
+// `touchgate-client` through the daemon, `touchgate-cli` in the personal mode. See
+// docs/PROTOCOL.md, "Clients", and docs/ARCHITECTURE.md.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,6 +32,14 @@ if let request = FastRequest(arguments: arguments), let socketPath {
     }
     // Everything this process creates is private to its owner.
     umask(0o077)
+    // The per-touch requests with a JSON reader and writer of its own: measured, the
+    // Codable client's first use of its types (the runtime's conformance and metadata
+    // lookups over a static binary) added 2.4 ms to every touch, 1.23× the C client's
+    // verify (BENCHMARKS section 7). The hand-written codec is fuzzed against Foundation
+    // (`make fuzz`, front-json) and its output compared with touchgate-client's.
+    if request.operation.perTouch, let status = FastConversation.run(request, socketPath: socketPath) {
+        exit(status)
+    }
     // Not an async main: that ends the main thread with pthread_exit, and unwinding it in a
     // static executable first sorts every frame description of the program (measured: 30 of
     // the 33 ms a `status` took). The request runs on Swift's pool; this thread only waits.

@@ -10,7 +10,7 @@ import Testing
 @Suite("Fuzzing", .serialized, .timeLimit(.minutes(15)))
 struct FuzzTests {
     static let runs = 20_000
-    static let targets = ["protocol", "policy", "stored-state", "frame-buffer", "reader-ledger", "audit", "pam-reader"]
+    static let targets = ["protocol", "policy", "stored-state", "frame-buffer", "reader-ledger", "audit", "front-json", "pam-reader"]
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
