@@ -143,31 +143,35 @@ snapshot_shell() {
 # measure WARMUP NAME:STATUS:FUNCTION[:PREPARE]...
 # Times each FUNCTION (a shell function running one command) with hyperfine: WARMUP runs
 # untimed, then `runs` timed, each from the shell's fork to its exit, less hyperfine's
-# measure of the shell's own start. A run ending with another status than STATUS marks NAME
-# failed: it gets no figure. The samples (microseconds, one per run) go where `stats` reads
-# them. A spec with a PREPARE (run untimed before each run) is timed by this shell instead
-# (`measure_here`): what PREPARE starts (an attacker) must outlive it and be known here.
+# measure of the shell's own start. The commands take turns, two runs at a time (A A B B
+# A A B B …), so that a change in machine load hits every command alike. A run ending with
+# another status than STATUS marks NAME failed: it gets no figure. The samples
+# (microseconds, one per run) go where `stats` reads them. A spec with a PREPARE (run
+# untimed before each run) is timed by this shell instead (`measure_here`): what PREPARE
+# starts (an attacker) must outlive it and be known here.
 measure() {
-  local warmup=$1 spec name expected function prepare arguments
+  local warmup=$1 spec name expected function prepare arguments done=0 turn specs=()
   shift
   command -v hyperfine >/dev/null || die "hyperfine is needed for the timings: apt-get install hyperfine"
   snapshot_shell
   for spec in "$@"; do
     IFS=: read -r name expected function prepare <<<"$spec"
-    [ -e "$samples/$name.failed" ] && continue
-    if [ -n "$prepare" ]; then
-      measure_here "$warmup" "$spec"
-      continue
-    fi
-    arguments=(--shell=bash --style=none --runs "$runs" --warmup "$warmup" --ignore-failure
-      --export-json "$work/hyperfine.json")
-    if ! BASH_ENV=$work/shell-state hyperfine "${arguments[@]}" "$function >/dev/null 2>>$log" >>"$log" 2>&1; then
-      echo "hyperfine failed: $(tail -1 "$log")" >"$samples/$name.failed"
-      say "$name: hyperfine failed; see below"
-      tail -5 "$log" >&2
-      continue
-    fi
-    python3 - "$work/hyperfine.json" "$expected" "$samples/$name" <<'PY' || {
+    if [ -n "$prepare" ]; then measure_here "$warmup" "$spec"; else specs+=("$spec"); fi
+  done
+  while ((done < runs)); do
+    turn=$((runs - done < 2 ? runs - done : 2))
+    for spec in "${specs[@]}"; do
+      IFS=: read -r name expected function prepare <<<"$spec"
+      [ -e "$samples/$name.failed" ] && continue
+      arguments=(--shell=bash --style=none --runs "$turn" --warmup "$((done == 0 ? warmup : 0))" --ignore-failure
+        --export-json "$work/hyperfine.json")
+      if ! BASH_ENV=$work/shell-state hyperfine "${arguments[@]}" "$function >/dev/null 2>>$log" >>"$log" 2>&1; then
+        echo "hyperfine failed: $(tail -1 "$log")" >"$samples/$name.failed"
+        say "$name: hyperfine failed; see below"
+        tail -5 "$log" >&2
+        continue
+      fi
+      python3 - "$work/hyperfine.json" "$expected" "$samples/$name" <<'PY' || {
 import json, sys
 result = json.load(open(sys.argv[1]))["results"][0]
 wrong = [code for code in result["exit_codes"] if code != int(sys.argv[2])]
@@ -178,9 +182,11 @@ with open(sys.argv[3], "a") as out:
     for seconds in result["times"]:
         out.write(f"{round(seconds * 1e6)}\n")
 PY
-      say "$name: $function exited with another status than $expected; see below"
-      tail -5 "$log" >&2
-    }
+        say "$name: $function exited with another status than $expected; see below"
+        tail -5 "$log" >&2
+      }
+    done
+    done=$((done + turn))
   done
 }
 
@@ -835,8 +841,9 @@ out "Every figure is the **median of $runs runs** (of $((runs * 2)) for verify o
   "varies more than the difference sought), **with the minimum and maximum in brackets**, all taken in this" \
   "one run of the suite. Times are wall-clock times of whole processes, from fork to exit, taken by" \
   "[hyperfine](https://github.com/sharkdp/hyperfine) ($(hyperfine --version | cut -d' ' -f2)): each command is a shell" \
-  "function run by bash, and hyperfine subtracts its measure of that shell's own start. Each command's" \
-  "runs follow one untimed warm-up (more where the table says), one command after the other. The rate" \
+  "function run by bash, and hyperfine subtracts its measure of that shell's own start. After one untimed" \
+  "warm-up each (more where the table says), compared commands take turns, two runs at a time (A A B B …)," \
+  "so that a change in machine load hits them alike. The rate" \
   "figures, the galleries of 100 prints and more, and the requests timed under an attack (each after the" \
   "attack is set up afresh, by this script) are timed by the script itself, from fork to exit, the" \
   "compared commands' runs alternating. Nothing here is asserted by the test suite." ""
