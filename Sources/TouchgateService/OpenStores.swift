@@ -9,10 +9,12 @@ import Glibc
 /// request does not pay for opening SQLite, checking its migrations and warming its
 /// connections every time.
 ///
-/// Only the database connections are kept. Everything a request checks about the store
-/// still happens on every request: the directory and files are checked private, the
-/// audit log is opened (its key files read, its head and seal checked) and the
-/// authenticated state is verified by each use case, as when the store is opened afresh.
+/// The database connections are kept, and with them what reads derive from the store
+/// until it changes (``TouchgateDatabase/snapshots``: `status` and `secret list` only).
+/// Everything a decision checks about the store still happens on every request: the
+/// directory and files are checked private, the audit log is opened (its key files read,
+/// its head and seal checked) and the authenticated state is verified by each use case,
+/// as when the store is opened afresh.
 ///
 /// A kept store is used only while its database file is the one it opened (same device
 /// and inode): a store directory removed, replaced or restored from a copy is opened
