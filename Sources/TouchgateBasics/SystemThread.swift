@@ -65,19 +65,6 @@ public final class ConditionLock: @unchecked Sendable {
     /// Waits for a ``broadcast()``, the lock released meanwhile (held again on return).
     public func wait() { pthread_cond_wait(condition, mutex) }
 
-    /// Waits at most `seconds` for a ``broadcast()``; false when the time ran out.
-    public func wait(seconds: Double) -> Bool {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let whole = Int(seconds)
-        var deadline = timespec(tv_sec: now.tv_sec + whole, tv_nsec: now.tv_nsec + Int((seconds - Double(whole)) * 1e9))
-        if deadline.tv_nsec >= 1_000_000_000 {
-            deadline.tv_sec += 1
-            deadline.tv_nsec -= 1_000_000_000
-        }
-        return pthread_cond_timedwait(condition, mutex, &deadline) != ETIMEDOUT
-    }
-
     /// Wakes every waiter.
     public func broadcast() { pthread_cond_broadcast(condition) }
 

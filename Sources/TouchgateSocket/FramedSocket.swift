@@ -1,5 +1,6 @@
 import CTouchgateSys
 import FoundationEssentials
+import Synchronization
 public import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
@@ -37,29 +38,26 @@ private struct FrameHeader: Decodable {
 
 /// Open files received from the peer (`SCM_RIGHTS`), closed when the value goes unless
 /// ``take()``n first.
-///
-/// `@unchecked Sendable`: `owned` is only touched under `lock`.
-public final class PassedDescriptors: @unchecked Sendable {
-    private let lock = ConditionLock()
-    private var owned: [Int32]
+public final class PassedDescriptors: Sendable {
+    private let owned: Mutex<[Int32]>
 
     init(_ descriptors: [Int32]) {
-        owned = descriptors
+        owned = Mutex(descriptors)
     }
 
     /// How many there are (before ``take()``).
-    public var count: Int { lock.withLock { owned.count } }
+    public var count: Int { owned.withLock { $0.count } }
 
     /// The descriptors, now the caller's to close; later calls return none.
     public func take() -> [Int32] {
-        lock.withLock {
+        owned.withLock { owned in
             defer { owned = [] }
             return owned
         }
     }
 
     deinit {
-        for descriptor in owned { Glibc.close(descriptor) }
+        for descriptor in owned.withLock({ $0 }) { Glibc.close(descriptor) }
     }
 }
 

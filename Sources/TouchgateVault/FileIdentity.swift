@@ -8,14 +8,16 @@ import Glibc
 package struct FileIdentity: Equatable, Sendable {
     package let device, inode: UInt64
     let size: Int64
-    let modified, changed: [Int]
+    let modifiedSeconds, modifiedNanoseconds, changedSeconds, changedNanoseconds: Int
 
     init(_ info: stat) {
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
         size = Int64(info.st_size)
-        modified = [info.st_mtim.tv_sec, info.st_mtim.tv_nsec]
-        changed = [info.st_ctim.tv_sec, info.st_ctim.tv_nsec]
+        modifiedSeconds = info.st_mtim.tv_sec
+        modifiedNanoseconds = info.st_mtim.tv_nsec
+        changedSeconds = info.st_ctim.tv_sec
+        changedNanoseconds = info.st_ctim.tv_nsec
     }
 
     /// The identity of what is at `path` (not following a link); nil when nothing is.

@@ -10,8 +10,8 @@ import Synchronization
 /// the stamp is the same. The stamp changes with every commit to the database by any
 /// connection of any process (SQLite's `data_version`, read on a connection of its own),
 /// and with any change to the files around it: the directory (a file added, removed or
-/// renamed), the database file, the audit key and the signing key (replaced, written,
-/// chmod'ed). Nothing that decides is served from here: a touch, a release, an unlock
+/// renamed), the database file and its write-ahead log, the audit key and the signing key
+/// (replaced, written, chmod'ed). Nothing that decides is served from here: a touch, a release, an unlock
 /// and every change read and verify the store as always.
 package final class StoreSnapshots: Sendable {
     /// What identifies the store's contents at one moment.
@@ -20,16 +20,18 @@ package final class StoreSnapshots: Sendable {
         let files: [FileIdentity?]
     }
 
-    private let location: StoreLocation
     private let path: String
+    /// The files whose identity is part of the stamp (paths made once: this runs on every read).
+    private let watched: [String]
     /// The connection that reads `data_version` (opened at the first use, read-only): one of
     /// its own, since the value changes only for commits made by other connections.
     private let watcher = Mutex<DatabaseQueue?>(nil)
     private let kept = Mutex<[String: (stamp: Stamp, value: any Sendable)]>([:])
 
     init(location: StoreLocation) {
-        self.location = location
         path = location.databasePath
+        watched = [location.directoryPath, path, path + "-wal", AuditKey.path(in: location),
+                   AuditSigner.path(in: location)]
     }
 
     /// The value kept under `name` when the store has not changed since it was made; else
@@ -56,6 +58,7 @@ package final class StoreSnapshots: Sendable {
             if let watcher { return watcher }
             var configuration = Configuration()
             configuration.readonly = true
+            configuration.busyMode = .timeout(10)  // as the store's own connections wait
             let opened = try DatabaseQueue(path: path, configuration: configuration)
             watcher = opened
             return opened
@@ -65,7 +68,6 @@ package final class StoreSnapshots: Sendable {
         let version = try queue.inDatabase { db in
             try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? 0
         }
-        let files = [location.directory.path, path, AuditKey.path(in: location), AuditSigner.path(in: location)]
-        return Stamp(dataVersion: version, files: files.map { FileIdentity(path: $0) })
+        return Stamp(dataVersion: version, files: watched.map { FileIdentity(path: $0) })
     }
 }

@@ -37,23 +37,26 @@ if let request = FastRequest(arguments: arguments), let socketPath {
     // lookups over a static binary) added 2.4 ms to every touch, 1.23× the C client's
     // verify (BENCHMARKS section 7). The hand-written codec is fuzzed against Foundation
     // (`make fuzz`, front-json) and its output compared with touchgate-client's.
-    if request.operation.perTouch, let status = FastConversation.run(request, socketPath: socketPath) {
-        exit(status)
+    // When it declines (no daemon to reach, another protocol version), touchgate-client
+    // below takes over and says why.
+    if request.operation.perTouch {
+        if let status = FastConversation.run(request, socketPath: socketPath) { exit(status) }
+    } else {
+        // Not an async main: that ends the main thread with pthread_exit, and unwinding it in
+        // a static executable first sorts every frame description of the program (measured:
+        // 30 of the 33 ms a `status` took). The request runs on Swift's pool; this thread waits.
+        Task.detached {
+            exit(await serve(request, through: DaemonClient(socketPath: socketPath)))
+        }
+        while true { pause() }
     }
-    // Not an async main: that ends the main thread with pthread_exit, and unwinding it in a
-    // static executable first sorts every frame description of the program (measured: 30 of
-    // the 33 ms a `status` took). The request runs on Swift's pool; this thread only waits.
-    Task.detached {
-        exit(await serve(request, through: DaemonClient(socketPath: socketPath)))
-    }
-    while true { pause() }
 }
 // Through touchgated, the client that links neither the service nor the vault; the
 // personal mode needs them in this process.
 (socketPath == nil ? SiblingProgram.fullCLI : SiblingProgram.client).exec(arguments)
 
-/// Runs `request` through touchgated and returns its exit status, printing what
-/// touchgate-client prints for it.
+/// Runs `status` or `secret list` through touchgated and returns its exit status, printing
+/// what touchgate-client prints for it.
 func serve(_ request: FastRequest, through service: DaemonClient) async -> Int32 {
     await TerminalRun.run(json: request.json) { console in
         switch request.operation {
@@ -61,11 +64,8 @@ func serve(_ request: FastRequest, through service: DaemonClient) async -> Int32
             try await Printed.status(service, console: console)
         case .items:
             try await Printed.items(service, console: console)
-        case .verify:
-            try await Printed.verify(service, user: request.user, finger: nil, device: request.device, console: console)
-        case .release:
-            try await Printed.release(service, name: request.item ?? "", device: request.device,
-                                      input: PassphraseInput(fileDescriptor: nil), console: console)
+        case .verify, .release:
+            preconditionFailure("\(request.operation) is FastConversation's")
         }
     }
 }
