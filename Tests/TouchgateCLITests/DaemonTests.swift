@@ -131,6 +131,41 @@ struct DaemonTests {
         #expect(peek.terminationStatus != 0, "the other user read the daemon's store")
     }
 
+    @Test("status and secret list, answered from what the daemon last read, stay each user's own and see every change, also from many processes at once")
+    func readsKeptBetweenRequestsStayRight() async throws {
+        let rig = try DaemonRig()
+        try await rig.start()
+        try await rig.initialize()
+        let other = DaemonRig.otherUID
+        try await rig.initialize(as: other)
+        let names = { (run: CLIResult) in ((run.json?["items"] as? [[String: Any]]) ?? []).compactMap { $0["name"] as? String } }
+        let items = { (run: CLIResult) in run.json?["items"] as? Int }
+        #expect(try await rig.run(["secret", "add", "mine", "--policy", "passphrase"], stdin: Data("a\n".utf8)).status == 0)
+        #expect(try await rig.run(["secret", "add", "theirs", "--policy", "passphrase"], stdin: Data("b\n".utf8),
+                                  as: other).status == 0)
+        // Each asks twice, in turn: the second answer of each comes from what the daemon kept.
+        for _ in 0..<2 {
+            #expect(names(try await rig.run(["secret", "list", "--json"])) == ["mine"])
+            #expect(names(try await rig.run(["secret", "list", "--json"], as: other)) == ["theirs"])
+            #expect(items(try await rig.run(["status", "--json"])) == 1)
+            #expect(items(try await rig.run(["status", "--json"], as: other)) == 1)
+        }
+        // Six stores and six reads at once (within a user's 16 connections): every store is
+        // seen once all have returned.
+        try await withThrowingTaskGroup(of: Int32.self) { group in
+            for index in 0..<6 {
+                group.addTask {
+                    try await rig.run(["secret", "add", "item\(index)", "--policy", "passphrase"], stdin: Data("v\n".utf8)).status
+                }
+                group.addTask { try await rig.run(["status", "--json"]).status }
+            }
+            for try await status in group { #expect(status == 0) }
+        }
+        #expect(items(try await rig.run(["status", "--json"])) == 7)
+        #expect(Set(names(try await rig.run(["secret", "list", "--json"]))) == Set(["mine"] + (0..<6).map { "item\($0)" }))
+        #expect(names(try await rig.run(["secret", "list", "--json"], as: other)) == ["theirs"])
+    }
+
     @Test("a client killed while the reader waits for a finger releases the reader for the next request")
     func clientKilledMidTouch() async throws {
         let rig = try DaemonRig()

@@ -1,6 +1,9 @@
 import Foundation
 import GRDB
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import TouchgateVault
 
 /// What touchgated keeps of a store between requests is used again only while nothing
@@ -19,7 +22,7 @@ struct StoreSnapshotTests {
         }
     }
 
-    @Test("an unchanged store is read once; a commit through this process or another connection, and a file replaced, are each seen at the next read")
+    @Test("an unchanged store is read once; a commit through this process or another connection, a file replaced and a direct write to the database file are each seen at the next read")
     func changesAreSeen() throws {
         let store = try TemporaryStore()
         let state = StateStore(database: store.database)
@@ -48,9 +51,21 @@ struct StoreSnapshotTests {
         #expect(try Self.read(store, reads) == 4)
         #expect(try Self.read(store, reads) == 4)
 
+        // Bytes written into the database file behind SQLite's back, even the same bytes it
+        // already held (no commit, no data_version change): the file's times move.
+        let file = open(store.location.databasePath, O_RDWR)
+        #expect(file >= 0)
+        var byte: UInt8 = 0
+        #expect(pread(file, &byte, 1, 100) == 1)
+        usleep(10_000)
+        #expect(pwrite(file, &byte, 1, 100) == 1)
+        close(file)
+        #expect(try Self.read(store, reads) == 5)
+        #expect(try Self.read(store, reads) == 5)
+
         // Forgotten on purpose.
         store.database.snapshots.forgetAll()
-        #expect(try Self.read(store, reads) == 5)
+        #expect(try Self.read(store, reads) == 6)
     }
 
     @Test("a value that failed to read is not kept")
