@@ -110,7 +110,7 @@ let package = Package(
         // prespecialized metadata cannot load libraries; it falls back to the runtime's own.
         .executableTarget(
             name: "touchgate",
-            dependencies: ["TouchgateTerminal", "TouchgateClient", "TouchgateAPI", "CTouchgateSys"],
+            dependencies: ["TouchgateTerminal", "TouchgateAPI", "CTouchgateSys"],
             // FoundationEssentials' static library needs its own parts beside it, which the
             // driver names only for -static-stdlib: listed here, in one group.
             linkerSettings: [.unsafeFlags([

@@ -11,21 +11,23 @@ import Glibc
 public enum Printed {
     /// `touchgate status`.
     public static func status(_ service: any TouchgateRequests, console: Console) async throws -> Int32 {
-        let status = try await service.status()
+        status(try await service.status(), console: console)
+    }
+
+    /// Prints a `status` report.
+    public static func status(_ status: StatusReport, console: Console) -> Int32 {
         console.result("status", status, text: StatusText.text(status))
         return ExitStatus.success
     }
 
     /// `touchgate secret list`.
     public static func items(_ service: any TouchgateRequests, console: Console) async throws -> Int32 {
-        let items = try await service.items()
-        let text = items.isEmpty ? "no secrets stored" : items.map { item in
-            var line = StoredText.escaped("\(item.name)  \(item.policy)")
-            if item.fresh { line += "  (fresh touch)" }
-            if item.invalidated { line += "  (invalidated: fingers changed; store it again)" }
-            return line
-        }.joined(separator: "\n")
-        console.result("items", ItemList(items: items), text: text)
+        items(try await service.items(), console: console)
+    }
+
+    /// Prints a `secret list` report.
+    public static func items(_ items: [ItemReport], console: Console) -> Int32 {
+        console.result("items", ItemList(items: items), text: ItemList.text(items))
         return ExitStatus.success
     }
 
@@ -68,6 +70,16 @@ public struct ItemList: Encodable, Sendable {
 
     public init(items: [ItemReport]) {
         self.items = items
+    }
+
+    /// `secret list` for people: one line per item, its name and policy.
+    public static func text(_ items: [ItemReport]) -> String {
+        items.isEmpty ? "no secrets stored" : items.map { item in
+            var line = StoredText.escaped("\(item.name)  \(item.policy)")
+            if item.fresh { line += "  (fresh touch)" }
+            if item.invalidated { line += "  (invalidated: fingers changed; store it again)" }
+            return line
+        }.joined(separator: "\n")
     }
 }
 

@@ -1,7 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FoundationEssentials
 import TouchgateAPI
+import TouchgateTerminal
 
 /// One request of a ``FastRequest`` to touchgated, its conversation and what it prints:
 /// what touchgate-cli's DaemonClient and Console do for `verify` and `secret get`, line
@@ -105,7 +107,22 @@ final class FastConversation {
             }
             return release(value)
         case .status, .items:
-            preconditionFailure("\(request.operation) goes through DaemonClient")
+            guard let raw = message.raw("result") else { return broken(.malformed("missing result")) }
+            return report(raw)
+        }
+    }
+
+    /// `status` and `secret list`: the report decoded by the API's own Codable types (a
+    /// daemon's malformed report is refused, as touchgate-client refuses it) and printed by
+    /// the code that prints it there.
+    private func report(_ raw: ArraySlice<UInt8>) -> Int32 {
+        let console = Console(json: request.json)
+        do {
+            return request.operation == .status
+                ? Printed.status(try WireCoding.decoder().decode(StatusReport.self, from: Data(raw)), console: console)
+                : Printed.items(try WireCoding.decoder().decode([ItemReport].self, from: Data(raw)), console: console)
+        } catch {
+            return broken(.malformed("bad value at result"))
         }
     }
 

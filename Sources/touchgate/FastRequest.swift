@@ -11,10 +11,6 @@ import TouchgateAPI
 struct FastRequest: Equatable {
     enum Operation: String, Equatable {
         case status, items = "secret.list", verify, release = "secret.get"
-
-        /// Whether it is a per-touch request, sent and read by ``FastConversation``'s own
-        /// JSON (the others go through `DaemonClient`; see main.swift).
-        var perTouch: Bool { self == .verify || self == .release }
     }
 
     var operation: Operation
@@ -80,7 +76,7 @@ struct FastRequest: Equatable {
         if operation == .release && item == nil { return nil }
     }
 
-    /// The protocol's request message for a per-touch request (docs/PROTOCOL.md), as
+    /// The protocol's request message (docs/PROTOCOL.md), as
     /// touchgate-client sends it (FastClientTests compares what each prints and sends).
     var message: [UInt8] {
         var fields: [(String, [UInt8])] = []

@@ -1,17 +1,14 @@
 // `touchgate`: the command people run. A small front, linked statically without the full
 // Foundation or libfprint, so that what people run most starts in a few milliseconds:
 // `status`, `secret list`, `verify` and `secret get` are served through touchgated by this
-// process itself when the daemon's socket is there. `status` and `secret list` by the same
-// client and the same code that print them in touchgate-client (`DaemonClient`,
-// `Printed`); the per-touch `verify` and `secret get` by a conversation of its own
-// (`FastConversation`), for speed. Everything else is exec'd with the same arguments:
-// `touchgate-client` through the daemon, `touchgate-cli` in the personal mode. See
-// docs/PROTOCOL.md, "Clients", and docs/ARCHITECTURE.md.
+// process itself when the daemon's socket is there, by a conversation of its own
+// (`FastConversation`) that prints what touchgate-client prints. Everything else is
+// exec'd with the same arguments: `touchgate-client` through the daemon, `touchgate-cli`
+// in the personal mode. See docs/PROTOCOL.md, "Clients", and docs/ARCHITECTURE.md.
 #if canImport(Glibc)
 import Glibc
 #endif
 import TouchgateAPI
-import TouchgateClient
 import TouchgateTerminal
 
 let arguments = CommandLine.arguments
@@ -32,40 +29,17 @@ if let request = FastRequest(arguments: arguments), let socketPath {
     }
     // Everything this process creates is private to its owner.
     umask(0o077)
-    // The per-touch requests with a JSON reader and writer of its own: measured, the
-    // Codable client's first use of its types (the runtime's conformance and metadata
-    // lookups over a static binary) added 2.4 ms to every touch, 1.23× the C client's
-    // verify (BENCHMARKS section 7). The hand-written codec is fuzzed against Foundation
-    // (`make fuzz`, front-json) and its output compared with touchgate-client's.
+    // Its own conversation, the wire read by a JSON scanner of its own: measured, the Codable
+    // client's first use of the message types and Swift's task pool (the runtime's
+    // conformance and metadata lookups over a static binary, the pool's threads) added
+    // 2.4 ms to every touch, 1.23x the C client's verify, and took `status` to 6.9 ms
+    // (BENCHMARKS section 7). The reports `status` and `secret list` print are still decoded
+    // by their Codable types; the scanner is fuzzed against Foundation (`make fuzz`,
+    // front-json) and what this prints is compared with touchgate-client's (FastClientTests).
     // When it declines (no daemon to reach, another protocol version), touchgate-client
     // below takes over and says why.
-    if request.operation.perTouch {
-        if let status = FastConversation.run(request, socketPath: socketPath) { exit(status) }
-    } else {
-        // Not an async main: that ends the main thread with pthread_exit, and unwinding it in
-        // a static executable first sorts every frame description of the program (measured:
-        // 30 of the 33 ms a `status` took). The request runs on Swift's pool; this thread waits.
-        Task.detached {
-            exit(await serve(request, through: DaemonClient(socketPath: socketPath)))
-        }
-        while true { pause() }
-    }
+    if let status = FastConversation.run(request, socketPath: socketPath) { exit(status) }
 }
 // Through touchgated, the client that links neither the service nor the vault; the
 // personal mode needs them in this process.
 (socketPath == nil ? SiblingProgram.fullCLI : SiblingProgram.client).exec(arguments)
-
-/// Runs `status` or `secret list` through touchgated and returns its exit status, printing
-/// what touchgate-client prints for it.
-func serve(_ request: FastRequest, through service: DaemonClient) async -> Int32 {
-    await TerminalRun.run(json: request.json) { console in
-        switch request.operation {
-        case .status:
-            try await Printed.status(service, console: console)
-        case .items:
-            try await Printed.items(service, console: console)
-        case .verify, .release:
-            preconditionFailure("\(request.operation) is FastConversation's")
-        }
-    }
-}

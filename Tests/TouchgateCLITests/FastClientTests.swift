@@ -209,16 +209,20 @@ struct FastClientTests {
     func hostileDaemon(_ script: FakeDaemon.Script) async throws {
         let home = try TemporaryDirectory("touchgate-fake")
         defer { home.remove() }
-        let fake = try FakeDaemon(path: home.path("socket"), script: script)
-        defer { fake.stop() }
-        var client = CLIProcess(environment: ["HOME": home.path("home"), "TOUCHGATE_SOCKET": home.path("socket")])
-        client.binaryOverride = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent().path + "/touchgate"
-        let result = try await client.run(["secret", "get", "api", "--json"], timeout: 20)
-        #expect(result.status == script.expectedStatus, "\(script): \(result.stdout) \(result.stderrLines)")
-        let error = result.json?["error"] as? String
-        #expect(error == script.expectedError, "\(script): \(result.stdout)")
-        #expect((result.json?["message"] as? String)?.isEmpty == false, "\(script): every failure says what happened")
-        #expect(!result.stdout.contains("SECRET") && !result.stderrLines.joined().contains("SECRET"))
+        // A released value, and the reports the front decodes itself (an empty one included).
+        for arguments in [["secret", "get", "api", "--json"], ["status", "--json"], ["secret", "list", "--json"]] {
+            let fake = try FakeDaemon(path: home.path("socket"), script: script)
+            defer { fake.stop() }
+            var client = CLIProcess(environment: ["HOME": home.path("home"), "TOUCHGATE_SOCKET": home.path("socket")])
+            client.binaryOverride = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent().path + "/touchgate"
+            let result = try await client.run(arguments, timeout: 20)
+            #expect(result.status == script.expectedStatus, "\(script) \(arguments): \(result.stdout) \(result.stderrLines)")
+            let error = result.json?["error"] as? String
+            #expect(error == script.expectedError, "\(script) \(arguments): \(result.stdout)")
+            #expect((result.json?["message"] as? String)?.isEmpty == false, "\(script): every failure says what happened")
+            #expect(!result.stdout.contains("SECRET") && !result.stderrLines.joined().contains("SECRET"))
+            try? FileManager.default.removeItem(atPath: home.path("socket"))
+        }
     }
 }
 
