@@ -175,7 +175,10 @@ let package = Package(
             dependencies: ["touchgate-cli", "touchgate-client", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateImageIO",
                            "TouchgatePolicy", "TouchgateVault", "TouchgateTestSupport", "TouchgateSocket", "TouchgateAPI", "TouchgateDaemon"]
         ),
-        .testTarget(name: "TouchgateCommandsTests", dependencies: ["TouchgateCommands", "TouchgateTerminal", "TouchgateAPI"]),
+        .testTarget(name: "TouchgateCommandsTests", dependencies: [
+            "TouchgateCommands", "TouchgateTerminal", "TouchgateAPI",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         .testTarget(name: "UdevTests"),
     ]
 )

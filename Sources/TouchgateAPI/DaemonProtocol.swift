@@ -44,21 +44,21 @@ public struct ClientMessage: Codable, Sendable, Equatable {
 /// The operations, one per use case; the names are the protocol's.
 public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     case status, initialize = "init", unlock, lock
-    case changePassphrase = "passphrase.change"
+    case passphraseChange = "passphrase.change"
     case enroll
-    case prints = "prints.list", deletePrint = "prints.delete", deleteOrphans = "prints.delete-orphans"
-    case clearReader = "prints.clear", importFprintd = "import.fprintd"
+    case printsList = "prints.list", printsDelete = "prints.delete", printsDeleteOrphans = "prints.delete-orphans"
+    case printsClear = "prints.clear", importFprintd = "import.fprintd"
     case verify, identify
-    case readers = "devices", capture
-    case settings = "policy.show", changeSettings = "policy.set"
+    case devices, capture
+    case policyShow = "policy.show", policySet = "policy.set"
     case repair
-    case release = "secret.get", store = "secret.add", items = "secret.list", remove = "secret.rm"
-    case auditRecords = "audit.show", auditCount = "audit.count", verifyAudit = "audit.verify"
-    case exportAudit = "audit.export", pruneAudit = "audit.prune", auditPublicKey = "audit.public-key"
+    case secretGet = "secret.get", secretAdd = "secret.add", secretList = "secret.list", secretRm = "secret.rm"
+    case auditShow = "audit.show", auditCount = "audit.count", auditVerify = "audit.verify"
+    case auditExport = "audit.export", auditPrune = "audit.prune", auditPublicKey = "audit.public-key"
     /// Ships audit trails to the fleet collector named in the daemon's own fleet
     /// configuration (never one the client names): the caller's trail, or for root every
     /// user's. The result is an ``AuditShipmentsReport``.
-    case shipAudit = "audit.ship"
+    case auditShip = "audit.ship"
     /// Moves the caller's personal (in-process) store into the daemon's store for the
     /// caller's own uid. The request carries two descriptors, opened read-only by the
     /// client: a consistent copy of its `touchgate.sqlite` (no `-wal` beside it), then its

@@ -59,18 +59,18 @@ extension DaemonOperation {
                               + "vault is locked or its policy wants the passphrase, else `unlocked: false`)")
         case .lock:
             OperationContract("lock report")
-        case .changePassphrase:
+        case .passphraseChange:
             OperationContract(["stretching", "new-can-ask-again"], "`{}` (asks `passphrase`, then `new-passphrase`)")
         case .enroll:
             OperationContract(["finger", "user", "replace", "device"], "enroll report")
-        case .prints:
+        case .printsList:
             OperationContract(["user", "device"], "print list with reader states and orphans")
-        case .deletePrint:
+        case .printsDelete:
             OperationContract(["finger", "user", "device"], "delete report")
-        case .deleteOrphans:
+        case .printsDeleteOrphans:
             OperationContract(["device"], "orphan delete report",
                               callers: .rootOnly("deleting prints the store does not know from a reader"))
-        case .clearReader:
+        case .printsClear:
             OperationContract(["device"], "clear report", callers: .rootOnly("clearing a reader's own storage"))
         case .importFprintd:
             // fprintd's store is root's: only root may have the daemon read it.
@@ -78,44 +78,44 @@ extension DaemonOperation {
                               callers: .rootOnly("importing from fprintd's store"))
         case .verify, .identify:
             OperationContract(self == .verify ? ["user", "finger", "device"] : ["device"], "match report")
-        case .readers:
+        case .devices:
             OperationContract("readers (`open`: whether the daemon holds it open), and why none when none",
                               writesRecords: false)
         case .capture:
             OperationContract(["path", "format", "device"], "capture report",
                               callers: .notThroughDaemon("capture writes an image file as the daemon's user; run it "
                                                          + "without the daemon (stop touchgated) to capture"))
-        case .settings:
+        case .policyShow:
             OperationContract("settings", writesRecords: false)
-        case .changeSettings:
+        case .policySet:
             OperationContract(["lockout-threshold", "lockout-duration-seconds", "session-timeout-seconds",
                                "idle-timeout-seconds"], "settings (only the values given change)")
         case .repair:
             OperationContract("repair report")
-        case .release:
+        case .secretGet:
             OperationContract(["item", "device", "fresh"], "`{}` and the value as secret bytes (`fresh`: a touch made "
                               + "for this release, no reuse session; refused for an item releasable without a finger)")
-        case .store:
+        case .secretAdd:
             OperationContract(["item", "policy", "fresh", "replace", "device"], "stored report (asks `secret-value`)")
-        case .items:
+        case .secretList:
             OperationContract("items", writesRecords: false)
-        case .remove:
+        case .secretRm:
             OperationContract(["item"], "`{}`")
-        case .auditRecords:
+        case .auditShow:
             OperationContract(["filter"], "one `output` line per record, then `{\"count\":N}`", writesRecords: false)
         case .auditCount:
             OperationContract(["filter"], "`{\"count\":N}`", writesRecords: false)
-        case .verifyAudit:
+        case .auditVerify:
             OperationContract("`{\"count\":N}`: the records checked")
-        case .exportAudit:
+        case .auditExport:
             OperationContract(["filter", "format"], "one `output` line per record (`json`, `ocsf` or `ecs`), then "
                               + "`{\"count\":N}`", writesRecords: false)
-        case .pruneAudit:
+        case .auditPrune:
             OperationContract(["before", "force"], "`{\"count\":N}`: the records removed")
         case .auditPublicKey:
             OperationContract("`{\"public-key\":\"…\"}`: the machine key that signs every trail the daemon holds",
                               writesRecords: false)
-        case .shipAudit:
+        case .auditShip:
             OperationContract(["force", "user"], "`{\"shipments\":[…]}`: one ship report per trail sent to the "
                               + "collector of the daemon's own fleet configuration: the caller's trail, or for root "
                               + "naming no user every user's (`force`, root only: forget the fleet checkpoints kept "

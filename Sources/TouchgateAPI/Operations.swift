@@ -138,7 +138,7 @@ public enum Operations {
             }
         }
         public typealias Result = EmptyReport
-        public static let operation = DaemonOperation.changePassphrase
+        public static let operation = DaemonOperation.passphraseChange
     }
 
     // MARK: Fingers and readers
@@ -174,10 +174,10 @@ public enum Operations {
                 self.device = device
             }
         }
-        public static let operation = DaemonOperation.prints
+        public static let operation = DaemonOperation.printsList
         public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> PrintListReport {
-            try await requests.printList(user: arguments.user, device: arguments.device, interaction: interaction)
+            try await requests.printsList(user: arguments.user, device: arguments.device, interaction: interaction)
         }
     }
 
@@ -191,10 +191,10 @@ public enum Operations {
                 self.device = device
             }
         }
-        public static let operation = DaemonOperation.deletePrint
+        public static let operation = DaemonOperation.printsDelete
         public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> DeleteReport {
-            try await requests.deletePrint(finger: arguments.finger, user: nil, device: arguments.device,
+            try await requests.printsDelete(finger: arguments.finger, user: nil, device: arguments.device,
                                            interaction: interaction)
         }
     }
@@ -209,20 +209,20 @@ public enum Operations {
     public enum PrintsDeleteOrphans: ServedOperation {
         public typealias Arguments = ReaderArguments
         public typealias Result = OrphanDeleteReport
-        public static let operation = DaemonOperation.deleteOrphans
+        public static let operation = DaemonOperation.printsDeleteOrphans
         public static func perform(_ arguments: ReaderArguments, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> OrphanDeleteReport {
-            try await requests.deleteOrphans(device: arguments.device, interaction: interaction)
+            try await requests.printsDeleteOrphans(device: arguments.device, interaction: interaction)
         }
     }
 
     public enum PrintsClear: ServedOperation {
         public typealias Arguments = ReaderArguments
         public typealias Result = ClearReport
-        public static let operation = DaemonOperation.clearReader
+        public static let operation = DaemonOperation.printsClear
         public static func perform(_ arguments: ReaderArguments, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> ClearReport {
-            try await requests.clearReader(device: arguments.device, interaction: interaction)
+            try await requests.printsClear(device: arguments.device, interaction: interaction)
         }
     }
 
@@ -240,7 +240,7 @@ public enum Operations {
         public static let operation = DaemonOperation.importFprintd
         public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> ImportReport {
-            try await requests.importFromFprintd(user: nil, from: arguments.path, dryRun: arguments.dryRun ?? false,
+            try await requests.importFprintd(user: nil, from: arguments.path, dryRun: arguments.dryRun ?? false,
                                                  interaction: interaction)
         }
     }
@@ -275,10 +275,10 @@ public enum Operations {
     public enum Devices: ServedOperation {
         public typealias Arguments = NoArguments
         public typealias Result = ReaderInventory
-        public static let operation = DaemonOperation.readers
+        public static let operation = DaemonOperation.devices
         public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> ReaderInventory {
-            try await requests.listReaders()
+            try await requests.devices()
         }
     }
 
@@ -310,20 +310,20 @@ public enum Operations {
     public enum PolicyShow: ServedOperation {
         public typealias Arguments = NoArguments
         public typealias Result = SettingsReport
-        public static let operation = DaemonOperation.settings
+        public static let operation = DaemonOperation.policyShow
         public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> SettingsReport {
-            try await requests.settings()
+            try await requests.policyShow()
         }
     }
 
     public enum PolicySet: ServedOperation {
         public typealias Result = SettingsReport
         public typealias Arguments = SettingsChange
-        public static let operation = DaemonOperation.changeSettings
+        public static let operation = DaemonOperation.policySet
         public static func perform(_ arguments: SettingsChange, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> SettingsReport {
-            try await requests.changeSettings(arguments, interaction: interaction)
+            try await requests.policySet(arguments, interaction: interaction)
         }
     }
 
@@ -352,7 +352,7 @@ public enum Operations {
         }
         /// `{}`, and the value as secret bytes after it.
         public typealias Result = EmptyReport
-        public static let operation = DaemonOperation.release
+        public static let operation = DaemonOperation.secretGet
     }
 
     public enum SecretAdd: OperationSpec {
@@ -371,16 +371,16 @@ public enum Operations {
             }
         }
         public typealias Result = StoredReport
-        public static let operation = DaemonOperation.store
+        public static let operation = DaemonOperation.secretAdd
     }
 
     public enum SecretList: ServedOperation {
         public typealias Arguments = NoArguments
         public typealias Result = [ItemReport]
-        public static let operation = DaemonOperation.items
+        public static let operation = DaemonOperation.secretList
         public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> [ItemReport] {
-            try await requests.items()
+            try await requests.secretList()
         }
     }
 
@@ -390,10 +390,10 @@ public enum Operations {
             public var item: String
             public init(item: String) { self.item = item }
         }
-        public static let operation = DaemonOperation.remove
+        public static let operation = DaemonOperation.secretRm
         public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> EmptyReport {
-            try await requests.remove(arguments.item, interaction: interaction)
+            try await requests.secretRm(arguments.item, interaction: interaction)
             return EmptyReport()
         }
     }
@@ -410,7 +410,7 @@ public enum Operations {
         public typealias Arguments = FilterArguments
         /// After one `output` line per record.
         public typealias Result = CountReport
-        public static let operation = DaemonOperation.auditRecords
+        public static let operation = DaemonOperation.auditShow
     }
 
     public enum AuditCount: ServedOperation {
@@ -419,17 +419,17 @@ public enum Operations {
         public static let operation = DaemonOperation.auditCount
         public static func perform(_ arguments: FilterArguments, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> CountReport {
-            CountReport(count: try await requests.auditRecordCount(arguments.filter ?? AuditFilter()))
+            CountReport(count: try await requests.auditCount(arguments.filter ?? AuditFilter()))
         }
     }
 
     public enum AuditVerify: ServedOperation {
         public typealias Arguments = NoArguments
         public typealias Result = CountReport
-        public static let operation = DaemonOperation.verifyAudit
+        public static let operation = DaemonOperation.auditVerify
         public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> CountReport {
-            CountReport(count: try await requests.verifyAudit())
+            CountReport(count: try await requests.auditVerify())
         }
     }
 
@@ -445,7 +445,7 @@ public enum Operations {
         }
         /// After one `output` line per record.
         public typealias Result = CountReport
-        public static let operation = DaemonOperation.exportAudit
+        public static let operation = DaemonOperation.auditExport
 
         /// The format a request names (`json` when none).
         public static func format(_ arguments: Arguments) throws(ServiceError) -> AuditExportFormat {
@@ -482,10 +482,10 @@ public enum Operations {
                 force = try container.decodeIfPresent(Bool.self, forKey: .force)
             }
         }
-        public static let operation = DaemonOperation.pruneAudit
+        public static let operation = DaemonOperation.auditPrune
         public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> CountReport {
-            CountReport(count: try await requests.pruneAudit(before: arguments.before, force: arguments.force ?? false,
+            CountReport(count: try await requests.auditPrune(before: arguments.before, force: arguments.force ?? false,
                                                              interaction: interaction))
         }
     }
@@ -507,7 +507,7 @@ public enum Operations {
             public init(newLog: Bool) { force = newLog ? true : nil }
         }
         public typealias Result = AuditShipmentsReport
-        public static let operation = DaemonOperation.shipAudit
+        public static let operation = DaemonOperation.auditShip
     }
 
     // MARK: Moving in

@@ -27,7 +27,7 @@ public protocol TouchgateRequests: Sendable {
     func lock() async throws(ServiceError) -> LockReport
     /// Changes the passphrase: `current` is asked and checked first, then `new` is asked.
     /// Items, prints and a held key are untouched. `stretching` re-tunes Argon2id.
-    func changePassphrase(stretching: KeyStretching?, current: any Interaction,
+    func passphraseChange(stretching: KeyStretching?, current: any Interaction,
                           new: any Interaction) async throws(ServiceError)
 
     /// Enrolls `finger` of `user` (nil: the caller; another user needs root) on `device`
@@ -37,20 +37,20 @@ public protocol TouchgateRequests: Sendable {
                 interaction: any Interaction) async throws(ServiceError) -> EnrollReport
     /// The enrolled prints (of `user`, or everyone's for root), never their templates, and what
     /// each reader with its own storage (or only `device`) holds beside them.
-    func printList(user: String?, device: String?, interaction: any Interaction) async throws(ServiceError) -> PrintListReport
+    func printsList(user: String?, device: String?, interaction: any Interaction) async throws(ServiceError) -> PrintListReport
     /// Deletes from a reader's own storage every print the store does not know, after
     /// `interaction` confirms the list (and, once a vault exists, gives the passphrase).
-    func deleteOrphans(device: String?, interaction: any Interaction) async throws(ServiceError) -> OrphanDeleteReport
+    func printsDeleteOrphans(device: String?, interaction: any Interaction) async throws(ServiceError) -> OrphanDeleteReport
     /// Deletes `finger` of `user` (from the reader too when it stores prints). Once a vault
     /// exists this needs the passphrase and destroys every `biometry-current-set` item.
-    func deletePrint(finger: String, user: String?, device: String?,
+    func printsDelete(finger: String, user: String?, device: String?,
                      interaction: any Interaction) async throws(ServiceError) -> DeleteReport
-    /// Wipes a reader's own storage and forgets every print made on it; as ``deletePrint(finger:user:device:interaction:)``
+    /// Wipes a reader's own storage and forgets every print made on it; as ``printsDelete(finger:user:device:interaction:)``
     /// for the passphrase and `biometry-current-set` items.
-    func clearReader(device: String?, interaction: any Interaction) async throws(ServiceError) -> ClearReport
+    func printsClear(device: String?, interaction: any Interaction) async throws(ServiceError) -> ClearReport
     /// Copies the prints fprintd enrolled for `user` from its store at `directory` (every file
     /// checked before anything is written); with `dryRun`, only says what it would copy.
-    func importFromFprintd(user: String?, from directory: String, dryRun: Bool,
+    func importFprintd(user: String?, from directory: String, dryRun: Bool,
                            interaction: any Interaction) async throws(ServiceError) -> ImportReport
     /// Checks a finger against the enrolled prints of `user` (nil: the caller), or only
     /// `finger`. A no-match is an answer (`match: false`, attempts left), counted toward the
@@ -60,17 +60,17 @@ public protocol TouchgateRequests: Sendable {
     /// Finds which enrolled user and finger is on the reader; counted and audited like ``verify(user:finger:device:interaction:)``.
     func identify(device: String?, interaction: any Interaction) async throws(ServiceError) -> MatchReport
     /// The readers found now, and when there is none, why.
-    func listReaders() async throws(ServiceError) -> ReaderInventory
+    func devices() async throws(ServiceError) -> ReaderInventory
     /// Captures one image into a new private file at `path` (never through the daemon:
     /// the image is biometric data for the caller's own eyes).
     func capture(to path: String, format: ImageFormat, device: String?,
                  interaction: any Interaction) async throws(ServiceError) -> CaptureReport
 
     /// The lockout and session limits in force.
-    func settings() async throws(ServiceError) -> SettingsReport
+    func policyShow() async throws(ServiceError) -> SettingsReport
     /// Changes the limits: checked first, then the passphrase; the change and its audit
     /// record are one transaction.
-    func changeSettings(_ change: SettingsChange, interaction: any Interaction) async throws(ServiceError) -> SettingsReport
+    func policySet(_ change: SettingsChange, interaction: any Interaction) async throws(ServiceError) -> SettingsReport
     /// Repairs state edited outside Touchgate or a wiped audit trail, after the passphrase;
     /// asks nothing when nothing is wrong.
     func repair(interaction: any Interaction) async throws(ServiceError) -> RepairReport
@@ -78,35 +78,35 @@ public protocol TouchgateRequests: Sendable {
     /// The value of item `name`, once its policy is satisfied (a touch on `device`, the
     /// passphrase, or the reuse window). The grant is audited before the value is decrypted.
     /// - Throws: `not-found`, `locked-out`, `no-match`, `vault-locked` and the like; never a partial value.
-    func release(_ name: String, device: String?, interaction: any Interaction) async throws(ServiceError) -> SecretBytes
+    func secretGet(_ name: String, device: String?, interaction: any Interaction) async throws(ServiceError) -> SecretBytes
     /// Stores the bytes `value` yields as item `name` under `policy` (`fresh`: every release
     /// needs a new touch). `value` is called only once the request can succeed; replacing a
     /// live item (`replace`) needs what its current policy asks for.
-    func store(_ name: String, value: @escaping @Sendable () async throws -> SecretBytes, policy: String, fresh: Bool,
+    func secretAdd(_ name: String, value: @escaping @Sendable () async throws -> SecretBytes, policy: String, fresh: Bool,
                replace: Bool, device: String?, interaction: any Interaction) async throws(ServiceError) -> StoredReport
     /// Every item's name and policy, never a value. Works while locked.
-    func items() async throws(ServiceError) -> [ItemReport]
+    func secretList() async throws(ServiceError) -> [ItemReport]
     /// Deletes item `name` once `interaction` confirms; needs the vault unlocked, not a touch.
-    func remove(_ name: String, interaction: any Interaction) async throws(ServiceError)
+    func secretRm(_ name: String, interaction: any Interaction) async throws(ServiceError)
 
-    /// The audit records `filter` selects, as stored (``verifyAudit()`` says whether to trust them).
+    /// The audit records `filter` selects, as stored (``auditVerify()`` says whether to trust them).
     /// - Throws: `usage` for a filter that cannot match as meant.
-    func auditRecords(_ filter: AuditFilter) async throws(ServiceError) -> [AuditRecordReport]
+    func auditShow(_ filter: AuditFilter) async throws(ServiceError) -> [AuditRecordReport]
     /// How many records `filter` selects, ignoring its limit.
-    func auditRecordCount(_ filter: AuditFilter) async throws(ServiceError) -> Int
+    func auditCount(_ filter: AuditFilter) async throws(ServiceError) -> Int
     /// Checks the audit chain and its seal; returns how many records it holds.
     /// - Throws: `audit-broken` naming the first record that cannot be trusted.
-    func verifyAudit() async throws(ServiceError) -> Int
+    func auditVerify() async throws(ServiceError) -> Int
     /// Writes the records `filter` selects to `write`, one line each, in `format` (with the
     /// chain fields and the seal for `json`); returns how many.
-    func exportAudit(_ filter: AuditFilter, format: AuditExportFormat,
+    func auditExport(_ filter: AuditFilter, format: AuditExportFormat,
                      to write: @escaping @Sendable (String) throws -> Void) async throws(ServiceError) -> Int
     /// The public key that signs this trail's seals, lowercase hex (what a verifier registers).
     func auditPublicKey() async throws(ServiceError) -> String
     /// Deletes records older than `cutoff` after the passphrase; records inside the retention
     /// are kept (refused, and audited), and `force` also removes records the fleet has not
     /// confirmed. Returns how many were removed; the chain stays verifiable.
-    func pruneAudit(before cutoff: Date, force: Bool, interaction: any Interaction) async throws(ServiceError) -> Int
+    func auditPrune(before cutoff: Date, force: Bool, interaction: any Interaction) async throws(ServiceError) -> Int
 }
 
 extension TouchgateRequests {

@@ -25,7 +25,7 @@ extension DaemonClient {
         try await call(Operations.Lock.self)
     }
 
-    public func changePassphrase(stretching: KeyStretching?, current: any Interaction,
+    public func passphraseChange(stretching: KeyStretching?, current: any Interaction,
                                  new: any Interaction) async throws(ServiceError) {
         _ = try await call(Operations.PassphraseChange.self, .init(stretching: stretching, newCanAskAgain: new.canAskAgain),
                            Parties(interaction: current, newPassphrase: new))
@@ -37,27 +37,27 @@ extension DaemonClient {
                        asking(interaction)).0
     }
 
-    public func printList(user: String?, device: String?,
+    public func printsList(user: String?, device: String?,
                           interaction: any Interaction) async throws(ServiceError) -> PrintListReport {
         // The user is the store's to serve (root naming another) and the listing's filter.
         try await call(Operations.PrintsList.self, .init(user: user, device: device), user: user, asking(interaction)).0
     }
 
-    public func deleteOrphans(device: String?, interaction: any Interaction) async throws(ServiceError) -> OrphanDeleteReport {
+    public func printsDeleteOrphans(device: String?, interaction: any Interaction) async throws(ServiceError) -> OrphanDeleteReport {
         try await call(Operations.PrintsDeleteOrphans.self, .init(device: device), asking(interaction)).0
     }
 
-    public func deletePrint(finger: String, user: String?, device: String?,
+    public func printsDelete(finger: String, user: String?, device: String?,
                             interaction: any Interaction) async throws(ServiceError) -> DeleteReport {
         try await call(Operations.PrintsDelete.self, .init(finger: finger, device: device), user: user,
                        asking(interaction)).0
     }
 
-    public func clearReader(device: String?, interaction: any Interaction) async throws(ServiceError) -> ClearReport {
+    public func printsClear(device: String?, interaction: any Interaction) async throws(ServiceError) -> ClearReport {
         try await call(Operations.PrintsClear.self, .init(device: device), asking(interaction)).0
     }
 
-    public func importFromFprintd(user: String?, from directory: String, dryRun: Bool,
+    public func importFprintd(user: String?, from directory: String, dryRun: Bool,
                                   interaction: any Interaction) async throws(ServiceError) -> ImportReport {
         try await call(Operations.ImportFprintd.self, .init(path: directory, dryRun: dryRun), user: user,
                        asking(interaction)).0
@@ -72,7 +72,7 @@ extension DaemonClient {
         try await call(Operations.Identify.self, .init(device: device), asking(interaction)).0
     }
 
-    public func listReaders() async throws(ServiceError) -> ReaderInventory {
+    public func devices() async throws(ServiceError) -> ReaderInventory {
         try await call(Operations.Devices.self)
     }
 
@@ -81,11 +81,11 @@ extension DaemonClient {
         try await call(Operations.Capture.self, .init(path: path, format: format, device: device), asking(interaction)).0
     }
 
-    public func settings() async throws(ServiceError) -> SettingsReport {
+    public func policyShow() async throws(ServiceError) -> SettingsReport {
         try await call(Operations.PolicyShow.self)
     }
 
-    public func changeSettings(_ change: SettingsChange,
+    public func policySet(_ change: SettingsChange,
                                interaction: any Interaction) async throws(ServiceError) -> SettingsReport {
         try await call(Operations.PolicySet.self, change, asking(interaction)).0
     }
@@ -94,30 +94,30 @@ extension DaemonClient {
         try await call(Operations.Repair.self, NoArguments(), asking(interaction)).0
     }
 
-    public func release(_ name: String, device: String?, interaction: any Interaction) async throws(ServiceError) -> SecretBytes {
+    public func secretGet(_ name: String, device: String?, interaction: any Interaction) async throws(ServiceError) -> SecretBytes {
         let (_, secret) = try await call(Operations.SecretGet.self, .init(item: name, device: device), asking(interaction))
         guard let secret else { throw ServiceError.daemonReleasedNoValue }
         return secret
     }
 
-    public func store(_ name: String, value: @escaping @Sendable () async throws -> SecretBytes, policy: String, fresh: Bool,
+    public func secretAdd(_ name: String, value: @escaping @Sendable () async throws -> SecretBytes, policy: String, fresh: Bool,
                       replace: Bool, device: String?, interaction: any Interaction) async throws(ServiceError) -> StoredReport {
         try await call(Operations.SecretAdd.self,
                        .init(item: name, policy: policy, fresh: fresh, replace: replace, device: device),
                        Parties(interaction: interaction, secretValue: value)).0
     }
 
-    public func items() async throws(ServiceError) -> [ItemReport] {
+    public func secretList() async throws(ServiceError) -> [ItemReport] {
         try await call(Operations.SecretList.self)
     }
 
-    public func remove(_ name: String, interaction: any Interaction) async throws(ServiceError) {
+    public func secretRm(_ name: String, interaction: any Interaction) async throws(ServiceError) {
         _ = try await call(Operations.SecretRm.self, .init(item: name), asking(interaction))
     }
 
     /// The daemon streams the records one `output` line each (a trail of any length, never
     /// one oversized line), then their count.
-    public func auditRecords(_ filter: AuditFilter) async throws(ServiceError) -> [AuditRecordReport] {
+    public func auditShow(_ filter: AuditFilter) async throws(ServiceError) -> [AuditRecordReport] {
         let lines = CollectedLines()
         let count = try await call(Operations.AuditShow.self, .init(filter: filter),
                                    Parties(output: { lines.append($0) })).0.count
@@ -130,15 +130,15 @@ extension DaemonClient {
         return records
     }
 
-    public func auditRecordCount(_ filter: AuditFilter) async throws(ServiceError) -> Int {
+    public func auditCount(_ filter: AuditFilter) async throws(ServiceError) -> Int {
         try await call(Operations.AuditCount.self, .init(filter: filter)).0.count
     }
 
-    public func verifyAudit() async throws(ServiceError) -> Int {
+    public func auditVerify() async throws(ServiceError) -> Int {
         try await call(Operations.AuditVerify.self).count
     }
 
-    public func exportAudit(_ filter: AuditFilter, format: AuditExportFormat,
+    public func auditExport(_ filter: AuditFilter, format: AuditExportFormat,
                             to write: @escaping @Sendable (String) throws -> Void) async throws(ServiceError) -> Int {
         try await call(Operations.AuditExport.self, .init(filter: filter, format: format),
                        Parties(output: { try? write($0) })).0.count
@@ -148,7 +148,7 @@ extension DaemonClient {
         try await call(Operations.AuditPublicKey.self).publicKey
     }
 
-    public func pruneAudit(before cutoff: Date, force: Bool, interaction: any Interaction) async throws(ServiceError) -> Int {
+    public func auditPrune(before cutoff: Date, force: Bool, interaction: any Interaction) async throws(ServiceError) -> Int {
         try await call(Operations.AuditPrune.self, .init(before: cutoff, force: force), asking(interaction)).0.count
     }
 

@@ -117,7 +117,7 @@ struct Askpass: AsyncParsableCommand {
 enum HelperMapping {
     /// Warns when `item` is not (yet) in the vault: the mapping is kept, it just cannot answer yet.
     static func warnIfMissing(_ item: String, console: Console) async {
-        guard let items = try? await service.items(), !items.contains(where: { $0.name == item }) else { return }
+        guard let items = try? await service.secretList(), !items.contains(where: { $0.name == item }) else { return }
         console.warning("there is no secret named '\(StoredText.escaped(item))' yet; store it with: "
                         + "touchgate secret add '\(StoredText.escaped(item))' --policy biometry-any")
     }

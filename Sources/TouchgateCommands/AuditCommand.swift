@@ -50,7 +50,7 @@ struct Audit: AsyncParsableCommand {
             let (request, unfiltered) = (filter, filters.isEmpty)
             let page = PageText()
             try await CommandRunner.run(json: common.json) { console in
-                let records = try await service.auditRecords(request)
+                let records = try await service.auditShow(request)
                 guard terminal else {
                     console.result("records", RecordList(records: records),
                                    text: records.isEmpty ? Self.none(unfiltered) : records.map(Self.line).joined(separator: "\n"))
@@ -58,7 +58,7 @@ struct Audit: AsyncParsableCommand {
                 }
                 var lines = records.isEmpty ? [Self.none(unfiltered)] : records.map(Self.line)
                 if let limit = request.limit, records.count == limit {
-                    let more = try await service.auditRecordCount(request) - records.count
+                    let more = try await service.auditCount(request) - records.count
                     if more > 0 {
                         lines.append("… \(more) older record\(more == 1 ? "" : "s") not shown: --limit N or --all shows "
                                      + "more; --since, --until, --item, --event and --outcome narrow them")
@@ -130,7 +130,7 @@ struct Audit: AsyncParsableCommand {
                     console.result("intact", report, text: text)
                     return ExitStatus.success
                 }
-                let count = try await service.verifyAudit()
+                let count = try await service.auditVerify()
                 console.result("intact", RecordCount(records: count), text: "audit log intact: \(count) records")
                 return ExitStatus.success
             }
@@ -200,7 +200,7 @@ struct Audit: AsyncParsableCommand {
         func run() async throws {
             let (cutoff, force, input, before) = (cutoff!, force, passphrase.input(), before)
             try await CommandRunner.run(json: common.json) { console in
-                let removed = try await service.pruneAudit(before: cutoff, force: force,
+                let removed = try await service.auditPrune(before: cutoff, force: force,
                                                            interaction: TerminalInteraction(console: console, input: input))
                 console.result("pruned", Removed(removed: removed),
                                text: "removed \(removed) audit record(s) older than \(before)")
@@ -235,7 +235,7 @@ struct Audit: AsyncParsableCommand {
         func run() async throws {
             let (filter, format) = (filters.filter(now: Date()), format)
             try await CommandRunner.run(json: common.json) { _ in
-                _ = try await service.exportAudit(filter, format: format) { Console.write($0, to: 1) }
+                _ = try await service.auditExport(filter, format: format) { Console.write($0, to: 1) }
                 return ExitStatus.success
             }
         }

@@ -38,7 +38,7 @@ enum Completions {
         // that `Touchgate.main` uses; the lookup is async, so it runs on the global executor
         // while this (main) thread waits. It needs nothing from the main actor.
         Task.detached {
-            let items = (try? await service.items()) ?? []
+            let items = (try? await service.secretList()) ?? []
             names.set(items.map(\.name).filter(isShellSafe))
             done.signal()
         }

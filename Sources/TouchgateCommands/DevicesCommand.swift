@@ -16,7 +16,7 @@ struct Devices: AsyncParsableCommand {
 
     func run() async throws {
         try await CommandRunner.run(json: common.json) { console in
-            let inventory = try await service.listReaders()
+            let inventory = try await service.devices()
             let readers = inventory.readers
             if let explanation = inventory.explanation { console.warning(explanation) }
             // Names come from drivers and, through fprintd, from whatever answers on the bus: escaped.

@@ -32,7 +32,7 @@ public struct HelperRequests: Sendable {
         }
         let service = service
         return try await Requester.actingFor(requester) { () async throws(ServiceError) in
-            try await service.release(item, device: nil, interaction: interaction)
+            try await service.secretGet(item, device: nil, interaction: interaction)
         }
     }
 
@@ -57,10 +57,10 @@ public struct HelperRequests: Sendable {
     public func gitCredential(for request: GitCredentialRequest,
                               interaction: any Interaction) async throws(ServiceError) -> GitCredential? {
         let name = try request.itemName()
-        guard try await service.items().contains(where: { $0.name == name && !$0.invalidated }) else { return nil }
+        guard try await service.secretList().contains(where: { $0.name == name && !$0.invalidated }) else { return nil }
         let service = service
         let value = try await Requester.actingFor(requester) { () async throws(ServiceError) in
-            try await service.release(name, device: nil, interaction: interaction)
+            try await service.secretGet(name, device: nil, interaction: interaction)
         }
         let credential = try GitCredential(stored: value, item: name)
         if let asked = request.username, asked != credential.username { return nil }
@@ -74,11 +74,11 @@ public struct HelperRequests: Sendable {
                                    interaction: any Interaction) async throws(ServiceError) -> StoredReport? {
         let name = try request.itemName()
         guard let username = request.username else { return nil }
-        if try await service.items().contains(where: { $0.name == name && !$0.invalidated }) { return nil }
+        if try await service.secretList().contains(where: { $0.name == name && !$0.invalidated }) { return nil }
         let value = try GitCredential.storedForm(username: username, password: password)
         let service = service
         return try await Requester.actingFor(requester) { () async throws(ServiceError) in
-            try await service.store(name, value: { value }, policy: policy, fresh: false, replace: true,
+            try await service.secretAdd(name, value: { value }, policy: policy, fresh: false, replace: true,
                                     device: nil, interaction: interaction)
         }
     }
@@ -87,10 +87,10 @@ public struct HelperRequests: Sendable {
     public func eraseGitCredential(_ request: GitCredentialRequest,
                                    interaction: any Interaction) async throws(ServiceError) -> Bool {
         let name = try request.itemName()
-        guard try await service.items().contains(where: { $0.name == name }) else { return false }
+        guard try await service.secretList().contains(where: { $0.name == name }) else { return false }
         let service = service
         try await Requester.actingFor(requester) { () async throws(ServiceError) in
-            try await service.remove(name, interaction: interaction)
+            try await service.secretRm(name, interaction: interaction)
         }
         return true
     }
@@ -106,7 +106,7 @@ public struct HelperRequests: Sendable {
         }
         let service = service
         return try await Requester.actingFor(requester) { () async throws(ServiceError) in
-            try await service.release(item, device: nil, interaction: interaction)
+            try await service.secretGet(item, device: nil, interaction: interaction)
         }
     }
 }

@@ -40,7 +40,7 @@ struct ImportFprintd: AsyncParsableCommand {
     func run() async throws {
         let (user, from, dryRun, input, yes) = (userOption.user, from, dryRun, passphrase.input(), yes)
         try await CommandRunner.run(json: common.json) { console in
-            let report = try await service.importFromFprintd(
+            let report = try await service.importFprintd(
                 user: user, from: from, dryRun: dryRun,
                 interaction: TerminalInteraction(console: console, input: input, assumeYes: yes))
             console.result("imported", report, text: Self.text(report))

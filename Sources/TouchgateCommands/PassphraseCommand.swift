@@ -36,7 +36,7 @@ struct Passphrase: AsyncParsableCommand {
             let newInput = newFileDescriptor.map { PassphraseInput(fileDescriptor: $0) } ?? current
             let kdf = kdf
             try await CommandRunner.run(json: common.json) { console in
-                try await service.changePassphrase(
+                try await service.passphraseChange(
                     stretching: kdf, current: TerminalInteraction(console: console, input: current),
                     new: TerminalInteraction(console: console, input: newInput))
                 console.result("changed", EmptyReport(), text: "Passphrase changed.")

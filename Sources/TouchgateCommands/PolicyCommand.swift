@@ -26,7 +26,7 @@ struct Policy: AsyncParsableCommand {
 
         func run() async throws {
             try await CommandRunner.run(json: common.json) { console in
-                let settings = try await service.settings()
+                let settings = try await service.policyShow()
                 console.result("policy", settings, text: Policy.text(settings))
                 return ExitStatus.success
             }
@@ -67,7 +67,7 @@ struct Policy: AsyncParsableCommand {
             let change = SettingsChange(lockoutThreshold: lockoutThreshold, lockoutDurationSeconds: lockoutDuration,
                                         sessionTimeoutSeconds: sessionTimeout, idleTimeoutSeconds: idleTimeout)
             try await CommandRunner.run(json: common.json) { console in
-                let settings = try await service.changeSettings(
+                let settings = try await service.policySet(
                     change, interaction: TerminalInteraction(console: console, input: input))
                 console.result("changed", settings, text: Policy.text(settings))
                 return ExitStatus.success

@@ -30,7 +30,7 @@ struct Prints: AsyncParsableCommand {
         func run() async throws {
             let (user, device) = (user, device)
             try await CommandRunner.run(json: common.json) { console in
-                let list = try await service.printList(user: user, device: device,
+                let list = try await service.printsList(user: user, device: device,
                                                        interaction: TerminalInteraction(console: console))
                 console.result("prints", list, text: Self.text(list))
                 return ExitStatus.success
@@ -111,7 +111,7 @@ struct Prints: AsyncParsableCommand {
             let (user, device, input, yes) = (userOption.user, readerOptions.device, passphrase.input(), yes)
             if orphans {
                 try await CommandRunner.run(json: common.json) { console in
-                    let report = try await service.deleteOrphans(
+                    let report = try await service.printsDeleteOrphans(
                         device: device, interaction: TerminalInteraction(console: console, input: input, assumeYes: yes))
                     let text = report.deleted.isEmpty
                         ? "No orphans on \(report.driver)/\(report.deviceID); nothing was deleted."
@@ -124,7 +124,7 @@ struct Prints: AsyncParsableCommand {
             }
             let finger = finger ?? ""
             try await CommandRunner.run(json: common.json) { console in
-                let report = try await service.deletePrint(
+                let report = try await service.printsDelete(
                     finger: finger, user: user, device: device,
                     interaction: TerminalInteraction(console: console, input: input, assumeYes: yes))
                 console.result("deleted", report, text: "Deleted \(report.finger) of \(StoredText.escaped(report.user))."
@@ -156,7 +156,7 @@ struct Prints: AsyncParsableCommand {
         func run() async throws {
             let (device, input) = (readerOptions.device, passphrase.input())
             try await CommandRunner.run(json: common.json) { console in
-                let report = try await service.clearReader(
+                let report = try await service.printsClear(
                     device: device, interaction: TerminalInteraction(console: console, input: input, assumeYes: true))
                 console.result("cleared", report, text: "Cleared \(report.deviceID); forgot \(report.forgotten) stored print(s)."
                                + invalidatedText(report.invalidated))

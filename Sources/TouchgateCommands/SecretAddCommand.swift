@@ -49,7 +49,7 @@ extension Secret {
             let (name, policy, fresh, replace, device, input) = (name, policy, fresh, replace, readerOptions.device,
                                                                  passphrase.input())
             try await CommandRunner.run(json: common.json) { console in
-                let report = try await service.store(
+                let report = try await service.secretAdd(
                     name, value: SecretValue.readStandardInput, policy: policy, fresh: fresh, replace: replace,
                     device: device, interaction: TerminalInteraction(console: console, input: input))
                 console.result("stored", report, text: "Stored '\(StoredText.escaped(report.name))' "

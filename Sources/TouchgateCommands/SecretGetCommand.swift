@@ -27,7 +27,7 @@ extension Secret {
             let device = options.readerOptions.device
             let input = options.passphrase.input()
             try await CommandRunner.run(json: options.common.json) { console in
-                try await Printed.release(service, name: name, device: device, input: input, console: console)
+                try await Printed.secretGet(service, name: name, device: device, input: input, console: console)
             }
         }
     }
@@ -71,7 +71,7 @@ extension Secret {
             let variable = self.variable
             let command = self.command
             try await CommandRunner.run(json: options.common.json) { console in
-                let value = try await service.release(name, device: device,
+                let value = try await service.secretGet(name, device: device,
                                                       interaction: TerminalInteraction(console: console, input: input))
                 try ChildProcess.exec(command, setting: variable, to: value)
             }

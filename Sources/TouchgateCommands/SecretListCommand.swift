@@ -14,7 +14,7 @@ extension Secret {
 
         func run() async throws {
             try await CommandRunner.run(json: common.json) { console in
-                try await Printed.items(service, console: console)
+                try await Printed.secretList(service, console: console)
             }
         }
     }
@@ -40,7 +40,7 @@ extension Secret {
         func run() async throws {
             let (name, yes) = (name, yes)
             try await CommandRunner.run(json: common.json) { console in
-                try await service.remove(name, interaction: TerminalInteraction(console: console, assumeYes: yes))
+                try await service.secretRm(name, interaction: TerminalInteraction(console: console, assumeYes: yes))
                 console.result("deleted", NameReport(name: name), text: "Deleted '\(StoredText.escaped(name))'.")
                 return ExitStatus.success
             }

@@ -74,15 +74,15 @@ struct RequestHandler: Sendable {
             let new = DaemonInteraction(socket: interaction.socket, id: id, answers: interaction.answers,
                                         canAskAgain: arguments.newCanAskAgain ?? false, assumeYes: false,
                                         answerTimeout: interaction.answerTimeout)
-            try await service.changePassphrase(stretching: try Operations.stretching(arguments.stretching),
+            try await service.passphraseChange(stretching: try Operations.stretching(arguments.stretching),
                                                current: interaction, new: new)
             return reply(id, EmptyReport())
         case let arguments as Operations.SecretGet.Arguments:
-            let value = try await service.release(arguments.item, touchNow: arguments.fresh ?? false,
+            let value = try await service.secretGet(arguments.item, touchNow: arguments.fresh ?? false,
                                                   device: arguments.device, interaction: interaction)
             return reply(id, EmptyReport(), secret: value)
         case let arguments as Operations.SecretAdd.Arguments:
-            return reply(id, try await service.store(arguments.item, value: { try await interaction.secretValue() },
+            return reply(id, try await service.secretAdd(arguments.item, value: { try await interaction.secretValue() },
                                                      policy: arguments.policy, fresh: arguments.fresh ?? false,
                                                      replace: arguments.replace ?? false, device: arguments.device,
                                                      interaction: interaction))
@@ -90,7 +90,7 @@ struct RequestHandler: Sendable {
             // audit.show: one output line per record, as fast as the client reads them: any
             // length of trail, never one line past the protocol's limit; waiting for a slow
             // reader on a thread of its own, as the export does.
-            let records = try await service.auditRecords(arguments.filter ?? AuditFilter())
+            let records = try await service.auditShow(arguments.filter ?? AuditFilter())
             let socket = interaction.socket
             try await OwnThread.run {
                 for record in records { try Self.output(WireCoding.line(record), id: id, on: socket) }
@@ -101,7 +101,7 @@ struct RequestHandler: Sendable {
             let format = try Operations.AuditExport.format(arguments)
             // The export runs on a thread of its own, so waiting here for a slow reader holds no
             // shared thread; a reader that stops reading is cut off, which ends the export.
-            let count = try await service.exportAudit(arguments.filter ?? AuditFilter(), format: format) { text in
+            let count = try await service.auditExport(arguments.filter ?? AuditFilter(), format: format) { text in
                 try Self.output(text, id: id, on: socket)
             }
             return reply(id, CountReport(count: count))

@@ -20,27 +20,27 @@ extension TouchgateService {
 
     /// The audit records `filter` selects, in its order (as stored: verify the chain to
     /// trust them). Without a filter, every record, oldest first. The chain fields are
-    /// left out; ``exportAudit(_:format:to:)`` includes them.
+    /// left out; ``auditExport(_:format:to:)`` includes them.
     /// - Throws: ``ServiceError`` `usage` for a filter that cannot match as meant (an
     ///   unknown event or outcome, a negative limit, `since` not before `until`).
-    public func auditRecords(_ filter: AuditFilter = AuditFilter()) async throws(ServiceError) -> [AuditRecordReport] {
+    public func auditShow(_ filter: AuditFilter = AuditFilter()) async throws(ServiceError) -> [AuditRecordReport] {
         let query = try Self.auditQuery(filter)
         return try await withStore { store in
             try store.vault().audit.records(query).map { Self.report($0, chain: false) }
         }
     }
 
-    /// How many records `filter` selects, ignoring its limit: beside ``auditRecords(_:)``
+    /// How many records `filter` selects, ignoring its limit: beside ``auditShow(_:)``
     /// it tells how many a limit left out.
-    /// - Throws: ``ServiceError`` `usage` as ``auditRecords(_:)`` does.
-    public func auditRecordCount(_ filter: AuditFilter = AuditFilter()) async throws(ServiceError) -> Int {
+    /// - Throws: ``ServiceError`` `usage` as ``auditShow(_:)`` does.
+    public func auditCount(_ filter: AuditFilter = AuditFilter()) async throws(ServiceError) -> Int {
         let query = try Self.auditQuery(filter)
         return try await withStore { store in try store.vault().audit.count(query) }
     }
 
     /// Checks the audit chain; returns how many records it holds.
     /// - Throws: ``ServiceError`` `audit-broken` naming the first record that cannot be trusted.
-    public func verifyAudit() async throws(ServiceError) -> Int {
+    public func auditVerify() async throws(ServiceError) -> Int {
         try await withStore { store in
             switch try store.vault().audit.verify() {
             case .intact(let count):
@@ -58,8 +58,8 @@ extension TouchgateService {
     /// `audit show --json`) with its chain fields, ending in a newline. Returns how many.
     ///
     /// Streams from one database snapshot; records are exported as stored, so run
-    /// ``verifyAudit()`` alongside.
-    /// - Throws: ``ServiceError`` `usage` as ``auditRecords(_:)`` does.
+    /// ``auditVerify()`` alongside.
+    /// - Throws: ``ServiceError`` `usage` as ``auditShow(_:)`` does.
     ///
     /// Each record also carries its public links and trail, and the last line is the seal
     /// (``AuditSealLine``): with the trail's public key (``auditPublicKey()``), anyone can
@@ -72,7 +72,7 @@ extension TouchgateService {
     /// `write` may block (a slow reader at the other end) and may throw to end the export
     /// early: the export runs on a thread of its own, never on the shared pool, so a reader
     /// that stops reading holds only that thread.
-    public func exportAudit(_ filter: AuditFilter = AuditFilter(), format: AuditExportFormat = .json,
+    public func auditExport(_ filter: AuditFilter = AuditFilter(), format: AuditExportFormat = .json,
                             to write: @escaping @Sendable (String) throws -> Void) async throws(ServiceError) -> Int {
         let query = try Self.auditQuery(filter)
         let host = ProcessInfo.processInfo.hostName
@@ -111,7 +111,7 @@ extension TouchgateService {
     /// collector has not confirmed yet.
     /// - Throws: ``ServiceError`` `retention` for a cutoff inside the retention (the message
     ///   names the latest day allowed) or for unshipped records without `force`.
-    public func pruneAudit(before cutoff: Date, force: Bool,
+    public func auditPrune(before cutoff: Date, force: Bool,
                            interaction: any Interaction) async throws(ServiceError) -> Int {
         let years = auditRetentionYears
         return try await withStore { store in

@@ -143,14 +143,14 @@ extension TouchgateService {
     }
 
     /// The enrolled prints (of `user`, or everyone's), never their templates, without
-    /// asking any reader (see ``printList(user:device:interaction:)``). Works while locked.
+    /// asking any reader (see ``printsList(user:device:interaction:)``). Works while locked.
     public func prints(user: String? = nil) async throws(ServiceError) -> [PrintReport] {
         try await withStore { store in try store.printIndex().prints(user: user).map(Self.report) }
     }
 
     /// Deletes `finger` of `user` (from the reader too, when it stores prints). Once a
     /// vault exists this needs the passphrase and destroys every `biometry-current-set` secret.
-    public func deletePrint(finger fingerName: String, user: String? = nil, device: String? = nil,
+    public func printsDelete(finger fingerName: String, user: String? = nil, device: String? = nil,
                             interaction: any Interaction) async throws(ServiceError) -> DeleteReport {
         try await withStore { store in
             guard let finger = Vocabulary.finger(fingerName) else {
@@ -200,7 +200,7 @@ extension TouchgateService {
 
     /// Wipes a reader's own storage and forgets every print made on it. Once a vault
     /// exists this needs the passphrase and destroys every `biometry-current-set` secret.
-    public func clearReader(device: String? = nil, interaction: any Interaction) async throws(ServiceError) -> ClearReport {
+    public func printsClear(device: String? = nil, interaction: any Interaction) async throws(ServiceError) -> ClearReport {
         try await withStore { store in
             try await refuseWhileFprintdOwnsTheReader(device: device, "cleared")
             let vault = try store.vaultIfPresent()

@@ -16,7 +16,7 @@ extension TouchgateService {
     /// saves: sealed once a vault exists (which needs the key and the passphrase, and destroys
     /// `biometry-current-set` secrets, listed and confirmed first), with each enrollment
     /// change counted and audited, all in one transaction: all or nothing.
-    public func importFromFprintd(user: String? = nil, from directory: String = Vocabulary.fprintdStore, dryRun: Bool = false,
+    public func importFprintd(user: String? = nil, from directory: String = Vocabulary.fprintdStore, dryRun: Bool = false,
                                   interaction: any Interaction) async throws(ServiceError) -> ImportReport {
         try await withStore { store in
             let user = user ?? principal.loginName

@@ -48,8 +48,8 @@ extension TouchgateService {
         let kept = "the moved vault is in touchgated, and your personal store at \(directory) is kept: compare the two, "
             + "then remove the personal one yourself (rm -r '\(directory)')"
         do throws(ServiceError) {
-            report.auditRecords = try await target.verifyAudit()
-            let moved = try await target.items().map(\.name).sorted()
+            report.auditRecords = try await target.auditVerify()
+            let moved = try await target.secretList().map(\.name).sorted()
             guard moved == local else {
                 throw ServiceError(.dataError, "touchgated lists \(moved.count) secrets where the personal store has "
                                    + "\(local.count)")

@@ -5,13 +5,13 @@ public import TouchgateAPI
 
 extension TouchgateService {
     /// The limits in force.
-    public func settings() async throws(ServiceError) -> SettingsReport {
+    public func policyShow() async throws(ServiceError) -> SettingsReport {
         try await withStore { store in try store.vault().settings.report }
     }
 
     /// Changes the limits: checked first, then the passphrase; the change and its audit
     /// record are one transaction.
-    public func changeSettings(_ change: SettingsChange, interaction: any Interaction) async throws(ServiceError)
+    public func policySet(_ change: SettingsChange, interaction: any Interaction) async throws(ServiceError)
         -> SettingsReport
     {
         try await withStore { store in

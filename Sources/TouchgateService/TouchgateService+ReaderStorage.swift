@@ -15,7 +15,7 @@ extension TouchgateService {
     /// label Touchgate wrote to the reader (``ReaderLedger``), and by libfprint's print
     /// equality when the templates can be read (no vault yet, or the vault unlocked). A
     /// reader that is busy or cannot list is named in a note; the store is listed all the same.
-    public func printList(user: String? = nil, device: String? = nil,
+    public func printsList(user: String? = nil, device: String? = nil,
                           interaction: any Interaction) async throws(ServiceError) -> PrintListReport {
         try await withStore { store in
             let all = try store.printIndex().prints()
@@ -73,7 +73,7 @@ extension TouchgateService {
     /// `biometry-current-set` secrets are untouched: the enrolled set they are bound to is
     /// the store's prints (``EnrollmentTracker``), and an orphan never was one of them, so
     /// removing it changes neither the set's digest nor its generation.
-    public func deleteOrphans(device: String? = nil, interaction: any Interaction) async throws(ServiceError) -> OrphanDeleteReport {
+    public func printsDeleteOrphans(device: String? = nil, interaction: any Interaction) async throws(ServiceError) -> OrphanDeleteReport {
         try await withStore { store in
             let vault = try store.vaultIfPresent()
             try vault?.requireIntactState()

@@ -2,7 +2,7 @@ public import TouchgateAPI
 
 extension TouchgateService: TouchgateRequests {
 
-    public func listReaders() async throws(ServiceError) -> ReaderInventory {
+    public func devices() async throws(ServiceError) -> ReaderInventory {
         let readers = await readers()
         return ReaderInventory(readers: readers, explanation: readers.isEmpty ? noReaderExplanation() : nil)
     }

@@ -20,18 +20,18 @@ extension TouchgateService {
     /// reader is opened; the reader is opened only if a touch is needed); the grant is
     /// audited durably; only then is the item decrypted. A decryption failure after a
     /// grant is audited as `integrity.failure`.
-    public func release(_ name: String, device: String? = nil,
+    public func secretGet(_ name: String, device: String? = nil,
                         interaction: any Interaction) async throws(ServiceError) -> SecretBytes {
-        try await release(name, touchNow: false, device: device, interaction: interaction)
+        try await secretGet(name, touchNow: false, device: device, interaction: interaction)
     }
 
-    /// Releases the value of `name` as ``release(_:device:interaction:)`` does.
+    /// Releases the value of `name` as ``secretGet(_:device:interaction:)`` does.
     ///
     /// With `touchNow`, the release must be decided by a touch made for it: no reuse
     /// session counts, and an item whose policy can be met without a finger is refused
     /// before anything is asked (a PAM login that releases a password is a fingerprint
     /// login, never a passphrase or an earlier touch).
-    public func release(_ name: String, touchNow: Bool, device: String? = nil,
+    public func secretGet(_ name: String, touchNow: Bool, device: String? = nil,
                         interaction: any Interaction) async throws(ServiceError) -> SecretBytes {
         try await withExistingStore(orElse: noVault) { store in
             let context = try store.vault()
@@ -69,7 +69,7 @@ extension TouchgateService {
     /// the request is known to be possible (vault unlocked, policy valid), so nothing is
     /// asked for in vain. Replacing a live item needs what its current policy asks for;
     /// the check and the write cannot be separated by another writer.
-    public func store(_ name: String, value: @escaping @Sendable () async throws -> SecretBytes, policy text: String, fresh: Bool,
+    public func secretAdd(_ name: String, value: @escaping @Sendable () async throws -> SecretBytes, policy text: String, fresh: Bool,
                       replace: Bool = false, device: String? = nil,
                       interaction: any Interaction) async throws(ServiceError) -> StoredReport {
         let name = Self.storedName(name)
@@ -157,7 +157,7 @@ extension TouchgateService {
     }
 
     /// Every stored secret: names and policies, never values. Works while locked.
-    public func items() async throws(ServiceError) -> [ItemReport] {
+    public func secretList() async throws(ServiceError) -> [ItemReport] {
         try await withStore { store in
             try store.snapshot("items") {
                 try store.vault().vault.items().map { item in
@@ -171,7 +171,7 @@ extension TouchgateService {
 
     /// Deletes `name` once the person confirms. Needs the key held, not a touch (deleting
     /// releases nothing); audited.
-    public func remove(_ name: String, interaction: any Interaction) async throws(ServiceError) {
+    public func secretRm(_ name: String, interaction: any Interaction) async throws(ServiceError) {
         try await withStore { store in
             let context = try store.vault()
             try context.requireIntactState()

@@ -76,7 +76,7 @@ extension TouchgateService {
 
     /// Changes the passphrase: the current one is checked first (so a typo is reported at
     /// once), then the new one is asked for. Items, prints and a held key are untouched.
-    public func changePassphrase(stretching: KeyStretching? = nil, current: any Interaction,
+    public func passphraseChange(stretching: KeyStretching? = nil, current: any Interaction,
                                  new: any Interaction) async throws(ServiceError) {
         try await withStore { store in
             let context = try store.vault()

@@ -21,12 +21,12 @@ public enum Printed {
     }
 
     /// `touchgate secret list`.
-    public static func items(_ service: any TouchgateRequests, console: Console) async throws -> Int32 {
-        items(try await service.items(), console: console)
+    public static func secretList(_ service: any TouchgateRequests, console: Console) async throws -> Int32 {
+        secretList(try await service.secretList(), console: console)
     }
 
     /// Prints a `secret list` report.
-    public static func items(_ items: [ItemReport], console: Console) -> Int32 {
+    public static func secretList(_ items: [ItemReport], console: Console) -> Int32 {
         console.result("items", ItemList(items: items), text: ItemList.text(items))
         return ExitStatus.success
     }
@@ -51,9 +51,9 @@ public enum Printed {
 
     /// `touchgate secret get`: the value alone on standard output, or with `--json` one
     /// result whose `value` holds it (base64 when it is not UTF-8 text).
-    public static func release(_ service: any TouchgateRequests, name: String, device: String?, input: PassphraseInput,
+    public static func secretGet(_ service: any TouchgateRequests, name: String, device: String?, input: PassphraseInput,
                                console: Console) async throws -> Int32 {
-        let value = try await service.release(name, device: device,
+        let value = try await service.secretGet(name, device: device,
                                               interaction: TerminalInteraction(console: console, input: input))
         if console.json {
             console.result("released", SecretValue.report(name: name, value: value), text: nil)

@@ -95,7 +95,7 @@ final class FastConversation {
                 FileOutput.write(TerminalText.noMatch(attemptsLeft: report.integer("attempts-left")) + "\n", to: 1)
             }
             return match ? ExitStatus.success : ExitStatus.noMatch
-        case .release:
+        case .secretGet:
             guard let length = message.integer("secret-length") else { return failure(.daemonReleasedNoValue) }
             guard (0...DaemonProtocol.maximumSecretBytes).contains(length) else { return broken(.secretTooLong) }
             let value = SecretBuffer(capacity: max(length, 1))
@@ -106,7 +106,7 @@ final class FastConversation {
                 return failure(error)
             }
             return release(value)
-        case .status, .items:
+        case .status, .secretList:
             guard let raw = message.raw("result") else { return broken(.malformed("missing result")) }
             return report(raw)
         }
@@ -120,7 +120,7 @@ final class FastConversation {
         do {
             return request.operation == .status
                 ? Printed.status(try WireCoding.decoder().decode(StatusReport.self, from: Data(raw)), console: console)
-                : Printed.items(try WireCoding.decoder().decode([ItemReport].self, from: Data(raw)), console: console)
+                : Printed.secretList(try WireCoding.decoder().decode([ItemReport].self, from: Data(raw)), console: console)
         } catch {
             return broken(.malformed("bad value at result"))
         }

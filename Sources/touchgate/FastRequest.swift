@@ -10,7 +10,7 @@ import TouchgateAPI
 /// validates every command.
 struct FastRequest: Equatable {
     enum Operation: String, Equatable {
-        case status, items = "secret.list", verify, release = "secret.get"
+        case status, secretList = "secret.list", verify, secretGet = "secret.get"
     }
 
     var operation: Operation
@@ -35,10 +35,10 @@ struct FastRequest: Equatable {
             operation = .verify
         case ("secret"?, "get"?):
             words = words.dropFirst()
-            operation = .release
+            operation = .secretGet
         case ("secret"?, "list"?):
             words = words.dropFirst()
-            operation = .items
+            operation = .secretList
         default:
             return nil
         }
@@ -62,7 +62,7 @@ struct FastRequest: Equatable {
                     value = next
                 }
                 switch (name, operation) {
-                case ("--device", .verify), ("--device", .release): device = value
+                case ("--device", .verify), ("--device", .secretGet): device = value
                 case ("--user", .verify): user = value
                 case ("--finger", .verify) where value == "any": break
                 default: return nil
@@ -70,10 +70,10 @@ struct FastRequest: Equatable {
                 continue
             }
             // A positional: secret get's NAME, once. Short options and `--` go to the parser.
-            guard operation == .release, item == nil, !word.hasPrefix("-"), !word.isEmpty else { return nil }
+            guard operation == .secretGet, item == nil, !word.hasPrefix("-"), !word.isEmpty else { return nil }
             item = word
         }
-        if operation == .release && item == nil { return nil }
+        if operation == .secretGet && item == nil { return nil }
     }
 
     /// The protocol's request message (docs/PROTOCOL.md), as
@@ -84,11 +84,11 @@ struct FastRequest: Equatable {
         switch operation {
         case .verify:
             if let user { fields.append(("user", JSONText.quoted(user))) }
-        case .release:
+        case .secretGet:
             if let item { fields.append(("item", JSONText.quoted(item))) }
             // A terminal can be asked again after a wrong passphrase (--passphrase-fd is left to touchgate-client).
             fields.append(("can-ask-again", Array("true".utf8)))
-        case .status, .items:
+        case .status, .secretList:
             break
         }
         return JSONText.object([

@@ -7,7 +7,7 @@ import TouchgateAPI
     @Test("only deleting orphans, clearing a reader and importing fprintd's store need root; every other operation is the caller's own")
     func rootOnlyOperations() {
         let needRoot = Set(DaemonOperation.allCases.filter { CallerRules.rootOnly($0) != nil })
-        #expect(needRoot == [.deleteOrphans, .clearReader, .importFprintd])
+        #expect(needRoot == [.printsDeleteOrphans, .printsClear, .importFprintd])
         for operation in needRoot {
             #expect(throws: ServiceError.self) { try CallerRules.requireRoot(callerIsRoot: false, CallerRules.rootOnly(operation)!) }
             #expect(throws: Never.self) { try CallerRules.requireRoot(callerIsRoot: true, CallerRules.rootOnly(operation)!) }

@@ -19,12 +19,12 @@ import TouchgateAPI
 
     func store(_ service: TouchgateService, _ name: String, bytes: Int, replace: Bool = false) async throws(ServiceError) {
         let value = String(repeating: "v", count: bytes)
-        _ = try await service.store(name, value: { SecretBytes(copying: Array(value.utf8)) }, policy: "passphrase",
+        _ = try await service.secretAdd(name, value: { SecretBytes(copying: Array(value.utf8)) }, policy: "passphrase",
                                     fresh: false, replace: replace, interaction: ScriptedInteraction())
     }
 
     func refusals(_ service: TouchgateService) async throws -> Int {
-        try await service.auditRecords().filter { $0.event == "item.write" && $0.outcome == "denied" }.count
+        try await service.auditShow().filter { $0.event == "item.write" && $0.outcome == "denied" }.count
     }
 
     @Test func theDefaultsAreAThousandItemsAndFourMebibytesAndThePersonalModeHasNone() throws {
@@ -50,16 +50,16 @@ import TouchgateAPI
                         "\(error.message)")
             }
         }
-        #expect(try await service.items().map(\.name) == ["a", "b"], "nothing stored")
+        #expect(try await service.secretList().map(\.name) == ["a", "b"], "nothing stored")
         #expect(try await refusals(service) == 1, "three refusals, one record")
         // Replacing within the bound is not a new item: its old value does not count twice.
         try await store(service, "a", bytes: 590, replace: true)
         // That success re-arms the record: the next crossing is recorded again.
         await #expect(throws: ServiceError.self) { try await self.store(service, "d", bytes: 20) }
         #expect(try await refusals(service) == 2)
-        try await service.remove("b", interaction: ScriptedInteraction())
+        try await service.secretRm("b", interaction: ScriptedInteraction())
         try await store(service, "d", bytes: 20)
-        #expect(try await service.verifyAudit() > 0)
+        #expect(try await service.auditVerify() > 0)
     }
 
     @Test func storesPastTheItemCountAreRefused() async throws {
@@ -75,6 +75,6 @@ import TouchgateAPI
             #expect(error.code == .quota && error.message.contains("the most one user may (2)"), "\(error)")
         }
         try await store(service, "two", bytes: 5, replace: true)
-        #expect(try await service.items().count == 2)
+        #expect(try await service.secretList().count == 2)
     }
 }

@@ -17,7 +17,7 @@ import TouchgateAPI
 
     /// The stored names, as their bytes.
     private func storedNames(_ rig: ServiceRig) async throws -> [[UInt8]] {
-        try await rig.service.items().map { Array($0.name.utf8) }
+        try await rig.service.secretList().map { Array($0.name.utf8) }
     }
 
     @Test func eitherSpellingReachesTheSameItem() async throws {
@@ -25,24 +25,24 @@ import TouchgateAPI
         defer { rig.remove() }
         try await rig.initAndUnlock()
         #expect(!Self.composed.utf8.elementsEqual(Self.decomposed.utf8), "two spellings, different bytes")
-        _ = try await rig.service.store(Self.decomposed, value: rig.value("first"), policy: "passphrase", fresh: false,
+        _ = try await rig.service.secretAdd(Self.decomposed, value: rig.value("first"), policy: "passphrase", fresh: false,
                                         interaction: ScriptedInteraction())
         #expect(try await storedNames(rig) == [Array(Self.composed.utf8)], "stored under NFC")
-        #expect(text(try await rig.service.release(Self.composed, interaction: ScriptedInteraction())) == "first")
-        #expect(text(try await rig.service.release(Self.decomposed, interaction: ScriptedInteraction())) == "first")
+        #expect(text(try await rig.service.secretGet(Self.composed, interaction: ScriptedInteraction())) == "first")
+        #expect(text(try await rig.service.secretGet(Self.decomposed, interaction: ScriptedInteraction())) == "first")
 
         // The other spelling replaces, it does not add a second item that prints the same.
-        let replaced = try await rig.service.store(Self.composed, value: rig.value("second"), policy: "passphrase",
+        let replaced = try await rig.service.secretAdd(Self.composed, value: rig.value("second"), policy: "passphrase",
                                                    fresh: false, replace: true, interaction: ScriptedInteraction())
         #expect(replaced.replaced)
         #expect(try await storedNames(rig) == [Array(Self.composed.utf8)])
-        #expect(text(try await rig.service.release(Self.decomposed, interaction: ScriptedInteraction())) == "second")
-        let records = try await rig.service.auditRecords()
+        #expect(text(try await rig.service.secretGet(Self.decomposed, interaction: ScriptedInteraction())) == "second")
+        let records = try await rig.service.auditShow()
         #expect(records.filter { $0.item != nil }.allSatisfy { $0.item!.utf8.elementsEqual(Self.composed.utf8) },
                 "the trail names the item one way")
 
-        try await rig.service.remove(Self.decomposed, interaction: ScriptedInteraction())
-        #expect(try await rig.service.items().isEmpty)
+        try await rig.service.secretRm(Self.decomposed, interaction: ScriptedInteraction())
+        #expect(try await rig.service.secretList().isEmpty)
     }
 
     @Test func invisibleAndBlankNamesAreRefusedAndNothingIsStored() async throws {
@@ -51,7 +51,7 @@ import TouchgateAPI
         try await rig.initAndUnlock()
         for name in [" ", "token ", " token", "to\u{200B}ken", "\u{FEFF}token", "token\u{FE0F}", "my\u{A0}token"] {
             do {
-                _ = try await rig.service.store(name, value: rig.value("v"), policy: "passphrase", fresh: false,
+                _ = try await rig.service.secretAdd(name, value: rig.value("v"), policy: "passphrase", fresh: false,
                                                 interaction: ScriptedInteraction())
                 Issue.record("stored \(name.debugDescription)")
             } catch {
@@ -59,7 +59,7 @@ import TouchgateAPI
                 #expect(!error.message.contains("\u{200B}"), "the message names the character, it does not hold it")
             }
         }
-        #expect(try await rig.service.items().isEmpty)
+        #expect(try await rig.service.secretList().isEmpty)
     }
 
     @Test func anItemStoredUnderAnotherSpellingByAnEarlierReleaseStaysReachable() async throws {
@@ -72,23 +72,23 @@ import TouchgateAPI
         #expect(try await storedNames(rig).contains(Array(Self.decomposed.utf8)))
 
         for spelling in [Self.composed, Self.decomposed] {
-            #expect(text(try await rig.service.release(spelling, interaction: ScriptedInteraction())) == "legacy")
+            #expect(text(try await rig.service.secretGet(spelling, interaction: ScriptedInteraction())) == "legacy")
         }
-        #expect(text(try await rig.service.release("old name ", interaction: ScriptedInteraction())) == "spaced")
+        #expect(text(try await rig.service.secretGet("old name ", interaction: ScriptedInteraction())) == "spaced")
 
         // Replacing it moves it to the NFC name in one step: still one item.
-        _ = try await rig.service.store(Self.composed, value: rig.value("renewed"), policy: "passphrase", fresh: false,
+        _ = try await rig.service.secretAdd(Self.composed, value: rig.value("renewed"), policy: "passphrase", fresh: false,
                                         replace: true, interaction: ScriptedInteraction())
         let names = try await storedNames(rig)
         #expect(names.contains(Array(Self.composed.utf8)) && !names.contains(Array(Self.decomposed.utf8)), "\(names)")
-        #expect(text(try await rig.service.release(Self.decomposed, interaction: ScriptedInteraction())) == "renewed")
+        #expect(text(try await rig.service.secretGet(Self.decomposed, interaction: ScriptedInteraction())) == "renewed")
 
         // And an old item can be removed however its name is typed.
         try rig.storeAsTyped([Self.decomposed + "2": "legacy2"])
-        try await rig.service.remove(Self.composed + "2", interaction: ScriptedInteraction())
-        try await rig.service.remove("old name ", interaction: ScriptedInteraction())
-        #expect(try await rig.service.items().map(\.name) == [Self.composed])
-        #expect(try await rig.service.verifyAudit() > 0)
+        try await rig.service.secretRm(Self.composed + "2", interaction: ScriptedInteraction())
+        try await rig.service.secretRm("old name ", interaction: ScriptedInteraction())
+        #expect(try await rig.service.secretList().map(\.name) == [Self.composed])
+        #expect(try await rig.service.auditVerify() > 0)
     }
 }
 

@@ -60,9 +60,9 @@ import TouchgateAPI
         let service = kept(rig, OpenStores())
         _ = try await service.initialize(stretching: .minimum, interaction: ScriptedInteraction())
         try await service.unlock(interaction: ScriptedInteraction())
-        _ = try await service.store("db", value: rig.value("s3cret"), policy: "passphrase", fresh: false,
+        _ = try await service.secretAdd("db", value: rig.value("s3cret"), policy: "passphrase", fresh: false,
                                     interaction: ScriptedInteraction())
-        let value = try await service.release("db", interaction: ScriptedInteraction())
+        let value = try await service.secretGet("db", interaction: ScriptedInteraction())
         #expect(value.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } == "s3cret")
 
         // Another connection (sqlite3, say) edits the authenticated state while the store is kept open.
@@ -71,9 +71,9 @@ import TouchgateAPI
             CAST('{"lockoutThreshold":20,"lockoutDurationSeconds":1,"sessionTimeoutSeconds":300,"idleTimeoutSeconds":300}' AS BLOB), 0)
             """)
         await #expect(throws: ServiceError.self, "an edited state went unnoticed by a kept store") {
-            _ = try await service.release("db", interaction: ScriptedInteraction())
+            _ = try await service.secretGet("db", interaction: ScriptedInteraction())
         }
-        let records = try await rig.service.auditRecords()
+        let records = try await rig.service.auditShow()
         #expect(records.contains { $0.event == "integrity.failure" }, "the tampering was not audited")
     }
 
@@ -84,19 +84,19 @@ import TouchgateAPI
         let service = kept(rig, open)
         _ = try await service.initialize(stretching: .minimum, interaction: ScriptedInteraction())
         try await service.unlock(interaction: ScriptedInteraction())
-        _ = try await service.store("db", value: rig.value("s3cret"), policy: "passphrase", fresh: false,
+        _ = try await service.secretAdd("db", value: rig.value("s3cret"), policy: "passphrase", fresh: false,
                                     interaction: ScriptedInteraction())
-        let before = try await service.auditRecords().count
+        let before = try await service.auditShow().count
         let released = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<16 {
-                group.addTask { try await service.release("db", interaction: ScriptedInteraction()).count }
+                group.addTask { try await service.secretGet("db", interaction: ScriptedInteraction()).count }
             }
             return try await group.reduce(0) { $0 + ($1 == 6 ? 1 : 0) }
         }
         #expect(released == 16)
         #expect(open.count == 1)
         // Every release audited, and the chain intact: the shared writer serialised the appends.
-        #expect(try await service.auditRecords().count - before >= 16)
-        #expect(try await service.verifyAudit() == (try await service.auditRecords().count))
+        #expect(try await service.auditShow().count - before >= 16)
+        #expect(try await service.auditVerify() == (try await service.auditShow().count))
     }
 }

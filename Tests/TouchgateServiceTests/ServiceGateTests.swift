@@ -40,7 +40,7 @@ private struct GateRig {
     }
 
     func records(_ uid: UInt32) async throws -> [AuditRecordReport] {
-        try await service(uid).auditRecords()
+        try await service(uid).auditShow()
     }
 
     func remove() { try? FileManager.default.removeItem(at: directory) }
@@ -133,7 +133,7 @@ private let nobody = Caller(uid: 65534, loginName: "nobody", pid: 4001, executab
         try await rig.initialize(1)
         var helper = root
         helper.requester = "askpass for pid 41 /usr/bin/ssh-add"
-        try await rig.gate.serve(.remove, caller: helper, namedUser: "daemon", localOnly: false) { service in
+        try await rig.gate.serve(.secretRm, caller: helper, namedUser: "daemon", localOnly: false) { service in
             try await service.recordRefusal(of: "remove", ServiceError(.forbidden, "a test refusal"))
         }
         let record = try #require(try await rig.records(1).last)

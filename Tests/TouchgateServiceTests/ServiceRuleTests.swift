@@ -34,14 +34,14 @@ private struct RuleRig {
     }
 
     func store(_ name: String, _ policy: String, fresh: Bool = false) async throws {
-        _ = try await service.store(name, value: base.value("value of \(name)"), policy: policy, fresh: fresh,
+        _ = try await service.secretAdd(name, value: base.value("value of \(name)"), policy: policy, fresh: fresh,
                                     interaction: ScriptedInteraction())
     }
 
     /// Releases `name`; the value's text, or the error's code.
     func release(_ name: String, touchNow: Bool = false) async -> Released {
         do {
-            let value = try await service.release(name, touchNow: touchNow, interaction: ScriptedInteraction())
+            let value = try await service.secretGet(name, touchNow: touchNow, interaction: ScriptedInteraction())
             return .value(value.withUnsafeBytes { String(decoding: $0, as: UTF8.self) })
         } catch {
             return .failed(error.code)
@@ -80,7 +80,7 @@ private enum Released: Equatable {
         #expect(await rig.release("db").code == .lockedOut)
         rig.clock.advance(by: .seconds(2))
         #expect(await rig.release("db") == .value("value of db"))
-        let records = try await rig.service.auditRecords()
+        let records = try await rig.service.auditShow()
         #expect(records.contains { $0.event == "lockout.start" || $0.reason.contains("lockout") })
     }
 
@@ -126,7 +126,7 @@ private enum Released: Equatable {
         rig.reader.then(.finger("left-index"))
         #expect(await rig.release("bound").code == .itemInvalidated)
         #expect(await rig.release("any") == .value("value of any"), "the new finger opens biometry-any items")
-        let items = try await rig.service.items()
+        let items = try await rig.service.secretList()
         #expect(items.first { $0.name == "bound" }?.invalidated == true)
     }
 
@@ -158,7 +158,7 @@ private enum Released: Equatable {
         #expect(matched.match && matched.finger == "right-index" && matched.user == "alice")
         let missed = try await rig.service.verify(interaction: ScriptedInteraction())
         #expect(!missed.match && missed.attemptsLeft == 2)
-        #expect(try await rig.service.auditRecords().filter { $0.event == "auth.attempt" }.count >= 2)
+        #expect(try await rig.service.auditShow().filter { $0.event == "auth.attempt" }.count >= 2)
     }
 
     @Test("act-for: root acting for a user is matched against that user's prints and counted in that user's store")
@@ -194,7 +194,7 @@ private enum Released: Equatable {
             try await service.verify(interaction: ScriptedInteraction())
         } } throws: { ($0 as? ServiceError)?.code == .remoteSession }
         #expect(rig.reader.opens == opens, "no reader was opened for a remote session")
-        let refusal = try #require(try await rig.services(Principal(uid: 1, loginName: "daemon")).auditRecords().last)
+        let refusal = try #require(try await rig.services(Principal(uid: 1, loginName: "daemon")).auditShow().last)
         #expect(refusal.event == "access.denied" && refusal.reason.contains("203.0.113.9"))
         // Without local-only, or from the local console, the same touch is asked for.
         let local = Caller(uid: 0, loginName: "root", pid: GatedRig.consolePID, executable: "/usr/bin/login", door: .daemon)

@@ -119,27 +119,27 @@ private func text(_ bytes: SecretBytes) -> String {
         let rig = try ServiceRig()
         defer { rig.remove() }
         try await rig.initAndUnlock()
-        let stored = try await rig.service.store("db", value: rig.value("s3cret"), policy: "passphrase", fresh: false,
+        let stored = try await rig.service.secretAdd("db", value: rig.value("s3cret"), policy: "passphrase", fresh: false,
                                                  interaction: ScriptedInteraction())
         #expect(stored.replaced == false)
-        #expect(text(try await rig.service.release("db", interaction: ScriptedInteraction())) == "s3cret")
-        let records = try await rig.service.auditRecords()
+        #expect(text(try await rig.service.secretGet("db", interaction: ScriptedInteraction())) == "s3cret")
+        let records = try await rig.service.auditShow()
         #expect(records.allSatisfy { $0.vaultUser == nil || $0.vaultUser == "alice" }, "the principal, not the process owner")
         #expect(records.contains { $0.event == "item.read" && $0.outcome == "success" && $0.item == "db" })
-        #expect(try await rig.service.verifyAudit() == records.count)
+        #expect(try await rig.service.auditVerify() == records.count)
     }
 
     @Test func aWrongPassphraseReleasesNothing() async throws {
         let rig = try ServiceRig()
         defer { rig.remove() }
         try await rig.initAndUnlock()
-        _ = try await rig.service.store("db", value: rig.value("s3cret"), policy: "passphrase", fresh: true,
+        _ = try await rig.service.secretAdd("db", value: rig.value("s3cret"), policy: "passphrase", fresh: true,
                                        interaction: ScriptedInteraction())
         await #expect(throws: ServiceError.self) {
-            _ = try await rig.service.release("db", interaction: ScriptedInteraction(passphrase: "wrong"))
+            _ = try await rig.service.secretGet("db", interaction: ScriptedInteraction(passphrase: "wrong"))
         }
         do {
-            _ = try await rig.service.release("db", interaction: ScriptedInteraction(passphrase: "wrong"))
+            _ = try await rig.service.secretGet("db", interaction: ScriptedInteraction(passphrase: "wrong"))
             Issue.record("released with a wrong passphrase")
         } catch {
             #expect(error.code == .wrongPassphrase)
@@ -153,14 +153,14 @@ private func text(_ bytes: SecretBytes) -> String {
         try await rig.initAndUnlock()
         for (name, policy) in [("evil\u{1B}[2J", "passphrase"), ("", "passphrase"), ("ok", "biometry-sometimes")] {
             do {
-                _ = try await rig.service.store(name, value: rig.value("v"), policy: policy, fresh: false,
+                _ = try await rig.service.secretAdd(name, value: rig.value("v"), policy: policy, fresh: false,
                                                interaction: ScriptedInteraction())
                 Issue.record("stored \(name.debugDescription) with \(policy)")
             } catch {
                 #expect(error.code == .usage)
             }
         }
-        #expect(try await rig.service.items().isEmpty)
+        #expect(try await rig.service.secretList().isEmpty)
     }
 
     @Test func verifyWithNothingEnrolledIsRefusedAndAuditedWithoutAReader() async throws {
@@ -175,7 +175,7 @@ private func text(_ bytes: SecretBytes) -> String {
             #expect(error.code == .nothingEnrolled)
         }
         #expect(!interaction.events.contains { $0.event == .touchNeeded }, "no reader was asked for")
-        let last = try #require(try await rig.service.auditRecords().last)
+        let last = try #require(try await rig.service.auditShow().last)
         #expect(last.event == "auth.attempt" && last.outcome == "denied")
     }
 
@@ -183,7 +183,7 @@ private func text(_ bytes: SecretBytes) -> String {
         let rig = try ServiceRig()
         defer { rig.remove() }
         try await rig.initAndUnlock()
-        _ = try await rig.service.store("db", value: rig.value("s3cret"), policy: "passphrase", fresh: true,
+        _ = try await rig.service.secretAdd("db", value: rig.value("s3cret"), policy: "passphrase", fresh: true,
                                        interaction: ScriptedInteraction())
         try rig.sql("""
             INSERT OR REPLACE INTO vault_state (key, value, updated_at) VALUES ('policy.settings', \
@@ -191,7 +191,7 @@ private func text(_ bytes: SecretBytes) -> String {
             """)
         for attempt in [0, 1] {
             do {
-                _ = try await rig.service.release("db", interaction: ScriptedInteraction())
+                _ = try await rig.service.secretGet("db", interaction: ScriptedInteraction())
                 Issue.record("released from tampered state (\(attempt))")
             } catch {
                 #expect(error.code == .stateTampered)
@@ -199,7 +199,7 @@ private func text(_ bytes: SecretBytes) -> String {
                 #expect(error.message.contains("touchgate repair"))
             }
         }
-        #expect(try await rig.service.settings().lockoutDurationSeconds == 900, "forged settings are not used")
+        #expect(try await rig.service.policyShow().lockoutDurationSeconds == 900, "forged settings are not used")
         let status = try await rig.service.status()
         #expect(status.problem?.contains("touchgate repair") == true)
         // A wrong passphrase repairs nothing.
@@ -213,11 +213,11 @@ private func text(_ bytes: SecretBytes) -> String {
         #expect(report.repaired && report.settingsReset)
         #expect(try await rig.service.repair(interaction: ScriptedInteraction(passphrase: nil)).repaired == false,
                 "nothing left to repair, and nothing asked")
-        #expect(text(try await rig.service.release("db", interaction: ScriptedInteraction())) == "s3cret")
-        let records = try await rig.service.auditRecords()
+        #expect(text(try await rig.service.secretGet("db", interaction: ScriptedInteraction())) == "s3cret")
+        let records = try await rig.service.auditShow()
         #expect(records.filter { $0.event == "integrity.failure" }.count == 2, "each refusal is on record")
         #expect(records.contains { $0.event == "state.repair" })
-        _ = try await rig.service.verifyAudit()
+        _ = try await rig.service.auditVerify()
     }
 
     @Test func lockReleasesTheKeyEvenWithDamagedState() async throws {
@@ -241,7 +241,7 @@ private func text(_ bytes: SecretBytes) -> String {
                 let value = rig.value("value-\(index)")
                 group.addTask {
                     do {
-                        _ = try await service.store("shared", value: value, policy: "passphrase", fresh: true,
+                        _ = try await service.secretAdd("shared", value: value, policy: "passphrase", fresh: true,
                                                     interaction: ScriptedInteraction())
                         return "written"
                     } catch let error as ServiceError {
@@ -259,7 +259,7 @@ private func text(_ bytes: SecretBytes) -> String {
         // none could write over an item it did not see: each either created, replaced the
         // version it was authorized for, or got a conflict.
         #expect(outcomes.allSatisfy { $0 == "written" || $0 == "conflict" }, "\(outcomes)")
-        let writes = try await rig.service.auditRecords().filter { $0.event == "item.write" && $0.outcome == "success" }
+        let writes = try await rig.service.auditShow().filter { $0.event == "item.write" && $0.outcome == "success" }
         #expect(writes.filter { $0.reason.hasPrefix("created") }.count == 1, "one creation")
         #expect(writes.filter { $0.reason.hasPrefix("created") || $0.reason == "replaced" }.count == outcomes.filter { $0 == "written" }.count)
     }
