@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
+        // Its FilePath and FileDescriptor, which swift-subprocess's API takes.
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         // libfprint-2 (and, through its pkg-config file, GLib/GObject/GIO).
@@ -132,6 +134,7 @@ let package = Package(
                 "TouchgateAPI", "TouchgateTerminal", "TouchgateClient", "TouchgatePolicy",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         // Every command, in either mode, the personal mode in-process: what `touchgate` execs

@@ -1,6 +1,9 @@
 import Foundation
 import TouchgateAPI
 import TouchgateTerminal
+import Subprocess
+// FilePath and FileDescriptor, which swift-subprocess takes.
+import SystemPackage
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -85,7 +88,7 @@ struct PinentryServer {
                 // A passphrase is asked once per SETERROR: a new request starts clean.
                 state.hasError = false
             case "CONFIRM", "MESSAGE":
-                try passThrough(line, state, input: input, otherwise: command == "MESSAGE"
+                try await passThrough(line, state, input: input, otherwise: command == "MESSAGE"
                                 ? nil : "ERR \(Failure.notConfirmed) Not confirmed <touchgate>")
             default:
                 try AssuanWriter.line("ERR \(Failure.unknownCommand) Unknown IPC command <touchgate>", to: 1)
@@ -129,13 +132,13 @@ struct PinentryServer {
                 // Any other failure: the passphrase can still be typed at the fallback.
             }
         }
-        try passThrough(line, state, input: input,
+        try await passThrough(line, state, input: input,
                         otherwise: "ERR \(Failure.noPinentry) No pinentry <touchgate>")
     }
 
     /// Runs `line` on the fallback pinentry and relays its answer; without a fallback
     /// answers `otherwise` (or OK when nil).
-    private func passThrough(_ line: String, _ state: State, input: AssuanReader, otherwise: String?) throws {
+    private func passThrough(_ line: String, _ state: State, input: AssuanReader, otherwise: String?) async throws {
         guard let program = settings.pinentryFallback else {
             if otherwise != nil {
                 console.warning("no fallback pinentry is set; set one with: touchgate pinentry fallback /usr/bin/pinentry-tty")
@@ -143,14 +146,14 @@ struct PinentryServer {
             try AssuanWriter.line(otherwise ?? "OK", to: 1)
             return
         }
-        let child = try FallbackPinentry(program: program)
-        defer { child.finish() }
-        for setting in state.options + state.settings {
-            try child.send(setting)
-            try child.skipReply()
+        try await FallbackPinentry.run(program: program) { child in
+            for setting in state.options + state.settings {
+                try child.send(setting)
+                try child.skipReply()
+            }
+            try child.send(line)
+            try child.relay(agent: input)
         }
-        try child.send(line)
-        try child.relay(agent: input)
     }
 
     /// `COMMAND argument` split at the first space.
@@ -162,47 +165,50 @@ struct PinentryServer {
 
 /// A real pinentry run as a child for one command, its Assuan stream passed through.
 ///
-/// Started with posix_spawn rather than `Process`, which puts the child in a process
-/// group of its own: a terminal pinentry (pinentry-tty, pinentry-curses) must stay in the
-/// terminal's foreground group to read from it.
+/// Started by swift-subprocess in this process's own process group (its default): a
+/// terminal pinentry (pinentry-tty, pinentry-curses) must stay in the terminal's
+/// foreground group to read from it. Its standard input and output are pipes this side
+/// reads and writes line by line; its standard error is ours.
 final class FallbackPinentry {
-    private let pid: pid_t
     private let toChild: Int32
-    private let reader: AssuanReader
     private let fromChild: Int32
+    private let reader: AssuanReader
 
-    init(program: String) throws {
+    private init(toChild: Int32, fromChild: Int32) {
+        self.toChild = toChild
+        self.fromChild = fromChild
+        reader = AssuanReader(fd: fromChild)
+    }
+
+    /// Starts `program`, waits for its greeting, runs `body` with it, then says BYE and
+    /// waits for it to exit.
+    static func run(program: String, _ body: (FallbackPinentry) throws -> Void) async throws {
         var input: [Int32] = [-1, -1], output: [Int32] = [-1, -1]
-        // Close-on-exec: only the dup2'ed copies reach the child (pipe2 is not imported into Swift).
-        guard pipe(&input) == 0 else { throw Self.failure(program, errno) }
+        // Close-on-exec: only the copies made the child's 0 and 1 reach it (pipe2 is not imported into Swift).
+        guard pipe(&input) == 0 else { throw failure(program, errno) }
         guard pipe(&output) == 0 else {
             close(input[0]); close(input[1])
-            throw Self.failure(program, errno)
+            throw failure(program, errno)
         }
         for descriptor in input + output { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
-        var child: pid_t = 0
-        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(program), nil]
-        defer { free(arguments[0]) }
-        let result = posix_spawn(&child, program, &actions, nil, arguments, environ)
-        close(input[0])
-        close(output[1])
-        guard result == 0 else {
-            close(input[1]); close(output[0])
-            throw Self.failure(program, result)
-        }
-        pid = child
-        toChild = input[1]
-        fromChild = output[0]
-        reader = AssuanReader(fd: output[0])
-        // Its greeting.
-        guard let greeting = try reader.nextText(), greeting.hasPrefix("OK") else {
-            finish()
-            throw ServiceError(.execFailed, "the fallback pinentry \(program) did not greet; is it a pinentry?")
+        let child = FallbackPinentry(toChild: input[1], fromChild: output[0])
+        do {
+            _ = try await Subprocess.run(
+                .path(FilePath(program)),
+                input: .fileDescriptor(FileDescriptor(rawValue: input[0]), closeAfterSpawningProcess: true),
+                output: .fileDescriptor(FileDescriptor(rawValue: output[1]), closeAfterSpawningProcess: true),
+                error: .fileDescriptor(.standardError, closeAfterSpawningProcess: false)
+            ) { _ in
+                defer { child.finish() }
+                guard let greeting = try child.reader.nextText(), greeting.hasPrefix("OK") else {
+                    throw ServiceError(.execFailed, "the fallback pinentry \(program) did not greet; is it a pinentry?")
+                }
+                try body(child)
+            }
+        } catch let error as SubprocessError {
+            // Not started: our ends of the pipes are still open (its ends were closed by the spawn or are here).
+            child.finish()
+            throw failure(program, error.underlyingError?.rawValue ?? ENOENT)
         }
     }
 
@@ -244,13 +250,14 @@ final class FallbackPinentry {
         }
     }
 
-    /// Says BYE and waits for the child.
-    func finish() {
+    /// Says BYE and closes this side of both pipes, so the child ends (swift-subprocess waits for it).
+    private var finished = false
+    private func finish() {
+        guard !finished else { return }
+        finished = true
         try? send("BYE")
         close(toChild)
         close(fromChild)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     }
 }
 
