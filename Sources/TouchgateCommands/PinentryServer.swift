@@ -146,13 +146,20 @@ struct PinentryServer {
             try AssuanWriter.line(otherwise ?? "OK", to: 1)
             return
         }
-        try await FallbackPinentry.run(program: program) { child in
-            for setting in state.options + state.settings {
-                try child.send(setting)
-                try child.skipReply()
+        do {
+            try await FallbackPinentry.run(program: program) { child in
+                for setting in state.options + state.settings {
+                    try child.send(setting)
+                    try child.skipReply()
+                }
+                try child.send(line)
+                try child.relay(agent: input)
             }
-            try child.send(line)
-            try child.relay(agent: input)
+        } catch let error as ServiceError where error.code == .execFailed {
+            // It never started or never greeted: nothing was relayed, so the agent gets the
+            // answer it gets without a fallback, and the person the reason.
+            console.failure(error)
+            try AssuanWriter.line(otherwise ?? "OK", to: 1)
         }
     }
 

@@ -168,4 +168,32 @@ struct PinentryTests {
         #expect(!lines.contains("S PASSWORD_FROM_CACHE"))
         #expect(lines.last == "OK closing connection", "\(lines)")
     }
+
+    @Test("a fallback that is not a pinentry, or one that cannot run, is named in a clear error and the agent gets an ERR")
+    func aBrokenFallbackIsReported() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let conversation = "SETKEYINFO n/0123456789ABCDEF0123456789ABCDEF01234567\nGETPIN\nBYE\n"
+        let notAPinentry = rig.home.path("not-a-pinentry")
+        try Data("#!/bin/sh\necho hello\n".utf8).write(to: URL(fileURLWithPath: notAPinentry))
+        chmod(notAPinentry, 0o755)
+        for (program, says) in [(notAPinentry, "did not greet"), ("/bin/true", "did not greet")] {
+            let set = try await rig.vault.run(["pinentry", "fallback", program])
+            try #require(set.status == 0, "\(set.stderrLines)")
+            let served = try await rig.run(rig.bin + "/pinentry-touchgate", [], stdin: Data(conversation.utf8))
+            let lines = served.stdout.split(separator: "\n").map(String.init)
+            #expect(lines.contains { $0.hasPrefix("ERR ") }, "\(program): \(lines)")
+            #expect(served.stderrLines.joined(separator: "\n").contains(says), "\(program): \(served.stderrLines)")
+        }
+        // Gone after it was set: the path is named with why it cannot run.
+        let gone = rig.home.path("gone")
+        try FileManager.default.copyItem(atPath: notAPinentry, toPath: gone)
+        let set = try await rig.vault.run(["pinentry", "fallback", gone])
+        try #require(set.status == 0, "\(set.stderrLines)")
+        try FileManager.default.removeItem(atPath: gone)
+        let served = try await rig.run(rig.bin + "/pinentry-touchgate", [], stdin: Data(conversation.utf8))
+        #expect(served.stdout.split(separator: "\n").contains { $0.hasPrefix("ERR ") }, "\(served.stdout)")
+        let said = served.stderrLines.joined(separator: "\n")
+        #expect(said.contains("cannot run the fallback pinentry \(gone)") && said.contains("No such file"), "\(said)")
+    }
 }
