@@ -155,7 +155,11 @@ let package = Package(
             ]
         ),
         // Fixtures, the virtual-reader clients and process helpers shared by the tests.
-        .target(name: "TouchgateTestSupport", dependencies: ["TouchgateImageIO"], path: "Tests/TestSupport"),
+        .target(name: "TouchgateTestSupport", dependencies: [
+            "TouchgateImageIO",
+            .product(name: "Subprocess", package: "swift-subprocess"),
+            .product(name: "SystemPackage", package: "swift-system"),
+        ], path: "Tests/TestSupport"),
         // Runs the fpcmoc recording's exact call sequence; FingerprintKitTests runs it under umockdev-run.
         .executableTarget(name: "fpcmoc-lifecycle", dependencies: ["FingerprintKit"], path: "Tests/ReplayPrograms/fpcmoc-lifecycle"),
         // Development tool: plays the finger on the virtual reader for the quick start and benchmarks.

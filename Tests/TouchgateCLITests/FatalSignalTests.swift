@@ -24,7 +24,7 @@ struct FatalSignalTests {
         var sent: Date? { lock.withLock { sentAt } }
 
         /// Signals `process` once, when `line` is its `finger-needed` event.
-        func handle(_ line: String, _ process: Process) {
+        func handle(_ line: String, _ process: RunningProcess) {
             guard line.contains("\"event\":\"finger-needed\"") else { return }
             lock.withLock {
                 guard sentAt == nil else { return }

@@ -31,7 +31,7 @@ final class StorageReaderRig: @unchecked Sendable {
     /// with `SCAN` of `scan(nonce-label)` (once per stage for enroll). `onLine` sees every
     /// stderr line after that.
     func run(_ arguments: [String], held: [String], scanning scan: (@Sendable (String) -> String)? = nil, stages: Int = 5,
-             stdin: Data? = nil, onLine: @escaping @Sendable (String, Process) -> Void = { _, _ in }) async throws -> CLIResult {
+             stdin: Data? = nil, onLine: @escaping @Sendable (String, RunningProcess) -> Void = { _, _ in }) async throws -> CLIResult {
         let inserted = DispatchSemaphore(value: 0)
         let client = self.client
         Thread.detachNewThread {
@@ -250,7 +250,7 @@ struct ReaderStorageTests {
     /// once the reader has stored the print; `atFinalStage` acts at that moment, and the
     /// lock is released `holdFor` seconds after it. Returns the run and the chip id.
     private func enrollWithBlockedSave(_ rig: StorageReaderRig, holdFor: Double,
-                                       atFinalStage: @escaping @Sendable (Process) -> Void) async throws -> (CLIResult, String) {
+                                       atFinalStage: @escaping @Sendable (RunningProcess) -> Void) async throws -> (CLIResult, String) {
         let ids = LockedBox<String>()
         let lock = LockedBox<StorageReaderRig.WriteLock>()
         let database = rig.database

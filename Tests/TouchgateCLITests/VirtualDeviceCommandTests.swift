@@ -16,7 +16,7 @@ struct VirtualDeviceCommandTests {
         ])
         let client = VirtualDeviceClient(socketPath: socket)
         /// On the first prompt, queue `commands` (the driver takes one per connection, in order).
-        func answering(_ commands: [String]) -> @Sendable (String, Process) -> Void {
+        func answering(_ commands: [String]) -> @Sendable (String, RunningProcess) -> Void {
             let sent = LockedFlag()
             return { line, _ in
                 guard VirtualImageFinger.isPrompt(line), sent.setOnce() else { return }
