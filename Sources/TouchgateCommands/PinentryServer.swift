@@ -44,6 +44,10 @@ struct PinentryServer {
 
     /// Serves the agent until `BYE` or the end of input.
     func serve() async throws {
+        // A fallback pinentry that already exited, or an agent that hung up, is a write error
+        // to report, not a signal that kills this process (measured: BYE to a fallback that
+        // had ended took the process down with SIGPIPE, and the agent got no answer).
+        signal(SIGPIPE, SIG_IGN)
         let input = AssuanReader(fd: 0)
         var state = State()
         try AssuanWriter.line("OK Pleased to meet you, process \(getpid())", to: 1)
