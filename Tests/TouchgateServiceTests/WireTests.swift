@@ -3,6 +3,43 @@ import Testing
 @testable import TouchgateAPI
 
 @Suite struct WireCodingTests {
+    /// Dates written and read without Foundation's calendar, against Foundation's ISO 8601
+    /// style: a spread over years 1 to 9999 (whole and fractional seconds, before 1970 and before 1582), the
+    /// edges of months and leap days, and what falls outside (other years, other forms).
+    @Test("dates are written and read as Foundation's ISO 8601 style writes and reads them")
+    func datesMatchFoundation() throws {
+        var generator = SystemRandomNumberGenerator()
+        var dates: [Date] = [Date(timeIntervalSince1970: 0), Date(timeIntervalSince1970: -1), Date(timeIntervalSince1970: -0.5),
+                             Date(timeIntervalSince1970: 951_782_400), Date(timeIntervalSince1970: 4_107_542_399.999),
+                             Date(timeIntervalSince1970: -62_135_596_800), Date(timeIntervalSince1970: 253_402_300_799.9),
+                             Date(timeIntervalSince1970: -62_135_596_801), Date(timeIntervalSince1970: 253_402_300_800)]
+        for _ in 0..<20_000 {
+            let seconds = Double.random(in: -62_135_596_800..<253_402_300_800, using: &generator)
+            dates.append(Date(timeIntervalSince1970: Bool.random(using: &generator) ? seconds.rounded(.down) : seconds))
+        }
+        for date in dates {
+            let written = WireCoding.iso8601(date)
+            #expect(written == date.formatted(.iso8601), "\(date.timeIntervalSince1970)")
+            let foundation = try Date.ISO8601FormatStyle().parse(written)
+            // Before 1600 (Foundation's calendar is Julian before 1582) the format style reads it.
+            let read = WireCoding.wholeSecondsUTC(written)
+            #expect(read == (written < "1600" ? nil : foundation), "\(written)")
+        }
+        for text in ["2026-02-29T00:00:00Z", "2026-13-01T00:00:00Z", "2026-11-31T00:00:00Z", "2026-11-29T24:00:00Z",
+                     "2026-11-29T10:10:25+01:00", "2026-11-29T10:10:25.5Z", "２026-11-29T10:10:25Z", "2026-11-29 10:10:25Z"] {
+            #expect(WireCoding.wholeSecondsUTC(text) == nil, "\(text) is left to the format style")
+        }
+        #expect(WireCoding.wholeSecondsUTC("2024-02-29T23:59:59Z") == (try Date.ISO8601FormatStyle().parse("2024-02-29T23:59:59Z")))
+        // Through the coders: another form still reads, garbage is an error.
+        struct Stamp: Codable, Equatable { var at: Date }
+        let decoder = WireCoding.decoder()
+        let offset = try decoder.decode(Stamp.self, from: Data(#"{"at":"2026-11-29T11:10:25+01:00"}"#.utf8))
+        #expect(offset.at == (try Date.ISO8601FormatStyle().parse("2026-11-29T10:10:25Z")))
+        #expect(throws: DecodingError.self) { try decoder.decode(Stamp.self, from: Data(#"{"at":"yesterday"}"#.utf8)) }
+        let stamp = Stamp(at: Date(timeIntervalSince1970: 1_795_947_025.75))
+        #expect(WireCoding.line(stamp) == #"{"at":"2026-11-29T10:10:25Z"}"#)
+    }
+
     @Test func keysAreKebabCaseAndRoundTrip() throws {
         var event = InteractionEvent(.fingerNeeded, "Place your finger on the reader")
         event.deviceID = "virtual_image/0"
