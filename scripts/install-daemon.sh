@@ -16,7 +16,8 @@ prefix=${PREFIX:-/usr/local}
 
 if [ ! -d /run/systemd/system ]; then
   echo "install-daemon: systemd is not running here (no /run/systemd/system)." >&2
-  echo "  Without it, run the daemon yourself: touchgated --socket /run/touchgate/socket --state-dir /var/lib/touchgate" >&2
+  echo "  Without it, run the daemon yourself in the foreground, as its own user: the README's" >&2
+  echo "  \"Without systemd\" (under \"System daemon\") gives the commands." >&2
   exit 1
 fi
 for tool in make swift; do

@@ -12,17 +12,24 @@ public enum Invocation {
     /// The environment variable naming the daemon's socket.
     public static let socketVariable = "TOUCHGATE_SOCKET"
 
+    /// There while touchgated.socket is enabled (`systemctl enable`), whether or not it runs.
+    public static let enabledMarker = "/etc/systemd/system/sockets.target.wants/touchgated.socket"
+
     /// The daemon's socket this process uses, or nil for the personal mode: the one
     /// `TOUCHGATE_SOCKET` names (nil when it is empty), else ``systemSocket`` when a socket
-    /// is there. Every executable decides with this, once, before any command runs.
+    /// is there, or when touchgated is enabled here (``enabledMarker``) but stopped: its
+    /// socket is gone then, and the person's vault is in its store, so the request goes
+    /// there and fails saying the daemon is stopped, instead of an empty personal store
+    /// answering "no vault yet". Every executable decides with this, once, before any
+    /// command runs.
     public static func daemonSocket() -> String? {
         if let named = getenv(socketVariable) {
             let path = String(cString: named)
             return path.isEmpty ? nil : path
         }
         var status = stat()
-        guard lstat(systemSocket, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else { return nil }
-        return systemSocket
+        if lstat(systemSocket, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK { return systemSocket }
+        return lstat(enabledMarker, &status) == 0 ? systemSocket : nil
     }
 
     /// The environment variable `name` of this process now, or nil.

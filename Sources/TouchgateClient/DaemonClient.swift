@@ -1,5 +1,8 @@
 import FoundationEssentials
 import TouchgateSocket
+#if canImport(Glibc)
+import Glibc
+#endif
 public import TouchgateAPI
 
 /// The requests of ``TouchgateRequests`` sent to `touchgated` over its socket: the same
@@ -46,8 +49,7 @@ public struct DaemonClient: TouchgateRequests {
         do {
             socket = try FramedSocket.connect(path: socketPath)
         } catch {
-            throw ServiceError(.daemonUnavailable, "cannot reach touchgated at \(socketPath): \(error). Is it running? "
-                                   + "Check with: systemctl status touchgated.socket")
+            throw Self.unreachable(socketPath, error)
         }
         defer { socket.close() }
         do {
@@ -149,3 +151,28 @@ public struct DaemonClient: TouchgateRequests {
         return (answer, nil)
     }
 }
+
+extension DaemonClient {
+    /// Why `socketPath` could not be reached, and what to do: a daemon that is stopped
+    /// (nothing there, or nobody listening) is said to be stopped, with the command that
+    /// starts it; the person's vault is in its store, so no personal store stands in.
+    static func unreachable(_ socketPath: String, _ error: any Error) -> ServiceError {
+        let stopped: Bool
+        if case SocketError.system(_, let number)? = error as? SocketError {
+            stopped = number == ENOENT || number == ECONNREFUSED
+        } else {
+            stopped = false
+        }
+        guard stopped else {
+            return ServiceError(.daemonUnavailable, "cannot reach touchgated at \(socketPath): \(error). Is it running? "
+                                + "Check with: systemctl status touchgated.socket")
+        }
+        let start = socketPath == Invocation.systemSocket
+            ? "start it: sudo systemctl start touchgated.socket (without systemd, see the README's \"Without systemd\")"
+            : "start touchgated with --socket \(socketPath), or name another socket in TOUCHGATE_SOCKET"
+        return ServiceError(.daemonUnavailable, "touchgated is not running (nothing answers at \(socketPath)), and your "
+                            + "vault is in its store; \(start). To use a personal vault of your own instead, set "
+                            + "TOUCHGATE_SOCKET= (empty)")
+    }
+}
+
