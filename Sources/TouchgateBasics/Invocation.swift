@@ -32,6 +32,23 @@ public enum Invocation {
         return lstat(enabledMarker, &status) == 0 ? systemSocket : nil
     }
 
+    /// The personal mode's store directory: `$XDG_DATA_HOME/touchgate` when that is an
+    /// absolute path, else `~/.local/share/touchgate` (`home` when HOME is unset).
+    public static func personalStoreDirectory(_ variable: (String) -> String?, home: () -> String) -> String {
+        if let data = variable("XDG_DATA_HOME"), data.hasPrefix("/") { return data + "/touchgate" }
+        return (variable("HOME") ?? home()) + "/.local/share/touchgate"
+    }
+
+    /// This user's personal store's database when one is there (the same directory as
+    /// ``personalStoreDirectory(_:home:)``, HOME unset meaning none), else nil.
+    public static func personalDatabase() -> String? {
+        let directory = personalStoreDirectory(environment) { "" }
+        guard directory.hasPrefix("/") else { return nil }
+        var status = stat()
+        let path = directory + "/touchgate.sqlite"
+        return lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFREG ? path : nil
+    }
+
     /// The environment variable `name` of this process now, or nil.
     ///
     /// `getenv`, not `ProcessInfo.environment`, which copies the whole environment into a

@@ -118,6 +118,10 @@ public enum StatusText {
             if let requirement = status.passphraseRequired {
                 lines.append("passphrase: " + passphraseWords(requirement))
             }
+        } else if status.mode == "system", let personal = Invocation.personalDatabase() {
+            // The person's vault is still the personal one: moving it in is the step, not init.
+            lines.append("vault: none in touchgated yet; yours is still in your home (\(StoredText.escaped(personal))): "
+                         + "move it in with touchgate migrate")
         } else {
             lines.append("vault: none yet (run: touchgate init)")
         }

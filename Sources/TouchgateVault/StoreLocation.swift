@@ -38,11 +38,8 @@ public struct StoreLocation: Sendable, Equatable {
 
     /// The default location from the environment.
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> StoreLocation {
-        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
-            return StoreLocation(directory: URL(fileURLWithPath: xdg).appendingPathComponent("touchgate"))
-        }
-        let home = environment["HOME"] ?? NSHomeDirectory()
-        return StoreLocation(directory: URL(fileURLWithPath: home).appendingPathComponent(".local/share/touchgate"))
+        StoreLocation(directory: URL(fileURLWithPath: Invocation.personalStoreDirectory({ environment[$0] },
+                                                                                       home: NSHomeDirectory)))
     }
 
     /// Creates the directory (mode 0700, parents as needed) if it is missing, then checks

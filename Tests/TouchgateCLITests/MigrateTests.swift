@@ -100,6 +100,13 @@ struct MigrateTests {
         let before = try await personal.auditTrail()
         try await rig.start()
 
+        // Before the move, status through the daemon names the step: migrate, not init.
+        let waiting = try await rig.run(["status"])
+        #expect(waiting.status == 0, "\(waiting.stderrLines)")
+        #expect(waiting.stdout.contains("move it in with touchgate migrate") && waiting.stdout.contains(personal.store),
+                "\(waiting.stdout)")
+        #expect(!waiting.stdout.contains("touchgate init"), "\(waiting.stdout)")
+
         let moved = try await rig.withPassphrase(["migrate", "--json"])
         #expect(moved.status == 0, "migrate: \(moved.stderrLines)\n\(rig.daemonLog)")
         #expect(moved.json?["items"] as? Int == 2 && moved.json?["prints"] as? Int == 1, "\(moved.stdout)")
