@@ -544,11 +544,18 @@ static int authenticate_touch(struct session *s, const char *user) {
         }
         debug_log(s, "no match for %s (attempt %d of %d)", user, attempt, s->options->max_tries);
         if (left == 0) {
-            show(s, PAM_ERROR_MSG, "Fingerprint did not match; too many failed touches, so it is locked out for now.");
+            show(s, PAM_ERROR_MSG, "Fingerprint: no match; too many failed touches, so it is locked out for now.");
             result = PAM_AUTH_ERR;
             break;
         }
-        show(s, PAM_ERROR_MSG, "Fingerprint did not match.");
+        /* The words `touchgate verify` prints for a no-match (TerminalText.noMatch). */
+        if (left > 0) {
+            char line[96];
+            snprintf(line, sizeof line, "Fingerprint: no match (%lld more before a lockout).", left);
+            show(s, PAM_ERROR_MSG, line);
+        } else {
+            show(s, PAM_ERROR_MSG, "Fingerprint: no match.");
+        }
     }
     close_session(s);
     return result;

@@ -67,9 +67,11 @@ extension AuthorizationError {
     public var userMessage: String {
         switch self {
         case .authenticationFailed(.noMatch(let left)):
+            // The words of `touchgate verify`'s line and of the PAM module (TerminalText.noMatch,
+            // pam_touchgate.c), which ServiceRuleTests and PAMTests keep alike.
             left > 0
-                ? "Fingerprint not recognized. Try again with an enrolled finger (\(left) attempt\(left == 1 ? "" : "s") left before the reader locks)."
-                : "Fingerprint not recognized. Try again with an enrolled finger."
+                ? "No match (\(left) more before a lockout). Try again with an enrolled finger."
+                : "No match. Try again with an enrolled finger."
         case .authenticationFailed(.poorCapture):
             "The reader could not get a clear print. Clean the sensor, place the finger flat and centred, and try again."
         case .authenticationFailed(.timedOut):

@@ -49,6 +49,8 @@ struct PAMTests {
         let many = try pam.stack("many", ["auth required \(pam.module) socket=\(pam.socket) max-tries=5"])
         let lockedOut = try await pam.authenticate(many, presenting: ["arch"])
         #expect(lockedOut.result == "PAM_AUTH_ERR" && lockedOut.prompts == 3, "\(lockedOut)")
+        // A no-match is worded as `touchgate verify` words it, with the count.
+        #expect(lockedOut.messages.contains { $0.contains("Fingerprint: no match (2 more before a lockout).") }, "\(lockedOut)")
         let refused = try await pam.authenticate(many, presenting: ["whorl"])
         #expect(refused.result == "PAM_AUTH_ERR", "\(refused)")
         #expect(refused.prompts == 0, "a lockout opens no reader: \(refused)")

@@ -58,7 +58,7 @@ struct ReadmeWalkthroughTests {
             ("init creates the vault", "Created the vault in "),
             ("secret add stores it", "Stored 'demo-token'"),
             ("secret get with whorl prints the value", "\n" + secret + "\n"),
-            ("secret get with arch is refused", "Fingerprint not recognized"),
+            ("secret get with arch is refused", "No match (2 more before a lockout)"),
             ("  … exit status 1", "exit status 1"),
             ("status shows the vault unlocked", "vault: unlocked"),
             ("audit verify finds the chain intact", "audit log intact: "),
