@@ -55,7 +55,7 @@ extension DaemonOperation {
         case .initialize:
             OperationContract(["stretching"], "init report (asks `new-passphrase`)")
         case .unlock:
-            OperationContract(["only-if-due"], "`{\"unlocked\": …}` (asks `passphrase`; with `only-if-due`, only when the "
+            OperationContract(["only-if-due"], "`{\"unlocked\": …, \"lockout-lifted\": true}` (the latter only when it lifted one; asks `passphrase`; with `only-if-due`, only when the "
                               + "vault is locked or its policy wants the passphrase, else `unlocked: false`)")
         case .lock:
             OperationContract("lock report")

@@ -5,9 +5,14 @@ public struct UnlockReport: Codable, Sendable, Equatable {
     /// The passphrase was asked and the vault is unlocked; false only for an `only-if-due`
     /// unlock that found the vault needing no passphrase (or no vault), and asked nothing.
     public var unlocked: Bool
+    /// True when the passphrase lifted a lockout: fingers work again (absent otherwise).
+    public var lockoutLifted: Bool?
 
     /// A report.
-    public init(unlocked: Bool) { self.unlocked = unlocked }
+    public init(unlocked: Bool, lockoutLifted: Bool = false) {
+        self.unlocked = unlocked
+        self.lockoutLifted = lockoutLifted ? true : nil
+    }
 }
 
 /// A fingerprint reader.

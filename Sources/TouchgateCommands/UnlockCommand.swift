@@ -21,7 +21,8 @@ struct Unlock: AsyncParsableCommand {
         let input = passphrase.input()
         try await CommandRunner.run(json: common.json) { console in
             let report = try await service.unlock(onlyIfDue: false, interaction: TerminalInteraction(console: console, input: input))
-            console.result("unlocked", report, text: "Unlocked.")
+            console.result("unlocked", report, text: report.lockoutLifted == true
+                ? "Unlocked, and the lockout is lifted: fingers work again." : "Unlocked.")
             return ExitStatus.success
         }
     }

@@ -44,13 +44,14 @@ extension TouchgateService {
             if onlyIfDue, context.custody.isHolding, try context.evaluator.status().passphraseRequirement == nil {
                 return UnlockReport(unlocked: false)
             }
+            let lockedOut = try context.evaluator.status().lockout != nil
             let verifier = context.verifier(interaction, unlocking: true)
             do {
                 _ = try await context.evaluator.unlock(passphrase: verifier)
             } catch {
                 throw verifier.explain(error)
             }
-            return UnlockReport(unlocked: true)
+            return UnlockReport(unlocked: true, lockoutLifted: lockedOut)
         }
     }
 

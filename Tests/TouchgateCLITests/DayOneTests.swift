@@ -122,6 +122,11 @@ struct DayOneTests {
         #expect(text.contains("min") && text.contains("left (touchgate unlock lifts it now)"), "\(text)")
         #expect(text.contains("touch: needed"), "\(text)")
         #expect(!text.contains("not-entered-since-boot"))
+        // The passphrase lifts it, and says so.
+        let unlocked = try await vault.withPassphrase(["unlock"])
+        #expect(unlocked.status == 0 && unlocked.stdout.contains("the lockout is lifted"), "\(unlocked.stdout)")
+        let again = try await vault.withPassphrase(["unlock", "--json"])
+        #expect(again.status == 0 && again.json?["lockout-lifted"] == nil, "nothing to lift: \(again.stdout)")
     }
 
     @Test func aFallbackToThePassphraseIsSaid() async throws {
