@@ -176,7 +176,7 @@ let package = Package(
         ),
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy", "TouchgatePolicyTesting"]),
         .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault", "TouchgateBasics", "TouchgatePolicy", "CSodium", "CTouchgateSys", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateAPI", "TouchgateVault", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), "TouchgatePolicy", "TouchgatePolicyTesting"]),
+        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateAPI", "TouchgateVault", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), "TouchgatePolicy", "TouchgatePolicyTesting", "TouchgateTerminal"]),
         .testTarget(
             name: "TouchgateCLITests",
             dependencies: ["touchgate-cli", "touchgate-client", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateImageIO",

@@ -109,11 +109,14 @@ extension AuthorizationError {
         }
     }
 
-    private static func minutesText(_ duration: Duration) -> String {
-        let seconds = max(0, duration.components.seconds)
-        if seconds < 60 { return "\(seconds) second\(seconds == 1 ? "" : "s")" }
-        let minutes = (seconds + 59) / 60
-        return "\(minutes) minute\(minutes == 1 ? "" : "s")"
+    /// `14 min 42 s`: the time left as `touchgate status` shows it (StatusText.duration,
+    /// which WordingTests keeps alike), not rounded to a "15 minutes" the clock does not show.
+    static func minutesText(_ duration: Duration) -> String {
+        let seconds = max(0, Int(duration.components.seconds))
+        let (hours, minutes, rest) = (seconds / 3600, seconds % 3600 / 60, seconds % 60)
+        if hours > 0 { return minutes > 0 ? "\(hours) h \(minutes) min" : "\(hours) h" }
+        if minutes > 0 { return rest > 0 ? "\(minutes) min \(rest) s" : "\(minutes) min" }
+        return "\(rest) s"
     }
 }
 

@@ -144,7 +144,7 @@ struct AuditTests {
             #expect(error.userMessage.hasSuffix("."), "\(error)")
             #expect(!error.description.isEmpty)
         }
-        #expect(AuthorizationError.lockedOut(LockoutInfo(remaining: .seconds(125), passphraseOnly: false)).userMessage.contains("3 minutes"))
+        #expect(AuthorizationError.lockedOut(LockoutInfo(remaining: .seconds(125), passphraseOnly: false)).userMessage.contains("Try again in 2 min 5 s,"))
         #expect(!AuthorizationError.stateUnavailable("SQLITE_BUSY").userMessage.contains("SQLITE"))
     }
 }

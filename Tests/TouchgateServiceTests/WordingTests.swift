@@ -1,6 +1,7 @@
 import Testing
 import TouchgateAPI
-import TouchgatePolicy
+@testable import TouchgatePolicy
+import TouchgateTerminal
 
 /// One thing said one way wherever it is said.
 @Suite struct WordingTests {
@@ -13,5 +14,14 @@ import TouchgatePolicy
         }
         #expect(TerminalText.noMatch(attemptsLeft: nil) == "no match")
         #expect(AuthorizationError.authenticationFailed(.noMatch(attemptsBeforeLockout: 0)).userMessage.hasPrefix("No match."))
+    }
+
+    @Test("the time a lockout has left reads as status shows it, to the second")
+    func lockoutTimeIsStatusTime() {
+        for seconds in [0, 1, 59, 60, 61, 882, 900, 3599, 3600, 3660, 7325] {
+            #expect(AuthorizationError.minutesText(.seconds(seconds)) == StatusText.duration(seconds), "\(seconds) s")
+        }
+        let info = LockoutInfo(remaining: .seconds(882), passphraseOnly: false)
+        #expect(AuthorizationError.lockedOut(info).userMessage.contains("Try again in 14 min 42 s,"))
     }
 }
