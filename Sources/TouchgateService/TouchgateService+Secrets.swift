@@ -181,7 +181,7 @@ extension TouchgateService {
             let shown = StoredText.escaped(name)
             if found != nil {
                 guard try await interaction.confirm("Delete the secret '\(shown)'? It cannot be recovered.", details: []) else {
-                    throw ServiceError(.declined, "'\(shown)' was not deleted (confirm at the terminal, or pass --yes)")
+                    throw ServiceError(.declined, "not confirmed, so '\(shown)' was not deleted")
                 }
             }
             // On a full disk the reserve makes room: deleting is how a user frees space.

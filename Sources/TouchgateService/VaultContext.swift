@@ -87,9 +87,8 @@ struct VaultContext: Sendable {
             let what = "\(bound.count) secret\(bound.count == 1 ? "" : "s") bound to the enrolled fingers "
                 + "(biometry-current-set)"
             guard try await interaction.confirm("\(action) destroys \(what) for good. Continue?", details: bound) else {
-                throw ServiceError(.declined, "nothing was changed: \(action.lowercased()) would destroy \(what): "
-                                   + bound.map(StoredText.escaped).joined(separator: ", ")
-                                   + ". Confirm at the terminal, or pass --yes")
+                throw ServiceError(.declined, "not confirmed, so nothing was changed: \(action.lowercased()) would destroy "
+                                   + "\(what): " + bound.map(StoredText.escaped).joined(separator: ", "))
             }
         }
         try await authorizeEnrollmentChange(change, interaction)
