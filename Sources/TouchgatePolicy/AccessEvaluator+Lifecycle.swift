@@ -80,7 +80,8 @@ extension AccessEvaluator {
         }
         try emit(event(
             change.auditKind, at: now, subject: print.rawValue, outcome: .success,
-            reason: "enrolled set is now \(newState.hexString.prefix(16))"))
+            reason: "\(change == .delete ? "deleted from" : "added to") the enrolled set, which is now "
+                + newState.hexString.prefix(16)))
     }
 
     /// Records that an item's access policy was set or changed.

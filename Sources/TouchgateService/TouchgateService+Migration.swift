@@ -151,7 +151,7 @@ extension TouchgateService {
         let prints = try PrintStore(database: database, sealing: TemplatesWithheld()).prints().count
         let record = try audit.adoptSeal(AuditEntry(
             event: .vaultMigrate, outcome: .success, vaultUser: vault.owner,
-            reason: "moved into touchgated from \(from) (as the client said), by \(peer); \(items) secrets, \(prints) prints"))
+            reason: "moved into touchgated from \(from) (as the client said), by \(peer); \(items) secret\(items == 1 ? "" : "s"), \(prints) print\(prints == 1 ? "" : "s")"))
         guard case .intact(let count) = try audit.verify() else {
             throw ServiceError(.auditBroken, "the audit trail stopped verifying after record \(record.sequence)")
         }

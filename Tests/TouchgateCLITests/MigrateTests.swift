@@ -145,6 +145,7 @@ struct MigrateTests {
         #expect(migration["prev-mac"] as? String == before.last?["mac"] as? String)
         #expect(migration["seq"] as? Int == (before.last?["seq"] as? Int).map { $0 + 1 })
         #expect((migration["reason"] as? String)?.contains(personal.store) == true, "\(migration)")
+        #expect((migration["reason"] as? String)?.contains("2 secrets, 1 print") == true, "counted in words: \(migration)")
         // The daemon's own key signs the moved trail from the migration on (the user held the old one).
         #expect((migration["reason"] as? String)?.contains("the trail is now signed by key") == true, "\(migration)")
         #expect((migration["reason"] as? String)?.contains("touchgate") == true, "the peer's executable: \(migration)")

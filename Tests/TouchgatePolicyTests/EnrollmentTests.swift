@@ -14,6 +14,12 @@ struct EnrollmentTests {
 
         fixture.enrollment = EnrollmentStatus(state: Fixture.stateB, printCount: 3)
         try fixture.evaluator.recordEnrollmentChange(.enroll, print: "finger-3", newState: Fixture.stateB)
+        // The record says what happened to the finger it names, then what the set became.
+        let recorded = try #require(fixture.audit.events.last)
+        #expect(recorded.subject == "finger-3" && recorded.reason.hasPrefix("added to the enrolled set, which is now "),
+                "\(recorded.reason)")
+        try fixture.evaluator.recordEnrollmentChange(.delete, print: "finger-3", newState: Fixture.stateB)
+        #expect(try #require(fixture.audit.events.last).reason.hasPrefix("deleted from the enrolled set, which is now "))
         let callsBefore = sensor.callCount
         #expect(await fixture.read(bound, sensor: sensor).error == .itemInvalidated(item: "bank"))
         #expect(
