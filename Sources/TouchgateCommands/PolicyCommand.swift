@@ -11,9 +11,9 @@ struct Policy: AsyncParsableCommand {
 
     static func text(_ settings: SettingsReport) -> String {
         """
-        lockout: after \(settings.lockoutThreshold) failed touches in a row, for \(settings.lockoutDurationSeconds) s
+        lockout: after \(settings.lockoutThreshold) failed touches in a row, for \(StatusText.duration(settings.lockoutDurationSeconds))
         passphrase only: after \(settings.passphraseOnlyThreshold) failed touches since the passphrase
-        session reuse: \(settings.sessionTimeoutSeconds) s after a touch, ended by \(settings.idleTimeoutSeconds) s idle
+        session reuse: \(StatusText.duration(settings.sessionTimeoutSeconds)) after a touch, ended by \(StatusText.duration(settings.idleTimeoutSeconds)) idle
         """
     }
 

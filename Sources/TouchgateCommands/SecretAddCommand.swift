@@ -38,17 +38,15 @@ extension Secret {
 
         func validate() throws {
             if let problem = StoredText.problem(withName: name, what: "secret") { throw ValidationError(problem) }
-            do {
-                try PolicyText.check(policy)
-            } catch {
-                throw ValidationError("invalid --policy: \(error.message)")
-            }
         }
 
         func run() async throws {
             let (name, policy, fresh, replace, device, input) = (name, policy, fresh, replace, readerOptions.device,
                                                                  passphrase.input())
             try await CommandRunner.run(json: common.json) { console in
+                // Checked here, before anything is read, so that a typo is reported as every
+                // other error is ("touchgate: invalid policy: …", exit 64, and in --json).
+                try PolicyText.check(policy)
                 let report = try await service.secretAdd(
                     name, value: SecretValue.readStandardInput, policy: policy, fresh: fresh, replace: replace,
                     device: device, interaction: TerminalInteraction(console: console, input: input))

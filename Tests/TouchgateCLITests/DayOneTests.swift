@@ -108,6 +108,23 @@ struct DayOneTests {
         #expect(try await vault.run(["audit", "prune", "--before", "2999-01-01"]).status == 11, "inside the retention")
     }
 
+    @Test("a mistyped policy is an error like every other: touchgate's prefix, exit 64, --json, nothing stored")
+    func aMistypedPolicyIsReportedLikeEveryError() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        let typo = try await vault.run(["secret", "add", "x", "--policy", "biometry-anyy"], stdin: Data("v\n".utf8))
+        #expect(typo.status == 64, "\(typo.stderrLines)")
+        #expect(typo.stderrLines.first?.hasPrefix("touchgate: invalid policy: unknown access flag 'biometry-anyy'") == true,
+                "\(typo.stderrLines)")
+        let json = try await vault.run(["secret", "add", "x", "--policy", "passphrase &", "--json"], stdin: Data("v\n".utf8))
+        #expect(json.status == 64 && json.json?["error"] as? String == "usage", "\(json.stdout)")
+        #expect((try await vault.run(["secret", "list", "--json"]).json?["items"] as? [Any])?.isEmpty == true)
+        // Times read as everywhere else: minutes and seconds, not a count of seconds.
+        let shown = try await vault.run(["policy", "show"]).stdout
+        #expect(shown.contains("for 15 min\n") && shown.contains("5 min after a touch, ended by 2 min idle"), "\(shown)")
+    }
+
     @Test func aMistypedCommandSuggestsTheRightOne() async throws {
         let vault = try VaultRig()
         defer { vault.home.remove() }
