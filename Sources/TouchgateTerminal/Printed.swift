@@ -101,7 +101,7 @@ public enum StatusText {
             }
             if let session = status.session {
                 lines.append("touch: " + (session.touchReusable
-                    ? "not needed for the next \(duration(session.remainingSeconds ?? 0)) (a recent touch is reused)"
+                    ? "not needed for the next \(duration(session.remainingSeconds ?? 0)) (a recent touch is reused; secrets stored with --fresh still ask every time)"
                     : "needed for finger-guarded secrets"))
             }
             if let lockout = status.lockout {

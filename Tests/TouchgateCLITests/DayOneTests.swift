@@ -153,6 +153,19 @@ struct DayOneTests {
         #expect(again.status == 0 && again.json?["lockout-lifted"] == nil, "nothing to lift: \(again.stdout)")
     }
 
+    @Test("status right after a touch says the reuse does not cover --fresh secrets")
+    func reuseWindowNamesFreshSecrets() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try await vault.enroll("whorl")
+        try await vault.add("fresh", "f", policy: "biometry-any", fresh: true)
+        let released = try await vault.run(["secret", "get", "fresh"], presenting: ["whorl"])
+        #expect(released.status == 0, "\(released.stderrLines)")
+        let text = try await vault.run(["status"]).stdout
+        #expect(text.contains("touch: not needed for the next") && text.contains("--fresh still ask every time"), "\(text)")
+    }
+
     @Test func aFallbackToThePassphraseIsSaid() async throws {
         let vault = try VaultRig()
         defer { vault.home.remove() }
