@@ -28,6 +28,7 @@ struct PinentryServer {
         static let notConfirmed = 83_886_194   // GPG_ERR_NOT_CONFIRMED
         static let unknownCommand = 83_886_355 // GPG_ERR_ASS_UNKNOWN_CMD
         static let noPinentry = 83_886_165     // GPG_ERR_NO_PIN_ENTRY
+        static let timeout = 83_886_142        // GPG_ERR_TIMEOUT
     }
 
     /// What the agent said before the current command, replayed to the fallback.
@@ -91,6 +92,9 @@ struct PinentryServer {
                 try await getPin(line, &state, input: input)
                 // A passphrase is asked once per SETERROR: a new request starts clean.
                 state.hasError = false
+                // Cancelled (gpg-agent's SIGINT, a SIGTERM): answered, and nothing more is
+                // served; no later command may start anything on the person's terminal.
+                if Task.isCancelled { return }
             case "CONFIRM", "MESSAGE":
                 try await passThrough(line, state, input: input, otherwise: command == "MESSAGE"
                                 ? nil : "ERR \(Failure.notConfirmed) Not confirmed <touchgate>")
@@ -129,8 +133,16 @@ struct PinentryServer {
                 }
             } catch let error as ServiceError {
                 console.failure(error)
-                if error.code == .cancelled {
+                // Whatever ended the wait once this process was told to stop (a connection the
+                // cancellation closed, say) is a cancellation: never a reason for the fallback.
+                if error.code == .cancelled || Task.isCancelled {
                     try AssuanWriter.line("ERR \(Failure.cancelled) Operation cancelled <touchgate>", to: 1)
+                    return
+                }
+                // Nobody touched the reader before its deadline: nobody may be there either, so
+                // nothing is started on the terminal, where it would read the next command typed.
+                if error.code == .timedOut {
+                    try AssuanWriter.line("ERR \(Failure.timeout) Timeout <touchgate>", to: 1)
                     return
                 }
                 // Any other failure: the passphrase can still be typed at the fallback.

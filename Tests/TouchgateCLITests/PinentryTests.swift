@@ -196,4 +196,42 @@ struct PinentryTests {
         let said = served.stderrLines.joined(separator: "\n")
         #expect(said.contains("cannot run the fallback pinentry \(gone)") && said.contains("No such file"), "\(said)")
     }
+
+    @Test("SIGTERM or SIGINT while a mapped key waits for a finger: the pinentry ends at once, answers cancelled, and starts no fallback")
+    func aSignalWhileWaitingEndsItWithoutTheFallback() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        try await rig.vault.initAndUnlock()
+        try await rig.vault.enroll("whorl")
+        try await rig.vault.add("gpg-key", "k", policy: "biometry-any", fresh: true)
+        let grip = "0123456789ABCDEF0123456789ABCDEF01234567"
+        try #require(try await rig.vault.run(["pinentry", "map", grip, "gpg-key"]).status == 0)
+        // A fallback that leaves a mark if it is ever started.
+        let mark = rig.home.path("fallback-ran"), fallback = rig.home.path("fallback")
+        try Data("#!/bin/sh\ntouch '\(mark)'\necho OK\nwhile read line; do echo OK; done\n".utf8)
+            .write(to: URL(fileURLWithPath: fallback))
+        chmod(fallback, 0o755)
+        try #require(try await rig.vault.run(["pinentry", "fallback", fallback]).status == 0)
+        for signal in [SIGTERM, SIGINT] {
+            var process = CLIProcess(environment: rig.environment)
+            process.binaryOverride = rig.bin + "/pinentry-touchgate"
+            let started = Date()
+            // No finger comes; the signal arrives once the reader waits.
+            let served = try await process.run([], stdin: Data("SETKEYINFO n/\(grip)\nGETPIN\nBYE\n".utf8), timeout: 30) { line, running in
+                if VirtualImageFinger.isPrompt(line) { kill(running.processIdentifier, signal) }
+            }
+            #expect(Date().timeIntervalSince(started) < 10, "signal \(signal): it ended at once")
+            #expect(served.status != 137, "signal \(signal): not killed by the test's timeout: \(served.stderrLines)")
+            #expect(!served.stdout.contains("OK closing connection"), "signal \(signal): it stopped serving: \(served.stdout)")
+            #expect(served.stdout.contains("ERR 83886179 "), "signal \(signal): cancelled: \(served.stdout)")
+            #expect(!FileManager.default.fileExists(atPath: mark), "signal \(signal): the fallback was started")
+        }
+        // Nobody touches before the reader's deadline: nobody may be at the terminal either, so
+        // the fallback is not started there; the agent gets a timeout.
+        var process = CLIProcess(environment: rig.environment.merging(["TOUCHGATE_FINGER_TIMEOUT": "1"]) { $1 })
+        process.binaryOverride = rig.bin + "/pinentry-touchgate"
+        let timedOut = try await process.run([], stdin: Data("SETKEYINFO n/\(grip)\nGETPIN\nBYE\n".utf8), timeout: 30)
+        #expect(timedOut.stdout.contains("ERR 83886142 "), "\(timedOut.stdout) \(timedOut.stderrLines)")
+        #expect(!FileManager.default.fileExists(atPath: mark), "the fallback was started after a timeout")
+    }
 }
