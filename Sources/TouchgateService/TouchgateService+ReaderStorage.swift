@@ -110,7 +110,7 @@ extension TouchgateService {
                 let reports = orphans.map { ReaderPrintReport($0, reader: info) }
                 let what = "\(orphans.count) print\(orphans.count == 1 ? "" : "s") that the store does not know"
                 guard try await interaction.confirm("Delete \(what) from \(info.name)?", details: reports.map(\.summary)) else {
-                    throw ServiceError(.declined, "not confirmed, so nothing was deleted")
+                    throw ServiceError(.declined, "not confirmed, so nothing was deleted (\(Self.withoutTerminal))")
                 }
                 if let vault, !authorized {
                     _ = try await vault.checkPassphrase(interaction, purpose: "delete prints from the reader")

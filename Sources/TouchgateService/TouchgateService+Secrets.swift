@@ -4,6 +4,12 @@ import TouchgateVault
 public import TouchgateAPI
 
 extension TouchgateService {
+    /// What a refusal for want of confirmation adds: an answer of no needs nothing more, and
+    /// where no terminal could ask, this is how to confirm.
+    static let withoutTerminal = "where no terminal can ask, pass --yes to confirm"
+}
+
+extension TouchgateService {
     /// Checks a policy given in string form (`biometry-any`, `a|b`, `a&b`, …).
     /// - Throws: ``ServiceError`` (usage) saying what is wrong with it.
     public static func checkPolicy(_ text: String) throws(ServiceError) {
@@ -181,7 +187,7 @@ extension TouchgateService {
             let shown = StoredText.escaped(name)
             if found != nil {
                 guard try await interaction.confirm("Delete the secret '\(shown)'? It cannot be recovered.", details: []) else {
-                    throw ServiceError(.declined, "not confirmed, so '\(shown)' was not deleted")
+                    throw ServiceError(.declined, "not confirmed, so '\(shown)' was not deleted (\(Self.withoutTerminal))")
                 }
             }
             // On a full disk the reserve makes room: deleting is how a user frees space.

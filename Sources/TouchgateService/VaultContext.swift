@@ -88,7 +88,8 @@ struct VaultContext: Sendable {
                 + "(biometry-current-set)"
             guard try await interaction.confirm("\(action) destroys \(what) for good. Continue?", details: bound) else {
                 throw ServiceError(.declined, "not confirmed, so nothing was changed: \(action.lowercased()) would destroy "
-                                   + "\(what): " + bound.map(StoredText.escaped).joined(separator: ", "))
+                                   + "\(what): " + bound.map(StoredText.escaped).joined(separator: ", ")
+                                   + " (\(TouchgateService.withoutTerminal))")
             }
         }
         try await authorizeEnrollmentChange(change, interaction)

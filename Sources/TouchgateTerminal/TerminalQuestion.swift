@@ -7,16 +7,10 @@ import Glibc
 /// A yes/no question on the controlling terminal, defaulting to no.
 public enum TerminalQuestion {
     /// Shows `question` and `details` on `/dev/tty` and reads the answer there; true only
-    /// for `y` or `yes`. Without a terminal nobody can answer: `declined`, naming `--yes`.
+    /// for `y` or `yes`. Without a terminal nobody can answer: false.
     public static func ask(_ question: String, details: [String]) throws -> Bool {
         let fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard fd >= 0 else {
-            // Nobody can answer: say how to confirm without a terminal (an answer of no is
-            // only reported as not confirmed).
-            let listed = details.isEmpty ? "" : " (" + details.map { $0.trimmingBlanks() }.joined(separator: ", ") + ")"
-            throw ServiceError(.declined, "not confirmed, so nothing was changed: there is no terminal to ask \""
-                               + StoredText.escaped(question) + "\"" + listed + " at; pass --yes to confirm")
-        }
+        guard fd >= 0 else { return false }
         defer { close(fd) }
         let text = ([question] + details).joined(separator: "\n") + " [y/N] "
         _ = text.withCString { Glibc.write(fd, $0, strlen($0)) }

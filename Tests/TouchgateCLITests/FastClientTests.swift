@@ -157,7 +157,12 @@ struct FastClientTests {
         let alone = FileManager.default.temporaryDirectory.appendingPathComponent("touchgate-front-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: alone, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: alone) }
-        try FileManager.default.copyItem(atPath: rig.binDirectory + "/touchgate", toPath: alone.path + "/touchgate")
+        // Copied by cp, not by this process: a file this process held open for writing could be
+        // inherited by a child another test forks meanwhile, and executing it then fails with
+        // "Text file busy" for as long as that child lives.
+        let copied = try await ProgramRun.run("/bin/cp", [rig.binDirectory + "/touchgate", alone.path + "/touchgate"],
+                                              environment: [:])
+        try #require(copied.status == 0, "\(copied.stderrLines)")
         var front = rig.client()
         front.binaryOverride = alone.path + "/touchgate"
         for socket in [rig.socketPath, ""] {
