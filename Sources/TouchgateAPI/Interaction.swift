@@ -16,8 +16,14 @@ public protocol Interaction: Sendable {
     ///   cannot be asked (its description is shown).
     func passphrase(prompt: String, again: Bool) async throws -> SecretBytes
 
-    /// Asks for a new passphrase (on a terminal: twice, compared).
+    /// Asks for a new passphrase, once: the service judges its strength before
+    /// ``repeatPassphrase(prompt:)`` has it typed again, so a weak one is refused before
+    /// anyone types it twice.
     func newPassphrase(prompt: String) async throws -> SecretBytes
+
+    /// Asks for the new passphrase again, to confirm it; where nobody types (a descriptor
+    /// gives one line), the one ``newPassphrase(prompt:)`` just gave.
+    func repeatPassphrase(prompt: String) async throws -> SecretBytes
 
     /// Whether a wrong or refused passphrase can be asked for again: a person at a
     /// terminal can retype it; a descriptor gives one line.

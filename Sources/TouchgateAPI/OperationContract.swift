@@ -53,14 +53,14 @@ extension DaemonOperation {
         case .status:
             OperationContract("status report (with `mode` and `trust-boundary`)", writesRecords: false)
         case .initialize:
-            OperationContract(["stretching"], "init report (asks `new-passphrase`)")
+            OperationContract(["stretching"], "init report (asks `new-passphrase`, then `repeat-passphrase`)")
         case .unlock:
             OperationContract(["only-if-due"], "`{\"unlocked\": …, \"lockout-lifted\": true}` (the latter only when it lifted one; asks `passphrase`; with `only-if-due`, only when the "
                               + "vault is locked or its policy wants the passphrase, else `unlocked: false`)")
         case .lock:
             OperationContract("lock report")
         case .passphraseChange:
-            OperationContract(["stretching", "new-can-ask-again"], "`{}` (asks `passphrase`, then `new-passphrase`)")
+            OperationContract(["stretching", "new-can-ask-again"], "`{}` (asks `passphrase`, then `new-passphrase` and `repeat-passphrase`)")
         case .enroll:
             OperationContract(["finger", "user", "replace", "device"], "enroll report")
         case .printsList:

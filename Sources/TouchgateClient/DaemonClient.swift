@@ -131,6 +131,8 @@ public struct DaemonClient: TouchgateRequests {
                 secret = try await interaction.passphrase(prompt: question.prompt, again: question.again ?? false)
             case "new-passphrase":
                 secret = try await (parties.newPassphrase ?? interaction).newPassphrase(prompt: question.prompt)
+            case "repeat-passphrase":
+                secret = try await (parties.newPassphrase ?? interaction).repeatPassphrase(prompt: question.prompt)
             case "secret-value":
                 guard let value = parties.secretValue else { throw ServiceError(.usage, "no value to store") }
                 secret = try await value()

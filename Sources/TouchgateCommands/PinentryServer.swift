@@ -308,6 +308,10 @@ struct PinentryInteraction: Interaction {
         try terminal.newPassphrase(prompt: prompt)
     }
 
+    func repeatPassphrase(prompt: String) throws -> SecretBytes {
+        try terminal.repeatPassphrase(prompt: prompt)
+    }
+
     var canAskAgain: Bool { terminal.canAskAgain }
 
     func confirm(_ question: String, details: [String]) throws -> Bool {

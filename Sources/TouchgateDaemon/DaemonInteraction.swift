@@ -31,6 +31,10 @@ struct DaemonInteraction: Interaction {
         try await secret(DaemonMessage.Question(kind: "new-passphrase", prompt: prompt))
     }
 
+    func repeatPassphrase(prompt: String) async throws -> SecretBytes {
+        try await secret(DaemonMessage.Question(kind: "repeat-passphrase", prompt: prompt))
+    }
+
     /// The value of a secret being stored.
     func secretValue() async throws -> SecretBytes {
         try await secret(DaemonMessage.Question(kind: "secret-value", prompt: "value"))

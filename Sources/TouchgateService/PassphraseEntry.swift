@@ -50,19 +50,37 @@ enum PassphraseEntry {
                 interaction.notice("\(error.message); try again")
                 continue
             }
+            // Judged before it is typed again: a refused one is not asked for twice.
+            var weakness: String?
             switch PassphraseStrength.assess(passphrase, user: user) {
             case .strong:
-                return passphrase
+                break
             case .weak(let why):
-                interaction.notice("this passphrase is weak (\(why)); it is all that protects your secrets "
-                                   + "at rest, so consider a longer one (touchgate passphrase change)")
-                return passphrase
+                weakness = why
             case .rejected(let why):
                 let message = "passphrase refused: \(why). It is all that protects your secrets at rest: use a few "
                     + "unrelated words or 12 or more mixed characters"
                 if last { throw ServiceError(.weakPassphrase, message + "; nothing was changed") }
                 interaction.notice(message + "; try again")
+                continue
             }
+            let again: SecretBytes
+            do {
+                again = try await interaction.repeatPassphrase(prompt: "Repeat it: ")
+            } catch let error as ServiceError where error.code == .passphraseInput && !last {
+                interaction.notice("\(error.message); try again")
+                continue
+            }
+            guard passphrase.constantTimeEquals(again) else {
+                if last { throw PassphraseInputError.mismatch.serviceError }
+                interaction.notice("the two passphrases differ; try again")
+                continue
+            }
+            if let weakness {
+                interaction.notice("this passphrase is weak (\(weakness)); it is all that protects your secrets "
+                                   + "at rest, so consider a longer one (touchgate passphrase change)")
+            }
+            return passphrase
         }
     }
 

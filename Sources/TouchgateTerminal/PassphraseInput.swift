@@ -19,6 +19,8 @@ public final class PassphraseInput: @unchecked Sendable {
     public let fileDescriptor: Int32?
     private let lock = ConditionLock()
     private var cached: SecretBytes?
+    /// The new passphrase last read, which a descriptor gives once for both questions.
+    private var lastNew: SecretBytes?
 
     /// Input from `fileDescriptor`, or from `/dev/tty` when it is nil.
     public init(fileDescriptor: Int32?) {
@@ -35,14 +37,23 @@ public final class PassphraseInput: @unchecked Sendable {
         }
     }
 
-    /// A new passphrase: on a terminal asked twice and compared; from a descriptor, the next line.
+    /// A new passphrase, read once (from a descriptor: the next line).
     public func newPassphrase(prompt: String) throws -> SecretBytes {
         try lock.withLock {
-            let first = try read(prompt: prompt)
-            guard fileDescriptor == nil else { return first }
-            let second = try read(prompt: "Repeat it: ")
-            guard first.constantTimeEquals(second) else { throw PassphraseInputError.mismatch }
-            return first
+            let value = try read(prompt: prompt)
+            lastNew = value
+            return value
+        }
+    }
+
+    /// The new passphrase again: on a terminal typed anew; from a descriptor, the line just read.
+    public func repeatPassphrase(prompt: String) throws -> SecretBytes {
+        try lock.withLock {
+            guard fileDescriptor == nil else {
+                guard let lastNew else { throw PassphraseInputError.empty }
+                return lastNew
+            }
+            return try read(prompt: prompt)
         }
     }
 

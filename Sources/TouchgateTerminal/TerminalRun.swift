@@ -86,6 +86,14 @@ public struct TerminalInteraction: Interaction {
         }
     }
 
+    public func repeatPassphrase(prompt: String) throws -> SecretBytes {
+        do {
+            return try input.repeatPassphrase(prompt: prompt)
+        } catch let error as PassphraseInputError {
+            throw error.serviceError
+        }
+    }
+
     public var canAskAgain: Bool { input.fileDescriptor == nil }
 
     public func confirm(_ question: String, details: [String]) throws -> Bool {

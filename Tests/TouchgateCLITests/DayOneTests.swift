@@ -25,6 +25,20 @@ struct DayOneTests {
         try await vault.add("x", "v", policy: "passphrase")  // needs the unlocked vault
     }
 
+    @Test("a weak passphrase is refused as soon as it is typed, before it is asked again")
+    func aWeakPassphraseIsRefusedBeforeTheRepeat() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        let typed = try await vault.onTerminal(["init", "--kdf", "minimum"],
+                                               typing: ["hunter22", VaultRig.passphrase, VaultRig.passphrase])
+        #expect(typed.status == 0, "\(typed.stdout)")
+        let refused = try #require(typed.stdout.range(of: "passphrase refused"), "\(typed.stdout)")
+        let repeats = typed.stdout.components(separatedBy: "Repeat it:").count - 1
+        #expect(repeats == 1, "the weak one was not asked for twice: \(typed.stdout)")
+        #expect(typed.stdout.range(of: "Repeat it:").map { $0.lowerBound > refused.upperBound } == true, "\(typed.stdout)")
+        #expect(try await vault.status()["initialized"] as? Bool == true)
+    }
+
     @Test func aMistypedPassphraseCanBeRetypedTwice() async throws {
         let vault = try VaultRig()
         defer { vault.home.remove() }

@@ -32,6 +32,8 @@ final class ScriptedInteraction: Interaction, @unchecked Sendable {
     }
 
     func newPassphrase(prompt: String) throws -> SecretBytes { try passphrase(prompt: prompt, again: false) }
+
+    func repeatPassphrase(prompt: String) throws -> SecretBytes { try passphrase(prompt: prompt, again: false) }
 }
 
 /// Keeps the unlocked key in this process's memory (what the daemon will do), so the
