@@ -33,17 +33,18 @@ public enum Invocation {
     }
 
     /// The personal mode's store directory: `$XDG_DATA_HOME/touchgate` when that is an
-    /// absolute path, else `~/.local/share/touchgate` (`home` when HOME is unset).
-    public static func personalStoreDirectory(_ variable: (String) -> String?, home: () -> String) -> String {
+    /// absolute path, else `~/.local/share/touchgate` (`home` when HOME is unset); nil
+    /// when neither names a home.
+    public static func personalStoreDirectory(_ variable: (String) -> String?, home: () -> String?) -> String? {
         if let data = variable("XDG_DATA_HOME"), data.hasPrefix("/") { return data + "/touchgate" }
-        return (variable("HOME") ?? home()) + "/.local/share/touchgate"
+        guard let home = variable("HOME") ?? home() else { return nil }
+        return home + "/.local/share/touchgate"
     }
 
     /// This user's personal store's database when one is there (the same directory as
     /// ``personalStoreDirectory(_:home:)``, HOME unset meaning none), else nil.
     public static func personalDatabase() -> String? {
-        let directory = personalStoreDirectory(environment) { "" }
-        guard directory.hasPrefix("/") else { return nil }
+        guard let directory = personalStoreDirectory(environment, home: { nil }) else { return nil }
         var status = stat()
         let path = directory + "/touchgate.sqlite"
         return lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFREG ? path : nil

@@ -19,7 +19,8 @@ public final class PassphraseInput: @unchecked Sendable {
     public let fileDescriptor: Int32?
     private let lock = ConditionLock()
     private var cached: SecretBytes?
-    /// The new passphrase last read, which a descriptor gives once for both questions.
+    /// The new passphrase last read from the descriptor, which gives it once for both
+    /// questions (a terminal keeps none: it is typed again).
     private var lastNew: SecretBytes?
 
     /// Input from `fileDescriptor`, or from `/dev/tty` when it is nil.
@@ -41,7 +42,7 @@ public final class PassphraseInput: @unchecked Sendable {
     public func newPassphrase(prompt: String) throws -> SecretBytes {
         try lock.withLock {
             let value = try read(prompt: prompt)
-            lastNew = value
+            if fileDescriptor != nil { lastNew = value }
             return value
         }
     }

@@ -38,8 +38,9 @@ public struct StoreLocation: Sendable, Equatable {
 
     /// The default location from the environment.
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> StoreLocation {
-        StoreLocation(directory: URL(fileURLWithPath: Invocation.personalStoreDirectory({ environment[$0] },
-                                                                                       home: NSHomeDirectory)))
+        // NSHomeDirectory always names one (the password database's, else /tmp).
+        let directory = Invocation.personalStoreDirectory({ environment[$0] }, home: { NSHomeDirectory() })!
+        return StoreLocation(directory: URL(fileURLWithPath: directory))
     }
 
     /// Creates the directory (mode 0700, parents as needed) if it is missing, then checks

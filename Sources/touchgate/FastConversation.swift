@@ -6,8 +6,9 @@ import TouchgateAPI
 import TouchgateTerminal
 
 /// One request of a ``FastRequest`` to touchgated, its conversation and what it prints:
-/// what touchgate-cli's DaemonClient and Console do for `verify` and `secret get`, line
-/// for line and with the same exit statuses (TouchgateCLITests compares the two).
+/// what touchgate-client's DaemonClient and Console do for `status`, `secret list`,
+/// `verify` and `secret get`, line for line and with the same exit statuses
+/// (FastClientTests compares the two).
 final class FastConversation {
     private let request: FastRequest
     private let connection: Connection
