@@ -174,9 +174,9 @@ let package = Package(
             name: "FingerprintKitTests",
             dependencies: ["CFPrint", "FingerprintKit", "TouchgateImageIO", "TouchgateTestSupport", "fpcmoc-lifecycle"]
         ),
-        .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy", "TouchgatePolicyTesting"]),
-        .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault", "TouchgateBasics", "TouchgatePolicy", "CSodium", "CTouchgateSys", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateAPI", "TouchgateVault", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), "TouchgatePolicy", "TouchgatePolicyTesting", "TouchgateTerminal"]),
+        .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy", "TouchgatePolicyTesting", .product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
+        .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault", "TouchgateBasics", "TouchgatePolicy", "CSodium", "CTouchgateSys", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
+        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateAPI", "TouchgateVault", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), "TouchgatePolicy", "TouchgatePolicyTesting", "TouchgateTerminal", .product(name: "Subprocess", package: "swift-subprocess")]),
         .testTarget(
             name: "TouchgateCLITests",
             dependencies: ["touchgate-cli", "touchgate-client", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateImageIO",
@@ -186,7 +186,7 @@ let package = Package(
             "TouchgateCommands", "TouchgateTerminal", "TouchgateAPI",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        .testTarget(name: "UdevTests"),
+        .testTarget(name: "UdevTests", dependencies: [.product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
     ]
 )
 

@@ -29,30 +29,23 @@ extension DeviceTests {
             let device = try String(contentsOf: recording.appendingPathComponent("device"), encoding: .utf8)
             let sysfsPath = try #require(device.split(separator: "\n").first { $0.hasPrefix("P: ") }?.dropFirst(3))
 
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: umockdev)
-            process.arguments = ["-d", recording.appendingPathComponent("device").path,
-                                 "-p", "/sys\(sysfsPath)=\(recording.appendingPathComponent("custom.pcapng").path)",
-                                 "--", program.path]
             var environment = ProcessInfo.processInfo.environment
             environment["FP_DEVICE_EMULATION"] = "1"
             environment["FP_DRIVERS_WHITELIST"] = "fpcmoc"
             for name in ["FP_VIRTUAL_IMAGE", "FP_VIRTUAL_DEVICE", "FP_VIRTUAL_DEVICE_STORAGE"] { environment[name] = nil }
-            process.environment = environment
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice  // libusb and umockdev are chatty
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            let text = String(decoding: data, as: UTF8.self)
+            // Standard error is not looked at: libusb and umockdev are chatty.
+            let replay = try await runProgram(umockdev, ["-d", recording.appendingPathComponent("device").path,
+                                                         "-p", "/sys\(sysfsPath)=\(recording.appendingPathComponent("custom.pcapng").path)",
+                                                         "--", program.path],
+                                              environment: environment, inheriting: false)
+            let text = replay.stdout
 
             let lines = text.split(separator: "\n").compactMap { line in
                 (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
             }
             var steps: [String: [String: Any]] = [:]
             for line in lines { if let step = line["step"] as? String { steps[step] = line } }
-            #expect(process.terminationStatus == 0, "the replay deviated:\n\(text)")
+            #expect(replay.status == 0, "the replay deviated:\n\(text)")
             #expect(lines.compactMap { $0["step"] as? String }
                     == ["enumerate", "open", "clear", "enroll", "list", "verify", "deserialize", "identify", "delete", "close"],
                     "\(text)")

@@ -13,9 +13,9 @@ struct FprintdClientTests {
     }
 
     @Test func listsReadersAndFingersThenVerifiesWithEvents() async throws {
-        let rig = try FprintdRig()
+        let rig = try await FprintdRig()
         defer { rig.stop() }
-        let enrolled = try rig.tool(["fprintd-enroll", "-f", "left-thumb", NSUserName()], presenting: ["whorl"])
+        let enrolled = try await rig.tool(["fprintd-enroll", "-f", "left-thumb", NSUserName()], presenting: ["whorl"])
         try #require(enrolled.status == 0, "\(enrolled.output)")
         let client = try await Self.client(rig)
         #expect(await client.presence() == .running)
@@ -61,14 +61,14 @@ struct FprintdClientTests {
         await client.close()
 
         // Released: fprintd's own tool can claim the reader.
-        let after = try rig.tool(["fprintd-verify", NSUserName()], presenting: ["whorl"])
+        let after = try await rig.tool(["fprintd-verify", NSUserName()], presenting: ["whorl"])
         #expect(after.status == 0, "\(after.output)")
     }
 
     @Test func aBusWithoutFprintdSaysSo() async throws {
-        let rig = try FprintdRig()
+        let rig = try await FprintdRig()
         defer { rig.stop() }
-        rig.stopFprintd()
+        await rig.stopFprintd()
         let client = try await Self.client(rig)
         #expect(await client.presence() == .absent)
         do {

@@ -61,7 +61,7 @@ public struct CLIProcess: Sendable {
     /// kills it with SIGKILL at that moment on purpose.
     public func run(_ arguments: [String], stdin: Data? = nil, timeout: TimeInterval = 60,
                     killAfter: TimeInterval? = nil,
-                    onStderrLine: @escaping @Sendable (String, RunningProcess) -> Void = { _, _ in }) async throws -> CLIResult {
+                    onStderrLine: @escaping @Sendable (String, RunningProcess) async -> Void = { _, _ in }) async throws -> CLIResult {
         var env = environment
         env["PATH"] = env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
         return try await ProgramRun.run("/usr/bin/env", wrapper + [binaryOverride ?? Self.binary] + arguments,
@@ -77,23 +77,6 @@ public final class LineCollector: @unchecked Sendable {
     private var storage: [String] = []
 
     public init() {}
-
-    /// Reads `handle` to its end, calling `body` with each line as soon as it is complete
-    /// (blocking: call it on a thread of its own); returns what followed the last newline.
-    @discardableResult
-    public static func readLines(of handle: FileHandle, _ body: (String) -> Void) -> String? {
-        var pending = Data()
-        while true {
-            let chunk = handle.availableData
-            if chunk.isEmpty { break }
-            pending.append(chunk)
-            while let newline = pending.firstIndex(of: 0x0A) {
-                body(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
-                pending = Data(pending[(newline + 1)...])
-            }
-        }
-        return pending.isEmpty ? nil : String(decoding: pending, as: UTF8.self)
-    }
 
     public func append(_ line: String) {
         lock.lock()

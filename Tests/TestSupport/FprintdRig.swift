@@ -41,9 +41,9 @@ public final class FprintdRig: @unchecked Sendable {
     /// Plays the finger on fprintd's reader.
     public let finger: FprintdFinger
 
-    private let bus: Process
-    private let polkit: Process
-    private var fprintd: Process?
+    private let bus: BackgroundProcess
+    private let polkit: BackgroundProcess
+    private var fprintd: BackgroundProcess?
     private let lock = NSLock()
 
     /// The programs the rig runs, and the Debian packages that hold them.
@@ -55,8 +55,8 @@ public final class FprintdRig: @unchecked Sendable {
 
     /// Starts the bus, the polkit stand-in and fprintd, and waits until fprintd shows its reader.
     /// - Throws: ``FprintdRigError`` naming the packages to install when a program is missing.
-    public init() throws {
-        try Self.requirePrograms()
+    public init() async throws {
+        try await Self.requirePrograms()
         directory = try TemporaryDirectory("touchgate-fprintd")
         stateDirectory = directory.path("state")
         imageSocket = directory.path("virtual-image.socket")
@@ -66,31 +66,31 @@ public final class FprintdRig: @unchecked Sendable {
         busAddress = "unix:path=\(socket)"
         try Self.busConfiguration(socket: socket).write(toFile: directory.path("bus.conf"), atomically: true, encoding: .utf8)
 
-        var started: [Process] = []
+        var started: [BackgroundProcess] = []
         do {
-            bus = try Self.launch("/usr/bin/dbus-daemon", ["--config-file=\(directory.path("bus.conf"))", "--nofork"],
-                                  environment: [:], log: directory.path("dbus-daemon.log"))
+            bus = try await Self.launch("/usr/bin/dbus-daemon", ["--config-file=\(directory.path("bus.conf"))", "--nofork"],
+                                        environment: [:], log: directory.path("dbus-daemon.log"))
             started.append(bus)
-            try Self.waitFor("the private bus at \(socket)") { FileManager.default.fileExists(atPath: socket) }
+            try await Self.waitFor("the private bus at \(socket)") { FileManager.default.fileExists(atPath: socket) }
             let busEnvironment = ["DBUS_SYSTEM_BUS_ADDRESS": busAddress]
-            polkit = try Self.launch("/usr/bin/python3", ["-m", "dbusmock", "--system", "--template", "polkitd"],
-                                     environment: busEnvironment, log: directory.path("polkitd.log"))
+            polkit = try await Self.launch("/usr/bin/python3", ["-m", "dbusmock", "--system", "--template", "polkitd"],
+                                           environment: busEnvironment, log: directory.path("polkitd.log"))
             started.append(polkit)
             // The template refuses every action until told otherwise.
-            try Self.waitFor("python3-dbusmock's polkitd template on the bus") {
-                Self.gdbus(["call", "--system", "--dest", "org.freedesktop.PolicyKit1", "--object-path",
+            try await Self.waitFor("python3-dbusmock's polkitd template on the bus") {
+                await Self.gdbus(["call", "--system", "--dest", "org.freedesktop.PolicyKit1", "--object-path",
                             "/org/freedesktop/PolicyKit1/Authority", "--method", "org.freedesktop.DBus.Mock.AllowUnknown",
                             "true"], environment: busEnvironment) != nil
             }
             finger = FprintdFinger(socketPath: imageSocket)
         } catch {
-            for process in started { Self.end(process) }
+            for process in started { process.stop() }
             directory.remove()
             throw error
         }
         do {
-            try finger.watch(environment: environment, log: directory.path("gdbus-monitor.log"))
-            try startFprintd()
+            try await finger.watch(environment: environment, log: directory.path("gdbus-monitor.log"))
+            try await startFprintd()
         } catch {
             stop()
             throw error
@@ -101,14 +101,14 @@ public final class FprintdRig: @unchecked Sendable {
     public var environment: [String: String] { ["DBUS_SYSTEM_BUS_ADDRESS": busAddress] }
 
     /// Starts fprintd (again) and waits until it shows its reader.
-    public func startFprintd() throws {
-        let process = try Self.launch("/usr/libexec/fprintd", ["-t"], environment: environment.merging([
+    public func startFprintd() async throws {
+        let process = try await Self.launch("/usr/libexec/fprintd", ["-t"], environment: environment.merging([
             "FP_VIRTUAL_IMAGE": imageSocket, "FP_DRIVERS_WHITELIST": "virtual_image",
             "STATE_DIRECTORY": stateDirectory, "RUNTIME_DIRECTORY": directory.path("run"),
         ]) { $1 }, log: directory.path("fprintd.log"))
         lock.withLock { fprintd = process }
-        try Self.waitFor("fprintd on the private bus with its virtual_image reader (see \(directory.path("fprintd.log")))") {
-            let devices = Self.gdbus(["call", "--system", "--dest", "net.reactivated.Fprint", "--object-path",
+        try await Self.waitFor("fprintd on the private bus with its virtual_image reader (see \(directory.path("fprintd.log")))") {
+            let devices = await Self.gdbus(["call", "--system", "--dest", "net.reactivated.Fprint", "--object-path",
                                       "/net/reactivated/Fprint/Manager", "--method",
                                       "net.reactivated.Fprint.Manager.GetDevices"], environment: environment)
             return devices?.contains("/net/reactivated/Fprint/Device/") == true
@@ -116,11 +116,13 @@ public final class FprintdRig: @unchecked Sendable {
     }
 
     /// Stops fprintd and waits until it has left the bus.
-    public func stopFprintd() {
-        guard let process = lock.withLock({ () -> Process? in defer { fprintd = nil }; return fprintd }) else { return }
-        Self.end(process)
-        try? Self.waitFor("fprintd to leave the bus") {
-            Self.gdbus(["call", "--system", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+    public func stopFprintd() async {
+        guard let process = lock.withLock({ () -> BackgroundProcess? in defer { fprintd = nil }; return fprintd }) else {
+            return
+        }
+        process.stop()
+        try? await Self.waitFor("fprintd to leave the bus") {
+            await Self.gdbus(["call", "--system", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
                         "--method", "org.freedesktop.DBus.NameHasOwner", "net.reactivated.Fprint"],
                        environment: environment)?.contains("false") == true
         }
@@ -130,39 +132,36 @@ public final class FprintdRig: @unchecked Sendable {
     /// with the finger presenting `prints`.
     /// - Returns: its exit status and standard output.
     public func tool(_ arguments: [String], presenting prints: [String] = [],
-                     timeout: TimeInterval = 60) throws -> (status: Int32, output: String) {
+                     timeout: TimeInterval = 60) async throws -> (status: Int32, output: String) {
         finger.present(prints)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/" + arguments[0])
-        process.arguments = Array(arguments.dropFirst())
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let killer = DispatchWorkItem { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        killer.cancel()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let output = LineCollector()
+        let process = try await BackgroundProcess.start(
+            "/usr/bin/" + arguments[0], Array(arguments.dropFirst()),
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            output: .lines { output.append($0) }, error: .sameAsOutput)
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        if process.isRunning { await process.terminate() }
+        let status = await process.ended()
+        return (status, output.lines.map { $0 + "\n" }.joined())
     }
 
     /// Ends fprintd, the finger's monitor, polkit and the bus, and removes the folder.
+    /// Usable in a `defer`: it waits for nothing on the bus.
     public func stop() {
-        stopFprintd()
+        lock.withLock { () -> BackgroundProcess? in defer { fprintd = nil }; return fprintd }?.stop()
         finger.stop()
-        Self.end(polkit)
-        Self.end(bus)
+        polkit.stop()
+        bus.stop()
         directory.remove()
     }
 
     // MARK: Helpers
 
-    static func requirePrograms() throws {
+    static func requirePrograms() async throws {
         var missing = programs.filter { !FileManager.default.isExecutableFile(atPath: $0.path) }.map(\.package)
         if !missing.contains("python3-dbusmock"),
-           gdbusLikeRun("/usr/bin/python3", ["-c", "import dbusmock"], environment: [:]) == nil {
+           await gdbusLikeRun("/usr/bin/python3", ["-c", "import dbusmock"], environment: [:]) == nil {
             missing.append("python3-dbusmock")
         }
         guard missing.isEmpty else {
@@ -198,59 +197,40 @@ public final class FprintdRig: @unchecked Sendable {
     }
 
     /// Starts `path` with this process's environment plus `environment`, output to `log`.
-    static func launch(_ path: String, _ arguments: [String], environment: [String: String], log: String) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        env.removeValue(forKey: "FP_VIRTUAL_IMAGE")
-        env.removeValue(forKey: "FP_VIRTUAL_DEVICE")
-        process.environment = env.merging(environment) { $1 }
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return process
-    }
-
-    /// Ends `process` with SIGKILL and reaps it. Not SIGTERM: a child started from a test
-    /// thread inherits that thread's signal mask, where SIGTERM is blocked, so it would wait
-    /// in vain. Nothing the rig runs needs a graceful end (fprintd writes each print as it is
-    /// enrolled).
-    static func end(_ process: Process) {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+    /// Starts `path` with this process's environment (less any virtual reader) plus
+    /// `environment`, output to `log`. Each is ended with SIGKILL: nothing the rig runs needs a
+    /// graceful end (fprintd writes each print as it is enrolled).
+    static func launch(_ path: String, _ arguments: [String], environment: [String: String],
+                       log: String) async throws -> BackgroundProcess {
+        var full = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        for virtual in ["FP_VIRTUAL_IMAGE", "FP_VIRTUAL_DEVICE"] where environment[virtual] == nil {
+            full.removeValue(forKey: virtual)
+        }
+        return try await BackgroundProcess.start(path, arguments, environment: full, output: .file(log), error: .file(log))
     }
 
     /// Polls `condition` for up to a minute (a backstop for a loaded machine; it returns as soon as the condition holds).
-    static func waitFor(_ what: String, _ condition: () -> Bool) throws {
+    static func waitFor(_ what: String, _ condition: () async -> Bool) async throws {
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
-            if condition() { return }
-            usleep(50_000)
+            if await condition() { return }
+            try await Task.sleep(for: .milliseconds(50))
         }
         throw FprintdRigError(description: "timed out waiting for \(what)")
     }
 
     /// `gdbus ARGS`: its output when it succeeded, else nil.
-    static func gdbus(_ arguments: [String], environment: [String: String]) -> String? {
-        gdbusLikeRun("/usr/bin/gdbus", arguments, environment: environment)
+    static func gdbus(_ arguments: [String], environment: [String: String]) async -> String? {
+        await gdbusLikeRun("/usr/bin/gdbus", arguments, environment: environment)
     }
 
-    static func gdbusLikeRun(_ path: String, _ arguments: [String], environment: [String: String]) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+    /// `path ARGS` with this process's environment plus `environment`: its standard output
+    /// when it succeeded, else nil.
+    static func gdbusLikeRun(_ path: String, _ arguments: [String], environment: [String: String]) async -> String? {
+        guard let result = try? await runProgram(path, arguments, environment: environment), result.status == 0 else {
+            return nil
+        }
+        return result.stdout
     }
 }
 
@@ -266,7 +246,7 @@ public final class FprintdFinger: @unchecked Sendable {
     private var queue: [String] = []
     private var client: VirtualImageClient?
     private var clientFD: Int32 = -1
-    private var monitor: Process?
+    private var monitor: BackgroundProcess?
     /// How many times fprintd's reader waited for a finger since the last ``present(_:)``.
     public private(set) var prompts = 0
 
@@ -290,38 +270,21 @@ public final class FprintdFinger: @unchecked Sendable {
         return false
     }
 
-    func watch(environment: [String: String], log: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/gdbus")
-        process.arguments = ["monitor", "--system", "--dest", "net.reactivated.Fprint"]
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        lock.withLock { monitor = process }
+    func watch(environment: [String: String], log: String) async throws {
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         let logHandle = FileHandle(forWritingAtPath: log)
-        Thread.detachNewThread { [self] in
-            var pending = Data()
-            let handle = output.fileHandleForReading
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                pending.append(chunk)
-                while let newline = pending.firstIndex(of: 0x0A) {
-                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                    pending = Data(pending[(newline + 1)...])
-                    logHandle?.write(Data((line + "\n").utf8))
-                    if line.contains("'finger-needed': <true>") { fingerNeeded() }
-                }
-            }
-        }
+        let process = try await BackgroundProcess.start(
+            "/usr/bin/gdbus", ["monitor", "--system", "--dest", "net.reactivated.Fprint"],
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            output: .lines { [self] line in
+                logHandle?.write(Data((line + "\n").utf8))
+                if line.contains("'finger-needed': <true>") { fingerNeeded() }
+            })
+        lock.withLock { monitor = process }
     }
 
     func stop() {
-        guard let process = lock.withLock({ () -> Process? in defer { monitor = nil }; return monitor }) else { return }
-        FprintdRig.end(process)
+        lock.withLock { () -> BackgroundProcess? in defer { monitor = nil }; return monitor }?.stop()
         lock.withLock { client = nil }
     }
 

@@ -20,8 +20,8 @@ public final class LogindRig: @unchecked Sendable {
     public let directory: TemporaryDirectory
     /// `unix:path=…` of the private bus.
     public let busAddress: String
-    private let bus: Process
-    private let logind: Process?
+    private let bus: BackgroundProcess
+    private let logind: BackgroundProcess?
 
     static let programs: [(path: String, package: String)] = [
         ("/usr/bin/dbus-daemon", "dbus-daemon"), ("/usr/bin/gdbus", "libglib2.0-bin"),
@@ -31,10 +31,10 @@ public final class LogindRig: @unchecked Sendable {
     /// Starts the bus and (unless `logind` is false: a bus where nobody owns
     /// `org.freedesktop.login1`) the logind stand-in, and waits until it answers.
     /// - Throws: ``FprintdRigError`` naming the packages to install when a program is missing.
-    public init(logind withLogind: Bool = true) throws {
+    public init(logind withLogind: Bool = true) async throws {
         var missing = Self.programs.filter { !FileManager.default.isExecutableFile(atPath: $0.path) }.map(\.package)
         if !missing.contains("python3-dbusmock"),
-           FprintdRig.gdbusLikeRun("/usr/bin/python3", ["-c", "import dbusmock"], environment: [:]) == nil {
+           await FprintdRig.gdbusLikeRun("/usr/bin/python3", ["-c", "import dbusmock"], environment: [:]) == nil {
             missing.append("python3-dbusmock")
         }
         guard missing.isEmpty else {
@@ -49,24 +49,24 @@ public final class LogindRig: @unchecked Sendable {
         busAddress = "unix:path=\(socket)"
         try FprintdRig.busConfiguration(socket: socket)
             .write(toFile: directory.path("bus.conf"), atomically: true, encoding: .utf8)
-        bus = try FprintdRig.launch("/usr/bin/dbus-daemon", ["--config-file=\(directory.path("bus.conf"))", "--nofork"],
+        bus = try await FprintdRig.launch("/usr/bin/dbus-daemon", ["--config-file=\(directory.path("bus.conf"))", "--nofork"],
                                     environment: [:], log: directory.path("dbus-daemon.log"))
         do {
-            try FprintdRig.waitFor("the private bus at \(socket)") { FileManager.default.fileExists(atPath: socket) }
+            try await FprintdRig.waitFor("the private bus at \(socket)") { FileManager.default.fileExists(atPath: socket) }
             chmod(socket, 0o666)
-            logind = !withLogind ? nil : try FprintdRig.launch("/usr/bin/python3", ["-m", "dbusmock", "--system", "--template", "logind"],
+            logind = !withLogind ? nil : try await FprintdRig.launch("/usr/bin/python3", ["-m", "dbusmock", "--system", "--template", "logind"],
                                            environment: ["DBUS_SYSTEM_BUS_ADDRESS": busAddress],
                                            log: directory.path("logind.log"))
         } catch {
-            FprintdRig.end(bus)
+            bus.stop()
             directory.remove()
             throw error
         }
         do {
             guard withLogind else { return }
-            try FprintdRig.waitFor("python3-dbusmock's logind template on the bus") { inhibitorList() != nil }
+            try await FprintdRig.waitFor("python3-dbusmock's logind template on the bus") { await inhibitorList() != nil }
             try "".write(toFile: directory.path("places"), atomically: true, encoding: .utf8)
-            try mock("manager.AddMethod('org.freedesktop.login1.Manager', 'GetSessionByPID', 'u', 'o', sys.argv[1], "
+            try await mock("manager.AddMethod('org.freedesktop.login1.Manager', 'GetSessionByPID', 'u', 'o', sys.argv[1], "
                      + "dbus_interface=mock)", [Self.sessionByPID(places: directory.path("places"))])
         } catch {
             stop()
@@ -78,14 +78,14 @@ public final class LogindRig: @unchecked Sendable {
     public var environment: [String: String] { ["DBUS_SYSTEM_BUS_ADDRESS": busAddress] }
 
     /// `ListInhibitors` as gdbus prints it, or nil when logind's stand-in does not answer.
-    func inhibitorList() -> String? {
-        FprintdRig.gdbus(["call", "--system", "--dest", "org.freedesktop.login1", "--object-path", "/org/freedesktop/login1",
+    func inhibitorList() async -> String? {
+        await FprintdRig.gdbus(["call", "--system", "--dest", "org.freedesktop.login1", "--object-path", "/org/freedesktop/login1",
                           "--method", "org.freedesktop.login1.Manager.ListInhibitors"], environment: environment)
     }
 
     /// The inhibitors held now, each as "what who why mode".
-    public func inhibitors() -> [String] {
-        guard let list = inhibitorList() else { return [] }
+    public func inhibitors() async -> [String] {
+        guard let list = await inhibitorList() else { return [] }
         // ([('sleep', 'touchgated', 'why', 'delay', uint32 1000, uint32 123456)],), or (@a(ssssuu) [],)
         return list.components(separatedBy: "('").dropFirst().map { entry in
             entry.split(separator: ",").prefix(4)
@@ -97,17 +97,17 @@ public final class LogindRig: @unchecked Sendable {
     /// Waits up to `timeout` seconds until `condition` holds for the inhibitors held.
     public func waitForInhibitors(timeout: TimeInterval = 10, _ condition: ([String]) -> Bool) async -> [String] {
         let deadline = Date().addingTimeInterval(timeout)
-        var seen = inhibitors()
+        var seen = await inhibitors()
         while !condition(seen), Date() < deadline {
             try? await Task.sleep(for: .milliseconds(50))
-            seen = inhibitors()
+            seen = await inhibitors()
         }
         return seen
     }
 
     /// Sends `PrepareForSleep(start)` from logind's name: true before sleep, false after resume.
-    public func prepareForSleep(_ start: Bool) throws {
-        let sent = FprintdRig.gdbus(["call", "--system", "--dest", "org.freedesktop.login1", "--object-path",
+    public func prepareForSleep(_ start: Bool) async throws {
+        let sent = await FprintdRig.gdbus(["call", "--system", "--dest", "org.freedesktop.login1", "--object-path",
                                      "/org/freedesktop/login1", "--method", "org.freedesktop.DBus.Mock.EmitSignal",
                                      "org.freedesktop.login1.Manager", "PrepareForSleep", "b", "[<\(start)>]"],
                                     environment: environment)
@@ -138,11 +138,11 @@ public final class LogindRig: @unchecked Sendable {
 
     /// Runs `statement` in python3 with `manager` (logind's stand-in), `mock` (dbusmock's
     /// interface name) and `sys.argv[1…]` = `arguments`.
-    private func mock(_ statement: String, _ arguments: [String] = []) throws {
+    private func mock(_ statement: String, _ arguments: [String] = []) async throws {
         let script = "import sys, dbus\nmock = 'org.freedesktop.DBus.Mock'\n"
             + "manager = dbus.SystemBus().get_object('org.freedesktop.login1', '/org/freedesktop/login1')\n"
             + statement + "\n"
-        guard FprintdRig.gdbusLikeRun("/usr/bin/python3", ["-c", script] + arguments, environment: environment) != nil else {
+        guard await FprintdRig.gdbusLikeRun("/usr/bin/python3", ["-c", script] + arguments, environment: environment) != nil else {
             throw FprintdRigError(description: "python3-dbusmock's logind did not take \(statement) "
                                   + "(see \(directory.path("logind.log")))")
         }
@@ -151,12 +151,12 @@ public final class LogindRig: @unchecked Sendable {
     /// Adds login session `id` of `user` (uid) on seat0, remote (with a remote host) or
     /// local; returns its object path.
     @discardableResult
-    public func addSession(_ id: String, uid: UInt32, user: String, remote: Bool) throws -> String {
-        try mock("manager.AddSession(sys.argv[1], 'seat0', dbus.UInt32(int(sys.argv[2])), sys.argv[3], True, "
+    public func addSession(_ id: String, uid: UInt32, user: String, remote: Bool) async throws -> String {
+        try await mock("manager.AddSession(sys.argv[1], 'seat0', dbus.UInt32(int(sys.argv[2])), sys.argv[3], True, "
                  + "dbus_interface=mock)", [id, String(uid), user])
         let path = "/org/freedesktop/login1/session/\(id)"
         if remote {
-            try mock("dbus.SystemBus().get_object('org.freedesktop.login1', sys.argv[1]).UpdateProperties("
+            try await mock("dbus.SystemBus().get_object('org.freedesktop.login1', sys.argv[1]).UpdateProperties("
                      + "'org.freedesktop.login1.Session', {'Remote': True, 'RemoteHost': 'far.example.org'}, "
                      + "dbus_interface=mock)", [path])
         }
@@ -176,8 +176,8 @@ public final class LogindRig: @unchecked Sendable {
 
     /// Ends logind's stand-in and the bus, and removes the folder.
     public func stop() {
-        if let logind { FprintdRig.end(logind) }
-        FprintdRig.end(bus)
+        logind?.stop()
+        bus.stop()
         directory.remove()
     }
 }

@@ -15,7 +15,7 @@ public enum ProgramRun {
     /// hang fails the test instead of stalling it; `killAfter` kills it then on purpose.
     public static func run(_ executable: String, _ arguments: [String], environment: [String: String],
                            stdin: Data? = nil, timeout: TimeInterval = 60, killAfter: TimeInterval? = nil,
-                           onStderrLine: @escaping @Sendable (String, RunningProcess) -> Void = { _, _ in })
+                           onStderrLine: @escaping @Sendable (String, RunningProcess) async -> Void = { _, _ in })
     async throws -> CLIResult {
         // A child that already ended (killed on purpose, or refused before reading) closed its
         // end: that is the child's outcome to check, not a reason to end the test process.
@@ -42,7 +42,7 @@ public enum ProgramRun {
             for try await line in execution.standardError.strings(separatedBy: .unicodeScalarSequence(["\n"]),
                                                                   bufferingPolicy: .unbounded) {
                 collected.append(line)
-                onStderrLine(line, process)
+                await onStderrLine(line, process)
             }
         }
         let status: Int32
@@ -52,6 +52,41 @@ public enum ProgramRun {
         }
         return CLIResult(status: status, stdout: result.standardOutput, stderrLines: collected.lines)
     }
+}
+
+/// Runs a program to its end (killed after `timeout` seconds), standard input empty, with
+/// this process's environment and `environment` (only `environment` when not `inheriting`).
+public func runProgram(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+                       inheriting: Bool = true, timeout: TimeInterval = 60)
+async throws -> (status: Int32, stdout: String, stderr: String) {
+    let full = inheriting ? ProcessInfo.processInfo.environment.merging(environment) { $1 } : environment
+    let result = try await ProgramRun.run(executable, arguments, environment: full, timeout: timeout)
+    return (result.status, result.stdout, result.stderrLines.map { $0 + "\n" }.joined())
+}
+
+/// Runs a program to its end where nothing can be awaited (a `deinit` or a `defer` that
+/// cleans up: `userdel`, `umount`), blocking this thread; standard input and outputs are
+/// /dev/null; returns the exit status (128 + signal when killed). Spawned with posix_spawn
+/// and reaped with waitpid: swift-subprocess has no call that does not suspend.
+@discardableResult
+public func runToEndBlocking(_ executable: String, _ arguments: [String]) -> Int32 {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    for descriptor: Int32 in [0, 1, 2] {
+        posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
+    }
+    func copies(_ texts: [String]) -> [UnsafeMutablePointer<CChar>?] {
+        texts.map { (text: String) -> UnsafeMutablePointer<CChar>? in strdup(text) } + [nil]
+    }
+    let argv = copies([executable] + arguments)
+    let envp = copies(["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"])
+    defer { (argv + envp).forEach { free($0) } }
+    var pid = pid_t()
+    guard posix_spawn(&pid, executable, &actions, nil, argv, envp) == 0 else { return 127 }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
 }
 
 /// A process a test runs, to signal while it runs.

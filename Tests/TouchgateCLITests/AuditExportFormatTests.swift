@@ -142,7 +142,7 @@ struct AuditExportFormatTests {
 
     @Test("through touchgated: the public key and a sealed export come from the daemon, and verify")
     func throughTheDaemon() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await rig.initialize()
         let key = try await rig.run(["audit", "public-key", "--json"])

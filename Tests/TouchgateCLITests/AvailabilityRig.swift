@@ -18,13 +18,13 @@ final class TestUsers: @unchecked Sendable {
     let attacker: User
     let victim: User
 
-    init() throws {
+    init() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd"),
                      "this suite makes its users with useradd: apt-get install passwd")
         let tag = String(getpid() % 100_000) + String(Int.random(in: 100...999))
-        attacker = try Self.make("tga\(tag)")
+        attacker = try await Self.make("tga\(tag)")
         do {
-            victim = try Self.make("tgv\(tag)")
+            victim = try await Self.make("tgv\(tag)")
         } catch {
             Self.remove(attacker.name)
             throw error
@@ -36,13 +36,13 @@ final class TestUsers: @unchecked Sendable {
         Self.remove(victim.name)
     }
 
-    private static func make(_ name: String) throws -> User {
-        var made = (try? runProgram("/usr/sbin/useradd", ["--no-create-home", "--shell", "/usr/sbin/nologin",
+    private static func make(_ name: String) async throws -> User {
+        var made = (try? await runProgram("/usr/sbin/useradd", ["--no-create-home", "--shell", "/usr/sbin/nologin",
                                                          "--user-group", name]))
         // Another test (or tool) may hold /etc/passwd's lock for a moment.
         for _ in 0..<20 where made?.status != 0 {
-            usleep(200_000)
-            made = try? runProgram("/usr/sbin/useradd", ["--no-create-home", "--shell", "/usr/sbin/nologin",
+            try await Task.sleep(for: .milliseconds(200))
+            made = try? await runProgram("/usr/sbin/useradd", ["--no-create-home", "--shell", "/usr/sbin/nologin",
                                                         "--user-group", name])
         }
         try #require(made?.status == 0, "useradd \(name): \(made?.stderr ?? "did not run")")
@@ -50,9 +50,10 @@ final class TestUsers: @unchecked Sendable {
         return User(name: name, uid: entry.pointee.pw_uid)
     }
 
+    /// Blocking: it runs from deinit.
     private static func remove(_ name: String) {
         for _ in 0..<20 {
-            if (try? runProgram("/usr/sbin/userdel", [name]))?.status == 0 { return }
+            if runToEndBlocking("/usr/sbin/userdel", [name]) == 0 { return }
             usleep(200_000)
         }
     }
@@ -72,29 +73,22 @@ final class Attacker: @unchecked Sendable {
         }
     }
 
-    private let process = Process()
+    private let process: BackgroundProcess
     private let collected = LineCollector()
 
     /// Runs the script in `mode` as `uid` (with `effectiveRoot`: real uid `uid`, effective
     /// uid 0, as a set-user-ID root program such as sudo runs before it drops privileges).
-    init(_ mode: [String], socket: String, uid: UInt32, effectiveRoot: Bool = false) throws {
+    init(_ mode: [String], socket: String, uid: UInt32, effectiveRoot: Bool = false) async throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"),
                      "the attacker is a Python script: apt-get install python3")
         let identity = effectiveRoot
             ? ["--ruid=\(uid)", "--euid=0", "--rgid=\(uid)", "--egid=0", "--keep-groups"]
             : ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"]
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = identity + ["--", "/usr/bin/python3", "-c", try Self.script, socket] + mode
-        process.environment = ["PATH": "/usr/bin:/bin"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        process.standardInput = Pipe()
-        try process.run()
-        // The reader holds the collector, not the attacker, so dropping the attacker stops it.
-        Thread.detachNewThread { [collected] in
-            LineCollector.readLines(of: out.fileHandleForReading) { collected.append($0) }
-        }
+        let collected = collected
+        process = try await BackgroundProcess.start(
+            "/usr/bin/setpriv", identity + ["--", "/usr/bin/python3", "-c", try Self.script, socket] + mode,
+            environment: ["PATH": "/usr/bin:/bin"], holdingInputOpen: true,  // it holds on until its input ends
+            output: .lines { collected.append($0) }, error: .sameAsOutput)
     }
 
     /// Waits (up to `seconds`) for a line starting with `prefix`.
@@ -112,11 +106,8 @@ final class Attacker: @unchecked Sendable {
 
     /// Ends it, closing its connections.
     func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        process.stop()
     }
-
-    deinit { stop() }
 }
 
 extension DaemonRig {

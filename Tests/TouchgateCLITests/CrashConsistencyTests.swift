@@ -94,7 +94,7 @@ struct CrashConsistencyTests {
             let recorded = successes(try await records(vault), "finger.enroll")
                 .contains { ($0["reason"] as? String)?.contains(":\(finger)@") == true }
             #expect(enrolled == recorded, "trial \(trial), killed after \(delay) s: print \(enrolled), record \(recorded)")
-            let liveKeys = try vault.sql("SELECT count(*) FROM vault_item WHERE name = 'bound' AND wrapped_key IS NOT NULL")
+            let liveKeys = try await vault.sql("SELECT count(*) FROM vault_item WHERE name = 'bound' AND wrapped_key IS NOT NULL")
             #expect(liveKeys == (enrolled ? "0" : "1"), "trial \(trial): the bound key must go exactly with the change")
         }
     }

@@ -24,7 +24,7 @@ struct DaemonAttackTests {
     @Test("the user cannot read, copy, change or replace the daemon's files, so three failed touches lock them out")
     func lockoutCannotBeRolledBackByTheUser() async throws {
         try Self.requireRoot()
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await rig.initialize(as: Self.user)
         let store = rig.stateDirectory + "/users/\(Self.user)"
@@ -70,7 +70,7 @@ struct DaemonAttackTests {
         try Self.requireRoot()
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3"),
                      "this test needs sqlite3: apt-get install sqlite3")
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await rig.initialize(as: Self.user)
         let store = rig.stateDirectory + "/users/\(Self.user)"
@@ -117,7 +117,7 @@ struct DaemonAttackTests {
     @Test("an item an enrollment destroyed stays destroyed: the user has no copy of the store to bring it back from")
     func destroyedItemStaysDestroyed() async throws {
         try Self.requireRoot()
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await rig.initialize(as: Self.user)
         let added = try await rig.run(["secret", "add", "bound", "--policy", "biometry-current-set", "--json"],
@@ -151,7 +151,7 @@ struct DaemonAttackTests {
         try Self.requireRoot()
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"),
                      "this test needs Debian's python3: apt-get install python3")
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         let pid = try #require(rig.daemonPID)
         try await rig.initialize(as: Self.user)
@@ -206,7 +206,7 @@ struct DaemonAttackTests {
     @Test("another user's failed touches, refused requests and audit records never reach the first user's vault")
     func secondUserCannotTouchTheFirst() async throws {
         try Self.requireRoot()
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await rig.initialize(as: Self.user)
         let stored = try await rig.run(["secret", "add", "api", "--policy", "biometry-any"],
@@ -252,7 +252,7 @@ struct DaemonAttackTests {
     @Test("half-sent lines, hundreds of idle connections, lying lengths, bad UTF-8 and deep nesting neither wedge nor exhaust the daemon")
     func hostileClientsBeyondTheProtocolTests() async throws {
         try Self.requireRoot()
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         let pid = try #require(rig.daemonPID)
 
@@ -396,19 +396,13 @@ struct DaemonAttackTests {
         var description: String { "exit \(status), stdout: \(stdout), stderr: \(stderr)" }
     }
 
-    /// Runs `command` as `uid` (root: as is), on a thread of its own.
+    /// Runs `command` as `uid` (root: as is).
     static func run(as uid: UInt32, _ command: [String]) async throws -> Outcome {
         let wrapped = uid == 0 ? command
             : ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--"] + command
-        return try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(with: Result {
-                    let result = try runProgram(wrapped[0], Array(wrapped.dropFirst()), environment: [:],
-                                                inheriting: false, timeout: 30)
-                    return Outcome(status: result.status, stdout: result.stdout, stderr: result.stderr)
-                })
-            }
-        }
+        let result = try await runProgram(wrapped[0], Array(wrapped.dropFirst()), environment: [:],
+                                          inheriting: false, timeout: 30)
+        return Outcome(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 }
 

@@ -58,8 +58,8 @@ struct DaemonAvailabilityTests {
     @Test("stalled exports and audit shows hold no shared thread: the victim is served, the stalled peers are cut off")
     func stalledReadersHoldNothing() async throws {
         try DaemonAttackTests.requireRoot()
-        let users = try TestUsers()
-        let rig = try DaemonRig()
+        let users = try await TestUsers()
+        let rig = try await DaemonRig()
         // Room to write the attacker's long trail quickly; the rate itself is tested below.
         rig.daemonArguments = ["--request-burst", "100000", "--requests-per-minute", "600000"]
         try await rig.start()
@@ -67,7 +67,7 @@ struct DaemonAvailabilityTests {
         try await Self.lockOut(users.attacker, rig)
         // A trail of 1,500 more records (about 0.9 MB exported): more than the socket and the
         // outbox hold. Each refused touch is one record, written without using the reader.
-        let filler = try Attacker(["loop", "verify", "{}", "1500"], socket: rig.socketPath, uid: users.attacker.uid)
+        let filler = try await Attacker(["loop", "verify", "{}", "1500"], socket: rig.socketPath, uid: users.attacker.uid)
         defer { filler.stop() }
         let filled = await filler.line("codes", within: 120)
         #expect(filled?.contains("\"locked-out\": 1500") == true, "\(filler.output)")
@@ -79,9 +79,9 @@ struct DaemonAvailabilityTests {
         #expect(shown.status == 0 && records > 1500, "audit show gave \(records) records: \(shown.stderrLines)")
 
         let baseline = try await victim.isServed(within: 15, "without attack")
-        let stalled = try Attacker(["stall", "audit.export", "{}", "4"], socket: rig.socketPath, uid: users.attacker.uid)
+        let stalled = try await Attacker(["stall", "audit.export", "{}", "4"], socket: rig.socketPath, uid: users.attacker.uid)
         defer { stalled.stop() }
-        let shows = try Attacker(["stall", "audit.show", "{}", "2"], socket: rig.socketPath, uid: users.attacker.uid)
+        let shows = try await Attacker(["stall", "audit.show", "{}", "2"], socket: rig.socketPath, uid: users.attacker.uid)
         defer { shows.stop() }
         let exportsReady = await stalled.line("ready"), showsReady = await shows.line("ready")
         #expect(exportsReady != nil && showsReady != nil, "\(stalled.output) \(shows.output)")
@@ -104,20 +104,20 @@ struct DaemonAvailabilityTests {
     @Test("an unanswered question and an untouched reader: passphrase releases never wait, the finger waits at most one deadline")
     func questionsAndFingerWaitsHaveDeadlines() async throws {
         try DaemonAttackTests.requireRoot()
-        let users = try TestUsers()
-        let rig = try DaemonRig()
+        let users = try await TestUsers()
+        let rig = try await DaemonRig()
         rig.daemonArguments = ["--finger-timeout", "12", "--answer-timeout", "4"]
         try await rig.start()
         let victim = try await Victim.prepare(rig, users.victim)
         try await rig.initialize(as: users.attacker.uid)
 
         // A value never sent: the question ends at its deadline, and held no reader meanwhile.
-        let unanswered = try Attacker(["await", "secret.add", #"{"item":"x","policy":"biometry-any"}"#],
+        let unanswered = try await Attacker(["await", "secret.add", #"{"item":"x","policy":"biometry-any"}"#],
                                       socket: rig.socketPath, uid: users.attacker.uid)
         defer { unanswered.stop() }
         #expect(await unanswered.line("asked secret-value", within: 10) != nil, "\(unanswered.output)")
         // A touch nobody makes: it holds the reader until the finger deadline.
-        let untouched = try Attacker(["await", "verify", "{}"], socket: rig.socketPath, uid: users.attacker.uid)
+        let untouched = try await Attacker(["await", "verify", "{}"], socket: rig.socketPath, uid: users.attacker.uid)
         defer { untouched.stop() }
         try await Task.sleep(for: .milliseconds(500))
         let times = try await victim.isServed(within: 10, fingerBound: 12 + 30, "while a question and a touch wait")
@@ -143,14 +143,14 @@ struct DaemonAvailabilityTests {
     @Test("one user's queue of touches does not starve another's: the next turn goes to the user served least recently")
     func turnsAreFairAcrossUsers() async throws {
         try DaemonAttackTests.requireRoot()
-        let users = try TestUsers()
-        let rig = try DaemonRig()
+        let users = try await TestUsers()
+        let rig = try await DaemonRig()
         rig.daemonArguments = ["--finger-timeout", "12"]
         try await rig.start()
         let victim = try await Victim.prepare(rig, users.victim)
         try await rig.initialize(as: users.attacker.uid)
         // Eight touches queued by the attacker, each holding the reader for its whole deadline.
-        let queue = try Attacker(["stall", "verify", "{}", "8"], socket: rig.socketPath, uid: users.attacker.uid)
+        let queue = try await Attacker(["stall", "verify", "{}", "8"], socket: rig.socketPath, uid: users.attacker.uid)
         defer { queue.stop() }
         #expect(await queue.line("ready") != nil)
         try await Task.sleep(for: .milliseconds(500))
@@ -163,13 +163,13 @@ struct DaemonAvailabilityTests {
     @Test("sudo-like root processes count against the user who started them; root's own requests and PAM for others are served")
     func rootShareIsNotEveryonesPAM() async throws {
         try DaemonAttackTests.requireRoot()
-        let users = try TestUsers()
+        let users = try await TestUsers()
         let pam = try await PAMRig()
         try await pam.rig.start()
         let victim = try await Victim.prepare(pam.rig, users.victim)
         // Twenty connections from processes running as root for the attacker (real uid the
         // attacker's, effective uid 0: how sudo and su run while they authenticate).
-        let flood = try Attacker(["idle", "20"], socket: pam.socket, uid: users.attacker.uid, effectiveRoot: true)
+        let flood = try await Attacker(["idle", "20"], socket: pam.socket, uid: users.attacker.uid, effectiveRoot: true)
         defer { flood.stop() }
         let counted = try #require(await flood.line("idle"), "\(flood.output)")
         #expect(counted == "idle 16 4", "sixteen greeted, four refused: \(counted)")
@@ -181,7 +181,7 @@ struct DaemonAvailabilityTests {
 
         // Root acting for the victim (sshd or login running the module) fills the victim's
         // share for root, and only that: sixteen served, the rest refused at their first request.
-        let forVictim = try Attacker(["stall", "status", #"{"user":"\#(users.victim.name)"}"#, "20"],
+        let forVictim = try await Attacker(["stall", "status", #"{"user":"\#(users.victim.name)"}"#, "20"],
                                      socket: pam.socket, uid: 0)
         defer { forVictim.stop() }
         #expect(await forVictim.line("ready") != nil, "\(forVictim.output)")
@@ -206,13 +206,13 @@ struct DaemonAvailabilityTests {
     @Test("a user looping on refused requests is refused after a burst, recorded once, and others are served")
     func requestRateIsPerUserAndAuditedOnce() async throws {
         try DaemonAttackTests.requireRoot()
-        let users = try TestUsers()
-        let rig = try DaemonRig()
+        let users = try await TestUsers()
+        let rig = try await DaemonRig()
         try await rig.start()
         let victim = try await Victim.prepare(rig, users.victim)
         try await Self.lockOut(users.attacker, rig)
         let before = try await rig.run(["audit", "show", "--json"], as: users.attacker.uid)
-        let loop = try Attacker(["loop", "verify", "{}", "400"], socket: rig.socketPath, uid: users.attacker.uid)
+        let loop = try await Attacker(["loop", "verify", "{}", "400"], socket: rig.socketPath, uid: users.attacker.uid)
         defer { loop.stop() }
         let codes = try #require(await loop.line("codes", within: 60), "\(loop.output)")
         let counts = try #require(try JSONSerialization.jsonObject(with: Data(codes.dropFirst(6).utf8)) as? [String: Int])
@@ -234,12 +234,13 @@ struct DaemonAvailabilityTests {
     @Test("ten processes asking for status at once with no reader attached: the daemon stays up and answers all")
     func concurrentStatusWithoutAReader() async throws {
         try DaemonAttackTests.requireRoot()
-        let users = try TestUsers()
-        let rig = try DaemonRig()
+        let users = try await TestUsers()
+        let rig = try await DaemonRig()
         rig.daemonEnvironment = ["FP_DRIVERS_WHITELIST": "no_such_driver"]
         try await rig.start()
-        let loops = try (0..<10).map { _ in
-            try Attacker(["loop", "status", "{}", "100"], socket: rig.socketPath, uid: users.attacker.uid)
+        var loops: [Attacker] = []
+        for _ in 0..<10 {
+            loops.append(try await Attacker(["loop", "status", "{}", "100"], socket: rig.socketPath, uid: users.attacker.uid))
         }
         defer { loops.forEach { $0.stop() } }
         for loop in loops {
@@ -257,12 +258,13 @@ struct DaemonAvailabilityTests {
     @Test("the rate is the user's, not the connection's: two processes looping at once share one burst")
     func requestRateIsSharedAcrossProcesses() async throws {
         try DaemonAttackTests.requireRoot()
-        let users = try TestUsers()
-        let rig = try DaemonRig()
+        let users = try await TestUsers()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await Self.lockOut(users.attacker, rig)
-        let loops = try (0..<2).map { _ in
-            try Attacker(["loop", "verify", "{}", "200"], socket: rig.socketPath, uid: users.attacker.uid)
+        var loops: [Attacker] = []
+        for _ in 0..<2 {
+            loops.append(try await Attacker(["loop", "verify", "{}", "200"], socket: rig.socketPath, uid: users.attacker.uid))
         }
         defer { for loop in loops { loop.stop() } }
         var allowed = 0
@@ -278,20 +280,20 @@ struct DaemonAvailabilityTests {
     @Test("a disk another user filled: the victim still deletes a secret and locks, each recorded; adding says the disk is full")
     func fullDiskLeavesRemoveAndLock() async throws {
         try DaemonAttackTests.requireRoot()
-        let users = try TestUsers()
-        let rig = try DaemonRig()
+        let users = try await TestUsers()
+        let rig = try await DaemonRig()
         // The state directory on a filesystem of its own, small enough to fill.
-        let mounted = try runProgram("/bin/mount", ["-t", "tmpfs", "-o", "size=40m,mode=0700,uid=\(DaemonRig.daemonUID)",
+        let mounted = try await runProgram("/bin/mount", ["-t", "tmpfs", "-o", "size=40m,mode=0700,uid=\(DaemonRig.daemonUID)",
                                                     "touchgate-test", rig.stateDirectory])
         try #require(mounted.status == 0, "this test mounts a tmpfs as root: \(mounted.stderr)")
-        defer { _ = try? runProgram("/bin/umount", ["-l", rig.stateDirectory]) }
+        defer { runToEndBlocking("/bin/umount", ["-l", rig.stateDirectory]) }
         try await rig.start()
         let reserved = await rig.awaitLogLine(containing: "disk reserve of 8 MiB set aside")
         #expect(reserved != nil, "\(rig.logTail)")
         _ = try await Victim.prepare(rig, users.victim)
 
         // Filled to the last block (by any means: here root's dd, as a user's files would).
-        let filled = try runProgram("/bin/dd", ["if=/dev/zero", "of=\(rig.stateDirectory)/filler", "bs=64k"])
+        let filled = try await runProgram("/bin/dd", ["if=/dev/zero", "of=\(rig.stateDirectory)/filler", "bs=64k"])
         #expect(filled.stderr.contains("No space left"), "\(filled.stderr)")
         let added = try await rig.run(["secret", "add", "more", "--policy", "passphrase"], stdin: Data("v\n".utf8),
                                       as: users.victim.uid)
@@ -317,8 +319,8 @@ struct DaemonAvailabilityTests {
         try DaemonAttackTests.requireRoot()
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"),
                      "this test needs prlimit from util-linux: apt-get install util-linux")
-        let users = try TestUsers()
-        let rig = try DaemonRig()
+        let users = try await TestUsers()
+        let rig = try await DaemonRig()
         // 4 MiB: 1 MiB kept for keys, then room for 21 buffers of about 140 KiB.
         rig.daemonPrefix = ["/usr/bin/prlimit", "--memlock=4194304:4194304", "--"]
         rig.daemonArguments = ["--connections-per-user", "100"]
@@ -327,7 +329,7 @@ struct DaemonAvailabilityTests {
         let room = try #require(said.split(separator: " ").firstIndex(of: "most").map { Int(said.split(separator: " ")[$0 + 1]) }
                                 ?? nil, "\(said)")
         #expect((15...25).contains(room), "\(said)")
-        let flood = try Attacker(["idle", "40"], socket: rig.socketPath, uid: users.attacker.uid)
+        let flood = try await Attacker(["idle", "40"], socket: rig.socketPath, uid: users.attacker.uid)
         defer { flood.stop() }
         let counted = try #require(await flood.line("idle"), "\(flood.output)")
         #expect(counted == "idle \(room) \(40 - room)", "\(counted)")
@@ -350,8 +352,8 @@ struct DaemonAvailabilityTests {
     @Test("kill -9 of the daemon in the middle of requests, trial after trial: no audit gap, nothing lost, no false record")
     func daemonKilledMidRequest() async throws {
         try DaemonAttackTests.requireRoot()
-        let users = try TestUsers()
-        let rig = try DaemonRig()
+        let users = try await TestUsers()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await rig.initialize(as: users.victim.uid)
         // 20 here; TOUCHGATE_KILL_TRIALS=600 for the long run.

@@ -20,7 +20,7 @@ final class DaemonRig: @unchecked Sendable {
     let home: TemporaryDirectory
     let finger: VirtualImageFinger
     private let lock = NSLock()
-    private var daemon: Process?
+    private var daemon: BackgroundProcess?
     /// More environment for the daemon (`DBUS_SYSTEM_BUS_ADDRESS` of a private bus, say).
     var daemonEnvironment: [String: String] = [:]
     /// More arguments for the daemon. Without `--fleet-config`, it is pointed at a file
@@ -36,7 +36,7 @@ final class DaemonRig: @unchecked Sendable {
     /// under a home only its owner can enter).
     var binDirectory: String { home.path("bin") }
 
-    init() throws {
+    init() async throws {
         let home = try TemporaryDirectory("touchgated")
         self.home = home
         finger = VirtualImageFinger(socketPath: home.path("dev/virtual-image.socket"))
@@ -64,7 +64,7 @@ final class DaemonRig: @unchecked Sendable {
             // Copied by cp, not in this process: a descriptor open for writing here would be
             // inherited by any child another test forks meanwhile, and exec of the copy would
             // fail with ETXTBSY ("Text file busy") until that child had exec'd in turn.
-            let copied = try runProgram("/bin/cp", [source, bin + "/" + name])
+            let copied = try await runProgram("/bin/cp", [source, bin + "/" + name])
             guard copied.status == 0 else {
                 Issue.record("cp \(source): \(copied.stderr)")
                 throw POSIXError(.EIO)
@@ -80,7 +80,6 @@ final class DaemonRig: @unchecked Sendable {
 
     /// Starts the daemon and waits until it accepts connections.
     func start() async throws {
-        let process = Process()
         let fleet = daemonArguments.contains("--fleet-config") ? [] : ["--fleet-config", home.path("no-fleet.conf")]
         let command = [binDirectory + "/touchgated", "--socket", socketPath, "--state-dir", stateDirectory]
             + fleet + daemonArguments
@@ -92,19 +91,13 @@ final class DaemonRig: @unchecked Sendable {
             chown(home.path("run"), Self.daemonUID, Self.daemonUID)
         }
         full = daemonPrefix + full
-        process.executableURL = URL(fileURLWithPath: full[0])
-        process.arguments = Array(full.dropFirst())
-        process.environment = [
+        let environment = [
             "PATH": "/usr/bin:/bin",
             "FP_VIRTUAL_IMAGE": finger.socketPath,
             "FP_DRIVERS_WHITELIST": "virtual_image",
         ].merging(daemonEnvironment) { $1 }
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        log.seekToEndOfFile()
-        process.standardError = log
-        process.standardOutput = log
-        try process.run()
+        let process = try await BackgroundProcess.start(full[0], Array(full.dropFirst()), environment: environment,
+                                                        output: .file(logPath), error: .file(logPath))
         lock.withLock { daemon = process }
         for _ in 0..<200 {
             if (try? connectOnce()) == true { return }
@@ -114,11 +107,11 @@ final class DaemonRig: @unchecked Sendable {
         throw POSIXError(.ETIMEDOUT)
     }
 
-    /// Stops the daemon with `signal` (SIGTERM: an orderly stop; SIGKILL: a crash) and waits.
+    /// Stops the daemon with `signal` (SIGTERM: an orderly stop; SIGKILL: a crash) and waits
+    /// (SIGKILL after 30 s).
     func stop(signal: Int32 = SIGTERM) {
         guard let process = lock.withLock({ daemon }) else { return }
-        if process.isRunning { kill(process.processIdentifier, signal) }
-        process.waitUntilExit()
+        process.stop(signal: signal, seconds: 30)
         lock.withLock { daemon = nil }
     }
 

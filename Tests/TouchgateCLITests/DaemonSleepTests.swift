@@ -14,7 +14,7 @@ struct DaemonSleepTests {
 
     @Test("a reader opened by one request stays open, listening socket and all, for the next ones; devices says so")
     func readerStaysOpenAcrossRequests() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         let fresh = try await rig.run(["devices", "--json"])
         let listed = try #require((fresh.json?["devices"] as? [[String: Any]])?.first, "\(fresh.stdout) \(fresh.stderrLines)")
@@ -44,9 +44,9 @@ struct DaemonSleepTests {
 
     @Test("a delay inhibitor from start; sleep cancels the touch awaited with its reason and lets go; resume retakes it")
     func sleepAndResume() async throws {
-        let logind = try LogindRig()
+        let logind = try await LogindRig()
         defer { logind.stop() }
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         rig.daemonEnvironment = logind.environment
         try await rig.start()
         let taken = await logind.waitForInhibitors { !$0.isEmpty }
@@ -56,7 +56,7 @@ struct DaemonSleepTests {
         // The system goes to sleep while a client waits for a finger.
         rig.finger.present([])
         let slept = try await rig.client().run(["verify", "--json"]) { line, _ in
-            if VirtualImageFinger.isPrompt(line) { try? logind.prepareForSleep(true) }
+            if VirtualImageFinger.isPrompt(line) { try? await logind.prepareForSleep(true) }
         }
         let error = slept.json
         #expect(slept.status == 130, "a touch cancelled for sleep ends as cancelled (exit 130): \(slept.stdout)")
@@ -69,7 +69,7 @@ struct DaemonSleepTests {
         let early = Task { try await rig.run(["verify", "--json"], presenting: ["whorl"]) }
         try await Task.sleep(for: .seconds(1))
         #expect(rig.finger.prompts == 0, "the reader was used while the system slept")
-        try logind.prepareForSleep(false)
+        try await logind.prepareForSleep(false)
         let woken = try await early.value
         #expect(woken.status == 0, "\(woken.stderrLines)\n\(rig.daemonLog)")
         let retaken = await logind.waitForInhibitors { !$0.isEmpty }
@@ -88,9 +88,9 @@ struct DaemonSleepTests {
                 "the reader was reopened rather than resumed:\n\(rig.daemonLog)")
 
         // Sleep with nothing running: the inhibitor is let go all the same, and taken again after.
-        try logind.prepareForSleep(true)
+        try await logind.prepareForSleep(true)
         #expect(await logind.waitForInhibitors { $0.isEmpty }.isEmpty, "\(rig.daemonLog)")
-        try logind.prepareForSleep(false)
+        try await logind.prepareForSleep(false)
         #expect(await logind.waitForInhibitors { !$0.isEmpty } == [Self.inhibitor], "\(rig.daemonLog)")
     }
 
@@ -100,19 +100,19 @@ struct DaemonSleepTests {
     /// kernel removed during sleep is dropped at resume instead: ReaderPool.resume checks.)
     @Test("a reader unplugged while the system slept: the first touch after waking says so (exit 4), the next is served")
     func readerUnpluggedWhileAsleep() async throws {
-        let logind = try LogindRig()
+        let logind = try await LogindRig()
         defer { logind.stop() }
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         rig.daemonEnvironment = logind.environment
         try await rig.start()
         _ = await logind.waitForInhibitors { !$0.isEmpty }
         try await rig.initialize()
 
-        try logind.prepareForSleep(true)
+        try await logind.prepareForSleep(true)
         #expect(await logind.waitForInhibitors { $0.isEmpty }.isEmpty, "\(rig.daemonLog)")
         #expect(rig.logLines(containing: "(virtual_image) suspended for sleep").count == 1, "\(rig.daemonLog)")
         try rig.finger.unplug()
-        try logind.prepareForSleep(false)
+        try await logind.prepareForSleep(false)
         #expect(await logind.waitForInhibitors { !$0.isEmpty } == [Self.inhibitor], "\(rig.daemonLog)")
 
         let first = try await rig.run(["verify", "--json"], presenting: ["whorl"])
@@ -129,7 +129,7 @@ struct DaemonSleepTests {
 
     @Test("a reader unplugged mid-touch ends that request as disconnected; the reader that appears next is used")
     func readerUnpluggedMidTouch() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await rig.initialize()
         rig.finger.present([])
@@ -163,10 +163,10 @@ struct DaemonSleepTests {
 
     @Test("without a system bus, or without logind on it, the daemon serves as usual and says once that sleep is not watched")
     func withoutLogind() async throws {
-        let bus = try LogindRig(logind: false)
+        let bus = try await LogindRig(logind: false)
         defer { bus.stop() }
         for address in ["unix:path=/nonexistent/touchgate-test-bus", bus.busAddress] {
-            let rig = try DaemonRig()
+            let rig = try await DaemonRig()
             rig.daemonEnvironment = ["DBUS_SYSTEM_BUS_ADDRESS": address]
             try await rig.start()
             let status = try await rig.run(["status", "--json"])

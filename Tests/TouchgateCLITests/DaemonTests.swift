@@ -15,7 +15,7 @@ import Glibc
 struct DaemonTests {
     @Test("the quick-start flow runs through the daemon, and nothing lands in the client's home or keyring")
     func quickStartThroughTheDaemon() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         _ = try await rig.run(["status"])
         let keysBefore = DaemonRig.kernelKeys(of: DaemonRig.daemonUID)
@@ -61,7 +61,7 @@ struct DaemonTests {
     func logLevelsAndJournalPriorities() async throws {
         // Under systemd, JOURNAL_STREAM names the journal's stream that standard error is;
         // here it names the rig's log file, which the daemon's standard error is.
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         rig.daemonPrefix = ["/bin/sh", "-c", "JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2); export JOURNAL_STREAM; exec \"$@\"", "sh"]
         try await rig.start()
         try await rig.initialize()
@@ -73,7 +73,7 @@ struct DaemonTests {
         #expect(!lines.contains { $0.hasSuffix(": status") }, "a request logged at the default level: \(rig.daemonLog)")
 
         // Outside the journal: no priorities; at debug, each request's operation.
-        let debug = try DaemonRig()
+        let debug = try await DaemonRig()
         debug.daemonArguments = ["--log-level", "debug"]
         debug.daemonEnvironment = ["JOURNAL_STREAM": "1:1"]
         try await debug.start()
@@ -90,14 +90,14 @@ struct DaemonTests {
                 "\(forged)")
 
         // A level that does not exist is a usage error, before anything starts.
-        let bad = try runProgram(debug.binDirectory + "/touchgated", ["--log-level", "loud", "--socket", "/nonexistent/s"])
+        let bad = try await runProgram(debug.binDirectory + "/touchgated", ["--log-level", "loud", "--socket", "/nonexistent/s"])
         #expect(bad.status == 64, "\(bad.stderr)")
         #expect(bad.stderr.contains("--log-level"), "\(bad.stderr)")
     }
 
     @Test("another user reaches only their own vault: cannot read, list, delete or lock out the first user's items")
     func usersAreKeptApart() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await rig.initialize()
         _ = try await rig.run(["secret", "add", "api", "--policy", "biometry-any"], stdin: Data("token-123\n".utf8))
@@ -120,20 +120,15 @@ struct DaemonTests {
         #expect(mine.status == 0 && mine.json?["value"] as? String == "token-123", "\(mine.stderrLines)")
 
         // The daemon's files cannot be read by the other user at all.
-        let peek = Process()
-        peek.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        peek.arguments = ["--reuid=\(other)", "--regid=\(other)", "--clear-groups", "--", "/bin/cat",
-                          rig.stateDirectory + "/users/\(getuid())/touchgate.sqlite"]
-        peek.standardOutput = FileHandle.nullDevice
-        peek.standardError = FileHandle.nullDevice
-        try peek.run()
-        peek.waitUntilExit()
-        #expect(peek.terminationStatus != 0, "the other user read the daemon's store")
+        let peek = try await runProgram("/usr/bin/setpriv", ["--reuid=\(other)", "--regid=\(other)", "--clear-groups",
+                                                             "--", "/bin/cat",
+                                                             rig.stateDirectory + "/users/\(getuid())/touchgate.sqlite"])
+        #expect(peek.status != 0, "the other user read the daemon's store")
     }
 
     @Test("status and secret list, answered from what the daemon last read, stay each user's own and see every change, also from many processes at once")
     func readsKeptBetweenRequestsStayRight() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await rig.initialize()
         let other = DaemonRig.otherUID
@@ -168,7 +163,7 @@ struct DaemonTests {
 
     @Test("a client killed while the reader waits for a finger releases the reader for the next request")
     func clientKilledMidTouch() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await rig.initialize()
         rig.finger.present([])
@@ -184,7 +179,7 @@ struct DaemonTests {
 
     @Test("kill -9 of the daemon loses no committed item or audit record, and it restarts cleanly")
     func daemonKilledRestarts() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await rig.initialize()
         let stored = try await rig.run(["secret", "add", "api", "--policy", "passphrase"], stdin: Data("v\n".utf8))
@@ -204,7 +199,7 @@ struct DaemonTests {
 
     @Test("malformed, oversized and out-of-order messages get an error and a closed connection; the daemon serves on")
     func hostileClients() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         let oversized = [UInt8](repeating: UInt8(ascii: "a"), count: DaemonProtocol.maximumLineBytes + 10)
         let hostile: [(String, [UInt8])] = [
@@ -241,7 +236,7 @@ struct DaemonTests {
 
     @Test("an operation's arguments are read by their type: a missing, mistyped or unknown one is a usage failure naming it, and the connection serves on")
     func typedArgumentsAreChecked() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         let socket = try FramedSocket.connect(path: rig.socketPath)
         defer { socket.close() }

@@ -11,14 +11,10 @@ import Glibc
 @Suite(.serialized, .timeLimit(.minutes(5)))
 struct DiskFullTests {
     /// Runs a system tool, required to succeed.
-    static func tool(_ path: String, _ arguments: [String]) throws {
+    static func tool(_ path: String, _ arguments: [String]) async throws {
         try #require(FileManager.default.isExecutableFile(atPath: path), "this test needs \(path) (util-linux: mount)")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "\(path) \(arguments) failed")
+        let result = try await runProgram(path, arguments)
+        try #require(result.status == 0, "\(path) \(arguments) failed: \(result.stderr)")
     }
 
     /// Writes `file` until the file system has not one byte left.
@@ -45,9 +41,9 @@ struct DiskFullTests {
         let vault = try VaultRig()
         let mountPoint = vault.home.path("data")
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        try Self.tool("/bin/mount", ["-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", mountPoint])
+        try await Self.tool("/bin/mount", ["-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", mountPoint])
         defer {
-            try? Self.tool("/bin/umount", [mountPoint])
+            runToEndBlocking("/bin/umount", [mountPoint])
             vault.home.remove()
         }
         try await vault.initAndUnlock()

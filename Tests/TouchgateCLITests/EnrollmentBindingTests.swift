@@ -54,7 +54,7 @@ struct EnrollmentBindingTests {
         let text = try await vault.run(["secret", "list"])
         #expect(text.stdout.contains("bound  biometry-current-set"))
         // The wrapped keys are gone from the file, not just flagged.
-        #expect(try vault.sql("SELECT count(*) FROM vault_item WHERE wrapped_key IS NULL") == "2")
+        #expect(try await vault.sql("SELECT count(*) FROM vault_item WHERE wrapped_key IS NULL") == "2")
         let trail = try await vault.run(["audit", "export"]).stdout
         #expect(trail.components(separatedBy: "key destroyed").count - 1 == 2)
         #expect(!(try await vault.auditTrail()).matching(["event": "finger.enroll"]).isEmpty)
@@ -95,10 +95,10 @@ struct EnrollmentBindingTests {
         defer { vault.home.remove() }
         // No vault yet: the reader layer stores the template in the clear, no passphrase needed.
         try await vault.rig.enroll("whorl")
-        #expect(try vault.sql("SELECT substr(template, 1, 3) FROM print") == "FP3")
+        #expect(try await vault.sql("SELECT substr(template, 1, 3) FROM print") == "FP3")
         try await vault.initAndUnlock()
-        #expect(try vault.sql("SELECT hex(substr(template, 1, 1)) FROM print") == "01", "sealed (version byte)")
-        #expect(try vault.sql("SELECT count(*) FROM print WHERE instr(template, 'FP3') = 1") == "0")
+        #expect(try await vault.sql("SELECT hex(substr(template, 1, 1)) FROM print") == "01", "sealed (version byte)")
+        #expect(try await vault.sql("SELECT count(*) FROM print WHERE instr(template, 'FP3') = 1") == "0")
         let match = try await vault.run(["verify", "--json"], presenting: ["whorl"])
         #expect(match.status == 0, "\(match.stderrLines)")
         #expect(try await vault.run(["verify", "--json"], presenting: ["arch"]).status == 1)

@@ -24,10 +24,10 @@ struct FakeFprintdTests {
     final class Fake: @unchecked Sendable {
         let directory: TemporaryDirectory
         let busAddress: String
-        private let bus: Process
-        private let fake: Process
+        private let bus: BackgroundProcess
+        private let fake: BackgroundProcess
 
-        init(fingers: [String], selected: String? = nil, name: String = "Fake reader") throws {
+        init(fingers: [String], selected: String? = nil, name: String = "Fake reader") async throws {
             for program in ["/usr/bin/dbus-daemon", "/usr/bin/python3", "/usr/bin/gdbus"] {
                 try #require(FileManager.default.isExecutableFile(atPath: program),
                              "\(program) is missing: apt-get install dbus-daemon python3-dbus python3-gi libglib2.0-bin")
@@ -37,17 +37,17 @@ struct FakeFprintdTests {
             busAddress = "unix:path=\(socket)"
             try Self.configuration(socket).write(toFile: directory.path("bus.conf"), atomically: true, encoding: .utf8)
             try Self.script.write(toFile: directory.path("fake.py"), atomically: true, encoding: .utf8)
-            bus = try Self.launch("/usr/bin/dbus-daemon", ["--config-file=\(directory.path("bus.conf"))", "--nofork"],
-                                  [:], log: directory.path("bus.log"))
-            try Self.wait { FileManager.default.fileExists(atPath: socket) }
+            bus = try await Self.launch("/usr/bin/dbus-daemon", ["--config-file=\(directory.path("bus.conf"))", "--nofork"],
+                                        [:], log: directory.path("bus.log"))
+            try await Self.wait { FileManager.default.fileExists(atPath: socket) }
             var environment = ["DBUS_SYSTEM_BUS_ADDRESS": busAddress, "FAKE_FINGERS": fingers.joined(separator: ","),
                                "FAKE_NAME": name]
             if let selected { environment["FAKE_SELECTED"] = selected }
-            fake = try Self.launch("/usr/bin/python3", [directory.path("fake.py")], environment,
-                                   log: directory.path("fake.log"))
+            fake = try await Self.launch("/usr/bin/python3", [directory.path("fake.py")], environment,
+                                         log: directory.path("fake.log"))
             let address = busAddress
-            try Self.wait {
-                Self.run("/usr/bin/gdbus", ["call", "--system", "--dest", "net.reactivated.Fprint", "--object-path",
+            try await Self.wait {
+                await Self.run("/usr/bin/gdbus", ["call", "--system", "--dest", "net.reactivated.Fprint", "--object-path",
                                             "/net/reactivated/Fprint/Manager", "--method",
                                             "net.reactivated.Fprint.Manager.GetDevices"],
                          ["DBUS_SYSTEM_BUS_ADDRESS": address])
@@ -55,10 +55,7 @@ struct FakeFprintdTests {
         }
 
         func stop() {
-            for process in [fake, bus] where process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
+            for process in [fake, bus] { process.stop() }
             directory.remove()
         }
 
@@ -125,37 +122,21 @@ struct FakeFprintdTests {
         }
 
         static func launch(_ path: String, _ arguments: [String], _ environment: [String: String],
-                           log: String) throws -> Process {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = arguments
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-            _ = FileManager.default.createFile(atPath: log, contents: nil)
-            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-            process.standardOutput = handle
-            process.standardError = handle
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            return process
+                           log: String) async throws -> BackgroundProcess {
+            try await BackgroundProcess.start(path, arguments,
+                                              environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+                                              output: .file(log), error: .file(log))
         }
 
-        static func run(_ path: String, _ arguments: [String], _ environment: [String: String]) -> Bool {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = arguments
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            guard (try? process.run()) != nil else { return false }
-            process.waitUntilExit()
-            return process.terminationStatus == 0
+        static func run(_ path: String, _ arguments: [String], _ environment: [String: String]) async -> Bool {
+            (try? await runProgram(path, arguments, environment: environment))?.status == 0
         }
 
-        static func wait(_ condition: () -> Bool) throws {
+        static func wait(_ condition: () async -> Bool) async throws {
             let deadline = Date().addingTimeInterval(15)
             while Date() < deadline {
-                if condition() { return }
-                usleep(50_000)
+                if await condition() { return }
+                try await Task.sleep(for: .milliseconds(50))
             }
             throw FakeFprintdDown()
         }
@@ -170,7 +151,7 @@ struct FakeFprintdTests {
     /// The documented limit: whoever owns fprintd's name on the bus touchgate is pointed at
     /// is believed. No finger touched anything here.
     @Test func aFakeOnABusOfTheUsersOwnIsBelieved() async throws {
-        let fake = try Fake(fingers: ["right-index-finger"])
+        let fake = try await Fake(fingers: ["right-index-finger"])
         defer { fake.stop() }
         let vault = try vault(fake)
         defer { vault.home.remove() }
@@ -190,7 +171,7 @@ struct FakeFprintdTests {
 
     /// Asked for one finger, a match reported for another is no answer: refused, not a match.
     @Test func aMatchOfAnotherFingerThanAskedIsRefused() async throws {
-        let fake = try Fake(fingers: ["right-index-finger", "left-index-finger"], selected: "left-index-finger")
+        let fake = try await Fake(fingers: ["right-index-finger", "left-index-finger"], selected: "left-index-finger")
         defer { fake.stop() }
         let vault = try vault(fake)
         defer { vault.home.remove() }
@@ -204,7 +185,7 @@ struct FakeFprintdTests {
     /// Finger and reader names from the bus reach the terminal escaped, never as control sequences.
     @Test func hostileNamesFromTheBusAreEscaped() async throws {
         let escape = "\u{1B}]0;owned\u{07}\u{1B}[2J"
-        let fake = try Fake(fingers: ["right-index-finger", "evil\(escape)-finger"], selected: "evil\(escape)",
+        let fake = try await Fake(fingers: ["right-index-finger", "evil\(escape)-finger"], selected: "evil\(escape)",
                             name: "Reader\(escape)")
         defer { fake.stop() }
         let vault = try vault(fake)

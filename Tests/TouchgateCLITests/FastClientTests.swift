@@ -41,7 +41,7 @@ struct FastClientTests {
 
     @Test("verify and secret get print the same bytes and exit the same way through the front as through touchgate-cli")
     func sameOutputAsTheFullCLI() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await rig.initialize()
         // A value with every kind of character JSON escapes, and one that is not UTF-8 text.
@@ -107,7 +107,7 @@ struct FastClientTests {
 
     @Test("through the daemon every other command is touchgate-client, with touchgate-cli's output; the personal mode is handed to touchgate-cli")
     func otherCommandsGoThroughTheClient() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await rig.initialize()
         let stored = try await rig.run(["secret", "add", "api", "--policy", "biometry-any"], stdin: Data("v\n".utf8))
@@ -196,7 +196,7 @@ struct FastClientTests {
 
     @Test("Ctrl-C while the front waits for a finger cancels, exits 130 and releases the reader")
     func interruptCancels() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await rig.initialize()
         rig.finger.present([])

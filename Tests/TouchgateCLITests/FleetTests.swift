@@ -305,7 +305,7 @@ struct FleetTests {
         try await server.removing { server in
             let initialised = try await Self.collector(server, ["init"])
             try #require(initialised.status == 0, "\(initialised.stderrLines)")
-            let rig = try DaemonRig()
+            let rig = try await DaemonRig()
             let config = rig.home.path("fleet.conf")
             func configure(every seconds: Int) throws {
                 try "database = \(server.database)\nmachine = ws1\nship-every = \(seconds)\n"
@@ -424,7 +424,7 @@ struct FleetTests {
     func shipsOverTLSWithAClientCertificate() async throws {
         let server = try await PostgresRig()
         try await server.removing { server in
-            let pki = try TestPKI(in: server.directory + "/pki", client: "postgres")
+            let pki = try await TestPKI(in: server.directory + "/pki", client: "postgres")
             try await server.requireTLS(pki)
             let initialised = try await Self.collector(server, ["init"], local: true)
             try #require(initialised.status == 0, "\(initialised.stderrLines)")
@@ -471,7 +471,7 @@ struct FleetTests {
             try machine.write(20)
             // Records 31…40 are to vanish from the fleet's view: the cursor jumps past them.
             let database = machine.home + "/data/touchgate/touchgate.sqlite"
-            let edited = try runProgram("/usr/bin/sqlite3", [database, "UPDATE auditShipped SET seq = seq + 10"])
+            let edited = try await runProgram("/usr/bin/sqlite3", [database, "UPDATE auditShipped SET seq = seq + 10"])
             try #require(edited.status == 0, "\(edited.stderr)")
             #expect(try await machine.ship().status == 0)
             #expect(try await Self.collected(server)["m1"] == [40, 1, 50, 40])

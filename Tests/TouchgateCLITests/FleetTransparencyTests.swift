@@ -25,14 +25,14 @@ struct FleetTransparencyTests {
     }
 
     /// Runs SQL with psql as `role` (a machine's shipper role): its status and what it printed.
-    static func psql(_ server: PostgresRig, as role: String, _ sql: String) throws -> (status: Int32, output: String) {
-        let result = try runProgram("/usr/bin/psql", [server.database(as: role, local: true), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+    static func psql(_ server: PostgresRig, as role: String, _ sql: String) async throws -> (status: Int32, output: String) {
+        let result = try await runProgram("/usr/bin/psql", [server.database(as: role, local: true), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
         return (result.status, result.stdout + result.stderr)
     }
 
     /// What `sqlite3` reads of a machine's store.
-    static func local(_ machine: Machine, _ sql: String) throws -> String {
-        let result = try runProgram("/usr/bin/sqlite3", [machine.home + "/data/touchgate/touchgate.sqlite", sql])
+    static func local(_ machine: Machine, _ sql: String) async throws -> String {
+        let result = try await runProgram("/usr/bin/sqlite3", [machine.home + "/data/touchgate/touchgate.sqlite", sql])
         try #require(result.status == 0, "sqlite3 (apt-get install sqlite3): \(result.stderr)")
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -90,12 +90,12 @@ struct FleetTransparencyTests {
 
             // The machine ships its next record onto the cut log and refuses the answer.
             try machines[0].write(1)
-            let cursor = try Self.local(machines[0], "SELECT seq FROM auditShipped")
+            let cursor = try await Self.local(machines[0], "SELECT seq FROM auditShipped")
             let refused = try await machines[0].ship()
             #expect(refused.status == 6, "\(refused.stdout) \(refused.stderrLines)")
             #expect(refused.stdout.contains("audit-broken") && refused.stdout.contains("nothing was marked shipped"), "\(refused.stdout)")
-            #expect(try Self.local(machines[0], "SELECT seq FROM auditShipped") == cursor)
-            let audited = try Self.local(machines[0], "SELECT outcome || ' ' || reason FROM audit WHERE event = 'audit.ship'")
+            await #expect(try Self.local(machines[0], "SELECT seq FROM auditShipped") == cursor)
+            let audited = try await Self.local(machines[0], "SELECT outcome || ' ' || reason FROM audit WHERE event = 'audit.ship'")
             #expect(audited.hasPrefix("failure") && audited.contains("shipment to the fleet collector refused"), "\(audited)")
             // And the other machine, which saw the longer log too, refuses it as well.
             try machines[1].write(1)
@@ -232,17 +232,17 @@ struct FleetTransparencyTests {
                 #expect(shipped.status == 0, "\(machine.name) ships as its role with the grants init made: \(shipped.stdout)")
                 try await FleetTests.register(server, machine: machine.name, publicKeyFile: machine.publicKeyFile)
             }
-            let insert = try Self.psql(server, as: "m2", """
+            let insert = try await Self.psql(server, as: "m2", """
                 INSERT INTO records SELECT 'm1', trail, 11, unix_time, boot_time, boot_id, uid, login, vault_user, event, item,
                     outcome, 'squatted', prev_mac, mac, prev_chain, chain FROM records WHERE seq = 10
                 """)
             #expect(insert.status != 0 && insert.output.contains("row-level security"), "\(insert.output)")
-            #expect(try Self.psql(server, as: "m2", "SELECT count(*) FROM records WHERE machine = 'm1'").output.hasPrefix("0"))
-            let update = try Self.psql(server, as: "m2", "UPDATE records SET reason = 'x' WHERE machine = 'm2'")
+            await #expect(try Self.psql(server, as: "m2", "SELECT count(*) FROM records WHERE machine = 'm1'").output.hasPrefix("0"))
+            let update = try await Self.psql(server, as: "m2", "UPDATE records SET reason = 'x' WHERE machine = 'm2'")
             #expect(update.status != 0 && update.output.contains("permission denied"), "\(update.output)")
-            let delete = try Self.psql(server, as: "m2", "DELETE FROM log_entries")
+            let delete = try await Self.psql(server, as: "m2", "DELETE FROM log_entries")
             #expect(delete.status != 0 && delete.output.contains("permission denied"), "\(delete.output)")
-            let entry = try Self.psql(server, as: "m2", "INSERT INTO log_entries (leaf, kind, machine, body) VALUES (1000, 'shipment', 'm1', 'x')")
+            let entry = try await Self.psql(server, as: "m2", "INSERT INTO log_entries (leaf, kind, machine, body) VALUES (1000, 'shipment', 'm1', 'x')")
             #expect(entry.status != 0 && entry.output.contains("row-level security"), "\(entry.output)")
 
             // The administrator takes m1's next sequence numbers with records of its own.
@@ -254,8 +254,8 @@ struct FleetTransparencyTests {
             let squatted = try await m1.ship()
             #expect(squatted.status == 6, "\(squatted.stdout) \(squatted.stderrLines)")
             #expect(squatted.stdout.contains("already holds other records than this machine's at sequences 11…15"), "\(squatted.stdout)")
-            #expect(try Self.local(m1, "SELECT seq FROM auditShipped") == "10")
-            #expect(try Self.local(m1, "SELECT count(*) FROM audit WHERE event = 'audit.ship' AND outcome = 'failure'") == "1")
+            await #expect(try Self.local(m1, "SELECT seq FROM auditShipped") == "10")
+            await #expect(try Self.local(m1, "SELECT count(*) FROM audit WHERE event = 'audit.ship' AND outcome = 'failure'") == "1")
             #expect(try await server.psql("SELECT count(*) FROM records WHERE machine = 'm1' AND reason <> 'squatted'") == "10")
 
             try await server.psql("DELETE FROM records WHERE reason = 'squatted'")
@@ -332,19 +332,14 @@ struct FleetTransparencyTests {
             var generator = SystemRandomNumberGenerator()
             var killed = 0
             for _ in 0..<12 {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: CLIProcess.binary)
-                process.arguments = ["audit", "ship", "--config", machine.config]
-                process.environment = machine.environment
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                try process.run()
+                let process = try await BackgroundProcess.start(CLIProcess.binary, ["audit", "ship", "--config", machine.config],
+                                                                environment: machine.environment)
                 try await Task.sleep(for: .milliseconds(Int.random(in: 30...400, using: &generator)))
                 if process.isRunning {
-                    kill(process.processIdentifier, SIGKILL)
+                    process.send(SIGKILL)
                     killed += 1
                 }
-                process.waitUntilExit()
+                await process.exited()
             }
             #expect(killed > 0, "no shipment was still running when killed: the test proved nothing")
             let final = try await machine.ship()
@@ -414,13 +409,13 @@ struct FleetTransparencyTests {
             defer { m1.remove() }
             try m1.write(10)
             #expect(try await m1.ship().status == 0)
-            let huge = try Self.psql(server, as: "m2", "INSERT INTO checkpoints VALUES (4611686018427387905, 'x', 'x')")
+            let huge = try await Self.psql(server, as: "m2", "INSERT INTO checkpoints VALUES (4611686018427387905, 'x', 'x')")
             #expect(huge.status != 0 && huge.output.contains("check constraint"), "\(huge.output)")
-            let far = try Self.psql(server, as: "m2", "INSERT INTO log_nodes VALUES (0, 4611686018427387904, decode(repeat('00', 32), 'hex'))")
+            let far = try await Self.psql(server, as: "m2", "INSERT INTO log_nodes VALUES (0, 4611686018427387904, decode(repeat('00', 32), 'hex'))")
             #expect(far.status != 0 && far.output.contains("check constraint"), "\(far.output)")
 
             // The largest size allowed, planted: m1's next shipment stops at once, exit 6.
-            #expect(try Self.psql(server, as: "m2", "INSERT INTO checkpoints VALUES (281474976710656, 'x', 'm2')").status == 0)
+            await #expect(try Self.psql(server, as: "m2", "INSERT INTO checkpoints VALUES (281474976710656, 'x', 'm2')").status == 0)
             try m1.write(1)
             let started = Date()
             let refused = try await m1.ship()
@@ -430,7 +425,7 @@ struct FleetTransparencyTests {
             try await server.psql("DELETE FROM checkpoints WHERE size = 281474976710656")
 
             // A node planted past the end: appends fail (6) until it is removed; verify names it.
-            #expect(try Self.psql(server, as: "m2", "INSERT INTO log_nodes VALUES (0, 1000, decode(repeat('00', 32), 'hex'))").status == 0)
+            await #expect(try Self.psql(server, as: "m2", "INSERT INTO log_nodes VALUES (0, 1000, decode(repeat('00', 32), 'hex'))").status == 0)
             try m1.write(1)
             let blocked = try await m1.ship()
             #expect(blocked.status == 6 && blocked.stdout.contains("audit-broken"), "\(blocked.stdout)")
@@ -451,14 +446,11 @@ struct FleetTransparencyTests {
             let m1 = try Machine("m1", database: server.database(as: "m1"))
             defer { m1.remove() }
             try m1.write(10)
-            let holder = Process()
-            holder.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
-            holder.arguments = [server.database(as: "m2", local: true), "-X", "-q",
-                                "-c", "BEGIN; SELECT pg_advisory_xact_lock(7301955104); SELECT pg_sleep(90); COMMIT;"]
-            holder.standardOutput = FileHandle.nullDevice
-            holder.standardError = FileHandle.nullDevice
-            try holder.run()
-            defer { if holder.isRunning { holder.terminate() } }
+            let holder = try await BackgroundProcess.start(
+                "/usr/bin/psql", [server.database(as: "m2", local: true), "-X", "-q",
+                                  "-c", "BEGIN; SELECT pg_advisory_xact_lock(7301955104); SELECT pg_sleep(90); COMMIT;"],
+                environment: ProcessInfo.processInfo.environment)
+            defer { holder.stop(signal: SIGTERM) }
             var held = ""
             for _ in 0..<100 where held != "1" {
                 held = try await server.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")
@@ -473,7 +465,7 @@ struct FleetTransparencyTests {
             #expect(seconds >= 14 && seconds < 60, "waited \(seconds) s")
             // The silent session ends (its backend ended by the administrator): the lock is free.
             try await server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'm2'")
-            holder.waitUntilExit()
+            await holder.exited()
             let shipped = try await m1.ship()
             #expect(shipped.status == 0, "\(shipped.stdout)")
             #expect(try await FleetTests.collected(server)["m1"] == [10, 1, 10, 10])

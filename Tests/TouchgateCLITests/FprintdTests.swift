@@ -20,18 +20,18 @@ struct FprintdTests {
     }
 
     /// `fprintd-enroll -f finger $USER` with `print`; required to succeed.
-    static func enroll(_ fprintd: FprintdRig, _ print: String, finger: String = "right-index-finger") throws {
-        let result = try fprintd.tool(["fprintd-enroll", "-f", finger, NSUserName()], presenting: [print])
+    static func enroll(_ fprintd: FprintdRig, _ print: String, finger: String = "right-index-finger") async throws {
+        let result = try await fprintd.tool(["fprintd-enroll", "-f", finger, NSUserName()], presenting: [print])
         try #require(result.status == 0, "fprintd-enroll: \(result.output)")
         try #require(result.output.contains("enroll-completed"), "fprintd-enroll: \(result.output)")
     }
 
     @Test func verifiesThroughFprintdAgainstItsPrints() async throws {
-        let fprintd = try FprintdRig()
+        let fprintd = try await FprintdRig()
         defer { fprintd.stop() }
         let vault = try Self.vaultRig(fprintd)
         defer { vault.home.remove() }
-        try Self.enroll(fprintd, "whorl")
+        try await Self.enroll(fprintd, "whorl")
 
         let devices = try await vault.run(["devices", "--json"])
         let listed = try #require(devices.json?["devices"] as? [[String: Any]])
@@ -99,13 +99,13 @@ struct FprintdTests {
 
     @Test("touchgated beside fprintd verifies through it and never opens the reader itself")
     func daemonVerifiesThroughFprintd() async throws {
-        let fprintd = try FprintdRig()
+        let fprintd = try await FprintdRig()
         defer { fprintd.stop() }
-        try Self.enroll(fprintd, "whorl")
+        try await Self.enroll(fprintd, "whorl")
         // The daemon runs under a user of its own: let it reach the private bus.
         chmod(fprintd.directory.url.path, 0o755)
         chmod(fprintd.directory.path("system-bus.socket"), 0o666)
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         // The daemon could reach a virtual_image reader of its own too (DaemonRig gives it
         // one): with fprintd on the bus it must leave readers to fprintd all the same.
         rig.daemonEnvironment = fprintd.environment
@@ -138,11 +138,11 @@ struct FprintdTests {
     }
 
     @Test func ctrlCStopsTheVerificationAndReleasesTheReader() async throws {
-        let fprintd = try FprintdRig()
+        let fprintd = try await FprintdRig()
         defer { fprintd.stop() }
         let vault = try Self.vaultRig(fprintd)
         defer { vault.home.remove() }
-        try Self.enroll(fprintd, "whorl")
+        try await Self.enroll(fprintd, "whorl")
 
         fprintd.finger.present([])
         let cancelled = try await vault.rig.process.run(["verify", "--json"]) { line, process in
@@ -152,17 +152,17 @@ struct FprintdTests {
         #expect(cancelled.errorCode == "cancelled")
         #expect(!cancelled.stderrLines.joined().contains("CRITICAL"))
         // fprintd is free again: its own verify claims the reader and matches.
-        let after = try fprintd.tool(["fprintd-verify", NSUserName()], presenting: ["whorl"])
+        let after = try await fprintd.tool(["fprintd-verify", NSUserName()], presenting: ["whorl"])
         #expect(after.status == 0, "\(after.output)")
         #expect(after.output.contains("verify-match"))
     }
 
     @Test func biometryCurrentSetFollowsTheFingersEnrolledInFprintd() async throws {
-        let fprintd = try FprintdRig()
+        let fprintd = try await FprintdRig()
         defer { fprintd.stop() }
         let vault = try Self.vaultRig(fprintd)
         defer { vault.home.remove() }
-        try Self.enroll(fprintd, "whorl")
+        try await Self.enroll(fprintd, "whorl")
         try await vault.initAndUnlock()
         try await vault.add("bound", "only-this-set", policy: "biometry-current-set")
         try await vault.add("any", "any-finger", policy: "biometry-any")
@@ -173,7 +173,7 @@ struct FprintdTests {
         #expect(opened.released == "only-this-set")
 
         // A finger enrolled through fprintd, behind touchgate's back, invalidates the item.
-        try Self.enroll(fprintd, "arch", finger: "left-thumb")
+        try await Self.enroll(fprintd, "arch", finger: "left-thumb")
         fprintd.finger.present(["whorl"])
         let gone = try await vault.get("bound")
         #expect(gone.status == 8, "\(gone.stderrLines)")
@@ -187,12 +187,12 @@ struct FprintdTests {
         // Bound to the two fingers now; fprintd-delete, then the very same finger names again:
         // the item stays refused, as the fingers are not the ones it was bound to.
         try await vault.add("bound-again", "second-set", policy: "biometry-current-set")
-        let deleted = try fprintd.tool(["fprintd-delete", NSUserName()])
+        let deleted = try await fprintd.tool(["fprintd-delete", NSUserName()])
         #expect(deleted.status == 0, "\(deleted.output)")
         fprintd.finger.present(["whorl"])
         #expect(try await vault.get("bound-again").errorCode == "item-invalidated")
-        try Self.enroll(fprintd, "whorl")
-        try Self.enroll(fprintd, "arch", finger: "left-thumb")
+        try await Self.enroll(fprintd, "whorl")
+        try await Self.enroll(fprintd, "arch", finger: "left-thumb")
         fprintd.finger.present(["whorl"])
         let stillGone = try await vault.get("bound-again")
         #expect(stillGone.status == 8)
@@ -204,13 +204,13 @@ struct FprintdTests {
     }
 
     @Test func importCopiesFprintdsPrintsSealedAndTheyMatchOnTheReaderDirectly() async throws {
-        let fprintd = try FprintdRig()
+        let fprintd = try await FprintdRig()
         defer { fprintd.stop() }
         let vault = try Self.vaultRig(fprintd)
         defer { vault.home.remove() }
-        try Self.enroll(fprintd, "whorl")
-        try Self.enroll(fprintd, "arch", finger: "left-thumb")
-        fprintd.stopFprintd()
+        try await Self.enroll(fprintd, "whorl")
+        try await Self.enroll(fprintd, "arch", finger: "left-thumb")
+        await fprintd.stopFprintd()
         try await vault.initAndUnlock()
         let stored = try FileManager.default.subpathsOfDirectory(atPath: fprintd.stateDirectory)
         // fprintd's layout: <user>/<driver>/<device id>/<finger number in hex>: 7 right index, 1 left thumb.
@@ -231,8 +231,8 @@ struct FprintdTests {
         #expect(prints.allSatisfy { $0["driver"] as? String == "virtual_image" && $0["device-id"] as? String == "0" })
         let list = try await vault.run(["prints", "list", "--json"])
         #expect((list.json?["prints"] as? [Any])?.count == 2)
-        #expect(try vault.sql("SELECT count(*) FROM print") == "2")
-        #expect(try vault.sql("SELECT count(*) FROM print WHERE instr(template, 'FP3') > 0") == "0",
+        #expect(try await vault.sql("SELECT count(*) FROM print") == "2")
+        #expect(try await vault.sql("SELECT count(*) FROM print WHERE instr(template, 'FP3') > 0") == "0",
                 "templates are sealed, not stored as fprintd wrote them")
         let trail = try await vault.auditTrail()
         #expect(trail.matching(["event": "finger.enroll"]).count == 2, "each print is an audited enrollment")
@@ -255,13 +255,13 @@ struct FprintdTests {
     }
 
     @Test func importRefusesADamagedStoreAndWritesNothing() async throws {
-        let fprintd = try FprintdRig()
+        let fprintd = try await FprintdRig()
         defer { fprintd.stop() }
         let vault = try Self.vaultRig(fprintd)
         defer { vault.home.remove() }
-        try Self.enroll(fprintd, "whorl")
-        try Self.enroll(fprintd, "arch", finger: "left-thumb")
-        fprintd.stopFprintd()
+        try await Self.enroll(fprintd, "whorl")
+        try await Self.enroll(fprintd, "arch", finger: "left-thumb")
+        await fprintd.stopFprintd()
 
         let copy = vault.home.path("fprint-copy")
         try FileManager.default.copyItem(atPath: fprintd.stateDirectory, toPath: copy)

@@ -29,7 +29,7 @@ struct GitCredentialHelperTests {
             try Data(password.utf8).write(to: URL(fileURLWithPath: passwordFile))
             let script = rig.home.path("git-server.py")
             try Data(GitCredentialHelperTests.serverScript.utf8).write(to: URL(fileURLWithPath: script))
-            let program = try BackgroundProgram("/usr/bin/python3", [script, root, "alice", passwordFile],
+            let program = try await BackgroundProgram("/usr/bin/python3", [script, root, "alice", passwordFile],
                                                 environment: rig.environment, finger: nil)
             let port = try #require(await program.firstOutputLine().flatMap { Int($0) }, "the git server did not start")
             return Server(program: program, url: "http://127.0.0.1:\(port)/repo.git", root: root, passwordFile: passwordFile)

@@ -15,7 +15,7 @@ final class GnomeKeyringRig: @unchecked Sendable {
     let runtime: String
     let environment: [String: String]
     private let lock = NSLock()
-    private var processes: [Process] = []
+    private var processes: [BackgroundProcess] = []
 
     static let pamModules = ["/lib/x86_64-linux-gnu/security/pam_gnome_keyring.so",
                              "/usr/lib/x86_64-linux-gnu/security/pam_gnome_keyring.so"]
@@ -41,17 +41,17 @@ final class GnomeKeyringRig: @unchecked Sendable {
         environment = ["HOME": home, "XDG_DATA_HOME": home + "/data", "XDG_CONFIG_HOME": home + "/config",
                        "XDG_RUNTIME_DIR": runtime, "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(runtime)/bus",
                        "PATH": "/usr/bin:/bin"]
-        _ = try start("/usr/bin/dbus-daemon", ["--session", "--address=unix:path=\(runtime)/bus", "--nofork"])
+        _ = try await start("/usr/bin/dbus-daemon", ["--session", "--address=unix:path=\(runtime)/bus", "--nofork"])
         try await waitFor(runtime + "/bus")
         // `--unlock` reads the password from standard input and creates the login keyring
         // with it; a second daemon, without it, finds that keyring locked.
-        let creating = try start("/usr/bin/gnome-keyring-daemon", ["--unlock", "--components=secrets", "--foreground"],
+        let creating = try await start("/usr/bin/gnome-keyring-daemon", ["--unlock", "--components=secrets", "--foreground"],
                                  stdin: password)
         try await waitFor(home + "/data/keyrings/login.keyring")
         try await waitFor(runtime + "/keyring/control")
         try await Task.sleep(for: .milliseconds(300))
         stop(creating)
-        _ = try start("/usr/bin/gnome-keyring-daemon", ["--components=secrets", "--foreground"])
+        _ = try await start("/usr/bin/gnome-keyring-daemon", ["--components=secrets", "--foreground"])
         try await waitFor(runtime + "/keyring/control")
     }
 
@@ -61,14 +61,13 @@ final class GnomeKeyringRig: @unchecked Sendable {
     func loginKeyringLocked() async throws -> Bool? {
         let environment = environment
         let uid = uid
-        let answer = try await offThePool {
-            try runProgram("/usr/bin/setpriv", ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--", "/usr/bin/gdbus",
-                                                "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path",
-                                                "/org/freedesktop/secrets/collection/login", "--method",
-                                                "org.freedesktop.DBus.Properties.Get", "org.freedesktop.Secret.Collection",
-                                                "Locked"],
-                           environment: environment, inheriting: false)
-        }
+        let answer = try await runProgram("/usr/bin/setpriv", ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--",
+                                                               "/usr/bin/gdbus", "call", "--session", "--dest",
+                                                               "org.freedesktop.secrets", "--object-path",
+                                                               "/org/freedesktop/secrets/collection/login", "--method",
+                                                               "org.freedesktop.DBus.Properties.Get",
+                                                               "org.freedesktop.Secret.Collection", "Locked"],
+                                          environment: environment, inheriting: false)
         if answer.stdout.contains("<true>") { return true }
         if answer.stdout.contains("<false>") { return false }
         Issue.record("gdbus: \(answer.stdout) \(answer.stderr)")
@@ -79,28 +78,20 @@ final class GnomeKeyringRig: @unchecked Sendable {
         for process in lock.withLock({ processes }).reversed() { stop(process) }
     }
 
-    private func start(_ program: String, _ arguments: [String], stdin: String? = nil) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--", program] + arguments
-        process.environment = environment
-        let input = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+    /// Starts `program` as the user, `stdin` (if any) on its standard input, then its end.
+    private func start(_ program: String, _ arguments: [String], stdin: String? = nil) async throws -> BackgroundProcess {
+        let process = try await BackgroundProcess.start(
+            "/usr/bin/setpriv", ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--", program] + arguments,
+            environment: environment, holdingInputOpen: true)
         lock.withLock { processes.append(process) }
-        if let stdin { try input.fileHandleForWriting.write(contentsOf: Data(stdin.utf8)) }
-        try input.fileHandleForWriting.close()
+        if let stdin { try process.write(stdin) }
+        process.closeInput()
         return process
     }
 
-    private func stop(_ process: Process) {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        // A short wait (at most 2 s, on the caller's thread): these end within milliseconds of SIGTERM.
-        let pid = process.processIdentifier
-        for _ in 0..<100 where process.isRunning { usleep(20_000) }
-        if process.isRunning { kill(pid, SIGKILL) }
+    /// A short wait (at most 2 s, on the caller's thread): these end within milliseconds of SIGTERM.
+    private func stop(_ process: BackgroundProcess) {
+        process.stop(signal: SIGTERM, seconds: 2)
     }
 
     private func waitFor(_ path: String) async throws {

@@ -56,79 +56,41 @@ struct HelperRig {
 
 /// A program the test starts and stops (ssh-agent, gpg-agent, a git server), whose standard
 /// error lines reach a finger, so helpers it runs can be answered.
-final class BackgroundProgram: @unchecked Sendable {
-    // @unchecked Sendable: `firstLine` is only touched under `lock`; `process` is set in init.
-    private let process = Process()
-    private let lock = NSLock()
-    private var firstLine: String?
-    private let lineArrived = DispatchSemaphore(value: 0)
+final class BackgroundProgram: Sendable {
+    private let process: BackgroundProcess
+    private let output = LineCollector()
 
-    /// Starts `program` with `environment`; each standard error line goes to `finger`.
-    init(_ program: String, _ arguments: [String], environment: [String: String], finger: VirtualImageFinger?) throws {
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        process.environment = environment
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        Thread.detachNewThread { [lock, lineArrived] in
-            var pending = Data()
-            while true {
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                pending.append(chunk)
-                if let newline = pending.firstIndex(of: 0x0A) {
-                    lock.withLock { self.firstLine = String(decoding: pending[..<newline], as: UTF8.self) }
-                    lineArrived.signal()
-                    break
-                }
-            }
-        }
-        Thread.detachNewThread {
-            var pending = Data()
-            while true {
-                let chunk = err.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                pending.append(chunk)
-                while let newline = pending.firstIndex(of: 0x0A) {
-                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                    pending = Data(pending[(newline + 1)...])
-                    finger?.handle(line)
-                }
-            }
-        }
+    /// Starts `program` with `environment`; each standard error line goes to `finger`. A
+    /// program that `forks` on start (gpg-agent 2.2 does, even with --no-detach) runs under
+    /// sh, its outputs (both, on standard output) read through cat, which stays until the
+    /// forked process closes them: swift-subprocess stops reading once the program it
+    /// started has ended. Everything runs in a process group of its own, stopped as one.
+    init(_ program: String, _ arguments: [String], environment: [String: String],
+         finger: VirtualImageFinger?, forks: Bool = false) async throws {
+        let output = output
+        let (executable, command) = forks
+            ? ("/bin/sh", ["-c", #""$@" 2>&1 | cat"#, "sh", program] + arguments)
+            : (program, arguments)
+        process = try await BackgroundProcess.start(executable, command, environment: environment, ownGroup: true,
+                                                    output: .lines { line in
+                                                        output.append(line)
+                                                        finger?.handle(line)
+                                                    },
+                                                    error: .lines { finger?.handle($0) })
     }
 
-    deinit {
-        // A test that failed before stop(): no program outlives it.
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    }
-
-    /// The first line of standard output (a server's port), waited for up to 10 s off the cooperative pool.
+    /// The first line of standard output (a server's port), waited for up to 10 s.
     func firstOutputLine() async -> String? {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { [self] in
-                _ = lineArrived.wait(timeout: .now() + 10)
-                continuation.resume(returning: lock.withLock { firstLine })
-            }
+        for _ in 0..<500 {
+            if let line = output.lines.first { return line }
+            try? await Task.sleep(for: .milliseconds(20))
         }
+        return nil
     }
 
-    /// Stops it and waits off the cooperative pool. SIGKILL: a program started from a
-    /// dispatch thread inherits that thread's blocked signals, so SIGTERM may never arrive.
-    /// Reaped with waitpid: Foundation's own wait can miss a child that forked and exited.
+    /// Stops it (SIGKILL to its group) and waits until it has ended.
     func stop() async {
-        let pid = process.processIdentifier
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
-                kill(pid, SIGKILL)
-                var status: Int32 = 0
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-                continuation.resume()
-            }
-        }
+        await process.terminate()
     }
 }
 

@@ -18,7 +18,7 @@ struct HostileInputTests {
 
         // A name planted with sqlite3 is shown escaped by every command that prints it.
         try await vault.add("plain", "v", policy: "passphrase")
-        _ = try vault.sql("UPDATE vault_item SET name = 'x' || char(27) || '[31mred' || char(10) || 'fake line'")
+        _ = try await vault.sql("UPDATE vault_item SET name = 'x' || char(27) || '[31mred' || char(10) || 'fake line'")
         let list = try await vault.run(["secret", "list"])
         #expect(list.status == 0)
         #expect(!list.stdout.contains("\u{1B}"), "\(list.stdout.debugDescription)")

@@ -34,10 +34,10 @@ struct ImportHostileStoreTests {
             (result.json?["message"] as? String) ?? result.stderrLines.joined(separator: " ")
         }
 
-        func imported() throws -> String {
+        func imported() async throws -> String {
             let database = home.path("data/touchgate/touchgate.sqlite")
             guard FileManager.default.fileExists(atPath: database) else { return "0" }
-            return try StorageReaderRig.sqlite(database, "SELECT count(*) FROM print")
+            return try await StorageReaderRig.sqlite(database, "SELECT count(*) FROM print")
         }
     }
 
@@ -50,7 +50,7 @@ struct ImportHostileStoreTests {
         #expect(Date().timeIntervalSince(started) < 15, "did not wait for a writer")
         #expect(result.status == 6, "\(result.stderrLines)")
         #expect(rig.message(result).contains("is not a plain file"), "\(rig.message(result))")
-        #expect(try rig.imported() == "0")
+        await #expect(try rig.imported() == "0")
     }
 
     @Test func aLinkOutOfTheStoreIsNotFollowed() async throws {
@@ -72,7 +72,7 @@ struct ImportHostileStoreTests {
         let folder = try await rig.run()
         #expect(folder.status == 6, "\(folder.stderrLines)")
         #expect(rig.message(folder).contains("symbolic link"), "\(rig.message(folder))")
-        #expect(try rig.imported() == "0")
+        await #expect(try rig.imported() == "0")
     }
 
     @Test func aHugeFileIsNotReadIntoMemory() async throws {

@@ -20,18 +20,18 @@ struct InstallTests {
         try await vault.add("x$HOME", "v", policy: "passphrase")
         #expect(try await vault.run(["lock"]).status == 0, "names are completed while the vault is locked")
 
-        let bash = try BashCompletion(vault: vault)
+        let bash = try await BashCompletion(vault: vault)
         for command in ["get", "exec", "rm", "add"] {
-            #expect(try bash.complete("secret", command, "") == ["aws/prod", "github-token"], "secret \(command)")
+            await #expect(try bash.complete("secret", command, "") == ["aws/prod", "github-token"], "secret \(command)")
         }
-        #expect(try bash.complete("secret", "get", "gi") == ["github-token"])
-        #expect(try bash.complete("secret", "get", "--json", "") == ["aws/prod", "github-token"])
+        await #expect(try bash.complete("secret", "get", "gi") == ["github-token"])
+        await #expect(try bash.complete("secret", "get", "--json", "") == ["aws/prod", "github-token"])
 
-        #expect(try bash.complete("secret", "add", "new", "--policy", "") == Self.policies)
-        #expect(try bash.complete("secret", "add", "new", "--policy", "biometry-c") == ["biometry-current-set"])
-        #expect(try bash.complete("verify", "--finger", "") == Self.fingers + ["any"])
-        #expect(try bash.complete("enroll", "--finger", "") == Self.fingers)
-        #expect(try bash.complete("prints", "delete", "--finger", "right-i") == ["right-index"])
+        await #expect(try bash.complete("secret", "add", "new", "--policy", "") == Self.policies)
+        await #expect(try bash.complete("secret", "add", "new", "--policy", "biometry-c") == ["biometry-current-set"])
+        await #expect(try bash.complete("verify", "--finger", "") == Self.fingers + ["any"])
+        await #expect(try bash.complete("enroll", "--finger", "") == Self.fingers)
+        await #expect(try bash.complete("prints", "delete", "--finger", "right-i") == ["right-index"])
 
         // Every offered policy is one `secret add` accepts (exit 8, locked; not 64, usage).
         for policy in Self.policies {
@@ -43,23 +43,23 @@ struct InstallTests {
     @Test func completingWithoutAStoreOffersNothingAndCreatesNothing() async throws {
         let vault = try VaultRig()
         defer { vault.home.remove() }
-        let bash = try BashCompletion(vault: vault)
-        #expect(try bash.complete("secret", "get", "") == [])
+        let bash = try await BashCompletion(vault: vault)
+        await #expect(try bash.complete("secret", "get", "") == [])
         #expect(!FileManager.default.fileExists(atPath: vault.rig.dataDirectory), "a TAB created the data directory")
         // A store that cannot be read (another user's mode): nothing, and no error text.
         try await vault.initAndUnlock()
         try await vault.add("github-token", "v", policy: "passphrase")
         #expect(chmod(vault.rig.dataDirectory, 0o755) == 0)
-        #expect(try bash.complete("secret", "get", "") == [])
+        await #expect(try bash.complete("secret", "get", "") == [])
     }
 
     /// libpq and the twenty libraries it needs cost every command about 4 ms of start-up
     /// when linked (BENCHMARKS.md); fleet collection loads it only when it ships.
     @Test("touchgate-cli, touchgated and touchgate-collector do not load libpq at start-up; shipping loads it")
-    func libpqIsLoadedOnlyToShip() throws {
+    func libpqIsLoadedOnlyToShip() async throws {
         let built = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent()
         for name in ["touchgate-cli", "touchgated", "touchgate-collector"] {
-            let listed = try runProgram("/usr/bin/ldd", [built.appendingPathComponent(name).path])
+            let listed = try await runProgram("/usr/bin/ldd", [built.appendingPathComponent(name).path])
             #expect(listed.status == 0, "ldd \(name): \(listed.stderr)")
             #expect(listed.stdout.contains("libsodium") && !listed.stdout.contains("libpq"), "\(name) links:\n\(listed.stdout)")
         }
@@ -68,25 +68,25 @@ struct InstallTests {
     /// The front people run starts in about a millisecond because it maps no library at
     /// all: no Foundation, no libfprint and GLib, not even libc's shared object.
     @Test("touchgate, the front, is one static executable; touchgate-cli beside it links the rest")
-    func frontIsStatic() throws {
+    func frontIsStatic() async throws {
         let built = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent()
-        let front = try runProgram("/usr/bin/ldd", [built.appendingPathComponent("touchgate").path])
+        let front = try await runProgram("/usr/bin/ldd", [built.appendingPathComponent("touchgate").path])
         #expect((front.stdout + front.stderr).contains("not a dynamic executable"), "ldd touchgate: \(front.stdout)")
-        let cli = try runProgram("/usr/bin/ldd", [built.appendingPathComponent("touchgate-cli").path])
+        let cli = try await runProgram("/usr/bin/ldd", [built.appendingPathComponent("touchgate-cli").path])
         #expect(cli.stdout.contains("libfprint-2") && cli.stdout.contains("libFoundation"), "ldd touchgate-cli: \(cli.stdout)")
     }
 
     /// Through touchgated every command but the front's own is touchgate-client: the
     /// commands and the socket client, without the service under them.
     @Test("touchgate-client loads neither libfprint, GLib, SQLite (GRDB) nor libsodium; touchgate-cli does")
-    func clientLinksNoService() throws {
+    func clientLinksNoService() async throws {
         let built = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent()
-        let client = try runProgram("/usr/bin/ldd", [built.appendingPathComponent("touchgate-client").path])
+        let client = try await runProgram("/usr/bin/ldd", [built.appendingPathComponent("touchgate-client").path])
         #expect(client.status == 0, "ldd touchgate-client: \(client.stderr)")
         for library in ["libfprint-2", "libglib-2.0", "libgio-2.0", "libsqlite3", "libsodium", "libpwquality", "libz."] {
             #expect(!client.stdout.contains(library), "touchgate-client loads \(library):\n\(client.stdout)")
         }
-        let cli = try runProgram("/usr/bin/ldd", [built.appendingPathComponent("touchgate-cli").path])
+        let cli = try await runProgram("/usr/bin/ldd", [built.appendingPathComponent("touchgate-cli").path])
         for library in ["libfprint-2", "libsqlite3", "libsodium"] {
             #expect(cli.stdout.contains(library), "touchgate-cli does not load \(library):\n\(cli.stdout)")
         }
@@ -101,7 +101,7 @@ struct InstallTests {
         defer { stage.remove() }
         let build = BuildProducts()
 
-        let installed = try build.make("install", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
+        let installed = try await build.make("install", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
         try #require(installed.status == 0, "make install: \(installed.output)")
         let binary = stage.path("usr/bin/touchgate")
         #expect(FileManager.default.isExecutableFile(atPath: binary))
@@ -112,7 +112,7 @@ struct InstallTests {
         // A page for every command and subcommand the binary has.
         let man1 = stage.path("usr/share/man/man1")
         let pages = Set(try FileManager.default.contentsOfDirectory(atPath: man1))
-        let commands = try commandPaths(of: binary)
+        let commands = try await commandPaths(of: binary)
         #expect(commands.count > 25, "\(commands)")
         #expect(commands.contains(["touchgate", "secret", "get"]))
         for command in commands {
@@ -121,13 +121,13 @@ struct InstallTests {
         #expect(pages.count == commands.count, "pages: \(pages.sorted())")
 
         // `man -l` renders the top page without complaint; it points at the others.
-        let rendered = try runProgram("/usr/bin/man", ["-l", "-P", "cat", man1 + "/touchgate.1"],
+        let rendered = try await runProgram("/usr/bin/man", ["-l", "-P", "cat", man1 + "/touchgate.1"],
                                environment: ["MANWIDTH": "80", "LANG": "C.UTF-8"])
         #expect(rendered.status == 0)
         #expect(rendered.stderr.isEmpty, "man or groff warned: \(rendered.stderr)")
         #expect(rendered.stdout.contains("touchgate — Fingerprint-gated secrets for Linux."), "\(rendered.stdout)")
         #expect(rendered.stdout.contains("touchgate.secret(1)"))
-        let secretGet = try runProgram("/usr/bin/man", ["-l", "-P", "cat", man1 + "/touchgate.secret.get.1"],
+        let secretGet = try await runProgram("/usr/bin/man", ["-l", "-P", "cat", man1 + "/touchgate.secret.get.1"],
                                 environment: ["MANWIDTH": "80", "LANG": "C.UTF-8"])
         #expect(secretGet.stdout.contains("--passphrase-fd"), "\(secretGet.stdout)")
 
@@ -141,7 +141,7 @@ struct InstallTests {
             #expect(text.contains(marker), "\(path) is not touchgate's completion script")
         }
 
-        let udev = try build.make("install-udev", "DESTDIR=\(stage.url.path)")
+        let udev = try await build.make("install-udev", "DESTDIR=\(stage.url.path)")
         try #require(udev.status == 0, "make install-udev: \(udev.output)")
         for file in ["hwdb.d/60-touchgate-fingerprint-reader.hwdb", "rules.d/70-touchgate-fingerprint-reader.rules"] {
             let staged = try Data(contentsOf: stage.url.appendingPathComponent("etc/udev/" + file))
@@ -150,7 +150,7 @@ struct InstallTests {
         }
 
         for target in ["uninstall", "uninstall-udev"] {
-            let removed = try build.make(target, "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
+            let removed = try await build.make(target, "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
             #expect(removed.status == 0, "make \(target): \(removed.output)")
         }
         let left = FileManager.default.enumerator(atPath: stage.url.path)?.compactMap { $0 as? String }
@@ -158,14 +158,14 @@ struct InstallTests {
         #expect(left.isEmpty, "left after uninstall: \(left)")
     }
 
-    @Test func makeInstallDaemonStagesTheDaemonItsUnitsUserAndUdevRule() throws {
+    @Test func makeInstallDaemonStagesTheDaemonItsUnitsUserAndUdevRule() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/make"), "this test needs make: apt-get install make")
         let stage = try TemporaryDirectory("touchgate-install-daemon")
         defer { stage.remove() }
         let build = BuildProducts()
 
         let userBefore = getpwnam("touchgated") != nil
-        let installed = try build.make("install-daemon", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
+        let installed = try await build.make("install-daemon", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
         try #require(installed.status == 0, "make install-daemon: \(installed.output)")
         // Staged only: the running system got no user (systemd-sysusers runs without DESTDIR only).
         #expect((getpwnam("touchgated") != nil) == userBefore, "make install-daemon with DESTDIR created a user")
@@ -188,7 +188,7 @@ struct InstallTests {
             }
         }
         // The installed binary is the daemon, and the service starts it where it was put.
-        let help = try runProgram(stage.path("usr/libexec/touchgated"), ["--help"])
+        let help = try await runProgram(stage.path("usr/libexec/touchgated"), ["--help"])
         #expect(help.status == 0 && help.stdout.contains("USAGE: touchgated") && help.stdout.contains("--requests-per-minute"),
                 "\(help.stdout)\(help.stderr)")
         let service = try String(contentsOfFile: stage.path("usr/lib/systemd/system/touchgated.service"), encoding: .utf8)
@@ -201,12 +201,12 @@ struct InstallTests {
         #expect(!FileManager.default.fileExists(atPath: stage.path("usr/bin/touchgate")))
 
         // The hwdb is shared with install-udev's rule: it stays while that rule is there.
-        let udev = try build.make("install-udev", "DESTDIR=\(stage.url.path)")
+        let udev = try await build.make("install-udev", "DESTDIR=\(stage.url.path)")
         try #require(udev.status == 0, "make install-udev: \(udev.output)")
-        let removed = try build.make("uninstall-daemon", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
+        let removed = try await build.make("uninstall-daemon", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
         #expect(removed.status == 0, "make uninstall-daemon: \(removed.output)")
         #expect(FileManager.default.fileExists(atPath: stage.path("etc/udev/hwdb.d/60-touchgate-fingerprint-reader.hwdb")))
-        let udevRemoved = try build.make("uninstall-udev", "DESTDIR=\(stage.url.path)")
+        let udevRemoved = try await build.make("uninstall-udev", "DESTDIR=\(stage.url.path)")
         #expect(udevRemoved.status == 0, "make uninstall-udev: \(udevRemoved.output)")
         let left = FileManager.default.enumerator(atPath: stage.url.path)?.compactMap { $0 as? String }
             .filter { !isDirectory(stage.path($0)) } ?? []
@@ -214,8 +214,8 @@ struct InstallTests {
     }
 
     /// Every command path (`["touchgate", "secret", "get"]`, …) in the binary's own description.
-    private func commandPaths(of binary: String) throws -> [[String]] {
-        let dump = try runProgram(binary, ["--experimental-dump-help"])
+    private func commandPaths(of binary: String) async throws -> [[String]] {
+        let dump = try await runProgram(binary, ["--experimental-dump-help"])
         try #require(dump.status == 0, "\(dump.stderr)")
         let root = try #require(try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
         func walk(_ command: [String: Any], _ path: [String]) -> [[String]] {
@@ -234,10 +234,10 @@ private struct BashCompletion {
     let helper: String
     let environment: [String: String]
 
-    init(vault: VaultRig) throws {
+    init(vault: VaultRig) async throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/bin/bash"), "this test needs bash: apt-get install bash")
         let binary = CLIProcess.binary
-        let generated = try runProgram(binary, ["--generate-completion-script", "bash"])
+        let generated = try await runProgram(binary, ["--generate-completion-script", "bash"])
         try #require(generated.status == 0, "\(generated.stderr)")
         script = vault.home.path("touchgate.bash")
         try generated.stdout.write(toFile: script, atomically: true, encoding: .utf8)
@@ -257,8 +257,8 @@ private struct BashCompletion {
     }
 
     /// What TAB offers after `touchgate words…`, the last word being the one completed.
-    func complete(_ words: String...) throws -> [String] {
-        let result = try runProgram("/bin/bash", ["--norc", "--noprofile", helper, script, "touchgate"] + words,
+    func complete(_ words: String...) async throws -> [String] {
+        let result = try await runProgram("/bin/bash", ["--norc", "--noprofile", helper, script, "touchgate"] + words,
                              environment: environment, inheriting: false)
         #expect(result.status == 0 && result.stderr.isEmpty, "bash: \(result.stderr)")
         return result.stdout.split(separator: "\n").map(String.init)
@@ -283,9 +283,9 @@ private struct BuildProducts {
     /// takes over 10 minutes is ended (status 124). The `swift test` running this holds the
     /// build directory's lock for as long as the tests run, and builds nothing meanwhile:
     /// the plugin's own build, of products that are up to date, goes on past the lock.
-    func make(_ arguments: String...) throws -> (status: Int32, output: String) {
+    func make(_ arguments: String...) async throws -> (status: Int32, output: String) {
         // timeout(1) ends make and the swift processes it started (one process group).
-        let result = try runProgram("/usr/bin/timeout", ["600", "make", "-C", Fixtures.packageRoot.path, "-B",
+        let result = try await runProgram("/usr/bin/timeout", ["600", "make", "-C", Fixtures.packageRoot.path, "-B",
                                                   "-o", "\(scratch)/\(configuration)/touchgate",
                                                   "-o", "\(scratch)/\(configuration)/touchgate-cli",
                                                   "-o", "\(scratch)/\(configuration)/touchgate-client",
@@ -302,33 +302,3 @@ private func isDirectory(_ path: String) -> Bool {
     return FileManager.default.fileExists(atPath: path, isDirectory: &directory) && directory.boolValue
 }
 
-/// Runs a program to completion (killed after `timeout` seconds), output through files so
-/// a chatty program cannot block on a full pipe. Shared by the install and unit-file tests.
-func runProgram(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
-                 inheriting: Bool = true, timeout: TimeInterval = 60) throws -> (status: Int32, stdout: String, stderr: String) {
-    let scratch = try TemporaryDirectory("touchgate-run")
-    defer { scratch.remove() }
-    let (outPath, errPath) = (scratch.path("stdout"), scratch.path("stderr"))
-    try Data().write(to: URL(fileURLWithPath: outPath))
-    try Data().write(to: URL(fileURLWithPath: errPath))
-    let (out, err) = (try FileHandle(forWritingTo: URL(fileURLWithPath: outPath)),
-                      try FileHandle(forWritingTo: URL(fileURLWithPath: errPath)))
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.environment = inheriting
-        ? ProcessInfo.processInfo.environment.merging(environment) { _, new in new } : environment
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let pid = process.processIdentifier
-    let killer = DispatchWorkItem { kill(pid, SIGKILL) }
-    DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
-    process.waitUntilExit()
-    killer.cancel()
-    try out.close()
-    try err.close()
-    return (process.terminationStatus, try String(contentsOfFile: outPath, encoding: .utf8),
-            try String(contentsOfFile: errPath, encoding: .utf8))
-}

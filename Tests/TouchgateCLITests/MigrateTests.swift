@@ -94,7 +94,7 @@ extension DaemonRig {
 struct MigrateTests {
     @Test("secrets, prints and the audit trail move; secrets open with the finger, the chain continues, the personal files go")
     func movesEverything() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         let personal = PersonalSide(rig)
         try await personal.makeVault()
         let before = try await personal.auditTrail()
@@ -153,7 +153,7 @@ struct MigrateTests {
 
     @Test("a wrong passphrase changes neither side")
     func wrongPassphrase() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         let personal = PersonalSide(rig)
         try await personal.makeVault()
         let before = try await personal.auditTrail()
@@ -172,7 +172,7 @@ struct MigrateTests {
 
     @Test("kill -9 of the client mid-migrate leaves the personal store whole and nothing in the daemon; a retry succeeds")
     func clientKilled() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         let personal = PersonalSide(rig)
         try await personal.makeVault()
         let before = try await personal.auditTrail()
@@ -203,7 +203,7 @@ struct MigrateTests {
 
     @Test("kill -9 of the daemon mid-migrate: the client says so (exit 75), nothing half-made is taken for a vault, a retry succeeds")
     func daemonKilled() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         let personal = PersonalSide(rig)
         try await personal.makeVault()
         let before = try await personal.auditTrail()
@@ -239,7 +239,7 @@ struct MigrateTests {
 
     @Test("descriptors with any other request, too few of them, or files that are not a store's are refused")
     func hostileDescriptors() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         let null = open("/dev/null", O_RDONLY)
         defer { close(null) }
@@ -274,7 +274,7 @@ struct MigrateTests {
 
     @Test("refused when touchgated already holds a vault for the user; the personal store stays")
     func refusedBesideAnExistingVault() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         let personal = PersonalSide(rig)
         try await personal.makeVault()
         let before = try await personal.auditTrail()
@@ -291,7 +291,7 @@ struct MigrateTests {
 
     @Test("no personal vault is exit 10, no daemon is exit 75, a tampered personal store is refused (exit 6)")
     func nothingToMoveNowhereToGoOrTampered() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         let personal = PersonalSide(rig)
         try await rig.start()
         let nothing = try await rig.withPassphrase(["migrate", "--json"])
@@ -309,13 +309,9 @@ struct MigrateTests {
         // The lockout threshold edited with sqlite3: the state no longer matches the audit head.
         let tool = "/usr/bin/sqlite3"
         try #require(FileManager.default.isExecutableFile(atPath: tool), "this test needs sqlite3: apt-get install sqlite3")
-        let edit = Process()
-        edit.executableURL = URL(fileURLWithPath: tool)
-        edit.arguments = [personal.store + "/touchgate.sqlite",
-                          "INSERT OR REPLACE INTO vault_state (key, value, updated_at) VALUES ('planted', 'x', 0)"]
-        try edit.run()
-        edit.waitUntilExit()
-        try #require(edit.terminationStatus == 0)
+        let edit = try await runProgram(tool, [personal.store + "/touchgate.sqlite",
+                                               "INSERT OR REPLACE INTO vault_state (key, value, updated_at) VALUES ('planted', 'x', 0)"])
+        try #require(edit.status == 0, "\(edit.stderr)")
         try await rig.start()
         let tampered = try await rig.withPassphrase(["migrate", "--json"])
         #expect(tampered.status == 6, "\(tampered.stderrLines)\n\(rig.daemonLog)")

@@ -59,7 +59,7 @@ struct PAMTests {
 
     @Test("logind's word on the session, asked from the peer's pid: remote refuses before the reader, audited; local or none touches")
     func logindSession() async throws {
-        let logind = try LogindRig()
+        let logind = try await LogindRig()
         defer { logind.stop() }
         let pam = try await PAMRig()
         pam.rig.daemonEnvironment = logind.environment
@@ -68,8 +68,8 @@ struct PAMTests {
         let stored = try await pam.rig.run(["secret", "add", "login", "--policy", "biometry-any"],
                                            stdin: Data("keyring password\n".utf8))
         #expect(stored.status == 0, "\(stored.stderrLines)")
-        try logind.addSession("c1", uid: 0, user: "root", remote: false)
-        try logind.addSession("c2", uid: 0, user: "root", remote: true)
+        try await logind.addSession("c1", uid: 0, user: "root", remote: false)
+        try await logind.addSession("c2", uid: 0, user: "root", remote: true)
         // No PAM_RHOST in any of these: only logind can tell the module's process is remote.
         let touch = try pam.stack("touch", ["auth required \(pam.module) socket=\(pam.socket) debug"])
         let handoff = try pam.stack("handoff", ["auth required \(pam.module) socket=\(pam.socket) authtok-from=login"])
@@ -108,7 +108,7 @@ struct PAMTests {
     func unavailable() async throws {
         let pam = try await PAMRig()
         try await pam.rig.start()
-        let database = try pam.passwordDatabase("db", user: "root", password: "login password")
+        let database = try await pam.passwordDatabase("db", user: "root", password: "login password")
         let absent = try pam.stack("absent", [
             "auth sufficient \(pam.module) socket=\(pam.rig.home.path("run/no-such-socket"))",
             "auth required pam_userdb.so db=\(database)",
@@ -135,10 +135,8 @@ struct PAMTests {
         let stage = pam.rig.home.path("stage")
         let build = URL(fileURLWithPath: pam.module).deletingLastPathComponent().path
         for target in ["install-pam", "uninstall-pam"] {
-            let made = try await offThePool {
-                try runProgram("/usr/bin/make", ["-C", Fixtures.packageRoot.path, target, "DESTDIR=\(stage)",
-                                                 "PAMDIR=/lib/security", "PAMBUILD=\(build)"])
-            }
+            let made = try await runProgram("/usr/bin/make", ["-C", Fixtures.packageRoot.path, target, "DESTDIR=\(stage)",
+                                                              "PAMDIR=/lib/security", "PAMBUILD=\(build)"])
             #expect(made.status == 0, "make \(target): \(made.stdout)\(made.stderr)")
             let installed = FileManager.default.fileExists(atPath: stage + "/lib/security/pam_touchgate.so")
             #expect(installed == (target == "install-pam"), "after make \(target)")
@@ -157,8 +155,8 @@ struct PAMTests {
         let locked = try await pam.authenticate(touch, presenting: ["whorl"])
         #expect(locked.result == "PAM_AUTHINFO_UNAVAIL", "\(locked)")
 
-        let other = try pam.passwordDatabase("other", user: "root", password: "a login password")
-        let right = try pam.passwordDatabase("right", user: "root", password: DaemonRig.passphrase)
+        let other = try await pam.passwordDatabase("other", user: "root", password: "a login password")
+        let right = try await pam.passwordDatabase("right", user: "root", password: DaemonRig.passphrase)
         func stack(_ database: String) throws -> String {
             try pam.stack("unlock-\(URL(fileURLWithPath: database).lastPathComponent)", [
                 "auth required pam_userdb.so db=\(database)",
@@ -205,7 +203,7 @@ struct PAMTests {
         #expect(stored.status == 0, "\(stored.stderrLines)")
         _ = try await pam.rig.run(["secret", "add", "typed", "--policy", "user-presence"],
                                   stdin: Data("keyring password\n".utf8), as: nobody)
-        let database = try pam.passwordDatabase("db", user: "nobody", password: "keyring password")
+        let database = try await pam.passwordDatabase("db", user: "nobody", password: "keyring password")
         func stack(_ item: String) throws -> String {
             try pam.stack("handoff-\(item)", [
                 "auth requisite \(pam.module) socket=\(pam.socket) authtok-from=\(item)",
@@ -258,7 +256,7 @@ struct PAMTests {
                                                stdin: Data("\(value)\n".utf8), as: nobody)
             #expect(stored.status == 0, "\(stored.stderrLines)")
         }
-        let database = try pam.passwordDatabase("db", user: "nobody", password: "keyring password")
+        let database = try await pam.passwordDatabase("db", user: "nobody", password: "keyring password")
         // The README's stack, with pam_userdb standing for the password path after it.
         func stack(_ item: String) throws -> String {
             try pam.stack("greeter-\(item)", [
@@ -373,7 +371,7 @@ final class PAMRig: Sendable {
             try #require(FileManager.default.fileExists(atPath: tool),
                          "the PAM tests need \(tool): apt-get install \(package) (scripts/setup.sh does)")
         }
-        rig = try DaemonRig()
+        rig = try await DaemonRig()
         // No system bus unless a test brings logind's stand-in: whether the machine running
         // the tests has a remote login session must not decide them.
         rig.daemonEnvironment = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(rig.home.path("no-system-bus"))"]
@@ -387,11 +385,9 @@ final class PAMRig: Sendable {
         program = build + "/pam-run"
         let root = Fixtures.packageRoot.path
         let (module, program) = (module, program)
-        let (made, compiled) = try await offThePool {
-            (try runProgram("/usr/bin/make", ["-C", root, "-B", "pam", "PAMBUILD=\(build)"]),
-             try runProgram("/usr/bin/cc", ["-Wall", "-Wextra", "-Werror", "-o", program,
-                                            root + "/Tests/PAMPrograms/pam-run.c", "-lpam"]))
-        }
+        let made = try await runProgram("/usr/bin/make", ["-C", root, "-B", "pam", "PAMBUILD=\(build)"])
+        let compiled = try await runProgram("/usr/bin/cc", ["-Wall", "-Wextra", "-Werror", "-o", program,
+                                                            root + "/Tests/PAMPrograms/pam-run.c", "-lpam"])
         try #require(made.status == 0 && FileManager.default.fileExists(atPath: module),
                      "make pam: \(made.stdout)\(made.stderr)")
         try #require(compiled.status == 0, "pam-run: \(compiled.stderr)")
@@ -406,11 +402,11 @@ final class PAMRig: Sendable {
 
     /// A pam_userdb database (Berkeley DB, made by db_load) holding `user`'s `password`;
     /// returns the path pam_userdb's `db=` takes (without `.db`).
-    func passwordDatabase(_ name: String, user: String, password: String) throws -> String {
+    func passwordDatabase(_ name: String, user: String, password: String) async throws -> String {
         let base = rig.home.path(name)
         let input = base + ".txt"
         try "\(user)\n\(password)\n".write(toFile: input, atomically: true, encoding: .utf8)
-        let loaded = try runProgram("/usr/bin/db_load", ["-T", "-t", "hash", "-f", input, base + ".db"])
+        let loaded = try await runProgram("/usr/bin/db_load", ["-T", "-t", "hash", "-f", input, base + ".db"])
         try #require(loaded.status == 0, "db_load: \(loaded.stderr)")
         return base
     }

@@ -42,9 +42,9 @@ struct PinentryTests {
 
                 """.utf8).write(to: URL(fileURLWithPath: home + "/gpg-agent.conf"))
             let environment = ["GNUPGHOME": home]
-            let agent = try BackgroundProgram("/usr/bin/gpg-agent", ["--homedir", home, "--daemon", "--no-detach"],
+            let agent = try await BackgroundProgram("/usr/bin/gpg-agent", ["--homedir", home, "--daemon", "--no-detach"],
                                               environment: rig.environment.merging(environment) { $1 },
-                                              finger: rig.vault.finger)
+                                              finger: rig.vault.finger, forks: true)
             try await waitForSocket(home + "/S.gpg-agent")
             // The key is made with the passphrase given on a descriptor (loopback), as a script would.
             let made = try await rig.run("/usr/bin/gpg", ["--batch", "--pinentry-mode", "loopback", "--passphrase-fd", "0",

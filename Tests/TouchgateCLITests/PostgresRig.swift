@@ -120,36 +120,12 @@ final class PostgresRig: Sendable {
 
     /// Runs `command` as the `postgres` user; returns its exit status. Its output goes to
     /// /dev/null: the server pg_ctl starts keeps inherited descriptors open for its whole
-    /// life. Spawned and reaped with posix_spawn and waitpid rather than Foundation's
-    /// Process, which never noticed pg_ctl ending once it had forked the server (the test
-    /// spun in waitUntilExit). Waits on a thread of its own, off the cooperative pool.
+    /// life, and the end is seen on the process itself (its pidfd), not on its outputs.
     private static func asPostgres(_ command: [String]) async throws -> Int32 {
-        let arguments = ["/usr/bin/setpriv", "--reuid=postgres", "--regid=postgres", "--clear-groups", "--"] + command
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        let null = strdup("/dev/null")
-        defer { free(null) }
-        for descriptor: Int32 in [0, 1, 2] {
-            posix_spawn_file_actions_addopen(&actions, descriptor, null!, descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
-        }
-        func copies(_ texts: [String]) -> [UnsafeMutablePointer<CChar>?] {
-            texts.map { (text: String) -> UnsafeMutablePointer<CChar>? in strdup(text) } + [nil]
-        }
-        let argv = copies(arguments)
-        let envp = copies(["LC_ALL=C", "PATH=/usr/bin:/bin"])
-        defer { (argv + envp).forEach { free($0) } }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, argv[0]!, &actions, nil, argv, envp)
-        guard spawned == 0 else { throw RigError("cannot start \(command[0]): \(String(cString: strerror(spawned)))") }
-        let child = pid
-        return await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                var status: Int32 = 0
-                while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-                continuation.resume(returning: (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
-            }
-        }
+        let process = try await BackgroundProcess.start(
+            "/usr/bin/setpriv", ["--reuid=postgres", "--regid=postgres", "--clear-groups", "--"] + command,
+            environment: ["LC_ALL": "C", "PATH": "/usr/bin:/bin"])
+        return await process.ended()
     }
 
     /// A loopback TCP port nothing listens on right now.
@@ -177,7 +153,7 @@ final class PostgresRig: Sendable {
 struct TestPKI {
     let directory: String
 
-    init(in directory: String, client: String) throws {
+    init(in directory: String, client: String) async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") else {
             throw RigError("openssl is not installed: apt-get install openssl")
         }
@@ -186,14 +162,14 @@ struct TestPKI {
                                                 attributes: [.posixPermissions: 0o700])
         try "subjectAltName = IP:127.0.0.1\n".write(toFile: directory + "/server.ext", atomically: true, encoding: .utf8)
         let key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try openssl(["req", "-x509", "-days", "2", "-subj", "/CN=Touchgate test CA"] + key
+        try await openssl(["req", "-x509", "-days", "2", "-subj", "/CN=Touchgate test CA"] + key
                     + ["-keyout", path("ca.key"), "-out", path("ca.crt")])
-        try openssl(["req", "-x509", "-days", "2", "-subj", "/CN=Another CA"] + key
+        try await openssl(["req", "-x509", "-days", "2", "-subj", "/CN=Another CA"] + key
                     + ["-keyout", path("other-ca.key"), "-out", path("other-ca.crt")])
         for (name, subject, extensions) in [("server", "/CN=127.0.0.1", ["-extfile", path("server.ext")]),
                                             ("client", "/CN=\(client)", [])] {
-            try openssl(["req", "-new", "-subj", subject] + key + ["-keyout", path(name + ".key"), "-out", path(name + ".csr")])
-            try openssl(["x509", "-req", "-days", "2", "-in", path(name + ".csr"), "-CA", path("ca.crt"),
+            try await openssl(["req", "-new", "-subj", subject] + key + ["-keyout", path(name + ".key"), "-out", path(name + ".csr")])
+            try await openssl(["x509", "-req", "-days", "2", "-in", path(name + ".csr"), "-CA", path("ca.crt"),
                          "-CAkey", path("ca.key"), "-CAcreateserial", "-out", path(name + ".crt")] + extensions)
             chmod(path(name + ".key"), 0o600)
         }
@@ -201,8 +177,8 @@ struct TestPKI {
 
     func path(_ name: String) -> String { directory + "/" + name }
 
-    private func openssl(_ arguments: [String]) throws {
-        let result = try runProgram("/usr/bin/openssl", arguments)
+    private func openssl(_ arguments: [String]) async throws {
+        let result = try await runProgram("/usr/bin/openssl", arguments)
         guard result.status == 0 else { throw RigError("openssl \(arguments.prefix(2).joined(separator: " ")): \(result.stderr)") }
     }
 }

@@ -30,7 +30,7 @@ final class StorageReaderRig: @unchecked Sendable {
     /// Runs touchgate with the reader holding `held`; each prompt for a finger is answered
     /// with `SCAN` of `scan(nonce-label)` (once per stage for enroll). `onLine` sees every
     /// stderr line after that.
-    func run(_ arguments: [String], held: [String], scanning scan: (@Sendable (String) -> String)? = nil, stages: Int = 5,
+    func run(_ arguments: [String], held: [String], scanning scan: (@Sendable (String) async -> String)? = nil, stages: Int = 5,
              stdin: Data? = nil, onLine: @escaping @Sendable (String, RunningProcess) -> Void = { _, _ in }) async throws -> CLIResult {
         let inserted = DispatchSemaphore(value: 0)
         let client = self.client
@@ -45,7 +45,7 @@ final class StorageReaderRig: @unchecked Sendable {
             if VirtualImageFinger.isPrompt(line), let scan, answered.setOnce() {
                 inserted.wait()
                 inserted.signal()
-                let id = scan(Self.pendingLabel(database) ?? "none")
+                let id = await scan(await Self.pendingLabel(database) ?? "none")
                 for _ in 0..<stages { _ = try? client.send("SCAN \(id)", expectReply: true) }
             }
             onLine(line, process)
@@ -60,8 +60,8 @@ final class StorageReaderRig: @unchecked Sendable {
     }
 
     /// The username Touchgate recorded for the pending enrollment on the reader.
-    static func pendingLabel(_ database: String) -> String? {
-        guard let text = try? sqlite(database, "SELECT CAST(value AS TEXT) FROM vault_state "
+    static func pendingLabel(_ database: String) async -> String? {
+        guard let text = try? await sqlite(database, "SELECT CAST(value AS TEXT) FROM vault_state "
                                          + "WHERE key = 'enrollment.chip.virtual_device_storage:0'"),
               let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
               let pending = (json["pending"] as? [[String: Any]])?.last,
@@ -69,38 +69,24 @@ final class StorageReaderRig: @unchecked Sendable {
         return "touchgate-\(nonce)-\(user)"
     }
 
-    func sql(_ statement: String) throws -> String { try Self.sqlite(database, statement) }
+    func sql(_ statement: String) async throws -> String { try await Self.sqlite(database, statement) }
 
-    static func sqlite(_ database: String, _ statement: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = ["-cmd", ".timeout 5000", database, statement]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    static func sqlite(_ database: String, _ statement: String) async throws -> String {
+        let result = try await runProgram("/usr/bin/sqlite3", ["-cmd", ".timeout 5000", database, statement])
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Holds the database's write lock (another writer's transaction) until ``release()``.
-    final class WriteLock: @unchecked Sendable {
-        private let process = Process()
-        private let input = Pipe()
+    final class WriteLock: Sendable {
+        private let process: BackgroundProcess
 
-        init(_ database: String) throws {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-            process.arguments = [database]
-            let out = Pipe()
-            process.standardInput = input
-            process.standardOutput = out
-            try process.run()
-            input.fileHandleForWriting.write(Data(".timeout 5000\nBEGIN IMMEDIATE;\nSELECT 'locked';\n".utf8))
-            var seen = Data()
-            while !String(decoding: seen, as: UTF8.self).contains("locked") {
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                seen.append(chunk)
+        init(_ database: String) async throws {
+            let output = LineCollector()
+            process = try await BackgroundProcess.start("/usr/bin/sqlite3", [database], environment: [:],
+                                                        holdingInputOpen: true, output: .lines { output.append($0) })
+            try process.write(".timeout 5000\nBEGIN IMMEDIATE;\nSELECT 'locked';\n")
+            for _ in 0..<500 where !output.lines.contains("locked") {
+                try await Task.sleep(for: .milliseconds(20))
             }
         }
 
@@ -108,9 +94,9 @@ final class StorageReaderRig: @unchecked Sendable {
 
         func release() {
             guard released.setOnce() else { return }
-            input.fileHandleForWriting.write(Data("ROLLBACK;\n.quit\n".utf8))
-            try? input.fileHandleForWriting.close()
-            process.waitUntilExit()
+            try? process.write("ROLLBACK;\n.quit\n")
+            process.closeInput()
+            process.waitUntilEnded(seconds: 10)
         }
     }
 }
@@ -204,7 +190,7 @@ struct ReaderStorageTests {
         #expect((report["deleted"] as? [[String: Any]])?.count == 2)
         #expect((report["deleted"] as? [[String: Any]])?.contains { $0["chip-user"] as? String == "bob" } == true)
         #expect(report["remaining"] as? Int == 1, "the enrolled print stays on the reader")
-        #expect(try rig.sql("SELECT count(*) FROM audit WHERE event = 'finger.delete' AND reason LIKE 'orphan removed%'")
+        #expect(try await rig.sql("SELECT count(*) FROM audit WHERE event = 'finger.delete' AND reason LIKE 'orphan removed%'")
                 == "2")
         // The store is untouched.
         let after = try await list(rig, held: [right])
@@ -256,7 +242,7 @@ struct ReaderStorageTests {
         let database = rig.database
         let result = try await rig.run(["enroll", "--json", "--finger", "right-index"], held: [], scanning: { label in
             // The pending mark is committed; from now on the test holds the database.
-            lock.set(try? StorageReaderRig.WriteLock(database))
+            lock.set(try? await StorageReaderRig.WriteLock(database))
             let id = StorageReaderRig.chipID(label, finger: Self.rightIndex)
             ids.set(id)
             return id
@@ -276,15 +262,15 @@ struct ReaderStorageTests {
             DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { kill(process.processIdentifier, SIGKILL) }
         }
         #expect(killed.status == 128 + 9, "\(killed.stderrLines)")
-        #expect(try rig.sql("SELECT count(*) FROM print") == "0")
+        #expect(try await rig.sql("SELECT count(*) FROM print") == "0")
 
         // The reader kept the print; the next operation on it removes it, and says so in the audit trail.
         let listed = try await list(rig, held: [id])
         #expect((listed["orphans"] as? [Any])?.isEmpty == true, "\(listed)")
         #expect((listed["readers"] as? [[String: Any]])?.first?["held"] as? Int == 0)
-        #expect(try rig.sql("SELECT count(*) FROM audit WHERE event = 'finger.delete' AND reason LIKE '%interrupted%'")
+        #expect(try await rig.sql("SELECT count(*) FROM audit WHERE event = 'finger.delete' AND reason LIKE '%interrupted%'")
                 == "1")
-        #expect(StorageReaderRig.pendingLabel(rig.database) == nil, "the pending mark is gone")
+        #expect(await StorageReaderRig.pendingLabel(rig.database) == nil, "the pending mark is gone")
         // A foreign print is never removed that way.
         let foreign = StorageReaderRig.chipID("bob", finger: Self.rightIndex)
         let again = try await list(rig, held: [foreign])
@@ -298,11 +284,11 @@ struct ReaderStorageTests {
             DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { kill(process.processIdentifier, SIGINT) }
         }
         #expect(cancelled.status == 130, "\(cancelled.stderrLines)")
-        #expect(try rig.sql("SELECT count(*) FROM print") == "0")
+        #expect(try await rig.sql("SELECT count(*) FROM print") == "0")
         // Removed from the reader in the same run: recorded, and no pending mark is left for later.
-        #expect(try rig.sql("SELECT count(*) FROM audit WHERE event = 'finger.delete' AND reason LIKE '%did not finish%'")
+        #expect(try await rig.sql("SELECT count(*) FROM audit WHERE event = 'finger.delete' AND reason LIKE '%did not finish%'")
                 == "1")
-        #expect(StorageReaderRig.pendingLabel(rig.database) == nil)
+        #expect(await StorageReaderRig.pendingLabel(rig.database) == nil)
     }
 
     @Test func aSaveThatFailsRemovesThePrintAtOnce() async throws {
@@ -311,10 +297,10 @@ struct ReaderStorageTests {
         // The other writer holds the database past the busy timeout (10 s): saving fails.
         let (failed, _) = try await enrollWithBlockedSave(rig, holdFor: 11.5) { _ in }
         #expect(failed.status != 0 && failed.status != 130, "\(failed.stderrLines)")
-        #expect(try rig.sql("SELECT count(*) FROM print") == "0")
-        #expect(try rig.sql("SELECT count(*) FROM audit WHERE event = 'finger.delete' AND reason LIKE '%did not finish%'")
+        #expect(try await rig.sql("SELECT count(*) FROM print") == "0")
+        #expect(try await rig.sql("SELECT count(*) FROM audit WHERE event = 'finger.delete' AND reason LIKE '%did not finish%'")
                 == "1")
-        #expect(StorageReaderRig.pendingLabel(rig.database) == nil)
+        #expect(await StorageReaderRig.pendingLabel(rig.database) == nil)
     }
 }
 

@@ -35,7 +35,7 @@ struct ReadmeWalkthroughTests {
         try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: script))
 
         // -e: the first command that fails ends the run with its status.
-        let session = try TerminalSession("bash -e \(script)", directory: checkout, environment: [
+        let session = try await TerminalSession("bash -e \(script)", directory: checkout, environment: [
             "HOME": home.url.path, "TMPDIR": temporary, "PATH": "/usr/local/bin:/usr/bin:/bin",
             "LANG": "C.UTF-8", "TERM": "xterm",
         ], answers: [("New vault passphrase:", Self.passphrase), ("Repeat it:", Self.passphrase)])
@@ -101,7 +101,7 @@ struct ReadmeWalkthroughTests {
                                      withDestinationPath: Fixtures.packageRoot.deletingLastPathComponent().appendingPathComponent("shared").path)
 
         let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("FP_") }
-        let session = try TerminalSession(command, directory: checkout, environment: environment)
+        let session = try await TerminalSession(command, directory: checkout, environment: environment)
         let status = await session.finish(timeout: 15 * 60)  // a backstop: 498 s were seen beside a full run
         let output = session.output
         #expect(status == 0, "\(command) failed (status \(status)):\n\(output)")

@@ -38,7 +38,7 @@ struct SSHAskpassTests {
             var environment = rig.environment
             environment["SSH_ASKPASS"] = rig.bin + "/touchgate-askpass"
             environment["SSH_ASKPASS_REQUIRE"] = "force"
-            let agent = try BackgroundProgram("/usr/bin/ssh-agent", ["-D", "-a", agentSocket], environment: environment,
+            let agent = try await BackgroundProgram("/usr/bin/ssh-agent", ["-D", "-a", agentSocket], environment: environment,
                                               finger: rig.vault.finger)
             try await waitForSocket(agentSocket)
             return Setup(rig: rig, agent: agent, keyPath: keyPath, agentSocket: agentSocket)
@@ -127,7 +127,7 @@ struct SSHAskpassTests {
         for tool in ["/usr/bin/ssh-agent", "/usr/bin/ssh-add", "/usr/bin/ssh-keygen"] {
             try HelperRig.require(tool, package: "openssh-client")
         }
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await rig.initialize()
         let stored = try await rig.run(["secret", "add", "ssh-key", "--policy", "biometry-any", "--fresh"],
@@ -144,7 +144,7 @@ struct SSHAskpassTests {
         let made = try await client.run(["-q", "-t", "ed25519", "-C", "daemon-test", "-N", Self.keyPassphrase, "-f", keyPath])
         try #require(made.status == 0, "\(made.stderrLines)")
         let agentSocket = rig.home.path("agent.sock")
-        let agent = try BackgroundProgram("/usr/bin/ssh-agent", ["-D", "-a", agentSocket],
+        let agent = try await BackgroundProgram("/usr/bin/ssh-agent", ["-D", "-a", agentSocket],
                                           environment: client.environment.merging(["PATH": "/usr/bin:/bin"]) { $1 },
                                           finger: nil)
         try await waitForSocket(agentSocket)

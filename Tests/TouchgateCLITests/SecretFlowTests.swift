@@ -79,7 +79,7 @@ struct SecretFlowTests {
 
         // Edit one record with plain SQL: verify fails and names it.
         let target = try #require(records.first { $0["event"] as? String == "lockout.start" }?["seq"] as? Int)
-        _ = try vault.sql("UPDATE audit SET outcome = 'failure' WHERE seq = \(target)")
+        _ = try await vault.sql("UPDATE audit SET outcome = 'failure' WHERE seq = \(target)")
         let broken = try await vault.run(["audit", "verify"])
         #expect(broken.status == 6)
         #expect(broken.stderrLines.joined().contains("record \(target)"), "\(broken.stderrLines)")

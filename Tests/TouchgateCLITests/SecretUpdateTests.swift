@@ -47,7 +47,7 @@ struct SecretUpdateTests {
         try await vault.enroll("whorl")
         try await vault.add("root-password", "p4ss", policy: "passphrase", fresh: true)
         // Someone with the database file turns the passphrase item into a touch-only one.
-        _ = try vault.sql("UPDATE vault_item SET policy = 'biometry-any' WHERE name = 'root-password'")
+        _ = try await vault.sql("UPDATE vault_item SET policy = 'biometry-any' WHERE name = 'root-password'")
         let result = try await vault.get("root-password", presenting: ["whorl"])
         #expect(result.status == 6, "\(result.stderrLines)")
         #expect(result.errorCode == "integrity")

@@ -18,35 +18,28 @@ struct StateDirectoryTests {
     static func startExpectingRefusal(_ rig: DaemonRig) async throws -> (status: Int32, said: String) {
         let command = [rig.binDirectory + "/touchgated", "--socket", rig.socketPath, "--state-dir", rig.stateDirectory,
                        "--fleet-config", rig.home.path("no-fleet.conf")]
-        let process = Process()
-        if getuid() == 0 {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=\(DaemonRig.daemonUID)", "--regid=\(DaemonRig.daemonUID)", "--clear-groups", "--"]
-                + command
-        } else {
-            process.executableURL = URL(fileURLWithPath: command[0])
-            process.arguments = Array(command.dropFirst())
-        }
-        process.environment = ["PATH": "/usr/bin:/bin", "FP_DRIVERS_WHITELIST": "virtual_image"]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let full = getuid() == 0
+            ? ["/usr/bin/setpriv", "--reuid=\(DaemonRig.daemonUID)", "--regid=\(DaemonRig.daemonUID)", "--clear-groups",
+               "--"] + command
+            : command
+        let errors = LineCollector()
+        let process = try await BackgroundProcess.start(
+            full[0], Array(full.dropFirst()), environment: ["PATH": "/usr/bin:/bin", "FP_DRIVERS_WHITELIST": "virtual_image"],
+            error: .lines { errors.append($0) })
         for _ in 0..<100 where process.isRunning {
             try await Task.sleep(for: .milliseconds(100))
         }
         if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            await process.terminate()
             Issue.record("touchgated started serving from a loosened state directory")
             return (-1, "")
         }
-        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (process.terminationStatus, said)
+        let status = await process.ended()
+        return (status, errors.lines.map { $0 + "\n" }.joined())
     }
 
     @Test func aLoosenedStateDirectoryStopsTheDaemonAtStartSayingWhatToRun() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         let state = rig.stateDirectory
         // A store first, made by the daemon as installed.
         try await rig.start()
@@ -89,7 +82,7 @@ struct StateDirectoryTests {
     }
 
     @Test func aStoreLoosenedWhileTheDaemonRunsIsRefusedAtTheRequest() async throws {
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         try await rig.start()
         try await rig.initialize(as: Self.user)
         let store = rig.stateDirectory + "/users/\(Self.userID)"

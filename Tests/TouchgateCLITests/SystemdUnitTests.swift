@@ -17,13 +17,13 @@ struct SystemdUnitTests {
     static let maximumExposure = 2.5
 
     @Test("systemd-analyze verify loads both units, with ExecStart pointing at the built touchgated, without a warning")
-    func unitsVerify() throws {
+    func unitsVerify() async throws {
         let verify = try SystemTool.systemdAnalyze.path()
         let staged = try TemporaryDirectory("touchgated-units")
         defer { staged.remove() }
         let (socket, service) = try Self.stageUnits(in: staged, daemon: Self.builtDaemon())
 
-        let result = try runProgram(verify, ["verify", socket, service], environment: ["SYSTEMD_LOG_COLOR": "0"])
+        let result = try await runProgram(verify, ["verify", socket, service], environment: ["SYSTEMD_LOG_COLOR": "0"])
         #expect(result.status == 0, "systemd-analyze verify: \(result.stdout)\(result.stderr)")
         #expect(result.stderr.isEmpty && result.stdout.isEmpty, "warnings: \(result.stdout)\(result.stderr)")
 
@@ -32,21 +32,21 @@ struct SystemdUnitTests {
         var broken = try String(contentsOfFile: service, encoding: .utf8)
         broken = broken.replacingOccurrences(of: "@resources", with: "@no-such-group")
         try broken.write(toFile: service, atomically: true, encoding: .utf8)
-        let warned = try runProgram(verify, ["verify", socket, service])
+        let warned = try await runProgram(verify, ["verify", socket, service])
         #expect(warned.stderr.contains("@no-such-group"), "\(warned.stderr)")
         try broken.replacingOccurrences(of: "ExecStart=" + (try Self.builtDaemon()), with: "ExecStart=/nonexistent/touchgated")
             .write(toFile: service, atomically: true, encoding: .utf8)
-        let refused = try runProgram(verify, ["verify", socket, service])
+        let refused = try await runProgram(verify, ["verify", socket, service])
         #expect(refused.status != 0 && refused.stderr.contains("/nonexistent/touchgated"), "\(refused.stderr)")
     }
 
     @Test("systemd-analyze security rates the service's exposure at most 2.5, with each promised setting in force")
-    func exposure() throws {
+    func exposure() async throws {
         let analyze = try SystemTool.systemdAnalyze.path()
         let staged = try TemporaryDirectory("touchgated-units")
         defer { staged.remove() }
         let (_, service) = try Self.stageUnits(in: staged, daemon: Self.builtDaemon())
-        let (figure, passed, report) = try Self.assess(service, with: analyze)
+        let (figure, passed, report) = try await Self.assess(service, with: analyze)
         #expect(figure <= Self.maximumExposure, "exposure \(figure):\n\(report)")
         // The settings the install promises, each checked by systemd itself (✓ = in force).
         for setting in ["User=/DynamicUser=", "NoNewPrivileges=", "PrivateTmp=", "ProtectSystem=", "ProtectHome=",
@@ -61,12 +61,12 @@ struct SystemdUnitTests {
     }
 
     @Test("the fleet drop-in opens IP to the collector's address alone; the units still verify and rate at most 2.5")
-    func fleetDropIn() throws {
+    func fleetDropIn() async throws {
         let analyze = try SystemTool.systemdAnalyze.path()
         let staged = try TemporaryDirectory("touchgated-units")
         defer { staged.remove() }
         let (socket, service) = try Self.stageUnits(in: staged, daemon: Self.builtDaemon())
-        let without = try Self.assess(service, with: analyze)
+        let without = try await Self.assess(service, with: analyze)
         #expect(without.passed.contains("RestrictAddressFamilies=~AF_(INET|INET6)") && without.passed.contains("IPAddressDeny="),
                 "\(without.report)")
 
@@ -74,9 +74,9 @@ struct SystemdUnitTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: Self.units.appendingPathComponent("touchgated-fleet.conf").path,
                                          toPath: directory + "/fleet.conf")
-        let verified = try runProgram(analyze, ["verify", socket, service], environment: ["SYSTEMD_LOG_COLOR": "0"])
+        let verified = try await runProgram(analyze, ["verify", socket, service], environment: ["SYSTEMD_LOG_COLOR": "0"])
         #expect(verified.status == 0 && verified.stderr.isEmpty, "\(verified.stdout)\(verified.stderr)")
-        let with = try Self.assess(service, with: analyze)
+        let with = try await Self.assess(service, with: analyze)
         // systemd read the drop-in: Internet sockets are allowed now, to an allow list only.
         #expect(!with.passed.contains("RestrictAddressFamilies=~AF_(INET|INET6)"), "\(with.report)")
         #expect(with.report.contains("IP address allow list"), "\(with.report)")
@@ -88,7 +88,7 @@ struct SystemdUnitTests {
     @Test("socket-activated (LISTEN_FDS from systemd-socket-activate), touchgated serves the CLI in system mode")
     func socketActivation() async throws {
         let activate = try SystemTool.systemdSocketActivate.path()
-        let rig = try DaemonRig()
+        let rig = try await DaemonRig()
         let socketPath = rig.socketPath
         var command = [activate, "-l", socketPath, "-E", "STATE_DIRECTORY=\(rig.stateDirectory)",
                        "-E", "FP_VIRTUAL_IMAGE=\(rig.finger.socketPath)", "-E", "FP_DRIVERS_WHITELIST=virtual_image",
@@ -103,7 +103,7 @@ struct SystemdUnitTests {
         // not a child this process waits on (Foundation's Process then left the first
         // client's exit unnoticed: a zombie and a hung test).
         let quoted = command.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-        let started = try runProgram("/bin/sh", ["-c", "env -i PATH=/usr/bin:/bin \(quoted) </dev/null >>'\(rig.logPath)' 2>&1 & echo $!"])
+        let started = try await runProgram("/bin/sh", ["-c", "env -i PATH=/usr/bin:/bin \(quoted) </dev/null >>'\(rig.logPath)' 2>&1 & echo $!"])
         let pid = try #require(Int32(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)),
                                "could not start systemd-socket-activate: \(started.stderr)")
         defer { kill(pid, SIGKILL) }
@@ -155,8 +155,8 @@ struct SystemdUnitTests {
 
     /// `systemd-analyze security` of the staged `service`: the overall exposure, the
     /// settings it found in force (✓), and the whole report.
-    static func assess(_ service: String, with analyze: String) throws -> (exposure: Double, passed: Set<String>, report: String) {
-        let result = try runProgram(analyze, ["security", "--offline=yes", "--no-pager", service],
+    static func assess(_ service: String, with analyze: String) async throws -> (exposure: Double, passed: Set<String>, report: String) {
+        let result = try await runProgram(analyze, ["security", "--offline=yes", "--no-pager", service],
                                     environment: ["SYSTEMD_COLORS": "0", "COLUMNS": "250"])
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n")

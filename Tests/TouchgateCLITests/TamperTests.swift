@@ -48,7 +48,7 @@ struct TamperTests {
     @Test func resettingALockoutWithSQLIsDetected() async throws {
         let vault = try await lockedOutVault()
         defer { vault.home.remove() }
-        _ = try vault.sql("""
+        _ = try await vault.sql("""
             UPDATE vault_state SET value = CAST(replace(replace(CAST(value AS TEXT), '"consecutiveFailures":3', \
             '"consecutiveFailures":0'), '"lockedUntil"', '"unused"') AS BLOB) WHERE key = 'policy.state'
             """)
@@ -58,7 +58,7 @@ struct TamperTests {
     @Test func looseningTheSettingsWithSQLIsDetected() async throws {
         let vault = try await lockedOutVault()
         defer { vault.home.remove() }
-        _ = try vault.sql("""
+        _ = try await vault.sql("""
             INSERT OR REPLACE INTO vault_state (key, value, updated_at) VALUES ('policy.settings', \
             CAST('{"lockoutThreshold":20,"lockoutDurationSeconds":1,"sessionTimeoutSeconds":300,"idleTimeoutSeconds":300}' \
             AS BLOB), 0)
@@ -75,7 +75,7 @@ struct TamperTests {
         ] {
             let vault = try await lockedOutVault()
             defer { vault.home.remove() }
-            _ = try vault.sql(statement)
+            _ = try await vault.sql(statement)
             try await expectDetectedAndRepaired(vault, what)
         }
     }
@@ -83,7 +83,7 @@ struct TamperTests {
     @Test func flippingTheTemplatesSealedMarkerDestroysNothing() async throws {
         let vault = try await lockedOutVault()
         defer { vault.home.remove() }
-        _ = try vault.sql("UPDATE vault_meta SET templates_sealed = 0")
+        _ = try await vault.sql("UPDATE vault_meta SET templates_sealed = 0")
         try await expectDetectedAndRepaired(vault, "templates_sealed flipped")
         // The prints still match after the repair: nothing was sealed twice.
         #expect(try await vault.run(["verify"], presenting: ["whorl"]).status == 0)
@@ -95,18 +95,18 @@ struct TamperTests {
         try await vault.initAndUnlock()
         try await vault.enroll("whorl")
         try await vault.add("token", "t0k", policy: "biometry-any", fresh: true)
-        _ = try vault.sql("CREATE TABLE saved_state AS SELECT * FROM vault_state; CREATE TABLE saved_head AS SELECT * FROM auditHead")
+        _ = try await vault.sql("CREATE TABLE saved_state AS SELECT * FROM vault_state; CREATE TABLE saved_head AS SELECT * FROM auditHead")
         for _ in 1...3 { _ = try await vault.get("token", presenting: ["arch"]) }
         try #require(try await vault.lockout()["locked-out"] as? Bool == true)
         // Both the state rows alone, and the state rows with the audit head of that time.
-        _ = try vault.sql("DELETE FROM vault_state; INSERT INTO vault_state SELECT * FROM saved_state")
+        _ = try await vault.sql("DELETE FROM vault_state; INSERT INTO vault_state SELECT * FROM saved_state")
         let alone = try await vault.get("token", presenting: ["whorl"])
         #expect(alone.status == 6 && alone.errorCode == "state-tampered", "\(alone.stderrLines)")
-        _ = try vault.sql("DELETE FROM auditHead; INSERT INTO auditHead SELECT * FROM saved_head")
+        _ = try await vault.sql("DELETE FROM auditHead; INSERT INTO auditHead SELECT * FROM saved_head")
         let together = try await vault.get("token", presenting: ["whorl"])
         #expect(together.status == 6 && together.errorCode == "state-tampered", "\(together.stderrLines)")
         #expect(together.fingerPrompts == 0)
-        _ = try vault.sql("DROP TABLE saved_state; DROP TABLE saved_head")
+        _ = try await vault.sql("DROP TABLE saved_state; DROP TABLE saved_head")
         try await expectDetectedAndRepaired(vault, "older state swapped back")
     }
 
@@ -117,7 +117,7 @@ struct TamperTests {
             try await vault.initAndUnlock()
             try await vault.enroll("whorl")
             try await vault.add("token", "t0k", policy: "biometry-any", fresh: true)
-            _ = try vault.sql("DELETE FROM audit; DELETE FROM auditHead")
+            _ = try await vault.sql("DELETE FROM audit; DELETE FROM auditHead")
             if removeKey { try FileManager.default.removeItem(atPath: vault.rig.dataDirectory + "/audit.key") }
             let verify = try await vault.run(["audit", "verify", "--json"])
             #expect(verify.status == 6, "key removed \(removeKey): \(verify.stdout)")
@@ -139,7 +139,7 @@ struct TamperTests {
         let vault = try VaultRig()
         defer { vault.home.remove() }
         try await vault.initAndUnlock()
-        _ = try vault.sql("INSERT OR REPLACE INTO vault_state (key, value, updated_at) VALUES ('policy.settings', x'7b7b7b', 0)")
+        _ = try await vault.sql("INSERT OR REPLACE INTO vault_state (key, value, updated_at) VALUES ('policy.settings', x'7b7b7b', 0)")
         let locked = try await vault.run(["lock", "--json"])
         #expect(locked.status == 0, "\(locked.stderrLines)")
         #expect(locked.json?["was-unlocked"] as? Bool == true)

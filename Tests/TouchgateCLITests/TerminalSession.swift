@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TouchgateTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,57 +12,32 @@ import Glibc
 /// Whenever the terminal shows one of the `answers` prompts (a passphrase prompt on
 /// `/dev/tty`), the reply is typed with Enter. The command starts in `directory` with
 /// exactly `environment`.
-final class TerminalSession: @unchecked Sendable {
-    // @unchecked Sendable: `shown` and `answered` are only touched under `lock`;
-    // the other stored properties are set once in init.
-    private let lock = NSLock()
-    /// Every byte the terminal showed.
-    private var shown: [UInt8] = []
-    /// How many bytes of `shown` were searched for prompts and answered.
-    private var answered = 0
-    private let process = Process()
-    private let keyboard = Pipe()
-    private let answers: [(prompt: String, reply: String)]
-    private let finished = DispatchSemaphore(value: 0)
+final class TerminalSession: Sendable {
+    private let screen: Screen
+    private let process: BackgroundProcess
 
     /// Starts `command` (a bash command line) on a new terminal.
     init(_ command: String, directory: String, environment: [String: String],
-         answers: [(prompt: String, reply: String)] = []) throws {
+         answers: [(prompt: String, reply: String)] = []) async throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/script"),
                      "this test needs script from bsdutils: apt-get install bsdutils")
-        self.answers = answers
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        let screen = Screen(answers: answers)
+        self.screen = screen
         // -e: script exits with the command's status; -c runs it with $SHELL -c.
-        process.arguments = ["-q", "-e", "-c", command, "/dev/null"]
-        process.environment = environment.merging(["SHELL": "/bin/bash"]) { _, new in new }
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        let screen = Pipe()
-        process.standardInput = keyboard
-        process.standardOutput = screen
-        process.standardError = screen
-        try process.run()
-        Thread.detachNewThread { [self] in
-            let handle = screen.fileHandleForReading
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                show(chunk)
-            }
-            process.waitUntilExit()
-            finished.signal()
-        }
+        process = try await BackgroundProcess.start(
+            "/usr/bin/script", ["-q", "-e", "-c", command, "/dev/null"],
+            environment: environment.merging(["SHELL": "/bin/bash"]) { _, new in new },
+            workingDirectory: directory, holdingInputOpen: true,
+            output: .chunks { screen.show($0) }, error: .sameAsOutput)
+        screen.connect(process)
     }
 
     /// What the terminal showed so far, with `\r` removed.
-    var output: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return String(decoding: shown, as: UTF8.self).replacingOccurrences(of: "\r", with: "")
-    }
+    var output: String { screen.output }
 
     /// Types `text` on the terminal's keyboard (`"\u{03}"` is Ctrl-C).
     func type(_ text: String) {
-        keyboard.fileHandleForWriting.write(Data(text.utf8))
+        try? process.write(text)
     }
 
     /// Waits until the terminal has shown a line for which `matches` is true; false after
@@ -80,36 +56,69 @@ final class TerminalSession: @unchecked Sendable {
     /// killed (SIGHUP is not enough: the test process blocks it, and children inherit
     /// that) and the result is 128 + SIGKILL.
     func finish(timeout: TimeInterval) async -> Int32 {
-        let finished = self.finished, process = self.process
-        let ended = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let ended = finished.wait(timeout: .now() + timeout) == .success
-                if !ended {
-                    let script = process.processIdentifier
-                    // script's child leads the terminal's session and its foreground group.
-                    let children = (try? String(contentsOfFile: "/proc/\(script)/task/\(script)/children", encoding: .utf8)) ?? ""
-                    for child in children.split(separator: " ").compactMap({ pid_t($0) }) { kill(-child, SIGKILL) }
-                    kill(script, SIGKILL)
-                    _ = finished.wait(timeout: .now() + 10)
-                }
-                continuation.resume(returning: ended)
-            }
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while process.isRunning && Date() < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
         }
-        try? keyboard.fileHandleForWriting.close()
-        guard ended else { return 128 + SIGKILL }
-        return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+        if process.isRunning {
+            let script = process.processIdentifier
+            // script's child leads the terminal's session and its foreground group.
+            let children = (try? String(contentsOfFile: "/proc/\(script)/task/\(script)/children", encoding: .utf8)) ?? ""
+            for child in children.split(separator: " ").compactMap({ pid_t($0) }) { kill(-child, SIGKILL) }
+            await process.terminate()
+            process.closeInput()
+            return 128 + SIGKILL
+        }
+        process.closeInput()
+        return await process.ended()
+    }
+}
+
+/// What a terminal showed, and the typing of the answers to the prompts it showed.
+private final class Screen: @unchecked Sendable {
+    // @unchecked Sendable: everything but `answers` is only touched under `lock`.
+    private let lock = NSLock()
+    /// Every byte the terminal showed.
+    private var shown: [UInt8] = []
+    /// How many bytes of `shown` were searched for prompts and answered.
+    private var answered = 0
+    /// Replies due before the keyboard was connected.
+    private var pending: [String] = []
+    private var keyboard: BackgroundProcess?
+    private let answers: [(prompt: String, reply: String)]
+
+    init(answers: [(prompt: String, reply: String)]) {
+        self.answers = answers
     }
 
-    private func show(_ chunk: Data) {
-        lock.lock()
-        shown += chunk
-        var replies: [String] = []
-        while let (reply, end) = nextPrompt() {
-            replies.append(reply)
-            answered = end
+    var output: String {
+        lock.withLock { String(decoding: shown, as: UTF8.self) }.replacingOccurrences(of: "\r", with: "")
+    }
+
+    /// Types the replies due so far, and from now on each as soon as it is due.
+    func connect(_ process: BackgroundProcess) {
+        let due = lock.withLock {
+            keyboard = process
+            defer { pending = [] }
+            return pending
         }
-        lock.unlock()
-        for reply in replies { type(reply + "\n") }
+        for reply in due { try? process.write(reply + "\n") }
+    }
+
+    func show(_ chunk: [UInt8]) {
+        let (replies, connected) = lock.withLock { () -> ([String], BackgroundProcess?) in
+            shown += chunk
+            var replies: [String] = []
+            while let (reply, end) = nextPrompt() {
+                replies.append(reply)
+                answered = end
+            }
+            if keyboard == nil { pending += replies }
+            return (replies, keyboard)
+        }
+        if let connected {
+            for reply in replies { try? connected.write(reply + "\n") }
+        }
     }
 
     /// The reply to the first prompt shown since the last one answered, and the offset

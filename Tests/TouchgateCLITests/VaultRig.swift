@@ -132,20 +132,13 @@ struct VaultRig {
     }
 
     /// Runs SQL on the database file with the sqlite3 shell, as an attacker with the file would.
-    func sql(_ statement: String) throws -> String {
+    func sql(_ statement: String) async throws -> String {
         let tool = "/usr/bin/sqlite3"
         try #require(FileManager.default.isExecutableFile(atPath: tool),
                      "these tests edit the database with the sqlite3 shell: apt-get install sqlite3")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = [databasePath, statement]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "sqlite3 failed on: \(statement)")
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let result = try await runProgram(tool, [databasePath, statement])
+        try #require(result.status == 0, "sqlite3 failed on: \(statement): \(result.stderr)")
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
 

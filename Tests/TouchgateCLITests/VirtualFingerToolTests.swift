@@ -23,17 +23,17 @@ struct VirtualFingerToolTests {
 
     /// `command` on a new terminal, in the vault's HOME, with the vault's environment and
     /// the build's products first on PATH.
-    func onTerminal(_ vault: VaultRig, _ command: String) throws -> TerminalSession {
+    func onTerminal(_ vault: VaultRig, _ command: String) async throws -> TerminalSession {
         var environment = vault.rig.process.environment
         let products = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent().path
         environment["PATH"] = products + ":/usr/local/bin:/usr/bin:/bin"
-        return try TerminalSession(command, directory: vault.home.url.path, environment: environment)
+        return try await TerminalSession(command, directory: vault.home.url.path, environment: environment)
     }
 
     @Test func ctrlCAtTheFingerWaitEndsTouchgateWith130AndReleasesNothing() async throws {
         let vault = try await vaultWithSecret()
         defer { vault.home.remove() }
-        let session = try onTerminal(vault, #"virtual-finger --print none -- touchgate secret get demo > released; echo "status $?""#)
+        let session = try await onTerminal(vault, #"virtual-finger --print none -- touchgate secret get demo > released; echo "status $?""#)
         let waiting = try await session.waitForLine(where: VirtualImageFinger.isPrompt)
         try #require(waiting, "no finger prompt:\n\(session.output)")
         session.type("\u{03}")
@@ -48,7 +48,7 @@ struct VirtualFingerToolTests {
         let vault = try await vaultWithSecret()
         defer { vault.home.remove() }
         // exec: virtual-finger takes the shell's process id, written to `pid` first.
-        let session = try onTerminal(vault, "echo $$ > pid; exec virtual-finger --print none -- touchgate secret get demo > released")
+        let session = try await onTerminal(vault, "echo $$ > pid; exec virtual-finger --print none -- touchgate secret get demo > released")
         let waiting = try await session.waitForLine(where: VirtualImageFinger.isPrompt)
         try #require(waiting, "no finger prompt:\n\(session.output)")
         let pid = try #require(pid_t(try String(contentsOfFile: vault.home.path("pid"), encoding: .utf8)
@@ -67,7 +67,7 @@ struct VirtualFingerToolTests {
         _ = try await vault.run(["lock"])
         try Data((VaultRig.passphrase + "\n").utf8).write(to: URL(fileURLWithPath: vault.home.path("passphrase")))
 
-        let session = try onTerminal(vault, "virtual-finger -- touchgate unlock --passphrase-fd 3 3<passphrase")
+        let session = try await onTerminal(vault, "virtual-finger -- touchgate unlock --passphrase-fd 3 3<passphrase")
         let status = await session.finish(timeout: 60)
         #expect(status == 0, "\(session.output)")
         #expect(session.output.contains("Unlocked."))
@@ -77,7 +77,7 @@ struct VirtualFingerToolTests {
     @Test func aCommandThatIsMissingEndsWith127() async throws {
         let vault = try VaultRig()
         defer { vault.home.remove() }
-        let session = try onTerminal(vault, "virtual-finger -- no-such-command-here")
+        let session = try await onTerminal(vault, "virtual-finger -- no-such-command-here")
         let status = await session.finish(timeout: 30)
         #expect(status == 127, "\(session.output)")
         #expect(session.output.contains("cannot run no-such-command-here"))

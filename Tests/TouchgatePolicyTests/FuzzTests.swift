@@ -1,4 +1,7 @@
 import Foundation
+import Subprocess
+// FilePath, which swift-subprocess takes.
+import SystemPackage
 import Testing
 
 /// A short `make fuzz`: every libFuzzer target (the socket protocol decoder and receive
@@ -18,10 +21,8 @@ struct FuzzTests {
     func shortFuzzRunFindsNothing() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/make"),
                      "this test needs make: apt-get install make")
-        let (status, output) = try await Self.offThePool {
-            try Self.run("/usr/bin/timeout", ["840", "make", "-C", Self.packageRoot.path, "fuzz", "FUZZ_RUNS=\(Self.runs)"],
-                         timeout: 870)
-        }
+        let (status, output) = try await Self.run("/usr/bin/timeout", ["840", "make", "-C", Self.packageRoot.path, "fuzz",
+                                                                       "FUZZ_RUNS=\(Self.runs)"], timeout: 870)
         if status != 0 && !output.contains("fuzz: ") && output.contains("libclang_rt") {
             Issue.record("""
                 swiftc could not build the fuzz targets with -sanitize=fuzzer,address: the Swift \
@@ -38,34 +39,29 @@ struct FuzzTests {
         }
     }
 
-    /// Runs blocking `work` on a thread of its own: waiting for make must not hold one of the
-    /// cooperative pool's few threads, which the other tests' timers need.
-    static func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+    /// Runs a program to its end, standard error after standard output, killed (status
+    /// 128 + 9) after `timeout` seconds.
+    static func run(_ executable: String, _ arguments: [String], timeout: TimeInterval) async throws -> (Int32, String) {
+        let result = try await Subprocess.run(.path(FilePath(executable)), arguments: Arguments(arguments),
+                                              input: .none, output: .string(limit: 1 << 26),
+                                              error: .sequence) { execution in
+            let pid = execution.processIdentifier.value
+            let killer = Task {
+                guard (try? await Task.sleep(for: .seconds(timeout))) != nil else { return }
+                kill(pid, SIGKILL)
+            }
+            defer { killer.cancel() }
+            var errors = ""
+            for try await line in execution.standardError.strings(separatedBy: .unicodeScalarSequence(["\n"]),
+                                                                  bufferingPolicy: .unbounded) {
+                errors += line + "\n"
+            }
+            return errors
         }
-    }
-
-    /// Runs a program to completion (killed after `timeout` seconds), output through a
-    /// file so a chatty program cannot block on a full pipe.
-    static func run(_ executable: String, _ arguments: [String], timeout: TimeInterval) throws -> (Int32, String) {
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("touchgate-fuzz-\(UUID().uuidString).log")
-        try Data().write(to: log)
-        defer { try? FileManager.default.removeItem(at: log) }
-        let handle = try FileHandle(forWritingTo: log)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        let pid = process.processIdentifier
-        let killer = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
-        process.waitUntilExit()
-        killer.cancel()
-        try handle.close()
-        return (process.terminationStatus, try String(contentsOf: log, encoding: .utf8))
+        let status: Int32 = switch result.terminationStatus {
+        case .exited(let code): code
+        case .signaled(let signal): 128 + signal
+        }
+        return (status, result.standardOutput + result.closureResult)
     }
 }

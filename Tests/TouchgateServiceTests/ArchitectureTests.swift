@@ -1,4 +1,5 @@
 import Foundation
+import Subprocess
 import Testing
 
 /// docs/ARCHITECTURE.md's module table against `Package.swift` (as `swift package
@@ -15,21 +16,15 @@ import Testing
         let path: String
     }
 
-    static func targets() throws -> [Target] {
+    static func targets() async throws -> [Target] {
         // A scratch directory of its own: the running `swift test` holds the package's lock.
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("touchgate-dump-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["swift", "package", "--package-path", root.path, "--scratch-path", scratch.path, "dump-package"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "swift package dump-package failed: is swift on PATH?")
-        let package = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let dumped = try await Subprocess.run(
+            .name("swift"), arguments: ["package", "--package-path", root.path, "--scratch-path", scratch.path, "dump-package"],
+            output: .bytes(limit: 1 << 24))
+        try #require(dumped.terminationStatus.isSuccess, "swift package dump-package failed: is swift on PATH?")
+        let package = try #require(try JSONSerialization.jsonObject(with: Data(dumped.standardOutput)) as? [String: Any])
         let targets = try #require(package["targets"] as? [[String: Any]])
         return targets.compactMap { target in
             guard let name = target["name"] as? String, let type = target["type"] as? String else { return nil }
@@ -42,7 +37,7 @@ import Testing
     }
 
     @Test("the module table in docs/ARCHITECTURE.md names every target with exactly its declared dependencies")
-    func moduleTable() throws {
+    func moduleTable() async throws {
         let text = try String(contentsOf: Self.root.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8)
         let start = try #require(text.range(of: "<!-- modules: checked against Package.swift by ArchitectureTests -->"))
         let end = try #require(text.range(of: "<!-- modules: end -->", range: start.upperBound..<text.endIndex))
@@ -53,7 +48,7 @@ import Testing
             let names = { (cell: String) in Set(cell.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "`")) }.filter { !$0.isEmpty }) }
             rows[cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))] = names(cells[3])
         }
-        let targets = try Self.targets().filter { $0.type != "test" }
+        let targets = try await Self.targets().filter { $0.type != "test" }
         #expect(Set(rows.keys) == Set(targets.map(\.name)),
                 "table only: \(Set(rows.keys).subtracting(targets.map(\.name))); Package.swift only: \(Set(targets.map(\.name)).subtracting(rows.keys))")
         for target in targets {
@@ -63,10 +58,10 @@ import Testing
     }
 
     @Test("every target imports only the modules it declares (or the toolchain's)")
-    func importsAreDeclared() throws {
+    func importsAreDeclared() async throws {
         let toolchain: Set<String> = ["Foundation", "FoundationEssentials", "Glibc", "Dispatch", "Testing", "Synchronization",
                                       "_Concurrency", "XCTest", "Darwin", "Musl"]
-        for target in try Self.targets() {
+        for target in try await Self.targets() {
             let directory = Self.root.appendingPathComponent(target.path)
             guard let files = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil) else { continue }
             var imported: Set<String> = []

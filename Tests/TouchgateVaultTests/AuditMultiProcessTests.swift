@@ -1,4 +1,7 @@
 import Foundation
+import Subprocess
+// FilePath, which swift-subprocess takes.
+import SystemPackage
 import Testing
 @testable import TouchgateVault
 
@@ -12,29 +15,28 @@ struct AuditMultiProcessTests {
     private static let perChild = 20
 
     @Test("three processes and this one append concurrently: one gapless chain", .timeLimit(.minutes(2)))
-    func processes() throws {
+    func processes() async throws {
         let fixture = try AuditFixture()
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        var children: [Process] = []
-        for child in 0..<Self.childCount {
-            let process = Process()
-            process.executableURL = executable
-            process.arguments = ["--testing-library", "swift-testing", "--filter", "AuditMultiProcessTests/childAppends"]
-            var environment = ProcessInfo.processInfo.environment
-            environment[Self.directoryVariable] = fixture.location.directory.path
-            environment["TOUCHGATE_AUDIT_CHILD_ID"] = String(child)
-            process.environment = environment
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            children.append(process)
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        let directory = fixture.location.directory.path
+        let statuses = try await withThrowingTaskGroup(of: TerminationStatus.self) { group in
+            for child in 0..<Self.childCount {
+                group.addTask {
+                    try await Subprocess.run(
+                        .path(FilePath(executable)),
+                        arguments: ["--testing-library", "swift-testing", "--filter", "AuditMultiProcessTests/childAppends"],
+                        environment: .inherit.updating(["TOUCHGATE_AUDIT_CHILD_DIR": directory,
+                                                        "TOUCHGATE_AUDIT_CHILD_ID": String(child)]),
+                        output: .discarded).terminationStatus
+                }
+            }
+            for index in 0..<Self.perChild {
+                try fixture.log.append(.itemRead, .success, vaultUser: "parent", item: "i\(index)")
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
         }
-        for index in 0..<Self.perChild {
-            try fixture.log.append(.itemRead, .success, vaultUser: "parent", item: "i\(index)")
-        }
-        for process in children {
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "child test process failed; run it alone with --filter AuditMultiProcessTests/childAppends")
+        for status in statuses {
+            #expect(status.isSuccess, "child test process failed (\(status)); run it alone with --filter AuditMultiProcessTests/childAppends")
         }
         let total = (Self.childCount + 1) * Self.perChild
         #expect(try fixture.log.verify() == .intact(count: total))

@@ -1,4 +1,7 @@
 import Foundation
+import Subprocess
+// FilePath, which swift-subprocess takes.
+import SystemPackage
 import Testing
 @testable import TouchgateVault
 
@@ -82,22 +85,22 @@ struct StateStoreTests {
         guard ProcessInfo.processInfo.environment[Self.workerDirectoryVariable] == nil else { return }
         let store = try TemporaryStore()
         // This test binary again, running only `workerProcess` against our directory.
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        var environment = ProcessInfo.processInfo.environment
-        environment[Self.workerDirectoryVariable] = store.location.directory.path
-        // Each worker's output goes to a file in the store's directory, shown if it fails.
-        let processes = try (0..<4).map { index in
-            let process = Process()
-            process.executableURL = executable
-            process.arguments = ["--testing-library", "swift-testing", "--filter", "StateStoreTests/workerProcess"]
-            process.environment = environment
-            let log = store.location.directory.appendingPathComponent("worker-\(index).log")
-            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            let handle = try FileHandle(forWritingTo: log)
-            process.standardOutput = handle
-            process.standardError = handle
-            try process.run()
-            return (process, log)
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        let directory = store.location.directory.path
+        // Each worker's output is kept, shown if it fails.
+        let workers = 4
+        async let ended = withThrowingTaskGroup(of: (TerminationStatus, String).self) { group in
+            for _ in 0..<workers {
+                group.addTask {
+                    let run = try await Subprocess.run(
+                        .path(FilePath(executable)),
+                        arguments: ["--testing-library", "swift-testing", "--filter", "StateStoreTests/workerProcess"],
+                        environment: .inherit.updating(["TOUCHGATE_STATE_WORKER_DIR": directory]),
+                        output: .string(limit: 1 << 22), error: .combinedWithOutput)
+                    return (run.terminationStatus, run.standardOutput)
+                }
+            }
+            return try await group.reduce(into: [(TerminationStatus, String)]()) { $0.append($1) }
         }
         let tasks = 4
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -109,13 +112,11 @@ struct StateStoreTests {
             }
             try await group.waitForAll()
         }
-        for (process, log) in processes {
-            process.waitUntilExit()
-            let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            #expect(process.terminationStatus == 0,
+        for (status, output) in try await ended {
+            #expect(status.isSuccess,
                     "a worker process failed; its output:\n\(output.split(separator: "\n").suffix(20).joined(separator: "\n"))")
         }
-        let expected = UInt64((processes.count + tasks) * Self.perProcess)
+        let expected = UInt64((workers + tasks) * Self.perProcess)
         #expect(try Self.count(StateStore(database: store.database), "counter") == expected)
     }
 }

@@ -21,9 +21,9 @@ struct DaemonRulesTests {
     }
 
     @Test("recorded readers get group touchgated and mode 0660, set last, and keep the seat's uaccess tag")
-    func readersBelongToTheDaemonsGroup() throws {
+    func readersBelongToTheDaemonsGroup() async throws {
         let readers = try Paths.recordedReaders()
-        let results = try UdevSandbox.run(
+        let results = try await UdevSandbox.run(
             readers.map { UdevSandbox.Device(label: $0.name, file: $0.file, sysfsPath: $0.sysfsPath) },
             withTouchgateFiles: true, daemonGroup: Self.group)
         let ours = Paths.daemonRules.lastPathComponent
@@ -42,12 +42,12 @@ struct DaemonRulesTests {
     }
 
     @Test("a USB device that is not a reader keeps its default group and mode")
-    func nonReaderIsLeftAlone() throws {
+    func nonReaderIsLeftAlone() async throws {
         let template = try #require(try Paths.recordedReaders().first)
-        let result = try withTemporaryDirectory { dir in
+        let result = try await withTemporaryDirectory { dir in
             let file = dir.appendingPathComponent("device")
             try template.withID(RulesTests.keyboard).write(to: file, atomically: true, encoding: .utf8)
-            let results = try UdevSandbox.run(
+            let results = try await UdevSandbox.run(
                 [UdevSandbox.Device(label: "keyboard", file: file, sysfsPath: template.sysfsPath)],
                 withTouchgateFiles: true, daemonGroup: Self.group)
             return try #require(results["keyboard"])

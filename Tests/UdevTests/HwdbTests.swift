@@ -4,13 +4,13 @@ import Testing
 @Suite("udev hwdb of supported readers")
 struct HwdbTests {
     @Test("the committed hwdb is what generate-hwdb.sh makes from the installed libfprint")
-    func committedHwdbIsUpToDate() throws {
+    func committedHwdbIsUpToDate() async throws {
         let bash = try Tool.bash.path()
         _ = try Paths.libfprintHwdb()
         // No input argument: the script finds the installed libfprint hwdb itself, as
         // it does when a developer regenerates the file.
         // LIBFPRINT_VERSION would override the version the script finds.
-        let result = try runProcess(bash, [Paths.generator.path, "--output", "-"], environment: ["LIBFPRINT_VERSION": ""])
+        let result = try await runProcess(bash, [Paths.generator.path, "--output", "-"], environment: ["LIBFPRINT_VERSION": ""])
         try #require(result.succeeded, "generate-hwdb.sh failed: \(result.summary)")
 
         let committed = try String(contentsOf: Paths.hwdb, encoding: .utf8)

@@ -61,7 +61,7 @@ enum UdevSandbox {
     static func run(
         _ devices: [Device], withTouchgateFiles: Bool, daemonGroup: UInt32? = nil,
         sourceLocation: SourceLocation = #_sourceLocation
-    ) throws -> [String: Result] {
+    ) async throws -> [String: Result] {
         let bash = try Tool.bash.path(sourceLocation: sourceLocation)
         let unshare = try Tool.unshare.path(sourceLocation: sourceLocation)
         _ = try Tool.mount.path(sourceLocation: sourceLocation)
@@ -71,9 +71,9 @@ enum UdevSandbox {
             "UMOCKDEV_RUN": try Tool.umockdevRun.path(sourceLocation: sourceLocation),
             "LC_ALL": "C",
         ]
-        let namespace = try namespaceArguments(unshare: unshare, sourceLocation: sourceLocation)
+        let namespace = try await namespaceArguments(unshare: unshare, sourceLocation: sourceLocation)
 
-        return try withTemporaryDirectory { work in
+        return try await withTemporaryDirectory { work in
             let etc = work.appendingPathComponent("etc-udev")
             let rulesDir = etc.appendingPathComponent("rules.d")
             let hwdbDir = etc.appendingPathComponent("hwdb.d")
@@ -93,7 +93,7 @@ enum UdevSandbox {
                     .write(to: work.appendingPathComponent("group"), atomically: true, encoding: .utf8)
             }
             let deviceArguments = devices.flatMap { [$0.label, $0.file.path, $0.sysfsPath] }
-            let output = try runProcess(
+            let output = try await runProcess(
                 unshare, namespace + ["--", bash, "-c", script, "udev-sandbox", work.path] + deviceArguments,
                 environment: environment)
             try #require(output.succeeded, "udevadm test in the sandbox failed: \(output.summary)", sourceLocation: sourceLocation)
@@ -129,13 +129,13 @@ enum UdevSandbox {
     /// A user namespace with a mount namespace works for root and, where the kernel
     /// allows unprivileged user namespaces, for everyone. Root in a place that forbids
     /// user namespaces (some containers) can still make a plain mount namespace.
-    private static func namespaceArguments(unshare: String, sourceLocation: SourceLocation) throws -> [String] {
+    private static func namespaceArguments(unshare: String, sourceLocation: SourceLocation) async throws -> [String] {
         let userNamespace = ["--user", "--map-root-user", "--mount"]
-        let probe = try runProcess(unshare, userNamespace + ["true"])
+        let probe = try await runProcess(unshare, userNamespace + ["true"])
         if probe.succeeded { return userNamespace }
         var reason = "user namespace: \(probe.stderr)"
         if geteuid() == 0 {
-            let rootProbe = try runProcess(unshare, ["--mount", "true"])
+            let rootProbe = try await runProcess(unshare, ["--mount", "true"])
             if rootProbe.succeeded { return ["--mount"] }
             reason += "; mount namespace as root: \(rootProbe.stderr)"
         }
@@ -158,9 +158,9 @@ struct RulesTests {
     static let keyboard = USBID(vendor: "046d", product: "c31c")
 
     @Test("recorded readers get ID_TOUCHGATE_READER=1 and the uaccess tag")
-    func readersAreTaggedForUaccess() throws {
+    func readersAreTaggedForUaccess() async throws {
         let readers = try Paths.recordedReaders()
-        let results = try UdevSandbox.run(
+        let results = try await UdevSandbox.run(
             readers.map { UdevSandbox.Device(label: $0.name, file: $0.file, sysfsPath: $0.sysfsPath) },
             withTouchgateFiles: true)
         for reader in readers {
@@ -175,18 +175,18 @@ struct RulesTests {
     }
 
     @Test("a USB device that is not a reader is left alone")
-    func nonReaderIsNotTagged() throws {
+    func nonReaderIsNotTagged() async throws {
         let libfprint = try LibfprintHwdb(contentsOf: try Paths.libfprintHwdb())
         try #require(
             !libfprint.supported.contains(Self.keyboard) && !libfprint.unsupported.contains(Self.keyboard),
             "\(Self.keyboard) is in libfprint's hwdb now: pick another id for the non-reader")
         let template = try #require(try Paths.recordedReaders().first)
 
-        let result = try withTemporaryDirectory { dir in
+        let result = try await withTemporaryDirectory { dir in
             let file = dir.appendingPathComponent("device")
             try template.withID(Self.keyboard).write(to: file, atomically: true, encoding: .utf8)
             let label = "keyboard"
-            let results = try UdevSandbox.run(
+            let results = try await UdevSandbox.run(
                 [UdevSandbox.Device(label: label, file: file, sysfsPath: template.sysfsPath)], withTouchgateFiles: true)
             return try #require(results[label])
         }
@@ -203,9 +203,9 @@ struct RulesTests {
     }
 
     @Test("without Touchgate's files the same readers are not tagged (the test is not vacuous)")
-    func readersAreNotTaggedWithoutTouchgateFiles() throws {
+    func readersAreNotTaggedWithoutTouchgateFiles() async throws {
         let readers = try Paths.recordedReaders()
-        let results = try UdevSandbox.run(
+        let results = try await UdevSandbox.run(
             readers.map { UdevSandbox.Device(label: $0.name, file: $0.file, sysfsPath: $0.sysfsPath) },
             withTouchgateFiles: false)
         for reader in readers {

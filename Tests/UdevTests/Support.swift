@@ -1,4 +1,7 @@
 import Foundation
+import Subprocess
+// FilePath, which swift-subprocess takes.
+import SystemPackage
 import Testing
 
 // Shared helpers for the udev tests: where things are, running programs, reading
@@ -86,51 +89,31 @@ struct ProcessOutput: Sendable {
     var summary: String { "`\(commandLine)` exited with \(status); stderr:\n\(stderr)" }
 }
 
-/// Runs a program to completion. Output goes through temporary files rather than
-/// pipes, so a chatty program cannot block on a full pipe.
+/// Runs a program to completion with this process's environment plus `environment`.
 func runProcess(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:]
-) throws -> ProcessOutput {
-    let scratch = FileManager.default.temporaryDirectory
-        .appendingPathComponent("touchgate-udev-\(UUID().uuidString)", isDirectory: true)
-    try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: scratch) }
-    let outURL = scratch.appendingPathComponent("stdout")
-    let errURL = scratch.appendingPathComponent("stderr")
-    for url in [outURL, errURL] {
-        guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
-        }
+) async throws -> ProcessOutput {
+    let full = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    let result = try await Subprocess.run(
+        .path(FilePath(executable)), arguments: Arguments(arguments),
+        // As C strings: swift-subprocess 1.0.2 passes each entry to strdup as it is.
+        environment: .custom(full.map { Array("\($0.key)=\($0.value)".utf8) + [0] }),
+        output: .string(limit: 1 << 24), error: .string(limit: 1 << 24))
+    let status: Int32 = switch result.terminationStatus {
+    case .exited(let code): code
+    case .signaled(let signal): 128 + signal
     }
-    let out = try FileHandle(forWritingTo: outURL)
-    let err = try FileHandle(forWritingTo: errURL)
-
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    process.waitUntilExit()
-    try out.close()
-    try err.close()
-
-    return ProcessOutput(
-        commandLine: ([executable] + arguments).joined(separator: " "),
-        status: process.terminationStatus,
-        stdout: try String(contentsOf: outURL, encoding: .utf8),
-        stderr: try String(contentsOf: errURL, encoding: .utf8))
+    return ProcessOutput(commandLine: ([executable] + arguments).joined(separator: " "), status: status,
+                         stdout: result.standardOutput, stderr: result.standardError)
 }
 
 /// Runs `body` with a fresh temporary directory and removes the directory afterwards.
-func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
+func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
     let dir = FileManager.default.temporaryDirectory
         .appendingPathComponent("touchgate-udev-\(UUID().uuidString)", isDirectory: true)
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: dir) }
-    return try body(dir)
+    return try await body(dir)
 }
 
 // MARK: - hwdb files
