@@ -205,6 +205,7 @@ SWIFTC        ?= swiftc
 FUZZDIR       ?= .build-fuzz
 FUZZ_SECONDS  ?= 60
 FUZZ_RUNS     ?=
+FUZZ_OPTIMIZE ?= -O
 FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json pam-reader
 # TouchgateAPI's sources with the Foundation-free TouchgateBasics compiled in (one module
 # here, so its re-export is left out), without what needs the C module CTouchgateSys (the
@@ -213,7 +214,7 @@ WIRE_SOURCES   = $(filter-out Sources/TouchgateAPI/Exports.swift Sources/Touchga
 	Sources/TouchgateBasics/SystemThread.swift,\
 	$(wildcard Sources/TouchgateAPI/*.swift) $(wildcard Sources/TouchgateBasics/*.swift))
 FUZZ_LIMIT     = $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
-FUZZ_SWIFTC    = rm -f $(1); $(SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -package-name Touchgate -module-name $(2) $(3) -o $(1) 2>&1 \
+FUZZ_SWIFTC    = rm -f $(1); $(SWIFTC) -sanitize=fuzzer,address -parse-as-library $(FUZZ_OPTIMIZE) -package-name Touchgate -module-name $(2) $(3) -o $(1) 2>&1 \
 	| { grep -v 'ld.gold: warning: Cannot export local symbol' || true; }; test -x $(1)
 
 fuzz: $(FUZZ_TARGETS:%=$(FUZZDIR)/fuzz-%)

@@ -48,9 +48,12 @@ public func touchgateFuzzFrameBuffer(_ data: UnsafePointer<UInt8>, _ size: Int) 
             // A receive: arbitrary bytes (op 0), or a run of one byte up to 192 KiB (op 1).
             let chunk: [UInt8]
             if script.byte() & 1 == 0 {
-                let length = min(script.number(1), max(0, script.bytes.count - script.offset))
-                chunk = Array(script.bytes[script.offset..<script.offset + length])
-                script.offset += length
+                let wanted = script.number(1)
+                // `number` reads zeros past the end, moving the offset on: clamp before slicing.
+                let start = min(script.offset, script.bytes.count)
+                let length = min(wanted, script.bytes.count - start)
+                chunk = Array(script.bytes[start..<start + length])
+                script.offset = start + length
             } else {
                 chunk = [UInt8](repeating: script.byte(), count: script.number(1) * 768 + script.number(1))
             }
