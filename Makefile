@@ -26,7 +26,9 @@
 #                         of the socket protocol decoder and receive buffer, the policy-string
 #                         parser, the stored policy-state and reader-ledger decoders and the
 #                         audit records' cleaning and encoding, FUZZ_SECONDS (default 60) each, from
-#                         the seeds in fuzz/corpus/; FUZZ_RUNS=N runs N inputs each instead.
+#                         the seeds in fuzz/corpus/; FUZZ_RUNS=N runs N inputs each instead;
+#                         FUZZ_OPTIMIZE=-Onone (default -O) keeps the standard library's debug
+#                         checks (bounds of unsafe buffers), at about a fiftieth of the speed.
 #                         Builds outside SwiftPM, into .build-fuzz/; a crash fails make and
 #                         leaves the input in .build-fuzz/crash-<target>-*
 #
