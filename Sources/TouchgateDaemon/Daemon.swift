@@ -26,7 +26,8 @@ public final class Daemon: Sendable {
         self.listener = listener
         keys = HeldKeys()
         // One set of open readers for every user's service; a request holds them only while it uses one.
-        let pool = ReaderPool(logger: logger)
+        let pool = ReaderPool(logger: logger,
+                              presence: ReaderPresence(placement: settings.readerPlacement, logger: logger))
         let reserve = SpaceReserve(path: stateDirectory.appendingPathComponent("disk-reserve").path,
                                    bytes: settings.diskReserve, logger: logger)
         handler = RequestHandler(stores: DaemonStores(directory: stateDirectory, keys: keys, pool: pool,

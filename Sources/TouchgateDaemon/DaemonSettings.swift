@@ -1,5 +1,5 @@
 import Foundation
-import TouchgateService
+public import TouchgateService
 
 /// The bounds that keep touchgated serving every user while one of them attacks it. Each
 /// has a `touchgated` option; the defaults suit a shared workstation.
@@ -23,6 +23,8 @@ public struct DaemonSettings: Sendable {
     public var requestsPerSecond = 1.0
     /// Disk space set aside in the state directory for `secret rm` and `lock` on a full disk.
     public var diskReserve = 8 << 20
+    /// Where the reader is, for the closed-lid rule (``ReaderPresence``).
+    public var readerPlacement = ReaderPresence.Placement.auto
 
     public init() {}
 }

@@ -39,11 +39,15 @@ public actor ReaderPool {
     /// and any local user could fill the journal by asking for status in a loop.
     private var lastFound: [String]?
     private let logger: Logger
+    /// Whether a reader can be touched now, checked before a finger is asked for.
+    nonisolated let presence: ReaderPresence?
 
     /// A pool, empty until first used; `logger` gets one line per reader opened, closed,
-    /// unplugged, plugged in, suspended or resumed.
-    public init(logger: Logger) {
+    /// unplugged, plugged in, suspended or resumed. With `presence`, a request that needs a
+    /// finger is refused at once when the reader cannot be touched (a closed lid).
+    public init(logger: Logger, presence: ReaderPresence? = nil) {
         self.logger = logger
+        self.presence = presence
     }
 
     /// An open reader for one request (`device`: a device id or driver name; nil: the

@@ -70,7 +70,9 @@ struct LibfprintReaders: ReaderPort {
     var fprintdMayServe: Bool { true }
 
     func open(device: String?, interaction: any Interaction) async throws -> any ReaderHandle {
-        try await ReaderSession.open(device: device, interaction: interaction, pool: pool)
+        // Before waiting for a turn at the readers: a reader nobody can touch is refused at once.
+        try await pool?.presence?.check()
+        return try await ReaderSession.open(device: device, interaction: interaction, pool: pool)
     }
 }
 

@@ -60,6 +60,14 @@ struct Touchgated: AsyncParsableCommand {
                                valueName: "level"))
     var logLevel: Logger.Level = .info
 
+    @Option(name: .customLong("reader-placement"),
+            help: ArgumentHelp("""
+                Where the reader is, for a closed lid: built-in (no finger is asked for while the lid is closed), \
+                external (the lid is never looked at), or auto (default: none while the lid is closed and the \
+                machine is not docked).
+                """, valueName: "where"))
+    var readerPlacement: ReaderPresence.Placement = .auto
+
     @Option(name: .customLong("request-burst"),
             help: ArgumentHelp("Requests writing audit records one user may make at once (default 100).", valueName: "n"))
     var requestBurst: Int?
@@ -95,6 +103,7 @@ struct Touchgated: AsyncParsableCommand {
         if let connections { settings.connections = connections }
         if let requestBurst { settings.requestBurst = requestBurst }
         if let requestsPerMinute { settings.requestsPerSecond = requestsPerMinute / 60 }
+        settings.readerPlacement = readerPlacement
         return settings
     }
 
@@ -171,3 +180,5 @@ struct Touchgated: AsyncParsableCommand {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+extension ReaderPresence.Placement: ExpressibleByArgument {}

@@ -15,13 +15,16 @@ import Glibc
 /// process, as logind does for a process outside every login. Point the daemon at the bus
 /// with ``environment``; ``stop()`` ends both processes and removes the folder.
 public final class LogindRig: @unchecked Sendable {
-    // @unchecked Sendable: every property is set in init and never changes.
+    // @unchecked Sendable: every property but `lidAdded` (under `lock`) is set in init and never changes.
     /// The rig's private folder.
     public let directory: TemporaryDirectory
     /// `unix:path=…` of the private bus.
     public let busAddress: String
     private let bus: BackgroundProcess
     private let logind: BackgroundProcess?
+    /// Whether the lid's properties were added to the manager; under `lock`.
+    private var lidAdded = false
+    private let lock = NSLock()
 
     static let programs: [(path: String, package: String)] = [
         ("/usr/bin/dbus-daemon", "dbus-daemon"), ("/usr/bin/gdbus", "libglib2.0-bin"),
@@ -161,6 +164,18 @@ public final class LogindRig: @unchecked Sendable {
                      + "dbus_interface=mock)", [path])
         }
         return path
+    }
+
+    /// Gives logind's manager a lid (`LidClosed`, `Docked`, which the template lacks) in
+    /// this state, or changes it.
+    public func setLid(closed: Bool, docked: Bool = false) async throws {
+        let verb = lock.withLock {
+            defer { lidAdded = true }
+            return lidAdded ? "UpdateProperties" : "AddProperties"
+        }
+        try await mock("manager.\(verb)('org.freedesktop.login1.Manager', {'LidClosed': sys.argv[1] == 'yes', "
+                       + "'Docked': sys.argv[2] == 'yes'}, dbus_interface=mock)",
+                       [closed ? "yes" : "no", docked ? "yes" : "no"])
     }
 
     /// From now on `GetSessionByPID` answers session `id` for every process whose command

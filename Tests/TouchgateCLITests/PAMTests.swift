@@ -104,6 +104,56 @@ struct PAMTests {
         #expect(again.result == "PAM_SUCCESS" && again.prompts == 1, "\(again)")
     }
 
+    @Test("a closed lid over a built-in reader: the module falls through to the password at once, audited; open, the touch works")
+    func closedLid() async throws {
+        let logind = try await LogindRig()
+        defer { logind.stop() }
+        let pam = try await PAMRig()
+        pam.rig.daemonEnvironment = logind.environment
+        pam.rig.daemonArguments = ["--reader-placement", "built-in"]
+        try await pam.rig.start()
+        try await pam.rig.initialize()
+        try await logind.addSession("c1", uid: 0, user: "root", remote: false)
+        try logind.placeProcesses(named: "pam-run", inSession: "c1")
+        let touch = try pam.stack("touch", ["auth required \(pam.module) socket=\(pam.socket) debug"])
+
+        try await logind.setLid(closed: true, docked: true)
+        let started = ContinuousClock.now
+        let closed = try await pam.authenticate(touch, presenting: ["whorl"])
+        let took = started.duration(to: .now)
+        #expect(closed.result == "PAM_AUTHINFO_UNAVAIL" && closed.prompts == 0, "\(closed)\n\(pam.rig.daemonLog)")
+        #expect(took < .seconds(1), "the refusal took \(took): it must not wait for the finger deadline")
+        #expect(pam.rig.daemonLog.contains("the lid is closed and the reader is built in"), "\(pam.rig.daemonLog)")
+        let audit = try await pam.rig.run(["audit", "show", "--json", "--event", "auth.attempt"])
+        let reasons = ((audit.json?["records"] as? [[String: Any]]) ?? []).compactMap { $0["reason"] as? String }
+        #expect(reasons.contains { $0.contains("reader unavailable") }, "the refusal is in the trail: \(reasons)")
+        // The CLI through the daemon says why and what to do.
+        let verify = try await pam.rig.run(["verify"], presenting: ["whorl"])
+        #expect(verify.status != 0 && verify.stderrLines.joined().contains("the lid is closed"), "\(verify.stderrLines)")
+
+        // The lid opened: the finger is asked for again, and a refusal counted no failure.
+        try await logind.setLid(closed: false)
+        let open = try await pam.authenticate(touch, presenting: ["whorl"])
+        #expect(open.result == "PAM_SUCCESS" && open.prompts == 1, "\(open)\n\(pam.rig.daemonLog)")
+    }
+
+    @Test("a closed lid with the reader placement left to auto: refused when undocked, asked for when docked")
+    func closedLidAuto() async throws {
+        let logind = try await LogindRig()
+        defer { logind.stop() }
+        let pam = try await PAMRig()
+        pam.rig.daemonEnvironment = logind.environment
+        try await pam.rig.start()
+        try await pam.rig.initialize()
+        let touch = try pam.stack("touch", ["auth required \(pam.module) socket=\(pam.socket)"])
+        try await logind.setLid(closed: true, docked: false)
+        let undocked = try await pam.authenticate(touch, presenting: ["whorl"])
+        #expect(undocked.result == "PAM_AUTHINFO_UNAVAIL" && undocked.prompts == 0, "\(undocked)\n\(pam.rig.daemonLog)")
+        try await logind.setLid(closed: true, docked: true)
+        let docked = try await pam.authenticate(touch, presenting: ["whorl"])
+        #expect(docked.result == "PAM_SUCCESS" && docked.prompts == 1, "\(docked)\n\(pam.rig.daemonLog)")
+    }
+
     @Test("no daemon, or a user with nothing enrolled: the stack falls through to the password, and no store is made")
     func unavailable() async throws {
         let pam = try await PAMRig()

@@ -64,3 +64,40 @@ extension LogindClient {
         return LogindSession(id: id, remote: remote, remoteHost: host)
     }
 }
+
+/// The laptop's lid as systemd-logind reports it (`LidClosed`, `Docked` of its manager).
+public struct LidState: Sendable, Equatable {
+    /// Whether the lid is closed (false on a machine without one).
+    public let closed: Bool
+    /// Whether the machine is docked or has more than one display connected, so that a closed
+    /// lid may still leave the person working (at an external keyboard, perhaps with a reader).
+    public let docked: Bool
+
+    /// A lid in this state.
+    public init(closed: Bool, docked: Bool) {
+        self.closed = closed
+        self.docked = docked
+    }
+}
+
+extension LogindClient {
+    /// The lid's state now (the manager's properties, read afresh).
+    /// - Throws: ``LogindError`` when logind is absent (``LogindError/isAbsent``) or fails.
+    public func lid() async throws(LogindError) -> LidState {
+        let properties: [String: Variant.Value]
+        do {
+            properties = try await bus.call(Self.service, Self.managerPath, "org.freedesktop.DBus.Properties", "GetAll",
+                                            [.string(Self.managerInterface)]) { reply in
+                Variant.dictionary(reply, 0)
+            }
+        } catch {
+            throw LogindError(error)
+        }
+        guard case .bool(let closed)? = properties["LidClosed"] else {
+            throw LogindError(description: "systemd-logind's manager has no LidClosed property")
+        }
+        var docked = false
+        if case .bool(let value)? = properties["Docked"] { docked = value }
+        return LidState(closed: closed, docked: docked)
+    }
+}

@@ -1,0 +1,76 @@
+package import FingerprintKit
+public import Logging
+import TouchgateAPI
+
+/// Whether the reader can be touched when a finger is about to be asked for: a reader built
+/// into a laptop cannot while the lid is closed (clamshell, docked, or a bag). Asked of
+/// systemd-logind (`LidClosed`, `Docked`) each time, so touchgated answers at once instead
+/// of holding the reader (and a PAM stack) for the whole finger deadline; the PAM module
+/// then falls through to the password. Never a reason to succeed: it only refuses.
+///
+/// Where the reader sits is configured (``Placement``), since libfprint does not say:
+/// `built-in` refuses whenever the lid is closed; `external` never looks at the lid; `auto`
+/// (the default) refuses when the lid is closed and the machine is not docked, where no
+/// finger can reach any reader, and asks as before when it is docked, where an external
+/// reader may be on the desk. Where logind cannot tell (no system bus, no lid), the finger
+/// is asked for.
+public struct ReaderPresence: Sendable {
+    /// Where the reader is.
+    public enum Placement: String, Sendable, CaseIterable {
+        case builtIn = "built-in"
+        case external
+        case auto
+    }
+
+    /// Where the lid's state is read: nil when it cannot be told.
+    package typealias Lookup = @Sendable () async -> LidState?
+
+    let placement: Placement
+    let logger: Logger
+    private let lookup: Lookup
+
+    /// A rule for a reader at `placement` that asks systemd-logind on the system bus.
+    public init(placement: Placement, logger: Logger) {
+        let logind = LogindConnection()
+        self.init(placement: placement, logger: logger) { await logind.lid() }
+    }
+
+    /// A rule that reads the lid with `lookup` (a test's lid).
+    package init(placement: Placement, logger: Logger, lookup: @escaping Lookup) {
+        self.placement = placement
+        self.logger = logger
+        self.lookup = lookup
+    }
+
+    /// Returns when a finger may be asked for; throws `no-reader`, saying why and what to do,
+    /// when the reader cannot be touched.
+    func check() async throws(ServiceError) {
+        guard placement != .external, let lid = await lookup(), lid.closed else { return }
+        if placement == .auto && lid.docked {
+            return logger.info("the lid is closed but the machine is docked: asking for a finger (an external reader may be in reach)")
+        }
+        logger.notice("the lid is closed and the reader is \(placement == .builtIn ? "built in" : "taken to be built in"): refused before the reader")
+        throw ServiceError.noReader("""
+            the lid is closed and the fingerprint reader is built into it, so no finger can reach it: \
+            open the lid, or use the password
+            """)
+    }
+}
+
+/// One connection to systemd-logind, kept between touches (a new one per touch would add a
+/// bus handshake to every verify) and made anew after a failure.
+private actor LogindConnection {
+    private var client: LogindClient?
+
+    /// The lid's state, or nil when logind cannot tell (not on the bus, or no lid).
+    func lid() async -> LidState? {
+        do {
+            if client == nil { client = try await LogindClient.connect() }
+            return try await client?.lid()
+        } catch {
+            await client?.close()
+            client = nil
+            return nil
+        }
+    }
+}
