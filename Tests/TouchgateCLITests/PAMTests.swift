@@ -22,9 +22,8 @@ struct PAMTests {
         #expect(matched.result == "PAM_SUCCESS", "\(matched)\n\(pam.rig.daemonLog)")
         #expect(matched.prompts == 1, "one touch: \(matched)")
         // Audited by the daemon, naming the program that asked.
-        let audit = try await pam.rig.run(["audit", "show", "--json", "--event", "auth.attempt"])
-        let reasons = ((audit.json?["records"] as? [[String: Any]]) ?? []).compactMap { $0["reason"] as? String }
-        #expect(reasons.contains { $0.contains("pam-run") }, "\(audit.stdout)")
+        let reasons = try await pam.auditReasons(event: "auth.attempt")
+        #expect(reasons.contains { $0.contains("pam-run") }, "\(reasons)")
         // Without logind on the bus the daemon cannot tell a remote session: it proceeds, and says so.
         #expect(pam.rig.daemonLog.contains("local-only: cannot ask systemd-logind"), "\(pam.rig.daemonLog)")
 
@@ -59,12 +58,8 @@ struct PAMTests {
 
     @Test("logind's word on the session, asked from the peer's pid: remote refuses before the reader, audited; local or none touches")
     func logindSession() async throws {
-        let logind = try await LogindRig()
+        let (logind, pam) = try await PAMRig.withLogind()
         defer { logind.stop() }
-        let pam = try await PAMRig()
-        pam.rig.daemonEnvironment = logind.environment
-        try await pam.rig.start()
-        try await pam.rig.initialize()
         let stored = try await pam.rig.run(["secret", "add", "login", "--policy", "biometry-any"],
                                            stdin: Data("keyring password\n".utf8))
         #expect(stored.status == 0, "\(stored.stderrLines)")
@@ -92,9 +87,8 @@ struct PAMTests {
         #expect(remote.messages.isEmpty, "nothing to show for a remote session: \(remote)")
         let release = try await pam.authenticate(handoff, presenting: ["whorl"])
         #expect(release.result == "PAM_AUTHINFO_UNAVAIL" && release.prompts == 0, "\(release)")
-        let audit = try await pam.rig.run(["audit", "show", "--json", "--event", "access.denied"])
-        let reasons = ((audit.json?["records"] as? [[String: Any]]) ?? []).compactMap { $0["reason"] as? String }
-        #expect(reasons.count == 2, "\(audit.stdout)")
+        let reasons = try await pam.auditReasons(event: "access.denied")
+        #expect(reasons.count == 2, "\(reasons)")
         #expect(reasons.contains { $0.hasPrefix("verify: ") && $0.contains("c2") && $0.contains("remote") }, "\(reasons)")
         #expect(reasons.contains { $0.hasPrefix("secret.get: ") && $0.contains("remote") }, "\(reasons)")
 
@@ -106,13 +100,8 @@ struct PAMTests {
 
     @Test("a closed lid over a built-in reader: the module falls through to the password at once, audited; open, the touch works")
     func closedLid() async throws {
-        let logind = try await LogindRig()
+        let (logind, pam) = try await PAMRig.withLogind(["--reader-placement", "built-in"])
         defer { logind.stop() }
-        let pam = try await PAMRig()
-        pam.rig.daemonEnvironment = logind.environment
-        pam.rig.daemonArguments = ["--reader-placement", "built-in"]
-        try await pam.rig.start()
-        try await pam.rig.initialize()
         try await logind.addSession("c1", uid: 0, user: "root", remote: false)
         try logind.placeProcesses(named: "pam-run", inSession: "c1")
         let touch = try pam.stack("touch", ["auth required \(pam.module) socket=\(pam.socket) debug"])
@@ -124,8 +113,7 @@ struct PAMTests {
         #expect(closed.result == "PAM_AUTHINFO_UNAVAIL" && closed.prompts == 0, "\(closed)\n\(pam.rig.daemonLog)")
         #expect(took < .seconds(1), "the refusal took \(took): it must not wait for the finger deadline")
         #expect(pam.rig.daemonLog.contains("the lid is closed and the reader is built in"), "\(pam.rig.daemonLog)")
-        let audit = try await pam.rig.run(["audit", "show", "--json", "--event", "auth.attempt"])
-        let reasons = ((audit.json?["records"] as? [[String: Any]]) ?? []).compactMap { $0["reason"] as? String }
+        let reasons = try await pam.auditReasons(event: "auth.attempt")
         #expect(reasons.contains { $0.contains("reader unavailable") }, "the refusal is in the trail: \(reasons)")
         // The CLI through the daemon says why and what to do.
         let verify = try await pam.rig.run(["verify"], presenting: ["whorl"])
@@ -139,12 +127,8 @@ struct PAMTests {
 
     @Test("a closed lid with the reader placement left to auto: refused when undocked, asked for when docked")
     func closedLidAuto() async throws {
-        let logind = try await LogindRig()
+        let (logind, pam) = try await PAMRig.withLogind()
         defer { logind.stop() }
-        let pam = try await PAMRig()
-        pam.rig.daemonEnvironment = logind.environment
-        try await pam.rig.start()
-        try await pam.rig.initialize()
         let touch = try pam.stack("touch", ["auth required \(pam.module) socket=\(pam.socket)"])
         try await logind.setLid(closed: true, docked: false)
         let undocked = try await pam.authenticate(touch, presenting: ["whorl"])
@@ -407,6 +391,29 @@ struct PAMOutcome: CustomStringConvertible {
 /// The module and the test program built for this test, stacks in a private directory,
 /// and a daemon to ask.
 final class PAMRig: Sendable {
+    /// A rig whose daemon (with `arguments`) is on the bus of python3-dbusmock's logind,
+    /// started, with a vault; stop the logind rig when done.
+    static func withLogind(_ arguments: [String] = []) async throws -> (LogindRig, PAMRig) {
+        let logind = try await LogindRig()
+        do {
+            let pam = try await PAMRig()
+            pam.rig.daemonEnvironment = logind.environment
+            pam.rig.daemonArguments = arguments
+            try await pam.rig.start()
+            try await pam.rig.initialize()
+            return (logind, pam)
+        } catch {
+            logind.stop()
+            throw error
+        }
+    }
+
+    /// The reasons of the audit records of `event`, oldest first.
+    func auditReasons(event: String) async throws -> [String] {
+        let audit = try await rig.run(["audit", "show", "--json", "--event", event])
+        return ((audit.json?["records"] as? [[String: Any]]) ?? []).compactMap { $0["reason"] as? String }
+    }
+
     let rig: DaemonRig
     /// The built `pam_touchgate.so`.
     let module: String

@@ -20,19 +20,19 @@ import TouchgateAPI
     @Test("a closed lid refuses a built-in reader, docked or not, with what to do; an open lid never does")
     func builtIn() async {
         for docked in [false, true] {
-            let refused = await Self.check(.builtIn, LidState(closed: true, docked: docked))
+            let refused = await Self.check(.builtIn, (closed: true, docked: docked))
             #expect(refused?.code == .noReader)
             #expect(refused?.message.contains("open the lid, or use the password") == true, "\(String(describing: refused))")
         }
-        #expect(await Self.check(.builtIn, LidState(closed: false, docked: false)) == nil)
+        #expect(await Self.check(.builtIn, (closed: false, docked: false)) == nil)
     }
 
     @Test("auto refuses only an undocked closed lid; external never looks; no lid or no logind asks as before")
     func autoExternalAndUnknown() async {
-        #expect(await Self.check(.auto, LidState(closed: true, docked: false))?.code == .noReader)
-        #expect(await Self.check(.auto, LidState(closed: true, docked: true)) == nil)
-        #expect(await Self.check(.auto, LidState(closed: false, docked: false)) == nil)
-        #expect(await Self.check(.external, LidState(closed: true, docked: false)) == nil)
+        #expect(await Self.check(.auto, (closed: true, docked: false))?.code == .noReader)
+        #expect(await Self.check(.auto, (closed: true, docked: true)) == nil)
+        #expect(await Self.check(.auto, (closed: false, docked: false)) == nil)
+        #expect(await Self.check(.external, (closed: true, docked: false)) == nil)
         for placement in ReaderPresence.Placement.allCases {
             #expect(await Self.check(placement, nil) == nil)
         }

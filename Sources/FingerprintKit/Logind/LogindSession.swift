@@ -45,15 +45,7 @@ extension LogindClient {
         } catch {
             throw LogindError(error)
         }
-        let properties: [String: Variant.Value]
-        do {
-            properties = try await bus.call(Self.service, path, "org.freedesktop.DBus.Properties", "GetAll",
-                                            [.string(Self.sessionInterface)]) { reply in
-                Variant.dictionary(reply, 0)
-            }
-        } catch {
-            throw LogindError(error)
-        }
+        let properties = try await properties(of: path, Self.sessionInterface)
         guard case .bool(let remote)? = properties["Remote"] else {
             throw LogindError(description: "systemd-logind's session \(path) has no Remote property")
         }
@@ -65,39 +57,33 @@ extension LogindClient {
     }
 }
 
-/// The laptop's lid as systemd-logind reports it (`LidClosed`, `Docked` of its manager).
-public struct LidState: Sendable, Equatable {
-    /// Whether the lid is closed (false on a machine without one).
-    public let closed: Bool
-    /// Whether the machine is docked or has more than one display connected, so that a closed
-    /// lid may still leave the person working (at an external keyboard, perhaps with a reader).
-    public let docked: Bool
-
-    /// A lid in this state.
-    public init(closed: Bool, docked: Bool) {
-        self.closed = closed
-        self.docked = docked
-    }
-}
+/// The laptop's lid as systemd-logind reports it (`LidClosed`, `Docked` of its manager):
+/// whether it is closed (false on a machine without one), and whether the machine is docked
+/// or has more than one display connected, so that a closed lid may still leave the person
+/// working (at an external keyboard, perhaps with a reader).
+public typealias LidState = (closed: Bool, docked: Bool)
 
 extension LogindClient {
-    /// The lid's state now (the manager's properties, read afresh).
+    /// The lid's state now (the manager's properties, read afresh), or nil when logind
+    /// reports no lid at all (a stand-in without the property).
     /// - Throws: ``LogindError`` when logind is absent (``LogindError/isAbsent``) or fails.
-    public func lid() async throws(LogindError) -> LidState {
-        let properties: [String: Variant.Value]
+    public func lid() async throws(LogindError) -> LidState? {
+        let properties = try await properties(of: Self.managerPath, Self.managerInterface)
+        guard case .bool(let closed)? = properties["LidClosed"] else { return nil }
+        var docked = false
+        if case .bool(let value)? = properties["Docked"] { docked = value }
+        return (closed, docked)
+    }
+
+    /// Every property of `interface` on logind's object at `path`.
+    func properties(of path: String, _ interface: String) async throws(LogindError) -> [String: Variant.Value] {
         do {
-            properties = try await bus.call(Self.service, Self.managerPath, "org.freedesktop.DBus.Properties", "GetAll",
-                                            [.string(Self.managerInterface)]) { reply in
+            return try await bus.call(Self.service, path, "org.freedesktop.DBus.Properties", "GetAll",
+                                      [.string(interface)]) { reply in
                 Variant.dictionary(reply, 0)
             }
         } catch {
             throw LogindError(error)
         }
-        guard case .bool(let closed)? = properties["LidClosed"] else {
-            throw LogindError(description: "systemd-logind's manager has no LidClosed property")
-        }
-        var docked = false
-        if case .bool(let value)? = properties["Docked"] { docked = value }
-        return LidState(closed: closed, docked: docked)
     }
 }
