@@ -1,5 +1,6 @@
 package import FingerprintKit
 public import Logging
+import Synchronization
 import TouchgateAPI
 
 /// Whether the reader can be touched when a finger is about to be asked for: a reader built
@@ -25,6 +26,10 @@ public struct ReaderPresence: Sendable {
     /// Where the lid's state is read: nil when it cannot be told.
     package typealias Lookup = @Sendable () async -> LidState?
 
+    /// How long logind may take to say where the lid is: after that the finger is asked for
+    /// as without logind, so a hung logind never holds a request (GDBus would wait 25 s).
+    static let deadline = Duration.seconds(1)
+
     let placement: Placement
     let logger: Logger
     private let lookup: Lookup
@@ -45,7 +50,7 @@ public struct ReaderPresence: Sendable {
     /// Returns when a finger may be asked for; throws `no-reader`, saying why and what to do,
     /// when the reader cannot be touched.
     func check() async throws(ServiceError) {
-        guard placement != .external, let lid = await lookup(), lid.closed else { return }
+        guard placement != .external, let lid = await lidWithinDeadline(), lid.closed else { return }
         if placement == .auto && lid.docked {
             return logger.info("the lid is closed but the machine is docked: asking for a finger (an external reader may be in reach)")
         }
@@ -57,6 +62,28 @@ public struct ReaderPresence: Sendable {
     }
 }
 
+extension ReaderPresence {
+    /// The lid as `lookup` reads it, or nil when it has not answered within ``deadline``.
+    /// Not a task group: a group waits for every child, and a D-Bus call in flight does not
+    /// end when cancelled; the lookup is left to finish on its own.
+    private func lidWithinDeadline() async -> LidState? {
+        let lookup = self.lookup
+        let answer: LidState?? = await withCheckedContinuation { continuation in
+            let first = FirstAnswer(continuation)
+            Task { first.give(.some(await lookup())) }
+            Task {
+                try? await Task.sleep(for: Self.deadline)
+                first.give(.none)
+            }
+        }
+        guard let answered = answer else {
+            logger.warning("systemd-logind did not say within \(Self.deadline) whether the lid is closed; asking for a finger")
+            return nil
+        }
+        return answered
+    }
+}
+
 /// One connection to systemd-logind, kept between touches (a new one per touch would add a
 /// bus handshake to every verify) and made anew after a failure.
 private actor LogindConnection {
@@ -65,12 +92,40 @@ private actor LogindConnection {
     /// The lid's state, or nil when logind cannot tell (not on the bus, or no lid).
     func lid() async -> LidState? {
         do {
-            if client == nil { client = try await LogindClient.connect() }
-            return try await client?.lid()
+            return try await connected().lid()
         } catch {
             await client?.close()
             client = nil
             return nil
         }
+    }
+
+    /// The kept client, connecting when there is none. Two touches connecting at once (the
+    /// actor is re-entered while one waits for the bus) keep the first client and close the other.
+    private func connected() async throws(LogindError) -> LogindClient {
+        if let client { return client }
+        let made = try await LogindClient.connect()
+        guard let client else {
+            client = made
+            return made
+        }
+        await made.close()
+        return client
+    }
+}
+
+/// Resumes a continuation with the first of several answers; the later ones are dropped.
+private final class FirstAnswer<Value: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Value, Never>?>
+
+    init(_ continuation: CheckedContinuation<Value, Never>) {
+        self.continuation = Mutex(continuation)
+    }
+
+    func give(_ value: Value) {
+        continuation.withLock { pending in
+            defer { pending = nil }
+            return pending
+        }?.resume(returning: value)
     }
 }

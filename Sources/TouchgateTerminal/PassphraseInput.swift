@@ -47,11 +47,13 @@ public final class PassphraseInput: @unchecked Sendable {
         }
     }
 
-    /// The new passphrase again: on a terminal typed anew; from a descriptor, the line just read.
+    /// The new passphrase again: on a terminal typed anew; from a descriptor, the line just
+    /// read, which is then no longer kept.
     public func repeatPassphrase(prompt: String) throws -> SecretBytes {
         try lock.withLock {
             guard fileDescriptor == nil else {
                 guard let lastNew else { throw PassphraseInputError.empty }
+                self.lastNew = nil
                 return lastNew
             }
             return try read(prompt: prompt)

@@ -1,3 +1,4 @@
+import Dispatch
 import FingerprintKit
 import Logging
 import Testing
@@ -36,5 +37,20 @@ import TouchgateAPI
         for placement in ReaderPresence.Placement.allCases {
             #expect(await Self.check(placement, nil) == nil)
         }
+    }
+
+    @Test("a logind that never answers holds no request: past the deadline the finger is asked for")
+    func silentLogind() async throws {
+        // Like a D-Bus call in flight, the wait does not end when its task is cancelled.
+        let rule = ReaderPresence(placement: .builtIn, logger: Logger(label: "test")) {
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().asyncAfter(deadline: .now() + 6) { continuation.resume() }
+            }
+            return (closed: true, docked: false)
+        }
+        let started = ContinuousClock.now
+        try await rule.check()
+        let took = started.duration(to: .now)
+        #expect(took < ReaderPresence.deadline * 3, "took \(took)")
     }
 }
