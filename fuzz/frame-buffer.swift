@@ -1,5 +1,5 @@
 // Fuzz target: the socket's receive buffer (TouchgateBasics' FrameBuffer, which both ends of
-// the socket and the thin front read through), built by `make fuzz` with the wire sources.
+// the socket and the thin front read through), built by `make fuzz` against the wire sources.
 // The input is a script of operations a connection's reader performs: receive a chunk (arbitrary bytes, or a run of
 // one byte long enough to reach the 64 KiB limits), take the next line, take a secret of
 // some length, or a receive that ends the stream or fails. After every step the buffer
@@ -11,6 +11,7 @@
 // locked pages in the thin front); here it is plain memory the harness can inspect, so
 // AddressSanitizer checks every access FrameBuffer makes.
 import Foundation
+import TouchgateAPI
 
 /// As many zero bytes as the buffer holds, to compare with.
 private let zeros: UnsafeMutableRawBufferPointer = {

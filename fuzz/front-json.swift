@@ -5,6 +5,7 @@
 // and any text the front writes as a JSON string must be byte for byte what WireCoding
 // writes, and read back unchanged.
 import Foundation
+import TouchgateAPI
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func touchgateFuzzFrontJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -1,7 +1,8 @@
 // Fuzz target: the access-policy string parser (AccessPolicy(parsing:)), built by
-// `make fuzz` together with TouchgatePolicy's sources. The parser must throw
+// `make fuzz` against TouchgatePolicy's sources compiled for the fuzzer. The parser must throw
 // PolicyParseError or return a policy, never crash; a policy it returns must print to a
 // string that parses back to the same policy (the stored form is canonical).
+import TouchgatePolicy
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func touchgateFuzzPolicy(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

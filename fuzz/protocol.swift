@@ -1,9 +1,10 @@
 // Fuzz target: the touchgated socket protocol decoder (DaemonProtocol.decode), built by
-// `make fuzz` together with TouchgateAPI's sources (no SwiftPM, so the package build is
+// `make fuzz` against TouchgateAPI's sources compiled for the fuzzer (no SwiftPM, so the package build is
 // untouched). Every input is one line as a peer could send it; the decoder must throw
 // FrameError or return a message, never crash, and what it returns must survive a
 // round trip through the encoder unchanged.
 import Foundation
+import TouchgateAPI
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func touchgateFuzzProtocol(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

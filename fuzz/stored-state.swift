@@ -1,9 +1,10 @@
 // Fuzz target: decoders of records Touchgate stores and reads back, built by `make fuzz`
-// together with TouchgatePolicy's sources: the policy core's PolicyState JSON (as
+// against TouchgatePolicy's sources compiled for the fuzzer: the policy core's PolicyState JSON (as
 // VaultPolicyStateStore keeps it), an enrollment state and a stored access policy. A
 // decoder must throw or return a value, never crash; a value it returns must survive a
 // round trip through the encoder unchanged.
 import Foundation
+import TouchgatePolicy
 
 private func roundTrip<T: Codable & Equatable>(_ type: T.Type, _ bytes: Data) {
     guard let value = try? JSONDecoder().decode(T.self, from: bytes) else { return }

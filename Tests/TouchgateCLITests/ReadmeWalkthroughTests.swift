@@ -81,8 +81,8 @@ struct ReadmeWalkthroughTests {
     /// this process's environment (less any `FP_*` variable, so it looks for a real reader
     /// as a user's run does and falls back to the virtual one). It runs in a copy of this
     /// checkout (with `shared/` beside it): `swift test` holds the lock on this one's
-    /// .build, so its release build would wait forever. The copy builds in release mode from
-    /// nothing, about two and a half minutes on two idle cores, and up to eight beside the other tests.
+    /// .build, so its build would wait forever. The copy builds (debug, as the script does)
+    /// from nothing: about a minute and a half on two idle cores, longer beside the other tests.
     @Test func quickStartRunsAsWritten() async throws {
         let line = try #require(try Readme.shellBlocks(inSection: "Quick start")
             .joined(separator: "\n").components(separatedBy: "\n")
