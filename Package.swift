@@ -72,6 +72,9 @@ let package = Package(
         .target(name: "TouchgateBasics", dependencies: ["CTouchgateSys"]),
         // Requests, results, events and error codes: what --json renders and the daemon speaks.
         .target(name: "TouchgateAPI", dependencies: ["TouchgateBasics"]),
+        // The SSH agent protocol without I/O: the wire format, requests and answers, what a
+        // signature is for, Ed25519 key blobs. Pure Swift, fuzzed (fuzz/ssh-agent.swift).
+        .target(name: "TouchgateSSH", dependencies: ["TouchgateBasics"]),
         // Every use case, for an explicit principal; the CLI and the daemon only adapt it.
         .target(
             name: "TouchgateService",

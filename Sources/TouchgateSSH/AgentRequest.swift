@@ -1,0 +1,238 @@
+// The requests a client (ssh, ssh-add, ssh-keygen -Y) sends the agent, decoded from one
+// message body. Only what this agent can act on is decoded in full; the rest is named so
+// the door can refuse it.
+public import TouchgateBasics
+
+/// One request to the agent, decoded from a message body (the bytes after the length
+/// prefix; see ``AgentFrame``).
+///
+/// Secret fields (an added private key, a lock passphrase) are copied from the body into
+/// ``SecretBytes`` and nowhere else; the body itself is the caller's to keep in secret
+/// memory and wipe. The description never shows them.
+public enum AgentRequest: Sendable, Equatable, CustomStringConvertible {
+    /// `SSH_AGENTC_REQUEST_IDENTITIES` (11): list the keys.
+    case requestIdentities
+    /// `SSH_AGENTC_SIGN_REQUEST` (13): sign `data` with the key whose public blob is `keyBlob`.
+    case sign(keyBlob: [UInt8], data: [UInt8], flags: AgentSignFlags)
+    /// `SSH_AGENTC_ADD_IDENTITY` (17) or `SSH_AGENTC_ADD_ID_CONSTRAINED` (25): add a key.
+    case add(AgentKeyAddition)
+    /// `SSH_AGENTC_REMOVE_IDENTITY` (18): remove the key whose public blob is `keyBlob`.
+    case remove(keyBlob: [UInt8])
+    /// `SSH_AGENTC_REMOVE_ALL_IDENTITIES` (19).
+    case removeAll
+    /// `SSH_AGENTC_LOCK` (22): refuse everything until unlocked with the same passphrase.
+    case lock(passphrase: SecretBytes)
+    /// `SSH_AGENTC_UNLOCK` (23).
+    case unlock(passphrase: SecretBytes)
+    /// `SSH_AGENTC_EXTENSION` (27): a named extension and its contents, to be read by
+    /// whoever knows that extension (``SessionBind`` for `session-bind@openssh.com`).
+    case `extension`(name: String, contents: [UInt8])
+    /// Any other message type, to be answered with `SSH_AGENT_FAILURE`. Its body is not read.
+    case unknown(type: UInt8)
+
+    /// Decodes one message body.
+    ///
+    /// Throws ``SSHWireError`` when the body is not a well-formed request of its type: an
+    /// empty body, a field cut short or lying about its length, bytes after the last
+    /// field, an add of a key type other than `ssh-ed25519`
+    /// (``SSHWireError/unsupportedKeyType(_:)``), an unknown or repeated constraint. A
+    /// type this module does not know is not an error but ``unknown(type:)``.
+    public init<Body: RandomAccessCollection<UInt8>>(body: Body) throws(SSHWireError) where Body.Index == Int {
+        var reader = WireCursor(body)
+        guard !reader.isAtEnd else { throw .emptyMessage }
+        let type = try reader.byte()
+        switch type {
+        case AgentNumber.requestIdentities:
+            self = .requestIdentities
+        case AgentNumber.signRequest:
+            let keyBlob = try reader.string()
+            let data = try reader.string()
+            self = .sign(keyBlob: keyBlob, data: data, flags: AgentSignFlags(rawValue: try reader.uint32()))
+        case AgentNumber.addIdentity, AgentNumber.addIdentityConstrained:
+            self = .add(try AgentKeyAddition(reading: &reader, constrained: type == AgentNumber.addIdentityConstrained))
+        case AgentNumber.removeIdentity:
+            self = .remove(keyBlob: try reader.string())
+        case AgentNumber.removeAllIdentities:
+            self = .removeAll
+        case AgentNumber.lock:
+            self = .lock(passphrase: try reader.secret())
+        case AgentNumber.unlock:
+            self = .unlock(passphrase: try reader.secret())
+        case AgentNumber.extension:
+            let name = try reader.text()
+            let contents = reader.restRange()
+            self = .extension(name: name, contents: Array(body[contents]))
+        default:
+            self = .unknown(type: type)
+            return
+        }
+        try reader.expectEnd()
+    }
+
+    public var description: String {
+        switch self {
+        case .requestIdentities:
+            "request identities"
+        case .sign(let keyBlob, let data, let flags):
+            "sign \(data.count) bytes with the key of a \(keyBlob.count)-byte blob, flags \(flags.rawValue)"
+        case .add(let addition):
+            "add \(addition)"
+        case .remove(let keyBlob):
+            "remove the key of a \(keyBlob.count)-byte blob"
+        case .removeAll:
+            "remove all identities"
+        case .lock:
+            "lock"
+        case .unlock:
+            "unlock"
+        case .extension(let name, let contents):
+            "extension \(SSHWireError.shown(name)) with \(contents.count) bytes"
+        case .unknown(let type):
+            "unknown message type \(type)"
+        }
+    }
+
+    /// Equal requests; secret fields are compared in constant time.
+    public static func == (lhs: AgentRequest, rhs: AgentRequest) -> Bool {
+        switch (lhs, rhs) {
+        case (.requestIdentities, .requestIdentities), (.removeAll, .removeAll):
+            true
+        case let (.sign(lhsKey, lhsData, lhsFlags), .sign(rhsKey, rhsData, rhsFlags)):
+            lhsKey == rhsKey && lhsData == rhsData && lhsFlags == rhsFlags
+        case let (.add(lhsAddition), .add(rhsAddition)):
+            lhsAddition == rhsAddition
+        case let (.remove(lhsKey), .remove(rhsKey)):
+            lhsKey == rhsKey
+        case let (.lock(lhsPassphrase), .lock(rhsPassphrase)), let (.unlock(lhsPassphrase), .unlock(rhsPassphrase)):
+            lhsPassphrase.constantTimeEquals(rhsPassphrase)
+        case let (.extension(lhsName, lhsContents), .extension(rhsName, rhsContents)):
+            lhsName == rhsName && lhsContents == rhsContents
+        case let (.unknown(lhsType), .unknown(rhsType)):
+            lhsType == rhsType
+        default:
+            false
+        }
+    }
+}
+
+/// The flags of a sign request. They choose the hash of an RSA signature; an Ed25519
+/// signature has one form and ignores them.
+public struct AgentSignFlags: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// `SSH_AGENT_RSA_SHA2_256` (2): an `rsa-sha2-256` signature.
+    public static let rsaSHA256 = AgentSignFlags(rawValue: 2)
+    /// `SSH_AGENT_RSA_SHA2_512` (4): an `rsa-sha2-512` signature.
+    public static let rsaSHA512 = AgentSignFlags(rawValue: 4)
+}
+
+/// A limit on an added key's use.
+public enum AgentConstraint: Sendable, Hashable, CustomStringConvertible {
+    /// `SSH_AGENT_CONSTRAIN_LIFETIME` (1): forget the key after this many seconds.
+    case lifetime(seconds: UInt32)
+    /// `SSH_AGENT_CONSTRAIN_CONFIRM` (2): ask before each use.
+    case confirm
+
+    public var description: String {
+        switch self {
+        case .lifetime(let seconds): "lifetime \(seconds) s"
+        case .confirm: "confirm"
+        }
+    }
+
+    /// The constraint's type byte.
+    var number: UInt8 {
+        switch self {
+        case .lifetime: AgentNumber.constrainLifetime
+        case .confirm: AgentNumber.constrainConfirm
+        }
+    }
+}
+
+/// A key a client asks the agent to hold (`ssh-add`): only Ed25519 keys are read.
+public struct AgentKeyAddition: Sendable, Equatable, CustomStringConvertible {
+    /// The public key.
+    public let publicKey: SSHPublicKey
+    /// The private key as OpenSSH sends it: the 32-byte seed followed by the 32-byte public key.
+    public let privateKey: SecretBytes
+    /// The key's comment (often `user@host` or the file it came from).
+    public let comment: String
+    /// Its constraints, each at most once, in the order sent.
+    public let constraints: [AgentConstraint]
+
+    /// A key to add. Traps unless `privateKey` is 64 bytes (a programmer error).
+    public init(publicKey: SSHPublicKey, privateKey: SecretBytes, comment: String, constraints: [AgentConstraint] = []) {
+        precondition(privateKey.count == SSHPublicKey.ed25519PrivateKeyLength, "an Ed25519 private key is 64 bytes")
+        self.publicKey = publicKey
+        self.privateKey = privateKey
+        self.comment = comment
+        self.constraints = constraints
+    }
+
+    /// The key type's name, `ssh-ed25519`.
+    public var keyType: String { publicKey.typeName }
+
+    /// The lifetime constraint's seconds, if any.
+    public var lifetime: UInt32? {
+        for case .lifetime(let seconds) in constraints { return seconds }
+        return nil
+    }
+
+    /// Whether each use must be confirmed.
+    public var requiresConfirmation: Bool { constraints.contains(.confirm) }
+
+    /// Reads the key type name, the key, the comment and (in a constrained add) the
+    /// constraints, from just after the message type.
+    init<Bytes>(reading reader: inout WireCursor<Bytes>, constrained: Bool) throws(SSHWireError) {
+        let keyType = try reader.text()
+        // Every other type's fields differ and cannot be skipped without knowing them.
+        guard keyType == SSHPublicKey.ed25519TypeName else { throw .unsupportedKeyType(keyType) }
+        let publicBytes = try reader.string()
+        guard publicBytes.count == SSHPublicKey.ed25519KeyLength else {
+            throw .invalidKeyLength(expected: SSHPublicKey.ed25519KeyLength, actual: publicBytes.count)
+        }
+        let privateRange = try reader.stringRange()
+        guard privateRange.count == SSHPublicKey.ed25519PrivateKeyLength else {
+            throw .invalidKeyLength(expected: SSHPublicKey.ed25519PrivateKeyLength, actual: privateRange.count)
+        }
+        // The signer hashes the key's own public half into every signature; a public half
+        // that is not the seed's lets a signer be tricked into revealing the seed, so a
+        // mismatch is refused here (comparing public bytes only).
+        let publicHalf = privateRange.upperBound - SSHPublicKey.ed25519KeyLength..<privateRange.upperBound
+        guard reader.bytes[publicHalf].elementsEqual(publicBytes) else { throw .keyMismatch }
+        privateKey = SecretBytes(copying: reader.bytes[privateRange])
+        publicKey = .ed25519(publicBytes)
+        comment = try reader.text()
+        var constraints: [AgentConstraint] = []
+        while constrained && !reader.isAtEnd {
+            let type = try reader.byte()
+            let constraint: AgentConstraint
+            switch type {
+            case AgentNumber.constrainLifetime:
+                constraint = .lifetime(seconds: try reader.uint32())
+            case AgentNumber.constrainConfirm:
+                constraint = .confirm
+            case AgentNumber.constrainExtension:
+                // The contents' layout depends on the extension; none is supported.
+                throw .unsupportedConstraintExtension(try reader.text())
+            default:
+                throw .unknownConstraint(type: type)
+            }
+            guard !constraints.contains(where: { $0.number == type }) else { throw .repeatedConstraint(type: type) }
+            constraints.append(constraint)
+        }
+        self.constraints = constraints
+    }
+
+    /// Names the key type, comment and constraints; never the key.
+    public var description: String {
+        let limits = constraints.isEmpty ? "" : " (" + constraints.map(\.description).joined(separator: ", ") + ")"
+        return "\(keyType) key \(SSHWireError.shown(comment))\(limits)"
+    }
+
+    /// Equal additions; the private keys are compared in constant time.
+    public static func == (lhs: AgentKeyAddition, rhs: AgentKeyAddition) -> Bool {
+        lhs.publicKey == rhs.publicKey && lhs.privateKey.constantTimeEquals(rhs.privateKey)
+            && lhs.comment == rhs.comment && lhs.constraints == rhs.constraints
+    }
+}

@@ -1,0 +1,92 @@
+// Ed25519 public keys as SSH writes them (RFC 8709): the blob a key is known by, the line
+// authorized_keys holds, the fingerprint ssh-keygen -l prints, and the signature blob an
+// agent returns.
+import TouchgateBasics
+
+/// A public key this agent can hold: Ed25519 only.
+public enum SSHPublicKey: Sendable, Hashable {
+    /// An Ed25519 public key: 32 bytes (the encoded point).
+    case ed25519([UInt8])
+
+    /// `ssh-ed25519`, the key type's and the signature algorithm's name.
+    public static let ed25519TypeName = "ssh-ed25519"
+    /// The length of an Ed25519 public key.
+    public static let ed25519KeyLength = 32
+    /// The length of an Ed25519 private key as OpenSSH sends it: seed, then public key.
+    public static let ed25519PrivateKeyLength = 64
+    /// The length of an Ed25519 signature.
+    public static let ed25519SignatureLength = 64
+
+    /// The key type's name.
+    public var typeName: String {
+        switch self {
+        case .ed25519: Self.ed25519TypeName
+        }
+    }
+
+    /// Reads a public key blob: string `ssh-ed25519`, string the 32-byte key, nothing after.
+    ///
+    /// Throws ``SSHWireError/unsupportedKeyType(_:)`` for another type,
+    /// ``SSHWireError/invalidKeyLength(expected:actual:)`` for a key of another length.
+    public init<Blob: RandomAccessCollection<UInt8>>(blob: Blob) throws(SSHWireError) where Blob.Index == Int {
+        var reader = WireCursor(blob)
+        let typeName = try reader.text()
+        guard typeName == Self.ed25519TypeName else { throw .unsupportedKeyType(typeName) }
+        let key = try reader.string()
+        guard key.count == Self.ed25519KeyLength else {
+            throw .invalidKeyLength(expected: Self.ed25519KeyLength, actual: key.count)
+        }
+        try reader.expectEnd()
+        self = .ed25519(key)
+    }
+
+    /// The key's bytes, checked (a key of the wrong length is a programmer error).
+    private var keyBytes: [UInt8] {
+        switch self {
+        case .ed25519(let key):
+            precondition(key.count == Self.ed25519KeyLength, "an Ed25519 public key is 32 bytes, not \(key.count)")
+            return key
+        }
+    }
+
+    /// The public key blob: what the agent lists, sign requests name, and servers compare.
+    public var blob: [UInt8] {
+        var writer = SSHWireWriter()
+        writer.string(typeName)
+        writer.string(keyBytes)
+        return writer.bytes
+    }
+
+    /// The line for an `authorized_keys` file: `ssh-ed25519 <base64 blob> <comment>`.
+    ///
+    /// Control characters in the comment are escaped (`\u{A}` for a newline), so the
+    /// comment can never begin a second line with options of its own; an empty comment
+    /// leaves the line with two fields.
+    public func authorizedKeysLine(comment: String) -> String {
+        let line = typeName + " " + Base64.encode(blob, padded: true)
+        return comment.isEmpty ? line : line + " " + StoredText.escaped(comment)
+    }
+
+    /// The fingerprint as `ssh-keygen -l` and ssh print it: `SHA256:` and the unpadded
+    /// base64 of the blob's SHA-256.
+    ///
+    /// - Parameter sha256: SHA-256 of the bytes given (libsodium's `crypto_hash_sha256` in
+    ///   the service). Taken as a closure because this module links no crypto library and
+    ///   FoundationEssentials has no hash.
+    public func fingerprint(sha256: ([UInt8]) -> [UInt8]) -> String {
+        "SHA256:" + Base64.encode(sha256(blob), padded: false)
+    }
+
+    /// The signature blob for a raw signature by this key, as a sign response carries it:
+    /// string `ssh-ed25519`, string the 64-byte signature. Traps unless `raw` is 64 bytes.
+    public func signatureBlob(_ raw: [UInt8]) -> [UInt8] {
+        switch self {
+        case .ed25519:
+            precondition(raw.count == Self.ed25519SignatureLength, "an Ed25519 signature is 64 bytes, not \(raw.count)")
+            var writer = SSHWireWriter()
+            writer.string(Self.ed25519TypeName)
+            writer.string(raw)
+            return writer.bytes
+        }
+    }
+}
