@@ -179,7 +179,7 @@ let package = Package(
         ),
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy", "TouchgatePolicyTesting", .product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault", "TouchgateBasics", "TouchgatePolicy", "CSodium", "CTouchgateSys", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
-        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateAPI", "TouchgateVault", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), "TouchgatePolicy", "TouchgatePolicyTesting", "TouchgateTerminal", .product(name: "Subprocess", package: "swift-subprocess")]),
+        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateAPI", "TouchgateSSH", "TouchgateVault", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), "TouchgatePolicy", "TouchgatePolicyTesting", "TouchgateTerminal", .product(name: "Subprocess", package: "swift-subprocess")]),
         .testTarget(
             name: "TouchgateCLITests",
             dependencies: ["touchgate-cli", "touchgate-client", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateImageIO",
