@@ -61,7 +61,7 @@ public enum SSHWireError: Error, Equatable, Hashable, Sendable, CustomStringConv
         case .frameTooLarge(let declared):
             "the SSH agent message claims \(declared) bytes, over the limit of \(AgentFrame.maximumLength)"
         case .unsupportedKeyType(let name):
-            "key type \(Self.shown(name)) is not supported (only ssh-ed25519 keys can be added)"
+            "key type \(Self.shown(name)) is not supported (only ssh-ed25519 is)"
         case .invalidKeyLength(let expected, let actual):
             "an Ed25519 key field is \(actual) bytes long instead of \(expected)"
         case .keyMismatch:
@@ -76,10 +76,16 @@ public enum SSHWireError: Error, Equatable, Hashable, Sendable, CustomStringConv
     }
 
     /// A name a peer chose, quoted, with control characters escaped and cut to a length a
-    /// log line can hold (the message may carry a name of up to 256 KiB).
+    /// log line can hold (the message may carry a name of up to 256 KiB). The cut counts
+    /// what is shown, escapes included, and never splits one.
     static func shown(_ name: String) -> String {
         let limit = 64
-        let cut = name.count > limit ? String(name.prefix(limit)) + "…" : name
-        return "\"" + StoredText.escaped(cut) + "\""
+        var shown = ""
+        for character in name {
+            let escaped = StoredText.escaped(String(character))
+            guard shown.count + escaped.count <= limit else { return "\"" + shown + "\"…" }
+            shown += escaped
+        }
+        return "\"" + shown + "\""
     }
 }

@@ -105,6 +105,8 @@ private func addBody(type: UInt8 = 17, keyType: String = "ssh-ed25519", publicKe
         #expect(SSHWireError.truncated.description == "the SSH agent message ends in the middle of a field")
         let long = SSHWireError.unsupportedKeyType(String(repeating: "x", count: 10_000) + "\n")
         #expect(long.description.count < 200)
+        // The cut counts escapes: 1,000 control characters would otherwise show as 8,000.
+        #expect(SSHWireError.unsupportedKeyType(String(repeating: "\u{11}", count: 1000)).description.count < 200)
         let control = SSHWireError.unsupportedConstraintExtension("evil\nline@example.com")
         #expect(control.description == "key constraint extension \"evil\\u{000A}line@example.com\" is not supported")
         #expect(SSHWireError.unsupportedKeyType("ssh-rsa").description.contains("\"ssh-rsa\" is not supported"))
