@@ -24,9 +24,10 @@
 #                         uninstall-pam removes it. No PAM stack is changed: that is yours to edit
 #   make fuzz             coverage-guided fuzzing (libFuzzer, `swiftc -sanitize=fuzzer,address`)
 #                         of the socket protocol decoder and receive buffer, the policy-string
-#                         parser, the stored policy-state and reader-ledger decoders and the
-#                         audit records' cleaning and encoding, FUZZ_SECONDS (default 60) each, from
-#                         the seeds in fuzz/corpus/; FUZZ_RUNS=N runs N inputs each instead;
+#                         parser, the stored policy-state and reader-ledger decoders, the
+#                         audit records' cleaning and encoding and the SSH agent protocol's
+#                         messages, FUZZ_SECONDS (default 60) each, from the seeds in
+#                         fuzz/corpus/; FUZZ_RUNS=N runs N inputs each instead;
 #                         FUZZ_OPTIMIZE=-Onone (default -O) keeps the standard library's debug
 #                         checks (bounds of unsafe buffers), at about a fiftieth of the speed.
 #                         Builds outside SwiftPM, into .build-fuzz/; a crash fails make and
@@ -208,13 +209,13 @@ FUZZDIR       ?= .build-fuzz
 FUZZ_SECONDS  ?= 60
 FUZZ_RUNS     ?=
 FUZZ_OPTIMIZE ?= -O
-FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json pam-reader
-# TouchgateAPI's sources with the Foundation-free TouchgateBasics compiled in (one module
-# here, so its re-export is left out), without what needs the C module CTouchgateSys (the
+FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json pam-reader ssh-agent
+# The Foundation-free TouchgateBasics without what needs the C module CTouchgateSys (the
 # process protections and threads; secret memory compiles without its fatal-signal registry).
-WIRE_SOURCES   = $(filter-out Sources/TouchgateAPI/Exports.swift Sources/TouchgateBasics/ProcessProtection.swift \
-	Sources/TouchgateBasics/SystemThread.swift,\
-	$(wildcard Sources/TouchgateAPI/*.swift) $(wildcard Sources/TouchgateBasics/*.swift))
+BASICS_SOURCES = $(filter-out Sources/TouchgateBasics/ProcessProtection.swift Sources/TouchgateBasics/SystemThread.swift,\
+	$(wildcard Sources/TouchgateBasics/*.swift))
+# TouchgateAPI's sources with those compiled in (one module here, so its re-export is left out).
+WIRE_SOURCES   = $(filter-out Sources/TouchgateAPI/Exports.swift,$(wildcard Sources/TouchgateAPI/*.swift)) $(BASICS_SOURCES)
 FUZZ_LIMIT     = $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
 FUZZ_SWIFTC    = rm -f $(1); $(SWIFTC) -sanitize=fuzzer,address -parse-as-library $(FUZZ_OPTIMIZE) -package-name Touchgate -module-name $(2) $(3) -o $(1) 2>&1 \
 	| { grep -v 'ld.gold: warning: Cannot export local symbol' || true; }; test -x $(1)
@@ -243,10 +244,14 @@ FUZZ_LIBRARY   = @mkdir -p $(dir $(1)); rm -f $(1); $(SWIFTC) -sanitize=fuzzer,a
 	-emit-library -static -o $(1) $(3)
 WIRE_LIBRARY   = $(FUZZDIR)/wire/libTouchgateAPI.a
 POLICY_LIBRARY = $(FUZZDIR)/policy/libTouchgatePolicy.a
+BASICS_LIBRARY = $(FUZZDIR)/basics/libTouchgateBasics.a
 $(WIRE_LIBRARY): $(WIRE_SOURCES)
 	$(call FUZZ_LIBRARY,$@,TouchgateAPI,$^)
 $(POLICY_LIBRARY): $(wildcard Sources/TouchgatePolicy/*.swift)
 	$(call FUZZ_LIBRARY,$@,TouchgatePolicy,$^)
+# A module of its own, as SwiftPM builds it, because TouchgateSSH's files import it by name.
+$(BASICS_LIBRARY): $(BASICS_SOURCES)
+	$(call FUZZ_LIBRARY,$@,TouchgateBasics,$^)
 
 $(FUZZDIR)/fuzz-protocol: fuzz/protocol.swift $(WIRE_LIBRARY)
 	@mkdir -p $(FUZZDIR)
@@ -263,6 +268,11 @@ $(FUZZDIR)/fuzz-stored-state: fuzz/stored-state.swift $(POLICY_LIBRARY)
 $(FUZZDIR)/fuzz-frame-buffer: fuzz/frame-buffer.swift $(WIRE_LIBRARY)
 	@mkdir -p $(FUZZDIR)
 	$(call FUZZ_SWIFTC,$@,FuzzFrameBuffer,-I $(FUZZDIR)/wire $^)
+
+# The SSH agent protocol: TouchgateSSH's sources compiled with the target, over TouchgateBasics.
+$(FUZZDIR)/fuzz-ssh-agent: fuzz/ssh-agent.swift $(wildcard Sources/TouchgateSSH/*.swift) $(BASICS_LIBRARY)
+	@mkdir -p $(FUZZDIR)
+	$(call FUZZ_SWIFTC,$@,TouchgateSSH,-I $(FUZZDIR)/basics $^)
 
 # The thin front's JSON reader and writer (no imports), against Foundation's and WireCoding's.
 $(FUZZDIR)/fuzz-front-json: fuzz/front-json.swift Sources/touchgate/JSONText.swift $(WIRE_LIBRARY)
