@@ -1,5 +1,5 @@
 // The agent protocol's framing: every message, both ways, is a uint32 length and that many
-// bytes of body (PROTOCOL.agent §3, draft-ietf-sshm-ssh-agent §4).
+// bytes of body (draft-ietf-sshm-ssh-agent, which OpenSSH's PROTOCOL.agent extends).
 
 /// Finding whole messages in the bytes a connection has received, and framing replies.
 public enum AgentFrame {
@@ -42,8 +42,8 @@ public enum AgentFrame {
     }
 }
 
-/// The message and constraint numbers this module reads and writes (PROTOCOL.agent §3 and
-/// the draft's IANA section).
+/// The message and constraint numbers this module reads and writes, as the draft assigns
+/// them.
 package enum AgentNumber {
     // Requests, client to agent.
     package static let requestIdentities: UInt8 = 11

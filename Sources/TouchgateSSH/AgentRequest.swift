@@ -69,6 +69,7 @@ public enum AgentRequest: Sendable, Equatable, CustomStringConvertible {
         try reader.expectEnd()
     }
 
+    /// What was asked, with sizes and names but no key, data or passphrase: fit for a log.
     public var description: String {
         switch self {
         case .requestIdentities:
@@ -118,7 +119,9 @@ public enum AgentRequest: Sendable, Equatable, CustomStringConvertible {
 /// The flags of a sign request. They choose the hash of an RSA signature; an Ed25519
 /// signature has one form and ignores them.
 public struct AgentSignFlags: OptionSet, Sendable, Hashable {
+    /// The flags as sent; bits this module does not name are kept.
     public let rawValue: UInt32
+    /// Flags from their wire value.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
     /// `SSH_AGENT_RSA_SHA2_256` (2): an `rsa-sha2-256` signature.
     public static let rsaSHA256 = AgentSignFlags(rawValue: 2)
@@ -133,6 +136,7 @@ public enum AgentConstraint: Sendable, Hashable, CustomStringConvertible {
     /// `SSH_AGENT_CONSTRAIN_CONFIRM` (2): ask before each use.
     case confirm
 
+    /// `lifetime 60 s` or `confirm`.
     public var description: String {
         switch self {
         case .lifetime(let seconds): "lifetime \(seconds) s"

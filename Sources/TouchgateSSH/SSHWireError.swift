@@ -42,6 +42,7 @@ public enum SSHWireError: Error, Equatable, Hashable, Sendable, CustomStringConv
     /// The same constraint given twice (OpenSSH's agent refuses that too).
     case repeatedConstraint(type: UInt8)
 
+    /// One sentence for a log, without field contents.
     public var description: String {
         switch self {
         case .truncated:

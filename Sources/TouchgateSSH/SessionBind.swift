@@ -12,7 +12,7 @@ public struct SessionBind: Sendable, Hashable {
     /// The server's host key blob.
     public let hostKey: [UInt8]
     /// The session identifier (the first key exchange's hash), as later signed in a
-    /// ``UserAuthRequest``. OpenSSH's agent refuses one longer than 128 bytes.
+    /// ``UserAuthRequest``. Its length is not checked here.
     public let sessionIdentifier: [UInt8]
     /// The server's signature blob over the session identifier, by `hostKey`.
     public let signature: [UInt8]
