@@ -79,7 +79,7 @@ let package = Package(
         .target(
             name: "TouchgateService",
             dependencies: [
-                "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "TouchgateAPI", "TouchgateImageIO",
+                "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "TouchgateAPI", "TouchgateImageIO", "TouchgateSSH",
                 "CTouchgateSys", "CSodium", "CPWQuality", .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -134,7 +134,7 @@ let package = Package(
         .target(
             name: "TouchgateCommands",
             dependencies: [
-                "TouchgateAPI", "TouchgateTerminal", "TouchgateClient", "TouchgatePolicy",
+                "TouchgateAPI", "TouchgateTerminal", "TouchgateClient", "TouchgatePolicy", "TouchgateSSH", "TouchgateSocket",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),

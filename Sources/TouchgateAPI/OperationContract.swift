@@ -112,6 +112,12 @@ extension DaemonOperation {
                               + "`{\"count\":N}`", writesRecords: false)
         case .auditPrune:
             OperationContract(["before", "force"], "`{\"count\":N}`: the records removed")
+        case .sshKeygen:
+            OperationContract(["item", "policy", "fresh"], "SSH key report")
+        case .sshList:
+            OperationContract("SSH key reports", writesRecords: false)
+        case .sshSign:
+            OperationContract(["public-key", "data", "flags", "bindings"], "`{\"signature\": …, \"purpose\": …}`")
         case .auditPublicKey:
             OperationContract("`{\"public-key\":\"…\"}`: the machine key that signs every trail the daemon holds",
                               writesRecords: false)

@@ -41,7 +41,7 @@ public enum Operations {
         Status.self, Init.self, Unlock.self, Lock.self, Enroll.self, PrintsList.self, PrintsDelete.self,
         PrintsDeleteOrphans.self, PrintsClear.self, ImportFprintd.self, Verify.self, Identify.self, Devices.self,
         Capture.self, PolicyShow.self, PolicySet.self, Repair.self, SecretList.self, SecretRm.self, AuditCount.self,
-        AuditVerify.self, AuditPrune.self, AuditPublicKey.self,
+        AuditVerify.self, AuditPrune.self, AuditPublicKey.self, SshKeygen.self, SshList.self, SshSign.self,
     ]
 
     /// The operations a door serves with code of its own.
@@ -508,6 +508,47 @@ public enum Operations {
         }
         public typealias Result = AuditShipmentsReport
         public static let operation = DaemonOperation.auditShip
+    }
+
+    // MARK: SSH keys
+
+    public enum SshKeygen: ServedOperation {
+        public typealias Result = SSHKeyReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var item: String
+            public var policy: String
+            public var fresh: Bool
+            public init(item: String, policy: String, fresh: Bool) {
+                self.item = item
+                self.policy = policy
+                self.fresh = fresh
+            }
+        }
+        public static let operation = DaemonOperation.sshKeygen
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> SSHKeyReport {
+            try await requests.sshKeygen(arguments.item, policy: arguments.policy, fresh: arguments.fresh)
+        }
+    }
+
+    public enum SshList: ServedOperation {
+        public typealias Arguments = NoArguments
+        public typealias Result = [SSHKeyReport]
+        public static let operation = DaemonOperation.sshList
+        public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> [SSHKeyReport] {
+            try await requests.sshList()
+        }
+    }
+
+    public enum SshSign: ServedOperation {
+        public typealias Arguments = SSHSignRequest
+        public typealias Result = SSHSignatureReport
+        public static let operation = DaemonOperation.sshSign
+        public static func perform(_ arguments: SSHSignRequest, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> SSHSignatureReport {
+            try await requests.sshSign(arguments, interaction: interaction)
+        }
     }
 
     // MARK: Moving in

@@ -107,6 +107,18 @@ public protocol TouchgateRequests: Sendable {
     /// are kept (refused, and audited), and `force` also removes records the fleet has not
     /// confirmed. Returns how many were removed; the chain stays verifiable.
     func auditPrune(before cutoff: Date, force: Bool, interaction: any Interaction) async throws(ServiceError) -> Int
+
+    /// Makes an SSH key (Ed25519) inside the vault as item `name` under `policy` (`fresh`:
+    /// every signature needs a new touch); its private part never leaves the service.
+    /// - Throws: `already-exists` for a taken name, `vault-locked`, `usage` for a bad policy.
+    func sshKeygen(_ name: String, policy: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport
+    /// The vault's SSH keys, public parts only. Works while locked.
+    func sshList() async throws(ServiceError) -> [SSHKeyReport]
+    /// Signs `request.data` with the vault key whose public key it names, once the key's
+    /// policy allows it for what the data is (said in the prompt and the audit record).
+    /// - Throws: `not-found` for a key the vault does not hold, `denied` for a request
+    ///   forwarded from another host, and what a release throws (`no-match`, `locked-out`…).
+    func sshSign(_ request: SSHSignRequest, interaction: any Interaction) async throws(ServiceError) -> SSHSignatureReport
 }
 
 extension TouchgateRequests {

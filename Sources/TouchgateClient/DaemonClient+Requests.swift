@@ -115,6 +115,18 @@ extension DaemonClient {
         _ = try await call(Operations.SecretRm.self, .init(item: name), asking(interaction))
     }
 
+    public func sshKeygen(_ name: String, policy: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
+        try await call(Operations.SshKeygen.self, .init(item: name, policy: policy, fresh: fresh)).0
+    }
+
+    public func sshList() async throws(ServiceError) -> [SSHKeyReport] {
+        try await call(Operations.SshList.self)
+    }
+
+    public func sshSign(_ request: SSHSignRequest, interaction: any Interaction) async throws(ServiceError) -> SSHSignatureReport {
+        try await call(Operations.SshSign.self, request, asking(interaction)).0
+    }
+
     /// The daemon streams the records one `output` line each (a trail of any length, never
     /// one oversized line), then their count.
     public func auditShow(_ filter: AuditFilter) async throws(ServiceError) -> [AuditRecordReport] {

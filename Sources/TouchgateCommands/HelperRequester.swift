@@ -12,7 +12,12 @@ public enum HelperRequester {
     /// up to three of its ancestors follow (git runs a helper through a shell and `git`
     /// itself, so the program that wanted the credential is further up).
     public static func describe(helper: String) -> String {
-        let parent = getppid()
+        describe(helper: helper, pid: getppid())
+    }
+
+    /// The requester text for `helper` asked by process `parent` (an agent's client, from
+    /// its socket's credentials), with up to three of its ancestors.
+    static func describe(helper: String, pid parent: pid_t) -> String {
         var ancestors: [String] = []
         var current = parent
         while ancestors.count < 3, let next = parentOf(current), next > 1 {

@@ -55,6 +55,9 @@ public struct AccessEvaluator: Sendable {
     ///   - enrollment: what is enrolled now.
     ///   - sensor: the reader, or nil when none is available.
     ///   - passphrase: a way to ask for the passphrase, or nil when it cannot be asked.
+    ///   - purpose: what the access is for when it is more than the operation on the item
+    ///     (a signature: `sign with 'work' to log in to host as git`): the prompt says it,
+    ///     and every record of this decision starts with it.
     /// - Returns: a grant naming the factors relied on and why.
     /// - Throws: ``AuthorizationError``; every refusal is also audited.
     public func authorize(
@@ -62,30 +65,33 @@ public struct AccessEvaluator: Sendable {
         operation: ItemOperation = .read,
         enrollment: EnrollmentStatus,
         sensor: (any BiometricSensor)?,
-        passphrase: (any PassphraseVerifier)?
+        passphrase: (any PassphraseVerifier)?,
+        purpose: String? = nil
     ) async throws(AuthorizationError) -> Grant {
         let start = clock.reading()
+        let reason = { (text: String) in purpose.map { "\($0): \(text)" } ?? text }
         if case .invalidated(let why) = item.validity(current: enrollment.state) {
-            try emit(event(operation.auditKind, at: start, subject: item.name, outcome: .denied, reason: why))
+            try emit(event(operation.auditKind, at: start, subject: item.name, outcome: .denied, reason: reason(why)))
             throw .itemInvalidated(item: item.name)
         }
 
         if !item.requiresFreshTouch,
-            let grant = try reuseSession(for: item, operation: operation, enrollment: enrollment, at: start)
+            var grant = try reuseSession(for: item, operation: operation, enrollment: enrollment, at: start)
         {
+            grant.reason = reason(grant.reason)
             try emit(event(operation.auditKind, at: start, subject: item.name, outcome: .success, reason: grant.reason))
             return grant
         }
 
         var attempt = Attempt(
-            action: "\(operation.rawValue) '\(item.name)'", enrollment: enrollment,
+            action: purpose ?? "\(operation.rawValue) '\(item.name)'", enrollment: enrollment,
             sensor: sensor, passphrase: passphrase)
         do {
             try await satisfy(item.policy, &attempt)
         } catch {
             try emit(event(
                 operation.auditKind, at: clock.reading(), subject: item.name,
-                outcome: error.auditOutcome, reason: error.description))
+                outcome: error.auditOutcome, reason: reason(error.description)))
             throw error
         }
 
@@ -94,7 +100,7 @@ public struct AccessEvaluator: Sendable {
         let grant = Grant(
             action: operation.auditKind, itemName: item.name, factors: attempt.factors,
             matchedPrint: attempt.matchedPrint, reusedSession: false, decidedAt: now,
-            reason: attempt.reasonText)
+            reason: reason(attempt.reasonText))
         try emit(event(operation.auditKind, at: now, subject: item.name, outcome: .success, reason: grant.reason))
         return grant
     }

@@ -1,6 +1,7 @@
 // Ed25519 public keys as SSH writes them (RFC 8709): the blob a key is known by, the line
 // authorized_keys holds, the fingerprint ssh-keygen -l prints, and the signature blob an
 // agent returns.
+import FoundationEssentials
 import TouchgateBasics
 
 /// A public key this agent can hold: Ed25519 only.
@@ -63,7 +64,7 @@ public enum SSHPublicKey: Sendable, Hashable {
     /// comment can never begin a second line with options of its own; an empty comment
     /// leaves the line with two fields.
     public func authorizedKeysLine(comment: String) -> String {
-        let line = typeName + " " + Base64.encode(blob, padded: true)
+        let line = typeName + " " + Data(blob).base64EncodedString()
         return comment.isEmpty ? line : line + " " + StoredText.escaped(comment)
     }
 
@@ -74,7 +75,25 @@ public enum SSHPublicKey: Sendable, Hashable {
     ///   the service). Taken as a closure because this module links no crypto library and
     ///   FoundationEssentials has no hash.
     public func fingerprint(sha256: ([UInt8]) -> [UInt8]) -> String {
-        "SHA256:" + Base64.encode(sha256(blob), padded: false)
+        "SHA256:" + String(Data(sha256(blob)).base64EncodedString().prefix { $0 != "=" })
+    }
+
+    /// The raw signature in an Ed25519 signature blob (string `ssh-ed25519`, string 64 bytes,
+    /// nothing after), as a host's session proof carries it.
+    ///
+    /// Throws ``SSHWireError/unsupportedKeyType(_:)`` for another algorithm and
+    /// ``SSHWireError/invalidKeyLength(expected:actual:)`` for a signature of another length.
+    public static func ed25519Signature<Blob: RandomAccessCollection<UInt8>>(fromBlob blob: Blob) throws(SSHWireError) -> [UInt8]
+    where Blob.Index == Int {
+        var reader = WireCursor(blob)
+        let algorithm = try reader.text()
+        guard algorithm == ed25519TypeName else { throw .unsupportedKeyType(algorithm) }
+        let signature = try reader.string()
+        guard signature.count == ed25519SignatureLength else {
+            throw .invalidKeyLength(expected: ed25519SignatureLength, actual: signature.count)
+        }
+        try reader.expectEnd()
+        return Array(signature)
     }
 
     /// The signature blob for a raw signature by this key, as a sign response carries it:

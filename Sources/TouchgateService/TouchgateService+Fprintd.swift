@@ -37,9 +37,9 @@ extension TouchgateService {
         }
     }
 
-    /// Item authorization through fprintd; see ``authorize(_:_:context:key:device:interaction:)``.
+    /// Item authorization through fprintd; see ``authorize(_:_:context:key:device:interaction:purpose:)``.
     func fprintdAuthorize(_ item: ItemDescriptor, _ operation: ItemOperation, context: VaultContext,
-                          target: FprintdTarget, interaction: any Interaction) async throws {
+                          target: FprintdTarget, interaction: any Interaction, purpose: String?) async throws {
         let user = context.vault.owner
         let (enrollment, _) = try await EnrollmentTracker.fprintdStatus(context.guarded, target: target, user: user)
         let sensor = FprintdSensor(target: target, user: user, finger: nil, interaction: interaction,
@@ -47,7 +47,7 @@ extension TouchgateService {
         let verifier = context.verifier(interaction)
         do {
             _ = try await context.evaluator.authorize(item: item, operation: operation, enrollment: enrollment,
-                                                      sensor: sensor, passphrase: verifier)
+                                                      sensor: sensor, passphrase: verifier, purpose: purpose)
         } catch {
             await sensor.close()
             throw verifier.explain(await Self.fprintdExplained(error, sensor: sensor, user: user))

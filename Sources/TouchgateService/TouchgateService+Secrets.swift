@@ -48,6 +48,12 @@ extension TouchgateService {
             }
             let info = try Self.item(name, in: context.vault)
             let name = info.name
+            guard info.kind == .secret else {
+                let shown = StoredText.escaped(name)
+                try context.record(.itemRead, .denied, item: name, reason: "an SSH key is never released")
+                throw ServiceError(.forbidden, "'\(shown)' is an SSH key: it signs through touchgate agent and never leaves "
+                                   + "the vault; see touchgate ssh list")
+            }
             var descriptor = try Self.descriptor(of: info)
             if touchNow {
                 guard !descriptor.policy.isSatisfiableWithoutBiometry else {
@@ -97,6 +103,11 @@ extension TouchgateService {
             }
             // Also an item an earlier release stored under another spelling of the name: it is replaced, not doubled.
             let old = try Self.findItem(name, in: context.vault)
+            if let old, old.kind != .secret {
+                let shown = StoredText.escaped(old.name)
+                throw ServiceError(.alreadyExists, "'\(shown)' is an SSH key, which a secret cannot replace; nothing was "
+                                   + "changed (pick another name, or remove the key first: touchgate secret rm \(shown))")
+            }
             if let old, !old.isInvalidated, !replace {
                 let shown = StoredText.escaped(name)
                 guard try await interaction.confirm("A secret named '\(shown)' exists. Replace it?", details: []) else {
@@ -166,7 +177,7 @@ extension TouchgateService {
     public func secretList() async throws(ServiceError) -> [ItemReport] {
         try await withStore { store in
             try store.snapshot("items") {
-                try store.vault().vault.items().map { item in
+                try store.vault().vault.items().filter { $0.kind == .secret }.map { item in
                     ItemReport(name: item.name, policy: item.policy, fresh: item.freshTouch,
                                boundToFingers: item.enrollmentDigest != nil, invalidated: item.isInvalidated,
                                updated: item.updatedAt)
@@ -185,8 +196,9 @@ extension TouchgateService {
             let found = try Self.findItem(name, in: context.vault)
             let name = found?.name ?? Self.storedName(name)
             let shown = StoredText.escaped(name)
-            if found != nil {
-                guard try await interaction.confirm("Delete the secret '\(shown)'? It cannot be recovered.", details: []) else {
+            if let found {
+                let what = found.kind == .sshKey ? "SSH key" : "secret"
+                guard try await interaction.confirm("Delete the \(what) '\(shown)'? It cannot be recovered.", details: []) else {
                     throw ServiceError(.declined, "not confirmed, so '\(shown)' was not deleted (\(Self.withoutTerminal))")
                 }
             }
@@ -209,10 +221,11 @@ extension TouchgateService {
     /// Asks the evaluator for `operation` on `item`, with a lazily opened reader and the
     /// passphrase as fallback; the evaluator audits the decision.
     func authorize(_ item: ItemDescriptor, _ operation: ItemOperation, context: VaultContext, key: VaultKey,
-                   device: String?, interaction: any Interaction) async throws {
+                   device: String?, interaction: any Interaction, purpose: String? = nil) async throws {
         if case .fprintd(let target) = try await resolveBackend(device: device) {
             return try await target.closing { target in
-                try await fprintdAuthorize(item, operation, context: context, target: target, interaction: interaction)
+                try await fprintdAuthorize(item, operation, context: context, target: target, interaction: interaction,
+                                           purpose: purpose)
             }
         }
         let enrollment = try EnrollmentTracker.status(context.guarded)
@@ -221,7 +234,7 @@ extension TouchgateService {
         let verifier = context.verifier(interaction)
         do {
             _ = try await context.evaluator.authorize(item: item, operation: operation, enrollment: enrollment,
-                                                      sensor: sensor, passphrase: verifier)
+                                                      sensor: sensor, passphrase: verifier, purpose: purpose)
         } catch {
             await sensor.close()
             if error == .readerUnavailable, let cause = await sensor.lastFailure { throw cause }

@@ -128,11 +128,11 @@ public final class StoreTransaction {
     /// - Returns: the item's new version.
     /// - Throws: ``ConflictError/itemChanged(name:)`` when `expecting` does not hold.
     @discardableResult
-    public func setItem(named name: String, value: SecretBytes, policy: String, freshTouch: Bool,
+    public func setItem(named name: String, value: SecretBytes, kind: ItemKind = .secret, policy: String, freshTouch: Bool,
                         enrollmentDigest: [UInt8]?, key: VaultKey, expecting: ItemExpectation,
                         in vault: Vault) throws -> ItemVersion {
         requireSameStore(vault.database)
-        return try vault.setItem(database, named: name, value: value, policy: policy, freshTouch: freshTouch,
+        return try vault.setItem(database, named: name, value: value, kind: kind, policy: policy, freshTouch: freshTouch,
                                  enrollmentDigest: enrollmentDigest, key: key, expecting: expecting)
     }
 

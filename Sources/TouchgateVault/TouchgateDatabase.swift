@@ -107,6 +107,7 @@ public final class TouchgateDatabase: Sendable {
         PrintStore.registerMigrations(&migrator)
         VaultSchema.registerMigrations(&migrator)
         AuditLog.registerMigrations(&migrator)
+        VaultSchema.registerItemKinds(&migrator)
         return migrator
     }
 }

@@ -21,18 +21,18 @@ extension Vault {
     ///   ``ConflictError/itemChanged(name:)`` when `expecting` does not hold (nothing is
     ///   written), ``VaultError/notInitialized(directory:)``, ``StoreError``.
     @discardableResult
-    public func setItem(named name: String, value: SecretBytes, policy: String, freshTouch: Bool,
+    public func setItem(named name: String, value: SecretBytes, kind: ItemKind = .secret, policy: String, freshTouch: Bool,
                         enrollmentDigest: [UInt8]?, key: VaultKey, expecting: ItemExpectation = .any) throws -> ItemVersion {
         check(key)
         guard !name.isEmpty else { throw VaultError.invalidArgument("an item needs a name") }
         return try database.writeImmediately { db in
-            try setItem(db, named: name, value: value, policy: policy, freshTouch: freshTouch,
+            try setItem(db, named: name, value: value, kind: kind, policy: policy, freshTouch: freshTouch,
                         enrollmentDigest: enrollmentDigest, key: key, expecting: expecting)
         }
     }
 
     /// The write itself, inside the caller's transaction.
-    func setItem(_ db: Database, named name: String, value: SecretBytes, policy: String, freshTouch: Bool,
+    func setItem(_ db: Database, named name: String, value: SecretBytes, kind: ItemKind, policy: String, freshTouch: Bool,
                  enrollmentDigest: [UInt8]?, key: VaultKey, expecting: ItemExpectation) throws -> ItemVersion {
         check(key)
         guard !name.isEmpty else { throw VaultError.invalidArgument("an item needs a name") }
@@ -43,20 +43,20 @@ extension Vault {
         let id: String = existing?["id"] ?? UUID().uuidString.lowercased()
         let now = Date().timeIntervalSince1970
         let createdAt: Double = existing?["created_at"] ?? now
-        let bound = ItemBinding(id: id, owner: owner, name: name, policy: policy,
+        let bound = ItemBinding(id: id, owner: owner, name: name, kind: kind, policy: policy,
                                 freshTouch: freshTouch, enrollmentDigest: enrollmentDigest)
         let itemKey = SecretBytes.random(count: SecretBox.keyBytes)
         let wrappedKey = SecretBox.wrap(itemKey, under: key.bytes, associatedData: bound.keyAssociatedData)
         let sealed = SecretBox.seal(value, key: itemKey, associatedData: bound.valueAssociatedData)
         try db.execute(sql: """
-            INSERT INTO vault_item (id, owner, name, policy, fresh_touch, enrollment_digest, wrapped_key,
+            INSERT INTO vault_item (id, owner, name, kind, policy, fresh_touch, enrollment_digest, wrapped_key,
                                     nonce, ciphertext, created_at, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO UPDATE SET
-                policy = excluded.policy, fresh_touch = excluded.fresh_touch,
+                kind = excluded.kind, policy = excluded.policy, fresh_touch = excluded.fresh_touch,
                 enrollment_digest = excluded.enrollment_digest, wrapped_key = excluded.wrapped_key,
                 nonce = excluded.nonce, ciphertext = excluded.ciphertext, updated_at = excluded.updated_at
-            """, arguments: [id, owner, name, policy, freshTouch, enrollmentDigest.map { Data($0) },
+            """, arguments: [id, owner, name, kind.rawValue, policy, freshTouch, enrollmentDigest.map { Data($0) },
                              Data(wrappedKey), Data(sealed.nonce), Data(sealed.ciphertext), createdAt, now])
         return ItemVersion(bytes: sealed.nonce)
     }
@@ -90,7 +90,7 @@ extension Vault {
         }
         let info = Self.info(from: row)
         guard let wrapped = row["wrapped_key"] as Data? else { throw VaultError.itemInvalidated(name: name) }
-        let bound = ItemBinding(id: row["id"], owner: info.owner, name: info.name, policy: info.policy,
+        let bound = ItemBinding(id: row["id"], owner: info.owner, name: info.name, kind: info.kind, policy: info.policy,
                                 freshTouch: info.freshTouch, enrollmentDigest: info.enrollmentDigest)
         let nonce: Data = row["nonce"], ciphertext: Data = row["ciphertext"]
         guard let itemKey = SecretBox.unwrap(Array(wrapped), under: key.bytes, associatedData: bound.keyAssociatedData),
@@ -174,6 +174,9 @@ extension Vault {
                                  isInvalidated: wrapped == nil,
                                  createdAt: Date(timeIntervalSince1970: row["created_at"]),
                                  updatedAt: Date(timeIntervalSince1970: row["updated_at"]))
+        // An unknown kind (a hand edit) reads as a key, so it is never released; its seal,
+        // bound to the kind it was stored with, then fails to open anyway.
+        info.kind = ItemKind(rawValue: row["kind"]) ?? .sshKey
         info.version = ItemVersion(bytes: nonce(of: row))
         return info
     }
@@ -185,6 +188,7 @@ struct ItemBinding {
     var id: String
     var owner: String
     var name: String
+    var kind: ItemKind
     var policy: String
     var freshTouch: Bool
     var enrollmentDigest: [UInt8]?
@@ -197,6 +201,8 @@ struct ItemBinding {
         ad.append(policy)
         ad.append(freshTouch)
         ad.append(optional: enrollmentDigest)
+        // Items stored before kinds existed are secrets, and their seals stay as they were.
+        if kind != .secret { ad.append(kind.rawValue) }
         return ad.bytes
     }
 

@@ -7,6 +7,8 @@ public struct VaultItemInfo: Sendable, Equatable {
     public var name: String
     /// The vault user the item belongs to.
     public var owner: String
+    /// What the item holds: a secret to release, or a key that only signs.
+    public var kind: ItemKind = .secret
     /// The access-control policy, opaque to the vault (the policy core owns its grammar).
     public var policy: String
     /// Whether releasing it needs a fresh touch (no reuse window).

@@ -51,4 +51,22 @@ enum VaultSchema {
                 """)
         }
     }
+
+    /// Migration `v8-vault-item-kind`: `vault_item.kind`, what an item is (``ItemKind``):
+    /// `secret` for every item stored before, `ssh-key` for a key that signs and is never
+    /// released. A kind other than `secret` is authenticated with the item's other columns.
+    static func registerItemKinds(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v8-vault-item-kind") { db in
+            try db.execute(sql: "ALTER TABLE vault_item ADD COLUMN kind TEXT NOT NULL DEFAULT 'secret'")
+        }
+    }
+}
+
+/// What a vault item holds, which decides what may be done with it.
+public enum ItemKind: String, Sendable, Equatable, Codable {
+    /// A value released to whoever the policy lets read it.
+    case secret
+    /// An SSH private key: it signs inside the service when the policy allows, and is
+    /// never released.
+    case sshKey = "ssh-key"
 }

@@ -41,7 +41,7 @@ final class PostgresRig: Sendable {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let user = getpwnam("postgres")!.pointee
         guard chown(directory, user.pw_uid, user.pw_gid) == 0 else { throw RigError("cannot chown \(directory)") }
-        port = try Self.freePort()
+        port = try freeLoopbackPort()
         let made = try await Self.asPostgres([Self.bin + "/initdb", "-D", directory + "/data", "-A", "trust", "-U", "postgres",
                                               "--no-sync", "-E", "UTF8"])
         guard made == 0 else { throw RigError("initdb failed (status \(made)) in \(directory)") }
@@ -126,24 +126,6 @@ final class PostgresRig: Sendable {
             "/usr/bin/setpriv", ["--reuid=postgres", "--regid=postgres", "--clear-groups", "--"] + command,
             environment: ["LC_ALL": "C", "PATH": "/usr/bin:/bin"])
         return await process.ended()
-    }
-
-    /// A loopback TCP port nothing listens on right now.
-    private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else { throw RigError("no free loopback port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

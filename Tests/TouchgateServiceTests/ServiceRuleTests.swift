@@ -9,7 +9,7 @@ import TouchgateService
 import TouchgateVault
 
 /// A service over a temporary store, with a scripted reader and a manual clock.
-private struct RuleRig {
+struct RuleRig {
     let base: ServiceRig
     let reader: ScriptedReader
     let clock = ManualClock()
@@ -52,7 +52,7 @@ private struct RuleRig {
 }
 
 /// What a release gave: the value's text, or the error's code.
-private enum Released: Equatable {
+enum Released: Equatable {
     case value(String)
     case failed(ErrorCode)
 

@@ -1,0 +1,88 @@
+public import FoundationEssentials
+
+/// An SSH key kept in the vault: what may be shown of it (never its private part).
+public struct SSHKeyReport: Codable, Sendable, Equatable {
+    /// The item's name, which is also the key's comment.
+    public var name: String
+    /// The key's type as OpenSSH names it (`ssh-ed25519`).
+    public var type: String
+    /// The public key blob, as the SSH agent protocol and `authorized_keys` carry it.
+    public var publicKey: Data
+    /// The line to put in a server's `authorized_keys`: type, base64 blob, name.
+    public var authorizedKey: String
+    /// The key's fingerprint as `ssh-keygen -l` and `ssh-add -l` print it (`SHA256:…`).
+    public var fingerprint: String
+    /// What a signature needs (an access policy in string form).
+    public var policy: String
+    /// Whether every signature needs a new touch (no reuse window).
+    public var fresh: Bool
+
+    /// A report.
+    public init(name: String, type: String, publicKey: Data, authorizedKey: String, fingerprint: String,
+                policy: String, fresh: Bool) {
+        self.name = name
+        self.type = type
+        self.publicKey = publicKey
+        self.authorizedKey = authorizedKey
+        self.fingerprint = fingerprint
+        self.policy = policy
+        self.fresh = fresh
+    }
+}
+
+/// A host's proof of the SSH session a signature is for, as OpenSSH's `ssh` gives it to
+/// the agent (`session-bind@openssh.com`): the host key, the session identifier, the
+/// host's signature over it, and whether the agent was reached through forwarding.
+public struct SSHSessionBinding: Codable, Sendable, Equatable {
+    /// The server's host key blob.
+    public var hostKey: Data
+    /// The session identifier (the key exchange's hash).
+    public var sessionID: Data
+    /// The host key's signature over the session identifier.
+    public var signature: Data
+    /// Whether the request came from another host through agent forwarding.
+    public var forwarding: Bool
+
+    /// A binding.
+    public init(hostKey: Data, sessionID: Data, signature: Data, forwarding: Bool) {
+        self.hostKey = hostKey
+        self.sessionID = sessionID
+        self.signature = signature
+        self.forwarding = forwarding
+    }
+}
+
+/// A signature asked of a vault key through the SSH agent protocol.
+public struct SSHSignRequest: Codable, Sendable, Equatable {
+    /// The public key blob of the key asked to sign.
+    public var publicKey: Data
+    /// The bytes to sign, as the client sent them (a login's user-authentication request,
+    /// an `SSHSIG` blob from `ssh-keygen -Y sign`, or anything else).
+    public var data: Data
+    /// The agent protocol's signature flags.
+    public var flags: UInt32
+    /// The sessions the connection was bound to, in order (the last is the newest hop).
+    public var bindings: [SSHSessionBinding]
+
+    /// A request.
+    public init(publicKey: Data, data: Data, flags: UInt32, bindings: [SSHSessionBinding]) {
+        self.publicKey = publicKey
+        self.data = data
+        self.flags = flags
+        self.bindings = bindings
+    }
+}
+
+/// A signature made by a vault key, and what the person was told it was for.
+public struct SSHSignatureReport: Codable, Sendable, Equatable {
+    /// The signature blob, as the SSH agent protocol carries it.
+    public var signature: Data
+    /// What was signed, in words (`log in as git to the host with key SHA256:…`).
+    public var purpose: String
+
+    /// A report.
+    public init(signature: Data, purpose: String) {
+        self.signature = signature
+        self.purpose = purpose
+    }
+}

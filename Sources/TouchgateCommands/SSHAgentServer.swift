@@ -1,0 +1,242 @@
+import Foundation
+import TouchgateAPI
+import TouchgateSSH
+import TouchgateSocket
+import TouchgateTerminal
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `touchgate agent`'s SSH door: the SSH agent protocol on a socket only its user can
+/// reach, over the vault's SSH keys. It decides nothing: every signature is the service's
+/// `ssh.sign`, which applies the key's policy to what the data is; this door only turns the
+/// agent protocol into requests and says on the requester's terminal what it waits for.
+final class SSHAgentServer: Sendable {
+    let requests: any TouchgateRequests
+    let listener: UnixListener
+    /// Where the agent reports what it does and what it waits for (its standard error;
+    /// JSON lines with `--json`).
+    let console: Console
+
+    /// The most sessions one connection may bind (OpenSSH's own agent keeps 16).
+    static let maximumBindings = 16
+
+    init(requests: any TouchgateRequests, listener: UnixListener, console: Console) {
+        self.requests = requests
+        self.listener = listener
+        self.console = console
+    }
+
+    /// Reports what the agent did or refused.
+    func log(_ line: String) {
+        console.event(InteractionEvent(.notice, line))
+    }
+
+    /// Serves until the listener is closed.
+    func run() async {
+        let listener = self.listener
+        let connections = AsyncStream<Int32> { continuation in
+            // accept blocks: a thread of its own, not one of the cooperative pool's.
+            let thread = Thread {
+                while let descriptor = try? listener.accept() { continuation.yield(descriptor) }
+                continuation.finish()
+            }
+            thread.name = "touchgate-agent-accept"
+            thread.start()
+        }
+        await withDiscardingTaskGroup { group in
+            for await descriptor in connections {
+                group.addTask { await self.serve(descriptor) }
+            }
+        }
+    }
+
+    /// One client: its requests in order, each answered before the next is read.
+    func serve(_ descriptor: Int32) async {
+        defer { close(descriptor) }
+        // The socket is the user's alone (mode 0600 in a 0700 directory); the kernel's word
+        // on who connected is checked all the same.
+        guard let peer = try? Peer.of(socket: descriptor), peer.uid == getuid() else {
+            log("refused a connection from another user")
+            return
+        }
+        let requester = HelperRequester.describe(helper: "touchgate agent", pid: peer.pid)
+        let terminal = Self.terminal(of: peer.pid)
+        var bindings: [SSHSessionBinding] = []
+        for await frame in AgentFrames.read(descriptor) {
+            let response: AgentResponse
+            switch frame {
+            case .failure(let error):
+                log("\(requester): \(error); connection closed")
+                return
+            case .body(let body):
+                response = await answer(body, bindings: &bindings, requester: requester, terminal: terminal)
+            }
+            guard Self.write(response.frame, to: descriptor) else { return }
+        }
+    }
+
+    /// The answer to one message.
+    func answer(_ body: [UInt8], bindings: inout [SSHSessionBinding], requester: String,
+                terminal: String?) async -> AgentResponse {
+        let request: AgentRequest
+        do {
+            request = try AgentRequest(body: body)
+        } catch {
+            log("\(requester): \(error)")
+            return .failure
+        }
+        switch request {
+        case .requestIdentities:
+            do {
+                let keys = try await requests.sshList()
+                return .identities(keys.map { AgentIdentity(keyBlob: [UInt8]($0.publicKey), comment: $0.name) })
+            } catch {
+                log("\(requester): listing keys failed: \(error.message)")
+                return .failure
+            }
+        case .sign(let keyBlob, let data, let flags):
+            let request = SSHSignRequest(publicKey: Data(keyBlob), data: Data(data), flags: flags.rawValue, bindings: bindings)
+            let interaction = AgentInteraction(terminal: terminal, console: console)
+            do {
+                let report = try await Requester.actingFor(requester) { () async throws(ServiceError) in
+                    try await requests.sshSign(request, interaction: interaction)
+                }
+                log("\(requester): signed: \(report.purpose)")
+                return .signature([UInt8](report.signature))
+            } catch {
+                interaction.tell("touchgate agent: \(error.message)")
+                log("\(requester): no signature: \(error.message)")
+                return .failure
+            }
+        case .extension(let name, let contents) where name == SessionBind.extensionName:
+            do {
+                let bind = try SessionBind(contents: contents)
+                guard bindings.count < Self.maximumBindings else {
+                    log("\(requester): more than \(Self.maximumBindings) session bindings; refused")
+                    return .failure
+                }
+                bindings.append(SSHSessionBinding(hostKey: Data(bind.hostKey), sessionID: Data(bind.sessionIdentifier),
+                                                  signature: Data(bind.signature), forwarding: bind.isForwarding))
+                return .success
+            } catch {
+                log("\(requester): \(error)")
+                return .failure
+            }
+        case .add:
+            log("\(requester): adding keys to touchgate agent is not supported yet; make a key in the vault "
+                + "with touchgate ssh keygen NAME")
+            return .failure
+        case .remove, .removeAll:
+            log("\(requester): keys live in the vault; remove one with touchgate secret rm NAME")
+            return .failure
+        case .lock, .unlock:
+            log("\(requester): the agent has no lock of its own; touchgate lock locks the vault")
+            return .failure
+        case .extension, .unknown:
+            return .failure
+        }
+    }
+
+    /// Writes all of `bytes`; false when the client is gone.
+    static func write(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { return false }
+            offset += written
+        }
+        return true
+    }
+
+    /// The terminal a client process writes its errors to, where the person who ran it
+    /// reads them (`ssh`, `ssh-keygen -Y sign` and git all leave standard error on it).
+    static func terminal(of pid: Int32) -> String? {
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/2"),
+              target.hasPrefix("/dev/pts/") || target.hasPrefix("/dev/tty") else { return nil }
+        return target
+    }
+}
+
+/// What an agent client sends: whole messages, or why the connection ends.
+enum AgentFrames {
+    enum Frame: Sendable {
+        case body([UInt8])
+        case failure(SSHWireError)
+    }
+
+    /// The messages read from `descriptor` until the client closes it. Reads block, so they
+    /// run on a thread of their own (a client that sends half a message holds only that).
+    static func read(_ descriptor: Int32) -> AsyncStream<Frame> {
+        AsyncStream { continuation in
+            let thread = Thread {
+                while true {
+                    guard let header = readExactly(descriptor, 4) else { break }
+                    let length = header.withUnsafeBytes { Int(UInt32(bigEndian: $0.loadUnaligned(as: UInt32.self))) }
+                    guard length > 0, length <= AgentFrame.maximumLength else {
+                        continuation.yield(.failure(.frameTooLarge(declared: UInt32(length))))
+                        break
+                    }
+                    guard let body = readExactly(descriptor, length) else { break }
+                    continuation.yield(.body(body))
+                }
+                continuation.finish()
+            }
+            thread.name = "touchgate-agent-client"
+            thread.start()
+        }
+    }
+
+    private static func readExactly(_ descriptor: Int32, _ count: Int) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var offset = 0
+        while offset < count {
+            let read = bytes[offset...].withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if read < 0 && errno == EINTR { continue }
+            guard read > 0 else { return nil }
+            offset += read
+        }
+        return bytes
+    }
+}
+
+/// The agent's side of a signature: it has no terminal of its own, so what the service
+/// says (touch the reader to sign …) goes to its log and to the terminal of the program
+/// that asked; it cannot ask for a passphrase or a confirmation.
+struct AgentInteraction: Interaction {
+    let terminal: String?
+    let console: Console
+
+    func event(_ event: InteractionEvent) {
+        console.event(event)
+        tell(event.message)
+    }
+
+    /// Shows `message` on the requester's terminal.
+    func tell(_ message: String) {
+        let shown = StoredText.escaped(message)
+        guard let terminal else { return }
+        let descriptor = open(terminal, O_WRONLY | O_NOCTTY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        Console.write(shown + "\r\n", to: descriptor)
+    }
+
+    func passphrase(prompt: String, again: Bool) throws -> SecretBytes {
+        throw ServiceError(.passphraseRequired, "touchgate agent cannot ask for the passphrase; run touchgate unlock, "
+                           + "then try again")
+    }
+
+    func newPassphrase(prompt: String) throws -> SecretBytes {
+        try passphrase(prompt: prompt, again: false)
+    }
+
+    func repeatPassphrase(prompt: String) throws -> SecretBytes {
+        try passphrase(prompt: prompt, again: false)
+    }
+
+    var canAskAgain: Bool { false }
+
+    func confirm(_ question: String, details: [String]) throws -> Bool { false }
+}

@@ -1,0 +1,133 @@
+import ArgumentParser
+import Foundation
+import TouchgateAPI
+import TouchgateSocket
+import TouchgateTerminal
+
+/// `touchgate ssh`: SSH keys that live in the vault and sign only through its policy.
+struct SSH: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ssh",
+        abstract: "SSH keys kept in the vault: each signature needs what the key's policy asks for.",
+        discussion: """
+            A key made here never leaves the vault: touchgate agent signs with it, through the \
+            SSH agent protocol, after a touch that names what is signed (a login as USER to the \
+            host with key SHA256:…, a git commit, a file). Remove a key with touchgate secret rm NAME.
+            """,
+        subcommands: [Keygen.self, List.self])
+
+    /// `touchgate ssh keygen NAME`.
+    struct Keygen: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "keygen",
+            abstract: "Make an SSH key (Ed25519) in the vault and print its public key.",
+            discussion: """
+                Prints the line to add to a server's ~/.ssh/authorized_keys on standard output. \
+                Needs the vault unlocked.
+                """)
+
+        @OptionGroup var common: CommonOptions
+
+        @Argument(help: "The key's name (also its comment in authorized_keys).")
+        var name: String
+
+        @Option(help: "What each signature needs: an access policy (biometry-any, biometry-current-set, passphrase, a|b, a&b).")
+        var policy = "biometry-any"
+
+        @Flag(help: "Every signature needs a new touch (no reuse window).")
+        var fresh = false
+
+        func run() async throws {
+            let (name, policy, fresh) = (name, policy, fresh)
+            try await CommandRunner.run(json: common.json) { console in
+                let report = try await service.sshKeygen(name, policy: policy, fresh: fresh)
+                if !console.json {
+                    Console.write("Made SSH key '\(StoredText.escaped(report.name))' (\(report.type) \(report.fingerprint), "
+                                  + "policy \(report.policy)). Add this line to a server's ~/.ssh/authorized_keys:\n", to: 2)
+                }
+                console.result("ssh-key", report, text: report.authorizedKey)
+                return ExitStatus.success
+            }
+        }
+    }
+
+    /// `touchgate ssh list`.
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List the vault's SSH keys: name, fingerprint, policy.",
+            discussion: "--json also gives each public key and its authorized_keys line.")
+
+        @OptionGroup var common: CommonOptions
+
+        func run() async throws {
+            try await CommandRunner.run(json: common.json) { console in
+                let keys = try await service.sshList()
+                console.result("ssh-keys", keys, text: keys.isEmpty ? "No SSH keys (make one: touchgate ssh keygen NAME)."
+                               : keys.map { "\(StoredText.escaped($0.name))  \($0.fingerprint)  \($0.policy)"
+                                   + ($0.fresh ? " (fresh touch)" : "") }.joined(separator: "\n"))
+                return ExitStatus.success
+            }
+        }
+    }
+}
+
+/// `touchgate agent`: the SSH agent over the vault's keys.
+struct Agent: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "agent",
+        abstract: "Serve the vault's SSH keys to ssh, git and ssh-keygen through the SSH agent protocol.",
+        discussion: """
+            Runs in the foreground until stopped. It prints the shell line that points \
+            SSH_AUTH_SOCK at its socket ($XDG_RUNTIME_DIR/touchgate/ssh-agent.sock unless \
+            --socket is given), which only you can reach. Each signature needs what the key's \
+            policy asks for; the prompt goes to the terminal of the program that asked, and the \
+            audit trail names the program and what was signed. Keys are made with \
+            touchgate ssh keygen; ssh-add cannot add, remove or lock keys here.
+            """)
+
+    @OptionGroup var common: CommonOptions
+
+    @Option(help: "The socket to listen on.")
+    var socket: String?
+
+    func run() async throws {
+        let chosen = socket
+        try await CommandRunner.run(json: common.json) { console in
+            let path = try Self.socketPath(chosen)
+            let listener: UnixListener
+            do {
+                listener = try UnixListener.bind(path: path, mode: 0o600)
+            } catch {
+                throw ServiceError(.usage, "cannot listen at \(path): \(error); is another agent running there?")
+            }
+            console.result("agent", AgentReport(sshAuthSock: path),
+                           text: "SSH_AUTH_SOCK=\(path); export SSH_AUTH_SOCK;")
+            let server = SSHAgentServer(requests: service, listener: listener, console: console)
+            await withTaskCancellationHandler {
+                await server.run()
+            } onCancel: {
+                listener.close()
+            }
+            return ExitStatus.success
+        }
+    }
+
+    /// `chosen`, or the agent's place in the user's runtime directory (made private).
+    static func socketPath(_ chosen: String?) throws -> String {
+        if let chosen { return chosen }
+        guard let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else {
+            throw ServiceError(.usage, "XDG_RUNTIME_DIR is not set, so there is no private place for the socket; "
+                               + "pass --socket PATH (in a directory only you can enter)")
+        }
+        let directory = runtime + "/touchgate"
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw ServiceError(.usage, "cannot make \(directory): \(String(cString: strerror(errno)))")
+        }
+        return directory + "/ssh-agent.sock"
+    }
+}
+
+/// `{"ssh-auth-sock": …}`.
+struct AgentReport: Encodable, Sendable {
+    var sshAuthSock: String
+}

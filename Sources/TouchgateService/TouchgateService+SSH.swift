@@ -1,0 +1,167 @@
+import Foundation
+import TouchgatePolicy
+import TouchgateSSH
+import TouchgateVault
+public import TouchgateAPI
+
+/// SSH keys in the vault: made here, kept sealed as ``ItemKind/sshKey`` items, and used
+/// only to sign, each signature a decision of the key's policy that says what is signed
+/// and for whom.
+extension TouchgateService {
+    /// The most data a signature is asked for: a login's request or an `SSHSIG` blob is a
+    /// few hundred bytes; anything larger is not what this agent signs.
+    static let maximumSignedBytes = 16 * 1024
+
+    public func sshKeygen(_ name: String, policy text: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
+        let name = Self.storedName(name)
+        return try await withStore { store in
+            try Self.checkName(name, what: "SSH key")
+            try Self.checkPolicy(text)
+            let policy = try AccessPolicy(parsing: text)
+            let context = try store.vault()
+            try context.requireIntactState()
+            let key = try context.requireKey()
+            var digest: [UInt8]?
+            if policy.referencesCurrentSet {
+                let enrollment = try await currentEnrollment(context, device: nil)
+                guard enrollment.printCount > 0 else {
+                    throw ServiceError.nothingEnrolled("biometry-current-set binds the key to the enrolled fingers, "
+                                                       + "and none is enrolled; run: touchgate enroll")
+                }
+                digest = enrollment.state.digest
+            }
+            if try Self.findItem(name, in: context.vault) != nil {
+                let shown = StoredText.escaped(name)
+                throw ServiceError(.alreadyExists, "an item named '\(shown)' exists; nothing was changed (pick another "
+                                   + "name, or remove it first: touchgate secret rm \(shown))")
+            }
+            let seed = Ed25519Key.generateSeed()
+            try context.audit.atomically { transaction in
+                try transaction.setItem(named: name, value: seed, kind: .sshKey, policy: policy.description,
+                                        freshTouch: fresh, enrollmentDigest: digest, key: key, expecting: .absent,
+                                        in: context.vault)
+                try transaction.append(.itemWrite, .success, vaultUser: context.vault.owner, item: name,
+                                       reason: "SSH key made (ssh-ed25519, \(policy)\(fresh ? ", fresh touch" : ""))")
+            }
+            return Self.report(name: name, publicKey: Ed25519Key.publicKey(seed: seed), policy: policy.description,
+                               fresh: fresh)
+        }
+    }
+
+    public func sshList() async throws(ServiceError) -> [SSHKeyReport] {
+        try await withExistingStore(orElse: noVault) { store in
+            let context = try store.vault()
+            let keys = try context.vault.items().filter { $0.kind == .sshKey && !$0.isInvalidated }
+            guard !keys.isEmpty else { return [] }
+            // The public half is derived from the sealed seed, so listing needs the key held.
+            guard let key = try context.custody.currentKey() else { throw ServiceError.vaultLocked }
+            return try keys.map { info in
+                let seed = try context.vault.item(named: info.name, key: key).value
+                return Self.report(name: info.name, publicKey: Ed25519Key.publicKey(seed: seed), policy: info.policy,
+                                   fresh: info.freshTouch)
+            }
+        }
+    }
+
+    public func sshSign(_ request: SSHSignRequest, interaction: any Interaction) async throws(ServiceError) -> SSHSignatureReport {
+        try await withExistingStore(orElse: noVault) { store in
+            let context = try store.vault()
+            try context.requireIntactState()
+            guard let key = try context.custody.currentKey() else {
+                try context.record(.itemRead, .denied, reason: "SSH signature: vault locked")
+                throw ServiceError.vaultLocked
+            }
+            // The key asked for, found by its public half among the vault's keys.
+            let wanted = [UInt8](request.publicKey)
+            var found: (info: VaultItemInfo, seed: SecretBytes)?
+            for info in try context.vault.items() where info.kind == .sshKey && !info.isInvalidated {
+                let seed = try context.vault.item(named: info.name, key: key).value
+                if SSHPublicKey.ed25519(Ed25519Key.publicKey(seed: seed)).blob == wanted {
+                    found = (info, seed)
+                    break
+                }
+            }
+            guard let (info, seed) = found else {
+                throw ServiceError(.notFound, "the vault holds no SSH key with that public key (touchgate ssh list shows them)")
+            }
+            let shown = StoredText.escaped(info.name)
+            let purpose: String
+            switch SSHSigningPurpose.judge(request, keyName: shown) {
+            case .refused(let why):
+                try context.record(.itemRead, .denied, item: info.name, reason: "SSH signature refused: \(why)")
+                throw ServiceError(.forbidden, "\(why); nothing was signed")
+            case .allowed(let words):
+                purpose = words
+            }
+            try await authorize(try Self.descriptor(of: info), .read, context: context, key: key, device: nil,
+                                interaction: interaction, purpose: purpose)
+            let signature = Ed25519Key.sign([UInt8](request.data), seed: seed)
+            return SSHSignatureReport(signature: Data(SSHPublicKey.ed25519(Ed25519Key.publicKey(seed: seed)).signatureBlob(signature)),
+                                      purpose: purpose)
+        }
+    }
+
+    /// What `ssh-add -L` and `ssh list` show of a key.
+    static func report(name: String, publicKey: [UInt8], policy: String, fresh: Bool) -> SSHKeyReport {
+        let key = SSHPublicKey.ed25519(publicKey)
+        return SSHKeyReport(name: name, type: key.typeName, publicKey: Data(key.blob),
+                            authorizedKey: key.authorizedKeysLine(comment: name),
+                            fingerprint: key.fingerprint(sha256: SHA256.digest),
+                            policy: policy, fresh: fresh)
+    }
+}
+
+/// What a signature asked of an SSH key is for, judged from the signed bytes and the
+/// sessions the connection was bound to: the words the prompt and the audit record use,
+/// or why it is refused before anything is asked.
+enum SSHSigningPurpose: Equatable {
+    case allowed(String)
+    case refused(String)
+
+    static func judge(_ request: SSHSignRequest, keyName: String) -> SSHSigningPurpose {
+        let data = [UInt8](request.data)
+        guard data.count <= TouchgateService.maximumSignedBytes else {
+            return .refused("the data to sign is \(data.count) bytes, more than an SSH login or signature needs")
+        }
+        // A connection bound to a session through forwarding is another host asking.
+        if request.bindings.contains(where: \.forwarding) {
+            return .refused("the request came from another host through agent forwarding")
+        }
+        let with = "use SSH key '\(keyName)'"
+        switch SignedData.classify(data) {
+        case .userAuthentication(let login):
+            var words = "\(with) to log in as \(StoredText.escaped(login.user))"
+            if let bound = request.bindings.last {
+                guard [UInt8](bound.sessionID) == login.sessionIdentifier else {
+                    return .refused("the login is for another session than the one the connection was bound to")
+                }
+                guard verified(bound) else { return .refused("the host's proof of the session does not verify") }
+                if let named = login.hostKey, named != [UInt8](bound.hostKey) {
+                    return .refused("the login names another host key than the session's")
+                }
+                let host = (try? SSHPublicKey(blob: [UInt8](bound.hostKey)))?.fingerprint(sha256: SHA256.digest)
+                words += " on the host with key " + (host ?? "of an unknown type")
+            }
+            return .allowed(words)
+        case .sshsig(let signature):
+            let namespace = StoredText.escaped(signature.namespace)
+            switch signature.namespace {
+            case "git": return .allowed("\(with) to sign a git commit or tag")
+            case "file": return .allowed("\(with) to sign a file")
+            default: return .allowed("\(with) to sign for '\(namespace)'")
+            }
+        case .other:
+            return .allowed("\(with) to sign \(data.count) bytes that are neither a login nor a file signature")
+        }
+    }
+
+    /// Whether a binding's signature is its host key's over its session identifier
+    /// (Ed25519 host keys; others cannot be checked here and do not verify).
+    static func verified(_ binding: SSHSessionBinding) -> Bool {
+        guard let host = try? SSHPublicKey(blob: [UInt8](binding.hostKey)), case .ed25519(let publicKey) = host,
+              let signature = try? SSHPublicKey.ed25519Signature(fromBlob: [UInt8](binding.signature))
+        else { return false }
+        return Ed25519Key.verify(signature, of: [UInt8](binding.sessionID), publicKey: publicKey)
+    }
+
+}

@@ -1,0 +1,242 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `touchgate agent` under the real OpenSSH programs: the vault's key is listed by
+/// ssh-add, signs for ssh-keygen only after the enrolled finger, refuses what the agent
+/// protocol cannot do here, and every signature is audited with what was signed and who
+/// asked.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct SSHAgentTests {
+    /// A vault with whorl enrolled, a key made in it, and the agent serving it.
+    struct Setup {
+        let rig: HelperRig
+        let agent: BackgroundProgram
+        let socket: String
+        let publicKeyPath: String
+        let authorizedKey: String
+
+        var sshEnvironment: [String: String] { ["SSH_AUTH_SOCK": socket] }
+
+        static func make(rig: HelperRig, fresh: Bool) async throws -> Setup {
+            for tool in ["/usr/bin/ssh-add", "/usr/bin/ssh-keygen"] {
+                try HelperRig.require(tool, package: "openssh-client")
+            }
+            try await rig.vault.initAndUnlock()
+            try await rig.vault.enroll("whorl")
+            let made = try await rig.vault.run(["ssh", "keygen", "work"] + (fresh ? ["--fresh"] : []))
+            try #require(made.status == 0, "ssh keygen: \(made.stderrLines)")
+            let authorizedKey = made.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            let publicKeyPath = rig.home.path("work.pub")
+            try Data((authorizedKey + "\n").utf8).write(to: URL(fileURLWithPath: publicKeyPath))
+            let socket = rig.home.path("agent.sock")
+            let agent = try await BackgroundProgram(rig.bin + "/touchgate", ["agent", "--json", "--socket", socket],
+                                                    environment: rig.environment, finger: rig.vault.finger)
+            try await waitForSocket(socket)
+            return Setup(rig: rig, agent: agent, socket: socket, publicKeyPath: publicKeyPath, authorizedKey: authorizedKey)
+        }
+
+        /// Signs a new file through the agent (`ssh-keygen -Y sign -n file`); ssh-keygen's
+        /// result and whether the signature verifies against the public key.
+        func sign(presenting prints: [String]) async throws -> (CLIResult, Bool) {
+            let message = rig.home.path("message-\(UUID().uuidString)")
+            try Data("sign me\n".utf8).write(to: URL(fileURLWithPath: message))
+            let signed = try await rig.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-f", publicKeyPath, "-n", "file", message],
+                                           extra: sshEnvironment, presenting: prints)
+            guard signed.status == 0 else { return (signed, false) }
+            let checked = try await rig.run("/bin/sh", ["-c", "exec /usr/bin/ssh-keygen -Y check-novalidate -n file -f \"$1\" -s \"$2\" < \"$3\"",
+                                                       "sh", publicKeyPath, message + ".sig", message])
+            return (signed, checked.status == 0 && checked.stdout.contains("Good \"file\" signature"))
+        }
+    }
+
+    @Test func theVaultKeySignsOnlyForTheEnrolledFinger() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig, fresh: true)
+
+        #expect(setup.authorizedKey.hasPrefix("ssh-ed25519 AAAA") && setup.authorizedKey.hasSuffix(" work"))
+        let listed = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
+        #expect(listed.status == 0 && listed.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == setup.authorizedKey,
+                "ssh-add -L: \(listed.stdout) \(listed.stderrLines)")
+        let fingerprints = try await rig.run("/usr/bin/ssh-add", ["-l"], extra: setup.sshEnvironment)
+        let local = try await rig.run("/usr/bin/ssh-keygen", ["-l", "-f", setup.publicKeyPath])
+        #expect(fingerprints.stdout.split(separator: " ").dropFirst().first == local.stdout.split(separator: " ").dropFirst().first,
+                "ssh-add -l and ssh-keygen -l agree on the fingerprint: \(fingerprints.stdout) / \(local.stdout)")
+
+        let (refused, _) = try await setup.sign(presenting: ["arch"])
+        #expect(refused.status != 0, "a stranger's finger signs nothing: \(refused.stderrLines)")
+        let (signed, verifies) = try await setup.sign(presenting: ["whorl"])
+        #expect(signed.status == 0, "\(signed.stderrLines)")
+        #expect(verifies, "the signature verifies against the key ssh keygen printed")
+
+        // ssh-add cannot put keys in, take them out or lock the agent: keys live in the vault.
+        for arguments in [["-D"], ["-d", setup.publicKeyPath]] {
+            let result = try await rig.run("/usr/bin/ssh-add", arguments, extra: setup.sshEnvironment)
+            #expect(result.status != 0, "ssh-add \(arguments): \(result.stderrLines)")
+        }
+        let still = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
+        #expect(still.stdout.contains(setup.authorizedKey))
+
+        let records = try await rig.auditRecords(mentioning: "use SSH key 'work' to sign a file")
+        #expect(records.map { $0["outcome"] as? String } == ["failure", "success"], "\(records)")
+        #expect(records.allSatisfy { ($0["reason"] as? String ?? "").contains("/usr/bin/ssh-keygen") },
+                "the record names the program that asked: \(records)")
+        await setup.agent.stop()
+    }
+
+    /// An sshd on a loopback port, started by the test: its own Ed25519 host key, the key
+    /// printed by `ssh keygen` as root's only authorized key, nothing else to log in with.
+    struct Server {
+        let port: Int
+        let hostKeyLine: String
+        let knownHosts: String
+        let process: BackgroundProgram
+
+        static func start(in home: TemporaryDirectory, authorizing key: String) async throws -> Server {
+            try HelperRig.require("/usr/sbin/sshd", package: "openssh-server")
+            // sshd separates privileges into this directory, which its package's service makes.
+            try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
+            let hostKey = home.path("ssh_host_ed25519_key")
+            let made = try await runProgram("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", hostKey])
+            try #require(made.status == 0, "ssh-keygen: \(made.stderr)")
+            let hostKeyLine = try String(contentsOfFile: hostKey + ".pub", encoding: .utf8)
+                .split(separator: " ").prefix(2).joined(separator: " ")
+            let authorized = home.path("authorized_keys")
+            try Data((key + "\n").utf8).write(to: URL(fileURLWithPath: authorized))
+            let port = try freeLoopbackPort()
+            let config = home.path("sshd_config")
+            try Data("""
+                ListenAddress 127.0.0.1
+                Port \(port)
+                HostKey \(hostKey)
+                PidFile none
+                UsePAM no
+                StrictModes no
+                AuthorizedKeysFile \(authorized)
+                PubkeyAuthentication yes
+                PasswordAuthentication no
+                KbdInteractiveAuthentication no
+                PermitRootLogin prohibit-password
+                AllowAgentForwarding yes
+                LogLevel VERBOSE
+
+                """.utf8).write(to: URL(fileURLWithPath: config))
+            let knownHosts = home.path("known_hosts")
+            try Data("[127.0.0.1]:\(port) \(hostKeyLine)\n".utf8).write(to: URL(fileURLWithPath: knownHosts))
+            let process = try await BackgroundProgram("/usr/sbin/sshd", ["-D", "-e", "-f", config], environment: [:], finger: nil)
+            for _ in 0..<200 {
+                if (try? connectsTo(port)) == true { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            return Server(port: port, hostKeyLine: hostKeyLine, knownHosts: knownHosts, process: process)
+        }
+
+        /// `ssh` to this server as the test's user, with only the agent's key, running `command`.
+        func sshArguments(identity: String, _ command: String) -> [String] {
+            ["-F", "/dev/null", "-p", String(port), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+             "-o", "IdentityFile=\(identity)", "-o", "UserKnownHostsFile=\(knownHosts)", "-o", "StrictHostKeyChecking=yes",
+             "-o", "ConnectTimeout=20", "\(NSUserName())@127.0.0.1", command]
+        }
+
+        static func connectsTo(_ port: Int) throws -> Bool {
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(descriptor) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = UInt16(port).bigEndian
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+        }
+    }
+
+    @Test func sshLogsInToARealServerOnlyAfterTheEnrolledFinger() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        try HelperRig.require("/usr/bin/ssh", package: "openssh-client")
+        let setup = try await Setup.make(rig: rig, fresh: true)
+        let server = try await Server.start(in: rig.home, authorizing: setup.authorizedKey)
+        defer { Task { await server.process.stop() } }
+        let hostFingerprint = try await runProgram("/usr/bin/ssh-keygen", ["-l", "-f", rig.home.path("ssh_host_ed25519_key.pub")])
+        let fingerprint = try #require(hostFingerprint.stdout.split(separator: " ").dropFirst().first.map(String.init))
+
+        let refused = try await rig.run("/usr/bin/ssh", server.sshArguments(identity: setup.publicKeyPath, "echo logged-in"),
+                                        extra: setup.sshEnvironment, presenting: ["arch"])
+        #expect(refused.status != 0 && !refused.stdout.contains("logged-in"), "a stranger's finger logs nobody in: \(refused.stderrLines)")
+        let logged = try await rig.run("/usr/bin/ssh", server.sshArguments(identity: setup.publicKeyPath, "echo logged-in"),
+                                       extra: setup.sshEnvironment, presenting: ["whorl"])
+        #expect(logged.status == 0 && logged.stdout.contains("logged-in"), "\(logged.stderrLines)")
+
+        // ssh bound the connection to the session the server proved: the records name the
+        // user and the server's host key, checked against its signature.
+        let purpose = "use SSH key 'work' to log in as \(NSUserName()) on the host with key \(fingerprint)"
+        let records = try await rig.auditRecords(mentioning: purpose)
+        let trail = try await rig.vault.auditTrail().suffix(6)
+        #expect(records.map { $0["outcome"] as? String } == ["failure", "success"], "\(trail)")
+        #expect(records.allSatisfy { ($0["reason"] as? String ?? "").contains("/usr/bin/ssh ") }, "\(records)")
+
+        // A locked vault signs nothing, and says how to go on.
+        let locked = try await rig.vault.run(["lock"])
+        #expect(locked.status == 0)
+        let afterLock = try await rig.run("/usr/bin/ssh", server.sshArguments(identity: setup.publicKeyPath, "echo logged-in"),
+                                          extra: setup.sshEnvironment, presenting: ["whorl"])
+        #expect(afterLock.status != 0 && !afterLock.stdout.contains("logged-in"), "\(afterLock.stderrLines)")
+        await server.process.stop()
+        await setup.agent.stop()
+    }
+
+    @Test func hostileClientsGetFailuresAndTheAgentServesOn() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig, fresh: false)
+        let hostile: [[UInt8]] = [
+            [0, 0, 0, 1, 99],                         // an unknown message
+            [0, 0, 0, 5, 13, 0, 0, 0, 200],           // a sign request whose key blob outruns the message
+            [0, 0, 0, 3, 27, 0, 0],                   // an extension cut short
+            [0xff, 0xff, 0xff, 0xff],                 // a length past the agent's limit
+            [0, 0, 0, 9, 17, 0, 0, 0, 7] + Array("ssh-rsa".utf8).prefix(4),  // an add that ends early
+        ]
+        for bytes in hostile {
+            let answer = try rawExchange(setup.socket, bytes)
+            #expect(answer.isEmpty || answer == [0, 0, 0, 1, 5], "\(bytes) got \(answer)")
+        }
+        let listed = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
+        #expect(listed.stdout.contains(setup.authorizedKey), "the agent serves on: \(listed.stderrLines)")
+        await setup.agent.stop()
+    }
+
+    /// Sends `bytes` on a new connection, closes the writing side, and reads what comes back.
+    func rawExchange(_ path: String, _ bytes: [UInt8]) throws -> [UInt8] {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: path.utf8)
+            raw[path.utf8.count] = 0
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(connected == 0, "connect: errno \(errno)")
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        _ = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        shutdown(descriptor, Int32(SHUT_WR))
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while true {
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            answer += buffer[0..<count]
+        }
+        return answer
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import Testing
+import TouchgateAPI
+import TouchgatePolicyTesting
+import TouchgateSSH
+import TouchgateService
+import TouchgateVault
+
+/// SSH keys in the vault, through the service alone: made and listed, never released,
+/// and each signature decided by the key's policy for what the data is, with a scripted
+/// reader (the agent's socket and the real ssh programs are in the end-to-end suite).
+@Suite struct SSHServiceTests {
+    /// A login's user-authentication request (RFC 4252, section 7) for `user` with `key`.
+    static func login(user: String, session: [UInt8], key: [UInt8], hostKey: [UInt8]? = nil) -> Data {
+        var writer = SSHWireWriter()
+        writer.string(session)
+        writer.byte(50)
+        writer.string(user)
+        writer.string("ssh-connection")
+        writer.string(hostKey == nil ? "publickey" : "publickey-hostbound-v00@openssh.com")
+        writer.bool(true)
+        writer.string("ssh-ed25519")
+        writer.string(key)
+        if let hostKey { writer.string(hostKey) }
+        return Data(writer.bytes)
+    }
+
+    /// What `ssh-keygen -Y sign -n NAMESPACE` asks an agent to sign.
+    static func sshsig(namespace: String) -> Data {
+        var writer = SSHWireWriter()
+        writer.raw(Array("SSHSIG".utf8))
+        writer.string(namespace)
+        writer.string("")
+        writer.string("sha512")
+        writer.string([UInt8](repeating: 7, count: 64))
+        return Data(writer.bytes)
+    }
+
+    /// A host's key and its proof of session `session`.
+    static func binding(session: [UInt8], forwarding: Bool = false, forge: Bool = false) -> SSHSessionBinding {
+        let seed = Ed25519Key.generateSeed()
+        var signature = Ed25519Key.sign(session, seed: seed)
+        if forge { signature[0] ^= 1 }
+        let host = SSHPublicKey.ed25519(Ed25519Key.publicKey(seed: seed))
+        return SSHSessionBinding(hostKey: Data(host.blob), sessionID: Data(session),
+                                 signature: Data(host.signatureBlob(signature)), forwarding: forwarding)
+    }
+
+    /// Signs `data` with `key`; the report, or the error's code.
+    static func sign(_ rig: RuleRig, _ key: SSHKeyReport, _ data: Data, bindings: [SSHSessionBinding] = [],
+                     interaction: ScriptedInteraction = ScriptedInteraction()) async -> Result<SSHSignatureReport, ServiceError> {
+        do {
+            return .success(try await rig.service.sshSign(SSHSignRequest(publicKey: key.publicKey, data: data, flags: 0,
+                                                                         bindings: bindings),
+                                                          interaction: interaction))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    @Test("a key made in the vault lists with its public half and OpenSSH's fingerprint, and is never released as a secret")
+    func keygenListsAndNeverReleases() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index")])
+        defer { rig.remove() }
+        let key = try await rig.service.sshKeygen("work", policy: "biometry-any", fresh: false)
+        #expect(key.type == "ssh-ed25519")
+        #expect(key.authorizedKey.hasPrefix("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5") && key.authorizedKey.hasSuffix(" work"))
+        #expect(key.fingerprint.hasPrefix("SHA256:") && key.fingerprint.count == 7 + 43)
+        #expect(try await rig.service.sshList() == [key])
+        #expect(try await rig.service.secretList().isEmpty, "secret list shows secrets only")
+        let opens = rig.reader.opens
+        do {
+            _ = try await rig.service.secretGet("work", interaction: ScriptedInteraction())
+            Issue.record("an SSH key was released")
+        } catch {
+            #expect(error.code == .forbidden)
+        }
+        #expect(rig.reader.opens == opens, "refused before the reader is opened")
+        do {
+            _ = try await rig.service.secretAdd("work", value: rig.base.value("x"), policy: "biometry-any", fresh: false,
+                                                replace: true, interaction: ScriptedInteraction())
+            Issue.record("a secret replaced an SSH key")
+        } catch {
+            #expect(error.code == .alreadyExists)
+        }
+        #expect(try await rig.service.sshList() == [key], "the key is still there")
+    }
+
+    @Test("a login signature needs the finger, says who logs in, verifies, and is audited with its purpose")
+    func loginSignatureNeedsTheFinger() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index"), .stranger])
+        defer { rig.remove() }
+        let key = try await rig.service.sshKeygen("work", policy: "biometry-any", fresh: true)
+        let data = Self.login(user: "git", session: [1, 2, 3], key: [UInt8](key.publicKey))
+        let interaction = ScriptedInteraction()
+        let report = try await Self.sign(rig, key, data, interaction: interaction).get()
+        #expect(report.purpose == "use SSH key 'work' to log in as git")
+        #expect(interaction.events.contains { $0.message.contains("to use SSH key 'work' to log in as git") },
+                "the prompt says what is signed: \(interaction.events.map(\.message))")
+        let signature = try SSHPublicKey.ed25519Signature(fromBlob: [UInt8](report.signature))
+        guard case .ed25519(let publicKey) = try SSHPublicKey(blob: [UInt8](key.publicKey)) else {
+            Issue.record("not an Ed25519 key"); return
+        }
+        #expect(Ed25519Key.verify(signature, of: [UInt8](data), publicKey: publicKey))
+        // A fresh key: the next signature needs a touch again, and a stranger gets none.
+        if case .failure(let error) = await Self.sign(rig, key, data) {
+            #expect(error.code == .noMatch)
+        } else {
+            Issue.record("a stranger's finger signed")
+        }
+        let records = try await rig.service.auditShow().filter { $0.item == "work" && $0.event == "item.read" }
+        #expect(records.map(\.outcome) == ["success", "failure"])
+        #expect(records.allSatisfy { $0.reason.hasPrefix("use SSH key 'work' to log in as git: ") }, "\(records.map(\.reason))")
+    }
+
+    @Test("a git or file signature says so; unrecognised data says its size")
+    func signaturePurposes() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index")])
+        defer { rig.remove() }
+        let key = try await rig.service.sshKeygen("work", policy: "biometry-any", fresh: false)
+        #expect(try await Self.sign(rig, key, Self.sshsig(namespace: "git")).get().purpose
+                == "use SSH key 'work' to sign a git commit or tag")
+        #expect(try await Self.sign(rig, key, Self.sshsig(namespace: "file")).get().purpose
+                == "use SSH key 'work' to sign a file")
+        #expect(try await Self.sign(rig, key, Data([9, 9, 9])).get().purpose
+                == "use SSH key 'work' to sign 3 bytes that are neither a login nor a file signature")
+        #expect(rig.reader.scans == 1, "the reuse window serves a key that is not fresh")
+    }
+
+    @Test("a bound session names the host's key; forwarded, forged, or for another session is refused before the reader")
+    func sessionBindings() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index")])
+        defer { rig.remove() }
+        let key = try await rig.service.sshKeygen("work", policy: "biometry-any", fresh: false)
+        let session: [UInt8] = Array(repeating: 5, count: 32)
+        let bound = Self.binding(session: session)
+        let data = Self.login(user: "alice", session: session, key: [UInt8](key.publicKey), hostKey: [UInt8](bound.hostKey))
+        let report = try await Self.sign(rig, key, data, bindings: [bound]).get()
+        #expect(report.purpose.hasPrefix("use SSH key 'work' to log in as alice on the host with key SHA256:"))
+
+        let refused: [(String, Data, [SSHSessionBinding])] = [
+            ("forwarded", data, [Self.binding(session: session, forwarding: true)]),
+            ("forged", data, [Self.binding(session: session, forge: true)]),
+            ("another session", Self.login(user: "alice", session: [6], key: [UInt8](key.publicKey)), [bound]),
+            ("another host", Self.login(user: "alice", session: session, key: [UInt8](key.publicKey),
+                                        hostKey: [UInt8](Self.binding(session: session).hostKey)), [bound]),
+        ]
+        let opens = rig.reader.opens
+        for (what, data, bindings) in refused {
+            if case .failure(let error) = await Self.sign(rig, key, data, bindings: bindings) {
+                #expect(error.code == .forbidden, "\(what): \(error.message)")
+            } else {
+                Issue.record("\(what): signed")
+            }
+        }
+        #expect(rig.reader.opens == opens, "refusals never open the reader")
+        let denied = try await rig.service.auditShow().filter { $0.item == "work" && $0.outcome == "denied" }
+        #expect(denied.count == refused.count)
+    }
+
+    @Test("editing the database to make a key a secret does not release it")
+    func kindIsAuthenticated() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index")])
+        defer { rig.remove() }
+        _ = try await rig.service.sshKeygen("work", policy: "biometry-any", fresh: false)
+        try rig.base.sql("UPDATE vault_item SET kind = 'secret' WHERE name = 'work'")
+        do {
+            let value = try await rig.service.secretGet("work", interaction: ScriptedInteraction())
+            Issue.record("released \(value.count) bytes of a key relabelled as a secret")
+        } catch {
+            #expect(error.code == .integrity, "\(error.message)")
+        }
+    }
+}
