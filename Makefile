@@ -50,6 +50,7 @@ UDEVDIR       ?= /etc/udev
 LIBEXECDIR    ?= $(PREFIX)/libexec
 # Both are on systemd's own search paths for PREFIX /usr/local and /usr.
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSTEMDUSERUNITDIR ?= $(PREFIX)/lib/systemd/user
 SYSUSERSDIR   ?= $(PREFIX)/lib/sysusers.d
 SWIFT         ?= swift
 CC            ?= cc
@@ -120,13 +121,20 @@ install: all
 	install -m 0644 $(COMPOUT)/touchgate $(DESTDIR)$(BASHCOMPDIR)/touchgate
 	install -m 0644 $(COMPOUT)/_touchgate $(DESTDIR)$(ZSHCOMPDIR)/_touchgate
 	install -m 0644 $(COMPOUT)/touchgate.fish $(DESTDIR)$(FISHCOMPDIR)/touchgate.fish
+	# touchgate agent in each user's systemd instance (README, "ssh").
+	install -d $(DESTDIR)$(SYSTEMDUSERUNITDIR)
+	install -m 0644 systemd/touchgate-agent.socket $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.socket
+	sed 's|^ExecStart=/usr/local/bin/touchgate |ExecStart=$(BINDIR)/touchgate |' systemd/touchgate-agent.service \
+		> $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.service
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(HELPERS))
 	rm -f $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-cli $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-client
 	-rmdir $(DESTDIR)$(LIBEXECDIR)/touchgate
 	rm -f $(DESTDIR)$(BINDIR)/touchgate $(DESTDIR)$(MAN1DIR)/touchgate.1 $(DESTDIR)$(MAN1DIR)/touchgate.*.1 \
-		$(DESTDIR)$(BASHCOMPDIR)/touchgate $(DESTDIR)$(ZSHCOMPDIR)/_touchgate $(DESTDIR)$(FISHCOMPDIR)/touchgate.fish
+		$(DESTDIR)$(BASHCOMPDIR)/touchgate $(DESTDIR)$(ZSHCOMPDIR)/_touchgate $(DESTDIR)$(FISHCOMPDIR)/touchgate.fish \
+		$(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.socket $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.service
 
 # Reloading is for the running system only: a staged install (DESTDIR) stays files.
 UDEV_RELOAD = if [ -z "$(DESTDIR)" ]; then \

@@ -77,9 +77,10 @@ struct Agent: AsyncParsableCommand {
         commandName: "agent",
         abstract: "Serve the vault's SSH keys to ssh, git and ssh-keygen through the SSH agent protocol.",
         discussion: """
-            Runs in the foreground until stopped. It prints the shell line that points \
-            SSH_AUTH_SOCK at its socket ($XDG_RUNTIME_DIR/touchgate/ssh-agent.sock unless \
-            --socket is given), which only you can reach. Each signature needs what the key's \
+            Runs in the foreground until stopped, or is started by systemd at the first \
+            connection (touchgate-agent.socket, a user unit). It prints the shell line that \
+            points SSH_AUTH_SOCK at its socket ($XDG_RUNTIME_DIR/touchgate/ssh-agent.sock \
+            unless --socket is given), which only you can reach. Each signature needs what the key's \
             policy asks for; the prompt goes to the terminal of the program that asked, and the \
             audit trail names the program and what was signed. Keys are made with \
             touchgate ssh keygen; ssh-add cannot add, remove or lock keys here.
@@ -95,10 +96,15 @@ struct Agent: AsyncParsableCommand {
         try await CommandRunner.run(json: common.json) { console in
             let path = try Self.socketPath(chosen)
             let listener: UnixListener
-            do {
-                listener = try UnixListener.bind(path: path, mode: 0o600)
-            } catch {
-                throw ServiceError(.usage, "cannot listen at \(path): \(error); is another agent running there?")
+            if chosen == nil, let activated = UnixListener.fromSystemd() {
+                // Started by touchgate-agent.socket, which listens at the same place.
+                listener = activated
+            } else {
+                do {
+                    listener = try UnixListener.bind(path: path, mode: 0o600)
+                } catch {
+                    throw ServiceError(.usage, "cannot listen at \(path): \(error); is another agent running there?")
+                }
             }
             console.result("agent", AgentReport(sshAuthSock: path),
                            text: "SSH_AUTH_SOCK=\(path); export SSH_AUTH_SOCK;")

@@ -21,15 +21,7 @@ extension TouchgateService {
             let context = try store.vault()
             try context.requireIntactState()
             let key = try context.requireKey()
-            var digest: [UInt8]?
-            if policy.referencesCurrentSet {
-                let enrollment = try await currentEnrollment(context, device: nil)
-                guard enrollment.printCount > 0 else {
-                    throw ServiceError.nothingEnrolled("biometry-current-set binds the key to the enrolled fingers, "
-                                                       + "and none is enrolled; run: touchgate enroll")
-                }
-                digest = enrollment.state.digest
-            }
+            let digest = try await enrollmentBinding(of: policy, "the key", context: context, device: nil)
             if try Self.findItem(name, in: context.vault) != nil {
                 let shown = StoredText.escaped(name)
                 throw ServiceError(.alreadyExists, "an item named '\(shown)' exists; nothing was changed (pick another "

@@ -92,15 +92,7 @@ extension TouchgateService {
             let context = try store.vault()
             try context.requireIntactState()
             let key = try context.requireKey()
-            var digest: [UInt8]?
-            if policy.referencesCurrentSet {
-                let enrollment = try await currentEnrollment(context, device: device)
-                guard enrollment.printCount > 0 else {
-                    throw ServiceError.nothingEnrolled("biometry-current-set binds the item to the enrolled fingers, "
-                                                       + "and none is enrolled; run: touchgate enroll")
-                }
-                digest = enrollment.state.digest
-            }
+            let digest = try await enrollmentBinding(of: policy, "the item", context: context, device: device)
             // Also an item an earlier release stored under another spelling of the name: it is replaced, not doubled.
             let old = try Self.findItem(name, in: context.vault)
             if let old, old.kind != .secret {
@@ -216,6 +208,20 @@ extension TouchgateService {
                 throw VaultError.itemNotFound(name: name)
             }
         }
+    }
+
+    /// The enrolled set a new item under `policy` is bound to: the current one's digest for
+    /// `biometry-current-set`, nil for any other policy.
+    /// - Throws: `nothing-enrolled` when the policy binds to fingers and none is enrolled.
+    func enrollmentBinding(of policy: AccessPolicy, _ what: String, context: VaultContext,
+                           device: String?) async throws -> [UInt8]? {
+        guard policy.referencesCurrentSet else { return nil }
+        let enrollment = try await currentEnrollment(context, device: device)
+        guard enrollment.printCount > 0 else {
+            throw ServiceError.nothingEnrolled("biometry-current-set binds \(what) to the enrolled fingers, "
+                                               + "and none is enrolled; run: touchgate enroll")
+        }
+        return enrollment.state.digest
     }
 
     /// Asks the evaluator for `operation` on `item`, with a lazily opened reader and the

@@ -461,6 +461,18 @@ final class RawClient: @unchecked Sendable {
         }
     }
 
+    /// Every byte until the peer closes the connection (or 10 s of silence), unparsed.
+    func readToEnd() -> [UInt8] {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(descriptor, &chunk, chunk.count, 0)
+            guard count > 0 else { break }
+            received += chunk[..<count]
+        }
+        defer { received = [] }
+        return received
+    }
+
     /// Every line until the daemon closes the connection.
     func readAll() -> [String] {
         var lines: [String] = []

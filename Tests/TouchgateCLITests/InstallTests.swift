@@ -105,6 +105,11 @@ struct InstallTests {
         try #require(installed.status == 0, "make install: \(installed.output)")
         let binary = stage.path("usr/bin/touchgate")
         #expect(FileManager.default.isExecutableFile(atPath: binary))
+        // touchgate agent's user units, started from the binary just installed.
+        let agentService = try String(contentsOfFile: stage.path("usr/lib/systemd/user/touchgate-agent.service"), encoding: .utf8)
+        #expect(agentService.contains("\nExecStart=/usr/bin/touchgate agent\n"), "\(agentService)")
+        let agentSocket = try String(contentsOfFile: stage.path("usr/lib/systemd/user/touchgate-agent.socket"), encoding: .utf8)
+        #expect(agentSocket.contains("\nListenStream=%t/touchgate/ssh-agent.sock\n") && agentSocket.contains("\nSocketMode=0600\n"))
         // The front finds every other command in ../libexec/touchgate/ (commandPaths runs it).
         #expect(FileManager.default.isExecutableFile(atPath: stage.path("usr/libexec/touchgate/touchgate-cli")))
         #expect(FileManager.default.isExecutableFile(atPath: stage.path("usr/libexec/touchgate/touchgate-client")))

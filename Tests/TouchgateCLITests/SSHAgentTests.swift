@@ -182,6 +182,22 @@ struct SSHAgentTests {
         #expect(records.map { $0["outcome"] as? String } == ["failure", "success"], "\(trail)")
         #expect(records.allSatisfy { ($0["reason"] as? String ?? "").contains("/usr/bin/ssh ") }, "\(records)")
 
+        // Three strangers in a row: the reader locks out, and the enrolled finger logs
+        // nobody in until the lockout ends.
+        for _ in 0..<3 {
+            let stranger = try await rig.run("/usr/bin/ssh", server.sshArguments(identity: setup.publicKeyPath, "echo logged-in"),
+                                             extra: setup.sshEnvironment, presenting: ["arch"])
+            #expect(stranger.status != 0)
+        }
+        let duringLockout = try await rig.run("/usr/bin/ssh", server.sshArguments(identity: setup.publicKeyPath, "echo logged-in"),
+                                              extra: setup.sshEnvironment, presenting: ["whorl"])
+        #expect(duringLockout.status != 0 && !duringLockout.stdout.contains("logged-in"), "\(duringLockout.stderrLines)")
+        let lockedOut = try await rig.auditRecords(mentioning: purpose)
+        #expect(lockedOut.last?["outcome"] as? String == "denied" && (lockedOut.last?["reason"] as? String ?? "").contains("lock"),
+                "\(lockedOut.last ?? [:])")
+        let unlocked = try await rig.vault.withPassphrase(["unlock"])
+        #expect(unlocked.status == 0, "the passphrase lifts the lockout: \(unlocked.stderrLines)")
+
         // A locked vault signs nothing, and says how to go on.
         let locked = try await rig.vault.run(["lock"])
         #expect(locked.status == 0)
@@ -190,6 +206,86 @@ struct SSHAgentTests {
         #expect(afterLock.status != 0 && !afterLock.stdout.contains("logged-in"), "\(afterLock.stderrLines)")
         await server.process.stop()
         await setup.agent.stop()
+    }
+
+    @Test func aRequestForwardedFromAnotherHostIsRefused() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        try HelperRig.require("/usr/bin/ssh", package: "openssh-client")
+        let setup = try await Setup.make(rig: rig, fresh: false)
+        let first = try await Server.start(in: rig.home, authorizing: setup.authorizedKey)
+        defer { Task { await first.process.stop() } }
+        let secondHome = try TemporaryDirectory("touchgate-second-sshd")
+        defer { secondHome.remove() }
+        let second = try await Server.start(in: secondHome, authorizing: setup.authorizedKey)
+        defer { Task { await second.process.stop() } }
+
+        // Logged in to the first host with -A, ssh there asks the agent for the second hop.
+        let hop = second.sshArguments(identity: setup.publicKeyPath, "echo second-hop")
+            .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let outer = ["-A"] + first.sshArguments(identity: setup.publicKeyPath, "/usr/bin/ssh " + hop)
+        let result = try await rig.run("/usr/bin/ssh", outer, extra: setup.sshEnvironment, presenting: ["whorl"])
+        #expect(!result.stdout.contains("second-hop"), "the forwarded request signed: \(result.stderrLines)")
+        #expect(result.status != 0)
+        let refused = try await rig.auditRecords(mentioning: "through agent forwarding")
+        #expect(refused.count == 1 && refused.first?["outcome"] as? String == "denied", "\(refused)")
+        let direct = try await rig.auditRecords(mentioning: "use SSH key 'work' to log in as")
+        #expect(direct.map { $0["outcome"] as? String } == ["success"], "the first hop itself was signed: \(direct)")
+        await first.process.stop()
+        await second.process.stop()
+        await setup.agent.stop()
+    }
+
+    @Test func gitSignsACommitWithTheVaultKey() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        try HelperRig.require("/usr/bin/git", package: "git")
+        let setup = try await Setup.make(rig: rig, fresh: true)
+        let repository = rig.home.path("repository")
+        let signers = rig.home.path("allowed_signers")
+        try Data("tester@example.com \(setup.authorizedKey)\n".utf8).write(to: URL(fileURLWithPath: signers))
+        let git = ["-C", repository, "-c", "user.name=Tester", "-c", "user.email=tester@example.com",
+                   "-c", "gpg.format=ssh", "-c", "user.signingkey=\(setup.publicKeyPath)",
+                   "-c", "gpg.ssh.allowedSignersFile=\(signers)"]
+        let made = try await rig.run("/usr/bin/git", ["init", "-q", repository])
+        try #require(made.status == 0, "\(made.stderrLines)")
+        let committed = try await rig.run("/usr/bin/git", git + ["commit", "-q", "-S", "--allow-empty", "-m", "signed"],
+                                          extra: setup.sshEnvironment, presenting: ["whorl"])
+        #expect(committed.status == 0, "\(committed.stderrLines)")
+        let verified = try await rig.run("/usr/bin/git", git + ["verify-commit", "HEAD"])
+        #expect(verified.status == 0 && verified.stderrLines.joined().contains("Good \"git\" signature"),
+                "\(verified.stderrLines)")
+        let refused = try await rig.run("/usr/bin/git", git + ["commit", "-q", "-S", "--allow-empty", "-m", "unsigned"],
+                                        extra: setup.sshEnvironment, presenting: ["arch"])
+        #expect(refused.status != 0, "a stranger's finger signs no commit")
+        let records = try await rig.auditRecords(mentioning: "use SSH key 'work' to sign a git commit or tag")
+        #expect(records.map { $0["outcome"] as? String } == ["success", "failure"], "\(records)")
+        await setup.agent.stop()
+    }
+
+    @Test func startedBySystemdAtTheFirstConnectionItServesTheSocketItIsGiven() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let activate = try SystemTool.systemdSocketActivate.path()
+        try await rig.vault.initAndUnlock()
+        let made = try await rig.vault.run(["ssh", "keygen", "work"])
+        try #require(made.status == 0, "ssh keygen: \(made.stderrLines)")
+        // As touchgate-agent.socket does: systemd listens at %t/touchgate/ssh-agent.sock.
+        let runtime = rig.home.path("run")
+        try FileManager.default.createDirectory(atPath: runtime + "/touchgate", withIntermediateDirectories: true)
+        let socket = runtime + "/touchgate/ssh-agent.sock"
+        var environment = rig.environment
+        environment["XDG_RUNTIME_DIR"] = runtime
+        let passed = environment.sorted { $0.key < $1.key }.flatMap { ["-E", "\($0.key)=\($0.value)"] }
+        let agent = try await BackgroundProgram(activate, ["-l", socket] + passed + [rig.bin + "/touchgate", "agent", "--json"],
+                                                environment: environment, finger: rig.vault.finger)
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: socket) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let listed = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: ["SSH_AUTH_SOCK": socket])
+        #expect(listed.status == 0 && listed.stdout.contains(made.stdout.trimmingCharacters(in: .whitespacesAndNewlines)),
+                "\(listed.stdout) \(listed.stderrLines)")
+        await agent.stop()
     }
 
     @Test func hostileClientsGetFailuresAndTheAgentServesOn() async throws {
@@ -204,7 +300,7 @@ struct SSHAgentTests {
             [0, 0, 0, 9, 17, 0, 0, 0, 7] + Array("ssh-rsa".utf8).prefix(4),  // an add that ends early
         ]
         for bytes in hostile {
-            let answer = try rawExchange(setup.socket, bytes)
+            let answer = try await rawExchange(setup.socket, bytes)
             #expect(answer.isEmpty || answer == [0, 0, 0, 1, 5], "\(bytes) got \(answer)")
         }
         let listed = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
@@ -213,30 +309,13 @@ struct SSHAgentTests {
     }
 
     /// Sends `bytes` on a new connection, closes the writing side, and reads what comes back.
-    func rawExchange(_ path: String, _ bytes: [UInt8]) throws -> [UInt8] {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: path.utf8)
-            raw[path.utf8.count] = 0
+    func rawExchange(_ path: String, _ bytes: [UInt8]) async throws -> [UInt8] {
+        try await offThePool {
+            let client = try RawClient(path: path)
+            defer { client.close() }
+            client.send(bytes)
+            client.finishSending()
+            return client.readToEnd()
         }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        try #require(connected == 0, "connect: errno \(errno)")
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        _ = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        shutdown(descriptor, Int32(SHUT_WR))
-        var answer: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 256)
-        while true {
-            let count = recv(descriptor, &buffer, buffer.count, 0)
-            if count <= 0 { break }
-            answer += buffer[0..<count]
-        }
-        return answer
     }
 }
