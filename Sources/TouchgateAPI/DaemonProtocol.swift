@@ -69,7 +69,7 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     /// result is a ``MigrationReport``. Refused (`already-initialized`) when the caller
     /// already has a vault or prints in the daemon.
     case migrate
-    case sshKeygen = "ssh.keygen", sshList = "ssh.list", sshSign = "ssh.sign"
+    case sshKeygen = "ssh.keygen", sshAdd = "ssh.add", sshList = "ssh.list", sshSign = "ssh.sign"
 }
 
 /// The arguments any request may carry, beside the operation's own (its

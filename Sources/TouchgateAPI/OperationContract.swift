@@ -114,6 +114,8 @@ extension DaemonOperation {
             OperationContract(["before", "force"], "`{\"count\":N}`: the records removed")
         case .sshKeygen:
             OperationContract(["item", "policy", "fresh"], "SSH key report")
+        case .sshAdd:
+            OperationContract(["item", "policy", "fresh"], "SSH key report (asks `secret-value`: the key's 32-byte Ed25519 seed)")
         case .sshList:
             OperationContract("SSH key reports", writesRecords: false)
         case .sshSign:

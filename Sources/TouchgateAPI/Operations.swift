@@ -47,7 +47,7 @@ public enum Operations {
     /// The operations a door serves with code of its own.
     public static let special: [any OperationSpec.Type] = [
         PassphraseChange.self, SecretGet.self, SecretAdd.self, AuditShow.self, AuditExport.self, AuditShip.self,
-        Migrate.self,
+        Migrate.self, SshAdd.self,
     ]
 
     /// Every entry by its operation, built once (a test keeps one entry per operation).
@@ -529,6 +529,21 @@ public enum Operations {
                                    interaction: any Interaction) async throws(ServiceError) -> SSHKeyReport {
             try await requests.sshKeygen(arguments.item, policy: arguments.policy, fresh: arguments.fresh)
         }
+    }
+
+    public enum SshAdd: OperationSpec {
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var item: String
+            public var policy: String
+            public var fresh: Bool?
+            public init(item: String, policy: String, fresh: Bool) {
+                self.item = item
+                self.policy = policy
+                self.fresh = fresh
+            }
+        }
+        public typealias Result = SSHKeyReport
+        public static let operation = DaemonOperation.sshAdd
     }
 
     public enum SshList: ServedOperation {

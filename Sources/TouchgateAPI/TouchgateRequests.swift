@@ -112,6 +112,12 @@ public protocol TouchgateRequests: Sendable {
     /// every signature needs a new touch); its private part never leaves the service.
     /// - Throws: `already-exists` for a taken name, `vault-locked`, `usage` for a bad policy.
     func sshKeygen(_ name: String, policy: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport
+    /// Seals an SSH key (Ed25519) brought from elsewhere (`ssh-add FILE` through the agent)
+    /// into the vault as item `name` under `policy`, as ``sshKeygen(_:policy:fresh:)`` makes
+    /// one. `seed` gives the key's 32-byte private seed; it is called once the request can
+    /// succeed, and the key never leaves the service again.
+    func sshAdd(_ name: String, seed: @escaping @Sendable () async throws -> SecretBytes, policy: String,
+                fresh: Bool) async throws(ServiceError) -> SSHKeyReport
     /// The vault's SSH keys, public parts only. Works while locked.
     func sshList() async throws(ServiceError) -> [SSHKeyReport]
     /// Signs `request.data` with the vault key whose public key it names, once the key's

@@ -119,6 +119,13 @@ extension DaemonClient {
         try await call(Operations.SshKeygen.self, .init(item: name, policy: policy, fresh: fresh)).0
     }
 
+    public func sshAdd(_ name: String, seed: @escaping @Sendable () async throws -> SecretBytes, policy: String,
+                       fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
+        var parties = Parties()
+        parties.secretValue = seed
+        return try await call(Operations.SshAdd.self, .init(item: name, policy: policy, fresh: fresh), parties).0
+    }
+
     public func sshList() async throws(ServiceError) -> [SSHKeyReport] {
         try await call(Operations.SshList.self)
     }

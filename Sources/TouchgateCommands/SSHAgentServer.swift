@@ -69,8 +69,11 @@ final class SSHAgentServer: Sendable {
             case .failure(let error):
                 log("\(requester): \(error); connection closed")
                 return
-            case .body(let body):
+            case .body(var body):
                 response = await answer(body, bindings: &bindings, requester: requester, terminal: terminal)
+                // An added key or a lock passphrase came in this message: its bytes are
+                // copied into secret memory by the decoder and wiped here.
+                body.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
             }
             guard Self.write(response.frame, to: descriptor) else { return }
         }
@@ -123,17 +126,66 @@ final class SSHAgentServer: Sendable {
                 log("\(requester): \(error)")
                 return .failure
             }
-        case .add:
-            log("\(requester): adding keys to touchgate agent is not supported yet; make a key in the vault "
-                + "with touchgate ssh keygen NAME")
-            return .failure
+        case .add(let addition):
+            return await add(addition, requester: requester)
         case .remove, .removeAll:
             log("\(requester): keys live in the vault; remove one with touchgate secret rm NAME")
             return .failure
-        case .lock, .unlock:
-            log("\(requester): the agent has no lock of its own; touchgate lock locks the vault")
-            return .failure
+        case .lock:
+            // The agent's lock is the vault's: every key stops signing until it is unlocked.
+            do {
+                _ = try await Requester.actingFor(requester) { () async throws(ServiceError) in try await requests.lock() }
+                log("\(requester): locked the vault")
+                return .success
+            } catch {
+                log("\(requester): lock failed: \(error.message)")
+                return .failure
+            }
+        case .unlock(let passphrase):
+            let interaction = AgentInteraction(terminal: nil, console: console, passphrase: passphrase)
+            do {
+                _ = try await Requester.actingFor(requester) { () async throws(ServiceError) in
+                    try await requests.unlock(onlyIfDue: false, interaction: interaction)
+                }
+                log("\(requester): unlocked the vault")
+                return .success
+            } catch {
+                log("\(requester): unlock failed: \(error.message)")
+                return .failure
+            }
         case .extension, .unknown:
+            return .failure
+        }
+    }
+
+    /// `ssh-add FILE`: the key is sealed into the vault under its comment, and from then
+    /// on signs like a key made there (any enrolled finger, `-c` a touch every time). A
+    /// lifetime is refused: a key in the vault stays until `touchgate secret rm` removes it.
+    func add(_ addition: AgentKeyAddition, requester: String) async -> AgentResponse {
+        var fresh = false
+        for constraint in addition.constraints {
+            switch constraint {
+            case .confirm:
+                fresh = true
+            case .lifetime:
+                log("\(requester): a key sealed in the vault stays until touchgate secret rm removes it, so ssh-add -t "
+                    + "is refused; add it without -t")
+                return .failure
+            }
+        }
+        let name = addition.comment.isEmpty
+            ? "ssh-key-" + addition.publicKey.blob.suffix(6).map { String($0, radix: 16) }.joined() : addition.comment
+        // OpenSSH sends seed and public key together; the vault keeps the seed alone.
+        let seed = addition.privateKey.withUnsafeBytes { SecretBytes(copying: $0.prefix(32)) }
+        do {
+            let report = try await Requester.actingFor(requester) { () async throws(ServiceError) in
+                try await requests.sshAdd(name, seed: { seed }, policy: "biometry-any", fresh: fresh)
+            }
+            log("\(requester): sealed SSH key '\(StoredText.escaped(report.name))' (\(report.fingerprint)) into the vault"
+                + (fresh ? "; every signature needs a touch" : ""))
+            return .success
+        } catch {
+            log("\(requester): the key was not added: \(error.message)")
             return .failure
         }
     }
@@ -207,6 +259,14 @@ enum AgentFrames {
 struct AgentInteraction: Interaction {
     let terminal: String?
     let console: Console
+    /// The passphrase the client sent (`ssh-add -X`), the only one the agent can give.
+    let given: SecretBytes?
+
+    init(terminal: String?, console: Console, passphrase: SecretBytes? = nil) {
+        self.terminal = terminal
+        self.console = console
+        given = passphrase
+    }
 
     func event(_ event: InteractionEvent) {
         console.event(event)
@@ -224,17 +284,16 @@ struct AgentInteraction: Interaction {
     }
 
     func passphrase(prompt: String, again: Bool) throws -> SecretBytes {
-        throw ServiceError(.passphraseRequired, "touchgate agent cannot ask for the passphrase; run touchgate unlock, "
-                           + "then try again")
+        if let given, !again { return given }
+        throw Self.cannotAsk
     }
 
-    func newPassphrase(prompt: String) throws -> SecretBytes {
-        try passphrase(prompt: prompt, again: false)
-    }
+    func newPassphrase(prompt: String) throws -> SecretBytes { throw Self.cannotAsk }
 
-    func repeatPassphrase(prompt: String) throws -> SecretBytes {
-        try passphrase(prompt: prompt, again: false)
-    }
+    func repeatPassphrase(prompt: String) throws -> SecretBytes { throw Self.cannotAsk }
+
+    static let cannotAsk = ServiceError(.passphraseRequired, "touchgate agent cannot ask for the passphrase; run "
+                                        + "touchgate unlock (or ssh-add -X), then try again")
 
     var canAskAgain: Bool { false }
 

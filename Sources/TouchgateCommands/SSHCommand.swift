@@ -62,7 +62,7 @@ struct SSH: AsyncParsableCommand {
         func run() async throws {
             try await CommandRunner.run(json: common.json) { console in
                 let keys = try await service.sshList()
-                console.result("ssh-keys", keys, text: keys.isEmpty ? "No SSH keys (make one: touchgate ssh keygen NAME)."
+                console.result("ssh-keys", SSHKeyList(keys: keys), text: keys.isEmpty ? "No SSH keys (make one: touchgate ssh keygen NAME)."
                                : keys.map { "\(StoredText.escaped($0.name))  \($0.fingerprint)  \($0.policy)"
                                    + ($0.fresh ? " (fresh touch)" : "") }.joined(separator: "\n"))
                 return ExitStatus.success
@@ -131,6 +131,11 @@ struct Agent: AsyncParsableCommand {
         }
         return directory + "/ssh-agent.sock"
     }
+}
+
+/// `{"keys": […]}`.
+struct SSHKeyList: Encodable, Sendable {
+    var keys: [SSHKeyReport]
 }
 
 /// `{"ssh-auth-sock": …}`.

@@ -86,6 +86,9 @@ struct RequestHandler: Sendable {
                                                      policy: arguments.policy, fresh: arguments.fresh ?? false,
                                                      replace: arguments.replace ?? false, device: arguments.device,
                                                      interaction: interaction))
+        case let arguments as Operations.SshAdd.Arguments:
+            return reply(id, try await service.sshAdd(arguments.item, seed: { try await interaction.secretValue() },
+                                                      policy: arguments.policy, fresh: arguments.fresh ?? false))
         case let arguments as Operations.FilterArguments:
             // audit.show: one output line per record, as fast as the client reads them: any
             // length of trail, never one line past the protocol's limit; waiting for a slow

@@ -13,6 +13,19 @@ extension TouchgateService {
     static let maximumSignedBytes = 16 * 1024
 
     public func sshKeygen(_ name: String, policy text: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
+        try await storeKey(name, policy: text, fresh: fresh, made: true) { Ed25519Key.generateSeed() }
+    }
+
+    public func sshAdd(_ name: String, seed: @escaping @Sendable () async throws -> SecretBytes, policy text: String,
+                       fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
+        try await storeKey(name, policy: text, fresh: fresh, made: false, seed: seed)
+    }
+
+    /// Seals the key `seed` gives as a new ``ItemKind/sshKey`` item: `seed` is called only
+    /// once the name, the policy and the vault allow it; the item and its record are
+    /// written together, and never over another item.
+    private func storeKey(_ name: String, policy text: String, fresh: Bool, made: Bool,
+                          seed: @escaping @Sendable () async throws -> SecretBytes) async throws(ServiceError) -> SSHKeyReport {
         let name = Self.storedName(name)
         return try await withStore { store in
             try Self.checkName(name, what: "SSH key")
@@ -27,13 +40,17 @@ extension TouchgateService {
                 throw ServiceError(.alreadyExists, "an item named '\(shown)' exists; nothing was changed (pick another "
                                    + "name, or remove it first: touchgate secret rm \(shown))")
             }
-            let seed = Ed25519Key.generateSeed()
+            let seed = try await seed()
+            guard seed.count == Ed25519Key.seedBytes else {
+                throw ServiceError.usage("an Ed25519 key's private seed is \(Ed25519Key.seedBytes) bytes, not \(seed.count)")
+            }
+            let origin = made ? "SSH key made" : "SSH key added"
             try context.audit.atomically { transaction in
                 try transaction.setItem(named: name, value: seed, kind: .sshKey, policy: policy.description,
                                         freshTouch: fresh, enrollmentDigest: digest, key: key, expecting: .absent,
                                         in: context.vault)
                 try transaction.append(.itemWrite, .success, vaultUser: context.vault.owner, item: name,
-                                       reason: "SSH key made (ssh-ed25519, \(policy)\(fresh ? ", fresh touch" : ""))")
+                                       reason: "\(origin) (ssh-ed25519, \(policy)\(fresh ? ", fresh touch" : ""))")
             }
             return Self.report(name: name, publicKey: Ed25519Key.publicKey(seed: seed), policy: policy.description,
                                fresh: fresh)

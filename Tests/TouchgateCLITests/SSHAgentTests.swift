@@ -288,6 +288,88 @@ struct SSHAgentTests {
         await agent.stop()
     }
 
+    @Test func sshAddSealsAKeyFileIntoTheVaultAndSshAddXLocksTheVault() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig, fresh: false)
+        let keyPath = rig.home.path("id_laptop")
+        let made = try await rig.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "laptop", "-f", keyPath])
+        try #require(made.status == 0, "ssh-keygen: \(made.stderrLines)")
+        let publicLine = try String(contentsOfFile: keyPath + ".pub", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+
+        // A lifetime is refused (a sealed key stays until removed); -c makes every use a touch.
+        let timed = try await rig.run("/usr/bin/ssh-add", ["-t", "60", keyPath], extra: setup.sshEnvironment)
+        #expect(timed.status != 0, "\(timed.stderrLines)")
+        let added = try await rig.run("/usr/bin/ssh-add", ["-c", keyPath], extra: setup.sshEnvironment)
+        #expect(added.status == 0, "\(added.stderrLines)")
+        let listed = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
+        #expect(listed.stdout.contains(publicLine), "\(listed.stdout)")
+        let keys = try await rig.vault.run(["ssh", "list", "--json"])
+        #expect(keys.stdout.contains("\"name\":\"laptop\"") && keys.stdout.contains("\"fresh\":true"), "\(keys.stdout)")
+
+        // The file can go: the vault's copy signs, after a touch, and is never released.
+        try FileManager.default.removeItem(atPath: keyPath)
+        let message = rig.home.path("notes.txt")
+        try Data("notes\n".utf8).write(to: URL(fileURLWithPath: message))
+        let signed = try await rig.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-f", keyPath + ".pub", "-n", "file", message],
+                                       extra: setup.sshEnvironment, presenting: ["whorl"])
+        #expect(signed.status == 0, "\(signed.stderrLines)")
+        let checked = try await rig.run("/bin/sh", ["-c", "exec /usr/bin/ssh-keygen -Y check-novalidate -n file -f \"$1\" -s \"$2\" < \"$3\"",
+                                                   "sh", keyPath + ".pub", message + ".sig", message])
+        #expect(checked.status == 0, "\(checked.stdout) \(checked.stderrLines)")
+        let released = try await rig.vault.run(["secret", "get", "laptop"], presenting: ["whorl"])
+        #expect(released.status != 0 && released.stdout.isEmpty, "an SSH key is never released: \(released.stderrLines)")
+        #expect(try await rig.auditRecords(mentioning: "SSH key added (ssh-ed25519, biometry-any, fresh touch)").count == 1)
+
+        // ssh-add -x locks the vault; -X unlocks it with the vault's passphrase.
+        let askpass = rig.home.path("askpass.sh")
+        try Data("#!/bin/sh\necho '\(VaultRig.passphrase)'\n".utf8).write(to: URL(fileURLWithPath: askpass))
+        chmod(askpass, 0o700)
+        let asking = setup.sshEnvironment.merging(["SSH_ASKPASS": askpass, "SSH_ASKPASS_REQUIRE": "force"]) { $1 }
+        let lock = try await rig.run("/usr/bin/ssh-add", ["-x"], extra: asking, stdin: Data())
+        #expect(lock.status == 0, "\(lock.stderrLines)")
+        let whileLocked = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
+        #expect(!whileLocked.stdout.contains(publicLine), "a locked vault lists nothing: \(whileLocked.stdout)")
+        let unlock = try await rig.run("/usr/bin/ssh-add", ["-X"], extra: asking, stdin: Data())
+        #expect(unlock.status == 0, "\(unlock.stderrLines)")
+        let again = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
+        #expect(again.stdout.contains(publicLine), "\(again.stdout)")
+        await setup.agent.stop()
+    }
+
+    @Test func throughTouchgatedTheDaemonDecidesAndTheAgentOnlyForwards() async throws {
+        let daemon = try await DaemonRig()
+        try await daemon.start()
+        try await daemon.initialize()
+        let made = try await daemon.run(["ssh", "keygen", "work", "--fresh"])
+        try #require(made.status == 0, "ssh keygen: \(made.stderrLines)\n\(daemon.daemonLog)")
+        let publicKeyPath = daemon.home.path("work.pub")
+        try Data(made.stdout.utf8).write(to: URL(fileURLWithPath: publicKeyPath))
+        let client = daemon.client()
+        let socket = daemon.home.path("agent.sock")
+        let agent = try await BackgroundProgram(daemon.binDirectory + "/touchgate", ["agent", "--json", "--socket", socket],
+                                                environment: client.environment, finger: daemon.finger)
+        try await waitForSocket(socket)
+        let message = daemon.home.path("notes.txt")
+        try Data("notes\n".utf8).write(to: URL(fileURLWithPath: message))
+        var signer = CLIProcess(environment: client.environment.merging(["SSH_AUTH_SOCK": socket]) { $1 })
+        signer.binaryOverride = "/usr/bin/ssh-keygen"
+        daemon.finger.present(["whorl"])
+        let signed = try await signer.run(["-Y", "sign", "-f", publicKeyPath, "-n", "file", message])
+        #expect(signed.status == 0, "\(signed.stderrLines)\n\(daemon.daemonLog)")
+        let checked = try await runProgram("/bin/sh", ["-c", "exec /usr/bin/ssh-keygen -Y check-novalidate -n file -f \"$1\" -s \"$2\" < \"$3\"",
+                                                      "sh", publicKeyPath, message + ".sig", message])
+        #expect(checked.status == 0, "\(checked.stdout) \(checked.stderr)")
+        // The daemon's trail: the decision, what was signed, the agent it served and the
+        // program the agent asked for.
+        let trail = try VaultRig.exportedRecords(try await daemon.run(["audit", "export"]))
+        let reasons = trail.compactMap { $0["reason"] as? String }.filter { $0.contains("use SSH key 'work' to sign a file") }
+        #expect(reasons.count == 1 && reasons.allSatisfy { $0.contains("touchgate agent for pid ") && $0.contains("/usr/bin/ssh-keygen") },
+                "\(reasons)")
+        await agent.stop()
+        daemon.stop()
+    }
+
     @Test func hostileClientsGetFailuresAndTheAgentServesOn() async throws {
         let rig = try HelperRig()
         defer { rig.home.remove() }

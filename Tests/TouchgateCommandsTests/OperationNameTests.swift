@@ -57,8 +57,9 @@ import TouchgateAPI
     @Test("every operation a person asks for is the command of the same words")
     func commands() {
         // Asked as part of another command: the count beside `audit show`'s page, and the
-        // orphans `prints delete --orphans` removes; a signature is asked through `touchgate agent`.
-        let notCommands: Set<DaemonOperation> = [.auditCount, .printsDeleteOrphans, .sshSign]
+        // orphans `prints delete --orphans` removes; a key is added and a signature asked
+        // through `touchgate agent` (ssh-add, ssh).
+        let notCommands: Set<DaemonOperation> = [.auditCount, .printsDeleteOrphans, .sshAdd, .sshSign]
         for operation in DaemonOperation.allCases where !notCommands.contains(operation) {
             var command: any ParsableCommand.Type = Touchgate.self
             for word in operation.rawValue.split(separator: ".") {

@@ -158,6 +158,29 @@ import TouchgateVault
         #expect(denied.count == refused.count)
     }
 
+    @Test("a key brought from elsewhere is sealed with its own public half; a bad seed or a taken name stores nothing")
+    func addedKeys() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index")])
+        defer { rig.remove() }
+        let seed = Ed25519Key.generateSeed()
+        let added = try await rig.service.sshAdd("laptop", seed: { seed }, policy: "biometry-any", fresh: true)
+        #expect([UInt8](added.publicKey) == SSHPublicKey.ed25519(Ed25519Key.publicKey(seed: seed)).blob)
+        #expect(added.fresh)
+        let short = SecretBytes(copying: [UInt8](repeating: 1, count: 31))
+        await #expect(throws: ServiceError.self) {
+            _ = try await rig.service.sshAdd("short", seed: { short }, policy: "biometry-any", fresh: false)
+        }
+        let asked = Counter()
+        await #expect(throws: ServiceError.self) {
+            _ = try await rig.service.sshAdd("laptop", seed: { asked.increment(); return seed }, policy: "biometry-any",
+                                             fresh: false)
+        }
+        #expect(asked.value == 0, "a taken name is refused before the key is read")
+        #expect(try await rig.service.sshList().map(\.name) == ["laptop"])
+        let records = try await rig.service.auditShow().filter { $0.event == "item.write" }
+        #expect(records.map(\.reason) == ["SSH key added (ssh-ed25519, biometry-any, fresh touch)"])
+    }
+
     @Test("editing the database to make a key a secret does not release it")
     func kindIsAuthenticated() async throws {
         let rig = try await RuleRig.ready([.finger("right-index")])
@@ -171,4 +194,13 @@ import TouchgateVault
             #expect(error.code == .integrity, "\(error.message)")
         }
     }
+}
+
+/// Counts calls from any task.
+final class Counter: @unchecked Sendable {
+    // @unchecked Sendable: `count` is only touched under `lock`.
+    private let lock = NSLock()
+    private var count = 0
+    var value: Int { lock.withLock { count } }
+    func increment() { lock.withLock { count += 1 } }
 }
