@@ -36,6 +36,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <stdbool.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,6 +87,30 @@ write_all (int fd, const void *data, size_t length)
       bytes += written;
       length -= (size_t) written;
     }
+}
+
+/* Writes all of DATA; false when the reader closed this connection (it closes it when the
+ * command closes the reader, which a long-running command such as touchgate agent does
+ * between touches), so the caller can connect anew. */
+static bool
+write_or_closed (int fd, const void *data, size_t length)
+{
+  const char *bytes = data;
+  while (length > 0)
+    {
+      ssize_t written = write (fd, bytes, length);
+      if (written < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          if (errno == EPIPE || errno == ECONNRESET)
+            return false;
+          die ("write to the reader");
+        }
+      bytes += written;
+      length -= (size_t) written;
+    }
+  return true;
 }
 
 /* Reads one whitespace-separated PGM header token; skips comments. */
@@ -332,11 +357,20 @@ main (int argc, char **argv)
               struct image *image = &images[next < count ? next : count - 1];
               if (next < count - 1)
                 next++;
-              if (connection < 0)
-                connection = connect_waiting (socket_path);
               int32_t size[2] = { image->width, image->height };
-              write_all (connection, size, sizeof size);
-              write_all (connection, image->pixels, (size_t) image->width * (size_t) image->height);
+              size_t pixels = (size_t) image->width * (size_t) image->height;
+              for (int attempt = 0;; attempt++)
+                {
+                  if (connection < 0)
+                    connection = connect_waiting (socket_path);
+                  if (write_or_closed (connection, size, sizeof size)
+                      && write_or_closed (connection, image->pixels, pixels))
+                    break;
+                  close (connection);
+                  connection = -1;
+                  if (attempt == 1)
+                    die ("write to the reader");
+                }
             }
           start = newline + 1;
         }

@@ -158,9 +158,11 @@ section=$work/fleet.md
   echo
 } >"$section"
 if [ -f "$output" ]; then
+  # This section replaces its earlier run, in its place; the sections after it stay.
   awk '/^## 8\. Fleet collection/ { exit } { print }' "$output" >"$work/report"
   [ -z "$(tail -1 "$work/report")" ] || echo >>"$work/report"
   cat "$section" >>"$work/report"
+  awk 'seen && /^## / && !/^## 8\./ { after = 1 } /^## 8\. Fleet collection/ { seen = 1 } after { print }' "$output" >>"$work/report"
   cp "$work/report" "$output"
 fi
 cat "$section"

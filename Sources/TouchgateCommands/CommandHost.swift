@@ -13,6 +13,11 @@ public protocol CommandHost: Sendable {
     /// This user's own store, served in this process (the personal mode).
     func personal() -> any TouchgateRequests
 
+    /// The personal mode for a process that serves many requests (`touchgate agent`): the
+    /// store stays open between them, as touchgated keeps it, instead of being opened,
+    /// migrated and synced for each one.
+    func longLived() -> any TouchgateRequests
+
     /// Whether the personal store exists yet (a shell completion must not create one).
     var personalStoreExists: Bool { get }
 

@@ -73,7 +73,7 @@ final class SSHAgentServer: Sendable {
                 response = await answer(body, bindings: &bindings, requester: requester, terminal: terminal)
                 // An added key or a lock passphrase came in this message: its bytes are
                 // copied into secret memory by the decoder and wiped here.
-                body.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+                _ = body.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
             }
             guard Self.write(response.frame, to: descriptor) else { return }
         }

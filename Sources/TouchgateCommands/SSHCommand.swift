@@ -108,7 +108,7 @@ struct Agent: AsyncParsableCommand {
             }
             console.result("agent", AgentReport(sshAuthSock: path),
                            text: "SSH_AUTH_SOCK=\(path); export SSH_AUTH_SOCK;")
-            let server = SSHAgentServer(requests: service, listener: listener, console: console)
+            let server = SSHAgentServer(requests: ServiceChoice.resolveLongLived(), listener: listener, console: console)
             await withTaskCancellationHandler {
                 await server.run()
             } onCancel: {

@@ -26,4 +26,11 @@ enum ServiceChoice {
         if let path = Invocation.daemonSocket() { return DaemonClient(socketPath: path) }
         return requiredHost.personal()
     }
+
+    /// ``resolve()`` for a process that serves many requests: in the personal mode the
+    /// store is kept open between them (``CommandHost/longLived()``).
+    static func resolveLongLived() -> any TouchgateRequests {
+        if let path = Invocation.daemonSocket() { return DaemonClient(socketPath: path) }
+        return requiredHost.longLived()
+    }
 }

@@ -23,6 +23,12 @@ struct LocalHost: CommandHost {
         service
     }
 
+    func longLived() -> any TouchgateRequests {
+        var kept = service
+        kept.openStores = OpenStores()
+        return kept
+    }
+
     var personalStoreExists: Bool {
         FileManager.default.fileExists(atPath: service.location.databasePath)
     }

@@ -387,6 +387,17 @@ struct SSHAgentTests {
         }
         let listed = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
         #expect(listed.stdout.contains(setup.authorizedKey), "the agent serves on: \(listed.stderrLines)")
+
+        // Another user who can reach the socket (it is 0600; here opened up on purpose) is
+        // turned away by the kernel's word on who connected, before anything is read.
+        if getuid() == 0 {
+            chmod(rig.home.url.path, 0o755)
+            chmod(setup.socket, 0o666)
+            let stranger = try await runProgram("/usr/bin/setpriv", ["--reuid=4243", "--regid=4243", "--clear-groups", "--",
+                                                                      "/usr/bin/ssh-add", "-L"],
+                                                environment: ["SSH_AUTH_SOCK": setup.socket])
+            #expect(stranger.status != 0 && !stranger.stdout.contains("ssh-ed25519"), "\(stranger.stdout) \(stranger.stderr)")
+        }
         await setup.agent.stop()
     }
 

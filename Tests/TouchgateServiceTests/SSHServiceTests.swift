@@ -146,6 +146,12 @@ import TouchgateVault
                                         hostKey: [UInt8](Self.binding(session: session).hostKey)), [bound]),
         ]
         let opens = rig.reader.opens
+        let oversized = Data(repeating: 0x41, count: 16 * 1024 + 1)
+        if case .failure(let error) = await Self.sign(rig, key, oversized) {
+            #expect(error.code == .forbidden && error.message.contains("16385 bytes"), "\(error.message)")
+        } else {
+            Issue.record("signed 16 KiB and more")
+        }
         for (what, data, bindings) in refused {
             if case .failure(let error) = await Self.sign(rig, key, data, bindings: bindings) {
                 #expect(error.code == .forbidden, "\(what): \(error.message)")
@@ -155,7 +161,7 @@ import TouchgateVault
         }
         #expect(rig.reader.opens == opens, "refusals never open the reader")
         let denied = try await rig.service.auditShow().filter { $0.item == "work" && $0.outcome == "denied" }
-        #expect(denied.count == refused.count)
+        #expect(denied.count == refused.count + 1)
     }
 
     @Test("a key brought from elsewhere is sealed with its own public half; a bad seed or a taken name stores nothing")

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# SSH agent benchmark (`BENCH_ONLY=ssh make bench`, or bench/ssh.sh BIN_DIR): touchgate agent
+# beside OpenSSH's own ssh-agent in the same run, each with one Ed25519 key.
+#
+# - listing the keys (`ssh-add -L`);
+# - a signature inside the reuse window (`ssh-keygen -Y sign`, no touch: the window was
+#   opened by a touch before the timed runs);
+# - a signature that needs a touch (a `--fresh` key), against `touchgate verify` with the
+#   same finger: both play the whorl print on libfprint's virtual_image reader through the
+#   feeder, so the difference is what the agent path adds around the touch.
+#
+# Environment:
+#   BENCH_RUNS=20              timed runs per figure
+#   BENCH_OUTPUT=BENCHMARKS.md where the section is written (replacing an earlier "## 9. SSH agent")
+set -euo pipefail
+export LC_ALL=C
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin=${1:-$(cd "$root" && swift build -c release --show-bin-path)}
+runs=${BENCH_RUNS:-20}
+output=${BENCH_OUTPUT:-$root/BENCHMARKS.md}
+fixtures=${TOUCHGATE_FIXTURES:-$root/../shared/fixtures}
+say() { printf 'bench ssh: %s\n' "$*" >&2; }
+for tool in hyperfine ssh-agent ssh-add ssh-keygen gcc; do
+  command -v "$tool" >/dev/null || { say "$tool is missing: apt-get install hyperfine openssh-client gcc"; exit 1; }
+done
+[ -x "$bin/touchgate" ] || { say "$bin/touchgate is missing: swift build -c release"; exit 1; }
+
+work=$(mktemp -d /tmp/touchgate-ssh-bench.XXXXXX)
+pids=()
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  XDG_DATA_HOME=$work/data "$bin/touchgate" lock >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+export HOME=$work/home XDG_DATA_HOME=$work/data XDG_RUNTIME_DIR=$work/run TMPDIR=$work/tmp
+mkdir -p -m 0700 "$HOME" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR" "$TMPDIR"
+unset SSH_AUTH_SOCK FP_VIRTUAL_IMAGE FP_VIRTUAL_DEVICE
+gcc -O2 -Wall -Wextra -Werror -o "$work/feeder" "$root/bench/feeder.c"
+feeder=$work/feeder
+whorl=$fixtures/prints/whorl.pgm
+
+say "a vault with whorl enrolled and two keys (one fresh)"
+printf 'bench passphrase for ssh\n' | "$bin/touchgate" init --kdf minimum --passphrase-fd 0 >/dev/null 2>&1
+printf 'bench passphrase for ssh\n' | "$feeder" image "$whorl" -- "$bin/touchgate" enroll --json --finger right-index \
+  --passphrase-fd 0 >/dev/null 2>&1
+"$bin/touchgate" ssh keygen bench >"$work/bench.pub" 2>/dev/null
+"$bin/touchgate" ssh keygen bench-fresh --fresh >"$work/fresh.pub" 2>/dev/null
+ours=$XDG_RUNTIME_DIR/touchgate/ssh-agent.sock
+"$feeder" image "$whorl" -- "$bin/touchgate" agent --json >/dev/null 2>"$work/agent.log" &
+pids+=($!)
+
+theirs=$work/ssh-agent.sock
+ssh-agent -D -a "$theirs" >/dev/null 2>&1 &
+pids+=($!)
+ssh-keygen -q -t ed25519 -N "" -f "$work/openssh" >/dev/null
+for _ in $(seq 100); do [ -S "$ours" ] && [ -S "$theirs" ] && break; sleep 0.05; done
+SSH_AUTH_SOCK=$theirs ssh-add -q "$work/openssh" 2>/dev/null
+printf 'a message to sign\n' >"$work/message"
+
+# One touch opens the reuse window for the non-fresh key.
+SSH_AUTH_SOCK=$ours ssh-keygen -Y sign -f "$work/bench.pub" -n file <"$work/message" >/dev/null 2>&1 \
+  || { say "the first signature through touchgate agent failed:"; cat "$work/agent.log" >&2; exit 1; }
+
+# timed NAME COMMAND: median and range in ms over `runs` runs (hyperfine, through sh).
+declare -A median low high
+timed() {
+  local name=$1
+  hyperfine --style=none --runs "$runs" --warmup 3 --export-json "$work/$name.json" "$2" >/dev/null 2>&1 \
+    || { say "$name failed: $2"; cat "$work/agent.log" >&2; exit 1; }
+  read -r median[$name] low[$name] high[$name] < <(python3 - "$work/$name.json" <<'PY'
+import json, statistics, sys
+times = json.load(open(sys.argv[1]))["results"][0]["times"]
+print(f"{statistics.median(times) * 1000:.2f} {min(times) * 1000:.2f} {max(times) * 1000:.2f}")
+PY
+)
+}
+ratio() { awk -v a="${median[$1]}" -v b="${median[$2]}" 'BEGIN { printf "%.2f×", a / b }'; }
+cell() { echo "${median[$1]} ms (${low[$1]}–${high[$1]})"; }
+
+say "listing keys"
+timed list_ours "SSH_AUTH_SOCK=$ours ssh-add -L"
+timed list_theirs "SSH_AUTH_SOCK=$theirs ssh-add -L"
+say "a signature inside the reuse window"
+timed sign_ours "SSH_AUTH_SOCK=$ours ssh-keygen -Y sign -f $work/bench.pub -n file <$work/message"
+timed sign_theirs "SSH_AUTH_SOCK=$theirs ssh-keygen -Y sign -f $work/openssh.pub -n file <$work/message"
+say "a signature with a touch, against touchgate verify with the same finger"
+timed touch_sign "SSH_AUTH_SOCK=$ours ssh-keygen -Y sign -f $work/fresh.pub -n file <$work/message"
+timed touch_verify "$feeder image $whorl -- $bin/touchgate verify"
+timed keygen_only "ssh-keygen -Y sign -f $work/openssh -n file <$work/message"
+
+section=$work/section
+{
+  echo "## 9. SSH agent"
+  echo
+  echo "Measured with \`BENCH_ONLY=ssh make bench\` on $(date -u '+%Y-%m-%d %H:%M') UTC, commit" \
+    "\`$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)\`, binaries from \`${bin#"$root"/}\`;" \
+    "OpenSSH $(ssh -V 2>&1 | cut -d, -f1 | sed 's/^OpenSSH_//'). Median of $runs runs (range), each a whole program" \
+    "run from the shell (hyperfine), the two agents side by side, one Ed25519 key each."
+  echo
+  echo "| measure | touchgate agent | OpenSSH's ssh-agent | ratio | target |"
+  echo "| --- | --- | --- | --- | --- |"
+  echo "| \`ssh-add -L\` | $(cell list_ours) | $(cell list_theirs) | $(ratio list_ours list_theirs) | ≤ 1.0× |"
+  echo "| \`ssh-keygen -Y sign\`, inside the reuse window | $(cell sign_ours) | $(cell sign_theirs) | $(ratio sign_ours sign_theirs) | ≤ 1.5× |"
+  echo
+  echo "| a touch | signature through the agent (\`--fresh\` key) | \`touchgate verify\` | ratio | target |"
+  echo "| --- | --- | --- | --- | --- |"
+  echo "| whorl on virtual_image, played by the feeder | $(cell touch_sign) | $(cell touch_verify) | $(ratio touch_sign touch_verify) | ≤ 1.0× |"
+  echo
+  echo "\`ssh-keygen -Y sign\` with the key file itself, no agent: $(cell keygen_only) (what any signature costs" \
+    "before an agent is asked). Where touchgate agent's time goes: the agent keeps the store open between requests" \
+    "(as touchgated does; opening it for each was 4 fdatasync and 16 files a request, strace), so a listing makes" \
+    "no sync and opens only the audit key files, which every request reads to check the trail's head and seal" \
+    "before it trusts the store. A signature is a decision of the key's policy in the service: the authenticated" \
+    "state verified, the key found and unsealed, what is signed judged, the grant written to the audit chain and" \
+    "synced before the signature leaves (ssh-agent writes nothing), then Ed25519 by libsodium."
+  echo
+} >"$section"
+if [ -f "$output" ]; then
+  # This section replaces its earlier run; every other section stays as it was.
+  awk '/^## 9\. SSH agent/ { skip = 1; next } /^## / { skip = 0 } !skip { print }' "$output" >"$work/report"
+  [ -z "$(tail -1 "$work/report")" ] || echo >>"$work/report"
+  cat "$section" >>"$work/report"
+  cp "$work/report" "$output"
+fi
+cat "$section"
