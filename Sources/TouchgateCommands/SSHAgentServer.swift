@@ -96,7 +96,11 @@ final class SSHAgentServer: Sendable {
                 return .identities(keys.map { AgentIdentity(keyBlob: [UInt8]($0.publicKey), comment: $0.name) })
             } catch {
                 log("\(requester): listing keys failed: \(error.message)")
-                return .failure
+                // As a locked ssh-agent does: no keys, so ssh goes on to its other ways in;
+                // the person is told why on the terminal that asked.
+                guard error.code == .vaultLocked || error.code == .noVault else { return .failure }
+                AgentInteraction(terminal: terminal, console: console).tell("touchgate agent: \(error.message)")
+                return .identities([])
             }
         case .sign(let keyBlob, let data, let flags):
             let request = SSHSignRequest(publicKey: Data(keyBlob), data: Data(data), flags: flags.rawValue, bindings: bindings)
