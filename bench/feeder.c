@@ -71,24 +71,6 @@ die (const char *what)
   stop ();
 }
 
-static void
-write_all (int fd, const void *data, size_t length)
-{
-  const char *bytes = data;
-  while (length > 0)
-    {
-      ssize_t written = write (fd, bytes, length);
-      if (written < 0)
-        {
-          if (errno == EINTR)
-            continue;
-          die ("write to the reader");
-        }
-      bytes += written;
-      length -= (size_t) written;
-    }
-}
-
 /* Writes all of DATA; false when the reader closed this connection (it closes it when the
  * command closes the reader, which a long-running command such as touchgate agent does
  * between touches), so the caller can connect anew. */
@@ -111,6 +93,13 @@ write_or_closed (int fd, const void *data, size_t length)
       length -= (size_t) written;
     }
   return true;
+}
+
+static void
+write_all (int fd, const void *data, size_t length)
+{
+  if (!write_or_closed (fd, data, length))
+    die ("write to the reader");
 }
 
 /* Reads one whitespace-separated PGM header token; skips comments. */
