@@ -144,12 +144,19 @@ enum SSHSigningPurpose: Equatable {
                 guard [UInt8](bound.sessionID) == login.sessionIdentifier else {
                     return .refused("the login is for another session than the one the connection was bound to")
                 }
-                guard verified(bound) else { return .refused("the host's proof of the session does not verify") }
                 if let named = login.hostKey, named != [UInt8](bound.hostKey) {
                     return .refused("the login names another host key than the session's")
                 }
-                let host = (try? SSHPublicKey(blob: [UInt8](bound.hostKey)))?.fingerprint(sha256: SHA256.digest)
-                words += " on the host with key " + (host ?? "of an unknown type")
+                switch proof(of: bound) {
+                case .forged:
+                    return .refused("the host's proof of the session does not verify")
+                case .verified(let fingerprint):
+                    words += " on the host with key " + fingerprint
+                case .unchecked(let type):
+                    // Only Ed25519 proofs are checked here; what the words then say about
+                    // the host is the client's claim, and is worded as one.
+                    words += " on a host whose \(StoredText.escaped(type)) key was not checked"
+                }
             }
             return .allowed(words)
         case .sshsig(let signature):
@@ -164,13 +171,31 @@ enum SSHSigningPurpose: Equatable {
         }
     }
 
-    /// Whether a binding's signature is its host key's over its session identifier
-    /// (Ed25519 host keys; others cannot be checked here and do not verify).
-    static func verified(_ binding: SSHSessionBinding) -> Bool {
-        guard let host = try? SSHPublicKey(blob: [UInt8](binding.hostKey)), case .ed25519(let publicKey) = host,
-              let signature = try? SSHPublicKey.ed25519Signature(fromBlob: [UInt8](binding.signature))
-        else { return false }
-        return Ed25519Key.verify(signature, of: [UInt8](binding.sessionID), publicKey: publicKey)
+    /// What a binding's proof shows.
+    enum Proof: Equatable {
+        /// The host key (this fingerprint) signed the session identifier.
+        case verified(String)
+        /// An Ed25519 host key that did not sign it, or a proof that cannot be read.
+        case forged
+        /// A host key of another type (ECDSA, RSA), which is not checked here.
+        case unchecked(String)
+    }
+
+    /// Whether a binding's signature is its host key's over its session identifier.
+    static func proof(of binding: SSHSessionBinding) -> Proof {
+        let host: SSHPublicKey
+        do {
+            host = try SSHPublicKey(blob: [UInt8](binding.hostKey))
+        } catch .unsupportedKeyType(let type) {
+            return .unchecked(type)
+        } catch {
+            return .forged
+        }
+        guard case .ed25519(let publicKey) = host,
+              let signature = try? SSHPublicKey.ed25519Signature(fromBlob: [UInt8](binding.signature)),
+              Ed25519Key.verify(signature, of: [UInt8](binding.sessionID), publicKey: publicKey)
+        else { return .forged }
+        return .verified(host.fingerprint(sha256: SHA256.digest))
     }
 
 }

@@ -145,6 +145,17 @@ import TouchgateVault
             ("another host", Self.login(user: "alice", session: session, key: [UInt8](key.publicKey),
                                         hostKey: [UInt8](Self.binding(session: session).hostKey)), [bound]),
         ]
+        // A host key of another type is not checked here: the words say so, and it signs.
+        var ecdsa = SSHWireWriter()
+        ecdsa.string("ecdsa-sha2-nistp256")
+        ecdsa.string("nistp256")
+        ecdsa.string([UInt8](repeating: 4, count: 65))
+        let unchecked = SSHSessionBinding(hostKey: Data(ecdsa.bytes), sessionID: Data(session), signature: Data([1, 2, 3]),
+                                          forwarding: false)
+        let other = try await Self.sign(rig, key, Self.login(user: "alice", session: session, key: [UInt8](key.publicKey)),
+                                        bindings: [unchecked]).get()
+        #expect(other.purpose == "use SSH key 'work' to log in as alice on a host whose ecdsa-sha2-nistp256 key was not checked")
+
         let opens = rig.reader.opens
         let oversized = Data(repeating: 0x41, count: 16 * 1024 + 1)
         if case .failure(let error) = await Self.sign(rig, key, oversized) {
