@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TouchgateAPI
 import TouchgateSSH
 import TouchgateSocket
@@ -20,6 +21,12 @@ final class SSHAgentServer: Sendable {
 
     /// The most sessions one connection may bind (OpenSSH's own agent keeps 16).
     static let maximumBindings = 16
+    /// The most clients served at once; each holds a thread while it is connected.
+    static let maximumConnections = 64
+    /// How long an answer may wait for a client that does not read it.
+    static let sendTimeoutSeconds = 5
+    /// The clients connected now.
+    private let connected = Mutex(0)
 
     init(requests: any TouchgateRequests, listener: UnixListener, console: Console) {
         self.requests = requests
@@ -51,31 +58,44 @@ final class SSHAgentServer: Sendable {
         }
     }
 
-    /// One client: its requests in order, each answered before the next is read.
+    /// One client: its requests in order, each answered before the next is read. The
+    /// client's thread reads and writes (``AgentConnection``); this task only answers.
     func serve(_ descriptor: Int32) async {
-        defer { close(descriptor) }
         // The socket is the user's alone (mode 0600 in a 0700 directory); the kernel's word
         // on who connected is checked all the same.
         guard let peer = try? Peer.of(socket: descriptor), peer.uid == getuid() else {
+            close(descriptor)
             log("refused a connection from another user")
             return
         }
+        let admitted = connected.withLock { count in
+            guard count < Self.maximumConnections else { return false }
+            count += 1
+            return true
+        }
+        guard admitted else {
+            close(descriptor)
+            log("more than \(Self.maximumConnections) clients at once; one was turned away")
+            return
+        }
+        defer { connected.withLock { $0 -= 1 } }
+        let connection = AgentConnection(descriptor: descriptor, sendTimeoutSeconds: Self.sendTimeoutSeconds)
+        defer { connection.finish() }
         let requester = HelperRequester.describe(helper: "touchgate agent", pid: peer.pid)
         let terminal = Self.terminal(of: peer.pid)
         var bindings: [SSHSessionBinding] = []
-        for await frame in AgentFrames.read(descriptor) {
-            let response: AgentResponse
+        for await frame in connection.messages() {
             switch frame {
             case .failure(let error):
                 log("\(requester): \(error); connection closed")
                 return
             case .body(var body):
-                response = await answer(body, bindings: &bindings, requester: requester, terminal: terminal)
+                let response = await answer(body, bindings: &bindings, requester: requester, terminal: terminal)
                 // An added key or a lock passphrase came in this message: its bytes are
                 // copied into secret memory by the decoder and wiped here.
                 _ = body.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+                connection.reply(response.frame)
             }
-            guard Self.write(response.frame, to: descriptor) else { return }
         }
     }
 
@@ -215,33 +235,70 @@ final class SSHAgentServer: Sendable {
     }
 }
 
-/// What an agent client sends: whole messages, or why the connection ends.
-enum AgentFrames {
+/// One client's connection, read and written on a thread of its own: reads and sends
+/// block, and a client that sends half a message, or never reads its answers, then holds
+/// only its own thread (and a send only ``SSHAgentServer/sendTimeoutSeconds``), never one of
+/// the few the cooperative pool has for every client. The next message is read only once
+/// the last one is answered, so a client that floods requests gets no queue in the agent.
+///
+/// `@unchecked Sendable`: `answer` is only touched under `lock`; the thread and the task
+/// hand it over through `answered`.
+final class AgentConnection: @unchecked Sendable {
     enum Frame: Sendable {
         case body([UInt8])
         case failure(SSHWireError)
     }
 
-    /// The messages read from `descriptor` until the client closes it. Reads block, so they
-    /// run on a thread of their own (a client that sends half a message holds only that).
-    static func read(_ descriptor: Int32) -> AsyncStream<Frame> {
+    private let descriptor: Int32
+    private let lock = NSLock()
+    private let answered = DispatchSemaphore(value: 0)
+    /// The answer to send, or nil to end the connection.
+    private var answer: [UInt8]?
+
+    /// Takes `descriptor`, which the connection's thread closes when it ends.
+    init(descriptor: Int32, sendTimeoutSeconds: Int) {
+        self.descriptor = descriptor
+        var timeout = timeval(tv_sec: sendTimeoutSeconds, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// The client's messages, until it closes the connection, sends one over the limit or
+    /// stops reading; each must be answered (``reply(_:)``) before the next is read.
+    func messages() -> AsyncStream<Frame> {
         AsyncStream { continuation in
-            let thread = Thread {
+            let thread = Thread { [self] in
+                defer {
+                    continuation.finish()
+                    close(descriptor)
+                }
                 while true {
-                    guard let header = readExactly(descriptor, 4) else { break }
+                    guard let header = Self.readExactly(descriptor, 4) else { return }
                     let length = header.withUnsafeBytes { Int(UInt32(bigEndian: $0.loadUnaligned(as: UInt32.self))) }
                     guard length > 0, length <= AgentFrame.maximumLength else {
                         continuation.yield(.failure(.frameTooLarge(declared: UInt32(length))))
-                        break
+                        return
                     }
-                    guard let body = readExactly(descriptor, length) else { break }
+                    guard let body = Self.readExactly(descriptor, length) else { return }
                     continuation.yield(.body(body))
+                    answered.wait()
+                    guard let answer = lock.withLock({ answer }), SSHAgentServer.write(answer, to: descriptor) else { return }
                 }
-                continuation.finish()
             }
             thread.name = "touchgate-agent-client"
             thread.start()
         }
+    }
+
+    /// Sends `answer` to the client and lets the next message be read.
+    func reply(_ answer: [UInt8]) {
+        lock.withLock { self.answer = answer }
+        answered.signal()
+    }
+
+    /// Ends the connection, if its thread still waits for an answer.
+    func finish() {
+        lock.withLock { answer = nil }
+        answered.signal()
     }
 
     private static func readExactly(_ descriptor: Int32, _ count: Int) -> [UInt8]? {

@@ -441,6 +441,19 @@ final class RawClient: @unchecked Sendable {
         _ = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
+    /// Sends as much of `bytes` as the socket takes now, never waiting; returns how much.
+    func sendWithoutWaiting(_ bytes: [UInt8]) -> Int {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+            guard sent > 0 else { break }
+            offset += sent
+        }
+        return offset
+    }
+
     /// Half-closes: the daemon sees the end of the stream, replies can still arrive.
     func finishSending() {
         shutdown(descriptor, Int32(SHUT_WR))

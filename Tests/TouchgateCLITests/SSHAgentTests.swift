@@ -390,6 +390,18 @@ struct SSHAgentTests {
         let listed = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
         #expect(listed.stdout.contains(setup.authorizedKey), "the agent serves on: \(listed.stderrLines)")
 
+        // Two clients that send requests by the thousand and never read an answer hold their
+        // own threads only: another client is served meanwhile, at once.
+        let flooders = try (0..<2).map { _ in try RawClient(path: setup.socket) }
+        defer { flooders.forEach { $0.close() } }
+        let requests = Array(repeating: [0, 0, 0, 1, 11] as [UInt8], count: 40_000).flatMap { $0 }
+        for flooder in flooders { #expect(flooder.sendWithoutWaiting(requests) > 0) }
+        try await Task.sleep(for: .seconds(1))
+        let started = Date()
+        let beside = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
+        #expect(beside.stdout.contains(setup.authorizedKey), "\(beside.stderrLines)")
+        #expect(Date().timeIntervalSince(started) < 3, "served beside the flooders in \(Date().timeIntervalSince(started)) s")
+
         // Another user who can reach the socket (it is 0600; here opened up on purpose) is
         // turned away by the kernel's word on who connected, before anything is read.
         if getuid() == 0 {
