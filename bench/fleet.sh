@@ -23,6 +23,8 @@ total=${FLEET_TOTAL:-1000000}
 output=${BENCH_OUTPUT:-$root/BENCHMARKS.md}
 pg=/usr/lib/postgresql/15/bin
 say() { printf 'bench fleet: %s\n' "$*" >&2; }
+# shellcheck source=bench/section.sh
+source "$root/bench/section.sh"
 [ -x "$pg/initdb" ] || { say "PostgreSQL 15 is missing: apt-get install postgresql"; exit 1; }
 [ -x /usr/bin/time ] || { say "GNU time is missing (for the collector's peak memory): apt-get install time"; exit 1; }
 for tool in touchgate touchgate-collector touchgate-bench; do
@@ -157,12 +159,5 @@ section=$work/fleet.md
     "took $witness_time over $entries entries."
   echo
 } >"$section"
-if [ -f "$output" ]; then
-  # This section replaces its earlier run, in its place; the sections after it stay.
-  awk '/^## 8\. Fleet collection/ { exit } { print }' "$output" >"$work/report"
-  [ -z "$(tail -1 "$work/report")" ] || echo >>"$work/report"
-  cat "$section" >>"$work/report"
-  awk 'seen && /^## / && !/^## 8\./ { after = 1 } /^## 8\. Fleet collection/ { seen = 1 } after { print }' "$output" >>"$work/report"
-  cp "$work/report" "$output"
-fi
+replace_section 8 "$section" "$output"
 cat "$section"

@@ -20,6 +20,8 @@ runs=${BENCH_RUNS:-20}
 output=${BENCH_OUTPUT:-$root/BENCHMARKS.md}
 fixtures=${TOUCHGATE_FIXTURES:-$root/../shared/fixtures}
 say() { printf 'bench ssh: %s\n' "$*" >&2; }
+# shellcheck source=bench/section.sh
+source "$root/bench/section.sh"
 for tool in hyperfine ssh-agent ssh-add ssh-keygen gcc; do
   command -v "$tool" >/dev/null || { say "$tool is missing: apt-get install hyperfine openssh-client gcc"; exit 1; }
 done
@@ -117,11 +119,5 @@ section=$work/section
     "synced before the signature leaves (ssh-agent writes nothing), then Ed25519 by libsodium."
   echo
 } >"$section"
-if [ -f "$output" ]; then
-  # This section replaces its earlier run; every other section stays as it was.
-  awk '/^## 9\. SSH agent/ { skip = 1; next } /^## / { skip = 0 } !skip { print }' "$output" >"$work/report"
-  [ -z "$(tail -1 "$work/report")" ] || echo >>"$work/report"
-  cat "$section" >>"$work/report"
-  cp "$work/report" "$output"
-fi
+replace_section 9 "$section" "$output"
 cat "$section"

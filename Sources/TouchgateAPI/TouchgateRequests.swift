@@ -118,7 +118,8 @@ public protocol TouchgateRequests: Sendable {
     /// succeed, and the key never leaves the service again.
     func sshAdd(_ name: String, seed: @escaping @Sendable () async throws -> SecretBytes, policy: String,
                 fresh: Bool) async throws(ServiceError) -> SSHKeyReport
-    /// The vault's SSH keys, public parts only. Works while locked.
+    /// The vault's SSH keys, public parts only. Needs the vault unlocked (the public half is
+    /// derived from the sealed key): `vault-locked` otherwise.
     func sshList() async throws(ServiceError) -> [SSHKeyReport]
     /// Signs `request.data` with the vault key whose public key it names, once the key's
     /// policy allows it for what the data is (said in the prompt and the audit record).

@@ -198,7 +198,8 @@ final class SSHAgentServer: Sendable {
             }
         }
         let name = addition.comment.isEmpty
-            ? "ssh-key-" + addition.publicKey.blob.suffix(6).map { String($0, radix: 16) }.joined() : addition.comment
+            ? "ssh-key-" + addition.publicKey.blob.suffix(6).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+            : addition.comment
         // OpenSSH sends seed and public key together; the vault keeps the seed alone.
         let seed = addition.privateKey.withUnsafeBytes { SecretBytes(copying: $0.prefix(32)) }
         do {

@@ -20,18 +20,16 @@ public enum Ed25519Key {
 
     /// The public key of `seed`.
     public static func publicKey(seed: SecretBytes) -> [UInt8] {
-        var publicKey = [UInt8](repeating: 0, count: publicKeyBytes)
-        expanded(seed) { _ in } publicKey: { publicKey = $0 }
-        return publicKey
+        keyPair(seed).publicKey
     }
 
     /// The signature of `message` by `seed`'s key.
     public static func sign(_ message: [UInt8], seed: SecretBytes) -> [UInt8] {
         var signature = [UInt8](repeating: 0, count: signatureBytes)
-        expanded(seed) { secretKey in
+        keyPair(seed).secretKey.withUnsafeBytes { secretKey in
             _ = crypto_sign_ed25519_detached(&signature, nil, message, UInt64(message.count),
                                              secretKey.baseAddress!.assumingMemoryBound(to: UInt8.self))
-        } publicKey: { _ in }
+        }
         return signature
     }
 
@@ -42,20 +40,18 @@ public enum Ed25519Key {
         return crypto_sign_ed25519_verify_detached(signature, message, UInt64(message.count), publicKey) == 0
     }
 
-    /// Expands `seed` into libsodium's 64-byte secret key, in secret memory wiped when
-    /// `body` returns, and hands over the public key.
-    private static func expanded<R>(_ seed: SecretBytes, _ body: (UnsafeRawBufferPointer) -> R,
-                                    publicKey: ([UInt8]) -> Void) -> R {
+    /// `seed`'s public key and libsodium's 64-byte secret key, the latter in secret memory
+    /// (wiped when the last reference goes).
+    private static func keyPair(_ seed: SecretBytes) -> (publicKey: [UInt8], secretKey: SecretBytes) {
         Sodium.ensureInitialized()
         precondition(seed.count == seedBytes, "an Ed25519 seed is 32 bytes")
-        var pk = [UInt8](repeating: 0, count: publicKeyBytes)
+        var publicKey = [UInt8](repeating: 0, count: publicKeyBytes)
         let secretKey = SecretBytes.make(count: Int(crypto_sign_ed25519_SECRETKEYBYTES)) { secretKey in
             seed.withUnsafeBytes { seed in
-                _ = crypto_sign_ed25519_seed_keypair(&pk, secretKey.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                _ = crypto_sign_ed25519_seed_keypair(&publicKey, secretKey.baseAddress!.assumingMemoryBound(to: UInt8.self),
                                                      seed.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
         }
-        publicKey(pk)
-        return secretKey.withUnsafeBytes(body)
+        return (publicKey, secretKey)
     }
 }
