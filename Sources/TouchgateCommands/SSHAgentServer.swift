@@ -274,12 +274,18 @@ final class AgentConnection: @unchecked Sendable {
                 }
                 while true {
                     guard let header = Self.readExactly(descriptor, 4) else { return }
-                    let length = header.withUnsafeBytes { Int(UInt32(bigEndian: $0.loadUnaligned(as: UInt32.self))) }
-                    guard length > 0, length <= AgentFrame.maximumLength else {
-                        continuation.yield(.failure(.frameTooLarge(declared: UInt32(length))))
+                    let length: Int
+                    do throws(SSHWireError) {
+                        // The length prefix alone: the body it announces, or a limit passed.
+                        switch try AgentFrame.scan(header) {
+                        case .incomplete(let needed): length = needed
+                        case .complete: length = 0  // an empty message, answered as a malformed one
+                        }
+                    } catch {
+                        continuation.yield(.failure(error))
                         return
                     }
-                    guard let body = Self.readExactly(descriptor, length) else { return }
+                    guard let body = length == 0 ? [] : Self.readExactly(descriptor, length) else { return }
                     continuation.yield(.body(body))
                     answered.wait()
                     guard let answer = lock.withLock({ answer }), SSHAgentServer.write(answer, to: descriptor) else { return }

@@ -377,6 +377,7 @@ struct SSHAgentTests {
         defer { rig.home.remove() }
         let setup = try await Setup.make(rig: rig, fresh: false)
         let hostile: [[UInt8]] = [
+            [0, 0, 0, 0],                             // an empty message
             [0, 0, 0, 1, 99],                         // an unknown message
             [0, 0, 0, 5, 13, 0, 0, 0, 200],           // a sign request whose key blob outruns the message
             [0, 0, 0, 3, 27, 0, 0],                   // an extension cut short

@@ -198,6 +198,23 @@ import TouchgateVault
         #expect(records.map(\.reason) == ["SSH key added (ssh-ed25519, biometry-any, fresh touch)"])
     }
 
+    @Test("two keys made under one name at once: one is stored and recorded, the other refused")
+    func concurrentKeygen() async throws {
+        let rig = try await RuleRig.ready()
+        defer { rig.remove() }
+        let service = rig.service
+        let made = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<4 {
+                group.addTask { (try? await service.sshKeygen("work", policy: "biometry-any", fresh: false)) != nil }
+            }
+            return await group.reduce(into: 0) { $0 += $1 ? 1 : 0 }
+        }
+        #expect(made == 1)
+        #expect(try await service.sshList().count == 1)
+        let records = try await service.auditShow().filter { $0.event == "item.write" && $0.item == "work" }
+        #expect(records.map(\.outcome) == ["success"])
+    }
+
     @Test("editing the database to make a key a secret does not release it")
     func kindIsAuthenticated() async throws {
         let rig = try await RuleRig.ready([.finger("right-index")])
