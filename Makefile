@@ -22,11 +22,14 @@
 #   make pam              pam_touchgate.so, the PAM module (C, libpam only), into $(PAMBUILD)
 #   make install-pam      installs it into $(DESTDIR)$(PAMDIR) (README, "Integrations", "PAM");
 #                         uninstall-pam removes it. No PAM stack is changed: that is yours to edit
+#   make sk               libtouchgate-sk.so, the OpenSSH security-key provider (C, libc only),
+#                         into $(SKBUILD); `make install` puts it in $(LIBDIR)/touchgate/
 #   make fuzz             coverage-guided fuzzing (libFuzzer, `swiftc -sanitize=fuzzer,address`)
 #                         of the socket protocol decoder and receive buffer, the policy-string
 #                         parser, the stored policy-state and reader-ledger decoders, the
-#                         audit records' cleaning and encoding and the SSH agent protocol's
-#                         messages, FUZZ_SECONDS (default 60) each, from the seeds in
+#                         audit records' cleaning and encoding, the SSH agent protocol's
+#                         messages and the C readers of the PAM module and the security-key
+#                         provider, FUZZ_SECONDS (default 60) each, from the seeds in
 #                         fuzz/corpus/; FUZZ_RUNS=N runs N inputs each instead;
 #                         FUZZ_OPTIMIZE=-Onone (default -O) keeps the standard library's debug
 #                         checks (bounds of unsafe buffers), at about a fiftieth of the speed.
@@ -58,6 +61,8 @@ CC            ?= cc
 PAMDIR        ?= /lib/$(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/security
 PAMBUILD      ?= $(SCRATCH)/pam
 PAM_CFLAGS    ?= -O2 -g
+LIBDIR        ?= $(PREFIX)/lib
+SKBUILD       ?= $(SCRATCH)/sk
 SCRATCH       ?= .build
 CONFIGURATION ?= release
 SWIFTPM_FLAGS ?=
@@ -79,7 +84,7 @@ COMPOUT  = $(SCRATCH)/completions
 # The pages carry the date of the last commit, so a rebuild gives the same pages.
 MANDATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 
-.PHONY: all daemon pam install install-udev install-daemon install-pam uninstall uninstall-udev uninstall-daemon uninstall-pam bench fuzz
+.PHONY: all daemon pam sk install install-udev install-daemon install-pam uninstall uninstall-udev uninstall-daemon uninstall-pam bench fuzz
 # touchgate run under these names speaks for ssh, git and gpg-agent.
 HELPERS = touchgate-askpass git-credential-touchgate pinentry-touchgate
 
@@ -109,7 +114,7 @@ $(COMPOUT)/touchgate: $(BINARY)
 	$(BINARY) --generate-completion-script fish > $(COMPOUT)/touchgate.fish
 	$(BINARY) --generate-completion-script bash > $@
 
-install: all
+install: all sk
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/touchgate $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(BASHCOMPDIR) \
 		$(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 0755 $(BINARY) $(DESTDIR)$(BINDIR)/touchgate
@@ -127,6 +132,9 @@ install: all
 	sed 's|^ExecStart=/usr/local/bin/touchgate |ExecStart=$(BINDIR)/touchgate |' systemd/touchgate-agent.service \
 		> $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.service
+	# The security-key provider ssh loads (README, "ssh").
+	install -d $(DESTDIR)$(LIBDIR)/touchgate
+	install -m 0644 $(SKBUILD)/libtouchgate-sk.so $(DESTDIR)$(LIBDIR)/touchgate/libtouchgate-sk.so
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(HELPERS))
@@ -134,7 +142,9 @@ uninstall:
 	-rmdir $(DESTDIR)$(LIBEXECDIR)/touchgate
 	rm -f $(DESTDIR)$(BINDIR)/touchgate $(DESTDIR)$(MAN1DIR)/touchgate.1 $(DESTDIR)$(MAN1DIR)/touchgate.*.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/touchgate $(DESTDIR)$(ZSHCOMPDIR)/_touchgate $(DESTDIR)$(FISHCOMPDIR)/touchgate.fish \
-		$(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.socket $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.service
+		$(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.socket $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.service \
+		$(DESTDIR)$(LIBDIR)/touchgate/libtouchgate-sk.so
+	-rmdir $(DESTDIR)$(LIBDIR)/touchgate
 
 # Reloading is for the running system only: a staged install (DESTDIR) stays files.
 UDEV_RELOAD = if [ -z "$(DESTDIR)" ]; then \
@@ -206,6 +216,15 @@ install-pam: pam
 uninstall-pam:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_touchgate.so
 
+# The OpenSSH security-key provider: loaded by ssh-sk-helper, so C with libc only; it asks
+# touchgate agent over its socket and holds no key.
+sk: $(SKBUILD)/libtouchgate-sk.so
+
+$(SKBUILD)/libtouchgate-sk.so: sk/touchgate_sk.c sk/sk_wire.c sk/sk_wire.h sk/sk_api.h
+	@mkdir -p $(SKBUILD)
+	$(CC) $(PAM_CFLAGS) -std=c11 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden \
+		-Wl,-z,relro,-z,now -Wl,--no-undefined -o $@ sk/touchgate_sk.c sk/sk_wire.c
+
 bench:
 	bench/run.sh
 
@@ -217,7 +236,7 @@ FUZZDIR       ?= .build-fuzz
 FUZZ_SECONDS  ?= 60
 FUZZ_RUNS     ?=
 FUZZ_OPTIMIZE ?= -O
-FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json pam-reader ssh-agent
+FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json pam-reader ssh-agent sk-reader
 # The Foundation-free TouchgateBasics without what needs the C module CTouchgateSys (the
 # process protections and threads; secret memory compiles without its fatal-signal registry).
 BASICS_SOURCES = $(filter-out Sources/TouchgateBasics/ProcessProtection.swift Sources/TouchgateBasics/SystemThread.swift,\
@@ -297,6 +316,13 @@ $(FUZZDIR)/fuzz-pam-reader: fuzz/pam-reader.swift $(PAM_READER_C) pam/reader.h p
 			-fsanitize=fuzzer-no-link,address -c $$c -o $(FUZZDIR)/pam-reader/$$(basename $$c .c).o || exit 1; \
 	done
 	$(call FUZZ_SWIFTC,$@,PAMReader,-import-objc-header pam/reader.h fuzz/pam-reader.swift $(PAM_READER_C:pam/%.c=$(FUZZDIR)/pam-reader/%.o))
+
+# The security-key provider's reader of agent answers (C), the same way.
+$(FUZZDIR)/fuzz-sk-reader: fuzz/sk-reader.swift sk/sk_wire.c sk/sk_wire.h
+	@mkdir -p $(FUZZDIR)/sk-reader
+	$(dir $(realpath $(shell command -v $(SWIFTC))))clang -std=c11 -Wall -Wextra -Werror -O1 -g \
+		-fsanitize=fuzzer-no-link,address -c sk/sk_wire.c -o $(FUZZDIR)/sk-reader/sk_wire.o
+	$(call FUZZ_SWIFTC,$@,SKReader,-import-objc-header sk/sk_wire.h fuzz/sk-reader.swift $(FUZZDIR)/sk-reader/sk_wire.o)
 
 $(FUZZDIR)/fuzz-reader-ledger: fuzz/reader-ledger.swift Sources/TouchgateService/ReaderLedger.swift
 	@mkdir -p $(FUZZDIR)

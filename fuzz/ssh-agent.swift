@@ -94,6 +94,11 @@ private func decodeRequest(_ bytes: [UInt8], raw: UnsafeRawBufferPointer) {
     if case .extension(SessionBind.extensionName, let contents) = request, let bind = try? SessionBind(contents: contents) {
         guard bind.contents == contents else { fatalError("session-bind does not round-trip") }
     }
+    if case .extension(let name, let contents) = request, let securityKey = try? SecurityKeyRequest(extension: name, contents: contents) {
+        guard securityKey.encoded.name == name, securityKey.encoded.contents == contents else {
+            fatalError("\(securityKey) does not round-trip")
+        }
+    }
 }
 
 private func decodeResponse(_ bytes: [UInt8]) {

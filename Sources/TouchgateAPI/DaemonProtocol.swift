@@ -70,6 +70,9 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     /// already has a vault or prints in the daemon.
     case migrate
     case sshKeygen = "ssh.keygen", sshAdd = "ssh.add", sshList = "ssh.list", sshSign = "ssh.sign"
+    /// What Touchgate's OpenSSH security-key provider asks (through the agent): make an
+    /// `sk-ssh-ed25519` key in the vault, and sign with one, FIDO-style.
+    case sshSkEnroll = "ssh.sk-enroll", sshSkSign = "ssh.sk-sign"
 }
 
 /// The arguments any request may carry, beside the operation's own (its

@@ -120,6 +120,12 @@ extension DaemonOperation {
             OperationContract("SSH key reports", writesRecords: false)
         case .sshSign:
             OperationContract(["public-key", "data", "flags", "bindings"], "`{\"signature\": …, \"purpose\": …}`")
+        case .sshSkEnroll:
+            OperationContract(["item", "application", "flags"], "security key enrollment (`public-key`, `key-handle`, "
+                              + "`flags`, and the SSH key report)")
+        case .sshSkSign:
+            OperationContract(["application", "key-handle", "flags", "data"], "`{\"signature\": …, \"flags\": N, "
+                              + "\"counter\": N, \"purpose\": …}`")
         case .auditPublicKey:
             OperationContract("`{\"public-key\":\"…\"}`: the machine key that signs every trail the daemon holds",
                               writesRecords: false)

@@ -42,6 +42,7 @@ public enum Operations {
         PrintsDeleteOrphans.self, PrintsClear.self, ImportFprintd.self, Verify.self, Identify.self, Devices.self,
         Capture.self, PolicyShow.self, PolicySet.self, Repair.self, SecretList.self, SecretRm.self, AuditCount.self,
         AuditVerify.self, AuditPrune.self, AuditPublicKey.self, SshKeygen.self, SshList.self, SshSign.self,
+        SshSkEnroll.self, SshSkSign.self,
     ]
 
     /// The operations a door serves with code of its own.
@@ -563,6 +564,26 @@ public enum Operations {
         public static func perform(_ arguments: SSHSignRequest, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> SSHSignatureReport {
             try await requests.sshSign(arguments, interaction: interaction)
+        }
+    }
+
+    public enum SshSkEnroll: ServedOperation {
+        public typealias Arguments = SSHSecurityKeyEnrollRequest
+        public typealias Result = SSHSecurityKeyEnrollment
+        public static let operation = DaemonOperation.sshSkEnroll
+        public static func perform(_ arguments: SSHSecurityKeyEnrollRequest, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> SSHSecurityKeyEnrollment {
+            try await requests.sshSkEnroll(arguments)
+        }
+    }
+
+    public enum SshSkSign: ServedOperation {
+        public typealias Arguments = SSHSecurityKeySignRequest
+        public typealias Result = SSHSecurityKeySignature
+        public static let operation = DaemonOperation.sshSkSign
+        public static func perform(_ arguments: SSHSecurityKeySignRequest, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> SSHSecurityKeySignature {
+            try await requests.sshSkSign(arguments, interaction: interaction)
         }
     }
 

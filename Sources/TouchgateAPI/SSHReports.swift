@@ -86,3 +86,83 @@ public struct SSHSignatureReport: Codable, Sendable, Equatable {
         self.purpose = purpose
     }
 }
+
+/// A security key asked of the vault by OpenSSH's provider (`ssh-keygen -t ed25519-sk -w …`).
+public struct SSHSecurityKeyEnrollRequest: Codable, Sendable, Equatable {
+    /// The item's name (ssh-keygen's `-O user=`), or empty for one derived from the key.
+    public var item: String
+    /// The application the key is for (`ssh:` unless `-O application=` chose another).
+    public var application: String
+    /// The security-key API's flags asked (`SecurityKeyFlags`: 0x01 a touch per signature,
+    /// 0x04 verification required).
+    public var flags: UInt8
+
+    /// A request.
+    public init(item: String, application: String, flags: UInt8) {
+        self.item = item
+        self.application = application
+        self.flags = flags
+    }
+}
+
+/// A security key made in the vault: what the provider gives ssh-keygen.
+public struct SSHSecurityKeyEnrollment: Codable, Sendable, Equatable {
+    /// The key as `ssh list` shows it (type `sk-ssh-ed25519@openssh.com`).
+    public var key: SSHKeyReport
+    /// The raw 32-byte Ed25519 public key.
+    public var rawPublicKey: Data
+    /// What names the key in later signatures (kept in ssh-keygen's private key file; not
+    /// a secret: it names the item and its public key, and signs nothing by itself).
+    public var keyHandle: Data
+    /// The flags the key was made with.
+    public var flags: UInt8
+
+    /// An enrollment.
+    public init(key: SSHKeyReport, rawPublicKey: Data, keyHandle: Data, flags: UInt8) {
+        self.key = key
+        self.rawPublicKey = rawPublicKey
+        self.keyHandle = keyHandle
+        self.flags = flags
+    }
+}
+
+/// A signature asked of a security key by OpenSSH's provider.
+public struct SSHSecurityKeySignRequest: Codable, Sendable, Equatable {
+    /// The application the key was made for.
+    public var application: String
+    /// The key handle from the enrollment.
+    public var keyHandle: Data
+    /// The key's flags as ssh read them from its private key file.
+    public var flags: UInt8
+    /// The bytes to sign (a login request, an `SSHSIG` blob, …), hashed into the assertion.
+    public var data: Data
+
+    /// A request.
+    public init(application: String, keyHandle: Data, flags: UInt8, data: Data) {
+        self.application = application
+        self.keyHandle = keyHandle
+        self.flags = flags
+        self.data = data
+    }
+}
+
+/// A security-key signature: what `sk_sign` returns to OpenSSH.
+public struct SSHSecurityKeySignature: Codable, Sendable, Equatable {
+    /// The raw 64-byte Ed25519 signature over the assertion.
+    public var signature: Data
+    /// The flags signed: 0x01 when a touch was made for this signature, 0x04 when an
+    /// enrolled finger matched for it.
+    public var flags: UInt8
+    /// The signature counter, which only grows.
+    public var counter: UInt32
+    /// What was signed, in words.
+    public var purpose: String
+
+    /// A signature.
+    public init(signature: Data, flags: UInt8, counter: UInt32, purpose: String) {
+        self.signature = signature
+        self.flags = flags
+        self.counter = counter
+        self.purpose = purpose
+    }
+}

@@ -126,6 +126,19 @@ public protocol TouchgateRequests: Sendable {
     /// - Throws: `not-found` for a key the vault does not hold, `denied` for a request
     ///   forwarded from another host, and what a release throws (`no-match`, `locked-out`…).
     func sshSign(_ request: SSHSignRequest, interaction: any Interaction) async throws(ServiceError) -> SSHSignatureReport
+    /// Makes an `sk-ssh-ed25519` key in the vault for OpenSSH's security-key provider: item
+    /// `request.item` (or a name derived from the key), bound to `request.application`,
+    /// every signature a fresh touch unless `request.flags` leaves out user presence.
+    /// - Throws: `usage` for an algorithm other than Ed25519, `already-exists`,
+    ///   `vault-locked`.
+    func sshSkEnroll(_ request: SSHSecurityKeyEnrollRequest) async throws(ServiceError) -> SSHSecurityKeyEnrollment
+    /// Signs as a FIDO authenticator would with the security key `request.keyHandle` names:
+    /// the flags say a touch was made for this signature (user presence) and that an
+    /// enrolled finger matched (user verification), the counter only grows.
+    /// - Throws: `not-found` for a handle the vault does not know or another application,
+    ///   and what a release throws.
+    func sshSkSign(_ request: SSHSecurityKeySignRequest,
+                            interaction: any Interaction) async throws(ServiceError) -> SSHSecurityKeySignature
 }
 
 extension TouchgateRequests {

@@ -134,6 +134,15 @@ extension DaemonClient {
         try await call(Operations.SshSign.self, request, asking(interaction)).0
     }
 
+    public func sshSkEnroll(_ request: SSHSecurityKeyEnrollRequest) async throws(ServiceError) -> SSHSecurityKeyEnrollment {
+        try await call(Operations.SshSkEnroll.self, request).0
+    }
+
+    public func sshSkSign(_ request: SSHSecurityKeySignRequest,
+                                   interaction: any Interaction) async throws(ServiceError) -> SSHSecurityKeySignature {
+        try await call(Operations.SshSkSign.self, request, asking(interaction)).0
+    }
+
     /// The daemon streams the records one `output` line each (a trail of any length, never
     /// one oversized line), then their count.
     public func auditShow(_ filter: AuditFilter) async throws(ServiceError) -> [AuditRecordReport] {

@@ -112,7 +112,8 @@ final class SSHAgentServer: Sendable {
         switch request {
         case .requestIdentities:
             do {
-                let keys = try await requests.sshList()
+                // Security keys sign through OpenSSH's provider, not through the agent.
+                let keys = try await requests.sshList().filter { $0.type == SSHPublicKey.ed25519TypeName }
                 return .identities(keys.map { AgentIdentity(keyBlob: [UInt8]($0.publicKey), comment: $0.name) })
             } catch {
                 log("\(requester): listing keys failed: \(error.message)")
@@ -150,6 +151,9 @@ final class SSHAgentServer: Sendable {
                 log("\(requester): \(error)")
                 return .failure
             }
+        case .extension(let name, let contents)
+            where name == SecurityKeyRequest.enrollName || name == SecurityKeyRequest.signName:
+            return await securityKey(name, contents, requester: requester, terminal: terminal)
         case .add(let addition):
             return await add(addition, requester: requester)
         case .remove, .removeAll:
@@ -212,6 +216,60 @@ final class SSHAgentServer: Sendable {
         } catch {
             log("\(requester): the key was not added: \(error.message)")
             return .failure
+        }
+    }
+
+    /// What Touchgate's security-key provider (libtouchgate-sk.so, inside ssh-sk-helper)
+    /// asks: make a key in the vault, or sign with one. The service decides both; a refusal
+    /// is an extension failure, and the reason goes to the requester's terminal.
+    func securityKey(_ name: String, _ contents: [UInt8], requester: String, terminal: String?) async -> AgentResponse {
+        let interaction = AgentInteraction(terminal: terminal, console: console)
+        do throws(ServiceError) {
+            let request: SecurityKeyRequest
+            do throws(SSHWireError) {
+                guard let decoded = try SecurityKeyRequest(extension: name, contents: contents) else { return .failure }
+                request = decoded
+            } catch {
+                throw ServiceError(.usage, "a malformed security-key request: \(error)")
+            }
+            switch request {
+            case .enroll(let algorithm, let application, let flags, let user):
+                try Self.requireEd25519(algorithm)
+                let made = try await Requester.actingFor(requester) { () async throws(ServiceError) in
+                    try await requests.sshSkEnroll(SSHSecurityKeyEnrollRequest(item: user, application: application,
+                                                                                        flags: flags.rawValue))
+                }
+                let shown = StoredText.escaped(made.key.name)
+                log("\(requester): made security key '\(shown)' (\(made.key.fingerprint)) in the vault")
+                interaction.tell("touchgate agent: made security key '\(shown)' in the vault; every signature asks for "
+                                 + "the finger")
+                return .extensionReply(SecurityKeyReply.enrolled(publicKey: [UInt8](made.rawPublicKey),
+                                                                 keyHandle: [UInt8](made.keyHandle),
+                                                                 flags: SecurityKeyFlags(rawValue: made.flags)).contents)
+            case .sign(let algorithm, let application, let keyHandle, let flags, let data):
+                try Self.requireEd25519(algorithm)
+                let signed = try await Requester.actingFor(requester) { () async throws(ServiceError) in
+                    try await requests.sshSkSign(SSHSecurityKeySignRequest(application: application,
+                                                                                    keyHandle: Data(keyHandle),
+                                                                                    flags: flags.rawValue, data: Data(data)),
+                                                          interaction: interaction)
+                }
+                let verified = SecurityKeyFlags(rawValue: signed.flags).contains(.userVerification)
+                log("\(requester): signed: \(signed.purpose)" + (verified ? " (finger verified)" : " (not verified)"))
+                return .extensionReply(SecurityKeyReply.signed(flags: SecurityKeyFlags(rawValue: signed.flags),
+                                                               counter: signed.counter,
+                                                               signature: [UInt8](signed.signature)).contents)
+            }
+        } catch {
+            interaction.tell("touchgate agent: \(error.message)")
+            log("\(requester): security key: \(error.message)")
+            return .extensionFailure
+        }
+    }
+
+    static func requireEd25519(_ algorithm: UInt32) throws(ServiceError) {
+        guard algorithm == SecurityKeyAlgorithm.ed25519 else {
+            throw ServiceError(.usage, "the vault makes and uses ed25519-sk security keys only; run ssh-keygen -t ed25519-sk")
         }
     }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateAPI
+import TouchgateSSH
 import TouchgateSocket
 import TouchgateTerminal
 
@@ -64,7 +65,9 @@ struct SSH: AsyncParsableCommand {
                 let keys = try await service.sshList()
                 console.result("ssh-keys", SSHKeyList(keys: keys), text: keys.isEmpty ? "No SSH keys (make one: touchgate ssh keygen NAME)."
                                : keys.map { "\(StoredText.escaped($0.name))  \($0.fingerprint)  \($0.policy)"
-                                   + ($0.fresh ? " (fresh touch)" : "") }.joined(separator: "\n"))
+                                   + ($0.fresh ? " (fresh touch)" : "")
+                                   + ($0.type == SSHPublicKey.ed25519TypeName ? "" : " (security key, through libtouchgate-sk)") }
+                                   .joined(separator: "\n"))
                 return ExitStatus.success
             }
         }

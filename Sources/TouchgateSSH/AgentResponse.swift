@@ -27,6 +27,9 @@ public enum AgentResponse: Sendable, Hashable {
     case signature([UInt8])
     /// `SSH_AGENT_EXTENSION_FAILURE` (28): an extension that is known but failed.
     case extensionFailure
+    /// `SSH_AGENT_SUCCESS` followed by an extension's reply (PROTOCOL.agent lets an
+    /// extension answer with contents of its own); never empty, or it would be ``success``.
+    case extensionReply([UInt8])
 
     /// The message body.
     public var body: [UInt8] {
@@ -48,6 +51,9 @@ public enum AgentResponse: Sendable, Hashable {
             writer.string(blob)
         case .extensionFailure:
             writer.byte(AgentNumber.extensionFailure)
+        case .extensionReply(let contents):
+            writer.byte(AgentNumber.success)
+            writer.raw(contents)
         }
         return writer.bytes
     }
@@ -67,7 +73,8 @@ public enum AgentResponse: Sendable, Hashable {
         case AgentNumber.failure:
             self = .failure
         case AgentNumber.success:
-            self = .success
+            let rest = reader.restRange()
+            self = rest.isEmpty ? .success : .extensionReply(Array(body[rest]))
         case AgentNumber.identitiesAnswer:
             let count = try reader.uint32()
             var identities: [AgentIdentity] = []

@@ -64,6 +64,11 @@ public enum SSHPublicKey: Sendable, Hashable {
     /// comment can never begin a second line with options of its own; an empty comment
     /// leaves the line with two fields.
     public func authorizedKeysLine(comment: String) -> String {
+        Self.authorizedKeysLine(typeName: typeName, blob: blob, comment: comment)
+    }
+
+    /// The `authorized_keys` line of any key blob of type `typeName` (see the instance method).
+    public static func authorizedKeysLine(typeName: String, blob: [UInt8], comment: String) -> String {
         let line = typeName + " " + Data(blob).base64EncodedString()
         return comment.isEmpty ? line : line + " " + StoredText.escaped(comment)
     }
@@ -75,6 +80,11 @@ public enum SSHPublicKey: Sendable, Hashable {
     ///   the service). Taken as a closure because this module links no crypto library and
     ///   FoundationEssentials has no hash.
     public func fingerprint(sha256: ([UInt8]) -> [UInt8]) -> String {
+        Self.fingerprint(ofBlob: blob, sha256: sha256)
+    }
+
+    /// The fingerprint of any key blob (see the instance method).
+    public static func fingerprint(ofBlob blob: [UInt8], sha256: ([UInt8]) -> [UInt8]) -> String {
         "SHA256:" + String(Data(sha256(blob)).base64EncodedString().prefix { $0 != "=" })
     }
 

@@ -39,20 +39,22 @@ extension TouchgateService {
 
     /// Item authorization through fprintd; see ``authorize(_:_:context:key:device:interaction:purpose:)``.
     func fprintdAuthorize(_ item: ItemDescriptor, _ operation: ItemOperation, context: VaultContext,
-                          target: FprintdTarget, interaction: any Interaction, purpose: String?) async throws {
+                          target: FprintdTarget, interaction: any Interaction, purpose: String?) async throws -> Grant {
         let user = context.vault.owner
         let (enrollment, _) = try await EnrollmentTracker.fprintdStatus(context.guarded, target: target, user: user)
         let sensor = FprintdSensor(target: target, user: user, finger: nil, interaction: interaction,
                                    operation: "authorize")
         let verifier = context.verifier(interaction)
+        let grant: Grant
         do {
-            _ = try await context.evaluator.authorize(item: item, operation: operation, enrollment: enrollment,
-                                                      sensor: sensor, passphrase: verifier, purpose: purpose)
+            grant = try await context.evaluator.authorize(item: item, operation: operation, enrollment: enrollment,
+                                                          sensor: sensor, passphrase: verifier, purpose: purpose)
         } catch {
             await sensor.close()
             throw verifier.explain(await Self.fprintdExplained(error, sensor: sensor, user: user))
         }
         await sensor.close()
+        return grant
     }
 
     /// The enrolled set `biometry-current-set` binds a new item to: fprintd's, while fprintd

@@ -13,18 +13,21 @@ extension TouchgateService {
     static let maximumSignedBytes = 16 * 1024
 
     public func sshKeygen(_ name: String, policy text: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
-        try await storeKey(name, policy: text, fresh: fresh, made: true) { Ed25519Key.generateSeed() }
+        try await storeKey(name, policy: text, fresh: fresh, origin: "SSH key made") { Ed25519Key.generateSeed() }
     }
 
     public func sshAdd(_ name: String, seed: @escaping @Sendable () async throws -> SecretBytes, policy text: String,
                        fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
-        try await storeKey(name, policy: text, fresh: fresh, made: false, seed: seed)
+        try await storeKey(name, policy: text, fresh: fresh, origin: "SSH key added", seed: seed)
     }
 
     /// Seals the key `seed` gives as a new ``ItemKind/sshKey`` item: `seed` is called only
     /// once the name, the policy and the vault allow it; the item and its record are
     /// written together, and never over another item.
-    private func storeKey(_ name: String, policy text: String, fresh: Bool, made: Bool,
+    ///
+    /// A security key (`application` given) is stored as an ``ItemKind/sshSecurityKey``
+    /// item whose value is the seed followed by the application.
+    func storeKey(_ name: String, policy text: String, fresh: Bool, origin: String, application: String? = nil,
                           seed: @escaping @Sendable () async throws -> SecretBytes) async throws(ServiceError) -> SSHKeyReport {
         let name = Self.storedName(name)
         return try await withStore { store in
@@ -44,15 +47,16 @@ extension TouchgateService {
             guard seed.count == Ed25519Key.seedBytes else {
                 throw ServiceError.usage("an Ed25519 key's private seed is \(Ed25519Key.seedBytes) bytes, not \(seed.count)")
             }
-            let origin = made ? "SSH key made" : "SSH key added"
+            let value = application.map { SecuredKey.value(seed: seed, application: $0) } ?? seed
+            let type = application == nil ? SSHPublicKey.ed25519TypeName : SecurityKeySignedMessage.keyTypeName
             try context.audit.atomically { transaction in
-                try transaction.setItem(named: name, value: seed, kind: .sshKey, policy: policy.description,
-                                        freshTouch: fresh, enrollmentDigest: digest, key: key, expecting: .absent,
-                                        in: context.vault)
+                try transaction.setItem(named: name, value: value, kind: application == nil ? .sshKey : .sshSecurityKey,
+                                        policy: policy.description, freshTouch: fresh, enrollmentDigest: digest, key: key,
+                                        expecting: .absent, in: context.vault)
                 try transaction.append(.itemWrite, .success, vaultUser: context.vault.owner, item: name,
-                                       reason: "\(origin) (ssh-ed25519, \(policy)\(fresh ? ", fresh touch" : ""))")
+                                       reason: "\(origin) (\(type), \(policy)\(fresh ? ", fresh touch" : ""))")
             }
-            return Self.report(name: name, publicKey: Ed25519Key.publicKey(seed: seed), policy: policy.description,
+            return Self.report(name: name, key: SecuredKey(seed: seed, application: application), policy: policy.description,
                                fresh: fresh)
         }
     }
@@ -60,14 +64,13 @@ extension TouchgateService {
     public func sshList() async throws(ServiceError) -> [SSHKeyReport] {
         try await withExistingStore(orElse: noVault) { store in
             let context = try store.vault()
-            let keys = try context.vault.items().filter { $0.kind == .sshKey && !$0.isInvalidated }
+            let keys = try context.vault.items().filter { $0.kind != .secret && !$0.isInvalidated }
             guard !keys.isEmpty else { return [] }
             // The public half is derived from the sealed seed, so listing needs the key held.
             guard let key = try context.custody.currentKey() else { throw ServiceError.vaultLocked }
             return try keys.map { info in
-                let seed = try context.vault.item(named: info.name, key: key).value
-                return Self.report(name: info.name, publicKey: Ed25519Key.publicKey(seed: seed), policy: info.policy,
-                                   fresh: info.freshTouch)
+                let secured = try SecuredKey(info, context.vault.item(named: info.name, key: key).value)
+                return Self.report(name: info.name, key: secured, policy: info.policy, fresh: info.freshTouch)
             }
         }
     }
@@ -111,11 +114,11 @@ extension TouchgateService {
     }
 
     /// What `ssh-add -L` and `ssh list` show of a key.
-    static func report(name: String, publicKey: [UInt8], policy: String, fresh: Bool) -> SSHKeyReport {
-        let key = SSHPublicKey.ed25519(publicKey)
-        return SSHKeyReport(name: name, type: key.typeName, publicKey: Data(key.blob),
-                            authorizedKey: key.authorizedKeysLine(comment: name),
-                            fingerprint: key.fingerprint(sha256: SHA256.digest),
+    static func report(name: String, key: SecuredKey, policy: String, fresh: Bool) -> SSHKeyReport {
+        let blob = key.blob
+        return SSHKeyReport(name: name, type: key.typeName, publicKey: Data(blob),
+                            authorizedKey: SSHPublicKey.authorizedKeysLine(typeName: key.typeName, blob: blob, comment: name),
+                            fingerprint: SSHPublicKey.fingerprint(ofBlob: blob, sha256: SHA256.digest),
                             policy: policy, fresh: fresh)
     }
 }
@@ -127,7 +130,7 @@ enum SSHSigningPurpose: Equatable {
     case allowed(String)
     case refused(String)
 
-    static func judge(_ request: SSHSignRequest, keyName: String) -> SSHSigningPurpose {
+    static func judge(_ request: SSHSignRequest, keyName: String, what: String = "SSH key") -> SSHSigningPurpose {
         let data = [UInt8](request.data)
         guard data.count <= TouchgateService.maximumSignedBytes else {
             return .refused("the data to sign is \(data.count) bytes, more than an SSH login or signature needs")
@@ -136,7 +139,7 @@ enum SSHSigningPurpose: Equatable {
         if request.bindings.contains(where: \.forwarding) {
             return .refused("the request came from another host through agent forwarding")
         }
-        let with = "use SSH key '\(keyName)'"
+        let with = "use \(what) '\(keyName)'"
         switch SignedData.classify(data) {
         case .userAuthentication(let login):
             var words = "\(with) to log in as \(StoredText.escaped(login.user))"

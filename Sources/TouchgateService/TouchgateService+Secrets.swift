@@ -189,7 +189,7 @@ extension TouchgateService {
             let name = found?.name ?? Self.storedName(name)
             let shown = StoredText.escaped(name)
             if let found {
-                let what = found.kind == .sshKey ? "SSH key" : "secret"
+                let what = found.kind == .secret ? "secret" : "SSH key"
                 guard try await interaction.confirm("Delete the \(what) '\(shown)'? It cannot be recovered.", details: []) else {
                     throw ServiceError(.declined, "not confirmed, so '\(shown)' was not deleted (\(Self.withoutTerminal))")
                 }
@@ -226,8 +226,9 @@ extension TouchgateService {
 
     /// Asks the evaluator for `operation` on `item`, with a lazily opened reader and the
     /// passphrase as fallback; the evaluator audits the decision.
+    @discardableResult
     func authorize(_ item: ItemDescriptor, _ operation: ItemOperation, context: VaultContext, key: VaultKey,
-                   device: String?, interaction: any Interaction, purpose: String? = nil) async throws {
+                   device: String?, interaction: any Interaction, purpose: String? = nil) async throws -> Grant {
         if case .fprintd(let target) = try await resolveBackend(device: device) {
             return try await target.closing { target in
                 try await fprintdAuthorize(item, operation, context: context, target: target, interaction: interaction,
@@ -238,15 +239,17 @@ extension TouchgateService {
         let sensor = ReaderSensor(device: device, readers: readers, interaction: interaction,
                                   prints: try context.printStore(key: key))
         let verifier = context.verifier(interaction)
+        let grant: Grant
         do {
-            _ = try await context.evaluator.authorize(item: item, operation: operation, enrollment: enrollment,
-                                                      sensor: sensor, passphrase: verifier, purpose: purpose)
+            grant = try await context.evaluator.authorize(item: item, operation: operation, enrollment: enrollment,
+                                                          sensor: sensor, passphrase: verifier, purpose: purpose)
         } catch {
             await sensor.close()
             if error == .readerUnavailable, let cause = await sensor.lastFailure { throw cause }
             throw verifier.explain(error)
         }
         await sensor.close()
+        return grant
     }
 
     /// The stored item `name` names (see ``findItem(_:in:)``).

@@ -71,4 +71,12 @@ extension AuditLog {
             try Int.fetchOne(db, sql: "SELECT count(*) FROM audit \(condition)", arguments: arguments) ?? 0
         }
     }
+
+    /// The sequence number of the newest record, or 0 for an empty trail. It only grows:
+    /// pruning removes the oldest records, never the newest.
+    public func lastSequence() throws -> Int64 {
+        try database.writer.read { db in
+            try Int64.fetchOne(db, sql: "SELECT max(seq) FROM audit") ?? 0
+        }
+    }
 }

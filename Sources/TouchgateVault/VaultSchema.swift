@@ -69,4 +69,9 @@ public enum ItemKind: String, Sendable, Equatable, Codable {
     /// An SSH private key: it signs inside the service when the policy allows, and is
     /// never released.
     case sshKey = "ssh-key"
+    /// A key OpenSSH reaches through Touchgate's security-key provider (`sk-ssh-ed25519`):
+    /// the value is the Ed25519 seed followed by the application it was made for
+    /// (`ssh:`); it signs FIDO-style, with user presence and verification flags, and is
+    /// never released.
+    case sshSecurityKey = "ssh-sk"
 }

@@ -59,6 +59,7 @@ struct HelperRig {
 final class BackgroundProgram: Sendable {
     private let process: BackgroundProcess
     private let output = LineCollector()
+    private let errors = LineCollector()
 
     /// Starts `program` with `environment`; each standard error line goes to `finger`. A
     /// program that `forks` on start (gpg-agent 2.2 does, even with --no-detach) runs under
@@ -67,7 +68,7 @@ final class BackgroundProgram: Sendable {
     /// started has ended. Everything runs in a process group of its own, stopped as one.
     init(_ program: String, _ arguments: [String], environment: [String: String],
          finger: VirtualImageFinger?, forks: Bool = false) async throws {
-        let output = output
+        let (output, errors) = (output, errors)
         let (executable, command) = forks
             ? ("/bin/sh", ["-c", #""$@" 2>&1 | cat"#, "sh", program] + arguments)
             : (program, arguments)
@@ -76,7 +77,10 @@ final class BackgroundProgram: Sendable {
                                                         output.append(line)
                                                         finger?.handle(line)
                                                     },
-                                                    error: .lines { finger?.handle($0) })
+                                                    error: .lines { line in
+                                                        errors.append(line)
+                                                        finger?.handle(line)
+                                                    })
     }
 
     /// The first line of standard output (a server's port), waited for up to 10 s.
@@ -87,6 +91,9 @@ final class BackgroundProgram: Sendable {
         }
         return nil
     }
+
+    /// Its standard error so far (an agent's log).
+    var errorLines: [String] { errors.lines }
 
     /// Stops it (SIGKILL to its group) and waits until it has ended.
     func stop() async {

@@ -7,14 +7,15 @@ import Testing
 /// A short `make fuzz`: every libFuzzer target (the socket protocol decoder and receive
 /// buffer, the policy string parser, the stored policy-state and reader-ledger decoders,
 /// the audit records' cleaning and encoding, the thin front's JSON and the PAM module's C
-/// reader against Foundation's, the SSH agent protocol's messages; see fuzz/) is built with
+/// reader against Foundation's, the SSH agent protocol's messages, the security-key
+/// provider's C reader; see fuzz/) is built with
 /// `swiftc -sanitize=fuzzer,address` and runs its seed corpus plus a few thousand
 /// mutations. Fails when a target crashes, breaks a round trip, or cannot be built.
 @Suite("Fuzzing", .serialized, .timeLimit(.minutes(15)))
 struct FuzzTests {
     static let runs = 20_000
     static let targets = ["protocol", "policy", "stored-state", "frame-buffer", "reader-ledger", "audit", "front-json", "pam-reader",
-                          "ssh-agent"]
+                          "ssh-agent", "sk-reader"]
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

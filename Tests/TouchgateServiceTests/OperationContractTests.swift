@@ -152,6 +152,7 @@ private final class KeyRecorder: Decoder, @unchecked Sendable {
             case is Bool.Type: return false as! T
             case is Int.Type: return 0 as! T
             case is UInt32.Type: return UInt32(0) as! T
+            case is UInt8.Type: return UInt8(0) as! T
             case is Date.Type: return Date(timeIntervalSince1970: 0) as! T
             default: return try T(from: KeyRecorder(depth: depth))
             }

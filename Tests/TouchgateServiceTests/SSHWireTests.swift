@@ -297,6 +297,7 @@ private func addBody(type: UInt8 = 17, keyType: String = "ssh-ed25519", publicKe
              [12] + Wire.u32(2) + Wire.string(Alice.blob) + Wire.string("alice@example") + Wire.string([1]) + Wire.string("")),
             (.signature([9, 8]), [14] + Wire.string([9, 8])),
             (.extensionFailure, [28]),
+            (.extensionReply([0, 1]), [6, 0, 1]),
         ]
         for (response, body) in cases {
             #expect(response.body == body)
@@ -310,7 +311,7 @@ private func addBody(type: UInt8 = 17, keyType: String = "ssh-ed25519", publicKe
         #expect(throws: SSHWireError.unknownMessage(type: 11)) { try AgentResponse(body: [11]) }
         #expect(throws: SSHWireError.emptyMessage) { try AgentResponse(body: [UInt8]()) }
         #expect(throws: SSHWireError.truncated) { try AgentResponse(body: [12] + Wire.u32(0xFFFF_FFFF)) }
-        #expect(throws: SSHWireError.trailingBytes(count: 1)) { try AgentResponse(body: [6, 0]) }
+        #expect(throws: SSHWireError.trailingBytes(count: 1)) { try AgentResponse(body: [5, 0]) }
     }
 }
 
