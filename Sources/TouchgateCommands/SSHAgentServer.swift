@@ -27,6 +27,10 @@ final class SSHAgentServer: Sendable {
     static let sendTimeoutSeconds = 5
     /// The clients connected now.
     private let connected = Mutex(0)
+    /// Which vault keys this agent offers (`ssh-add -d`, `-D` and `-t` change it).
+    let offered = OfferedKeys()
+    /// The extensions this agent answers, as the `query` extension lists them.
+    static let extensions = ["query", SessionBind.extensionName, SecurityKeyRequest.enrollName, SecurityKeyRequest.signName]
 
     init(requests: any TouchgateRequests, listener: UnixListener, console: Console) {
         self.requests = requests
@@ -113,7 +117,9 @@ final class SSHAgentServer: Sendable {
         case .requestIdentities:
             do {
                 // Security keys sign through OpenSSH's provider, not through the agent.
-                let keys = try await requests.sshList().filter { $0.type == SSHPublicKey.ed25519TypeName }
+                let keys = try await requests.sshList().filter {
+                    $0.type == SSHPublicKey.ed25519TypeName && offered.offers([UInt8]($0.publicKey))
+                }
                 return .identities(keys.map { AgentIdentity(keyBlob: [UInt8]($0.publicKey), comment: $0.name) })
             } catch {
                 log("\(requester): listing keys failed: \(error.message)")
@@ -124,6 +130,11 @@ final class SSHAgentServer: Sendable {
                 return .identities([])
             }
         case .sign(let keyBlob, let data, let flags):
+            guard offered.offers(keyBlob) else {
+                AgentInteraction(terminal: terminal, console: console).tell("touchgate agent: \(OfferedKeys.withheldWords)")
+                log("\(requester): no signature: \(OfferedKeys.withheldWords)")
+                return .failure
+            }
             let request = SSHSignRequest(publicKey: Data(keyBlob), data: Data(data), flags: flags.rawValue, bindings: bindings)
             let interaction = AgentInteraction(terminal: terminal, console: console)
             do {
@@ -151,14 +162,38 @@ final class SSHAgentServer: Sendable {
                 log("\(requester): \(error)")
                 return .failure
             }
+        case .extension("query", let contents):
+            return contents.isEmpty ? .query(Self.extensions) : .failure
         case .extension(let name, let contents)
             where name == SecurityKeyRequest.enrollName || name == SecurityKeyRequest.signName:
             return await securityKey(name, contents, requester: requester, terminal: terminal)
         case .add(let addition):
             return await add(addition, requester: requester)
-        case .remove, .removeAll:
-            log("\(requester): keys live in the vault; remove one with touchgate secret rm NAME")
-            return .failure
+        case .remove(let keyBlob):
+            // The vault is to this agent what key files are to OpenSSH's: a removed key is
+            // no longer offered here, and stays sealed until touchgate secret rm removes it.
+            do {
+                let keys = try await requests.sshList()
+                guard keys.contains(where: { [UInt8]($0.publicKey) == keyBlob }), offered.offers(keyBlob) else {
+                    log("\(requester): ssh-add -d: this agent offers no such key")
+                    return .failure
+                }
+                offered.remove([keyBlob])
+                log("\(requester): stopped offering a key (it stays sealed in the vault)")
+                return .success
+            } catch {
+                log("\(requester): ssh-add -d: \(error.message)")
+                return .failure
+            }
+        case .removeAll:
+            do {
+                offered.remove(try await requests.sshList().map { [UInt8]($0.publicKey) })
+                log("\(requester): stopped offering every key (they stay sealed in the vault)")
+                return .success
+            } catch {
+                log("\(requester): ssh-add -D: \(error.message)")
+                return .failure
+            }
         case .lock:
             // The agent's lock is the vault's: every key stops signing until it is unlocked.
             do {
@@ -187,19 +222,18 @@ final class SSHAgentServer: Sendable {
     }
 
     /// `ssh-add FILE`: the key is sealed into the vault under its comment, and from then
-    /// on signs like a key made there (any enrolled finger, `-c` a touch every time). A
-    /// lifetime is refused: a key in the vault stays until `touchgate secret rm` removes it.
+    /// on signs like a key made there (any enrolled finger, `-c` a touch every time). A key
+    /// the vault already holds is offered again (after `ssh-add -d`). With `-t` the agent
+    /// offers it for that long; it stays sealed in the vault, as a key file stays on disk.
     func add(_ addition: AgentKeyAddition, requester: String) async -> AgentResponse {
-        var fresh = false
-        for constraint in addition.constraints {
-            switch constraint {
-            case .confirm:
-                fresh = true
-            case .lifetime:
-                log("\(requester): a key sealed in the vault stays until touchgate secret rm removes it, so ssh-add -t "
-                    + "is refused; add it without -t")
-                return .failure
-            }
+        let fresh = addition.requiresConfirmation
+        let lifetime = addition.lifetime.map { Duration.seconds(Int64($0)) }
+        let blob = addition.publicKey.blob
+        if let held = try? await requests.sshList(), held.contains(where: { [UInt8]($0.publicKey) == blob }) {
+            offered.offer(blob, for: lifetime)
+            log("\(requester): the key is already sealed in the vault; offered again"
+                + (lifetime.map { " for \($0.components.seconds) s" } ?? ""))
+            return .success
         }
         let name = addition.comment.isEmpty
             ? "ssh-key-" + addition.publicKey.blob.suffix(6).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
@@ -210,8 +244,10 @@ final class SSHAgentServer: Sendable {
             let report = try await Requester.actingFor(requester) { () async throws(ServiceError) in
                 try await requests.sshAdd(name, seed: { seed }, policy: "biometry-any", fresh: fresh)
             }
+            offered.offer(blob, for: lifetime)
             log("\(requester): sealed SSH key '\(StoredText.escaped(report.name))' (\(report.fingerprint)) into the vault"
-                + (fresh ? "; every signature needs a touch" : ""))
+                + (fresh ? "; every signature needs a touch" : "")
+                + (lifetime.map { "; offered for \($0.components.seconds) s" } ?? ""))
             return .success
         } catch {
             log("\(requester): the key was not added: \(error.message)")
@@ -424,4 +460,52 @@ struct AgentInteraction: Interaction {
     var canAskAgain: Bool { false }
 
     func confirm(_ question: String, details: [String]) throws -> Bool { false }
+}
+
+/// Which of the vault's keys this agent offers. Every key is offered until `ssh-add -d` or
+/// `-D` removes it from this agent or the lifetime `ssh-add -t` gave runs out; adding it
+/// again offers it again. Kept in memory, as OpenSSH's agent keeps its keys: a new agent
+/// offers every key of the vault.
+final class OfferedKeys: Sendable {
+    private struct State {
+        var removed: Set<[UInt8]> = []
+        var until: [[UInt8]: ContinuousClock.Instant] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    static let withheldWords = "that key was removed from this agent (ssh-add -d, -D or a lifetime from ssh-add -t); "
+        + "it is still sealed in the vault: ssh-add its key file again, or restart touchgate agent"
+
+    /// Whether the key with public blob `blob` is offered now.
+    func offers(_ blob: [UInt8]) -> Bool {
+        state.withLock { state in
+            if state.removed.contains(blob) { return false }
+            guard let until = state.until[blob] else { return true }
+            guard ContinuousClock.now < until else {
+                state.until[blob] = nil
+                state.removed.insert(blob)
+                return false
+            }
+            return true
+        }
+    }
+
+    /// Stops offering these keys.
+    func remove(_ blobs: [[UInt8]]) {
+        state.withLock { state in
+            for blob in blobs {
+                state.removed.insert(blob)
+                state.until[blob] = nil
+            }
+        }
+    }
+
+    /// Offers the key again, for `lifetime` or until removed.
+    func offer(_ blob: [UInt8], for lifetime: Duration?) {
+        state.withLock { state in
+            state.removed.remove(blob)
+            state.until[blob] = lifetime.map { ContinuousClock.now + $0 }
+        }
+    }
 }

@@ -61,6 +61,7 @@ package enum AgentNumber {
     package static let identitiesAnswer: UInt8 = 12
     package static let signResponse: UInt8 = 14
     package static let extensionFailure: UInt8 = 28
+    package static let extensionResponse: UInt8 = 29
     // Key constraints in an add request.
     package static let constrainLifetime: UInt8 = 1
     package static let constrainConfirm: UInt8 = 2

@@ -27,6 +27,9 @@ public enum AgentResponse: Sendable, Hashable {
     case signature([UInt8])
     /// `SSH_AGENT_EXTENSION_FAILURE` (28): an extension that is known but failed.
     case extensionFailure
+    /// `SSH_AGENT_EXTENSION_RESPONSE` (29): an extension's own answer, named, with its
+    /// contents (the `query` extension's list of names).
+    case extensionResponse(name: String, contents: [UInt8])
     /// `SSH_AGENT_SUCCESS` followed by an extension's reply (PROTOCOL.agent lets an
     /// extension answer with contents of its own); never empty, or it would be ``success``.
     case extensionReply([UInt8])
@@ -54,8 +57,21 @@ public enum AgentResponse: Sendable, Hashable {
         case .extensionReply(let contents):
             writer.byte(AgentNumber.success)
             writer.raw(contents)
+        case .extensionResponse(let name, let contents):
+            writer.byte(AgentNumber.extensionResponse)
+            writer.string(name)
+            writer.raw(contents)
         }
         return writer.bytes
+    }
+
+    /// The answer to the `query` extension (RFC 9987; draft-miller-ssh-agent-14, section
+    /// 3.8.1): the names of the extensions this agent knows, as a count and strings.
+    public static func query(_ names: [String]) -> AgentResponse {
+        var writer = SSHWireWriter()
+        writer.uint32(UInt32(names.count))
+        for name in names { writer.string(name) }
+        return .extensionResponse(name: "query", contents: writer.bytes)
     }
 
     /// The whole message to send: ``body`` with its length prefix.
@@ -87,6 +103,9 @@ public enum AgentResponse: Sendable, Hashable {
             self = .signature(try reader.string())
         case AgentNumber.extensionFailure:
             self = .extensionFailure
+        case AgentNumber.extensionResponse:
+            let name = try reader.text()
+            self = .extensionResponse(name: name, contents: Array(body[reader.restRange()]))
         case let type:
             throw .unknownMessage(type: type)
         }

@@ -39,6 +39,16 @@ struct SSHAgentTests {
             return Setup(rig: rig, agent: agent, socket: socket, publicKeyPath: publicKeyPath, authorizedKey: authorizedKey)
         }
 
+        /// A new agent on the same socket, after `old.agent` was stopped.
+        static func restart(_ old: Setup) async throws -> Setup {
+            try? FileManager.default.removeItem(atPath: old.socket)
+            let agent = try await BackgroundProgram(old.rig.bin + "/touchgate", ["agent", "--json", "--socket", old.socket],
+                                                    environment: old.rig.environment, finger: old.rig.vault.finger)
+            try await waitForSocket(old.socket)
+            return Setup(rig: old.rig, agent: agent, socket: old.socket, publicKeyPath: old.publicKeyPath,
+                         authorizedKey: old.authorizedKey)
+        }
+
         /// Signs a new file through the agent (`ssh-keygen -Y sign -n file`); ssh-keygen's
         /// result and whether the signature verifies against the public key.
         func sign(presenting prints: [String]) async throws -> (CLIResult, Bool) {
@@ -56,7 +66,7 @@ struct SSHAgentTests {
     @Test func theVaultKeySignsOnlyForTheEnrolledFinger() async throws {
         let rig = try HelperRig()
         defer { rig.home.remove() }
-        let setup = try await Setup.make(rig: rig, fresh: true)
+        var setup = try await Setup.make(rig: rig, fresh: true)
 
         #expect(setup.authorizedKey.hasPrefix("ssh-ed25519 AAAA") && setup.authorizedKey.hasSuffix(" work"))
         let listed = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
@@ -73,13 +83,27 @@ struct SSHAgentTests {
         #expect(signed.status == 0, "\(signed.stderrLines)")
         #expect(verifies, "the signature verifies against the key ssh keygen printed")
 
-        // ssh-add cannot put keys in, take them out or lock the agent: keys live in the vault.
-        for arguments in [["-D"], ["-d", setup.publicKeyPath]] {
-            let result = try await rig.run("/usr/bin/ssh-add", arguments, extra: setup.sshEnvironment)
-            #expect(result.status != 0, "ssh-add \(arguments): \(result.stderrLines)")
+        // ssh-add -d and -D take keys out of this agent, not out of the vault: a removed key
+        // is neither listed nor used, and touchgate ssh list still shows it.
+        for arguments in [["-d", setup.publicKeyPath], ["-D"]] {
+            let again = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
+            #expect(again.stdout.contains(setup.authorizedKey), "listed before ssh-add \(arguments): \(again.stdout)")
+            let removed = try await rig.run("/usr/bin/ssh-add", arguments, extra: setup.sshEnvironment)
+            #expect(removed.status == 0, "ssh-add \(arguments): \(removed.stderrLines)")
+            let gone = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
+            #expect(gone.status == 1 && !gone.stdout.contains(setup.authorizedKey), "after ssh-add \(arguments): \(gone.stdout)")
+            let (unsigned, _) = try await setup.sign(presenting: [])
+            #expect(unsigned.status != 0, "a removed key signs nothing: \(unsigned.stderrLines)")
+            let kept = try await rig.vault.run(["ssh", "list"])
+            #expect(kept.stdout.contains("work"), "the vault keeps it: \(kept.stdout)")
+            if arguments == ["-d", setup.publicKeyPath] {
+                let twice = try await rig.run("/usr/bin/ssh-add", arguments, extra: setup.sshEnvironment)
+                #expect(twice.status != 0, "a key this agent no longer offers cannot be removed again")
+                // A new agent offers every key of the vault again.
+                await setup.agent.stop()
+                setup = try await Setup.restart(setup)
+            }
         }
-        let still = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
-        #expect(still.stdout.contains(setup.authorizedKey))
 
         let records = try await rig.auditRecords(mentioning: "use SSH key 'work' to sign a file")
         #expect(records.map { $0["outcome"] as? String } == ["failure", "success"], "\(records)")
@@ -297,13 +321,20 @@ struct SSHAgentTests {
         try #require(made.status == 0, "ssh-keygen: \(made.stderrLines)")
         let publicLine = try String(contentsOfFile: keyPath + ".pub", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
 
-        // A lifetime is refused (a sealed key stays until removed); -c makes every use a touch.
-        let timed = try await rig.run("/usr/bin/ssh-add", ["-t", "60", keyPath], extra: setup.sshEnvironment)
-        #expect(timed.status != 0, "\(timed.stderrLines)")
-        let added = try await rig.run("/usr/bin/ssh-add", ["-c", keyPath], extra: setup.sshEnvironment)
+        // -c makes every use a touch; -t makes the agent offer the key for that long (it
+        // stays sealed in the vault, as a key file stays on disk), and adding it again
+        // offers it again.
+        let added = try await rig.run("/usr/bin/ssh-add", ["-c", "-t", "2", keyPath], extra: setup.sshEnvironment)
         #expect(added.status == 0, "\(added.stderrLines)")
         let listed = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
         #expect(listed.stdout.contains(publicLine), "\(listed.stdout)")
+        try await Task.sleep(for: .seconds(3))
+        let expired = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
+        #expect(!expired.stdout.contains(publicLine), "offered for 2 s only: \(expired.stdout)")
+        let readded = try await rig.run("/usr/bin/ssh-add", [keyPath], extra: setup.sshEnvironment)
+        #expect(readded.status == 0, "\(readded.stderrLines)")
+        let relisted = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
+        #expect(relisted.stdout.contains(publicLine), "\(relisted.stdout)")
         let keys = try await rig.vault.run(["ssh", "list", "--json"])
         #expect(keys.stdout.contains("\"name\":\"laptop\"") && keys.stdout.contains("\"fresh\":true"), "\(keys.stdout)")
 
@@ -390,6 +421,16 @@ struct SSHAgentTests {
         }
         let listed = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
         #expect(listed.stdout.contains(setup.authorizedKey), "the agent serves on: \(listed.stderrLines)")
+
+        // The query extension lists what this agent answers; with contents it is malformed.
+        let query = Array("query".utf8)
+        func u32(_ value: Int) -> [UInt8] { [UInt8(value >> 24 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
+        func string(_ bytes: [UInt8]) -> [UInt8] { u32(bytes.count) + bytes }
+        let asked = try await rawExchange(setup.socket, string([27] + string(query)))
+        let names = ["query", "session-bind@openssh.com", "sk-enroll@touchgate", "sk-sign@touchgate"]
+        #expect(asked == string([29] + string(query) + u32(names.count) + names.flatMap { string(Array($0.utf8)) }), "\(asked)")
+        let overlong = try await rawExchange(setup.socket, string([27] + string(query) + [0]))
+        #expect(overlong == [0, 0, 0, 1, 5], "\(overlong)")
 
         // Two clients that send requests by the thousand and never read an answer hold their
         // own threads only: another client is served meanwhile, at once.

@@ -298,6 +298,7 @@ private func addBody(type: UInt8 = 17, keyType: String = "ssh-ed25519", publicKe
             (.signature([9, 8]), [14] + Wire.string([9, 8])),
             (.extensionFailure, [28]),
             (.extensionReply([0, 1]), [6, 0, 1]),
+            (.query(["query", "b"]), [29] + Wire.string("query") + Wire.u32(2) + Wire.string("query") + Wire.string("b")),
         ]
         for (response, body) in cases {
             #expect(response.body == body)
