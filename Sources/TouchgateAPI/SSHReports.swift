@@ -42,13 +42,21 @@ public struct SSHSessionBinding: Codable, Sendable, Equatable {
     public var signature: Data
     /// Whether the request came from another host through agent forwarding.
     public var forwarding: Bool
+    /// The names the user's known_hosts gives the host key (read by the agent, which runs
+    /// as the user; nil when it was not looked up).
+    public var hostNames: [String]?
+    /// How many known_hosts entries for the host key hide their names (hashed).
+    public var hashedHostEntries: Int?
 
     /// A binding.
-    public init(hostKey: Data, sessionID: Data, signature: Data, forwarding: Bool) {
+    public init(hostKey: Data, sessionID: Data, signature: Data, forwarding: Bool, hostNames: [String]? = nil,
+                hashedHostEntries: Int? = nil) {
         self.hostKey = hostKey
         self.sessionID = sessionID
         self.signature = signature
         self.forwarding = forwarding
+        self.hostNames = hostNames
+        self.hashedHostEntries = hashedHostEntries
     }
 }
 

@@ -155,8 +155,10 @@ final class SSHAgentServer: Sendable {
                     log("\(requester): more than \(Self.maximumBindings) session bindings; refused")
                     return .failure
                 }
+                let known = Self.knownHostNames(for: bind.hostKey)
                 bindings.append(SSHSessionBinding(hostKey: Data(bind.hostKey), sessionID: Data(bind.sessionIdentifier),
-                                                  signature: Data(bind.signature), forwarding: bind.isForwarding))
+                                                  signature: Data(bind.signature), forwarding: bind.isForwarding,
+                                                  hostNames: known.names, hashedHostEntries: known.hashedEntries))
                 return .success
             } catch {
                 log("\(requester): \(error)")
@@ -307,6 +309,23 @@ final class SSHAgentServer: Sendable {
         guard algorithm == SecurityKeyAlgorithm.ed25519 else {
             throw ServiceError(.usage, "the vault makes and uses ed25519-sk security keys only; run ssh-keygen -t ed25519-sk")
         }
+    }
+
+    /// The names the user's known_hosts files (`~/.ssh/known_hosts`, `known_hosts2`, and the
+    /// system's `/etc/ssh/ssh_known_hosts`) give a host key; each file read at most 1 MiB.
+    static func knownHostNames(for hostKey: [UInt8]) -> (names: [String], hashedEntries: Int) {
+        let home = ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()
+        var names: [String] = []
+        var hashed = 0
+        for path in [home + "/.ssh/known_hosts", home + "/.ssh/known_hosts2", "/etc/ssh/ssh_known_hosts"] {
+            guard let handle = FileHandle(forReadingAtPath: path) else { continue }
+            defer { try? handle.close() }
+            guard let data = try? handle.read(upToCount: 1 << 20) else { continue }
+            let found = KnownHosts.names(for: hostKey, in: String(decoding: data, as: UTF8.self))
+            names += found.names.filter { !names.contains($0) }
+            hashed += found.hashedEntries
+        }
+        return (names, hashed)
     }
 
     /// Writes all of `bytes`; false when the client is gone.

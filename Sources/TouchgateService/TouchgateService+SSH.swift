@@ -154,7 +154,7 @@ enum SSHSigningPurpose: Equatable {
                 case .forged:
                     return .refused("the host's proof of the session does not verify")
                 case .verified(let fingerprint):
-                    words += " on the host with key " + fingerprint
+                    words += " on " + hostWords(bound, fingerprint: fingerprint)
                 case .unchecked(let type):
                     // Only Ed25519 proofs are checked here; what the words then say about
                     // the host is the client's claim, and is worded as one.
@@ -172,6 +172,18 @@ enum SSHSigningPurpose: Equatable {
         case .other:
             return .allowed("\(with) to sign \(data.count) bytes that are neither a login nor a file signature")
         }
+    }
+
+    /// The host a verified binding is for: the names the user's known_hosts gives its key,
+    /// or what known_hosts does not say, with the key's fingerprint.
+    static func hostWords(_ binding: SSHSessionBinding, fingerprint: String) -> String {
+        let names = (binding.hostNames ?? []).prefix(3).map { StoredText.escaped($0) }
+        if !names.isEmpty { return names.joined(separator: ", ") + " (host key \(fingerprint))" }
+        if let hashed = binding.hashedHostEntries, hashed > 0 {
+            return "a host your known_hosts lists under a hashed name (host key \(fingerprint))"
+        }
+        if binding.hostNames != nil { return "a host not in your known_hosts (host key \(fingerprint))" }
+        return "the host with key " + fingerprint
     }
 
     /// What a binding's proof shows.

@@ -190,6 +190,10 @@ struct SSHAgentTests {
         defer { Task { await server.process.stop() } }
         let hostFingerprint = try await runProgram("/usr/bin/ssh-keygen", ["-l", "-f", rig.home.path("ssh_host_ed25519_key.pub")])
         let fingerprint = try #require(hostFingerprint.stdout.split(separator: " ").dropFirst().first.map(String.init))
+        // The agent names the host as the user's known_hosts does.
+        try FileManager.default.createDirectory(atPath: rig.home.path(".ssh"), withIntermediateDirectories: true)
+        try Data("# test hosts\ngit.example.test,[127.0.0.1]:\(server.port) \(server.hostKeyLine)\n".utf8)
+            .write(to: URL(fileURLWithPath: rig.home.path(".ssh/known_hosts")))
 
         let refused = try await rig.run("/usr/bin/ssh", server.sshArguments(identity: setup.publicKeyPath, "echo logged-in"),
                                         extra: setup.sshEnvironment, presenting: ["arch"])
@@ -200,7 +204,8 @@ struct SSHAgentTests {
 
         // ssh bound the connection to the session the server proved: the records name the
         // user and the server's host key, checked against its signature.
-        let purpose = "use SSH key 'work' to log in as \(NSUserName()) on the host with key \(fingerprint)"
+        let purpose = "use SSH key 'work' to log in as \(NSUserName()) on git.example.test, 127.0.0.1:\(server.port) "
+            + "(host key \(fingerprint))"
         let records = try await rig.auditRecords(mentioning: purpose)
         let trail = try await rig.vault.auditTrail().suffix(6)
         #expect(records.map { $0["outcome"] as? String } == ["failure", "success"], "\(trail)")

@@ -137,6 +137,16 @@ import TouchgateVault
         let data = Self.login(user: "alice", session: session, key: [UInt8](key.publicKey), hostKey: [UInt8](bound.hostKey))
         let report = try await Self.sign(rig, key, data, bindings: [bound]).get()
         #expect(report.purpose.hasPrefix("use SSH key 'work' to log in as alice on the host with key SHA256:"))
+        // With what the user's known_hosts says of the host key, as the agent looks it up.
+        for (names, hashed, words) in [(["git.example.com"], 0, "on git.example.com (host key SHA256:"),
+                                       ([], 1, "on a host your known_hosts lists under a hashed name (host key SHA256:"),
+                                       ([], 0, "on a host not in your known_hosts (host key SHA256:")] {
+            var named = bound
+            named.hostNames = names
+            named.hashedHostEntries = hashed
+            let report = try await Self.sign(rig, key, data, bindings: [named]).get()
+            #expect(report.purpose.contains("log in as alice " + words), "\(report.purpose)")
+        }
 
         let refused: [(String, Data, [SSHSessionBinding])] = [
             ("forwarded", data, [Self.binding(session: session, forwarding: true)]),

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Testing
 // SecretBytes, which TouchgateAPI re-exports from TouchgateBasics.
 import TouchgateAPI
@@ -452,5 +453,30 @@ private func addBody(type: UInt8 = 17, keyType: String = "ssh-ed25519", publicKe
     func signatureBlob() {
         let raw = [UInt8](repeating: 0x42, count: 64)
         #expect(SSHPublicKey.ed25519(Alice.publicKey).signatureBlob(raw) == Wire.string("ssh-ed25519") + Wire.string(raw))
+    }
+}
+
+@Suite struct KnownHostsTests {
+    @Test("a host key's names come from plain entries; hashed ones are counted, patterns and markers name nothing")
+    func names() {
+        let key = Alice.blob
+        let line = "ssh-ed25519 " + Data(key).base64EncodedString()
+        let other = "ssh-ed25519 " + Data([UInt8](repeating: 1, count: 51)).base64EncodedString()
+        let text = """
+            # a comment naming \(line)
+            git.example.com,[10.0.0.7]:2222,!bad.example.com,*.example.org \(line) alice@example
+            |1|c2FsdA==|aGFzaA== \(line)
+            @revoked revoked.example.com \(line)
+            @cert-authority *.example.com \(line)
+            other.example.com \(other)
+            git.example.com \(line)
+
+            broken
+            """
+        let found = KnownHosts.names(for: key, in: text)
+        #expect(found.names == ["git.example.com", "10.0.0.7:2222"])
+        #expect(found.hashedEntries == 1)
+        #expect(KnownHosts.names(for: [1, 2, 3], in: text).names.isEmpty)
+        #expect(KnownHosts.names(for: key, in: "").names.isEmpty)
     }
 }
