@@ -144,7 +144,8 @@ let package = Package(
         // when touchgated does not serve.
         .executableTarget(
             name: "touchgate-cli",
-            dependencies: ["TouchgateCommands", "TouchgateService", "TouchgateVault", "TouchgateAPI", "TouchgateFleet"]
+            dependencies: ["TouchgateCommands", "TouchgateService", "TouchgateVault", "TouchgateAPI", "TouchgateFleet",
+                           "TouchgateDaemon", "TouchgateSocket", .product(name: "Logging", package: "swift-log")]
         ),
         // Every command through touchgated, without the service: what `touchgate` execs when
         // the daemon serves.

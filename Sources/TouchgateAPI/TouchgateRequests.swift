@@ -168,6 +168,10 @@ public enum ServiceMode: String, Codable, Sendable {
                 + "or forge the audit trail"
         }
     }
+
+    /// What the personal mode protects against when touchgate agent hosts it.
+    public static let agentTrustBoundary = "touchgate agent: the unlocked key is in the agent's memory, which your "
+        + "other programs cannot read (it is not dumpable); they can still ask the agent, and roll back your files"
 }
 
 /// The readers, and when there are none, why.

@@ -50,6 +50,42 @@ public enum Invocation {
         return lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFREG ? path : nil
     }
 
+    /// Where touchgate agent serves the personal store in the user's runtime directory.
+    public static func agentServiceSocket() -> String? {
+        guard let runtime = environment("XDG_RUNTIME_DIR"), runtime.hasPrefix("/") else { return nil }
+        return runtime + "/touchgate/socket"
+    }
+
+    /// touchgate agent's service socket when the agent listens there and nothing else was
+    /// chosen (no `TOUCHGATE_SOCKET`, no touchgated): it holds the unlocked vault key in
+    /// its own memory, so the personal mode's commands go to it. Checked by connecting, so
+    /// a socket file left by an agent that was killed sends nothing there.
+    public static func agentSocket() -> String? {
+        guard getenv(socketVariable) == nil, daemonSocket() == nil, let path = agentServiceSocket() else { return nil }
+        var status = stat()
+        guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK, status.st_uid == getuid() else { return nil }
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        return connected == 0 ? path : nil
+    }
+
+    /// The socket this process's commands go to: touchgated's (``daemonSocket()``), else
+    /// touchgate agent's (``agentSocket()``), else nil for the in-process personal mode.
+    public static func serviceSocket() -> String? {
+        daemonSocket() ?? agentSocket()
+    }
+
     /// The environment variable `name` of this process now, or nil.
     ///
     /// `getenv`, not `ProcessInfo.environment`, which copies the whole environment into a

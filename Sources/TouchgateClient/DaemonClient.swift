@@ -13,12 +13,14 @@ public struct DaemonClient: TouchgateRequests {
     /// The daemon's socket.
     public let socketPath: String
 
-    /// A client of the daemon listening at `socketPath`.
-    public init(socketPath: String) {
+    /// A client of the daemon at `socketPath`; `mode` is `.personal` for touchgate agent,
+    /// which serves the personal store with the same protocol.
+    public init(socketPath: String, mode: ServiceMode = .system) {
         self.socketPath = socketPath
+        self.mode = mode
     }
 
-    public var mode: ServiceMode { .system }
+    public let mode: ServiceMode
 
     /// What a call needs besides its operation and arguments.
     struct Parties: Sendable {

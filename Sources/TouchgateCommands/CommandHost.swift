@@ -1,4 +1,5 @@
 public import TouchgateAPI
+public import TouchgateSocket
 import TouchgateTerminal
 
 /// What only a process that opens the store itself can do, given to the commands by the
@@ -13,10 +14,11 @@ public protocol CommandHost: Sendable {
     /// This user's own store, served in this process (the personal mode).
     func personal() -> any TouchgateRequests
 
-    /// The personal mode for a process that serves many requests (`touchgate agent`): the
-    /// store stays open between them, as touchgated keeps it, instead of being opened,
-    /// migrated and synced for each one.
-    func longLived() -> any TouchgateRequests
+    /// The personal mode hosted by `touchgate agent`: the store kept open between requests,
+    /// the unlocked key in the agent's own memory instead of the kernel keyring, and the
+    /// same service on `serviceSocket` (touchgated's protocol) for this user's commands.
+    /// `log` takes what it reports.
+    func personalAgent(serviceSocket: UnixListener, log: @escaping @Sendable (String) -> Void) -> any AgentHosting
 
     /// Whether the personal store exists yet (a shell completion must not create one).
     var personalStoreExists: Bool { get }
@@ -32,4 +34,16 @@ public protocol CommandHost: Sendable {
     /// `audit verify --public-key`: checks an export, read line by line from `input`
     /// (standard input when nil), against the public key in `publicKeyFile`, offline.
     func checkExport(input: String?, publicKeyFile: String) throws(ServiceError) -> PublicVerificationReport
+}
+
+/// The personal store as `touchgate agent` hosts it (``CommandHost/personalAgent(serviceSocket:log:)``).
+public protocol AgentHosting: Sendable {
+    /// The service, with the key in this process's memory.
+    var requests: any TouchgateRequests { get }
+    /// Moves an unlocked key from the kernel keyring into this process: true when one was moved.
+    func takeOverKeyringKey() async -> Bool
+    /// Serves the service socket until ``stop()``.
+    func serve() async
+    /// Stops serving; the held key is forgotten when ``serve()`` returns.
+    func stop()
 }

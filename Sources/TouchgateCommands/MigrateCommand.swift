@@ -25,7 +25,7 @@ struct Migrate: AsyncParsableCommand {
     func run() async throws {
         let input = passphrase.input()
         try await CommandRunner.run(json: common.json) { console in
-            guard let daemon = service as? DaemonClient else {
+            guard let daemon = service as? DaemonClient, daemon.mode == .system else {
                 throw ServiceError(.daemonUnavailable, "touchgated is not running (no socket at "
                                        + "\(ServiceChoice.systemSocket)), so there is nowhere to move the vault; "
                                        + "install and start it (see the README's \"System daemon\"), then run "

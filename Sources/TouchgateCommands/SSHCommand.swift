@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateAPI
+import TouchgateClient
 import TouchgateSSH
 import TouchgateSocket
 import TouchgateTerminal
@@ -86,7 +87,11 @@ struct Agent: AsyncParsableCommand {
             unless --socket is given), which only you can reach. Each signature needs what the key's \
             policy asks for; the prompt goes to the terminal of the program that asked, and the \
             audit trail names the program and what was signed. Keys are made with \
-            touchgate ssh keygen; ssh-add cannot add, remove or lock keys here.
+            touchgate ssh keygen or sealed into the vault by ssh-add FILE. In the personal mode \
+            it also hosts your store for your touchgate commands, on a second socket \
+            ($XDG_RUNTIME_DIR/touchgate/socket, or --service-socket), with the unlocked vault \
+            key in its own memory instead of the kernel keyring; with touchgated it forwards \
+            to the daemon.
             """)
 
     @OptionGroup var common: CommonOptions
@@ -94,14 +99,20 @@ struct Agent: AsyncParsableCommand {
     @Option(help: "The socket to listen on.")
     var socket: String?
 
+    @Option(help: ArgumentHelp("Where your touchgate commands reach the store it hosts (personal mode; default: "
+                               + "\"socket\" beside the agent's socket).", valueName: "PATH"))
+    var serviceSocket: String?
+
     func run() async throws {
-        let chosen = socket
+        let (chosen, chosenService) = (socket, serviceSocket)
         try await CommandRunner.run(json: common.json) { console in
             let path = try Self.socketPath(chosen)
+            // Started by touchgate-agent.socket, which listens at the same places: the SSH
+            // socket first, the service socket second.
+            let activated = chosen == nil ? UnixListener.allFromSystemd() : []
             let listener: UnixListener
-            if chosen == nil, let activated = UnixListener.fromSystemd() {
-                // Started by touchgate-agent.socket, which listens at the same place.
-                listener = activated
+            if let first = activated.first {
+                listener = first
             } else {
                 do {
                     listener = try UnixListener.bind(path: path, mode: 0o600)
@@ -111,13 +122,43 @@ struct Agent: AsyncParsableCommand {
             }
             console.result("agent", AgentReport(sshAuthSock: path),
                            text: "SSH_AUTH_SOCK=\(path); export SSH_AUTH_SOCK;")
-            let server = SSHAgentServer(requests: ServiceChoice.resolveLongLived(), listener: listener, console: console)
+            let log: @Sendable (String) -> Void = { line in console.event(InteractionEvent(.notice, line)) }
+            let requests: any TouchgateRequests
+            var hosting: (any AgentHosting)?
+            if let daemon = Invocation.daemonSocket() {
+                // touchgated holds the keys and decides; this door only forwards.
+                requests = DaemonClient(socketPath: daemon)
+            } else {
+                let servicePath = chosenService ?? (path as NSString).deletingLastPathComponent + "/socket"
+                let serviceListener = activated.count > 1 ? activated[1] : try Self.bindService(servicePath)
+                let hosted = ServiceChoice.requiredHost.personalAgent(serviceSocket: serviceListener, log: log)
+                if await hosted.takeOverKeyringKey() {
+                    log("took the unlocked vault key out of the kernel keyring into this agent's memory")
+                }
+                requests = hosted.requests
+                hosting = hosted
+            }
+            let server = SSHAgentServer(requests: requests, listener: listener, console: console)
+            let hosted = hosting
+            let served = Task { await hosted?.serve() }
             await withTaskCancellationHandler {
                 await server.run()
             } onCancel: {
                 listener.close()
+                hosted?.stop()
             }
+            hosted?.stop()
+            await served.value
             return ExitStatus.success
+        }
+    }
+
+    /// The service socket at `path`, private to its user.
+    static func bindService(_ path: String) throws(ServiceError) -> UnixListener {
+        do {
+            return try UnixListener.bind(path: path, mode: 0o600)
+        } catch {
+            throw ServiceError(.usage, "cannot listen at \(path): \(error); is another agent running there?")
         }
     }
 

@@ -24,13 +24,8 @@ enum ServiceChoice {
 
     static func resolve() -> any TouchgateRequests {
         if let path = Invocation.daemonSocket() { return DaemonClient(socketPath: path) }
+        // touchgate agent hosts the personal store, with the unlocked key in its memory.
+        if let path = Invocation.agentSocket() { return DaemonClient(socketPath: path, mode: .personal) }
         return requiredHost.personal()
-    }
-
-    /// ``resolve()`` for a process that serves many requests: in the personal mode the
-    /// store is kept open between them (``CommandHost/longLived()``).
-    static func resolveLongLived() -> any TouchgateRequests {
-        if let path = Invocation.daemonSocket() { return DaemonClient(socketPath: path) }
-        return requiredHost.longLived()
     }
 }

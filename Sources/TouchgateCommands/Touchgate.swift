@@ -46,7 +46,7 @@ public enum CommandLineEntry {
             Foundation.exit(error.exitStatus)
         }
         // The personal mode is served in-process: only an executable with a host can.
-        if host == nil, Invocation.daemonSocket() == nil { SiblingProgram.fullCLI.exec(CommandLine.arguments) }
+        if host == nil, Invocation.serviceSocket() == nil { SiblingProgram.fullCLI.exec(CommandLine.arguments) }
         // Everything this process creates is private to its owner.
         umask(0o077)
         do {

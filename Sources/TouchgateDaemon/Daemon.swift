@@ -1,6 +1,6 @@
 public import Foundation
 public import Logging
-import TouchgateService
+public import TouchgateService
 public import TouchgateSocket
 import TouchgateVault
 import TouchgateAPI
@@ -45,6 +45,39 @@ public final class Daemon: Sendable {
         FingerWait.timeout = settings.fingerTimeout
         self.logger = logger
         if let lowered = limit.lowered { logger.warning("locked memory: \(lowered)") }
+    }
+
+    /// touchgate agent's host of its user's personal store: the same protocol on
+    /// `listener`, for that user alone, with the unlocked key in this process's memory
+    /// (locked, never dumped) instead of the kernel keyring.
+    public init(personal: PersonalStore, listener: UnixListener, settings: DaemonSettings = DaemonSettings(),
+                logger: Logger) {
+        self.listener = listener
+        keys = HeldKeys()
+        let pool = ReaderPool(logger: logger, presence: ReaderPresence(placement: settings.readerPlacement, logger: logger))
+        var stores = DaemonStores(directory: personal.location.directory, keys: keys, pool: pool, open: OpenStores(),
+                                  reserve: nil, fleet: nil)
+        stores.personal = personal
+        handler = RequestHandler(stores: stores, sessions: LocalSessionRule(logger: logger))
+        self.settings = settings
+        limit = ConnectionLimit(perUser: settings.connectionsPerUser, total: settings.connections)
+        rate = RequestRate(burst: settings.requestBurst, perSecond: settings.requestsPerSecond)
+        FingerWait.timeout = settings.fingerTimeout
+        self.logger = logger
+    }
+
+    /// The personal store's service, with the keys this daemon holds (touchgate agent's
+    /// SSH door uses it in the same process); nil for touchgated.
+    public var personalService: TouchgateService? {
+        handler.stores.personal.map { handler.stores.service(for: $0.principal) }
+    }
+
+    /// Moves an unlocked key of the personal store from the kernel keyring into this
+    /// process's memory, so no other process of the user can read it there: true when one
+    /// was moved.
+    public func takeOverKeyringKey() async -> Bool {
+        guard let service = personalService else { return false }
+        return (try? await service.takeOverKeyringKey()) ?? false
     }
 
     /// Accepts and serves connections until ``stop()``.
@@ -118,6 +151,11 @@ public final class Daemon: Sendable {
         guard connections.add(socket) else { return socket.close() }
         defer { connections.remove(socket) }
         guard let peer = try? socket.peer() else { return socket.close() }
+        // touchgate agent serves its own user only (its socket is theirs alone too).
+        if let personal = handler.stores.personal, peer.uid != personal.principal.uid {
+            logger.warning("\(peer): refused: touchgate agent serves uid \(personal.principal.uid) only")
+            return socket.close()
+        }
         var bucket = Self.bucket(of: peer)
         if let refusal = limit.admit(bucket) {
             // Refused before the hello, and before any buffer is spent on it.

@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
-import TouchgateService
+public import TouchgateService
 import TouchgateSocket
-import TouchgateVault
+public import TouchgateVault
 import TouchgateAPI
 
 /// Turns one protocol request into one call of the service, for the caller who sent it.
@@ -155,6 +155,10 @@ struct RequestHandler: Sendable {
                          service: TouchgateService, caller: Caller, interaction: DaemonInteraction) async throws -> Reply {
         let files = descriptors?.take() ?? []
         defer { for file in files { close(file) } }
+        guard stores.personal == nil else {
+            throw ServiceError(.usage, "touchgate agent serves your personal store; migrate moves a personal store into "
+                               + "touchgated, the system daemon")
+        }
         guard files.count == 2 else {
             throw ServiceError(.usage, "migrate needs two descriptors (the database copy, then the audit key); "
                                    + "\(files.count) came")
@@ -180,6 +184,9 @@ struct RequestHandler: Sendable {
 struct DaemonStores: Sendable {
     /// The state directory (`/var/lib/touchgate`).
     let directory: URL
+    /// The one store served instead of every user's, when touchgate agent hosts its user's
+    /// personal store.
+    var personal: PersonalStore?
     let keys: HeldKeys
     /// The readers held open across requests, shared by every user's service.
     let pool: ReaderPool
@@ -201,6 +208,7 @@ struct DaemonStores: Sendable {
 
     /// Every principal with a store here, by uid.
     func principals() -> [Principal] {
+        if let personal { return [personal.principal] }
         let users = directory.appendingPathComponent("users")
         let uids = ((try? FileManager.default.contentsOfDirectory(atPath: users.path)) ?? []).compactMap(UInt32.init).sorted()
         return uids.map { Principal(uid: $0, loginName: UserDatabase.loginName(of: $0)) }
@@ -209,6 +217,15 @@ struct DaemonStores: Sendable {
     /// The service of `principal` over its store here.
     func service(for principal: Principal) -> TouchgateService {
         let keys = self.keys
+        if let personal {
+            // Whoever asks, the agent's own user's store (its door admits no one else); the
+            // reader is opened per request, as in-process, so other programs can use it between.
+            var service = TouchgateService(principal: personal.principal, location: personal.location, mode: .personal,
+                                           custody: { keys.custody(for: $0) })
+            service.openStores = open
+            service.hostedByAgent = true
+            return service
+        }
         let location = locations.location(of: principal.uid, under: directory)
         var service = TouchgateService(principal: principal, location: location, mode: .system,
                                        custody: { keys.custody(for: $0) })
@@ -216,6 +233,17 @@ struct DaemonStores: Sendable {
         service.openStores = open
         service.spaceReserve = reserve
         return service
+    }
+}
+
+/// The personal store touchgate agent hosts: its user and where the store is.
+public struct PersonalStore: Sendable {
+    public let principal: Principal
+    public let location: StoreLocation
+
+    public init(principal: Principal, location: StoreLocation) {
+        self.principal = principal
+        self.location = location
     }
 }
 

@@ -5,6 +5,9 @@ import TouchgateVault
 public import TouchgateAPI
 
 extension TouchgateService {
+    /// What this service protects against, as `status` says it.
+    var trustBoundary: String { hostedByAgent ? ServiceMode.agentTrustBoundary : mode.trustBoundary }
+
     /// Locked or not, the reuse session, lockout, enrolled fingers and readers.
     ///
     /// Reads state only: never asks for a finger or the passphrase, and does not count as
@@ -16,7 +19,7 @@ extension TouchgateService {
             let (readers, backend) = await readerReports()
             var report = StatusReport(enrolled: [], readers: readers)
             report.mode = mode.rawValue
-            report.trustBoundary = mode.trustBoundary
+            report.trustBoundary = trustBoundary
             report.readerBackend = backend
             return report
         }
@@ -25,7 +28,7 @@ extension TouchgateService {
             let (readers, backend) = await readerReports()
             var report = StatusReport(enrolled: snapshot.enrolled, readers: readers)
             report.mode = mode.rawValue
-            report.trustBoundary = mode.trustBoundary
+            report.trustBoundary = trustBoundary
             report.readerBackend = backend
             guard snapshot.initialized else { return report }
             report.initialized = true

@@ -55,6 +55,22 @@ extension TouchgateService {
         }
     }
 
+    /// Moves an unlocked key from the kernel keyring into this service's custody (touchgate
+    /// agent taking the personal store over): the keyring no longer holds it, so no other
+    /// process of the user can read it there. True when a key was moved; nothing is
+    /// created for a user without a store.
+    public func takeOverKeyringKey() async throws(ServiceError) -> Bool {
+        guard hasStore else { return false }
+        return try await withStore { store in
+            let vault = try Vault.open(database: store.database, owner: principal.loginName)
+            let keyring = KernelKeyringCustody(vault: vault)
+            guard let key = try keyring.currentKey() else { return false }
+            try store.custody(vault).hold(key)
+            _ = try keyring.release()
+            return true
+        }
+    }
+
     /// Locks: the key is released first, whatever else is damaged, then the session is
     /// ended and the lock audited. Damage met after the key is gone is reported in the
     /// result, not thrown: the lock itself succeeded.

@@ -47,6 +47,9 @@ public struct TouchgateService: Sendable {
     /// Disk space a long-lived process sets aside for `secret rm` and `lock` on a full
     /// disk (touchgated's); nil: none.
     public var spaceReserve: SpaceReserve?
+    /// Whether touchgate agent hosts this personal store, with the unlocked key in its own
+    /// memory (what `status` says it protects against).
+    public var hostedByAgent = false
 
     /// A service for `principal` over `location`, keeping unlocked keys in the kernel keyring.
     public init(principal: Principal, location: StoreLocation) {

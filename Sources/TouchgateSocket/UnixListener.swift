@@ -45,17 +45,24 @@ public final class UnixListener: Sendable {
         return UnixListener(descriptor: descriptor, path: path)
     }
 
-    /// The first socket systemd passed (`LISTEN_PID` is this process, `LISTEN_FDS` ≥ 1;
-    /// descriptors start at 3), or nil when the daemon was not socket-activated.
-    public static func fromSystemd(environment: [String: String] = ProcessInfo.processInfo.environment) -> UnixListener? {
+    /// Every socket systemd passed (`LISTEN_PID` is this process; descriptors start at 3), in
+    /// the order of the unit's `ListenStream=` lines; none when not socket-activated.
+    public static func allFromSystemd(environment: [String: String] = ProcessInfo.processInfo.environment) -> [UnixListener] {
         guard let pid = environment["LISTEN_PID"].flatMap(Int32.init), pid == getpid(),
-              let count = environment["LISTEN_FDS"].flatMap(Int.init), count >= 1 else { return nil }
-        let descriptor: Int32 = 3
-        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+              let count = environment["LISTEN_FDS"].flatMap(Int.init), count >= 1 else { return [] }
         unsetenv("LISTEN_PID")
         unsetenv("LISTEN_FDS")
         unsetenv("LISTEN_FDNAMES")
-        return UnixListener(descriptor: descriptor, path: nil)
+        return (0..<min(count, 16)).map { offset in
+            let descriptor = Int32(3 + offset)
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+            return UnixListener(descriptor: descriptor, path: nil)
+        }
+    }
+
+    /// The first socket systemd passed, or nil when the daemon was not socket-activated.
+    public static func fromSystemd(environment: [String: String] = ProcessInfo.processInfo.environment) -> UnixListener? {
+        allFromSystemd(environment: environment).first
     }
 
     /// Waits for the next connection; returns its descriptor, or nil once closed.

@@ -1,6 +1,9 @@
 import Foundation
 import TouchgateAPI
 import TouchgateCommands
+import TouchgateDaemon
+import TouchgateSocket
+import Logging
 import TouchgateFleet
 import TouchgateService
 import TouchgateVault
@@ -23,10 +26,10 @@ struct LocalHost: CommandHost {
         service
     }
 
-    func longLived() -> any TouchgateRequests {
-        var kept = service
-        kept.openStores = OpenStores()
-        return kept
+    func personalAgent(serviceSocket: UnixListener, log: @escaping @Sendable (String) -> Void) -> any AgentHosting {
+        let logger = Logger(label: "touchgate-agent") { _ in ForwardingLogHandler(log: log) }
+        return PersonalAgent(daemon: Daemon(personal: PersonalStore(principal: service.principal, location: service.location),
+                                            listener: serviceSocket, logger: logger))
     }
 
     var personalStoreExists: Bool {
@@ -81,5 +84,34 @@ struct LocalHost: CommandHost {
         }
         if !line.isEmpty { try check.feed(String(decoding: line, as: UTF8.self)) }
         return try check.finish()
+    }
+}
+
+/// touchgate agent's host of the personal store: touchgated's code for one user.
+struct PersonalAgent: AgentHosting {
+    let daemon: Daemon
+
+    var requests: any TouchgateRequests { daemon.personalService! }
+
+    func takeOverKeyringKey() async -> Bool { await daemon.takeOverKeyringKey() }
+
+    func serve() async { await daemon.run() }
+
+    func stop() { daemon.stop() }
+}
+
+/// The agent's log: what the hosted service reports, handed to the agent's console.
+struct ForwardingLogHandler: LogHandler {
+    let log: @Sendable (String) -> Void
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        log(event.message.description)
     }
 }

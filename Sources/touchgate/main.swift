@@ -17,7 +17,7 @@ if arguments.count == 2, arguments[1] == "--version" {
     FileOutput.write(Release.version + "\n", to: 1)
     exit(0)
 }
-let socketPath = Invocation.daemonSocket()
+let socketPath = Invocation.serviceSocket()
 if let request = FastRequest(arguments: arguments), let socketPath {
     // As touchgate-client does before anything else: no core dump or ptrace of this process,
     // and a crash wipes the secret memory and prints one line.

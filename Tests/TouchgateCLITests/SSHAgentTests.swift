@@ -20,6 +20,14 @@ struct SSHAgentTests {
         let authorizedKey: String
 
         var sshEnvironment: [String: String] { ["SSH_AUTH_SOCK": socket] }
+        /// Where the agent hosts the personal store (beside its SSH socket).
+        var serviceSocket: String { (socket as NSString).deletingLastPathComponent + "/socket" }
+
+        /// touchgate through the agent, which holds the unlocked key once it runs.
+        func touchgate(_ arguments: [String], stdin: Data? = nil, presenting prints: [String] = []) async throws -> CLIResult {
+            try await rig.run(rig.bin + "/touchgate", arguments, extra: ["TOUCHGATE_SOCKET": serviceSocket], stdin: stdin,
+                              presenting: prints)
+        }
 
         static func make(rig: HelperRig, fresh: Bool) async throws -> Setup {
             for tool in ["/usr/bin/ssh-add", "/usr/bin/ssh-keygen"] {
@@ -94,14 +102,19 @@ struct SSHAgentTests {
             #expect(gone.status == 1 && !gone.stdout.contains(setup.authorizedKey), "after ssh-add \(arguments): \(gone.stdout)")
             let (unsigned, _) = try await setup.sign(presenting: [])
             #expect(unsigned.status != 0, "a removed key signs nothing: \(unsigned.stderrLines)")
-            let kept = try await rig.vault.run(["ssh", "list"])
+            let kept = try await setup.touchgate(["ssh", "list"])
             #expect(kept.stdout.contains("work"), "the vault keeps it: \(kept.stdout)")
             if arguments == ["-d", setup.publicKeyPath] {
                 let twice = try await rig.run("/usr/bin/ssh-add", arguments, extra: setup.sshEnvironment)
                 #expect(twice.status != 0, "a key this agent no longer offers cannot be removed again")
-                // A new agent offers every key of the vault again.
+                // A new agent offers every key of the vault again, once unlocked: the key
+                // the last one held in its memory ended with it.
                 await setup.agent.stop()
                 setup = try await Setup.restart(setup)
+                let locked = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
+                #expect(locked.status == 1 && locked.stdout.contains("no identities"), "\(locked.stdout)")
+                let unlocked = try await setup.touchgate(["unlock", "--passphrase-fd", "0"], stdin: VaultRig.lines(VaultRig.passphrase))
+                #expect(unlocked.status == 0, "\(unlocked.stderrLines)")
             }
         }
 
@@ -224,11 +237,11 @@ struct SSHAgentTests {
         let lockedOut = try await rig.auditRecords(mentioning: purpose)
         #expect(lockedOut.last?["outcome"] as? String == "denied" && (lockedOut.last?["reason"] as? String ?? "").contains("lock"),
                 "\(lockedOut.last ?? [:])")
-        let unlocked = try await rig.vault.withPassphrase(["unlock"])
+        let unlocked = try await setup.touchgate(["unlock", "--passphrase-fd", "0"], stdin: VaultRig.lines(VaultRig.passphrase))
         #expect(unlocked.status == 0, "the passphrase lifts the lockout: \(unlocked.stderrLines)")
 
         // A locked vault signs nothing, and says how to go on.
-        let locked = try await rig.vault.run(["lock"])
+        let locked = try await setup.touchgate(["lock"])
         #expect(locked.status == 0)
         let afterLock = try await rig.run("/usr/bin/ssh", server.sshArguments(identity: setup.publicKeyPath, "echo logged-in"),
                                           extra: setup.sshEnvironment, presenting: ["whorl"])
@@ -340,7 +353,7 @@ struct SSHAgentTests {
         #expect(readded.status == 0, "\(readded.stderrLines)")
         let relisted = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
         #expect(relisted.stdout.contains(publicLine), "\(relisted.stdout)")
-        let keys = try await rig.vault.run(["ssh", "list", "--json"])
+        let keys = try await setup.touchgate(["ssh", "list", "--json"])
         #expect(keys.stdout.contains("\"name\":\"laptop\"") && keys.stdout.contains("\"fresh\":true"), "\(keys.stdout)")
 
         // The file can go: the vault's copy signs, after a touch, and is never released.
@@ -353,7 +366,7 @@ struct SSHAgentTests {
         let checked = try await rig.run("/bin/sh", ["-c", "exec /usr/bin/ssh-keygen -Y check-novalidate -n file -f \"$1\" -s \"$2\" < \"$3\"",
                                                    "sh", keyPath + ".pub", message + ".sig", message])
         #expect(checked.status == 0, "\(checked.stdout) \(checked.stderrLines)")
-        let released = try await rig.vault.run(["secret", "get", "laptop"], presenting: ["whorl"])
+        let released = try await setup.touchgate(["secret", "get", "laptop"], presenting: ["whorl"])
         #expect(released.status != 0 && released.stdout.isEmpty, "an SSH key is never released: \(released.stderrLines)")
         #expect(try await rig.auditRecords(mentioning: "SSH key added (ssh-ed25519, biometry-any, fresh touch)").count == 1)
 
@@ -406,6 +419,64 @@ struct SSHAgentTests {
                 "\(reasons)")
         await agent.stop()
         daemon.stop()
+    }
+
+    /// In the personal mode the agent hosts the store: it takes the unlocked key out of the
+    /// kernel keyring into its own memory, a shell's touchgate commands reach it at
+    /// `$XDG_RUNTIME_DIR/touchgate/socket` without any setting, and the key ends with it.
+    @Test func theAgentHoldsTheUnlockedKeyInsteadOfTheKernelKeyring() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        try await rig.vault.initAndUnlock()
+        try await rig.vault.enroll("whorl")
+        let runtime = rig.home.path("run")
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        // A shell as a person has it: XDG_RUNTIME_DIR, no TOUCHGATE_SOCKET.
+        var shell = rig.environment
+        shell["XDG_RUNTIME_DIR"] = runtime
+        shell.removeValue(forKey: "TOUCHGATE_SOCKET")
+        func touchgate(_ arguments: [String], inProcess: Bool = false, stdin: Data? = nil,
+                       presenting prints: [String] = []) async throws -> CLIResult {
+            var process = CLIProcess(environment: inProcess ? rig.environment : shell)
+            process.binaryOverride = rig.bin + "/touchgate"
+            rig.vault.finger.present(prints)
+            let finger = rig.vault.finger
+            return try await process.run(arguments, stdin: stdin) { line, _ in finger.handle(line) }
+        }
+        let locked = { (run: CLIResult) in run.json?["locked"] as? Bool }
+        #expect(locked(try await touchgate(["status", "--json"])) == false, "unlocked in-process, in the keyring")
+
+        let agent = try await BackgroundProgram(rig.bin + "/touchgate", ["agent", "--json"], environment: shell,
+                                                finger: rig.vault.finger)
+        try await waitForSocket(runtime + "/touchgate/socket")
+        try await waitForSocket(runtime + "/touchgate/ssh-agent.sock")
+        for _ in 0..<100 where !agent.errorLines.contains(where: { $0.contains("kernel keyring") }) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(agent.errorLines.contains { $0.contains("took the unlocked vault key out of the kernel keyring") },
+                "\(agent.errorLines)")
+
+        // The keyring holds it no more: the in-process mode finds the vault locked.
+        let inProcess = try await touchgate(["status", "--json"], inProcess: true)
+        #expect(locked(inProcess) == true, "\(inProcess.stdout)")
+        // The shell's commands reach the agent, which holds it, and serve as ever.
+        let hosted = try await touchgate(["status", "--json"])
+        #expect(locked(hosted) == false && hosted.json?["mode"] as? String == "personal", "\(hosted.stdout) \(hosted.stderrLines)")
+        #expect((hosted.json?["trust-boundary"] as? String ?? "").hasPrefix("touchgate agent"), "\(hosted.stdout)")
+        let added = try await touchgate(["secret", "add", "note", "--policy", "biometry-any"], stdin: Data("kept here\n".utf8))
+        #expect(added.status == 0, "\(added.stderrLines)")
+        let released = try await touchgate(["secret", "get", "note"], presenting: ["whorl"])
+        #expect(released.status == 0 && released.stdout == "kept here", "\(released.stdout) \(released.stderrLines)")
+        let ssh = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: ["SSH_AUTH_SOCK": runtime + "/touchgate/ssh-agent.sock"])
+        #expect(ssh.stdout.contains("no identities"), "the same agent answers ssh: \(ssh.stdout)")
+
+        // Killed, the agent takes the key with it: the shell's commands run in-process again
+        // (its socket file left behind reaches no one) and find the vault locked.
+        await agent.stop()
+        let after = try await touchgate(["status", "--json"])
+        #expect(locked(after) == true && (after.json?["trust-boundary"] as? String ?? "").hasPrefix("in-process"),
+                "\(after.stdout) \(after.stderrLines)")
     }
 
     @Test func hostileClientsGetFailuresAndTheAgentServesOn() async throws {

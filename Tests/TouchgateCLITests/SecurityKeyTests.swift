@@ -64,7 +64,8 @@ struct SecurityKeyTests {
         #expect(publicKey.hasPrefix("sk-ssh-ed25519@openssh.com AAAA"), "\(publicKey)")
 
         // The vault lists the key with the same public half; the agent does not offer it.
-        let listed = try await rig.vault.run(["ssh", "list", "--json"])
+        let listed = try await rig.run(rig.bin + "/touchgate", ["ssh", "list", "--json"],
+                                       extra: ["TOUCHGATE_SOCKET": rig.home.path("socket")])
         let keys = listed.json?["keys"] as? [[String: Any]] ?? []
         let blob = publicKey.split(separator: " ")[1]
         #expect(keys.contains { ($0["authorized-key"] as? String ?? "").contains(blob) && $0["name"] as? String == "laptop" },
