@@ -350,6 +350,57 @@ struct DaemonAttackTests {
                      "this suite needs setpriv from util-linux: apt-get install util-linux")
     }
 
+    // MARK: touchgate agent, the personal mode's host
+
+    @Test("touchgate agent's memory, environment and key are out of reach of its user's other processes")
+    func agentKeyOutOfTheUsersReach() async throws {
+        try Self.requireRoot()
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"),
+                     "this test needs Debian's python3: apt-get install python3")
+        let rig = try await DaemonRig()
+        let uid = Self.user
+        let home = rig.home.path("agent-home")
+        let runtime = home + "/run"
+        for directory in [home, runtime] {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            chown(directory, uid, uid)
+        }
+        let environment = ["HOME": home, "XDG_DATA_HOME": home + "/data", "XDG_RUNTIME_DIR": runtime]
+        let asUser = ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--"]
+        let agent = try await BackgroundProgram(asUser[0], Array(asUser.dropFirst()) + [rig.binDirectory + "/touchgate", "agent"],
+                                                environment: environment, finger: nil)
+        defer { Task { await agent.stop() } }
+        try await waitForSocket(runtime + "/touchgate/socket")
+        // The user's commands reach the agent with no setting at all, and it holds the key.
+        var client = CLIProcess(environment: environment)
+        client.binaryOverride = rig.binDirectory + "/touchgate"
+        client.wrapper = asUser
+        let made = try await client.run(["init", "--kdf", "minimum", "--passphrase-fd", "0"],
+                                        stdin: Data((DaemonRig.passphrase + "\n" + DaemonRig.passphrase + "\n").utf8))
+        try #require(made.status == 0, "init through the agent: \(made.stderrLines)")
+        let unlocked = try await client.run(["unlock", "--passphrase-fd", "0"], stdin: Data((DaemonRig.passphrase + "\n").utf8))
+        try #require(unlocked.status == 0, "\(unlocked.stderrLines)")
+        let status = try await client.run(["status", "--json"])
+        #expect(status.json?["locked"] as? Bool == false && (status.json?["trust-boundary"] as? String ?? "").hasPrefix("touchgate agent"),
+                "\(status.stdout) \(status.stderrLines)")
+
+        // Not in the user's keyrings, where the in-process mode keeps it.
+        let keys = try await Self.run(as: uid, ["/bin/cat", "/proc/keys"])
+        #expect(keys.status == 0 && !keys.stdout.contains("touchgate"), "\(keys)")
+        // The agent runs as the user, yet its memory, environment and tracing are closed to
+        // the user's other processes (non-dumpable); what stays open is asking it.
+        let pid = agent.pid
+        let memory = try await Self.run(as: uid, ["/bin/dd", "if=/proc/\(pid)/mem", "of=/dev/null", "bs=1", "count=1"])
+        #expect(memory.status != 0 && memory.stderr.contains("ermission denied"), "/proc/PID/mem: \(memory)")
+        let environ = try await Self.run(as: uid, ["/bin/cat", "/proc/\(pid)/environ"])
+        #expect(environ.status != 0 && environ.stderr.contains("ermission denied"), "/proc/PID/environ: \(environ)")
+        let trace = try await Self.run(as: uid, ["/usr/bin/python3", "-c", Self.ptraceAttach, String(pid)])
+        #expect(trace.status == 3 && trace.stdout.contains("Operation not permitted"), "ptrace attach: \(trace)")
+        let procStatus = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        #expect(procStatus.contains("\nUid:\t\(uid)\t"), "the agent runs as the user: \(procStatus)")
+    }
+
     /// Tries to attach to the pid given as argument; exit 3 and the reason when refused.
     static let ptraceAttach = """
         import ctypes, os, sys

@@ -92,6 +92,9 @@ final class BackgroundProgram: Sendable {
         return nil
     }
 
+    /// Its process id (setpriv's, which becomes the program it runs).
+    var pid: Int32 { process.processIdentifier }
+
     /// Its standard error so far (an agent's log).
     var errorLines: [String] { errors.lines }
 
