@@ -32,7 +32,7 @@ pids=()
 cleanup() {
   local pid
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  XDG_DATA_HOME=$work/data "$bin/touchgate" lock >/dev/null 2>&1 || true
+  TOUCHGATE_SOCKET= XDG_DATA_HOME=$work/verify-data "$bin/touchgate" lock >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -47,6 +47,14 @@ say "a vault with whorl enrolled and two keys (one fresh)"
 printf 'bench passphrase for ssh\n' | "$bin/touchgate" init --kdf minimum --passphrase-fd 0 >/dev/null 2>&1
 printf 'bench passphrase for ssh\n' | "$feeder" image "$whorl" -- "$bin/touchgate" enroll --json --finger right-index \
   --passphrase-fd 0 >/dev/null 2>&1
+# touchgate verify's own store, in-process: the agent takes the first store's key out of the
+# keyring, and a verify through it would need a finger played into the agent's reader.
+verify_env="TOUCHGATE_SOCKET= XDG_DATA_HOME=$work/verify-data"
+mkdir -p -m 0700 "$work/verify-data"
+printf 'bench passphrase for ssh\n' | env TOUCHGATE_SOCKET= XDG_DATA_HOME="$work/verify-data" \
+  "$bin/touchgate" init --kdf minimum --passphrase-fd 0 >/dev/null 2>&1
+printf 'bench passphrase for ssh\n' | env TOUCHGATE_SOCKET= XDG_DATA_HOME="$work/verify-data" \
+  "$feeder" image "$whorl" -- "$bin/touchgate" enroll --json --finger right-index --passphrase-fd 0 >/dev/null 2>&1
 "$bin/touchgate" ssh keygen bench >"$work/bench.pub" 2>/dev/null
 "$bin/touchgate" ssh keygen bench-fresh --fresh >"$work/fresh.pub" 2>/dev/null
 ours=$XDG_RUNTIME_DIR/touchgate/ssh-agent.sock
@@ -87,9 +95,9 @@ timed list_theirs "SSH_AUTH_SOCK=$theirs ssh-add -L"
 say "a signature inside the reuse window"
 timed sign_ours "SSH_AUTH_SOCK=$ours ssh-keygen -Y sign -f $work/bench.pub -n file <$work/message"
 timed sign_theirs "SSH_AUTH_SOCK=$theirs ssh-keygen -Y sign -f $work/openssh.pub -n file <$work/message"
-say "a signature with a touch, against touchgate verify with the same finger"
+say "a signature with a touch, against touchgate verify (in-process, a store of its own) with the same finger"
 timed touch_sign "SSH_AUTH_SOCK=$ours ssh-keygen -Y sign -f $work/fresh.pub -n file <$work/message"
-timed touch_verify "$feeder image $whorl -- $bin/touchgate verify"
+timed touch_verify "$verify_env $feeder image $whorl -- $bin/touchgate verify"
 timed keygen_only "ssh-keygen -Y sign -f $work/openssh -n file <$work/message"
 
 section=$work/section

@@ -63,14 +63,20 @@ extension TouchgateService {
 
     public func sshList() async throws(ServiceError) -> [SSHKeyReport] {
         try await withExistingStore(orElse: noVault) { store in
-            let context = try store.vault()
-            let keys = try context.vault.items().filter { $0.kind != .secret && !$0.isInvalidated }
-            guard !keys.isEmpty else { return [] }
+            let vault = try Vault.open(database: store.database, owner: principal.loginName)
             // The public half is derived from the sealed seed, so listing needs the key held.
-            guard let key = try context.custody.currentKey() else { throw ServiceError.vaultLocked }
-            return try keys.map { info in
-                let secured = try SecuredKey(info, context.vault.item(named: info.name, key: key).value)
-                return Self.report(name: info.name, key: secured, policy: info.policy, fresh: info.freshTouch)
+            guard let key = try store.custody(vault).currentKey() else {
+                guard try vault.items().contains(where: { $0.kind != .secret }) else { return [] }
+                throw ServiceError.vaultLocked
+            }
+            // Public halves only, kept while the store stays open and unchanged (an agent
+            // lists keys before every login): measured, unsealing each key for every
+            // listing was most of `ssh-add -L`'s time in the agent.
+            return try store.snapshot("ssh.list") {
+                try vault.items().filter { $0.kind != .secret && !$0.isInvalidated }.map { info in
+                    let secured = try SecuredKey(info, vault.item(named: info.name, key: key).value)
+                    return Self.report(name: info.name, key: secured, policy: info.policy, fresh: info.freshTouch)
+                }
             }
         }
     }
@@ -105,12 +111,27 @@ extension TouchgateService {
             case .allowed(let words):
                 purpose = words
             }
-            try await authorize(try Self.descriptor(of: info), .read, context: context, key: key, device: nil,
-                                interaction: interaction, purpose: purpose)
+            try await authorize(try Self.signingDescriptor(of: info, for: purpose, in: context), .read, context: context,
+                                key: key, device: nil, interaction: interaction, purpose: purpose)
             let signature = Ed25519Key.sign([UInt8](request.data), seed: seed)
             return SSHSignatureReport(signature: Data(SSHPublicKey.ed25519(Ed25519Key.publicKey(seed: seed)).signatureBlob(signature)),
                                       purpose: purpose)
         }
+    }
+
+    /// The key's item as the policy core decides on it for a signature with `purpose`: the
+    /// reuse window serves it only when the key's last signature within the longest window
+    /// was for the same purpose (the same host, the same namespace), read from the audit
+    /// trail; otherwise it needs a touch of its own. A touch to log in to one host is no
+    /// touch for another.
+    static func signingDescriptor(of info: VaultItemInfo, for purpose: String, in context: VaultContext) throws -> ItemDescriptor {
+        var descriptor = try descriptor(of: info)
+        guard !descriptor.requiresFreshTouch else { return descriptor }
+        let since = Date().addingTimeInterval(-Double(PolicyConfiguration.maximumSessionTimeout.components.seconds))
+        let last = try context.audit.records(AuditQuery(since: since, item: info.name, events: [.itemRead], outcomes: [.success],
+                                                        limit: 1, order: .newestFirst))
+        if last.first?.reason.hasPrefix(purpose + ": ") != true { descriptor.requiresFreshTouch = true }
+        return descriptor
     }
 
     /// What `ssh-add -L` and `ssh list` show of a key.
@@ -158,7 +179,8 @@ enum SSHSigningPurpose: Equatable {
                 case .unchecked(let type):
                     // Only Ed25519 proofs are checked here; what the words then say about
                     // the host is the client's claim, and is worded as one.
-                    words += " on a host whose \(StoredText.escaped(type)) key was not checked"
+                    let claimed = SSHPublicKey.fingerprint(ofBlob: [UInt8](bound.hostKey), sha256: SHA256.digest)
+                    words += " on a host whose \(StoredText.escaped(type)) key \(claimed) was not checked"
                 }
             }
             return .allowed(words)

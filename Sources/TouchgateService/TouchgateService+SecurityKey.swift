@@ -71,8 +71,8 @@ extension TouchgateService {
             case .allowed(let words):
                 purpose = words
             }
-            let grant = try await authorize(try Self.descriptor(of: info), .read, context: context, key: key, device: nil,
-                                            interaction: interaction, purpose: purpose)
+            let grant = try await authorize(try Self.signingDescriptor(of: info, for: purpose, in: context), .read,
+                                            context: context, key: key, device: nil, interaction: interaction, purpose: purpose)
             // Presence: someone acted for this signature (a finger or the passphrase);
             // verification: an enrolled finger matched for it. A reused session gives neither.
             var flags: SecurityKeyFlags = []

@@ -115,7 +115,7 @@ import TouchgateVault
 
     @Test("a git or file signature says so; unrecognised data says its size")
     func signaturePurposes() async throws {
-        let rig = try await RuleRig.ready([.finger("right-index")])
+        let rig = try await RuleRig.ready(Array(repeating: .finger("right-index"), count: 3))
         defer { rig.remove() }
         let key = try await rig.service.sshKeygen("work", policy: "biometry-any", fresh: false)
         #expect(try await Self.sign(rig, key, Self.sshsig(namespace: "git")).get().purpose
@@ -124,12 +124,31 @@ import TouchgateVault
                 == "use SSH key 'work' to sign a file")
         #expect(try await Self.sign(rig, key, Data([9, 9, 9])).get().purpose
                 == "use SSH key 'work' to sign 3 bytes that are neither a login nor a file signature")
-        #expect(rig.reader.scans == 1, "the reuse window serves a key that is not fresh")
+        #expect(rig.reader.scans == 3, "each purpose its own touch")
+    }
+
+    @Test("the reuse window serves a key for the destination it was touched for, and no other")
+    func reuseWindowPerDestination() async throws {
+        let rig = try await RuleRig.ready(Array(repeating: .finger("right-index"), count: 3))
+        defer { rig.remove() }
+        let key = try await rig.service.sshKeygen("work", policy: "biometry-any", fresh: false)
+        let git = Self.sshsig(namespace: "git")
+        _ = try await Self.sign(rig, key, git).get()
+        _ = try await Self.sign(rig, key, git).get()
+        #expect(rig.reader.scans == 1, "the same destination again, inside the window: no touch")
+        let login = Self.login(user: "alice", session: [1, 2, 3], key: [UInt8](key.publicKey))
+        _ = try await Self.sign(rig, key, login).get()
+        #expect(rig.reader.scans == 2, "another destination needs a touch of its own")
+        _ = try await Self.sign(rig, key, git).get()
+        #expect(rig.reader.scans == 3, "and going back needs one again: the window follows the last destination")
+        let reasons = try await rig.service.auditShow().filter { $0.item == "work" && $0.event == "item.read" }.map(\.reason)
+        #expect(reasons.filter { $0.contains("reused session") }.count == 1, "\(reasons)")
     }
 
     @Test("a bound session names the host's key; forwarded, forged, or for another session is refused before the reader")
     func sessionBindings() async throws {
-        let rig = try await RuleRig.ready([.finger("right-index")])
+        // One touch per destination: the host, its three namings, the unchecked host.
+        let rig = try await RuleRig.ready(Array(repeating: .finger("right-index"), count: 5))
         defer { rig.remove() }
         let key = try await rig.service.sshKeygen("work", policy: "biometry-any", fresh: false)
         let session: [UInt8] = Array(repeating: 5, count: 32)
@@ -164,7 +183,8 @@ import TouchgateVault
                                           forwarding: false)
         let other = try await Self.sign(rig, key, Self.login(user: "alice", session: session, key: [UInt8](key.publicKey)),
                                         bindings: [unchecked]).get()
-        #expect(other.purpose == "use SSH key 'work' to log in as alice on a host whose ecdsa-sha2-nistp256 key was not checked")
+        #expect(other.purpose.hasPrefix("use SSH key 'work' to log in as alice on a host whose ecdsa-sha2-nistp256 key SHA256:")
+                && other.purpose.hasSuffix(" was not checked"), "\(other.purpose)")
 
         let opens = rig.reader.opens
         let oversized = Data(repeating: 0x41, count: 16 * 1024 + 1)
