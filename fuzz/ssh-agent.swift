@@ -11,6 +11,7 @@
 //   gives back exactly these bytes; anything else is "other" with the right count;
 // - as session-bind contents and as a public key blob: each must round-trip.
 // Every error must describe itself on one line of bounded length.
+import FoundationEssentials
 import TouchgateBasics
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -137,11 +138,20 @@ private func decodeOthers(_ bytes: [UInt8]) {
         let key = try SSHPublicKey(blob: bytes)
         guard key.blob == bytes else { fatalError("key blob does not round-trip") }
         let line = key.authorizedKeysLine(comment: String(decoding: bytes, as: UTF8.self))
-        guard !line.contains("\n"), !line.contains("\r"), line.hasPrefix("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI") else {
+        guard !line.contains("\n"), !line.contains("\r"),
+              line.hasPrefix(key.typeName + " " + Data(bytes).base64EncodedString()) else {
             fatalError("authorized_keys line \(line.debugDescription)")
         }
         guard key.fingerprint(sha256: { _ in [] }) == "SHA256:" else { fatalError("fingerprint of nothing") }
-        _ = key.signatureBlob([UInt8](repeating: 0, count: SSHPublicKey.ed25519SignatureLength))
+        // A signature blob carries exactly the raw signature (for P-256, r and s as mpints).
+        let raw = bytes.count >= 64 ? Array(bytes.prefix(64)) : [UInt8](repeating: 0, count: 64)
+        let signature = key.signatureBlob(raw)
+        switch key {
+        case .ed25519:
+            guard (try? SSHPublicKey.ed25519Signature(fromBlob: signature)) == raw else { fatalError("Ed25519 signature blob") }
+        case .ecdsaP256:
+            guard (try? SSHPublicKey.p256Signature(fromBlob: signature)) == raw else { fatalError("P-256 signature blob") }
+        }
     } catch {
         check(error)
     }

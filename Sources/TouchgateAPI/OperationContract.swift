@@ -113,9 +113,10 @@ extension DaemonOperation {
         case .auditPrune:
             OperationContract(["before", "force"], "`{\"count\":N}`: the records removed")
         case .sshKeygen:
-            OperationContract(["item", "policy", "fresh"], "SSH key report")
+            OperationContract(["item", "policy", "fresh", "type"], "SSH key report")
         case .sshAdd:
-            OperationContract(["item", "policy", "fresh"], "SSH key report (asks `secret-value`: the key's 32-byte Ed25519 seed)")
+            OperationContract(["item", "policy", "fresh", "public-key"], "SSH key report (asks `secret-value`: the key's "
+                              + "32-byte Ed25519 seed or P-256 scalar, which must be `public-key`'s)")
         case .sshList:
             OperationContract("SSH key reports", writesRecords: false)
         case .sshSign:

@@ -519,16 +519,20 @@ public enum Operations {
             public var item: String
             public var policy: String
             public var fresh: Bool
-            public init(item: String, policy: String, fresh: Bool) {
+            /// `ssh-ed25519` (the default) or `ecdsa-sha2-nistp256`.
+            public var type: String?
+            public init(item: String, policy: String, fresh: Bool, type: String? = nil) {
                 self.item = item
                 self.policy = policy
                 self.fresh = fresh
+                self.type = type
             }
         }
         public static let operation = DaemonOperation.sshKeygen
         public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> SSHKeyReport {
-            try await requests.sshKeygen(arguments.item, policy: arguments.policy, fresh: arguments.fresh)
+            try await requests.sshKeygen(arguments.item, type: arguments.type ?? "ssh-ed25519", policy: arguments.policy,
+                                         fresh: arguments.fresh)
         }
     }
 
@@ -537,10 +541,13 @@ public enum Operations {
             public var item: String
             public var policy: String
             public var fresh: Bool?
-            public init(item: String, policy: String, fresh: Bool) {
+            /// The key's public blob as the client sent it: the key sealed must be its private half.
+            public var publicKey: Data
+            public init(item: String, policy: String, fresh: Bool, publicKey: Data) {
                 self.item = item
                 self.policy = policy
                 self.fresh = fresh
+                self.publicKey = publicKey
             }
         }
         public typealias Result = SSHKeyReport

@@ -111,12 +111,13 @@ public protocol TouchgateRequests: Sendable {
     /// Makes an SSH key (Ed25519) inside the vault as item `name` under `policy` (`fresh`:
     /// every signature needs a new touch); its private part never leaves the service.
     /// - Throws: `already-exists` for a taken name, `vault-locked`, `usage` for a bad policy.
-    func sshKeygen(_ name: String, policy: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport
+    func sshKeygen(_ name: String, type: String, policy: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport
     /// Seals an SSH key (Ed25519) brought from elsewhere (`ssh-add FILE` through the agent)
-    /// into the vault as item `name` under `policy`, as ``sshKeygen(_:policy:fresh:)`` makes
-    /// one. `seed` gives the key's 32-byte private seed; it is called once the request can
+    /// into the vault as item `name` under `policy`, as ``sshKeygen(_:type:policy:fresh:)`` makes
+    /// one. `publicKey` is its public blob (Ed25519 or ECDSA P-256); `seed` gives its 32-byte
+    /// private seed or scalar, which must be that key's; it is called once the request can
     /// succeed, and the key never leaves the service again.
-    func sshAdd(_ name: String, seed: @escaping @Sendable () async throws -> SecretBytes, policy: String,
+    func sshAdd(_ name: String, publicKey: Data, seed: @escaping @Sendable () async throws -> SecretBytes, policy: String,
                 fresh: Bool) async throws(ServiceError) -> SSHKeyReport
     /// The vault's SSH keys, public parts only. Needs the vault unlocked (the public half is
     /// derived from the sealed key): `vault-locked` otherwise.
@@ -142,6 +143,11 @@ public protocol TouchgateRequests: Sendable {
 }
 
 extension TouchgateRequests {
+    /// Makes an Ed25519 SSH key (``sshKeygen(_:type:policy:fresh:)``).
+    public func sshKeygen(_ name: String, policy: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
+        try await sshKeygen(name, type: "ssh-ed25519", policy: policy, fresh: fresh)
+    }
+
     /// Unlocks with the passphrase, due or not (`touchgate unlock`).
     public func unlock(interaction: any Interaction) async throws(ServiceError) {
         _ = try await unlock(onlyIfDue: false, interaction: interaction)

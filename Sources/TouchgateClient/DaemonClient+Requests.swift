@@ -115,15 +115,16 @@ extension DaemonClient {
         _ = try await call(Operations.SecretRm.self, .init(item: name), asking(interaction))
     }
 
-    public func sshKeygen(_ name: String, policy: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
-        try await call(Operations.SshKeygen.self, .init(item: name, policy: policy, fresh: fresh)).0
+    public func sshKeygen(_ name: String, type: String, policy: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
+        try await call(Operations.SshKeygen.self, .init(item: name, policy: policy, fresh: fresh, type: type)).0
     }
 
-    public func sshAdd(_ name: String, seed: @escaping @Sendable () async throws -> SecretBytes, policy: String,
+    public func sshAdd(_ name: String, publicKey: Data, seed: @escaping @Sendable () async throws -> SecretBytes, policy: String,
                        fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
         var parties = Parties()
         parties.secretValue = seed
-        return try await call(Operations.SshAdd.self, .init(item: name, policy: policy, fresh: fresh), parties).0
+        return try await call(Operations.SshAdd.self, .init(item: name, policy: policy, fresh: fresh, publicKey: publicKey),
+                              parties).0
     }
 
     public func sshList() async throws(ServiceError) -> [SSHKeyReport] {

@@ -118,7 +118,7 @@ final class SSHAgentServer: Sendable {
             do {
                 // Security keys sign through OpenSSH's provider, not through the agent.
                 let keys = try await requests.sshList().filter {
-                    $0.type == SSHPublicKey.ed25519TypeName && offered.offers([UInt8]($0.publicKey))
+                    $0.type != SecurityKeySignedMessage.keyTypeName && offered.offers([UInt8]($0.publicKey))
                 }
                 return .identities(keys.map { AgentIdentity(keyBlob: [UInt8]($0.publicKey), comment: $0.name) })
             } catch {
@@ -240,11 +240,12 @@ final class SSHAgentServer: Sendable {
         let name = addition.comment.isEmpty
             ? "ssh-key-" + addition.publicKey.blob.suffix(6).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
             : addition.comment
-        // OpenSSH sends seed and public key together; the vault keeps the seed alone.
+        // OpenSSH sends an Ed25519 seed and public key together; the vault keeps the seed
+        // alone (a P-256 scalar is 32 bytes already).
         let seed = addition.privateKey.withUnsafeBytes { SecretBytes(copying: $0.prefix(32)) }
         do {
             let report = try await Requester.actingFor(requester) { () async throws(ServiceError) in
-                try await requests.sshAdd(name, seed: { seed }, policy: "biometry-any", fresh: fresh)
+                try await requests.sshAdd(name, publicKey: Data(blob), seed: { seed }, policy: "biometry-any", fresh: fresh)
             }
             offered.offer(blob, for: lifetime)
             log("\(requester): sealed SSH key '\(StoredText.escaped(report.name))' (\(report.fingerprint)) into the vault"

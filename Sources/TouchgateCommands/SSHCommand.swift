@@ -22,7 +22,7 @@ struct SSH: AsyncParsableCommand {
     struct Keygen: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "keygen",
-            abstract: "Make an SSH key (Ed25519) in the vault and print its public key.",
+            abstract: "Make an SSH key (Ed25519, or ECDSA P-256) in the vault and print its public key.",
             discussion: """
                 Prints the line to add to a server's ~/.ssh/authorized_keys on standard output. \
                 Needs the vault unlocked.
@@ -39,10 +39,20 @@ struct SSH: AsyncParsableCommand {
         @Flag(help: "Every signature needs a new touch (no reuse window).")
         var fresh = false
 
+        @Option(help: ArgumentHelp("The key type: ed25519, or ecdsa (NIST P-256, for servers that want it).",
+                                   valueName: "TYPE"))
+        var type = "ed25519"
+
         func run() async throws {
-            let (name, policy, fresh) = (name, policy, fresh)
+            let (name, policy, fresh, type) = (name, policy, fresh, type)
             try await CommandRunner.run(json: common.json) { console in
-                let report = try await service.sshKeygen(name, policy: policy, fresh: fresh)
+                let typeName: String
+                switch type {
+                case "ed25519", SSHPublicKey.ed25519TypeName: typeName = SSHPublicKey.ed25519TypeName
+                case "ecdsa", SSHPublicKey.ecdsaP256TypeName: typeName = SSHPublicKey.ecdsaP256TypeName
+                default: throw ServiceError(.usage, "--type is ed25519 or ecdsa, not '\(StoredText.escaped(type))'")
+                }
+                let report = try await service.sshKeygen(name, type: typeName, policy: policy, fresh: fresh)
                 if !console.json {
                     Console.write("Made SSH key '\(StoredText.escaped(report.name))' (\(report.type) \(report.fingerprint), "
                                   + "policy \(report.policy)). Add this line to a server's ~/.ssh/authorized_keys:\n", to: 2)
@@ -67,7 +77,7 @@ struct SSH: AsyncParsableCommand {
                 console.result("ssh-keys", SSHKeyList(keys: keys), text: keys.isEmpty ? "No SSH keys (make one: touchgate ssh keygen NAME)."
                                : keys.map { "\(StoredText.escaped($0.name))  \($0.fingerprint)  \($0.policy)"
                                    + ($0.fresh ? " (fresh touch)" : "")
-                                   + ($0.type == SSHPublicKey.ed25519TypeName ? "" : " (security key, through libtouchgate-sk)") }
+                                   + ($0.type == SecurityKeySignedMessage.keyTypeName ? " (security key, through libtouchgate-sk)" : "") }
                                    .joined(separator: "\n"))
                 return ExitStatus.success
             }

@@ -87,7 +87,8 @@ struct RequestHandler: Sendable {
                                                      replace: arguments.replace ?? false, device: arguments.device,
                                                      interaction: interaction))
         case let arguments as Operations.SshAdd.Arguments:
-            return reply(id, try await service.sshAdd(arguments.item, seed: { try await interaction.secretValue() },
+            return reply(id, try await service.sshAdd(arguments.item, publicKey: arguments.publicKey,
+                                                      seed: { try await interaction.secretValue() },
                                                       policy: arguments.policy, fresh: arguments.fresh ?? false))
         case let arguments as Operations.FilterArguments:
             // audit.show: one output line per record, as fast as the client reads them: any

@@ -18,8 +18,15 @@ extension AgentRequest {
         case .add(let addition):
             writer.byte(addition.constraints.isEmpty ? AgentNumber.addIdentity : AgentNumber.addIdentityConstrained)
             writer.string(addition.keyType)
-            if case .ed25519(let publicBytes) = addition.publicKey { writer.string(publicBytes) }
-            addition.privateKey.withUnsafeBytes { writer.string($0) }
+            switch addition.publicKey {
+            case .ed25519(let publicBytes):
+                writer.string(publicBytes)
+                addition.privateKey.withUnsafeBytes { writer.string($0) }
+            case .ecdsaP256(let point):
+                writer.string(SSHPublicKey.p256CurveName)
+                writer.string(point)
+                addition.privateKey.withUnsafeBytes { writer.mpint($0) }
+            }
             writer.string(addition.comment)
             for constraint in addition.constraints {
                 writer.byte(constraint.number)

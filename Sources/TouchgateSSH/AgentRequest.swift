@@ -153,20 +153,24 @@ public enum AgentConstraint: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// A key a client asks the agent to hold (`ssh-add`): only Ed25519 keys are read.
+/// A key a client asks the agent to hold (`ssh-add`): Ed25519 and ECDSA P-256 keys are read.
 public struct AgentKeyAddition: Sendable, Equatable, CustomStringConvertible {
     /// The public key.
     public let publicKey: SSHPublicKey
-    /// The private key as OpenSSH sends it: the 32-byte seed followed by the 32-byte public key.
+    /// The private key: for Ed25519 as OpenSSH sends it, the 32-byte seed followed by the
+    /// 32-byte public key; for ECDSA P-256 the 32-byte scalar, big-endian.
     public let privateKey: SecretBytes
     /// The key's comment (often `user@host` or the file it came from).
     public let comment: String
     /// Its constraints, each at most once, in the order sent.
     public let constraints: [AgentConstraint]
 
-    /// A key to add. Traps unless `privateKey` is 64 bytes (a programmer error).
+    /// A key to add. Traps unless `privateKey` has its type's length (a programmer error).
     public init(publicKey: SSHPublicKey, privateKey: SecretBytes, comment: String, constraints: [AgentConstraint] = []) {
-        precondition(privateKey.count == SSHPublicKey.ed25519PrivateKeyLength, "an Ed25519 private key is 64 bytes")
+        switch publicKey {
+        case .ed25519: precondition(privateKey.count == SSHPublicKey.ed25519PrivateKeyLength, "an Ed25519 private key is 64 bytes")
+        case .ecdsaP256: precondition(privateKey.count == SSHPublicKey.p256ScalarLength, "a P-256 scalar is 32 bytes")
+        }
         self.publicKey = publicKey
         self.privateKey = privateKey
         self.comment = comment
@@ -189,23 +193,24 @@ public struct AgentKeyAddition: Sendable, Equatable, CustomStringConvertible {
     /// constraints, from just after the message type.
     init<Bytes>(reading reader: inout WireCursor<Bytes>, constrained: Bool) throws(SSHWireError) {
         let keyType = try reader.text()
-        // Every other type's fields differ and cannot be skipped without knowing them.
-        guard keyType == SSHPublicKey.ed25519TypeName else { throw .unsupportedKeyType(keyType) }
-        let publicBytes = try reader.string()
-        guard publicBytes.count == SSHPublicKey.ed25519KeyLength else {
-            throw .invalidKeyLength(expected: SSHPublicKey.ed25519KeyLength, actual: publicBytes.count)
+        switch keyType {
+        case SSHPublicKey.ed25519TypeName:
+            (publicKey, privateKey) = try Self.readEd25519(&reader)
+        case SSHPublicKey.ecdsaP256TypeName:
+            // The curve, the point, the scalar (an mpint): whether the scalar is the point's
+            // is checked by the service, which has the curve arithmetic.
+            publicKey = .ecdsaP256(try SSHPublicKey.readP256Point(&reader))
+            let range = try reader.mpintRange(maximumBytes: SSHPublicKey.p256ScalarLength)
+            let scalar = SecretBytes.make(count: SSHPublicKey.p256ScalarLength) { buffer in
+                buffer.initializeMemory(as: UInt8.self, repeating: 0)
+                UnsafeMutableRawBufferPointer(rebasing: buffer[(SSHPublicKey.p256ScalarLength - range.count)...])
+                    .copyBytes(from: reader.bytes[range])
+            }
+            privateKey = scalar
+        default:
+            // Every other type's fields differ and cannot be skipped without knowing them.
+            throw .unsupportedKeyType(keyType)
         }
-        let privateRange = try reader.stringRange()
-        guard privateRange.count == SSHPublicKey.ed25519PrivateKeyLength else {
-            throw .invalidKeyLength(expected: SSHPublicKey.ed25519PrivateKeyLength, actual: privateRange.count)
-        }
-        // The signer hashes the key's own public half into every signature; a public half
-        // that is not the seed's lets a signer be tricked into revealing the seed, so a
-        // mismatch is refused here (comparing public bytes only).
-        let publicHalf = privateRange.upperBound - SSHPublicKey.ed25519KeyLength..<privateRange.upperBound
-        guard reader.bytes[publicHalf].elementsEqual(publicBytes) else { throw .keyMismatch }
-        privateKey = SecretBytes(copying: reader.bytes[privateRange])
-        publicKey = .ed25519(publicBytes)
         comment = try reader.text()
         var constraints: [AgentConstraint] = []
         while constrained && !reader.isAtEnd {
@@ -226,6 +231,24 @@ public struct AgentKeyAddition: Sendable, Equatable, CustomStringConvertible {
             constraints.append(constraint)
         }
         self.constraints = constraints
+    }
+
+    /// An Ed25519 key's public bytes and private key (seed and public half), after its type.
+    static func readEd25519<Bytes>(_ reader: inout WireCursor<Bytes>) throws(SSHWireError) -> (SSHPublicKey, SecretBytes) {
+        let publicBytes = try reader.string()
+        guard publicBytes.count == SSHPublicKey.ed25519KeyLength else {
+            throw .invalidKeyLength(expected: SSHPublicKey.ed25519KeyLength, actual: publicBytes.count)
+        }
+        let privateRange = try reader.stringRange()
+        guard privateRange.count == SSHPublicKey.ed25519PrivateKeyLength else {
+            throw .invalidKeyLength(expected: SSHPublicKey.ed25519PrivateKeyLength, actual: privateRange.count)
+        }
+        // The signer hashes the key's own public half into every signature; a public half
+        // that is not the seed's lets a signer be tricked into revealing the seed, so a
+        // mismatch is refused here (comparing public bytes only).
+        let publicHalf = privateRange.upperBound - SSHPublicKey.ed25519KeyLength..<privateRange.upperBound
+        guard reader.bytes[publicHalf].elementsEqual(publicBytes) else { throw .keyMismatch }
+        return (.ed25519(publicBytes), SecretBytes(copying: reader.bytes[privateRange]))
     }
 
     /// Names the key type, comment and constraints; never the key.

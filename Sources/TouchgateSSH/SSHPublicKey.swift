@@ -4,10 +4,21 @@
 import FoundationEssentials
 import TouchgateBasics
 
-/// A public key this agent can hold: Ed25519 only.
+/// A public key this agent can hold: Ed25519, or ECDSA on NIST P-256.
 public enum SSHPublicKey: Sendable, Hashable {
     /// An Ed25519 public key: 32 bytes (the encoded point).
     case ed25519([UInt8])
+    /// An ECDSA P-256 public key: the 65-byte uncompressed point (0x04, X, Y) (RFC 5656).
+    case ecdsaP256([UInt8])
+
+    /// `ecdsa-sha2-nistp256`, the key type's and the signature algorithm's name.
+    public static let ecdsaP256TypeName = "ecdsa-sha2-nistp256"
+    /// The curve's name inside an ECDSA key blob.
+    public static let p256CurveName = "nistp256"
+    /// The length of an uncompressed P-256 point.
+    public static let p256PointLength = 65
+    /// The length of a P-256 private scalar.
+    public static let p256ScalarLength = 32
 
     /// `ssh-ed25519`, the key type's and the signature algorithm's name.
     public static let ed25519TypeName = "ssh-ed25519"
@@ -22,6 +33,7 @@ public enum SSHPublicKey: Sendable, Hashable {
     public var typeName: String {
         switch self {
         case .ed25519: Self.ed25519TypeName
+        case .ecdsaP256: Self.ecdsaP256TypeName
         }
     }
 
@@ -32,13 +44,30 @@ public enum SSHPublicKey: Sendable, Hashable {
     public init<Blob: RandomAccessCollection<UInt8>>(blob: Blob) throws(SSHWireError) where Blob.Index == Int {
         var reader = WireCursor(blob)
         let typeName = try reader.text()
-        guard typeName == Self.ed25519TypeName else { throw .unsupportedKeyType(typeName) }
-        let key = try reader.string()
-        guard key.count == Self.ed25519KeyLength else {
-            throw .invalidKeyLength(expected: Self.ed25519KeyLength, actual: key.count)
+        switch typeName {
+        case Self.ed25519TypeName:
+            let key = try reader.string()
+            guard key.count == Self.ed25519KeyLength else {
+                throw .invalidKeyLength(expected: Self.ed25519KeyLength, actual: key.count)
+            }
+            self = .ed25519(key)
+        case Self.ecdsaP256TypeName:
+            self = .ecdsaP256(try Self.readP256Point(&reader))
+        default:
+            throw .unsupportedKeyType(typeName)
         }
         try reader.expectEnd()
-        self = .ed25519(key)
+    }
+
+    /// The curve name and the point of an ECDSA P-256 key, as its blob and an add carry them.
+    static func readP256Point<Bytes>(_ reader: inout WireCursor<Bytes>) throws(SSHWireError) -> [UInt8] {
+        let curve = try reader.text()
+        guard curve == p256CurveName else { throw .unsupportedKeyType("\(ecdsaP256TypeName) on \(curve)") }
+        let point = try reader.string()
+        guard point.count == p256PointLength, point.first == 4 else {
+            throw .invalidKeyLength(expected: p256PointLength, actual: point.count)
+        }
+        return point
     }
 
     /// The key's bytes, checked (a key of the wrong length is a programmer error).
@@ -47,6 +76,9 @@ public enum SSHPublicKey: Sendable, Hashable {
         case .ed25519(let key):
             precondition(key.count == Self.ed25519KeyLength, "an Ed25519 public key is 32 bytes, not \(key.count)")
             return key
+        case .ecdsaP256(let point):
+            precondition(point.count == Self.p256PointLength, "a P-256 point is 65 bytes, not \(point.count)")
+            return point
         }
     }
 
@@ -54,6 +86,7 @@ public enum SSHPublicKey: Sendable, Hashable {
     public var blob: [UInt8] {
         var writer = SSHWireWriter()
         writer.string(typeName)
+        if case .ecdsaP256 = self { writer.string(Self.p256CurveName) }
         writer.string(keyBytes)
         return writer.bytes
     }
@@ -109,13 +142,35 @@ public enum SSHPublicKey: Sendable, Hashable {
     /// The signature blob for a raw signature by this key, as a sign response carries it:
     /// string `ssh-ed25519`, string the 64-byte signature. Traps unless `raw` is 64 bytes.
     public func signatureBlob(_ raw: [UInt8]) -> [UInt8] {
+        precondition(raw.count == 64, "an Ed25519 or P-256 signature is 64 bytes, not \(raw.count)")
+        var writer = SSHWireWriter()
+        writer.string(typeName)
         switch self {
         case .ed25519:
-            precondition(raw.count == Self.ed25519SignatureLength, "an Ed25519 signature is 64 bytes, not \(raw.count)")
-            var writer = SSHWireWriter()
-            writer.string(Self.ed25519TypeName)
             writer.string(raw)
-            return writer.bytes
+        case .ecdsaP256:
+            // RFC 5656: the two integers, each an mpint, inside one string.
+            var inner = SSHWireWriter()
+            inner.mpint(raw[..<32])
+            inner.mpint(raw[32...])
+            writer.string(inner.bytes)
         }
+        return writer.bytes
+    }
+
+    /// The raw 64-byte `r || s` in an ECDSA P-256 signature blob (a host's session proof);
+    /// throws for another algorithm or integers that do not fit the curve.
+    public static func p256Signature<Blob: RandomAccessCollection<UInt8>>(fromBlob blob: Blob) throws(SSHWireError) -> [UInt8]
+    where Blob.Index == Int {
+        var reader = WireCursor(blob)
+        let algorithm = try reader.text()
+        guard algorithm == ecdsaP256TypeName else { throw .unsupportedKeyType(algorithm) }
+        let inner = try reader.string()
+        try reader.expectEnd()
+        var integers = WireCursor(inner)
+        let r = try integers.unsignedInteger(maximumBytes: p256ScalarLength)
+        let s = try integers.unsignedInteger(maximumBytes: p256ScalarLength)
+        try integers.expectEnd()
+        return r + s
     }
 }

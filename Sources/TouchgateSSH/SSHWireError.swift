@@ -41,6 +41,8 @@ public enum SSHWireError: Error, Equatable, Hashable, Sendable, CustomStringConv
     case unsupportedConstraintExtension(String)
     /// The same constraint given twice (OpenSSH's agent refuses that too).
     case repeatedConstraint(type: UInt8)
+    /// An mpint that is negative, not in its shortest form, or too large for its field.
+    case invalidInteger
 
     /// One sentence for a log, without field contents.
     public var description: String {
@@ -62,17 +64,19 @@ public enum SSHWireError: Error, Equatable, Hashable, Sendable, CustomStringConv
         case .frameTooLarge(let declared):
             "the SSH agent message claims \(declared) bytes, over the limit of \(AgentFrame.maximumLength)"
         case .unsupportedKeyType(let name):
-            "key type \(Self.shown(name)) is not supported (only ssh-ed25519 is)"
+            "key type \(Self.shown(name)) is not supported (only ssh-ed25519 and ecdsa-sha2-nistp256 are)"
         case .invalidKeyLength(let expected, let actual):
-            "an Ed25519 key field is \(actual) bytes long instead of \(expected)"
+            "a key field is \(actual) bytes long instead of \(expected)"
         case .keyMismatch:
-            "the Ed25519 private key does not belong to the public key sent with it"
+            "the private key does not belong to the public key sent with it"
         case .unknownConstraint(let type):
             "key constraint type \(type) is not supported"
         case .unsupportedConstraintExtension(let name):
             "key constraint extension \(Self.shown(name)) is not supported"
         case .repeatedConstraint(let type):
             "key constraint type \(type) is given more than once"
+        case .invalidInteger:
+            "an integer in the SSH agent message is negative, padded or too large"
         }
     }
 

@@ -38,6 +38,16 @@ public struct SSHWireWriter: Sendable, Equatable {
         string(text.utf8)
     }
 
+    /// Appends an unsigned big-endian integer as an mpint (RFC 4251): leading zeros
+    /// dropped, one zero byte added when the top bit is set, nothing at all for zero.
+    public mutating func mpint(_ magnitude: some Collection<UInt8>) {
+        let digits = magnitude.drop { $0 == 0 }
+        let padded = (digits.first ?? 0) & 0x80 != 0
+        uint32(UInt32(digits.count + (padded ? 1 : 0)))
+        if padded { bytes.append(0) }
+        bytes.append(contentsOf: digits)
+    }
+
     /// Appends bytes as they are, with no length (a magic preamble, an extension's contents).
     public mutating func raw(_ value: some Sequence<UInt8>) {
         bytes.append(contentsOf: value)

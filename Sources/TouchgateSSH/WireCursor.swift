@@ -49,6 +49,28 @@ struct WireCursor<Bytes: RandomAccessCollection<UInt8>> where Bytes.Index == Int
         return start..<position
     }
 
+    /// Where the magnitude of a non-negative mpint (RFC 4251) is, in its one canonical form
+    /// (no needless leading zero, not negative) and at most `maximumBytes` long; so what
+    /// decodes writes back byte for byte.
+    mutating func mpintRange(maximumBytes: Int) throws(SSHWireError) -> Range<Int> {
+        var range = try stringRange()
+        if let first = range.first.map({ bytes[$0] }) {
+            guard first & 0x80 == 0 else { throw .invalidInteger }
+            if first == 0 {
+                guard range.count > 1, bytes[range.lowerBound + 1] & 0x80 != 0 else { throw .invalidInteger }
+                range = range.dropFirst()
+            }
+        }
+        guard range.count <= maximumBytes else { throw .invalidInteger }
+        return range
+    }
+
+    /// A canonical non-negative mpint as exactly `maximumBytes` big-endian bytes.
+    mutating func unsignedInteger(maximumBytes: Int) throws(SSHWireError) -> [UInt8] {
+        let range = try mpintRange(maximumBytes: maximumBytes)
+        return [UInt8](repeating: 0, count: maximumBytes - range.count) + bytes[range]
+    }
+
     mutating func string() throws(SSHWireError) -> [UInt8] {
         let range = try stringRange()
         return Array(bytes[range])

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import TouchgatePolicy
 import TouchgateSSH
 import TouchgateVault
@@ -12,13 +12,25 @@ extension TouchgateService {
     /// few hundred bytes; anything larger is not what this agent signs.
     static let maximumSignedBytes = 16 * 1024
 
-    public func sshKeygen(_ name: String, policy text: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
-        try await storeKey(name, policy: text, fresh: fresh, origin: "SSH key made") { Ed25519Key.generateSeed() }
+    public func sshKeygen(_ name: String, type: String, policy text: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
+        let algorithm = try SecuredKey.Algorithm(typeName: type)
+        return try await storeKey(name, policy: text, fresh: fresh, origin: "SSH key made", algorithm: algorithm) {
+            algorithm == .ecdsaP256 ? P256Key.generate() : Ed25519Key.generateSeed()
+        }
     }
 
-    public func sshAdd(_ name: String, seed: @escaping @Sendable () async throws -> SecretBytes, policy text: String,
-                       fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
-        try await storeKey(name, policy: text, fresh: fresh, origin: "SSH key added", seed: seed)
+    public func sshAdd(_ name: String, publicKey: Data, seed: @escaping @Sendable () async throws -> SecretBytes,
+                       policy text: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
+        let algorithm: SecuredKey.Algorithm
+        do {
+            algorithm = try SecuredKey.Algorithm(typeName: (try SSHPublicKey(blob: [UInt8](publicKey))).typeName)
+        } catch let error as ServiceError {
+            throw error
+        } catch {
+            throw ServiceError.usage("the key to add: \(error)")
+        }
+        return try await storeKey(name, policy: text, fresh: fresh, origin: "SSH key added", algorithm: algorithm,
+                                  expecting: [UInt8](publicKey), seed: seed)
     }
 
     /// Seals the key `seed` gives as a new ``ItemKind/sshKey`` item: `seed` is called only
@@ -27,8 +39,11 @@ extension TouchgateService {
     ///
     /// A security key (`application` given) is stored as an ``ItemKind/sshSecurityKey``
     /// item whose value is the seed followed by the application.
-    func storeKey(_ name: String, policy text: String, fresh: Bool, origin: String, application: String? = nil,
-                          seed: @escaping @Sendable () async throws -> SecretBytes) async throws(ServiceError) -> SSHKeyReport {
+    /// An ECDSA key is an ``ItemKind/sshECDSAKey`` item holding its scalar. With `expected`,
+    /// the key's public blob must be that one (an added key's private half must be its own).
+    func storeKey(_ name: String, policy text: String, fresh: Bool, origin: String, algorithm: SecuredKey.Algorithm = .ed25519,
+                  application: String? = nil, expecting expected: [UInt8]? = nil,
+                  seed: @escaping @Sendable () async throws -> SecretBytes) async throws(ServiceError) -> SSHKeyReport {
         let name = Self.storedName(name)
         return try await withStore { store in
             try Self.checkName(name, what: "SSH key")
@@ -44,20 +59,23 @@ extension TouchgateService {
                                    + "name, or remove it first: touchgate secret rm \(shown))")
             }
             let seed = try await seed()
-            guard seed.count == Ed25519Key.seedBytes else {
-                throw ServiceError.usage("an Ed25519 key's private seed is \(Ed25519Key.seedBytes) bytes, not \(seed.count)")
+            guard seed.count == 32 else {
+                throw ServiceError.usage("an SSH key's private seed or scalar is 32 bytes, not \(seed.count)")
+            }
+            let secured = SecuredKey(algorithm: algorithm, secret: seed, application: application)
+            let blob = try secured.blob
+            if let expected, expected != blob {
+                throw ServiceError.usage("the private key does not belong to the public key sent with it; nothing was stored")
             }
             let value = application.map { SecuredKey.value(seed: seed, application: $0) } ?? seed
-            let type = application == nil ? SSHPublicKey.ed25519TypeName : SecurityKeySignedMessage.keyTypeName
             try context.audit.atomically { transaction in
-                try transaction.setItem(named: name, value: value, kind: application == nil ? .sshKey : .sshSecurityKey,
+                try transaction.setItem(named: name, value: value, kind: secured.kind,
                                         policy: policy.description, freshTouch: fresh, enrollmentDigest: digest, key: key,
                                         expecting: .absent, in: context.vault)
                 try transaction.append(.itemWrite, .success, vaultUser: context.vault.owner, item: name,
-                                       reason: "\(origin) (\(type), \(policy)\(fresh ? ", fresh touch" : ""))")
+                                       reason: "\(origin) (\(secured.typeName), \(policy)\(fresh ? ", fresh touch" : ""))")
             }
-            return Self.report(name: name, key: SecuredKey(seed: seed, application: application), policy: policy.description,
-                               fresh: fresh)
+            return try Self.report(name: name, key: secured, policy: policy.description, fresh: fresh)
         }
     }
 
@@ -75,7 +93,7 @@ extension TouchgateService {
             return try store.snapshot("ssh.list") {
                 try vault.items().filter { $0.kind != .secret && !$0.isInvalidated }.map { info in
                     let secured = try SecuredKey(info, vault.item(named: info.name, key: key).value)
-                    return Self.report(name: info.name, key: secured, policy: info.policy, fresh: info.freshTouch)
+                    return try Self.report(name: info.name, key: secured, policy: info.policy, fresh: info.freshTouch)
                 }
             }
         }
@@ -91,15 +109,15 @@ extension TouchgateService {
             }
             // The key asked for, found by its public half among the vault's keys.
             let wanted = [UInt8](request.publicKey)
-            var found: (info: VaultItemInfo, seed: SecretBytes)?
-            for info in try context.vault.items() where info.kind == .sshKey && !info.isInvalidated {
-                let seed = try context.vault.item(named: info.name, key: key).value
-                if SSHPublicKey.ed25519(Ed25519Key.publicKey(seed: seed)).blob == wanted {
-                    found = (info, seed)
+            var found: (info: VaultItemInfo, key: SecuredKey)?
+            for info in try context.vault.items() where [.sshKey, .sshECDSAKey].contains(info.kind) && !info.isInvalidated {
+                let secured = try SecuredKey(info, context.vault.item(named: info.name, key: key).value)
+                if try secured.blob == wanted {
+                    found = (info, secured)
                     break
                 }
             }
-            guard let (info, seed) = found else {
+            guard let (info, secured) = found else {
                 throw ServiceError(.notFound, "the vault holds no SSH key with that public key (touchgate ssh list shows them)")
             }
             let shown = StoredText.escaped(info.name)
@@ -113,9 +131,8 @@ extension TouchgateService {
             }
             try await authorize(try Self.signingDescriptor(of: info, for: purpose, in: context), .read, context: context,
                                 key: key, device: nil, interaction: interaction, purpose: purpose)
-            let signature = Ed25519Key.sign([UInt8](request.data), seed: seed)
-            return SSHSignatureReport(signature: Data(SSHPublicKey.ed25519(Ed25519Key.publicKey(seed: seed)).signatureBlob(signature)),
-                                      purpose: purpose)
+            let signature = try secured.sign([UInt8](request.data))
+            return SSHSignatureReport(signature: Data(try secured.publicKey.signatureBlob(signature)), purpose: purpose)
         }
     }
 
@@ -135,8 +152,8 @@ extension TouchgateService {
     }
 
     /// What `ssh-add -L` and `ssh list` show of a key.
-    static func report(name: String, key: SecuredKey, policy: String, fresh: Bool) -> SSHKeyReport {
-        let blob = key.blob
+    static func report(name: String, key: SecuredKey, policy: String, fresh: Bool) throws(ServiceError) -> SSHKeyReport {
+        let blob = try key.blob
         return SSHKeyReport(name: name, type: key.typeName, publicKey: Data(blob),
                             authorizedKey: SSHPublicKey.authorizedKeysLine(typeName: key.typeName, blob: blob, comment: name),
                             fingerprint: SSHPublicKey.fingerprint(ofBlob: blob, sha256: SHA256.digest),
@@ -228,11 +245,18 @@ enum SSHSigningPurpose: Equatable {
         } catch {
             return .forged
         }
-        guard case .ed25519(let publicKey) = host,
-              let signature = try? SSHPublicKey.ed25519Signature(fromBlob: [UInt8](binding.signature)),
-              Ed25519Key.verify(signature, of: [UInt8](binding.sessionID), publicKey: publicKey)
-        else { return .forged }
-        return .verified(host.fingerprint(sha256: SHA256.digest))
+        let verified: Bool
+        switch host {
+        case .ed25519(let publicKey):
+            verified = (try? SSHPublicKey.ed25519Signature(fromBlob: [UInt8](binding.signature))).map {
+                Ed25519Key.verify($0, of: [UInt8](binding.sessionID), publicKey: publicKey)
+            } ?? false
+        case .ecdsaP256(let point):
+            verified = (try? SSHPublicKey.p256Signature(fromBlob: [UInt8](binding.signature))).map {
+                P256Key.verify($0, of: [UInt8](binding.sessionID), publicKey: point)
+            } ?? false
+        }
+        return verified ? .verified(host.fingerprint(sha256: SHA256.digest)) : .forged
     }
 
 }

@@ -54,7 +54,7 @@ extension TouchgateService {
                   let info = try Self.findItem(name, in: context.vault), info.kind == .sshSecurityKey, !info.isInvalidated
             else { throw unknown }
             let secured = try SecuredKey(info, context.vault.item(named: info.name, key: key).value)
-            guard secured.publicKey == publicKey, let application = secured.application else { throw unknown }
+            guard secured.rawEd25519PublicKey == publicKey, let application = secured.application else { throw unknown }
             guard application == request.application else {
                 try context.record(.itemRead, .denied, item: info.name,
                                    reason: "SSH security-key signature refused: asked for another application")
@@ -63,7 +63,7 @@ extension TouchgateService {
             }
             let shown = StoredText.escaped(info.name)
             let purpose: String
-            let signed = SSHSignRequest(publicKey: Data(secured.blob), data: request.data, flags: 0, bindings: [])
+            let signed = SSHSignRequest(publicKey: Data(try secured.blob), data: request.data, flags: 0, bindings: [])
             switch SSHSigningPurpose.judge(signed, keyName: shown, what: "security key") {
             case .refused(let why):
                 try context.record(.itemRead, .denied, item: info.name, reason: "SSH signature refused: \(why)")
@@ -85,7 +85,7 @@ extension TouchgateService {
             let counter = UInt32(truncatingIfNeeded: max(0, try context.audit.lastSequence()))
             let message = SecurityKeySignedMessage.bytes(application: application, flags: flags, counter: counter,
                                                          data: [UInt8](request.data), sha256: SHA256.digest)
-            return SSHSecurityKeySignature(signature: Data(Ed25519Key.sign(message, seed: secured.seed)),
+            return SSHSecurityKeySignature(signature: Data(try secured.sign(message)),
                                            flags: flags.rawValue, counter: counter, purpose: purpose)
         }
     }
@@ -105,14 +105,30 @@ extension TouchgateService {
     }
 }
 
-/// An SSH key as the vault keeps it: the Ed25519 seed, and for a security key the
-/// application it was made for (stored after the seed in the item's value).
+/// An SSH key as the vault keeps it: the Ed25519 seed or the P-256 scalar, and for a
+/// security key the application it was made for (stored after the seed in the item's value).
 struct SecuredKey {
-    let seed: SecretBytes
+    enum Algorithm: Equatable {
+        case ed25519, ecdsaP256
+
+        /// The algorithm OpenSSH names `typeName`.
+        init(typeName: String) throws(ServiceError) {
+            switch typeName {
+            case SSHPublicKey.ed25519TypeName: self = .ed25519
+            case SSHPublicKey.ecdsaP256TypeName: self = .ecdsaP256
+            default: throw ServiceError.usage("SSH keys in the vault are ssh-ed25519 or ecdsa-sha2-nistp256, not "
+                                              + "\(StoredText.escaped(typeName))")
+            }
+        }
+    }
+
+    let algorithm: Algorithm
+    let secret: SecretBytes
     let application: String?
 
-    init(seed: SecretBytes, application: String?) {
-        self.seed = seed
+    init(algorithm: Algorithm = .ed25519, secret: SecretBytes, application: String?) {
+        self.algorithm = algorithm
+        self.secret = secret
         self.application = application
     }
 
@@ -120,10 +136,12 @@ struct SecuredKey {
     init(_ info: VaultItemInfo, _ value: SecretBytes) throws {
         let seedBytes = Ed25519Key.seedBytes
         if info.kind == .sshKey, value.count == seedBytes {
-            self.init(seed: value, application: nil)
+            self.init(secret: value, application: nil)
+        } else if info.kind == .sshECDSAKey, value.count == SSHPublicKey.p256ScalarLength {
+            self.init(algorithm: .ecdsaP256, secret: value, application: nil)
         } else if info.kind == .sshSecurityKey, value.count > seedBytes,
                   let application = value.withUnsafeBytes({ String(validating: $0[seedBytes...], as: UTF8.self) }) {
-            self.init(seed: value.withUnsafeBytes { SecretBytes(copying: $0.prefix(seedBytes)) }, application: application)
+            self.init(secret: value.withUnsafeBytes { SecretBytes(copying: $0.prefix(seedBytes)) }, application: application)
         } else {
             throw VaultError.integrity(what: "the SSH key \"\(StoredText.escaped(info.name))\"")
         }
@@ -137,13 +155,42 @@ struct SecuredKey {
         }
     }
 
-    var publicKey: [UInt8] { Ed25519Key.publicKey(seed: seed) }
+    /// The item kind it is sealed as.
+    var kind: ItemKind {
+        application != nil ? .sshSecurityKey : algorithm == .ecdsaP256 ? .sshECDSAKey : .sshKey
+    }
 
-    var typeName: String { application == nil ? SSHPublicKey.ed25519TypeName : SecurityKeySignedMessage.keyTypeName }
+    /// The SSH public key (for a security key, its plain Ed25519 half).
+    var publicKey: SSHPublicKey {
+        get throws(ServiceError) {
+            switch algorithm {
+            case .ed25519: .ed25519(Ed25519Key.publicKey(seed: secret))
+            case .ecdsaP256: .ecdsaP256(try P256Key.publicKey(scalar: secret))
+            }
+        }
+    }
+
+    /// The raw Ed25519 public key (security keys are Ed25519 only).
+    var rawEd25519PublicKey: [UInt8] { Ed25519Key.publicKey(seed: secret) }
+
+    var typeName: String {
+        if application != nil { return SecurityKeySignedMessage.keyTypeName }
+        return algorithm == .ecdsaP256 ? SSHPublicKey.ecdsaP256TypeName : SSHPublicKey.ed25519TypeName
+    }
 
     /// The public key blob servers know the key by.
     var blob: [UInt8] {
-        guard let application else { return SSHPublicKey.ed25519(publicKey).blob }
-        return SecurityKeySignedMessage.publicKeyBlob(publicKey, application: application)
+        get throws(ServiceError) {
+            guard let application else { return try publicKey.blob }
+            return SecurityKeySignedMessage.publicKeyBlob(rawEd25519PublicKey, application: application)
+        }
+    }
+
+    /// The raw signature of `message` (64 bytes: Ed25519's, or ECDSA's `r || s` over SHA-256).
+    func sign(_ message: [UInt8]) throws(ServiceError) -> [UInt8] {
+        switch algorithm {
+        case .ed25519: Ed25519Key.sign(message, seed: secret)
+        case .ecdsaP256: try P256Key.sign(message, scalar: secret)
+        }
     }
 }

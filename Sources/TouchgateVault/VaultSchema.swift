@@ -74,4 +74,7 @@ public enum ItemKind: String, Sendable, Equatable, Codable {
     /// (`ssh:`); it signs FIDO-style, with user presence and verification flags, and is
     /// never released.
     case sshSecurityKey = "ssh-sk"
+    /// An ECDSA P-256 SSH private key (`ecdsa-sha2-nistp256`): the value is the 32-byte
+    /// scalar; it signs like ``sshKey`` and is never released.
+    case sshECDSAKey = "ssh-ecdsa-p256"
 }

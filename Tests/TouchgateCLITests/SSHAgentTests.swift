@@ -421,6 +421,49 @@ struct SSHAgentTests {
         daemon.stop()
     }
 
+    /// ECDSA P-256 keys: one sealed from a file by ssh-add, one made in the vault; both
+    /// listed as their public files say, both sign what ssh-keygen verifies, and the made
+    /// one logs in to a real sshd.
+    @Test func ecdsaKeysAddedOrMadeSignAndLogIn() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        try HelperRig.require("/usr/bin/ssh", package: "openssh-client")
+        let setup = try await Setup.make(rig: rig, fresh: false)
+        let keyPath = rig.home.path("id_ecdsa")
+        let made = try await rig.run("/usr/bin/ssh-keygen", ["-q", "-t", "ecdsa", "-b", "256", "-N", "", "-C", "nist", "-f", keyPath])
+        try #require(made.status == 0, "ssh-keygen: \(made.stderrLines)")
+        let publicLine = try String(contentsOfFile: keyPath + ".pub", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let added = try await rig.run("/usr/bin/ssh-add", [keyPath], extra: setup.sshEnvironment)
+        #expect(added.status == 0, "\(added.stderrLines)")
+        let listed = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
+        #expect(listed.stdout.contains(publicLine), "\(listed.stdout)")
+        try FileManager.default.removeItem(atPath: keyPath)
+        let message = rig.home.path("notes.txt")
+        try Data("notes\n".utf8).write(to: URL(fileURLWithPath: message))
+        let signed = try await rig.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-f", keyPath + ".pub", "-n", "file", message],
+                                       extra: setup.sshEnvironment, presenting: ["whorl"])
+        #expect(signed.status == 0, "\(signed.stderrLines)")
+        let checked = try await rig.run("/bin/sh", ["-c", "exec /usr/bin/ssh-keygen -Y check-novalidate -n file -f \"$1\" -s \"$2\" < \"$3\"",
+                                                   "sh", keyPath + ".pub", message + ".sig", message])
+        #expect(checked.status == 0, "\(checked.stdout) \(checked.stderrLines)")
+
+        // Made in the vault, it logs in to a server that knows only it.
+        let vaultKey = try await setup.touchgate(["ssh", "keygen", "p256", "--type", "ecdsa"])
+        try #require(vaultKey.status == 0, "\(vaultKey.stderrLines)")
+        let line = vaultKey.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(line.hasPrefix("ecdsa-sha2-nistp256 AAAA") && line.hasSuffix(" p256"), "\(line)")
+        let linePath = rig.home.path("p256.pub")
+        try Data((line + "\n").utf8).write(to: URL(fileURLWithPath: linePath))
+        let server = try await Server.start(in: rig.home, authorizing: line)
+        defer { Task { await server.process.stop() } }
+        let logged = try await rig.run("/usr/bin/ssh", server.sshArguments(identity: linePath, "echo logged-in"),
+                                       extra: setup.sshEnvironment, presenting: ["whorl"])
+        #expect(logged.status == 0 && logged.stdout.contains("logged-in"), "\(logged.stderrLines)")
+        let bogus = try await setup.touchgate(["ssh", "keygen", "x", "--type", "rsa"])
+        #expect(bogus.status != 0 && bogus.stderrLines.joined().contains("ed25519 or ecdsa"), "\(bogus.stderrLines)")
+        await setup.agent.stop()
+    }
+
     /// In the personal mode the agent hosts the store: it takes the unlocked key out of the
     /// kernel keyring into its own memory, a shell's touchgate commands reach it at
     /// `$XDG_RUNTIME_DIR/touchgate/socket` without any setting, and the key ends with it.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Crypto
 import TouchgateAPI
 import TouchgatePolicyTesting
 import TouchgateSSH
@@ -147,8 +148,8 @@ import TouchgateVault
 
     @Test("a bound session names the host's key; forwarded, forged, or for another session is refused before the reader")
     func sessionBindings() async throws {
-        // One touch per destination: the host, its three namings, the unchecked host.
-        let rig = try await RuleRig.ready(Array(repeating: .finger("right-index"), count: 5))
+        // One touch per destination: the host, its three namings, the unchecked and the ECDSA host.
+        let rig = try await RuleRig.ready(Array(repeating: .finger("right-index"), count: 6))
         defer { rig.remove() }
         let key = try await rig.service.sshKeygen("work", policy: "biometry-any", fresh: false)
         let session: [UInt8] = Array(repeating: 5, count: 32)
@@ -174,17 +175,30 @@ import TouchgateVault
             ("another host", Self.login(user: "alice", session: session, key: [UInt8](key.publicKey),
                                         hostKey: [UInt8](Self.binding(session: session).hostKey)), [bound]),
         ]
-        // A host key of another type is not checked here: the words say so, and it signs.
-        var ecdsa = SSHWireWriter()
-        ecdsa.string("ecdsa-sha2-nistp256")
-        ecdsa.string("nistp256")
-        ecdsa.string([UInt8](repeating: 4, count: 65))
-        let unchecked = SSHSessionBinding(hostKey: Data(ecdsa.bytes), sessionID: Data(session), signature: Data([1, 2, 3]),
+        // An RSA host key is not checked here: the words say so, and it signs.
+        var rsa = SSHWireWriter()
+        rsa.string("ssh-rsa")
+        rsa.string([1, 0, 1])
+        rsa.string([UInt8](repeating: 0xC5, count: 256))
+        let unchecked = SSHSessionBinding(hostKey: Data(rsa.bytes), sessionID: Data(session), signature: Data([1, 2, 3]),
                                           forwarding: false)
         let other = try await Self.sign(rig, key, Self.login(user: "alice", session: session, key: [UInt8](key.publicKey)),
                                         bindings: [unchecked]).get()
-        #expect(other.purpose.hasPrefix("use SSH key 'work' to log in as alice on a host whose ecdsa-sha2-nistp256 key SHA256:")
+        #expect(other.purpose.hasPrefix("use SSH key 'work' to log in as alice on a host whose ssh-rsa key SHA256:")
                 && other.purpose.hasSuffix(" was not checked"), "\(other.purpose)")
+        // An ECDSA P-256 host key's proof is checked: a real one verifies, a made-up one is forged.
+        let host = P256.Signing.PrivateKey()
+        let hostBlob = SSHPublicKey.ecdsaP256([UInt8](host.publicKey.x963Representation))
+        let proof = hostBlob.signatureBlob([UInt8](try host.signature(for: session).rawRepresentation))
+        let proved = SSHSessionBinding(hostKey: Data(hostBlob.blob), sessionID: Data(session), signature: Data(proof),
+                                       forwarding: false)
+        let viaECDSA = try await Self.sign(rig, key, Self.login(user: "alice", session: session, key: [UInt8](key.publicKey)),
+                                           bindings: [proved]).get()
+        #expect(viaECDSA.purpose.contains("on the host with key SHA256:"), "\(viaECDSA.purpose)")
+        var madeUp = proved
+        madeUp.signature = Data(hostBlob.signatureBlob([UInt8](repeating: 7, count: 64)))
+        let refusedToo = refused + [("a forged ECDSA proof", Self.login(user: "alice", session: session, key: [UInt8](key.publicKey)),
+                                     [madeUp])]
 
         let opens = rig.reader.opens
         let oversized = Data(repeating: 0x41, count: 16 * 1024 + 1)
@@ -193,7 +207,7 @@ import TouchgateVault
         } else {
             Issue.record("signed 16 KiB and more")
         }
-        for (what, data, bindings) in refused {
+        for (what, data, bindings) in refusedToo {
             if case .failure(let error) = await Self.sign(rig, key, data, bindings: bindings) {
                 #expect(error.code == .forbidden, "\(what): \(error.message)")
             } else {
@@ -202,7 +216,7 @@ import TouchgateVault
         }
         #expect(rig.reader.opens == opens, "refusals never open the reader")
         let denied = try await rig.service.auditShow().filter { $0.item == "work" && $0.outcome == "denied" }
-        #expect(denied.count == refused.count + 1)
+        #expect(denied.count == refusedToo.count + 1)
     }
 
     @Test("a key brought from elsewhere is sealed with its own public half; a bad seed or a taken name stores nothing")
@@ -210,17 +224,23 @@ import TouchgateVault
         let rig = try await RuleRig.ready([.finger("right-index")])
         defer { rig.remove() }
         let seed = Ed25519Key.generateSeed()
-        let added = try await rig.service.sshAdd("laptop", seed: { seed }, policy: "biometry-any", fresh: true)
-        #expect([UInt8](added.publicKey) == SSHPublicKey.ed25519(Ed25519Key.publicKey(seed: seed)).blob)
+        let blob = Data(SSHPublicKey.ed25519(Ed25519Key.publicKey(seed: seed)).blob)
+        let added = try await rig.service.sshAdd("laptop", publicKey: blob, seed: { seed }, policy: "biometry-any", fresh: true)
+        #expect(added.publicKey == blob)
         #expect(added.fresh)
         let short = SecretBytes(copying: [UInt8](repeating: 1, count: 31))
         await #expect(throws: ServiceError.self) {
-            _ = try await rig.service.sshAdd("short", seed: { short }, policy: "biometry-any", fresh: false)
+            _ = try await rig.service.sshAdd("short", publicKey: blob, seed: { short }, policy: "biometry-any", fresh: false)
+        }
+        // A private half that is not the public key's is refused, and nothing is stored.
+        let other = Ed25519Key.generateSeed()
+        await #expect(throws: ServiceError.self) {
+            _ = try await rig.service.sshAdd("mismatched", publicKey: blob, seed: { other }, policy: "biometry-any", fresh: false)
         }
         let asked = Counter()
         await #expect(throws: ServiceError.self) {
-            _ = try await rig.service.sshAdd("laptop", seed: { asked.increment(); return seed }, policy: "biometry-any",
-                                             fresh: false)
+            _ = try await rig.service.sshAdd("laptop", publicKey: blob, seed: { asked.increment(); return seed },
+                                             policy: "biometry-any", fresh: false)
         }
         #expect(asked.value == 0, "a taken name is refused before the key is read")
         #expect(try await rig.service.sshList().map(\.name) == ["laptop"])
@@ -267,4 +287,37 @@ final class Counter: @unchecked Sendable {
     private var count = 0
     var value: Int { lock.withLock { count } }
     func increment() { lock.withLock { count += 1 } }
+
+    @Test("an ECDSA P-256 key is made or added, listed as OpenSSH names it, and signs what verifies against it")
+    func ecdsaKeys() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index"), .finger("right-index")])
+        defer { rig.remove() }
+        let made = try await rig.service.sshKeygen("nist", type: "ecdsa-sha2-nistp256", policy: "biometry-any", fresh: true)
+        #expect(made.type == "ecdsa-sha2-nistp256")
+        #expect(made.authorizedKey.hasPrefix("ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTY"))
+        guard case .ecdsaP256(let point) = try SSHPublicKey(blob: [UInt8](made.publicKey)) else {
+            Issue.record("not a P-256 key"); return
+        }
+        let data = SSHServiceTests.sshsig(namespace: "file")
+        let report = try await SSHServiceTests.sign(rig, made, data).get()
+        let signature = try SSHPublicKey.p256Signature(fromBlob: [UInt8](report.signature))
+        let key = try P256.Signing.PublicKey(x963Representation: point)
+        #expect(key.isValidSignature(try P256.Signing.ECDSASignature(rawRepresentation: signature), for: [UInt8](data)))
+
+        // Added from elsewhere: the scalar must be the point's.
+        let foreign = P256.Signing.PrivateKey()
+        let blob = Data(SSHPublicKey.ecdsaP256([UInt8](foreign.publicKey.x963Representation)).blob)
+        let scalar = SecretBytes(copying: foreign.rawRepresentation)
+        let added = try await rig.service.sshAdd("imported", publicKey: blob, seed: { scalar }, policy: "biometry-any", fresh: true)
+        #expect(added.publicKey == blob && added.type == "ecdsa-sha2-nistp256")
+        let wrong = SecretBytes(copying: P256.Signing.PrivateKey().rawRepresentation)
+        await #expect(throws: ServiceError.self) {
+            _ = try await rig.service.sshAdd("wrong", publicKey: blob, seed: { wrong }, policy: "biometry-any", fresh: true)
+        }
+        let imported = try await SSHServiceTests.sign(rig, added, data).get()
+        #expect(foreign.publicKey.isValidSignature(
+            try P256.Signing.ECDSASignature(rawRepresentation: SSHPublicKey.p256Signature(fromBlob: [UInt8](imported.signature))),
+            for: [UInt8](data)))
+        #expect(Set(try await rig.service.sshList().map(\.name)) == ["nist", "imported"])
+    }
 }

@@ -480,3 +480,51 @@ private func addBody(type: UInt8 = 17, keyType: String = "ssh-ed25519", publicKe
         #expect(KnownHosts.names(for: key, in: "").names.isEmpty)
     }
 }
+
+@Suite struct ECDSAWireTests {
+    static let point: [UInt8] = [4] + [UInt8](repeating: 0x11, count: 64)
+
+    @Test("an ECDSA P-256 add decodes its curve, point and scalar, and writes back the same bytes")
+    func add() throws {
+        let scalar: [UInt8] = [0x80] + [UInt8](repeating: 2, count: 31)
+        let body = [17] + Wire.string("ecdsa-sha2-nistp256") + Wire.string("nistp256") + Wire.string(Self.point)
+            + Wire.string([0] + scalar) + Wire.string("nist")
+        let request = try AgentRequest(body: body)
+        guard case .add(let addition) = request else { Issue.record("\(request)"); return }
+        #expect(addition.publicKey == .ecdsaP256(Self.point) && addition.comment == "nist")
+        #expect(addition.privateKey.withUnsafeBytes { Array($0) } == scalar)
+        #expect(request.body == body)
+        // A short scalar is padded on the left to 32 bytes.
+        let short = [17] + Wire.string("ecdsa-sha2-nistp256") + Wire.string("nistp256") + Wire.string(Self.point)
+            + Wire.string([1, 2]) + Wire.string("")
+        guard case .add(let padded) = try AgentRequest(body: short) else { return }
+        #expect(padded.privateKey.withUnsafeBytes { Array($0) } == [UInt8](repeating: 0, count: 30) + [1, 2])
+    }
+
+    @Test("another curve, a compressed point, a negative, padded or oversized scalar are refused")
+    func refusals() {
+        let head = [17] + Wire.string("ecdsa-sha2-nistp256")
+        let bad: [[UInt8]] = [
+            head + Wire.string("nistp384") + Wire.string(Self.point) + Wire.string([1]) + Wire.string(""),
+            head + Wire.string("nistp256") + Wire.string([2] + [UInt8](repeating: 1, count: 32)) + Wire.string([1]) + Wire.string(""),
+            head + Wire.string("nistp256") + Wire.string(Self.point) + Wire.string([0x80]) + Wire.string(""),
+            head + Wire.string("nistp256") + Wire.string(Self.point) + Wire.string([0, 1]) + Wire.string(""),
+            head + Wire.string("nistp256") + Wire.string(Self.point) + Wire.string([UInt8](repeating: 1, count: 33)) + Wire.string(""),
+        ]
+        for body in bad {
+            #expect(throws: SSHWireError.self) { try AgentRequest(body: body) }
+        }
+    }
+
+    @Test("a P-256 key blob and signature blob are what RFC 5656 gives")
+    func blobs() throws {
+        let key = SSHPublicKey.ecdsaP256(Self.point)
+        #expect(key.blob == Wire.string("ecdsa-sha2-nistp256") + Wire.string("nistp256") + Wire.string(Self.point))
+        #expect(try SSHPublicKey(blob: key.blob) == key)
+        let raw = [0x80] + [UInt8](repeating: 1, count: 31) + [0, 0] + [UInt8](repeating: 2, count: 30)
+        let signature = key.signatureBlob(raw)
+        let inner = Wire.string([0, 0x80] + [UInt8](repeating: 1, count: 31)) + Wire.string([UInt8](repeating: 2, count: 30))
+        #expect(signature == Wire.string("ecdsa-sha2-nistp256") + Wire.string(inner))
+        #expect(try SSHPublicKey.p256Signature(fromBlob: signature) == raw)
+    }
+}
