@@ -194,7 +194,7 @@ enum SSHSigningPurpose: Equatable {
                 case .verified(let fingerprint):
                     words += " on " + hostWords(bound, fingerprint: fingerprint)
                 case .unchecked(let type):
-                    // Only Ed25519 proofs are checked here; what the words then say about
+                    // Only Ed25519 and P-256 proofs are checked here; what the words then say about
                     // the host is the client's claim, and is worded as one.
                     let claimed = SSHPublicKey.fingerprint(ofBlob: [UInt8](bound.hostKey), sha256: SHA256.digest)
                     words += " on a host whose \(StoredText.escaped(type)) key \(claimed) was not checked"
@@ -229,9 +229,9 @@ enum SSHSigningPurpose: Equatable {
     enum Proof: Equatable {
         /// The host key (this fingerprint) signed the session identifier.
         case verified(String)
-        /// An Ed25519 host key that did not sign it, or a proof that cannot be read.
+        /// An Ed25519 or P-256 host key that did not sign it, or a proof that cannot be read.
         case forged
-        /// A host key of another type (ECDSA, RSA), which is not checked here.
+        /// A host key of another type (RSA), which is not checked here.
         case unchecked(String)
     }
 
