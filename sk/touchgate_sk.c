@@ -11,12 +11,15 @@
 #include "sk_wire.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -50,18 +53,53 @@ static int socket_path(char *path, size_t size) {
     return 0;
 }
 
+/* Runs `touchgate agent --launch` (found on PATH) and waits for it: it starts the agent
+ * at its default place unless one listens there, and returns once it does, as gpg starts
+ * gpg-agent. 0 when it succeeded. */
+static int launch_agent(void) {
+    posix_spawn_file_actions_t actions;
+    if (posix_spawn_file_actions_init(&actions) != 0) return -1;
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    char *argv[] = {"touchgate", "agent", "--launch", NULL};
+    extern char **environ;
+    pid_t pid;
+    int error = posix_spawnp(&pid, "touchgate", &actions, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (error != 0) return -1;
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) return -1;
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static int try_connect(const struct sockaddr_un *address) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, (const struct sockaddr *)address, sizeof *address) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
 static int connect_agent(void) {
     struct sockaddr_un address;
     memset(&address, 0, sizeof address);
     address.sun_family = AF_UNIX;
     if (socket_path(address.sun_path, sizeof address.sun_path) != 0) return -1;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+    int fd = try_connect(&address);
+    /* Nothing at the default place: start the agent there, once, as gpg starts gpg-agent. */
+    const char *given = getenv("TOUCHGATE_AGENT_SOCKET");
+    if (fd < 0 && (errno == ENOENT || errno == ECONNREFUSED) && !(given && *given) && launch_agent() == 0)
+        fd = try_connect(&address);
+    if (fd < 0) {
         fprintf(stderr, "touchgate-sk: cannot reach touchgate agent at %s (%s); start it: "
-                "systemctl --user start touchgate-agent.socket, or touchgate agent &\n",
+                "systemctl --user start touchgate-agent.socket, or touchgate agent --launch\n",
                 address.sun_path, strerror(errno));
-        close(fd);
         return -1;
     }
     return fd;

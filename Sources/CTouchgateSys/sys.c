@@ -1,6 +1,8 @@
 #define _GNU_SOURCE  // struct ucred
 #include "CTouchgateSys.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -113,4 +115,32 @@ int CTouchgateSys_interrupt_descriptor(void) {
     if (sigprocmask(SIG_BLOCK, &interrupts, NULL) != 0) return -errno;
     int fd = signalfd(-1, &interrupts, SFD_CLOEXEC | SFD_NONBLOCK);
     return fd < 0 ? -errno : fd;
+}
+
+int CTouchgateSys_spawn_detached(const char *path, char *const argv[], int log_fd) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    int error = posix_spawn_file_actions_init(&actions);
+    if (error != 0) return -error;
+    error = posix_spawnattr_init(&attributes);
+    if (error != 0) {
+        posix_spawn_file_actions_destroy(&actions);
+        return -error;
+    }
+    error = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    if (error == 0) error = posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    if (error == 0) {
+        error = log_fd >= 0 ? posix_spawn_file_actions_adddup2(&actions, log_fd, 2)
+                            : posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    }
+    if (error == 0) error = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
+    sigset_t none;
+    sigemptyset(&none);
+    if (error == 0) error = posix_spawnattr_setsigmask(&attributes, &none);
+    pid_t pid = -1;
+    extern char **environ;
+    if (error == 0) error = posix_spawn(&pid, path, &actions, &attributes, argv, environ);
+    posix_spawnattr_destroy(&attributes);
+    posix_spawn_file_actions_destroy(&actions);
+    return error != 0 ? -error : (int)pid;
 }

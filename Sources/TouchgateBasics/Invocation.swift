@@ -64,20 +64,26 @@ public enum Invocation {
         guard getenv(socketVariable) == nil, daemonSocket() == nil, let path = agentServiceSocket() else { return nil }
         var status = stat()
         guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK, status.st_uid == getuid() else { return nil }
+        return isListening(path) ? path : nil
+    }
+
+    /// Whether something accepts connections on the Unix socket at `path` now (a socket
+    /// file left by a process that was killed does not).
+    public static func isListening(_ path: String) -> Bool {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { return nil }
+        guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
-        return connected == 0 ? path : nil
+        return connected == 0
     }
 
     /// The socket this process's commands go to: touchgated's (``daemonSocket()``), else

@@ -113,10 +113,22 @@ struct Agent: AsyncParsableCommand {
                                + "\"socket\" beside the agent's socket).", valueName: "PATH"))
     var serviceSocket: String?
 
+    @Flag(help: ArgumentHelp("Start the agent in the background unless one already listens, print the SSH_AUTH_SOCK "
+                             + "line, and return: for a session without systemd (eval \"$(touchgate agent --launch)\" "
+                             + "in ~/.profile). Its log goes to agent.log beside the socket."))
+    var launch = false
+
     func run() async throws {
-        let (chosen, chosenService) = (socket, serviceSocket)
+        let (chosen, chosenService, launch) = (socket, serviceSocket, launch)
         try await CommandRunner.run(json: common.json) { console in
             let path = try Self.socketPath(chosen)
+            if launch {
+                let pid = try await Self.launch(socket: path, chosen: chosen, service: chosenService)
+                console.result("agent", AgentReport(sshAuthSock: path, pid: pid),
+                               text: "SSH_AUTH_SOCK=\(path); export SSH_AUTH_SOCK;"
+                                   + (pid.map { "\nTOUCHGATE_AGENT_PID=\($0); export TOUCHGATE_AGENT_PID;" } ?? ""))
+                return ExitStatus.success
+            }
             // Started by touchgate-agent.socket, which listens at the same places: the SSH
             // socket first, the service socket second.
             let activated = chosen == nil ? UnixListener.allFromSystemd() : []
@@ -163,6 +175,34 @@ struct Agent: AsyncParsableCommand {
         }
     }
 
+    /// Starts this program's agent detached, unless one listens at `socket` already; waits
+    /// until it listens. The new agent's pid, or nil when one was running.
+    static func launch(socket: String, chosen: String?, service: String?) async throws(ServiceError) -> Int32? {
+        if Invocation.isListening(socket) { return nil }
+        guard let program = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
+            throw ServiceError(.error, "cannot find this program (/proc/self/exe) to start the agent")
+        }
+        let log = (socket as NSString).deletingLastPathComponent + "/agent.log"
+        let logDescriptor = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        defer { if logDescriptor >= 0 { close(logDescriptor) } }
+        var arguments = ["touchgate", "agent"]
+        if let chosen { arguments += ["--socket", chosen] }
+        if let service { arguments += ["--service-socket", service] }
+        let pid = DetachedProcess.spawn(program, arguments, logDescriptor: logDescriptor)
+        guard pid > 0 else {
+            throw ServiceError(.error, "cannot start touchgate agent: \(String(cString: strerror(-pid)))")
+        }
+        var waited = 0
+        while !Invocation.isListening(socket), waited < 250 {
+            try? await Task.sleep(for: .milliseconds(20))
+            waited += 1
+        }
+        guard waited < 250 else {
+            throw ServiceError(.error, "touchgate agent (pid \(pid)) did not start listening at \(socket); see \(log)")
+        }
+        return pid
+    }
+
     /// The service socket at `path`, private to its user.
     static func bindService(_ path: String) throws(ServiceError) -> UnixListener {
         do {
@@ -192,7 +232,8 @@ struct SSHKeyList: Encodable, Sendable {
     var keys: [SSHKeyReport]
 }
 
-/// `{"ssh-auth-sock": …}`.
+/// `{"ssh-auth-sock": …}`, and with `--launch` the pid of an agent it started.
 struct AgentReport: Encodable, Sendable {
     var sshAuthSock: String
+    var pid: Int32?
 }

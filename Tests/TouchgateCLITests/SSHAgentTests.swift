@@ -464,6 +464,38 @@ struct SSHAgentTests {
         await setup.agent.stop()
     }
 
+    /// `touchgate agent --launch`, for a session without systemd: it starts the agent
+    /// detached, prints the lines a profile evaluates, and starts nothing when one listens.
+    @Test func launchStartsOneAgentAndPrintsWhereItListens() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        try await rig.vault.initAndUnlock()
+        let runtime = rig.home.path("run")
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        var environment = rig.environment
+        environment["XDG_RUNTIME_DIR"] = runtime
+        environment.removeValue(forKey: "TOUCHGATE_SOCKET")
+        var launcher = CLIProcess(environment: environment)
+        launcher.binaryOverride = rig.bin + "/touchgate"
+        let first = try await launcher.run(["agent", "--launch"])
+        defer { SecurityKeyTests.killAgents(runningIn: runtime) }
+        let socket = runtime + "/touchgate/ssh-agent.sock"
+        #expect(first.status == 0 && first.stdout.hasPrefix("SSH_AUTH_SOCK=\(socket); export SSH_AUTH_SOCK;\nTOUCHGATE_AGENT_PID="),
+                "\(first.stdout) \(first.stderrLines)")
+        let listed = try await rig.run("/usr/bin/ssh-add", ["-l"], extra: ["SSH_AUTH_SOCK": socket])
+        #expect(listed.stdout.contains("no identities"), "the launched agent answers: \(listed.stdout) \(listed.stderrLines)")
+        let second = try await launcher.run(["agent", "--launch"])
+        #expect(second.status == 0 && second.stdout == "SSH_AUTH_SOCK=\(socket); export SSH_AUTH_SOCK;\n",
+                "\(second.stdout) \(second.stderrLines)")
+        // The shell's commands reach it, and it holds the key it took from the keyring.
+        var shell = CLIProcess(environment: environment)
+        shell.binaryOverride = rig.bin + "/touchgate"
+        let status = try await shell.run(["status", "--json"])
+        #expect(status.json?["locked"] as? Bool == false
+                && (status.json?["trust-boundary"] as? String ?? "").hasPrefix("touchgate agent"), "\(status.stdout)")
+    }
+
     /// In the personal mode the agent hosts the store: it takes the unlocked key out of the
     /// kernel keyring into its own memory, a shell's touchgate commands reach it at
     /// `$XDG_RUNTIME_DIR/touchgate/socket` without any setting, and the key ends with it.
@@ -494,7 +526,8 @@ struct SSHAgentTests {
                                                 finger: rig.vault.finger)
         try await waitForSocket(runtime + "/touchgate/socket")
         try await waitForSocket(runtime + "/touchgate/ssh-agent.sock")
-        for _ in 0..<100 where !agent.errorLines.contains(where: { $0.contains("kernel keyring") }) {
+        for _ in 0..<100 {
+            if agent.errorLines.contains(where: { $0.contains("kernel keyring") }) { break }
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(agent.errorLines.contains { $0.contains("took the unlocked vault key out of the kernel keyring") },

@@ -133,4 +133,52 @@ struct SecurityKeyTests {
                 "\(missing.stderrLines)")
         await setup.agent.stop()
     }
+
+    /// Without systemd and without an agent running, the provider starts one itself
+    /// (`touchgate agent --launch`, found on PATH), as gpg starts gpg-agent; a second
+    /// launch finds it listening and starts nothing.
+    @Test func theProviderStartsTheAgentWhenNoneRuns() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig)
+        // That agent took the unlocked key with it; unlock in-process again, into the keyring.
+        await setup.agent.stop()
+        try #require(try await rig.vault.withPassphrase(["unlock"]).status == 0)
+        let runtime = rig.home.path("run")
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        var environment = rig.environment
+        environment["XDG_RUNTIME_DIR"] = runtime
+        environment.removeValue(forKey: "TOUCHGATE_SOCKET")
+        // The key is in the keyring (in-process unlock); the agent started takes it over.
+        var keygen = CLIProcess(environment: environment)
+        keygen.binaryOverride = "/usr/bin/ssh-keygen"
+        let made = try await keygen.run(["-q", "-t", "ed25519-sk", "-w", setup.provider, "-O", "user=started", "-N", "",
+                                         "-f", rig.home.path("id_started")], stdin: Data("\n".utf8))
+        defer { Self.killAgents(runningIn: runtime) }
+        #expect(made.status == 0, "\(made.stdout) \(made.stderrLines)")
+        #expect(FileManager.default.fileExists(atPath: runtime + "/touchgate/ssh-agent.sock"))
+        var launcher = CLIProcess(environment: environment)
+        launcher.binaryOverride = rig.bin + "/touchgate"
+        let again = try await launcher.run(["agent", "--launch", "--json"])
+        #expect(again.status == 0 && again.json?["pid"] == nil
+                && again.json?["ssh-auth-sock"] as? String == runtime + "/touchgate/ssh-agent.sock",
+                "an agent already listens: nothing started, the same line printed: \(again.stdout) \(again.stderrLines)")
+        let log = try String(contentsOfFile: runtime + "/touchgate/agent.log", encoding: .utf8)
+        #expect(log.contains("made security key 'started'"), "the started agent logs beside its socket: \(log)")
+    }
+
+    /// Kills the agents whose environment names `runtime` (started detached, in a session of
+    /// their own, so no test process group holds them).
+    static func killAgents(runningIn runtime: String) {
+        let marker = "XDG_RUNTIME_DIR=" + runtime
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(entry),
+                  let environ = FileManager.default.contents(atPath: "/proc/\(entry)/environ"),
+                  environ.split(separator: 0).contains(where: { String(decoding: $0, as: UTF8.self) == marker }),
+                  let command = try? String(contentsOfFile: "/proc/\(entry)/cmdline", encoding: .utf8),
+                  command.contains("agent") else { continue }
+            kill(pid, SIGKILL)
+        }
+    }
 }

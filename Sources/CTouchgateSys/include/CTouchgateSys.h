@@ -8,6 +8,12 @@
 /// RLIMIT_CORE to 0 so that no core file can hold secret memory. Returns 0 or -errno.
 int CTouchgateSys_harden_process(void);
 
+/// Starts `path` with `argv` (NULL-terminated) in a session of its own, detached from this
+/// process: standard input and output on /dev/null, standard error on `log_fd` (/dev/null
+/// when -1). posix_spawn, so nothing runs between fork and exec in a threaded process.
+/// Returns the new process's pid, or -errno.
+int CTouchgateSys_spawn_detached(const char *path, char *const argv[], int log_fd);
+
 /// Whether the process is currently dumpable (prctl(PR_GET_DUMPABLE)): 1, 0, or -errno.
 int CTouchgateSys_is_dumpable(void);
 
