@@ -31,6 +31,18 @@ struct HelperRig {
         return environment
     }
 
+    /// A shell as a person has it: a private `XDG_RUNTIME_DIR` (`run` in the home, made
+    /// here) and no `TOUCHGATE_SOCKET`, so commands find touchgate agent where it listens.
+    func shellEnvironment() throws -> (runtime: String, environment: [String: String]) {
+        let runtime = home.path("run")
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        var shell = environment
+        shell["XDG_RUNTIME_DIR"] = runtime
+        shell.removeValue(forKey: "TOUCHGATE_SOCKET")
+        return (runtime, shell)
+    }
+
     /// Fails the test, naming the Debian package, when `tool` is missing.
     static func require(_ tool: String, package: String) throws {
         try #require(FileManager.default.isExecutableFile(atPath: tool),

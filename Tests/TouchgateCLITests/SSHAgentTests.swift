@@ -57,9 +57,11 @@ struct SSHAgentTests {
                          authorizedKey: old.authorizedKey)
         }
 
-        /// Signs a new file through the agent (`ssh-keygen -Y sign -n file`); ssh-keygen's
-        /// result and whether the signature verifies against the public key.
-        func sign(presenting prints: [String]) async throws -> (CLIResult, Bool) {
+        /// Signs a new file through the agent (`ssh-keygen -Y sign -n file`) with the key of
+        /// `publicKey` (the one `ssh keygen` made when nil); ssh-keygen's result and whether the
+        /// signature verifies against the public key.
+        func sign(presenting prints: [String], publicKey: String? = nil) async throws -> (CLIResult, Bool) {
+            let publicKeyPath = publicKey ?? self.publicKeyPath
             let message = rig.home.path("message-\(UUID().uuidString)")
             try Data("sign me\n".utf8).write(to: URL(fileURLWithPath: message))
             let signed = try await rig.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-f", publicKeyPath, "-n", "file", message],
@@ -358,14 +360,8 @@ struct SSHAgentTests {
 
         // The file can go: the vault's copy signs, after a touch, and is never released.
         try FileManager.default.removeItem(atPath: keyPath)
-        let message = rig.home.path("notes.txt")
-        try Data("notes\n".utf8).write(to: URL(fileURLWithPath: message))
-        let signed = try await rig.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-f", keyPath + ".pub", "-n", "file", message],
-                                       extra: setup.sshEnvironment, presenting: ["whorl"])
-        #expect(signed.status == 0, "\(signed.stderrLines)")
-        let checked = try await rig.run("/bin/sh", ["-c", "exec /usr/bin/ssh-keygen -Y check-novalidate -n file -f \"$1\" -s \"$2\" < \"$3\"",
-                                                   "sh", keyPath + ".pub", message + ".sig", message])
-        #expect(checked.status == 0, "\(checked.stdout) \(checked.stderrLines)")
+        let (signed, verifies) = try await setup.sign(presenting: ["whorl"], publicKey: keyPath + ".pub")
+        #expect(signed.status == 0 && verifies, "\(signed.stderrLines)")
         let released = try await setup.touchgate(["secret", "get", "laptop"], presenting: ["whorl"])
         #expect(released.status != 0 && released.stdout.isEmpty, "an SSH key is never released: \(released.stderrLines)")
         #expect(try await rig.auditRecords(mentioning: "SSH key added (ssh-ed25519, biometry-any, fresh touch)").count == 1)
@@ -438,14 +434,8 @@ struct SSHAgentTests {
         let listed = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
         #expect(listed.stdout.contains(publicLine), "\(listed.stdout)")
         try FileManager.default.removeItem(atPath: keyPath)
-        let message = rig.home.path("notes.txt")
-        try Data("notes\n".utf8).write(to: URL(fileURLWithPath: message))
-        let signed = try await rig.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-f", keyPath + ".pub", "-n", "file", message],
-                                       extra: setup.sshEnvironment, presenting: ["whorl"])
-        #expect(signed.status == 0, "\(signed.stderrLines)")
-        let checked = try await rig.run("/bin/sh", ["-c", "exec /usr/bin/ssh-keygen -Y check-novalidate -n file -f \"$1\" -s \"$2\" < \"$3\"",
-                                                   "sh", keyPath + ".pub", message + ".sig", message])
-        #expect(checked.status == 0, "\(checked.stdout) \(checked.stderrLines)")
+        let (signed, verifies) = try await setup.sign(presenting: ["whorl"], publicKey: keyPath + ".pub")
+        #expect(signed.status == 0 && verifies, "\(signed.stderrLines)")
 
         // Made in the vault, it logs in to a server that knows only it.
         let vaultKey = try await setup.touchgate(["ssh", "keygen", "p256", "--type", "ecdsa"])
@@ -470,12 +460,7 @@ struct SSHAgentTests {
         let rig = try HelperRig()
         defer { rig.home.remove() }
         try await rig.vault.initAndUnlock()
-        let runtime = rig.home.path("run")
-        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        var environment = rig.environment
-        environment["XDG_RUNTIME_DIR"] = runtime
-        environment.removeValue(forKey: "TOUCHGATE_SOCKET")
+        let (runtime, environment) = try rig.shellEnvironment()
         var launcher = CLIProcess(environment: environment)
         launcher.binaryOverride = rig.bin + "/touchgate"
         let first = try await launcher.run(["agent", "--launch"])
@@ -504,13 +489,7 @@ struct SSHAgentTests {
         defer { rig.home.remove() }
         try await rig.vault.initAndUnlock()
         try await rig.vault.enroll("whorl")
-        let runtime = rig.home.path("run")
-        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        // A shell as a person has it: XDG_RUNTIME_DIR, no TOUCHGATE_SOCKET.
-        var shell = rig.environment
-        shell["XDG_RUNTIME_DIR"] = runtime
-        shell.removeValue(forKey: "TOUCHGATE_SOCKET")
+        let (runtime, shell) = try rig.shellEnvironment()
         func touchgate(_ arguments: [String], inProcess: Bool = false, stdin: Data? = nil,
                        presenting prints: [String] = []) async throws -> CLIResult {
             var process = CLIProcess(environment: inProcess ? rig.environment : shell)

@@ -144,12 +144,7 @@ struct SecurityKeyTests {
         // That agent took the unlocked key with it; unlock in-process again, into the keyring.
         await setup.agent.stop()
         try #require(try await rig.vault.withPassphrase(["unlock"]).status == 0)
-        let runtime = rig.home.path("run")
-        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        var environment = rig.environment
-        environment["XDG_RUNTIME_DIR"] = runtime
-        environment.removeValue(forKey: "TOUCHGATE_SOCKET")
+        let (runtime, environment) = try rig.shellEnvironment()
         // The key is in the keyring (in-process unlock); the agent started takes it over.
         var keygen = CLIProcess(environment: environment)
         keygen.binaryOverride = "/usr/bin/ssh-keygen"
