@@ -119,12 +119,14 @@ section=$work/section
   echo "| whorl on virtual_image, played by the feeder | $(cell touch_sign) | $(cell touch_verify) | $(ratio touch_sign touch_verify) | ≤ 1.0× |"
   echo
   echo "\`ssh-keygen -Y sign\` with the key file itself, no agent: $(cell keygen_only) (what any signature costs" \
-    "before an agent is asked). Where touchgate agent's time goes: the agent keeps the store open between requests" \
-    "(as touchgated does; opening it for each was 4 fdatasync and 16 files a request, strace), so a listing makes" \
-    "no sync and opens only the audit key files, which every request reads to check the trail's head and seal" \
-    "before it trusts the store. A signature is a decision of the key's policy in the service: the authenticated" \
-    "state verified, the key found and unsealed, what is signed judged, the grant written to the audit chain and" \
-    "synced before the signature leaves (ssh-agent writes nothing), then Ed25519 by libsodium."
+    "before an agent is asked). Where touchgate agent's time goes: the agent hosts the store, open between requests" \
+    "(as touchgated does; opening it for each was 4 fdatasync and 16 files a request, strace), with the unlocked key" \
+    "in its own memory; a listing is the public halves kept while the store is unchanged, after a check that the key" \
+    "is held. A signature is a decision of the key's policy in the service: the authenticated state verified, the key" \
+    "found and unsealed, what is signed judged, the key's last destination read from the audit trail (the reuse window" \
+    "serves the same destination only), the grant written to the audit chain and synced before the signature leaves" \
+    "(ssh-agent writes nothing; strace: 2 fdatasync a signature), then Ed25519 by libsodium; perf finds no symbol" \
+    "above 3.3% of it."
   echo
 } >"$section"
 replace_section 9 "$section" "$output"
