@@ -399,6 +399,17 @@ struct DaemonAttackTests {
         #expect(trace.status == 3 && trace.stdout.contains("Operation not permitted"), "ptrace attach: \(trace)")
         let procStatus = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         #expect(procStatus.contains("\nUid:\t\(uid)\t"), "the agent runs as the user: \(procStatus)")
+
+        // Its sockets are the user's alone; opened to everyone (a careless chmod), the agent
+        // still serves no other uid: another user gets no answer, let alone the store.
+        for path in [home, runtime, runtime + "/touchgate"] { chmod(path, 0o755) }
+        chmod(runtime + "/touchgate/socket", 0o666)
+        let intruder = try await Self.run(as: Self.secondUser, ["/usr/bin/env", "TOUCHGATE_SOCKET=\(runtime)/touchgate/socket",
+                                                                rig.binDirectory + "/touchgate", "status", "--json"])
+        #expect(intruder.status != 0 && !intruder.stdout.contains("\"locked\"") && intruder.stdout.contains("closed the connection"),
+                "another uid reaches the socket and is cut off before any answer: \(intruder)")
+        let stillServed = try await client.run(["status", "--json"])
+        #expect(stillServed.json?["locked"] as? Bool == false, "the user is served on: \(stillServed.stdout)")
     }
 
     /// Tries to attach to the pid given as argument; exit 3 and the reason when refused.
