@@ -20,7 +20,7 @@ struct RequestHandler: Sendable {
     init(stores: DaemonStores, sessions: LocalSessionRule) {
         self.stores = stores
         gate = ServiceGate(services: { [stores] in stores.service(for: $0) }, principals: { [stores] in stores.principals() },
-                           sessions: sessions)
+                           sessions: sessions, soleUser: stores.personal?.principal.uid)
     }
 
     /// Runs `request` (a request with an operation) and returns its result or failure, to send.
@@ -219,8 +219,9 @@ struct DaemonStores: Sendable {
     func service(for principal: Principal) -> TouchgateService {
         let keys = self.keys
         if let personal {
-            // Whoever asks, the agent's own user's store (its door admits no one else); the
-            // reader is opened per request, as in-process, so other programs can use it between.
+            // The agent's own user's store: its door admits no other uid and the gate lets no
+            // one name another user. The reader is opened per request, as in-process, so other
+            // programs can use it between.
             var service = TouchgateService(principal: personal.principal, location: personal.location, mode: .personal,
                                            custody: { keys.custody(for: $0) })
             service.openStores = open

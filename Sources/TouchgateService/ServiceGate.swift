@@ -14,14 +14,19 @@ public struct ServiceGate: Sendable {
     private let services: @Sendable (Principal) -> TouchgateService
     private let principals: @Sendable () -> [Principal]
     private let sessions: LocalSessionRule
+    /// The one user whose store the host serves (touchgate agent's personal store), or nil
+    /// for a host of every user's (touchgated).
+    private let soleUser: UInt32?
 
     /// A gate over a host's stores: `services` gives a principal's service, `principals`
-    /// every principal with a store here; `sessions` decides whether a session is local.
+    /// every principal with a store here; `sessions` decides whether a session is local;
+    /// `soleUser` is the only user a host of one personal store serves.
     public init(services: @escaping @Sendable (Principal) -> TouchgateService,
-                principals: @escaping @Sendable () -> [Principal], sessions: LocalSessionRule) {
+                principals: @escaping @Sendable () -> [Principal], sessions: LocalSessionRule, soleUser: UInt32? = nil) {
         self.services = services
         self.principals = principals
         self.sessions = sessions
+        self.soleUser = soleUser
     }
 
     /// Runs `body` with the service that serves `operation` for `caller`.
@@ -83,6 +88,11 @@ public struct ServiceGate: Sendable {
         let uid = UserDatabase.uid(of: user)
         // Another name of the caller's own uid is the caller.
         if uid == caller.uid { return services(caller.principal) }
+        if soleUser != nil {
+            // Even root: this host holds one user's personal store, not the named user's.
+            throw ServiceError(.forbidden, "touchgate agent serves its own user's personal store only; another "
+                               + "user's store is touchgated's to serve")
+        }
         try CallerRules.requireMayActForAnotherUser(callerIsRoot: caller.isRoot)
         guard let uid else {
             throw ServiceError(.usage, "no user named '\(StoredText.escaped(user))' on this system")

@@ -523,6 +523,10 @@ struct SSHAgentTests {
         #expect(added.status == 0, "\(added.stderrLines)")
         let released = try await touchgate(["secret", "get", "note"], presenting: ["whorl"])
         #expect(released.status == 0 && released.stdout == "kept here", "\(released.stdout) \(released.stderrLines)")
+        // Even root names no other user here: the agent holds this user's store only.
+        let otherUser = try await touchgate(["verify", "--user", "daemon"], presenting: ["whorl"])
+        #expect(otherUser.status != 0 && otherUser.stderrLines.joined().contains("serves its own user's personal store only"),
+                "\(otherUser.stdout) \(otherUser.stderrLines)")
         let ssh = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: ["SSH_AUTH_SOCK": runtime + "/touchgate/ssh-agent.sock"])
         #expect(ssh.stdout.contains("no identities"), "the same agent answers ssh: \(ssh.stdout)")
 
