@@ -19,51 +19,49 @@ public final class Daemon: Sendable {
 
     /// A daemon serving `listener` over stores in `stateDirectory` (created 0700 if missing),
     /// shipping the trails as `fleet` says when given, within the bounds of `settings`.
-    public init(listener: UnixListener, stateDirectory: URL, fleet: FleetShipping? = nil,
-                settings: DaemonSettings = DaemonSettings(), logger: Logger) throws {
+    public convenience init(listener: UnixListener, stateDirectory: URL, fleet: FleetShipping? = nil,
+                            settings: DaemonSettings = DaemonSettings(), logger: Logger) throws {
         try PrivateFiles.makeDirectory(stateDirectory.appendingPathComponent("users").path)
         chmod(stateDirectory.path, 0o700)
-        self.listener = listener
-        keys = HeldKeys()
-        // One set of open readers for every user's service; a request holds them only while it uses one.
-        let pool = ReaderPool(logger: logger,
-                              presence: ReaderPresence(placement: settings.readerPlacement, logger: logger))
         let reserve = SpaceReserve(path: stateDirectory.appendingPathComponent("disk-reserve").path,
                                    bytes: settings.diskReserve, logger: logger)
-        handler = RequestHandler(stores: DaemonStores(directory: stateDirectory, keys: keys, pool: pool,
-                                                      open: OpenStores(), reserve: reserve, fleet: fleet),
-                                 sessions: LocalSessionRule(logger: logger))
+        self.init(listener: listener, settings: settings, logger: logger) { keys, pool in
+            DaemonStores(directory: stateDirectory, keys: keys, pool: pool, open: OpenStores(), reserve: reserve, fleet: fleet)
+        }
         if !reserve.replenish() {
             logger.warning("""
                 no disk reserve: the disk holding \(stateDirectory.path) has less than \(2 * settings.diskReserve >> 20) \
                 MiB free; on a full disk secret rm and lock will fail too
                 """)
         }
+    }
+
+    /// touchgate agent's host of its user's personal store: the same protocol on
+    /// `listener`, for that user alone, with the unlocked key in this process's memory
+    /// (locked, never dumped) instead of the kernel keyring.
+    public convenience init(personal: PersonalStore, listener: UnixListener, settings: DaemonSettings = DaemonSettings(),
+                            logger: Logger) {
+        self.init(listener: listener, settings: settings, logger: logger) { keys, pool in
+            DaemonStores(directory: personal.location.directory, personal: personal, keys: keys, pool: pool,
+                         open: OpenStores(), reserve: nil, fleet: nil)
+        }
+    }
+
+    /// What both hosts share: the held keys, one set of open readers for every request (a
+    /// request holds them only while it uses one), the stores `stores` makes over them, and
+    /// the bounds of `settings`.
+    private init(listener: UnixListener, settings: DaemonSettings, logger: Logger,
+                 stores: (HeldKeys, ReaderPool) -> DaemonStores) {
+        self.listener = listener
+        keys = HeldKeys()
+        let pool = ReaderPool(logger: logger, presence: ReaderPresence(placement: settings.readerPlacement, logger: logger))
+        handler = RequestHandler(stores: stores(keys, pool), sessions: LocalSessionRule(logger: logger))
         self.settings = settings
         limit = ConnectionLimit(perUser: settings.connectionsPerUser, total: settings.connections)
         rate = RequestRate(burst: settings.requestBurst, perSecond: settings.requestsPerSecond)
         FingerWait.timeout = settings.fingerTimeout
         self.logger = logger
         if let lowered = limit.lowered { logger.warning("locked memory: \(lowered)") }
-    }
-
-    /// touchgate agent's host of its user's personal store: the same protocol on
-    /// `listener`, for that user alone, with the unlocked key in this process's memory
-    /// (locked, never dumped) instead of the kernel keyring.
-    public init(personal: PersonalStore, listener: UnixListener, settings: DaemonSettings = DaemonSettings(),
-                logger: Logger) {
-        self.listener = listener
-        keys = HeldKeys()
-        let pool = ReaderPool(logger: logger, presence: ReaderPresence(placement: settings.readerPlacement, logger: logger))
-        var stores = DaemonStores(directory: personal.location.directory, keys: keys, pool: pool, open: OpenStores(),
-                                  reserve: nil, fleet: nil)
-        stores.personal = personal
-        handler = RequestHandler(stores: stores, sessions: LocalSessionRule(logger: logger))
-        self.settings = settings
-        limit = ConnectionLimit(perUser: settings.connectionsPerUser, total: settings.connections)
-        rate = RequestRate(burst: settings.requestBurst, perSecond: settings.requestsPerSecond)
-        FingerWait.timeout = settings.fingerTimeout
-        self.logger = logger
     }
 
     /// The personal store's service, with the keys this daemon holds (touchgate agent's
