@@ -87,14 +87,18 @@ extension TouchgateService {
                 guard try vault.items().contains(where: { $0.kind != .secret }) else { return [] }
                 throw ServiceError.vaultLocked
             }
-            // Public halves only, kept while the store stays open and unchanged (an agent
-            // lists keys before every login): measured, unsealing each key for every
-            // listing was most of `ssh-add -L`'s time in the agent.
-            return try store.snapshot("ssh.list") {
-                try vault.items().filter { $0.kind != .secret && !$0.isInvalidated }.map { info in
-                    let secured = try SecuredKey(info, vault.item(named: info.name, key: key).value)
-                    return try Self.report(name: info.name, key: secured, policy: info.policy, fresh: info.freshTouch)
-                }
+            return try Self.keyReports(store, vault: vault, key: key)
+        }
+    }
+
+    /// The vault's SSH keys, public halves only, kept while the store stays open and
+    /// unchanged (an agent lists keys before every login): measured, unsealing each key for
+    /// every listing was most of `ssh-add -L`'s time in the agent.
+    static func keyReports(_ store: StoreAccess, vault: Vault, key: VaultKey) throws -> [SSHKeyReport] {
+        try store.snapshot("ssh.list") {
+            try vault.items().filter { $0.kind != .secret && !$0.isInvalidated }.map { info in
+                let secured = try SecuredKey(info, vault.item(named: info.name, key: key).value)
+                return try Self.report(name: info.name, key: secured, policy: info.policy, fresh: info.freshTouch)
             }
         }
     }
@@ -107,10 +111,15 @@ extension TouchgateService {
                 try context.record(.itemRead, .denied, reason: "SSH signature: vault locked")
                 throw ServiceError.vaultLocked
             }
-            // The key asked for, found by its public half among the vault's keys.
+            // The key asked for, found by its public half among the vault's keys: the kept
+            // listing names the item to unseal first, so one key is unsealed, not each; what
+            // signs is still the sealed key whose public half is the one asked for.
             let wanted = [UInt8](request.publicKey)
+            let named = Set(try Self.keyReports(store, vault: context.vault, key: key)
+                .filter { [UInt8]($0.publicKey) == wanted }.map(\.name))
+            let keys = try context.vault.items().filter { [.sshKey, .sshECDSAKey].contains($0.kind) && !$0.isInvalidated }
             var found: (info: VaultItemInfo, key: SecuredKey)?
-            for info in try context.vault.items() where [.sshKey, .sshECDSAKey].contains(info.kind) && !info.isInvalidated {
+            for info in keys.filter({ named.contains($0.name) }) + keys.filter({ !named.contains($0.name) }) {
                 let secured = try SecuredKey(info, context.vault.item(named: info.name, key: key).value)
                 if try secured.blob == wanted {
                     found = (info, secured)
