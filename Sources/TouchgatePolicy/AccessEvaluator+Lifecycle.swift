@@ -18,8 +18,9 @@ extension AccessEvaluator {
             throw error
         }
         let now = clock.reading()
-        try refreshSession(with: attempt, at: now)
-        try emit(event(.unlock, at: now, factor: .passphrase, outcome: .success, reason: "passphrase verified"))
+        try refreshSession(with: attempt, at: now,
+                           recording: event(.unlock, at: now, factor: .passphrase, outcome: .success,
+                                            reason: "passphrase verified"))
         return Grant(
             action: .unlock, itemName: nil, factors: [.passphrase], matchedPrint: nil,
             reusedSession: false, decidedAt: now, reason: "passphrase verified")
@@ -29,8 +30,8 @@ extension AccessEvaluator {
     /// The passphrase-entry time (72-hour rule) and lockout counters are kept.
     public func lock(reason: String = "locked by user") throws(AuthorizationError) {
         let now = clock.reading()
-        try withState(at: now) { $0.session = nil }
-        try emit(event(.lock, at: now, outcome: .success, reason: reason))
+        try withState(at: now, { $0.session = nil },
+                      recording: { [event(.lock, at: now, outcome: .success, reason: reason)] })
     }
 
     /// Authorizes enrolling or deleting a finger.

@@ -76,10 +76,8 @@ public struct AccessEvaluator: Sendable {
         }
 
         if !item.requiresFreshTouch,
-            var grant = try reuseSession(for: item, operation: operation, enrollment: enrollment, at: start)
+            let grant = try reuseSession(for: item, operation: operation, enrollment: enrollment, at: start, reason: reason)
         {
-            grant.reason = reason(grant.reason)
-            try emit(event(operation.auditKind, at: start, subject: item.name, outcome: .success, reason: grant.reason))
             return grant
         }
 
@@ -96,21 +94,25 @@ public struct AccessEvaluator: Sendable {
         }
 
         let now = clock.reading()
-        try refreshSession(with: attempt, at: now)
         let grant = Grant(
             action: operation.auditKind, itemName: item.name, factors: attempt.factors,
             matchedPrint: attempt.matchedPrint, reusedSession: false, decidedAt: now,
             reason: reason(attempt.reasonText))
-        try emit(event(operation.auditKind, at: now, subject: item.name, outcome: .success, reason: grant.reason))
+        try refreshSession(with: attempt, at: now,
+                           recording: event(operation.auditKind, at: now, subject: item.name, outcome: .success,
+                                            reason: grant.reason))
         return grant
     }
 
-    /// Grants from the session if its live proofs satisfy the whole policy.
+    /// Grants from the session if its live proofs satisfy the whole policy, and records the
+    /// grant in the same transaction (one commit a reuse: it is the hot path of an agent's
+    /// signatures). `reason` words the grant's reason as the caller's purpose.
     private func reuseSession(
-        for item: ItemDescriptor, operation: ItemOperation, enrollment: EnrollmentStatus, at now: ClockReading
+        for item: ItemDescriptor, operation: ItemOperation, enrollment: EnrollmentStatus, at now: ClockReading,
+        reason: (String) -> String
     ) throws(AuthorizationError) -> Grant? {
         let configuration = configuration
-        return try withState(at: now) { state -> Grant? in
+        return try withState(at: now, { state -> Grant? in
             guard var session = state.session else { return nil }
             let passphraseLive = session.passphraseVerifiedAt != nil
             var proof = session.biometry
@@ -139,15 +141,22 @@ public struct AccessEvaluator: Sendable {
             return Grant(
                 action: operation.auditKind, itemName: item.name, factors: factors,
                 matchedPrint: usedPrint, reusedSession: true, decidedAt: now,
-                reason: "reused session (\(factors.map(\.rawValue).sorted().joined(separator: "+")))")
-        }
+                reason: reason("reused session (\(factors.map(\.rawValue).sorted().joined(separator: "+")))"))
+        }, recording: { grant in
+            grant.map { [event(operation.auditKind, at: now, subject: item.name, outcome: .success, reason: $0.reason)] } ?? []
+        })
     }
 
-    /// Adds this attempt's fresh proofs to the session (starting one if needed).
-    func refreshSession(with attempt: Attempt, at now: ClockReading) throws(AuthorizationError) {
-        guard attempt.matchedPrint != nil || attempt.passphraseVerified else { return }
+    /// Adds this attempt's fresh proofs to the session (starting one if needed), and records
+    /// `record` (the decision) in the same transaction: one commit a decision.
+    func refreshSession(with attempt: Attempt, at now: ClockReading,
+                        recording record: PolicyAuditEvent? = nil) throws(AuthorizationError) {
+        guard attempt.matchedPrint != nil || attempt.passphraseVerified else {
+            if let record { try emit(record) }
+            return
+        }
         let enrollmentState = attempt.enrollment?.state
-        try withState(at: now) { state in
+        try withState(at: now, { state in
             var session = state.session ?? SessionState(lastActivity: now.monotonic)
             if let print = attempt.matchedPrint, let enrollmentState {
                 session.biometry = BiometricProof(
@@ -158,6 +167,6 @@ public struct AccessEvaluator: Sendable {
             }
             session.lastActivity = now.monotonic
             state.session = session
-        }
+        }, recording: { _ in record.map { [$0] } ?? [] })
     }
 }
