@@ -51,7 +51,14 @@ extension AuditLog {
                 + "ORDER BY seq \(direction)"
             allArguments += [max(0, limit)]
         }
-        let rows = try Row.fetchCursor(db, sql: sql, arguments: allArguments)
+        // A query with a limit reads few rows: all at once, from a cached statement (an agent
+        // asks for a key's last record at every signature, and preparing it was most of the
+        // cost). Without a limit, a cursor, so that a whole trail is never held in memory.
+        let rows: AnyCursor<Row> = if query.limit != nil {
+            AnyCursor(try Row.fetchAll(db.cachedStatement(sql: sql), arguments: allArguments))
+        } else {
+            AnyCursor(try Row.fetchCursor(db, sql: sql, arguments: allArguments))
+        }
         var count = 0
         while let row = try rows.next() {
             guard let (fields, mac) = decode(row), let links = decodeLinks(row) else {

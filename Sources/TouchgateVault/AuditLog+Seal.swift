@@ -40,7 +40,7 @@ extension AuditLog {
         case .some(.none):
             return (noTrail, try lastLink(), false)
         case .some(.some(let seal)):
-            if seal.sequence == sequence - 1, seal.isSigned(by: signer.publicKey) {
+            if seal.sequence == sequence - 1, sealMemo.isLastSigned(seal) || seal.isSigned(by: signer.publicKey) {
                 return (seal.trail, seal.chain, true)
             }
             return (seal.trail, try lastLink(), false)

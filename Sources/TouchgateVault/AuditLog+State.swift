@@ -129,7 +129,7 @@ extension AuditLog {
 
     private func headPreparation(_ db: Database) throws -> HeadPreparation {
         let vaultExists = try MetaRecord.exists(db)
-        let hasRecords = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM audit)") ?? false
+        let hasRecords = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM audit)")) ?? false
         guard let stored = try AuditHead.fetch(db) else {
             if vaultExists { throw AuditError.wiped(detail: "the audit head row is missing") }
             return hasRecords ? .nothing : .createHead

@@ -1,5 +1,6 @@
 public import Foundation
 import GRDB
+import Synchronization
 import TouchgatePolicy
 
 /// The tamper-evident audit trail (HIPAA 45 CFR 164.312(b) audit controls).
@@ -55,6 +56,11 @@ public final class AuditLog: Sendable {
     let signer: AuditSigner
     let host: AuditHost
     let now: @Sendable () -> Date
+    /// The seal this log signed last: found stored unchanged at the next append, it needs
+    /// no signature check (it is this log's own signature; the check was a sixth of an
+    /// append, made at every SSH signature of an agent). Shared by the instances
+    /// ``opened(in:)`` makes over the same keys.
+    let sealMemo: SealMemo
 
     /// The key file for the database at `location`: `audit.key` in its data directory.
     /// Back it up together with the database; without it the log cannot be verified.
@@ -116,10 +122,34 @@ public final class AuditLog: Sendable {
         try prepareSeal(signerWasMissing: !signerExisted)
     }
 
+    /// The log of `database` as ``init(database:journal:now:)`` opens it, kept by a process
+    /// that keeps the store open (touchgated, touchgate agent) while its key files stay the
+    /// same ones: reading both keys and preparing the seal at every request was a fifth of an
+    /// agent's signature. The head is still checked each time (a trail wiped meanwhile is
+    /// reported as at the first open), and every read and write of the state checks it again.
+    ///
+    /// A new instance each time, over the kept keys: an instance names the requester it was
+    /// made for (``AuditHost``) in every record it writes.
+    public static func opened(in database: TouchgateDatabase) throws -> AuditLog {
+        let keyFiles = [AuditKey.path(in: database.location), AuditSigner.path(in: database.location)]
+            .map { FileIdentity(path: $0) }
+        if let kept = database.snapshots.openedAudit.withLock({ $0 }), kept.keyFiles == keyFiles,
+           !keyFiles.contains(nil) {
+            let log = AuditLog(database: database, journal: .system, now: { Date() }, key: kept.log.key,
+                               signer: kept.log.signer, sealMemo: kept.log.sealMemo)
+            try log.prepareHead()
+            return log
+        }
+        let log = try AuditLog(database: database)
+        database.snapshots.openedAudit.withLock { $0 = (keyFiles, log) }
+        return log
+    }
+
     /// A log over `database` MACed with `key` and sealed by `signer`, without any check
     /// (restart and repair).
     init(database: TouchgateDatabase, journal: AuditJournal, now: @escaping @Sendable () -> Date, key: AuditKey,
-         signer: AuditSigner) {
+         signer: AuditSigner, sealMemo: SealMemo = SealMemo()) {
+        self.sealMemo = sealMemo
         self.database = database
         self.journal = journal
         self.now = now
@@ -205,7 +235,9 @@ public final class AuditLog: Sendable {
                                  fields.loginName, fields.vaultUser, fields.event, fields.item, fields.outcome,
                                  fields.reason, Data(fields.previousMAC), Data(mac), Data(previousChain), Data(chain)])
         if sealed {
-            try AuditSeal(trail: trail, sequence: fields.sequence, chain: chain, signer: signer).save(db)
+            let seal = AuditSeal(trail: trail, sequence: fields.sequence, chain: chain, signer: signer)
+            try seal.save(db)
+            sealMemo.remember(seal)
         }
         if let head {
             // Only an authentic, current head moves forward (with the state digest it carries,
@@ -213,5 +245,19 @@ public final class AuditLog: Sendable {
             try head.advanced(to: fields.sequence, mac: mac, key: key).save(db)
         }
         return Self.record(fields, mac: mac, links: (previousChain, chain))
+    }
+}
+
+/// The seal an audit log signed last (``AuditLog/sealMemo``).
+final class SealMemo: Sendable {
+    private let seal = Mutex<AuditSeal?>(nil)
+
+    func remember(_ signed: AuditSeal) {
+        seal.withLock { $0 = signed }
+    }
+
+    /// Whether `stored` is the seal signed last, byte for byte.
+    func isLastSigned(_ stored: AuditSeal) -> Bool {
+        seal.withLock { $0 == stored }
     }
 }

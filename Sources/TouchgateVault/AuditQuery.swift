@@ -49,12 +49,16 @@ public struct AuditQuery: Sendable, Equatable {
     var condition: (sql: String, arguments: StatementArguments) {
         var clauses: [String] = []
         var arguments: [any DatabaseValueConvertible] = []
+        // With an item named, its own index (audit_item, newest first) reads its records
+        // only; the unary plus keeps SQLite from taking the time index instead, which would
+        // read every record of the period and sort them.
+        let time = item == nil ? "wallTime" : "+wallTime"
         if let since {
-            clauses.append("wallTime >= ?")
+            clauses.append("\(time) >= ?")
             arguments.append(since.timeIntervalSince1970)
         }
         if let until {
-            clauses.append("wallTime < ?")
+            clauses.append("\(time) < ?")
             arguments.append(until.timeIntervalSince1970)
         }
         if let item {

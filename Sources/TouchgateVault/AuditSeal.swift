@@ -98,7 +98,7 @@ public struct AuditSeal: Sendable, Equatable {
 
     /// The stored row: `nil` if absent, `.some(nil)` if present but malformed.
     static func fetch(_ db: Database) throws -> AuditSeal?? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT trail, seq, chain, publicKey, signature FROM auditSeal WHERE id = 1") else {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT trail, seq, chain, publicKey, signature FROM auditSeal WHERE id = 1")) else {
             return nil
         }
         guard case let .blob(trail) = (row[0] as DatabaseValue).storage,
@@ -113,11 +113,11 @@ public struct AuditSeal: Sendable, Equatable {
 
     /// Inserts or replaces the row.
     func save(_ db: Database) throws {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO auditSeal (id, trail, seq, chain, publicKey, signature) VALUES (1, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO UPDATE SET trail = excluded.trail, seq = excluded.seq, chain = excluded.chain,
                 publicKey = excluded.publicKey, signature = excluded.signature
-            """, arguments: [Data(trail), sequence, Data(chain), Data(publicKey), Data(signature)])
+            """).execute(arguments: [Data(trail), sequence, Data(chain), Data(publicKey), Data(signature)])
     }
 }
 

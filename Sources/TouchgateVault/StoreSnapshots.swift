@@ -37,8 +37,9 @@ package final class StoreSnapshots: Sendable {
     /// The value kept under `name` when the store has not changed since it was made; else
     /// `make()`'s, kept for next time. The stamp is taken before `make` runs, so a change
     /// made meanwhile is seen at the next call.
-    package func value<T: Sendable>(_ name: String, _ make: () throws -> T) throws -> T {
-        let stamp = try self.stamp()
+    /// A request that reads several values takes the ``stamp()`` once and passes it as `at`.
+    package func value<T: Sendable>(_ name: String, at taken: Stamp? = nil, _ make: () throws -> T) throws -> T {
+        let stamp = try taken ?? self.stamp()
         if let known = kept.withLock({ $0[name] }), known.stamp == stamp, let value = known.value as? T {
             return value
         }
@@ -47,9 +48,25 @@ package final class StoreSnapshots: Sendable {
         return value
     }
 
+    /// The value last kept under `name`, however old the store has grown since: a hint only,
+    /// for a caller that checks what it names against the store before relying on it.
+    package func lastKept<T: Sendable>(_ name: String) -> T? {
+        kept.withLock { $0[name]?.value as? T }
+    }
+
+    /// Keeps `value` under `name` whatever the store's state: for a caller that keeps its
+    /// own key with each entry (the rows it was made from) and checks it at every use.
+    package func keep<T: Sendable>(_ name: String, _ value: T) {
+        kept.withLock { $0[name] = (Stamp(dataVersion: -1, files: []), value) }
+    }
+
+    /// The audit log opened last, with the identity of its key files then (``AuditLog/opened(in:)``).
+    let openedAudit = Mutex<(keyFiles: [FileIdentity?], log: AuditLog)?>(nil)
+
     /// Forgets every kept value (the next request reads the store afresh).
     package func forgetAll() {
         kept.withLock { $0.removeAll() }
+        openedAudit.withLock { $0 = nil }
     }
 
     /// The store's stamp now.

@@ -84,7 +84,7 @@ extension Vault {
         check(key)
         let owner = self.owner
         guard let row = try database.writer.read({ db in
-            try Row.fetchOne(db, sql: "SELECT * FROM vault_item WHERE owner = ? AND name = ?", arguments: [owner, name])
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM vault_item WHERE owner = ? AND name = ?"), arguments: [owner, name])
         }) else {
             throw VaultError.itemNotFound(name: name)
         }
@@ -125,7 +125,7 @@ extension Vault {
     public func items() throws -> [VaultItemInfo] {
         let owner = self.owner
         return try database.writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM vault_item WHERE owner = ? ORDER BY name", arguments: [owner])
+            try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM vault_item WHERE owner = ? ORDER BY name"), arguments: [owner])
                 .map(Self.info(from:))
         }
     }
@@ -162,7 +162,7 @@ extension Vault {
 
     /// The listing entry, inside the caller's transaction.
     func itemInfo(_ db: Database, named name: String) throws -> VaultItemInfo? {
-        try Row.fetchOne(db, sql: "SELECT * FROM vault_item WHERE owner = ? AND name = ?", arguments: [owner, name])
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM vault_item WHERE owner = ? AND name = ?"), arguments: [owner, name])
             .map(Self.info(from:))
     }
 

@@ -234,14 +234,14 @@ struct MetaRecord {
 
     /// Whether a vault exists (the row is there, whatever it holds).
     static func exists(_ db: Database) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM vault_meta WHERE id = 1)") ?? false
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM vault_meta WHERE id = 1)")) ?? false
     }
 
     static func fetch(_ db: Database) throws -> MetaRecord? {
-        guard let row = try Row.fetchOne(db, sql: """
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT vault_id, kdf_algorithm, kdf_opslimit, kdf_memlimit, kdf_salt, wrapped_vault_key, templates_sealed
             FROM vault_meta WHERE id = 1
-            """) else { return nil }
+            """)) else { return nil }
         let algorithm: Int64 = row["kdf_algorithm"], ops: Int64 = row["kdf_opslimit"], mem: Int64 = row["kdf_memlimit"]
         let vaultID: Data = row["vault_id"], salt: Data = row["kdf_salt"], wrapped: Data = row["wrapped_vault_key"]
         return MetaRecord(

@@ -1,0 +1,80 @@
+import Foundation
+import GRDB
+import Testing
+import TouchgateBasics
+@testable import TouchgateVault
+
+/// ``AuditLog/opened(in:)``: what a process that keeps the store open (touchgated, touchgate
+/// agent) gets at each request instead of opening the log afresh. Its keys are read once,
+/// but nothing a fresh open would catch or name may be lost.
+@Suite("The audit log a long-lived host keeps open")
+struct AuditOpenedTests {
+    /// Appends one record through `opened(in:)` while acting for `requester`.
+    private func append(_ database: TouchgateDatabase, for requester: String, item: String) async throws {
+        try await Requester.actingFor(requester) { () async throws(ServiceError) in
+            do {
+                try AuditLog.opened(in: database).append(.itemRead, .success, item: item, reason: "read")
+            } catch {
+                throw ServiceError(.error, "\(error)")
+            }
+        }
+    }
+
+    @Test("each request's records name its own requester, and the signed seal goes on across them")
+    func eachRequestNamesItsRequester() async throws {
+        let fixture = try AuditFixture()
+        try await append(fixture.database, for: "pid 11 /usr/bin/ssh-add", item: "a")
+        try await append(fixture.database, for: "pid 22 /usr/bin/git", item: "b")
+        let records = try fixture.log.records()
+        #expect(records.map(\.reason) == ["read (via pid 11 /usr/bin/ssh-add)", "read (via pid 22 /usr/bin/git)"],
+                "a kept log wrote the first requester's name into a later request's record")
+        // Every append built on the seal the one before signed: the trail verifies with the
+        // public key alone, sealed at its last record.
+        #expect(try fixture.log.seal()?.sequence == 2)
+        #expect(try fixture.log.verify() == .intact(count: 2))
+    }
+
+    @Test("a seal replaced with sqlite3 between two requests is not built on, though the last one signed it")
+    func aReplacedSealIsCheckedAgain() async throws {
+        let fixture = try AuditFixture()
+        try await append(fixture.database, for: "first", item: "a")
+        try await append(fixture.database, for: "second", item: "b")
+        // The attacker keeps the genuine seal's fields but forges its signature.
+        try fixture.tamper("UPDATE auditSeal SET signature = zeroblob(64)")
+        try await append(fixture.database, for: "third", item: "c")
+        #expect(try fixture.log.seal()?.sequence == 2, "a forged seal was signed over by the next append")
+        guard case .broken = try fixture.log.verify() else {
+            Issue.record("a forged seal verified")
+            return
+        }
+    }
+
+    @Test("a key file removed while the store stays open is seen at the next request, as at a fresh open")
+    func aRemovedKeyFileIsSeen() async throws {
+        let fixture = try AuditFixture()
+        try await append(fixture.database, for: "first", item: "a")
+        try FileManager.default.removeItem(atPath: AuditKey.path(in: fixture.location))
+        await #expect(throws: ServiceError.self) {
+            try await append(fixture.database, for: "second", item: "b")
+        }
+        // The signing key gone: a new one is made and the trail says so, as a fresh open does.
+        let fresh = try AuditFixture()
+        try await append(fresh.database, for: "first", item: "a")
+        try FileManager.default.removeItem(atPath: AuditSigner.path(in: fresh.location))
+        try await append(fresh.database, for: "second", item: "b")
+        let events = try fresh.log.records().map(\.event)
+        #expect(events.contains(.integrityFailure), "\(events)")
+    }
+
+    @Test("the head row deleted while the store stays open is reported at the next request")
+    func aWipedHeadIsReported() async throws {
+        let fixture = try AuditFixture()
+        _ = try Vault.create(database: fixture.database, passphrase: SecretBytes(copying: Array("a long enough passphrase".utf8)),
+                             kdf: .minimum, log: fixture.log)
+        try await append(fixture.database, for: "first", item: "a")
+        try fixture.tamper("DELETE FROM auditHead")
+        await #expect(throws: ServiceError.self) {
+            try await append(fixture.database, for: "second", item: "b")
+        }
+    }
+}
