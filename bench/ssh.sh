@@ -86,15 +86,61 @@ print(f"{statistics.median(times) * 1000:.2f} {min(times) * 1000:.2f} {max(times
 PY
 )
 }
+# paired NAME_A NAME_B COMMAND_A COMMAND_B: the two commands run in turn, `pairs` times each
+# after 5 untimed turns, so that a machine slowing down or speeding up during the run (this
+# one is a VM) weighs on both alike; each run is `sh -c COMMAND` from fork to exit, less the
+# median of an empty `sh -c :` timed in the same turns (what hyperfine subtracts too).
+pairs=${BENCH_PAIRS:-100}
+paired() {
+  read -r median[$1] low[$1] high[$1] median[$2] low[$2] high[$2] < <(python3 - "$pairs" "$3" "$4" <<'PY'
+import statistics, subprocess, sys, time
+runs, commands = int(sys.argv[1]), [":", sys.argv[2], sys.argv[3]]
+times = [[], [], []]
+for turn in range(runs + 5):
+    for index, command in enumerate(commands):
+        start = time.perf_counter()
+        done = subprocess.run(["sh", "-c", command], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        elapsed = time.perf_counter() - start
+        if done.returncode != 0:
+            sys.exit(f"failed: {command}")
+        if turn >= 5:
+            times[index].append(elapsed)
+empty = statistics.median(times[0])
+cells = []
+for series in times[1:]:
+    series = [max(0.0, t - empty) * 1000 for t in series]
+    cells += [f"{statistics.median(series):.2f}", f"{min(series):.2f}", f"{max(series):.2f}"]
+print(" ".join(cells))
+PY
+) || { say "$1 or $2 failed"; cat "$work/agent.log" >&2; exit 1; }
+}
 ratio() { awk -v a="${median[$1]}" -v b="${median[$2]}" 'BEGIN { printf "%.2f×", a / b }'; }
 cell() { echo "${median[$1]} ms (${low[$1]}–${high[$1]})"; }
 
-say "listing keys"
-timed list_ours "SSH_AUTH_SOCK=$ours ssh-add -L"
-timed list_theirs "SSH_AUTH_SOCK=$theirs ssh-add -L"
-say "a signature inside the reuse window"
-timed sign_ours "SSH_AUTH_SOCK=$ours ssh-keygen -Y sign -f $work/bench.pub -n file <$work/message"
-timed sign_theirs "SSH_AUTH_SOCK=$theirs ssh-keygen -Y sign -f $work/openssh.pub -n file <$work/message"
+say "listing keys ($pairs runs of each, in turn)"
+paired list_ours list_theirs "SSH_AUTH_SOCK=$ours ssh-add -L" "SSH_AUTH_SOCK=$theirs ssh-add -L"
+say "a signature inside the reuse window ($pairs runs of each, in turn)"
+paired sign_ours sign_theirs "SSH_AUTH_SOCK=$ours ssh-keygen -Y sign -f $work/bench.pub -n file <$work/message" \
+  "SSH_AUTH_SOCK=$theirs ssh-keygen -Y sign -f $work/openssh.pub -n file <$work/message"
+say "one listing on a new connection, the agent's side alone"
+read -r round_ours round_theirs < <(python3 - "$ours" "$theirs" <<'PY'
+import socket, statistics, struct, sys, time
+def listing(path):
+    with socket.socket(socket.AF_UNIX) as connection:
+        connection.connect(path)
+        connection.sendall(struct.pack(">IB", 1, 11))  # SSH_AGENTC_REQUEST_IDENTITIES
+        length = struct.unpack(">I", connection.recv(4, socket.MSG_WAITALL))[0]
+        connection.recv(length, socket.MSG_WAITALL)
+times = {path: [] for path in sys.argv[1:]}
+for turn in range(1050):
+    for path in times:
+        start = time.perf_counter()
+        listing(path)
+        if turn >= 50:
+            times[path].append(time.perf_counter() - start)
+print(" ".join(f"{statistics.median(series) * 1e6:.0f}" for series in times.values()))
+PY
+)
 say "a signature with a touch, against touchgate verify (in-process, a store of its own) with the same finger"
 timed touch_sign "SSH_AUTH_SOCK=$ours ssh-keygen -Y sign -f $work/fresh.pub -n file <$work/message"
 timed touch_verify "$verify_env $feeder image $whorl -- $bin/touchgate verify"
@@ -107,7 +153,8 @@ section=$work/section
   echo "Measured with \`BENCH_ONLY=ssh make bench\` on $(date -u '+%Y-%m-%d %H:%M') UTC, commit" \
     "\`$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)\`, binaries from \`${bin#"$root"/}\`;" \
     "OpenSSH $(ssh -V 2>&1 | cut -d, -f1 | sed 's/^OpenSSH_//'). Median of $runs runs (range), each a whole program" \
-    "run from the shell (hyperfine), the two agents side by side, one Ed25519 key each."
+    "run from the shell, the two agents side by side, one Ed25519 key each: the listings and the signatures in" \
+    "turns of one run each ($pairs turns), the touches by hyperfine."
   echo
   echo "| measure | touchgate agent | OpenSSH's ssh-agent | ratio | target |"
   echo "| --- | --- | --- | --- | --- |"
@@ -117,6 +164,9 @@ section=$work/section
   echo "| a touch | signature through the agent (\`--fresh\` key) | \`touchgate verify\` | ratio | target |"
   echo "| --- | --- | --- | --- | --- |"
   echo "| whorl on virtual_image, played by the feeder | $(cell touch_sign) | $(cell touch_verify) | $(ratio touch_sign touch_verify) | ≤ 1.0× |"
+  echo
+  echo "A listing request on a new connection, timed from the client's connect to the answer read (median of" \
+    "1000, in turns): touchgate agent ${round_ours} µs, ssh-agent ${round_theirs} µs."
   echo
   echo "\`ssh-keygen -Y sign\` with the key file itself, no agent: $(cell keygen_only) (what any signature costs" \
     "before an agent is asked). Where touchgate agent's time goes: the agent hosts the store, open between requests" \

@@ -67,7 +67,7 @@ final class SSHAgentServer: Sendable {
     func serve(_ descriptor: Int32) async {
         // The socket is the user's alone (mode 0600 in a 0700 directory); the kernel's word
         // on who connected is checked all the same.
-        guard let peer = try? Peer.of(socket: descriptor), peer.uid == getuid() else {
+        guard let peer = try? Peer.of(socket: descriptor, withExecutable: false), peer.uid == getuid() else {
             close(descriptor)
             log("refused a connection from another user")
             return
@@ -85,16 +85,26 @@ final class SSHAgentServer: Sendable {
         defer { connected.withLock { $0 -= 1 } }
         let connection = AgentConnection(descriptor: descriptor, sendTimeoutSeconds: Self.sendTimeoutSeconds)
         defer { connection.finish() }
-        let requester = HelperRequester.describe(helper: "touchgate agent", pid: peer.pid)
-        let terminal = Self.terminal(of: peer.pid)
+        let requester = ClientProcess(pid: peer.pid)
         var bindings: [SSHSessionBinding] = []
+        // Most clients (ssh-add, ssh, ssh-keygen) send their first request as they connect:
+        // when it is all there, it is answered here at once, and the connection's thread,
+        // started after, reads what follows. Waiting for that thread first was most of what
+        // a listing cost beyond OpenSSH's agent. The reply cannot stall this task: it is
+        // the first bytes sent on the socket, whose buffer is empty.
+        if var body = connection.readyMessage() {
+            let response = await answer(body, bindings: &bindings, requester: requester)
+            _ = body.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+            // A client gone already is found by the thread, which then closes the socket.
+            _ = SSHAgentServer.write(response.frame, to: connection.descriptor)
+        }
         for await frame in connection.messages() {
             switch frame {
             case .failure(let error):
                 log("\(requester): \(error); connection closed")
                 return
             case .body(var body):
-                let response = await answer(body, bindings: &bindings, requester: requester, terminal: terminal)
+                let response = await answer(body, bindings: &bindings, requester: requester)
                 // An added key or a lock passphrase came in this message: its bytes are
                 // copied into secret memory by the decoder and wiped here.
                 _ = body.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
@@ -104,8 +114,7 @@ final class SSHAgentServer: Sendable {
     }
 
     /// The answer to one message.
-    func answer(_ body: [UInt8], bindings: inout [SSHSessionBinding], requester: String,
-                terminal: String?) async -> AgentResponse {
+    func answer(_ body: [UInt8], bindings: inout [SSHSessionBinding], requester: ClientProcess) async -> AgentResponse {
         let request: AgentRequest
         do {
             request = try AgentRequest(body: body)
@@ -126,19 +135,19 @@ final class SSHAgentServer: Sendable {
                 // As a locked ssh-agent does: no keys, so ssh goes on to its other ways in;
                 // the person is told why on the terminal that asked.
                 guard error.code == .vaultLocked || error.code == .noVault else { return .failure }
-                AgentInteraction(terminal: terminal, console: console).tell("touchgate agent: \(error.message)")
+                AgentInteraction(terminal: requester.terminal, console: console).tell("touchgate agent: \(error.message)")
                 return .identities([])
             }
         case .sign(let keyBlob, let data, let flags):
             guard offered.offers(keyBlob) else {
-                AgentInteraction(terminal: terminal, console: console).tell("touchgate agent: \(OfferedKeys.withheldWords)")
+                AgentInteraction(terminal: requester.terminal, console: console).tell("touchgate agent: \(OfferedKeys.withheldWords)")
                 log("\(requester): no signature: \(OfferedKeys.withheldWords)")
                 return .failure
             }
             let request = SSHSignRequest(publicKey: Data(keyBlob), data: Data(data), flags: flags.rawValue, bindings: bindings)
-            let interaction = AgentInteraction(terminal: terminal, console: console)
+            let interaction = AgentInteraction(terminal: requester.terminal, console: console)
             do {
-                let report = try await Requester.actingFor(requester) { () async throws(ServiceError) in
+                let report = try await Requester.actingFor(requester.description) { () async throws(ServiceError) in
                     try await requests.sshSign(request, interaction: interaction)
                 }
                 log("\(requester): signed: \(report.purpose)")
@@ -168,7 +177,7 @@ final class SSHAgentServer: Sendable {
             return contents.isEmpty ? .query(Self.extensions) : .failure
         case .extension(let name, let contents)
             where name == SecurityKeyRequest.enrollName || name == SecurityKeyRequest.signName:
-            return await securityKey(name, contents, requester: requester, terminal: terminal)
+            return await securityKey(name, contents, requester: requester)
         case .add(let addition):
             return await add(addition, requester: requester)
         case .remove(let keyBlob):
@@ -199,7 +208,7 @@ final class SSHAgentServer: Sendable {
         case .lock:
             // The agent's lock is the vault's: every key stops signing until it is unlocked.
             do {
-                _ = try await Requester.actingFor(requester) { () async throws(ServiceError) in try await requests.lock() }
+                _ = try await Requester.actingFor(requester.description) { () async throws(ServiceError) in try await requests.lock() }
                 log("\(requester): locked the vault")
                 return .success
             } catch {
@@ -209,7 +218,7 @@ final class SSHAgentServer: Sendable {
         case .unlock(let passphrase):
             let interaction = AgentInteraction(terminal: nil, console: console, passphrase: passphrase)
             do {
-                _ = try await Requester.actingFor(requester) { () async throws(ServiceError) in
+                _ = try await Requester.actingFor(requester.description) { () async throws(ServiceError) in
                     try await requests.unlock(onlyIfDue: false, interaction: interaction)
                 }
                 log("\(requester): unlocked the vault")
@@ -227,7 +236,7 @@ final class SSHAgentServer: Sendable {
     /// on signs like a key made there (any enrolled finger, `-c` a touch every time). A key
     /// the vault already holds is offered again (after `ssh-add -d`). With `-t` the agent
     /// offers it for that long; it stays sealed in the vault, as a key file stays on disk.
-    func add(_ addition: AgentKeyAddition, requester: String) async -> AgentResponse {
+    func add(_ addition: AgentKeyAddition, requester: ClientProcess) async -> AgentResponse {
         let fresh = addition.requiresConfirmation
         let lifetime = addition.lifetime.map { Duration.seconds(Int64($0)) }
         let blob = addition.publicKey.blob
@@ -244,7 +253,7 @@ final class SSHAgentServer: Sendable {
         // alone (a P-256 scalar is 32 bytes already).
         let seed = addition.privateKey.withUnsafeBytes { SecretBytes(copying: $0.prefix(32)) }
         do {
-            let report = try await Requester.actingFor(requester) { () async throws(ServiceError) in
+            let report = try await Requester.actingFor(requester.description) { () async throws(ServiceError) in
                 try await requests.sshAdd(name, publicKey: Data(blob), seed: { seed }, policy: "biometry-any", fresh: fresh)
             }
             offered.offer(blob, for: lifetime)
@@ -261,8 +270,8 @@ final class SSHAgentServer: Sendable {
     /// What Touchgate's security-key provider (libtouchgate-sk.so, inside ssh-sk-helper)
     /// asks: make a key in the vault, or sign with one. The service decides both; a refusal
     /// is an extension failure, and the reason goes to the requester's terminal.
-    func securityKey(_ name: String, _ contents: [UInt8], requester: String, terminal: String?) async -> AgentResponse {
-        let interaction = AgentInteraction(terminal: terminal, console: console)
+    func securityKey(_ name: String, _ contents: [UInt8], requester: ClientProcess) async -> AgentResponse {
+        let interaction = AgentInteraction(terminal: requester.terminal, console: console)
         do throws(ServiceError) {
             let request: SecurityKeyRequest
             do throws(SSHWireError) {
@@ -274,7 +283,7 @@ final class SSHAgentServer: Sendable {
             switch request {
             case .enroll(let algorithm, let application, let flags, let user):
                 try Self.requireEd25519(algorithm)
-                let made = try await Requester.actingFor(requester) { () async throws(ServiceError) in
+                let made = try await Requester.actingFor(requester.description) { () async throws(ServiceError) in
                     try await requests.sshSkEnroll(SSHSecurityKeyEnrollRequest(item: user, application: application,
                                                                                         flags: flags.rawValue))
                 }
@@ -287,7 +296,7 @@ final class SSHAgentServer: Sendable {
                                                                  flags: SecurityKeyFlags(rawValue: made.flags)).contents)
             case .sign(let algorithm, let application, let keyHandle, let flags, let data):
                 try Self.requireEd25519(algorithm)
-                let signed = try await Requester.actingFor(requester) { () async throws(ServiceError) in
+                let signed = try await Requester.actingFor(requester.description) { () async throws(ServiceError) in
                     try await requests.sshSkSign(SSHSecurityKeySignRequest(application: application,
                                                                                     keyHandle: Data(keyHandle),
                                                                                     flags: flags.rawValue, data: Data(data)),
@@ -350,6 +359,18 @@ final class SSHAgentServer: Sendable {
     }
 }
 
+/// The process at the other end of a connection, described when a request first needs it:
+/// a listing needs neither its process chain nor its terminal, and reading them from /proc
+/// was most of what a listing cost. Used by the one task that serves the connection.
+final class ClientProcess: CustomStringConvertible {
+    let pid: Int32
+    init(pid: Int32) { self.pid = pid }
+    /// The process chain, as the log and the audit record name the requester.
+    lazy var description = HelperRequester.describe(helper: "touchgate agent", pid: pid)
+    /// Where the person who ran the client reads its errors.
+    lazy var terminal = SSHAgentServer.terminal(of: pid)
+}
+
 /// One client's connection, read and written on a thread of its own: reads and sends
 /// block, and a client that sends half a message, or never reads its answers, then holds
 /// only its own thread (and a send only ``SSHAgentServer/sendTimeoutSeconds``), never one of
@@ -364,7 +385,7 @@ final class AgentConnection: @unchecked Sendable {
         case failure(SSHWireError)
     }
 
-    private let descriptor: Int32
+    let descriptor: Int32
     private let lock = NSLock()
     private let answered = DispatchSemaphore(value: 0)
     /// The answer to send, or nil to end the connection.
@@ -409,6 +430,28 @@ final class AgentConnection: @unchecked Sendable {
             thread.start()
         }
     }
+
+    /// The first message, when the client has sent all of it already (a body of at most
+    /// ``inlineLimit`` bytes), read without waiting; else nil, with nothing read, for the
+    /// thread of ``messages()`` to read (and to report a malformed length). Call before
+    /// ``messages()``.
+    func readyMessage() -> [UInt8]? {
+        var header = [UInt8](repeating: 0, count: 4)
+        guard recv(descriptor, &header, 4, Int32(MSG_PEEK | MSG_DONTWAIT)) == 4,
+              case .incomplete(let length)? = try? AgentFrame.scan(header), length <= Self.inlineLimit else { return nil }
+        var frame = [UInt8](repeating: 0, count: 4 + length)
+        guard recv(descriptor, &frame, frame.count, Int32(MSG_PEEK | MSG_DONTWAIT)) == frame.count,
+              recv(descriptor, &frame, frame.count, Int32(MSG_DONTWAIT)) == frame.count else {
+            _ = frame.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+            return nil
+        }
+        defer { _ = frame.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+        return Array(frame[4...])
+    }
+
+    /// The longest first message ``readyMessage()`` reads (a listing or a signature request
+    /// is far shorter; a larger one goes to the thread).
+    static let inlineLimit = 16 * 1024
 
     /// Sends `answer` to the client and lets the next message be read.
     func reply(_ answer: [UInt8]) {

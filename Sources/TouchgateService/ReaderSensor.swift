@@ -22,7 +22,9 @@ actor ReaderSensor: BiometricSensor {
     private let device: String?
     private let readers: any ReaderPort
     private let interaction: any Interaction
-    private let prints: PrintStore
+    /// Made when the reader opens: a decision the reuse window serves needs no prints, and
+    /// deriving the template key was a tenth of an agent's signature.
+    private let prints: @Sendable () throws -> PrintStore
     private let candidates: Candidates
     private let operation: String
     private var handle: (any ReaderHandle)?
@@ -35,7 +37,8 @@ actor ReaderSensor: BiometricSensor {
     private(set) var lastFailure: (any Error)?
 
     /// A sensor on `device` (id or driver; nil: the first reader) of `readers`, matching `prints`.
-    init(device: String?, readers: any ReaderPort, interaction: any Interaction, prints: PrintStore,
+    init(device: String?, readers: any ReaderPort, interaction: any Interaction,
+         prints: @escaping @Sendable () throws -> PrintStore,
          candidates: Candidates = Candidates(), operation: String = "authorize",
          prepare: (@Sendable (any ReaderHandle) async -> Void)? = nil) {
         self.prepare = prepare
@@ -80,7 +83,7 @@ actor ReaderSensor: BiometricSensor {
         interaction.event(InteractionEvent(.touchNeeded, prompt))
         let info = handle.info
         var gallery: [(EnrolledPrintID, StoredPrint)] = []
-        for stored in try prints.prints(user: candidates.user, finger: candidates.finger,
+        for stored in try prints().prints(user: candidates.user, finger: candidates.finger,
                                         driver: info.driver, deviceID: info.deviceID) {
             gallery.append((EnrollmentTracker.printID(stored), stored))
         }

@@ -20,8 +20,28 @@ struct StoreAccess: Sendable {
     /// What `make` reads from the store: kept until the store changes where the store stays
     /// open (``StoreSnapshots``), read afresh otherwise. Only for what a request shows,
     /// never for what it decides.
-    func snapshot<T: Sendable>(_ name: String, _ make: () throws -> T) throws -> T {
-        keepsSnapshots ? try database.snapshots.value(name, make) : try make()
+    /// `stamp`, from ``snapshotStamp()``, serves several snapshots of one request.
+    func snapshot<T: Sendable>(_ name: String, at stamp: StoreSnapshots.Stamp? = nil,
+                               _ make: () throws -> T) throws -> T {
+        keepsSnapshots ? try database.snapshots.value(name, at: stamp, make) : try make()
+    }
+
+    /// The store's stamp now, for several ``snapshot(_:at:_:)`` calls of one request (nil
+    /// where nothing is kept).
+    func snapshotStamp() throws -> StoreSnapshots.Stamp? {
+        keepsSnapshots ? try database.snapshots.stamp() : nil
+    }
+
+    /// What ``snapshot(_:_:)`` last kept under `name`, even if the store changed since: a
+    /// hint the caller checks against the store (nil where nothing is kept).
+    func lastSnapshot<T: Sendable>(_ name: String, as type: T.Type = T.self) -> T? {
+        keepsSnapshots ? database.snapshots.lastKept(name) : nil
+    }
+
+    /// Keeps `value` under `name` for ``lastSnapshot(_:as:)`` (nowhere where the store does
+    /// not stay open).
+    func keep<T: Sendable>(_ name: String, _ value: T) {
+        if keepsSnapshots { database.snapshots.keep(name, value) }
     }
 
     /// Whether `touchgate init` has run.
@@ -43,7 +63,7 @@ struct StoreAccess: Sendable {
     /// The audit log, the authenticated state, the settings and an evaluator over them:
     /// what every decision needs, with or without a vault.
     func policyGuard(vaultUser: String?) throws -> PolicyGuard {
-        let audit = try AuditLog(database: database)
+        let audit = try auditLog()
         let stateStore = StateStore(log: audit)
         let settings = PolicySettings.loadOrDefaults(stateStore)
         let evaluator = AccessEvaluator(
@@ -56,7 +76,12 @@ struct StoreAccess: Sendable {
 
     /// The audit log, for changes made in one transaction with their records.
     func audit() throws -> AuditLog {
-        try AuditLog(database: database)
+        try auditLog()
+    }
+
+    /// Opened once and kept where the store stays open (``AuditLog/opened(in:)``).
+    private func auditLog() throws -> AuditLog {
+        keepsSnapshots ? try AuditLog.opened(in: database) : try AuditLog(database: database)
     }
 
     /// Names, fingers and readers of the stored prints, never templates (works while locked).

@@ -69,7 +69,7 @@ extension TouchgateService {
         try guarded.requireIntactState()
         let prints = try vault.map { try $0.printStore(key: $0.requireKey()) } ?? store.printStore()
         let enrollment = try EnrollmentTracker.status(guarded)
-        let sensor = ReaderSensor(device: device, readers: readers, interaction: interaction, prints: prints,
+        let sensor = ReaderSensor(device: device, readers: readers, interaction: interaction, prints: { prints },
                                   candidates: candidates, operation: operation) { handle in
             // What an interrupted enrollment left on a reader with storage goes before the touch.
             if let session = handle.session, session.info.features.contains(.storage) {

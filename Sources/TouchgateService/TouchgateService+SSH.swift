@@ -81,26 +81,50 @@ extension TouchgateService {
 
     public func sshList() async throws(ServiceError) -> [SSHKeyReport] {
         try await withExistingStore(orElse: noVault) { store in
-            let vault = try Vault.open(database: store.database, owner: principal.loginName)
+            // Opened again only when the store changed: an agent lists keys before every
+            // login, and reading the vault's identity was a third of a listing.
+            let owner = principal.loginName
+            let stamp = try store.snapshotStamp()
+            let vault = try store.snapshot("ssh.list.vault", at: stamp) { try Vault.open(database: store.database, owner: owner) }
             // The public half is derived from the sealed seed, so listing needs the key held.
             guard let key = try store.custody(vault).currentKey() else {
                 guard try vault.items().contains(where: { $0.kind != .secret }) else { return [] }
                 throw ServiceError.vaultLocked
             }
-            return try Self.keyReports(store, vault: vault, key: key)
+            return try Self.keyReports(store, vault: vault, key: key, at: stamp)
         }
     }
 
     /// The vault's SSH keys, public halves only, kept while the store stays open and
     /// unchanged (an agent lists keys before every login): measured, unsealing each key for
     /// every listing was most of `ssh-add -L`'s time in the agent.
-    static func keyReports(_ store: StoreAccess, vault: Vault, key: VaultKey) throws -> [SSHKeyReport] {
-        try store.snapshot("ssh.list") {
-            try vault.items().filter { $0.kind != .secret && !$0.isInvalidated }.map { info in
+    static func keyReports(_ store: StoreAccess, vault: Vault, key: VaultKey,
+                           at stamp: StoreSnapshots.Stamp? = nil) throws -> [SSHKeyReport] {
+        try store.snapshot("ssh.list", at: stamp) {
+            // Each key's report is made again only when its row changed (its listing entry,
+            // nonce included, differs): every signature adds an audit record, which changes
+            // the store but no key, and unsealing each key for each listing was most of it.
+            let earlier = store.lastSnapshot("ssh.list.keys", as: [String: KeptKeyReport].self) ?? [:]
+            var kept: [String: KeptKeyReport] = [:]
+            let reports = try vault.items().filter { $0.kind != .secret && !$0.isInvalidated }.map { info in
+                if let known = earlier[info.name], known.info == info {
+                    kept[info.name] = known
+                    return known.report
+                }
                 let secured = try SecuredKey(info, vault.item(named: info.name, key: key).value)
-                return try Self.report(name: info.name, key: secured, policy: info.policy, fresh: info.freshTouch)
+                let report = try Self.report(name: info.name, key: secured, policy: info.policy, fresh: info.freshTouch)
+                kept[info.name] = KeptKeyReport(info: info, report: report)
+                return report
             }
+            store.keep("ssh.list.keys", kept)
+            return reports
         }
+    }
+
+    /// A key's listing entry with the row it was made from.
+    struct KeptKeyReport: Sendable {
+        let info: VaultItemInfo
+        let report: SSHKeyReport
     }
 
     public func sshSign(_ request: SSHSignRequest, interaction: any Interaction) async throws(ServiceError) -> SSHSignatureReport {
@@ -111,20 +135,26 @@ extension TouchgateService {
                 try context.record(.itemRead, .denied, reason: "SSH signature: vault locked")
                 throw ServiceError.vaultLocked
             }
-            // The key asked for, found by its public half among the vault's keys: the kept
-            // listing names the item to unseal first, so one key is unsealed, not each; what
-            // signs is still the sealed key whose public half is the one asked for.
+            // The key asked for, found by its public half among the vault's keys: the last
+            // listing kept names the item to unseal first, so one key is unsealed, not each
+            // (a signature's audit record changes the store, so the listing is not rebuilt for
+            // it); what signs is still the sealed key whose public half is the one asked for.
             let wanted = [UInt8](request.publicKey)
-            let named = Set(try Self.keyReports(store, vault: context.vault, key: key)
-                .filter { [UInt8]($0.publicKey) == wanted }.map(\.name))
             let keys = try context.vault.items().filter { [.sshKey, .sshECDSAKey].contains($0.kind) && !$0.isInvalidated }
-            var found: (info: VaultItemInfo, key: SecuredKey)?
-            for info in keys.filter({ named.contains($0.name) }) + keys.filter({ !named.contains($0.name) }) {
-                let secured = try SecuredKey(info, context.vault.item(named: info.name, key: key).value)
-                if try secured.blob == wanted {
-                    found = (info, secured)
-                    break
+            func unsealed(among infos: [VaultItemInfo]) throws -> (info: VaultItemInfo, key: SecuredKey)? {
+                for info in infos {
+                    let secured = try SecuredKey(info, context.vault.item(named: info.name, key: key).value)
+                    if try secured.blob == wanted { return (info, secured) }
                 }
+                return nil
+            }
+            let names = { (reports: [SSHKeyReport]) in Set(reports.filter { [UInt8]($0.publicKey) == wanted }.map(\.name)) }
+            let hinted = names(store.lastSnapshot("ssh.list", as: [SSHKeyReport].self) ?? [])
+            var found = try unsealed(among: keys.filter { hinted.contains($0.name) })
+            if found == nil {
+                let named = names(try Self.keyReports(store, vault: context.vault, key: key)).subtracting(hinted)
+                let rest = keys.filter { !hinted.contains($0.name) }
+                found = try unsealed(among: rest.filter { named.contains($0.name) } + rest.filter { !named.contains($0.name) })
             }
             guard let (info, secured) = found else {
                 throw ServiceError(.notFound, "the vault holds no SSH key with that public key (touchgate ssh list shows them)")

@@ -237,7 +237,7 @@ extension TouchgateService {
         }
         let enrollment = try EnrollmentTracker.status(context.guarded)
         let sensor = ReaderSensor(device: device, readers: readers, interaction: interaction,
-                                  prints: try context.printStore(key: key))
+                                  prints: { try context.printStore(key: key) })
         let verifier = context.verifier(interaction)
         let grant: Grant
         do {

@@ -28,12 +28,14 @@ public struct Peer: Sendable, Equatable, CustomStringConvertible {
         self.executable = executable
     }
 
-    /// The credentials of the process connected to `socket`.
-    public static func of(socket: Int32) throws -> Peer {
+    /// The credentials of the process connected to `socket`; `withExecutable: false`
+    /// leaves ``executable`` nil for a caller that names the process otherwise (touchgate
+    /// agent, which reads the process chain only for a request that needs it).
+    public static func of(socket: Int32, withExecutable: Bool = true) throws -> Peer {
         var uid: UInt32 = 0, gid: UInt32 = 0, pid: Int32 = 0
         let result = CTouchgateSys_peer_credentials(socket, &uid, &gid, &pid)
         guard result == 0 else { throw SocketError.system("SO_PEERCRED", -result) }
-        return Peer(uid: uid, gid: gid, pid: pid, executable: ProcessTable.executable(of: pid))
+        return Peer(uid: uid, gid: gid, pid: pid, executable: withExecutable ? ProcessTable.executable(of: pid) : nil)
     }
 
     /// Whether the peer is root.

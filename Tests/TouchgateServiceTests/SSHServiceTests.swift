@@ -146,6 +146,38 @@ import TouchgateVault
         #expect(reasons.filter { $0.contains("reused session") }.count == 1, "\(reasons)")
     }
 
+    @Test("where the store stays open, a listing left from before a key was replaced under its name signs nothing old")
+    func keptListingIsOnlyAHint() async throws {
+        let rig = try await RuleRig.ready(Array(repeating: .finger("right-index"), count: 3))
+        defer { rig.remove() }
+        var service = rig.service
+        service.openStores = OpenStores()
+        let old = try await service.sshKeygen("work", policy: "biometry-any", fresh: true)
+        #expect(try await service.sshList() == [old])
+        _ = try await service.secretRm("work", interaction: ScriptedInteraction())
+        let new = try await service.sshKeygen("work", policy: "biometry-any", fresh: true)
+        #expect(new.publicKey != old.publicKey)
+        let data = Self.sshsig(namespace: "file")
+        func sign(_ key: SSHKeyReport) async throws(ServiceError) -> SSHSignatureReport {
+            try await service.sshSign(SSHSignRequest(publicKey: key.publicKey, data: data, flags: 0, bindings: []),
+                                      interaction: ScriptedInteraction())
+        }
+        // The kept listing still names 'work' for the old public half: the key unsealed under
+        // that name is the new one, so nothing is signed for the old half.
+        do {
+            _ = try await sign(old)
+            Issue.record("a removed key's public half got a signature")
+        } catch {
+            #expect(error.code == .notFound, "\(error)")
+        }
+        let signature = try SSHPublicKey.ed25519Signature(fromBlob: [UInt8](try await sign(new).signature))
+        guard case .ed25519(let publicKey) = try SSHPublicKey(blob: [UInt8](new.publicKey)) else {
+            Issue.record("not an Ed25519 key"); return
+        }
+        #expect(Ed25519Key.verify(signature, of: [UInt8](data), publicKey: publicKey))
+        #expect(try await service.sshList() == [new])
+    }
+
     @Test("a bound session names the host's key; forwarded, forged, or for another session is refused before the reader")
     func sessionBindings() async throws {
         // One touch per destination: the host, its three namings, the unchecked and the ECDSA host.
