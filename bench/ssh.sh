@@ -142,8 +142,8 @@ print(" ".join(f"{statistics.median(series) * 1e6:.0f}" for series in times.valu
 PY
 )
 say "a signature with a touch, against touchgate verify (in-process, a store of its own) with the same finger"
-timed touch_sign "SSH_AUTH_SOCK=$ours ssh-keygen -Y sign -f $work/fresh.pub -n file <$work/message"
-timed touch_verify "$verify_env $feeder image $whorl -- $bin/touchgate verify"
+pairs=$runs paired touch_sign touch_verify "SSH_AUTH_SOCK=$ours ssh-keygen -Y sign -f $work/fresh.pub -n file <$work/message" \
+  "$verify_env $feeder image $whorl -- $bin/touchgate verify"
 timed keygen_only "ssh-keygen -Y sign -f $work/openssh -n file <$work/message"
 
 section=$work/section
@@ -154,7 +154,7 @@ section=$work/section
     "\`$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)\`, binaries from \`${bin#"$root"/}\`;" \
     "OpenSSH $(ssh -V 2>&1 | cut -d, -f1 | sed 's/^OpenSSH_//'). Median of $runs runs (range), each a whole program" \
     "run from the shell, the two agents side by side, one Ed25519 key each: the listings and the signatures in" \
-    "turns of one run each ($pairs turns), the touches by hyperfine."
+    "turns of one run each ($pairs turns; the touches $runs turns)."
   echo
   echo "| measure | touchgate agent | OpenSSH's ssh-agent | ratio | target |"
   echo "| --- | --- | --- | --- | --- |"
