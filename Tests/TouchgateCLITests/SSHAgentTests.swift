@@ -557,6 +557,24 @@ struct SSHAgentTests {
         let listed = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
         #expect(listed.stdout.contains(setup.authorizedKey), "the agent serves on: \(listed.stderrLines)")
 
+        // A first message already whole is answered at once; one sent in two parts, the body
+        // after a pause, is read whole by the connection's thread, not taken for a malformed
+        // one; a lying length after a whole first message ends the connection after its answer.
+        let split = try await offThePool {
+            let client = try RawClient(path: setup.socket)
+            defer { client.close() }
+            client.send([0, 0, 0, 1])
+            usleep(300_000)
+            client.send([11])
+            client.finishSending()
+            return client.readToEnd()
+        }
+        #expect(split.count > 5 && split[4] == 12, "a split first message got \(split)")
+        let thenLying = try await rawExchange(setup.socket, [0, 0, 0, 1, 11, 0xff, 0xff, 0xff, 0xff])
+        #expect(thenLying.count > 5 && thenLying[4] == 12, "\(thenLying)")
+        let identitiesLength = Int(thenLying[0]) << 24 | Int(thenLying[1]) << 16 | Int(thenLying[2]) << 8 | Int(thenLying[3])
+        #expect(thenLying.count == 4 + identitiesLength, "something followed the first answer: \(thenLying)")
+
         // The query extension lists what this agent answers; with contents it is malformed.
         let query = Array("query".utf8)
         func u32(_ value: Int) -> [UInt8] { [UInt8(value >> 24 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
