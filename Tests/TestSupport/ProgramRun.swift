@@ -24,6 +24,22 @@ public enum ProgramRun {
         let collected = LineCollector()
         let timers = Timers()
         defer { timers.cancel() }
+        // Standard input is a pipe this function writes, not swift-subprocess's own writer:
+        // a child that ends before reading all of it (refused early, killed on purpose) made
+        // swift-subprocess 1.0 end the whole test process ("FileDescriptor … was not closed",
+        // its issue #367). Here the write just fails, and the writing end is closed.
+        let input: FileDescriptorInput
+        let feeder: FileDescriptor?
+        if let stdin, !stdin.isEmpty {
+            let (reading, writing) = try FileDescriptor.pipe()
+            for end in [reading, writing] { _ = fcntl(end.rawValue, F_SETFD, FD_CLOEXEC) }
+            (input, feeder) = (.fileDescriptor(reading, closeAfterSpawningProcess: true), writing)
+        } else {
+            let null = try FileDescriptor.open("/dev/null", .readOnly, options: [.closeOnExec])
+            (input, feeder) = (.fileDescriptor(null, closeAfterSpawningProcess: true), nil)
+        }
+        let typed = Feed(feeder)
+        defer { typed.abandon() }
         let result = try await Subprocess.run(
             .path(FilePath(executable)),
             arguments: Arguments(arguments),
@@ -31,10 +47,11 @@ public enum ProgramRun {
             // one without its NUL reads on past the array (Environment.Key has no public
             // initialiser from a String for the other form).
             environment: .custom(environment.map { Array("\($0.key)=\($0.value)".utf8) + [0] }),
-            input: .array(Array(stdin ?? Data())),
+            input: input,
             output: .string(limit: 1 << 26),
             error: .sequence
         ) { execution in
+            typed.start(Array(stdin ?? Data()))
             let process = RunningProcess(processIdentifier: execution.processIdentifier.value)
             // Until the process has ended, not only its standard error: both are cancelled after the run.
             timers.add(after: timeout, process)
@@ -51,6 +68,37 @@ public enum ProgramRun {
         case .signaled(let signal): status = 128 + signal
         }
         return CLIResult(status: status, stdout: result.standardOutput, stderrLines: collected.lines)
+    }
+}
+
+/// The writing end of a child's standard input, written on a thread of its own (the
+/// write blocks while the pipe is full) and closed once written, or unused, by
+/// ``abandon()``. `@unchecked Sendable`: `descriptor` is only touched under `lock`.
+private final class Feed: @unchecked Sendable {
+    private let lock = NSLock()
+    private var descriptor: FileDescriptor?
+
+    init(_ descriptor: FileDescriptor?) { self.descriptor = descriptor }
+
+    /// Writes `bytes` and closes the end; a child gone already makes the write fail, quietly.
+    func start(_ bytes: [UInt8]) {
+        guard let end = lock.withLock({ () -> FileDescriptor? in
+            defer { descriptor = nil }
+            return descriptor
+        }) else { return }
+        let thread = Thread {
+            _ = try? bytes.withUnsafeBytes { try end.writeAll($0) }
+            try? end.close()
+        }
+        thread.start()
+    }
+
+    /// Closes the end if ``start(_:)`` never took it (the run failed before its body).
+    func abandon() {
+        lock.withLock {
+            try? descriptor?.close()
+            descriptor = nil
+        }
     }
 }
 
