@@ -128,15 +128,23 @@ public enum SSHPublicKey: Sendable, Hashable {
     /// ``SSHWireError/invalidKeyLength(expected:actual:)`` for a signature of another length.
     public static func ed25519Signature<Blob: RandomAccessCollection<UInt8>>(fromBlob blob: Blob) throws(SSHWireError) -> [UInt8]
     where Blob.Index == Int {
-        var reader = WireCursor(blob)
-        let algorithm = try reader.text()
-        guard algorithm == ed25519TypeName else { throw .unsupportedKeyType(algorithm) }
-        let signature = try reader.string()
+        let signature = try signatureBody(blob, of: ed25519TypeName)
         guard signature.count == ed25519SignatureLength else {
             throw .invalidKeyLength(expected: ed25519SignatureLength, actual: signature.count)
         }
+        return signature
+    }
+
+    /// What a signature blob of `algorithm` carries (string the algorithm's name, string
+    /// the signature, nothing after); throws for another algorithm.
+    private static func signatureBody<Blob: RandomAccessCollection<UInt8>>(_ blob: Blob, of algorithm: String)
+    throws(SSHWireError) -> [UInt8] where Blob.Index == Int {
+        var reader = WireCursor(blob)
+        let named = try reader.text()
+        guard named == algorithm else { throw .unsupportedKeyType(named) }
+        let body = try reader.string()
         try reader.expectEnd()
-        return Array(signature)
+        return Array(body)
     }
 
     /// The signature blob for a raw signature by this key, as a sign response carries it:
@@ -162,12 +170,7 @@ public enum SSHPublicKey: Sendable, Hashable {
     /// throws for another algorithm or integers that do not fit the curve.
     public static func p256Signature<Blob: RandomAccessCollection<UInt8>>(fromBlob blob: Blob) throws(SSHWireError) -> [UInt8]
     where Blob.Index == Int {
-        var reader = WireCursor(blob)
-        let algorithm = try reader.text()
-        guard algorithm == ecdsaP256TypeName else { throw .unsupportedKeyType(algorithm) }
-        let inner = try reader.string()
-        try reader.expectEnd()
-        var integers = WireCursor(inner)
+        var integers = WireCursor(try signatureBody(blob, of: ecdsaP256TypeName))
         let r = try integers.unsignedInteger(maximumBytes: p256ScalarLength)
         let s = try integers.unsignedInteger(maximumBytes: p256ScalarLength)
         try integers.expectEnd()
