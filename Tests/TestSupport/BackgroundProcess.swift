@@ -76,15 +76,7 @@ public final class BackgroundProcess: @unchecked Sendable {
                 return options
             }())
         let started = Started()
-        let input: FileDescriptorInput, held: FileDescriptor?
-        if holdingInputOpen {
-            let (reading, writing) = try FileDescriptor.pipe()
-            for end in [reading, writing] { _ = fcntl(end.rawValue, F_SETFD, FD_CLOEXEC) }
-            (input, held) = (.fileDescriptor(reading, closeAfterSpawningProcess: true), writing)
-        } else {
-            let null = try FileDescriptor.open("/dev/null", .readOnly, options: [.closeOnExec])
-            (input, held) = (.fileDescriptor(null, closeAfterSpawningProcess: true), nil)
-        }
+        let (input, held) = try standardInput(piped: holdingInputOpen)
         let out = consumer(output), err = consumer(error)
         return try await withCheckedThrowingContinuation { continuation in
             started.set(continuation)

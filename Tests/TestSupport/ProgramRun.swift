@@ -28,16 +28,7 @@ public enum ProgramRun {
         // a child that ends before reading all of it (refused early, killed on purpose) made
         // swift-subprocess 1.0 end the whole test process ("FileDescriptor … was not closed",
         // its issue #367). Here the write just fails, and the writing end is closed.
-        let input: FileDescriptorInput
-        let feeder: FileDescriptor?
-        if let stdin, !stdin.isEmpty {
-            let (reading, writing) = try FileDescriptor.pipe()
-            for end in [reading, writing] { _ = fcntl(end.rawValue, F_SETFD, FD_CLOEXEC) }
-            (input, feeder) = (.fileDescriptor(reading, closeAfterSpawningProcess: true), writing)
-        } else {
-            let null = try FileDescriptor.open("/dev/null", .readOnly, options: [.closeOnExec])
-            (input, feeder) = (.fileDescriptor(null, closeAfterSpawningProcess: true), nil)
-        }
+        let (input, feeder) = try standardInput(piped: !(stdin ?? Data()).isEmpty)
         let typed = Feed(feeder)
         defer { typed.abandon() }
         let result = try await Subprocess.run(
@@ -69,6 +60,18 @@ public enum ProgramRun {
         }
         return CLIResult(status: status, stdout: result.standardOutput, stderrLines: collected.lines)
     }
+}
+
+/// A child's standard input: a pipe whose writing end is returned (`piped`), else /dev/null.
+/// Both ends are close-on-exec; swift-subprocess closes the reading end once the child runs.
+func standardInput(piped: Bool) throws -> (FileDescriptorInput, FileDescriptor?) {
+    guard piped else {
+        let null = try FileDescriptor.open("/dev/null", .readOnly, options: [.closeOnExec])
+        return (.fileDescriptor(null, closeAfterSpawningProcess: true), nil)
+    }
+    let (reading, writing) = try FileDescriptor.pipe()
+    for end in [reading, writing] { _ = fcntl(end.rawValue, F_SETFD, FD_CLOEXEC) }
+    return (.fileDescriptor(reading, closeAfterSpawningProcess: true), writing)
 }
 
 /// The writing end of a child's standard input, written on a thread of its own (the
