@@ -135,13 +135,13 @@ public final class AuditLog: Sendable {
             .map { FileIdentity(path: $0) }
         if let kept = database.snapshots.openedAudit.withLock({ $0 }), kept.keyFiles == keyFiles,
            !keyFiles.contains(nil) {
-            let log = AuditLog(database: database, journal: .system, now: { Date() }, key: kept.log.key,
-                               signer: kept.log.signer, sealMemo: kept.log.sealMemo)
+            let log = AuditLog(database: database, journal: .system, now: { Date() }, key: kept.key,
+                               signer: kept.signer, sealMemo: kept.sealMemo)
             try log.prepareHead()
             return log
         }
         let log = try AuditLog(database: database)
-        database.snapshots.openedAudit.withLock { $0 = (keyFiles, log) }
+        database.snapshots.openedAudit.withLock { $0 = (keyFiles, log.key, log.signer, log.sealMemo) }
         return log
     }
 

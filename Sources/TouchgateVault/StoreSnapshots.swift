@@ -60,8 +60,9 @@ package final class StoreSnapshots: Sendable {
         kept.withLock { $0[name] = (Stamp(dataVersion: -1, files: []), value) }
     }
 
-    /// The audit log opened last, with the identity of its key files then (``AuditLog/opened(in:)``).
-    let openedAudit = Mutex<(keyFiles: [FileIdentity?], log: AuditLog)?>(nil)
+    /// The audit log's keys as ``AuditLog/opened(in:)`` read them, with the identity of
+    /// their files then, and the seal it signed last.
+    let openedAudit = Mutex<(keyFiles: [FileIdentity?], key: AuditKey, signer: AuditSigner, sealMemo: SealMemo)?>(nil)
 
     /// Forgets every kept value (the next request reads the store afresh).
     package func forgetAll() {
