@@ -66,6 +66,27 @@ struct AuditOpenedTests {
         #expect(events.contains(.integrityFailure), "\(events)")
     }
 
+    @Test("a signing key file replaced while the store stays open is the one the next request uses, as a fresh open would")
+    func aReplacedSigningKeyIsRead() async throws {
+        let fixture = try AuditFixture()
+        try await append(fixture.database, for: "first", item: "a")
+        try await append(fixture.database, for: "second", item: "b")
+        // Another key planted in its place (a private file, so that it is read at all).
+        let path = AuditSigner.path(in: fixture.location)
+        let planted = path + ".planted"
+        _ = FileManager.default.createFile(atPath: planted, contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }),
+                                       attributes: [.posixPermissions: 0o600])
+        _ = rename(planted, path)
+        try await append(fixture.database, for: "third", item: "c")
+        // The kept key would have signed on; the planted one did not sign the seal, so
+        // nothing is signed over it, and the trail says the seal is not its key's.
+        #expect(try fixture.log.seal()?.sequence == 2, "the kept signing key signed on after its file was replaced")
+        guard case .broken = try fixture.reopen().verify() else {
+            Issue.record("a trail sealed by another key than its file's verified")
+            return
+        }
+    }
+
     @Test("the head row deleted while the store stays open is reported at the next request")
     func aWipedHeadIsReported() async throws {
         let fixture = try AuditFixture()
