@@ -7,6 +7,9 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -143,4 +146,65 @@ int CTouchgateSys_spawn_detached(const char *path, char *const argv[], int log_f
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     return error != 0 ? -error : (int)pid;
+}
+
+int CTouchgateSys_poller_create(void) {
+    int fd = epoll_create1(EPOLL_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+int CTouchgateSys_poller_add(int poller, int fd, uint64_t token, int edge) {
+    struct epoll_event event;
+    memset(&event, 0, sizeof event);
+    event.events = EPOLLIN | EPOLLRDHUP | (edge ? EPOLLET : 0);
+    event.data.u64 = token;
+    return epoll_ctl(poller, EPOLL_CTL_ADD, fd, &event) == 0 ? 0 : -errno;
+}
+
+int CTouchgateSys_poller_wait(int poller, uint64_t *tokens, int capacity, int timeout_ms) {
+    enum { most = 64 };
+    struct epoll_event events[most];
+    if (capacity <= 0) return -EINVAL;
+    int count = epoll_wait(poller, events, capacity < most ? capacity : most, timeout_ms);
+    if (count < 0) return -errno;
+    for (int index = 0; index < count; index++) tokens[index] = events[index].data.u64;
+    return count;
+}
+
+int CTouchgateSys_wake_descriptor(void) {
+    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    return fd < 0 ? -errno : fd;
+}
+
+int CTouchgateSys_wake(int fd) {
+    uint64_t one = 1;
+    return write(fd, &one, sizeof one) == (ssize_t)sizeof one ? 0 : -errno;
+}
+
+int CTouchgateSys_watch_directory(const char *path) {
+    int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd < 0) return -errno;
+    uint32_t mask = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO
+        | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW;
+    if (inotify_add_watch(fd, path, mask) < 0) {
+        int error = errno;
+        close(fd);
+        return -error;
+    }
+    return fd;
+}
+
+int CTouchgateSys_watch_drain(int fd) {
+    char buffer[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    int any = 0;
+    for (;;) {
+        ssize_t count = read(fd, buffer, sizeof buffer);
+        if (count > 0) {
+            any = 1;
+            continue;
+        }
+        if (count < 0 && errno == EINTR) continue;
+        if (count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return any;
+        return count == 0 ? any : -errno;
+    }
 }

@@ -21,21 +21,34 @@ final class SSHAgentServer: Sendable {
 
     /// The most sessions one connection may bind (OpenSSH's own agent keeps 16).
     static let maximumBindings = 16
-    /// The most clients served at once; each holds a thread while it is connected.
+    /// The most clients connected at once.
     static let maximumConnections = 64
-    /// How long an answer may wait for a client that does not read it.
-    static let sendTimeoutSeconds = 5
-    /// The clients connected now.
-    private let connected = Mutex(0)
+    /// The clients connected now, by the token the poller reports them with.
+    private let clients = Mutex<[UInt64: AgentConnection]>([:])
+    /// Waits for the listener and every client at once.
+    private let poller: Poller
+    /// Runs listings on the waiting thread.
+    private let waitingThread: WaitingThreadExecutor
+    /// Set by ``stop()``.
+    private let stopping = Atomic(false)
+    /// The listener's token; clients' tokens count up from 1.
+    private static let listenerToken: UInt64 = 0
     /// Which vault keys this agent offers (`ssh-add -d`, `-D` and `-t` change it).
     let offered = OfferedKeys()
     /// The extensions this agent answers, as the `query` extension lists them.
     static let extensions = ["query", SessionBind.extensionName, SecurityKeyRequest.enrollName, SecurityKeyRequest.signName]
 
-    init(requests: any TouchgateRequests, listener: UnixListener, console: Console) {
+    init(requests: any TouchgateRequests, listener: UnixListener, console: Console) throws(ServiceError) {
         self.requests = requests
         self.listener = listener
         self.console = console
+        do {
+            poller = try Poller()
+            try poller.add(listener.descriptor, token: Self.listenerToken, edgeTriggered: false)
+            waitingThread = WaitingThreadExecutor(poller: poller)
+        } catch {
+            throw ServiceError(.error, "touchgate agent cannot wait for clients: \(error)")
+        }
     }
 
     /// Reports what the agent did or refused.
@@ -43,28 +56,67 @@ final class SSHAgentServer: Sendable {
         console.event(InteractionEvent(.notice, line))
     }
 
-    /// Serves until the listener is closed; each client is served by a task of its own,
-    /// started by the accepting thread itself (handing each connection through a stream to
-    /// a task that started another cost a listing a tenth of its time in the agent). Tasks
-    /// still serving when the listener closes end with their clients.
+    /// Serves until ``stop()``. One thread waits for new clients and for every connected
+    /// client's next message at once, as OpenSSH's agent does; a whole message is answered
+    /// by a task of the connection's own, which then answers whatever else that client sent
+    /// meanwhile. The thread reads without ever blocking, so a client that sends half a
+    /// message or never reads its answers holds nothing but its buffered bytes.
+    ///
+    /// Hand-written over epoll for a measurement: a thread per client, started at each
+    /// connection, cost a listing (`ssh-add -L`) about a third of its time in the agent, and
+    /// waking that thread and then the answering task twice per message most of the rest.
     func run() async {
-        let listener = self.listener
-        await withCheckedContinuation { (closed: CheckedContinuation<Void, Never>) in
-            // accept blocks: a thread of its own, not one of the cooperative pool's.
+        await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
+            // epoll_wait blocks: a thread of its own, not one of the cooperative pool's.
             let thread = Thread {
-                while let descriptor = try? listener.accept() {
-                    Task { await self.serve(descriptor) }
-                }
-                closed.resume()
+                self.waitForClients()
+                stopped.resume()
             }
-            thread.name = "touchgate-agent-accept"
+            thread.name = "touchgate-agent"
             thread.start()
         }
     }
 
-    /// One client: its requests in order, each answered before the next is read. The
-    /// client's thread reads and writes (``AgentConnection``); this task only answers.
-    func serve(_ descriptor: Int32) async {
+    /// Stops listening and ends ``run()``; answers being made end with their clients.
+    func stop() {
+        stopping.store(true, ordering: .sequentiallyConsistent)
+        listener.close()
+        poller.wake()
+    }
+
+    private func waitForClients() {
+        waitingThread.runsHere()
+        var ready: [UInt64] = []
+        var nextToken: UInt64 = 1
+        while true {
+            waitingThread.runPending()
+            do {
+                try poller.wait(into: &ready)
+            } catch {
+                log("\(error); the agent stops serving")
+                return
+            }
+            for token in ready {
+                switch token {
+                case Poller.wakeToken:
+                    if stopping.load(ordering: .sequentiallyConsistent) { return }
+                case Self.listenerToken:
+                    // The poller said a connection waits, so this does not block.
+                    guard let descriptor = try? listener.accept() else { return }
+                    admit(descriptor, token: nextToken)
+                    nextToken += 1
+                default:
+                    if let connection = clients.withLock({ $0[token] }) {
+                        proceed(connection, connection.next(afterAnswer: false))
+                    }
+                }
+            }
+        }
+    }
+
+    /// A new client: its first message may be whole already (ssh-add, ssh and ssh-keygen
+    /// send it as they connect), so it is looked for at once.
+    private func admit(_ descriptor: Int32, token: UInt64) {
         // The socket is the user's alone (mode 0600 in a 0700 directory); the kernel's word
         // on who connected is checked all the same.
         guard let peer = try? Peer.of(socket: descriptor, withExecutable: false), peer.uid == getuid() else {
@@ -72,45 +124,97 @@ final class SSHAgentServer: Sendable {
             log("refused a connection from another user")
             return
         }
-        let admitted = connected.withLock { count in
-            guard count < Self.maximumConnections else { return false }
-            count += 1
+        let connection = AgentConnection(token: token, descriptor: descriptor, requester: ClientProcess(pid: peer.pid))
+        let admitted = clients.withLock { clients in
+            guard clients.count < Self.maximumConnections else { return false }
+            clients[token] = connection
             return true
         }
         guard admitted else {
-            close(descriptor)
+            connection.end()
             log("more than \(Self.maximumConnections) clients at once; one was turned away")
             return
         }
-        defer { connected.withLock { $0 -= 1 } }
-        let connection = AgentConnection(descriptor: descriptor, sendTimeoutSeconds: Self.sendTimeoutSeconds)
-        defer { connection.finish() }
-        let requester = ClientProcess(pid: peer.pid)
-        var bindings: [SSHSessionBinding] = []
-        // Most clients (ssh-add, ssh, ssh-keygen) send their first request as they connect:
-        // when it is all there, it is answered here at once, and the connection's thread,
-        // started after, reads what follows. Waiting for that thread first was most of what
-        // a listing cost beyond OpenSSH's agent. The reply cannot stall this task: it is
-        // the first bytes sent on the socket, whose buffer is empty.
-        if var body = connection.readyMessage() {
-            let response = await answer(body, bindings: &bindings, requester: requester)
-            _ = body.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
-            // A client gone already is found by the thread, which then closes the socket.
-            _ = SSHAgentServer.write(response.frame, to: connection.descriptor)
+        do {
+            try poller.add(descriptor, token: token, edgeTriggered: true)
+        } catch {
+            log("\(error); a client was turned away")
+            connection.end()
+            forget(connection)
+            return
         }
-        for await frame in connection.messages() {
-            switch frame {
-            case .failure(let error):
-                log("\(requester): \(error); connection closed")
+        proceed(connection, connection.next(afterAnswer: false))
+    }
+
+    /// Acts on what the waiting thread found on a connection.
+    private func proceed(_ connection: AgentConnection, _ next: AgentConnection.Next?) {
+        switch next {
+        case .message(let body)?:
+            answer(connection, body)
+        case .ended(let error)?:
+            if let error { log("\(connection.requester): \(error); connection closed") }
+            forget(connection)
+        case .waiting?, nil:
+            break
+        }
+    }
+
+    /// Starts answering `body`: a listing on the waiting thread itself (it only reads what
+    /// the service keeps; measured, handing it to a thread of the pool and back cost a
+    /// listing a third of its time in the agent), anything else on the pool (a signature
+    /// waits for a finger, an unlock derives a key).
+    private func answer(_ connection: AgentConnection, _ body: [UInt8]) {
+        if body == [AgentNumber.requestIdentities] {
+            Task(executorPreference: waitingThread) { await self.answerAll(connection, first: body, onWaitingThread: true) }
+        } else {
+            Task { await self.answerAll(connection, first: body, onWaitingThread: false) }
+        }
+    }
+
+    /// Answers `first`, then every message the client sent meanwhile, in order, each
+    /// answer sent before the next message is taken: a client that floods requests gets
+    /// no queue in the agent.
+    func answerAll(_ connection: AgentConnection, first: [UInt8], onWaitingThread: Bool) async {
+        var body = first
+        while true {
+            let response = await answer(body, bindings: &connection.bindings, requester: connection.requester)
+            // An added key or a lock passphrase came in this message: its bytes are copied
+            // into secret memory by the decoder and wiped here.
+            _ = body.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+            switch connection.send(response.frame) {
+            case .sent:
+                break
+            case .gone:
+                connection.end()
+                forget(connection)
                 return
-            case .body(var body):
-                let response = await answer(body, bindings: &bindings, requester: requester)
-                // An added key or a lock passphrase came in this message: its bytes are
-                // copied into secret memory by the decoder and wiped here.
-                _ = body.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
-                connection.reply(response.frame)
+            case .notReading:
+                // Its receive buffer is full of answers it never read: not a client that
+                // waits for them, as every agent client does.
+                log("\(connection.requester): does not read its answers; connection closed")
+                connection.end()
+                forget(connection)
+                return
+            }
+            switch connection.next(afterAnswer: true) {
+            case .message(let next)? where onWaitingThread && next != [AgentNumber.requestIdentities]:
+                Task { await self.answerAll(connection, first: next, onWaitingThread: false) }
+                return
+            case .message(let next)?:
+                body = next
+            case .ended(let error)?:
+                if let error { log("\(connection.requester): \(error); connection closed") }
+                forget(connection)
+                return
+            case .waiting?, nil:
+                return
             }
         }
+    }
+
+    /// Drops an ended connection from those the thread serves.
+    private func forget(_ connection: AgentConnection) {
+        _ = clients.withLock { $0.removeValue(forKey: connection.token) }
     }
 
     /// The answer to one message.
@@ -338,18 +442,6 @@ final class SSHAgentServer: Sendable {
         return (names, hashed)
     }
 
-    /// Writes all of `bytes`; false when the client is gone.
-    static func write(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { return false }
-            offset += written
-        }
-        return true
-    }
-
     /// The terminal a client process writes its errors to, where the person who ran it
     /// reads them (`ssh`, `ssh-keygen -Y sign` and git all leave standard error on it).
     static func terminal(of pid: Int32) -> String? {
@@ -361,7 +453,7 @@ final class SSHAgentServer: Sendable {
 
 /// The process at the other end of a connection, described when a request first needs it:
 /// a listing needs neither its process chain nor its terminal, and reading them from /proc
-/// was most of what a listing cost. Used by the one task that serves the connection.
+/// was most of what a listing cost. Used by whoever holds the connection's turn (``AgentConnection``).
 final class ClientProcess: CustomStringConvertible {
     let pid: Int32
     init(pid: Int32) { self.pid = pid }
@@ -371,110 +463,206 @@ final class ClientProcess: CustomStringConvertible {
     lazy var terminal = SSHAgentServer.terminal(of: pid)
 }
 
-/// One client's connection, read and written on a thread of its own: reads and sends
-/// block, and a client that sends half a message, or never reads its answers, then holds
-/// only its own thread (and a send only ``SSHAgentServer/sendTimeoutSeconds``), never one of
-/// the few the cooperative pool has for every client. The next message is read only once
-/// the last one is answered, so a client that floods requests gets no queue in the agent.
+/// Runs the tasks given it on the agent's waiting thread, between two waits for clients.
+/// What runs here must never block: only listings do, which read what the service keeps.
+final class WaitingThreadExecutor: TaskExecutor {
+    private let jobs = Mutex<[UnownedJob]>([])
+    private let poller: Poller
+    /// The waiting thread, once it runs.
+    private let thread = Atomic<UInt>(0)
+
+    init(poller: Poller) {
+        self.poller = poller
+    }
+
+    /// Called by the waiting thread as it starts.
+    func runsHere() {
+        thread.store(UInt(pthread_self()), ordering: .sequentiallyConsistent)
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        jobs.withLock { $0.append(job) }
+        // The waiting thread runs what it enqueued itself before it waits again.
+        if UInt(pthread_self()) != thread.load(ordering: .sequentiallyConsistent) { poller.wake() }
+    }
+
+    /// Runs what was enqueued, and what that enqueues, until nothing is left.
+    func runPending() {
+        while true {
+            let pending = jobs.withLock { jobs in
+                defer { jobs.removeAll(keepingCapacity: true) }
+                return jobs
+            }
+            guard !pending.isEmpty else { return }
+            for job in pending { job.runSynchronously(on: asUnownedTaskExecutor()) }
+        }
+    }
+}
+
+/// One client's connection. The waiting thread takes its next whole message only while
+/// no answer is being made; the task that answers takes the following ones itself, so one
+/// connection's messages are answered one at a time, in order.
 ///
-/// `@unchecked Sendable`: `answer` is only touched under `lock`; the thread and the task
-/// hand it over through `answered`.
+/// `@unchecked Sendable`: `bindings` and `requester` are touched only by whoever holds the
+/// connection's turn (the task answering it, or the waiting thread when none is), which
+/// `input`'s lock hands over.
 final class AgentConnection: @unchecked Sendable {
-    enum Frame: Sendable {
-        case body([UInt8])
-        case failure(SSHWireError)
+    enum Next {
+        /// A whole message's body; the receiver now answers it.
+        case message([UInt8])
+        /// Nothing whole yet: the waiting thread is told when more arrives.
+        case waiting
+        /// The connection is closed: the client hung up, or broke the framing (`error`).
+        case ended(SSHWireError?)
     }
 
-    let descriptor: Int32
-    private let lock = NSLock()
-    private let answered = DispatchSemaphore(value: 0)
-    /// The answer to send, or nil to end the connection.
-    private var answer: [UInt8]?
+    enum Sent { case sent, gone, notReading }
 
-    /// Takes `descriptor`, which the connection's thread closes when it ends.
-    init(descriptor: Int32, sendTimeoutSeconds: Int) {
+    private struct Input: ~Copyable {
+        var received = ReceivedMessages()
+        var answering = false
+        var ended = false
+    }
+
+    let token: UInt64
+    private let descriptor: Int32
+    private let input = Mutex(Input())
+    let requester: ClientProcess
+    /// The sessions this connection bound (session-bind@openssh.com).
+    var bindings: [SSHSessionBinding] = []
+
+    /// Takes `descriptor`, which ``end()`` (or ending on the client's side) closes.
+    init(token: UInt64, descriptor: Int32, requester: ClientProcess) {
+        self.token = token
         self.descriptor = descriptor
-        var timeout = timeval(tv_sec: sendTimeoutSeconds, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        self.requester = requester
     }
 
-    /// The client's messages, until it closes the connection, sends one over the limit or
-    /// stops reading; each must be answered (``reply(_:)``) before the next is read.
-    func messages() -> AsyncStream<Frame> {
-        AsyncStream { continuation in
-            let thread = Thread { [self] in
-                defer {
-                    continuation.finish()
-                    close(descriptor)
-                }
-                while true {
-                    guard let header = Self.readExactly(descriptor, 4) else { return }
-                    let length: Int
-                    do throws(SSHWireError) {
-                        // The length prefix alone: the body it announces, or a limit passed.
-                        switch try AgentFrame.scan(header) {
-                        case .incomplete(let needed): length = needed
-                        case .complete: length = 0  // an empty message, answered as a malformed one
-                        }
-                    } catch {
-                        continuation.yield(.failure(error))
-                        return
-                    }
-                    guard let body = length == 0 ? [] : Self.readExactly(descriptor, length) else { return }
-                    continuation.yield(.body(body))
-                    answered.wait()
-                    guard let answer = lock.withLock({ answer }), SSHAgentServer.write(answer, to: descriptor) else { return }
+    /// The next whole message, if one has arrived, reading without blocking. nil when an
+    /// answer is being made (the waiting thread), unless `afterAnswer` (the answering task,
+    /// whose answer is sent).
+    func next(afterAnswer: Bool) -> Next? {
+        input.withLock { input in
+            if afterAnswer {
+                input.answering = false
+            } else if input.answering || input.ended {
+                return nil
+            }
+            let next = input.received.next(from: descriptor)
+            switch next {
+            case .message: input.answering = true
+            case .ended:
+                input.ended = true
+                close(descriptor)
+            case .waiting: break
+            }
+            return next
+        }
+    }
+
+    /// Sends an answer without blocking (answers are small, and a client waits for each).
+    func send(_ bytes: [UInt8]) -> Sent {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes {
+                Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+            if written > 0 {
+                offset += written
+                continue
+            }
+            if errno == EINTR { continue }
+            return errno == EAGAIN || errno == EWOULDBLOCK ? .notReading : .gone
+        }
+        return .sent
+    }
+
+    /// Closes the connection (by the answering task, or before it was ever served).
+    func end() {
+        input.withLock { input in
+            guard !input.ended else { return }
+            input.ended = true
+            close(descriptor)
+        }
+    }
+}
+
+/// The bytes a connection has received and not yet answered, in memory zeroed as it is
+/// consumed or freed: an added key or an unlock passphrase passes through here. Holds
+/// 4 KiB, more only while a longer message arrives (at most ``AgentFrame/maximumLength``).
+/// Not thread-safe: its connection's lock guards it.
+struct ReceivedMessages: ~Copyable {
+    private static let usual = 4096
+    private var storage = Self.zeroed(Self.usual)
+    private var count = 0
+
+    private static func zeroed(_ size: Int) -> UnsafeMutableRawBufferPointer {
+        let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 1)
+        memory.initializeMemory(as: UInt8.self, repeating: 0)
+        return memory
+    }
+
+    private static func free(_ memory: UnsafeMutableRawBufferPointer) {
+        explicit_bzero(memory.baseAddress!, memory.count)
+        memory.deallocate()
+    }
+
+    deinit { Self.free(storage) }
+
+    /// The next whole message, reading what `descriptor` has without blocking.
+    mutating func next(from descriptor: Int32) -> AgentConnection.Next {
+        while true {
+            let scan: AgentFrame.Scan
+            do throws(SSHWireError) {
+                scan = try AgentFrame.scan(UnsafeBufferPointer(start: storage.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                                               count: count))
+            } catch {
+                return .ended(error)
+            }
+            switch scan {
+            case .complete(let body):
+                let message = Array(storage[body])
+                consume(body.upperBound)
+                return .message(message)
+            case .incomplete(let needed):
+                if count + needed > storage.count { grow(to: count + needed) }
+                let free = storage.count - count
+                let received = recv(descriptor, storage.baseAddress! + count, free, Int32(MSG_DONTWAIT))
+                if received > 0 {
+                    count += received
+                } else if received == 0 {
+                    return .ended(nil)
+                } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                    return .waiting
+                } else if errno != EINTR {
+                    return .ended(nil)
                 }
             }
-            thread.name = "touchgate-agent-client"
-            thread.start()
         }
     }
 
-    /// The first message, when the client has sent all of it already (a body of at most
-    /// ``inlineLimit`` bytes), read without waiting; else nil, with nothing read, for the
-    /// thread of ``messages()`` to read (and to report a malformed length). Call before
-    /// ``messages()``.
-    func readyMessage() -> [UInt8]? {
-        var header = [UInt8](repeating: 0, count: 4)
-        guard recv(descriptor, &header, 4, Int32(MSG_PEEK | MSG_DONTWAIT)) == 4,
-              case .incomplete(let length)? = try? AgentFrame.scan(header), length <= Self.inlineLimit else { return nil }
-        var frame = [UInt8](repeating: 0, count: 4 + length)
-        guard recv(descriptor, &frame, frame.count, Int32(MSG_PEEK | MSG_DONTWAIT)) == frame.count,
-              recv(descriptor, &frame, frame.count, Int32(MSG_DONTWAIT)) == frame.count else {
-            _ = frame.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
-            return nil
+    private mutating func grow(to size: Int) {
+        let larger = Self.zeroed(size)
+        larger.copyMemory(from: UnsafeRawBufferPointer(rebasing: storage[..<count]))
+        Self.free(storage)
+        storage = larger
+    }
+
+    /// Drops the first `length` bytes, moving the rest to the front and zeroing what they
+    /// leave; back to the usual size once a long message is gone.
+    private mutating func consume(_ length: Int) {
+        let rest = count - length
+        let base = storage.baseAddress!
+        if rest > 0 { base.copyMemory(from: base + length, byteCount: rest) }
+        (base + rest).initializeMemory(as: UInt8.self, repeating: 0, count: count - rest)
+        count = rest
+        if storage.count > Self.usual && rest <= Self.usual {
+            let usual = Self.zeroed(Self.usual)
+            usual.copyMemory(from: UnsafeRawBufferPointer(rebasing: storage[..<rest]))
+            Self.free(storage)
+            storage = usual
         }
-        defer { _ = frame.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
-        return Array(frame[4...])
-    }
-
-    /// The longest first message ``readyMessage()`` reads (a listing or a signature request
-    /// is far shorter; a larger one goes to the thread).
-    static let inlineLimit = 16 * 1024
-
-    /// Sends `answer` to the client and lets the next message be read.
-    func reply(_ answer: [UInt8]) {
-        lock.withLock { self.answer = answer }
-        answered.signal()
-    }
-
-    /// Ends the connection, if its thread still waits for an answer.
-    func finish() {
-        lock.withLock { answer = nil }
-        answered.signal()
-    }
-
-    private static func readExactly(_ descriptor: Int32, _ count: Int) -> [UInt8]? {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var offset = 0
-        while offset < count {
-            let read = bytes[offset...].withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-            if read < 0 && errno == EINTR { continue }
-            guard read > 0 else { return nil }
-            offset += read
-        }
-        return bytes
     }
 }
 

@@ -160,13 +160,13 @@ struct Agent: AsyncParsableCommand {
                 requests = hosted.requests
                 hosting = hosted
             }
-            let server = SSHAgentServer(requests: requests, listener: listener, console: console)
+            let server = try SSHAgentServer(requests: requests, listener: listener, console: console)
             let hosted = hosting
             let served = Task { await hosted?.serve() }
             await withTaskCancellationHandler {
                 await server.run()
             } onCancel: {
-                listener.close()
+                server.stop()
                 hosted?.stop()
             }
             hosted?.stop()

@@ -585,10 +585,14 @@ struct SSHAgentTests {
         let overlong = try await rawExchange(setup.socket, string([27] + string(query) + [0]))
         #expect(overlong == [0, 0, 0, 1, 5], "\(overlong)")
 
-        // Two clients that send requests by the thousand and never read an answer hold their
-        // own threads only: another client is served meanwhile, at once.
+        // Two clients that send requests by the thousand and never read an answer, and
+        // twenty that send half a message and wait: another client is served meanwhile, at
+        // once; the flooders are disconnected once their unread answers fill their sockets.
         let flooders = try (0..<2).map { _ in try RawClient(path: setup.socket) }
         defer { flooders.forEach { $0.close() } }
+        let halves = try (0..<20).map { _ in try RawClient(path: setup.socket) }
+        defer { halves.forEach { $0.close() } }
+        for half in halves { half.send([0, 0]) }
         let requests = Array(repeating: [0, 0, 0, 1, 11] as [UInt8], count: 40_000).flatMap { $0 }
         for flooder in flooders { #expect(flooder.sendWithoutWaiting(requests) > 0) }
         try await Task.sleep(for: .seconds(1))
@@ -596,6 +600,12 @@ struct SSHAgentTests {
         let beside = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
         #expect(beside.stdout.contains(setup.authorizedKey), "\(beside.stderrLines)")
         #expect(Date().timeIntervalSince(started) < 3, "served beside the flooders in \(Date().timeIntervalSince(started)) s")
+        for flooder in flooders {
+            let reading = Date()
+            let answered = try await offThePool { flooder.readToEnd() }
+            #expect(Date().timeIntervalSince(reading) < 5, "a flooder was not disconnected")
+            #expect(!answered.isEmpty && answered.count < 40_000 * 9, "every request answered (\(answered.count) bytes): the flooder was never cut off")
+        }
 
         // Another user who can reach the socket (it is 0600; here opened up on purpose) is
         // turned away by the kernel's word on who connected, before anything is read.

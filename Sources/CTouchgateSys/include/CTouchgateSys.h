@@ -49,6 +49,34 @@ long CTouchgateSys_key_restrict_to_user(int32_t serial);
 /// keyctl(KEYCTL_INVALIDATE): the key becomes unreachable at once and is collected. 0 or -errno.
 long CTouchgateSys_key_invalidate(int32_t serial);
 
+/// epoll_create1(EPOLL_CLOEXEC): a descriptor to wait on many sockets at once, or -errno.
+int CTouchgateSys_poller_create(void);
+
+/// Adds `fd` to `poller`, reported (as `token`) when it can be read or its peer hung up;
+/// with `edge`, only when that changes (EPOLLET). 0 or -errno. A wrapper because
+/// struct epoll_event is packed on x86-64.
+int CTouchgateSys_poller_add(int poller, int fd, uint64_t token, int edge);
+
+/// epoll_wait: up to `capacity` tokens of ready descriptors into `tokens`, waiting at most
+/// `timeout_ms` (-1: without limit). Their count, or -errno (-EINTR when a signal came).
+int CTouchgateSys_poller_wait(int poller, uint64_t *tokens, int capacity, int timeout_ms);
+
+/// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK): a descriptor another thread makes readable
+/// (CTouchgateSys_wake) to end a poller's wait. The descriptor, or -errno.
+int CTouchgateSys_wake_descriptor(void);
+
+/// Makes a wake descriptor readable. 0 or -errno.
+int CTouchgateSys_wake(int fd);
+
+/// inotify on the directory `path` (not following a link) for anything that changes it or
+/// a file in it: a write, a change of mode or owner, a file made, removed or renamed, the
+/// directory itself removed or moved. A non-blocking, close-on-exec descriptor, or -errno.
+int CTouchgateSys_watch_directory(const char *path);
+
+/// Reads and discards every event pending on a watch descriptor: 1 when there were any
+/// (or the queue overflowed), 0 when none, -errno on error.
+int CTouchgateSys_watch_drain(int fd);
+
 /// How many secret regions the fatal-signal registry holds at once.
 #define CTOUCHGATESYS_SECRET_REGION_SLOTS 1024
 
