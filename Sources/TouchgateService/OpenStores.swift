@@ -47,27 +47,36 @@ public final class OpenStores: @unchecked Sendable {
 
     /// The open database at `location`, opening (creating, migrating) it when none is
     /// kept or the kept one's file is no longer the file at that path.
-    func database(at location: StoreLocation) throws -> TouchgateDatabase {
+    /// Also returns what the checks found, which stamps the store's snapshots.
+    func database(at location: StoreLocation) throws -> (TouchgateDatabase, StoreLocation.PreparedFiles) {
         // The same checks as opening: the directory and its files private, the directory made if missing.
-        try location.prepare()
+        let prepared = try location.prepare()
         let slot = Self.slot(location)
         let now = Self.now()
-        let current = FileIdentity(path: location.databasePath)
         let kept: TouchgateDatabase? = lock.withLock {
-            guard let entry = open[slot], let current, entry.file.isSameFile(as: current) else { return nil }
+            guard let entry = open[slot], let current = prepared.database, entry.file.isSameFile(as: current) else { return nil }
             open[slot]?.lastUse = now
             return entry.database
         }
-        if let kept { return kept }
+        if let kept { return (kept, prepared) }
         let database = try TouchgateDatabase(location: location)
-        guard let file = FileIdentity(path: location.databasePath) else { return database }
+        // Opening may have made the file, and a migration may have replaced it.
+        let opened = try location.prepare()
+        guard let file = opened.database else { return (database, opened) }
         lock.withLock {
             open[slot] = Entry(database: database, file: file, lastUse: now)
             while open.count > capacity, let oldest = open.min(by: { $0.value.lastUse < $1.value.lastUse }) {
                 open[oldest.key] = nil
             }
         }
-        return database
+        return (database, opened)
+    }
+
+    /// The database kept open at `location`, if any, as it is: no check, no open. For
+    /// what ``StoreSnapshots/unchanged(_:as:_:as:)`` answers, which checks the store itself.
+    func kept(at location: StoreLocation) -> TouchgateDatabase? {
+        let slot = Self.slot(location)
+        return lock.withLock { open[slot]?.database }
     }
 
     /// Closes the store at `location` if it is kept (its connections close once no request uses them).

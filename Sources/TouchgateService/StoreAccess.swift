@@ -16,6 +16,9 @@ struct StoreAccess: Sendable {
     /// Whether the database stays open after the request (touchgated's ``OpenStores``), so
     /// that what is read from it may be kept until it changes.
     var keepsSnapshots = false
+    /// What preparing the store for this request found (where the store stays open): its
+    /// directory, database file and write-ahead log, which stamp its snapshots.
+    var prepared: StoreLocation.PreparedFiles?
 
     /// What `make` reads from the store: kept until the store changes where the store stays
     /// open (``StoreSnapshots``), read afresh otherwise. Only for what a request shows,
@@ -29,7 +32,7 @@ struct StoreAccess: Sendable {
     /// The store's stamp now, for several ``snapshot(_:at:_:)`` calls of one request (nil
     /// where nothing is kept).
     func snapshotStamp() throws -> StoreSnapshots.Stamp? {
-        keepsSnapshots ? try database.snapshots.stamp() : nil
+        keepsSnapshots ? try database.snapshots.stamp(prepared: prepared) : nil
     }
 
     /// What ``snapshot(_:_:)`` last kept under `name`, even if the store changed since: a

@@ -80,7 +80,8 @@ extension TouchgateService {
     }
 
     public func sshList() async throws(ServiceError) -> [SSHKeyReport] {
-        try await withExistingStore(orElse: noVault) { store in
+        if let kept = keptKeyListing() { return kept }
+        return try await withExistingStore(orElse: noVault) { store in
             // Opened again only when the store changed: an agent lists keys before every
             // login, and reading the vault's identity was a third of a listing.
             let owner = principal.loginName
@@ -93,6 +94,17 @@ extension TouchgateService {
             }
             return try Self.keyReports(store, vault: vault, key: key, at: stamp)
         }
+    }
+
+    /// The last listing, where the store stays open and nothing in its directory changed
+    /// since (``StoreSnapshots/unchanged(_:as:_:as:)``), and the key is still held (checked as
+    /// a listing always does: it counts as use). Measured: an agent lists keys before
+    /// every login, on a cold cache; checking the store file by file was nearly all of it.
+    package func keptKeyListing() -> [SSHKeyReport]? {
+        guard let snapshots = openStores?.kept(at: location)?.snapshots,
+              let (reports, vault) = snapshots.unchanged("ssh.list", as: [SSHKeyReport].self, "ssh.list.vault", as: Vault.self),
+              (try? custody(vault).currentKey()) != nil else { return nil }
+        return reports
     }
 
     /// The vault's SSH keys, public halves only, kept while the store stays open and

@@ -76,9 +76,15 @@ public struct TouchgateService: Sendable {
     /// Opens the store and runs `body`, translating every error to a ``ServiceError``.
     func withStore<T>(_ body: (StoreAccess) async throws -> T) async throws(ServiceError) -> T {
         try await serviceErrors(storeIn: location.directory.path) {
-            let database = try openStores?.database(at: location) ?? TouchgateDatabase(location: location)
-            var access = StoreAccess(database: database, principal: principal, custody: custody, clock: clock)
-            access.keepsSnapshots = openStores != nil
+            var access: StoreAccess
+            if let (database, prepared) = try openStores?.database(at: location) {
+                access = StoreAccess(database: database, principal: principal, custody: custody, clock: clock)
+                access.keepsSnapshots = true
+                access.prepared = prepared
+            } else {
+                access = StoreAccess(database: try TouchgateDatabase(location: location), principal: principal,
+                                     custody: custody, clock: clock)
+            }
             return try await body(access)
         }
     }

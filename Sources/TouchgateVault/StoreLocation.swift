@@ -45,19 +45,32 @@ public struct StoreLocation: Sendable, Equatable {
 
     /// Creates the directory (mode 0700, parents as needed) if it is missing, then checks
     /// that it and every existing database file belong to this user and are private.
-    public func prepare() throws {
+    /// Returns what it found, for a caller that stamps the store (``StoreSnapshots``): the
+    /// same `lstat`s serve both, since a store kept open is prepared on every request.
+    @discardableResult
+    public func prepare() throws -> PreparedFiles {
         let path = directoryPath
-        if !Self.exists(path) {
+        var directory = try Self.checkPrivate(path: path, isDirectory: true, mayVanish: true)
+        if directory == nil {
             // Parents get the usual 0700 too: ~/.local/share may not exist on a fresh account.
             try PrivateFiles.makeDirectory(path)
+            directory = try Self.checkPrivate(path: path, isDirectory: true)
         }
-        try Self.checkPrivate(path: path, isDirectory: true)
-        for suffix in ["", "-wal", "-shm"] {
-            // Only files that exist are checked. SQLite deletes the WAL side files when the
-            // last connection closes, which in touchgated (a store opened by several requests
-            // at once) may happen at any moment: gone is as good as private.
-            try Self.checkPrivate(path: databasePath + suffix, isDirectory: false, mayVanish: true)
-        }
+        // Only files that exist are checked. SQLite deletes the WAL side files when the
+        // last connection closes, which in touchgated (a store opened by several requests
+        // at once) may happen at any moment: gone is as good as private.
+        let database = try Self.checkPrivate(path: databasePath, isDirectory: false, mayVanish: true)
+        let log = try Self.checkPrivate(path: databasePath + "-wal", isDirectory: false, mayVanish: true)
+        try Self.checkPrivate(path: databasePath + "-shm", isDirectory: false, mayVanish: true)
+        return PreparedFiles(directory: directory, database: database, log: log)
+    }
+
+    /// What ``prepare()`` found: the identities of the directory, the database file and its
+    /// write-ahead log (nil when absent), as they were when checked.
+    public struct PreparedFiles: Sendable {
+        package let directory: FileIdentity?
+        package let database: FileIdentity?
+        package let log: FileIdentity?
     }
 
     /// Whether `path` names something (following links, as `FileManager.fileExists` does).
@@ -68,10 +81,12 @@ public struct StoreLocation: Sendable, Equatable {
 
     /// Refuses a path owned by another user, or reachable by group or others.
     /// `mayVanish`: a file that no longer exists passes.
-    static func checkPrivate(path: String, isDirectory: Bool, mayVanish: Bool = false) throws {
+    /// Returns the identity of what it checked (nil for a file that vanished).
+    @discardableResult
+    static func checkPrivate(path: String, isDirectory: Bool, mayVanish: Bool = false) throws -> FileIdentity? {
         var info = stat()
         guard lstat(path, &info) == 0 else {
-            if mayVanish && errno == ENOENT { return }
+            if mayVanish && errno == ENOENT { return nil }
             throw StoreError.io(path: path, detail: String(cString: strerror(errno)))
         }
         let kind = info.st_mode & S_IFMT
@@ -92,5 +107,6 @@ public struct StoreLocation: Sendable, Equatable {
                 path: path,
                 detail: String(format: "its mode %03o lets other users in; run: chmod %@ '%@'", info.st_mode & 0o777, wanted, path))
         }
+        return FileIdentity(info)
     }
 }

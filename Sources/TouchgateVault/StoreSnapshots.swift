@@ -18,6 +18,13 @@ package final class StoreSnapshots: Sendable {
     package struct Stamp: Equatable, Sendable {
         let dataVersion: Int64
         let files: [FileIdentity?]
+        /// The directory watch's count when the stamp was taken (before the rest of it);
+        /// nil without a watch. Not part of the comparison: it only serves ``unchanged(_:)``.
+        var changes: UInt64? = nil
+
+        package static func == (left: Stamp, right: Stamp) -> Bool {
+            left.dataVersion == right.dataVersion && left.files == right.files
+        }
     }
 
     private let path: String
@@ -27,9 +34,15 @@ package final class StoreSnapshots: Sendable {
     /// its own, since the value changes only for commits made by other connections.
     private let watcher = Mutex<DatabaseQueue?>(nil)
     private let kept = Mutex<[String: (stamp: Stamp, value: any Sendable)]>([:])
+    /// The watch on the store's directory, made at the first stamp (nil inside when inotify
+    /// cannot watch it).
+    private let watch = Mutex<StoreWatch??>(nil)
+    private let directoryPath: String
 
     init(location: StoreLocation) {
         path = location.databasePath
+        directoryPath = location.directoryPath
+        // The first three in the order of ``StoreLocation/PreparedFiles``, which `stamp` may use instead.
         watched = [location.directoryPath, path, path + "-wal", AuditKey.path(in: location),
                    AuditSigner.path(in: location)]
     }
@@ -41,11 +54,33 @@ package final class StoreSnapshots: Sendable {
     package func value<T: Sendable>(_ name: String, at taken: Stamp? = nil, _ make: () throws -> T) throws -> T {
         let stamp = try taken ?? self.stamp()
         if let known = kept.withLock({ $0[name] }), known.stamp == stamp, let value = known.value as? T {
+            // Still right now: ``unchanged(_:)`` may serve it until the directory next changes.
+            if let changes = stamp.changes {
+                kept.withLock { kept in
+                    guard var entry = kept[name], entry.stamp == stamp else { return }
+                    entry.stamp.changes = max(entry.stamp.changes ?? 0, changes)
+                    kept[name] = entry
+                }
+            }
             return value
         }
         let value = try make()
         kept.withLock { $0[name] = (stamp, value) }
         return value
+    }
+
+    /// The values kept under `first` and `second` if nothing in the store's directory
+    /// changed since their stamps were taken (``StoreWatch``: one read, one `lstat`); else
+    /// nil, and the caller takes the usual way (``value(_:at:_:)``). Nil too where the
+    /// directory cannot be watched.
+    package func unchanged<A: Sendable, B: Sendable>(_ first: String, as firstType: A.Type, _ second: String,
+                                                     as secondType: B.Type) -> (A, B)? {
+        let (one, other) = kept.withLock { ($0[first], $0[second]) }
+        guard let one, let other, let oneCount = one.stamp.changes, let otherCount = other.stamp.changes,
+              let oneValue = one.value as? A, let otherValue = other.value as? B,
+              let watch = watch.withLock({ $0 ?? nil }) else { return nil }
+        let now = watch.count()
+        return oneCount == now && otherCount == now ? (oneValue, otherValue) : nil
     }
 
     /// The value last kept under `name`, however old the store has grown since: a hint only,
@@ -70,8 +105,11 @@ package final class StoreSnapshots: Sendable {
         openedAudit.withLock { $0 = nil }
     }
 
-    /// The store's stamp now.
-    package func stamp() throws -> Stamp {
+    /// The store's stamp now. `prepared`, what ``StoreLocation/prepare()`` found at the
+    /// start of this request, stands for the directory, database and log files: read
+    /// before `data_version`, it can only be older than it, so a change it misses is seen
+    /// at the next request, never hidden from it.
+    package func stamp(prepared: StoreLocation.PreparedFiles? = nil) throws -> Stamp {
         let queue = try watcher.withLock { watcher in
             if let watcher { return watcher }
             var configuration = Configuration()
@@ -81,11 +119,22 @@ package final class StoreSnapshots: Sendable {
             watcher = opened
             return opened
         }
+        // After the connection above is open (opening one writes the shared-memory file),
+        // before anything else is read.
+        let changes = watch.withLock { watch in
+            if watch == nil { watch = .some(StoreWatch(directoryPath: directoryPath)) }
+            return watch!
+        }?.count()
         // The pragma opens its own read transaction (SQLite compiles it with one); a cached
         // statement, since the parsing was most of its cost.
         let version = try queue.inDatabase { db in
             try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? 0
         }
-        return Stamp(dataVersion: version, files: watched.map { FileIdentity(path: $0) })
+        guard let prepared else {
+            return Stamp(dataVersion: version, files: watched.map { FileIdentity(path: $0) }, changes: changes)
+        }
+        return Stamp(dataVersion: version,
+                     files: [prepared.directory, prepared.database, prepared.log] + watched[3...].map { FileIdentity(path: $0) },
+                     changes: changes)
     }
 }

@@ -18,8 +18,8 @@ import TouchgateAPI
         defer { rig.remove() }
         let open = OpenStores()
         let location = rig.service.location
-        let first = try open.database(at: location)
-        #expect(try open.database(at: location) === first, "the second request opened the store again")
+        let first = try open.database(at: location).0
+        #expect(try open.database(at: location).0 === first, "the second request opened the store again")
         #expect(open.count == 1)
 
         // The whole directory put back from a copy (what root could do): the copy is the store now.
@@ -27,13 +27,13 @@ import TouchgateAPI
         try FileManager.default.copyItem(at: location.directory, to: copy)
         try FileManager.default.removeItem(at: location.directory)
         try FileManager.default.moveItem(at: copy, to: location.directory)
-        let reopened = try open.database(at: location)
+        let reopened = try open.database(at: location).0
         #expect(reopened !== first, "a replaced store was served from the connections of the removed one")
-        #expect(try open.database(at: location) === reopened)
+        #expect(try open.database(at: location).0 === reopened)
 
         open.forget(location)
         #expect(open.count == 0)
-        #expect(try open.database(at: location) !== reopened)
+        #expect(try open.database(at: location).0 !== reopened)
     }
 
     @Test func atMostCapacityStoresStayOpenAndIdleOnesAreClosed() throws {
@@ -41,15 +41,15 @@ import TouchgateAPI
         defer { rig.remove() }
         let open = OpenStores(capacity: 2, idleTimeout: .seconds(3600))
         let locations = (0..<3).map { StoreLocation(directory: rig.directory.appendingPathComponent("user-\($0)")) }
-        let first = try open.database(at: locations[0])
-        _ = try open.database(at: locations[1])
-        _ = try open.database(at: locations[2])
+        let first = try open.database(at: locations[0]).0
+        _ = try open.database(at: locations[1]).0
+        _ = try open.database(at: locations[2]).0
         #expect(open.count == 2)
-        #expect(try open.database(at: locations[0]) !== first, "the least recently used store stayed open")
+        #expect(try open.database(at: locations[0]).0 !== first, "the least recently used store stayed open")
         #expect(open.sweep() == 0, "stores used just now were closed as idle")
 
         let brief = OpenStores(idleTimeout: .zero)
-        _ = try brief.database(at: locations[0])
+        _ = try brief.database(at: locations[0]).0
         #expect(brief.sweep() == 1)
         #expect(brief.count == 0)
     }

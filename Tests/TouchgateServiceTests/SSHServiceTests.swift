@@ -178,6 +178,35 @@ import TouchgateVault
         #expect(try await service.sshList() == [new])
     }
 
+    @Test("where the store stays open, the listing served without a check follows keys made and removed by another process, and a lock")
+    func keptListingFollowsTheStore() async throws {
+        let rig = try await RuleRig.ready([])
+        defer { rig.remove() }
+        var service = rig.service
+        service.openStores = OpenStores()
+        // Another process: a service over the same directory with connections of its own,
+        // as `touchgate ssh keygen` run beside the agent (the held key is shared).
+        let other = rig.service
+        let first = try await service.sshKeygen("one", policy: "biometry-any", fresh: false)
+        #expect(try await service.sshList() == [first])
+        #expect(service.keptKeyListing() == [first], "a second listing needs no check of the store")
+
+        let second = try await other.sshKeygen("two", policy: "biometry-any", fresh: false)
+        #expect(service.keptKeyListing() == nil)
+        #expect(try await service.sshList().sorted { $0.name < $1.name } == [first, second])
+        #expect(service.keptKeyListing()?.count == 2)
+
+        _ = try await other.secretRm("one", interaction: ScriptedInteraction())
+        #expect(try await service.sshList() == [second])
+
+        // The key gone from custody (as an idle timeout lets it go), with nothing written.
+        #expect(service.keptKeyListing() == [second])
+        let vault = try Vault.open(database: TouchgateDatabase(location: rig.service.location), owner: "alice")
+        #expect(try rig.base.custody(for: vault).release())
+        #expect(service.keptKeyListing() == nil, "a key no longer held lists nothing without the check")
+        await #expect(throws: ServiceError.self) { try await service.sshList() }
+    }
+
     @Test("a bound session names the host's key; forwarded, forged, or for another session is refused before the reader")
     func sessionBindings() async throws {
         // One touch per destination: the host, its three namings, the unchecked and the ECDSA host.
