@@ -64,6 +64,15 @@ stop (void)
   exit (2);
 }
 
+/* A SIGTERM or SIGINT to the feeder goes to the command, whose end the feeder then waits
+   for: a bench that stops the feeder stops the agent it started. */
+static void
+forward (int signal_number)
+{
+  if (child > 0)
+    kill (child, signal_number);
+}
+
 static _Noreturn void
 die (const char *what)
 {
@@ -291,6 +300,10 @@ main (int argc, char **argv)
     }
   close (errors[1]);
   signal (SIGPIPE, SIG_IGN);
+  struct sigaction forwarding = { .sa_handler = forward };
+  sigemptyset (&forwarding.sa_mask);
+  sigaction (SIGTERM, &forwarding, NULL);
+  sigaction (SIGINT, &forwarding, NULL);
 
   int next = 0;          /* next item to present */
   int connection = -1;   /* virtual_image's persistent connection */
