@@ -201,6 +201,8 @@ struct DaemonStores: Sendable {
     let locations = StoreLocations()
     /// The last answer to each user's reads, encoded.
     let answers = EncodedAnswers()
+    /// When the `auto` reader backend last found no fprintd, for every user's service.
+    let fprintdAbsence = FprintdAbsence()
 
     /// The service of every user with a store here, by uid (the daemon's own shipments).
     func everyService() -> [TouchgateService] {
@@ -226,6 +228,7 @@ struct DaemonStores: Sendable {
                                            custody: { keys.custody(for: $0) })
             service.openStores = open
             service.hostedByAgent = true
+            service.fprintdAbsence = fprintdAbsence
             return service
         }
         let location = locations.location(of: principal.uid, under: directory)
@@ -233,6 +236,7 @@ struct DaemonStores: Sendable {
                                        custody: { keys.custody(for: $0) })
         service.readerPool = pool
         service.openStores = open
+        service.fprintdAbsence = fprintdAbsence
         service.spaceReserve = reserve
         return service
     }

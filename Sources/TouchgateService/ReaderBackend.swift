@@ -1,5 +1,6 @@
 import FingerprintKit
 import Foundation
+import Synchronization
 import TouchgateAPI
 
 /// Which way Touchgate reaches the reader, as configured.
@@ -109,11 +110,17 @@ extension TouchgateService {
                 throw error
             }
         case .auto:
-            guard let client = try? await FprintdClient.connect() else { return .libfprint }
-            if await client.presence() != .absent,
-               let target = try? await Self.pick(device: device, client: client, required: false) {
+            let absence = fprintdAbsence
+            if absence?.isKnown() == true { return .libfprint }
+            guard let client = try? await FprintdClient.connect() else {
+                absence?.note()
+                return .libfprint
+            }
+            let presence = await client.presence()
+            if presence != .absent, let target = try? await Self.pick(device: device, client: client, required: false) {
                 return .fprintd(target)
             }
+            if presence == .absent { absence?.note() }
             await client.close()
             return .libfprint
         }
@@ -152,5 +159,36 @@ extension TouchgateService {
                          + "fingerprint settings. Touchgate verifies through fprintd. To use Touchgate's own "
                          + "prints instead, set \(ReaderBackendChoice.environmentVariable)=libfprint (fprintd can "
                          + "keep running for login and sudo)")
+    }
+}
+
+/// That the `auto` reader backend found no fprintd to serve the reader (no system bus, or
+/// fprintd neither running nor installed), remembered for ``validity`` by a long-lived
+/// process, so that a request in that time goes to libfprint without connecting to the
+/// system bus first. Measured: the probe was a new D-Bus connection per authorization, an
+/// eighth of the agent's time for a signature in the reuse window (where no reader is even
+/// opened) and 4 of its 12 context switches. A fprintd installed or started meanwhile is
+/// found at most ``validity`` later; until then the reader is opened directly, as before it
+/// appeared (and fails as busy while fprintd holds it). fprintd found is not remembered.
+public final class FprintdAbsence: Sendable {
+    static let validity = Duration.seconds(10)
+    private let until = Mutex<ContinuousClock.Instant?>(nil)
+
+    public init() {}
+
+    /// Whether fprintd was found absent less than ``validity`` ago.
+    func isKnown(at now: ContinuousClock.Instant = .now) -> Bool {
+        until.withLock { until in
+            guard let known = until, now < known else {
+                until = nil
+                return false
+            }
+            return true
+        }
+    }
+
+    /// Remembers that fprintd was found absent at `now`.
+    func note(at now: ContinuousClock.Instant = .now) {
+        until.withLock { $0 = now + Self.validity }
     }
 }

@@ -35,6 +35,8 @@ public struct TouchgateService: Sendable {
     /// each request opens the reader it needs and closes it at the end (the personal mode).
     /// Used only when the reader is reached directly, never while fprintd owns it.
     public var readerPool: ReaderPool?
+    /// Where a long-lived process remembers that the `auto` backend found no fprintd.
+    public var fprintdAbsence: FprintdAbsence?
     /// The stores a long-lived process keeps open across requests (touchgated's); nil:
     /// each use case opens the store and closes it at the end (the personal mode).
     public var openStores: OpenStores?
