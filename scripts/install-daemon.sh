@@ -15,9 +15,20 @@ cd "$(dirname "$0")/.."
 prefix=${PREFIX:-/usr/local}
 
 if [ ! -d /run/systemd/system ]; then
-  echo "install-daemon: systemd is not running here (no /run/systemd/system)." >&2
-  echo "  Without it, run the daemon yourself in the foreground, as its own user: the README's" >&2
-  echo "  \"Without systemd\" (under \"System daemon\") gives the commands." >&2
+  # Nothing here would start the daemon: say exactly what to run instead, installing nothing.
+  cat >&2 <<EOF
+install-daemon: systemd is not running here (no /run/systemd/system), so nothing was installed.
+  Run touchgated yourself, in the foreground, as its own user (touchgated --help says the same):
+    make all daemon
+    sudo make PREFIX=$prefix install install-daemon
+    sudo useradd --system --user-group --no-create-home --shell /usr/sbin/nologin touchgated
+    sudo install -d -o touchgated -g touchgated -m 0700 /var/lib/touchgate
+    sudo install -d -o touchgated -g touchgated -m 0755 /run/touchgate    # again after each boot
+    sudo setpriv --reuid=touchgated --regid=touchgated --init-groups \\
+      $prefix/libexec/touchgated --socket /run/touchgate/socket --state-dir /var/lib/touchgate
+  and give every user TOUCHGATE_SOCKET=/run/touchgate/socket (in /etc/environment), so that
+  touchgate finds the daemon and reports it stopped when it is.
+EOF
   exit 1
 fi
 for tool in make swift; do

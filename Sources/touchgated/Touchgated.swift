@@ -19,9 +19,25 @@ struct Touchgated: AsyncParsableCommand {
         discussion: """
             Each user's store lives under the state directory, reachable only by touchgated's \
             own user; clients speak to it over the socket (docs/PROTOCOL.md). Under systemd the \
-            socket comes from touchgated.socket and the state directory from StateDirectory=. \
-            Exit status 64: a bad option; 1: the daemon could not start (the message says why).
+            socket comes from touchgated.socket and the state directory from StateDirectory=.
+
+            Without systemd, run it in the foreground as its own user (it logs to standard \
+            error, and stops on Ctrl-C or SIGTERM):
+              sudo useradd --system --user-group --no-create-home --shell /usr/sbin/nologin touchgated
+              sudo install -d -o touchgated -g touchgated -m 0700 /var/lib/touchgate
+              sudo install -d -o touchgated -g touchgated -m 0755 /run/touchgate
+              sudo setpriv --reuid=touchgated --regid=touchgated --init-groups \\
+                /usr/local/libexec/touchgated --socket /run/touchgate/socket --state-dir /var/lib/touchgate
+            It makes the socket's directory itself when it can (mode 0755), and refuses to run as \
+            root unless --allow-root is given. Clients find it with TOUCHGATE_SOCKET=/run/touchgate/socket.
+
+            Exit status 64: a bad option, or root without --allow-root; 1: the daemon could not \
+            start (the message says why).
             """)
+
+    @Flag(name: .customLong("allow-root"),
+          help: "Run as root anyway (every user's store and the readers in a root process; not advised).")
+    var allowRoot = false
 
     @Option(help: ArgumentHelp("Listen here (default: the socket systemd passes).", valueName: "path"))
     var socket: String?
@@ -108,6 +124,15 @@ struct Touchgated: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if geteuid() == 0 && !allowRoot {
+            let program = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "touchgated"
+            let options = (socket.map { " --socket \($0)" } ?? "") + " --state-dir \(stateDirectory ?? "/var/lib/touchgate")"
+            Self.fail("refusing to run as root: touchgated runs as a user of its own (touchgated), so that what it "
+                      + "holds and a flaw in it stay away from the rest of the machine. Run it as that user:\n"
+                      + "  sudo setpriv --reuid=touchgated --regid=touchgated --init-groups \(program)\(options)\n"
+                      + "(touchgated --help says how to set that user up), or pass --allow-root to run as root anyway",
+                      status: 64)
+        }
         do {
             try TouchgateService.hardenProcess()
         } catch {
@@ -132,12 +157,15 @@ struct Touchgated: AsyncParsableCommand {
         let listener: UnixListener
         do {
             if let socket {
+                try Self.makeSocketDirectory(for: socket)
                 listener = try UnixListener.bind(path: socket)
             } else if let activated = UnixListener.fromSystemd() {
                 listener = activated
             } else {
                 Self.fail("no socket: run under systemd (touchgated.socket) or pass --socket PATH", status: 64)
             }
+        } catch let error as ServiceError {
+            Self.fail(error.message)
         } catch {
             Self.fail("\(error)")
         }
@@ -164,6 +192,21 @@ struct Touchgated: AsyncParsableCommand {
         logger.info("serving on \(socket ?? "the socket systemd passed")")
         await daemon.run()
         withExtendedLifetime(signalSources) {}
+    }
+
+    /// Makes the directory `socket` goes in (mode 0755: every user's clients reach the socket
+    /// through it) when it is missing and its parent exists, as systemd's socket unit does
+    /// for /run/touchgate; says what to run when it cannot.
+    static func makeSocketDirectory(for socket: String) throws(ServiceError) {
+        let directory = (socket as NSString).deletingLastPathComponent
+        guard !directory.isEmpty, mkdir(directory, 0o755) != 0 else {
+            chmod(directory, 0o755)  // past the umask
+            return
+        }
+        let number = errno
+        guard number != EEXIST else { return }
+        throw ServiceError(.error, "cannot make \(directory) for the socket (\(String(cString: strerror(number)))); "
+                           + "make it as root: sudo install -d -o touchgated -g touchgated -m 0755 \(directory)")
     }
 
     /// The daemon's logger: `touchgated: message` lines on standard error (the journal under systemd).

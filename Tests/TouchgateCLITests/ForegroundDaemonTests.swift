@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// touchgated without systemd: in the foreground as its own user it makes the socket's
+/// directory and serves; as root it refuses unless told; install-daemon.sh says exactly
+/// what to run where systemd is not.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct ForegroundDaemonTests {
+    /// Starts touchgated with `arguments`, prefixed by `wrapper`; its standard error is collected.
+    static func start(_ rig: DaemonRig, wrapper: [String], _ arguments: [String]) async throws
+        -> (BackgroundProcess, LineCollector) {
+        let command = wrapper + [rig.binDirectory + "/touchgated"] + arguments
+            + ["--fleet-config", rig.home.path("no-fleet.conf")]
+        let errors = LineCollector()
+        let process = try await BackgroundProcess.start(
+            command[0], Array(command.dropFirst()), environment: ["PATH": "/usr/bin:/bin", "FP_DRIVERS_WHITELIST": "virtual_image"],
+            error: .lines { errors.append($0) })
+        return (process, errors)
+    }
+
+    /// Waits up to 10 s for something to listen at `socket`.
+    static func listens(_ socket: String, while process: BackgroundProcess) async throws -> Bool {
+        for _ in 0..<100 where process.isRunning {
+            if let client = try? RawClient(path: socket) {
+                client.close()
+                return true
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+
+    /// setpriv to the daemon's user when root, as the README's foreground command does.
+    static var asDaemonUser: [String] {
+        getuid() == 0
+            ? ["/usr/bin/setpriv", "--reuid=\(DaemonRig.daemonUID)", "--regid=\(DaemonRig.daemonUID)", "--clear-groups", "--"]
+            : []
+    }
+
+    @Test("touchgated makes the socket's missing directory, mode 0755, and serves there")
+    func makesTheSocketDirectory() async throws {
+        let rig = try await DaemonRig()
+        if getuid() == 0 { chown(rig.home.path("run"), DaemonRig.daemonUID, DaemonRig.daemonUID) }
+        let directory = rig.home.path("run") + "/fresh"
+        let socket = directory + "/socket"
+        #expect(!FileManager.default.fileExists(atPath: directory))
+        let (process, errors) = try await Self.start(rig, wrapper: Self.asDaemonUser,
+                                                     ["--socket", socket, "--state-dir", rig.stateDirectory])
+        let listening = try await Self.listens(socket, while: process)
+        await process.terminate(signal: SIGTERM)
+        _ = await process.ended()
+        #expect(listening, "\(errors.lines)")
+        var info = stat()
+        #expect(lstat(directory, &info) == 0 && info.st_mode & 0o7777 == 0o755, "mode \(String(info.st_mode & 0o7777, radix: 8))")
+        if getuid() == 0 { #expect(info.st_uid == DaemonRig.daemonUID) }
+
+        // Where its user may not make the directory, it says what to run.
+        let (refused, said) = try await Self.start(rig, wrapper: Self.asDaemonUser,
+                                                   ["--socket", "/proc/touchgate-missing/socket", "--state-dir", rig.stateDirectory])
+        let status = await refused.ended()
+        #expect(status == 1, "\(said.lines)")
+        #expect(said.lines.joined().contains("cannot make /proc/touchgate-missing for the socket")
+                && said.lines.joined().contains("sudo install -d -o touchgated -g touchgated -m 0755 /proc/touchgate-missing"),
+                "\(said.lines)")
+    }
+
+    @Test("as root touchgated refuses to run, saying how to run it as its own user, unless given --allow-root")
+    func refusesRootUnlessAllowed() async throws {
+        guard getuid() == 0 else { return }  // only root can be refused for being root
+        let rig = try await DaemonRig()
+        let state = rig.home.path("root-state")
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let socket = rig.home.path("run/root.socket")
+        let (refused, said) = try await Self.start(rig, wrapper: [], ["--socket", socket, "--state-dir", state])
+        let status = await refused.ended()
+        let words = said.lines.joined(separator: "\n")
+        #expect(status == 64, "\(words)")
+        #expect(words.contains("refusing to run as root") && words.contains("--allow-root")
+                && words.contains("setpriv --reuid=touchgated --regid=touchgated --init-groups ")
+                && words.contains("--socket \(socket) --state-dir \(state)"), "\(words)")
+        #expect(!FileManager.default.fileExists(atPath: socket), "it listened before refusing")
+
+        let (allowed, _) = try await Self.start(rig, wrapper: [], ["--socket", socket, "--state-dir", state, "--allow-root"])
+        let listening = try await Self.listens(socket, while: allowed)
+        await allowed.terminate(signal: SIGTERM)
+        _ = await allowed.ended()
+        #expect(listening)
+    }
+
+    @Test("install-daemon.sh where systemd is not running installs nothing and prints the commands to run")
+    func installDaemonWithoutSystemd() async throws {
+        try #require(!FileManager.default.fileExists(atPath: "/run/systemd/system"),
+                     "this test needs a machine (or container) where systemd is not running")
+        let script = Fixtures.packageRoot.appendingPathComponent("scripts/install-daemon.sh").path
+        let result = try await runProgram("/bin/bash", [script], environment: ["PATH": "/usr/bin:/bin", "PREFIX": "/opt/tg-test"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("so nothing was installed"), "\(result.stderr)")
+        #expect(result.stderr.contains("/opt/tg-test/libexec/touchgated --socket /run/touchgate/socket --state-dir /var/lib/touchgate"),
+                "\(result.stderr)")
+        #expect(result.stderr.contains("TOUCHGATE_SOCKET=/run/touchgate/socket"))
+        #expect(!FileManager.default.fileExists(atPath: "/opt/tg-test"))
+    }
+}
