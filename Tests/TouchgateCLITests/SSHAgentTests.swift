@@ -518,7 +518,8 @@ struct SSHAgentTests {
         // The shell's commands reach the agent, which holds it, and serve as ever.
         let hosted = try await touchgate(["status", "--json"])
         #expect(locked(hosted) == false && hosted.json?["mode"] as? String == "personal", "\(hosted.stdout) \(hosted.stderrLines)")
-        #expect((hosted.json?["trust-boundary"] as? String ?? "").hasPrefix("touchgate agent"), "\(hosted.stdout)")
+        let boundary = hosted.json?["trust-boundary"] as? String ?? ""
+        #expect(boundary.hasPrefix("touchgate agent"), "\(hosted.stdout)")
         let added = try await touchgate(["secret", "add", "note", "--policy", "biometry-any"], stdin: Data("kept here\n".utf8))
         #expect(added.status == 0, "\(added.stderrLines)")
         let released = try await touchgate(["secret", "get", "note"], presenting: ["whorl"])
