@@ -102,14 +102,24 @@ struct Askpass: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "list", abstract: "Show which prompts map to which items.")
 
+        @OptionGroup var common: CommonOptions
+
         func run() async throws {
-            try await CommandRunner.run(json: false) { _ in
-                for mapping in try HelperSettings.load().askpass {
-                    Console.write("\(StoredText.escaped(mapping.pattern)) -> \(StoredText.escaped(mapping.item))\n", to: 1)
-                }
+            try await CommandRunner.run(json: common.json) { console in
+                let mappings = try HelperSettings.load().askpass
+                var table = TextTable("PROMPT PATTERN", "SECRET")
+                for mapping in mappings { table.add(StoredText.escaped(mapping.pattern), StoredText.escaped(mapping.item)) }
+                console.result("mappings", AskpassMappings(mappings: mappings),
+                               text: mappings.isEmpty ? "no prompts mapped; add one: touchgate askpass map PATTERN ITEM"
+                                   : table.text)
                 return ExitStatus.success
             }
         }
+    }
+
+    /// `{"mappings": [{"pattern": …, "item": …}]}`.
+    struct AskpassMappings: Encodable {
+        let mappings: [HelperSettings.KeyMapping]
     }
 }
 

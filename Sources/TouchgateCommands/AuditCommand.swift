@@ -56,7 +56,7 @@ struct Audit: AsyncParsableCommand {
                                    text: records.isEmpty ? Self.none(unfiltered) : records.map(Self.line).joined(separator: "\n"))
                     return ExitStatus.success
                 }
-                var lines = records.isEmpty ? [Self.none(unfiltered)] : records.map(Self.line)
+                var lines = [records.isEmpty ? Self.none(unfiltered) : Self.table(records)]
                 if let limit = request.limit, records.count == limit {
                     let more = try await service.auditCount(request) - records.count
                     if more > 0 {
@@ -69,6 +69,17 @@ struct Audit: AsyncParsableCommand {
             }
             // Paged once the request is over, so that Ctrl-C in the pager cancels nothing.
             if let text = page.text { await Pager.show(text, allowed: !noPager) }
+        }
+
+        /// The records as a table, for a terminal (a pipe gets ``line(_:)``s, for grep).
+        static func table(_ records: [AuditRecordReport]) -> String {
+            var table = TextTable("SEQ", "TIME", "USER", "EVENT", "OUTCOME", "ITEM", "REASON")
+            for record in records {
+                table.add("#\(record.seq)", record.time.formatted(.iso8601), StoredText.escaped(record.login),
+                          StoredText.escaped(record.event), StoredText.escaped(record.outcome),
+                          record.item.map { StoredText.escaped($0) } ?? "", StoredText.escaped(record.reason))
+            }
+            return table.text
         }
 
         /// One record on one line: `#seq time login event outcome 'item': reason`.

@@ -121,15 +121,30 @@ struct Pinentry: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "list", abstract: "Show the keygrip mappings and the fallback.")
 
+        @OptionGroup var common: CommonOptions
+
         func run() async throws {
-            try await CommandRunner.run(json: false) { _ in
+            try await CommandRunner.run(json: common.json) { console in
                 let settings = try HelperSettings.load()
-                for (grip, item) in settings.pinentryKeys.sorted(by: { $0.key < $1.key }) {
-                    Console.write("\(grip) -> \(StoredText.escaped(item))\n", to: 1)
-                }
-                Console.write("fallback: \(settings.pinentryFallback ?? "none")\n", to: 1)
+                let keys = settings.pinentryKeys.sorted(by: { $0.key < $1.key })
+                var table = TextTable("KEYGRIP", "SECRET")
+                for (grip, item) in keys { table.add(StoredText.escaped(grip), StoredText.escaped(item)) }
+                let mapped = keys.isEmpty ? "no keys mapped; add one: touchgate pinentry map KEYGRIP ITEM" : table.text
+                console.result("pinentry", PinentryMappings(keys: keys.map { PinentryMappings.Key(keygrip: $0.key, item: $0.value) },
+                                                            fallback: settings.pinentryFallback),
+                               text: mapped + "\nfallback: \(settings.pinentryFallback.map(StoredText.escaped) ?? "none")")
                 return ExitStatus.success
             }
         }
+    }
+
+    /// `{"keys": [{"keygrip": …, "item": …}], "fallback": …}`.
+    struct PinentryMappings: Encodable {
+        struct Key: Encodable {
+            let keygrip: String
+            let item: String
+        }
+        let keys: [Key]
+        let fallback: String?
     }
 }

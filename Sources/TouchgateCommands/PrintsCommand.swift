@@ -38,16 +38,18 @@ struct Prints: AsyncParsableCommand {
         }
 
         static func text(_ list: PrintListReport) -> String {
-            var lines = list.prints.map { print in
-                StoredText.escaped("\(print.user)  \(print.finger)  \(print.driver)/\(print.deviceID)  "
-                                   + day(print.enrolled)) + (print.onDevice ? "  (on reader)" : "")
-                    + (print.readerState.map { "  " + describe($0) } ?? "")
+            var table = TextTable("USER", "FINGER", "READER", "ENROLLED", "STATE")
+            for print in list.prints {
+                let state = [print.onDevice ? "stored on the reader" : nil, print.readerState.map(describe)]
+                table.add(StoredText.escaped(print.user), print.finger, StoredText.escaped("\(print.driver)/\(print.deviceID)"),
+                          day(print.enrolled), state.compactMap { $0 }.joined(separator: "; "))
             }
-            if lines.isEmpty { lines.append("no prints enrolled") }
             for orphan in list.orphans {
-                lines.append(StoredText.escaped("?  \(orphan.summary)  \(orphan.driver)/\(orphan.deviceID)  ")
-                             + describe(.orphan))
+                table.add("?", StoredText.escaped(orphan.summary), StoredText.escaped("\(orphan.driver)/\(orphan.deviceID)"), "",
+                          describe(.orphan))
             }
+            var lines = [list.prints.isEmpty && list.orphans.isEmpty ? "no prints enrolled" : table.text]
+            if list.prints.isEmpty && !list.orphans.isEmpty { lines.insert("no prints enrolled", at: 0) }
             for reader in list.readers {
                 if !reader.compared || reader.note != nil {
                     lines.append(StoredText.escaped("note: \(reader.driver)/\(reader.deviceID): "

@@ -72,14 +72,17 @@ public struct ItemList: Encodable, Sendable {
         self.items = items
     }
 
-    /// `secret list` for people: one line per item, its name and policy.
+    /// `secret list` for people: a table of the items, their policies and what to know of them.
     public static func text(_ items: [ItemReport]) -> String {
-        items.isEmpty ? "no secrets stored" : items.map { item in
-            var line = StoredText.escaped("\(item.name)  \(item.policy)")
-            if item.fresh { line += "  (fresh touch)" }
-            if item.invalidated { line += "  (invalidated: fingers changed; store it again)" }
-            return line
-        }.joined(separator: "\n")
+        guard !items.isEmpty else { return "no secrets stored" }
+        var table = TextTable("NAME", "POLICY", "NOTES")
+        for item in items {
+            var notes: [String] = []
+            if item.fresh { notes.append("a touch every time (--fresh)") }
+            if item.invalidated { notes.append("invalidated: fingers changed; store it again") }
+            table.add(StoredText.escaped(item.name), StoredText.escaped(item.policy), notes.joined(separator: "; "))
+        }
+        return table.text
     }
 }
 

@@ -51,8 +51,18 @@ struct EnrollmentBindingTests {
         for value in ["only-this-set", "any-finger", "finger-or-passphrase"] {
             #expect(!list.stdout.contains(value), "secret list never shows values")
         }
+        // For people, a table: a header and one aligned row per item, invalidated ones saying so.
         let text = try await vault.run(["secret", "list"])
-        #expect(text.stdout.contains("bound  biometry-current-set"))
+        let rows = text.stdout.split(separator: "\n").map(String.init)
+        #expect(rows.count == 4 && rows[0].hasPrefix("NAME ") && rows[0].contains("POLICY") && rows[0].hasSuffix("NOTES"),
+                "\(text.stdout)")
+        let policyColumn = rows[0].range(of: "POLICY").map { rows[0].distance(from: rows[0].startIndex, to: $0.lowerBound) }
+        for row in rows.dropFirst() {
+            let policy = row.dropFirst(policyColumn ?? 0)
+            #expect(policy.hasPrefix("biometry-"), "the policy column is aligned: \(text.stdout)")
+        }
+        #expect(rows.contains { $0.hasPrefix("bound ") && $0.contains("biometry-current-set")
+                                && $0.hasSuffix("invalidated: fingers changed; store it again") }, "\(text.stdout)")
         // The wrapped keys are gone from the file, not just flagged.
         #expect(try await vault.sql("SELECT count(*) FROM vault_item WHERE wrapped_key IS NULL") == "2")
         let trail = try await vault.run(["audit", "export"]).stdout

@@ -71,6 +71,14 @@ struct PinentryTests {
             let mapped = try await rig.vault.run(["pinentry", "map", grip, "gpg-test-key"])
             try #require(mapped.status == 0, "pinentry map: \(mapped.stderrLines)")
         }
+        // Listed as a table for people, as fields with --json.
+        let fields = try await rig.vault.run(["pinentry", "list", "--json"])
+        let keys = fields.json?["keys"] as? [[String: Any]] ?? []
+        #expect(Set(keys.compactMap { $0["keygrip"] as? String }) == Set(keyring.keygrips)
+                && keys.allSatisfy { $0["item"] as? String == "gpg-test-key" }, "\(fields.stdout)")
+        let listed = try await rig.vault.run(["pinentry", "list"])
+        #expect(listed.stdout.hasPrefix("KEYGRIP") && keyring.keygrips.allSatisfy { listed.stdout.contains("\($0)  gpg-test-key") }
+                && listed.stdout.contains("fallback: "), "\(listed.stdout)")
 
         let plain = rig.home.path("plain.txt"), sealed = rig.home.path("plain.txt.gpg")
         try Data("the plaintext\n".utf8).write(to: URL(fileURLWithPath: plain))

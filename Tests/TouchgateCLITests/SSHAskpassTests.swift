@@ -33,6 +33,14 @@ struct SSHAskpassTests {
             try #require(made.status == 0, "ssh-keygen: \(made.stderrLines)")
             let mapped = try await rig.vault.run(["askpass", "map", keyPath, "ssh-test-key"])
             try #require(mapped.status == 0, "askpass map: \(mapped.stderrLines)")
+            // Listed as a table for people, as fields with --json.
+            let listed = try await rig.vault.run(["askpass", "list"])
+            #expect(listed.stdout.hasPrefix("PROMPT PATTERN") && listed.stdout.contains("\(keyPath)  ssh-test-key"),
+                    "\(listed.stdout)")
+            let fields = try await rig.vault.run(["askpass", "list", "--json"])
+            let mappings = fields.json?["mappings"] as? [[String: Any]]
+            #expect(mappings?.count == 1 && mappings?.first?["pattern"] as? String == keyPath
+                    && mappings?.first?["item"] as? String == "ssh-test-key", "\(fields.stdout)")
             // The agent runs askpass itself for ssh-add -c keys: it gets the helper's environment.
             let agentSocket = rig.home.path("agent.sock")
             var environment = rig.environment
