@@ -38,8 +38,14 @@ final class SSHAgentServer: Sendable {
     /// The extensions this agent answers, as the `query` extension lists them.
     static let extensions = ["query", SessionBind.extensionName, SecurityKeyRequest.enrollName, SecurityKeyRequest.signName]
 
-    init(requests: any TouchgateRequests, listener: UnixListener, console: Console) throws(ServiceError) {
+    /// Whether listings are answered on the waiting thread: only where the service is hosted
+    /// in this process and answers from memory. Forwarded to touchgated, a listing connects
+    /// to its socket, which blocks while the daemon's queue of connections is full.
+    private let listsOnWaitingThread: Bool
+
+    init(requests: any TouchgateRequests, hostedHere: Bool, listener: UnixListener, console: Console) throws(ServiceError) {
         self.requests = requests
+        listsOnWaitingThread = hostedHere
         self.listener = listener
         self.console = console
         do {
@@ -159,12 +165,12 @@ final class SSHAgentServer: Sendable {
         }
     }
 
-    /// Starts answering `body`: a listing on the waiting thread itself (it only reads what
-    /// the service keeps; measured, handing it to a thread of the pool and back cost a
-    /// listing a third of its time in the agent), anything else on the pool (a signature
-    /// waits for a finger, an unlock derives a key).
+    /// Starts answering `body`: a listing on the waiting thread itself where the service is
+    /// hosted here (it only reads what the service keeps; measured, handing it to a thread
+    /// of the pool and back cost a listing a third of its time in the agent), anything else
+    /// on the pool (a signature waits for a finger, an unlock derives a key).
     private func answer(_ connection: AgentConnection, _ body: [UInt8]) {
-        if body == [AgentNumber.requestIdentities] {
+        if listsOnWaitingThread && body == [AgentNumber.requestIdentities] {
             Task(executorPreference: waitingThread) { await self.answerAll(connection, first: body, onWaitingThread: true) }
         } else {
             Task { await self.answerAll(connection, first: body, onWaitingThread: false) }

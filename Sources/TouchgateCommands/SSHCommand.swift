@@ -160,7 +160,8 @@ struct Agent: AsyncParsableCommand {
                 requests = hosted.requests
                 hosting = hosted
             }
-            let server = try SSHAgentServer(requests: requests, listener: listener, console: console)
+            let server = try SSHAgentServer(requests: requests, hostedHere: hosting != nil, listener: listener,
+                                             console: console)
             let hosted = hosting
             let served = Task { await hosted?.serve() }
             await withTaskCancellationHandler {

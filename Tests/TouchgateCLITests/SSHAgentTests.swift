@@ -417,6 +417,56 @@ struct SSHAgentTests {
         daemon.stop()
     }
 
+    @Test("forwarding to a touchgated that accepts no connection, the agent still serves its other clients at once")
+    func aStalledDaemonHoldsOnlyTheRequestsForwardedToIt() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        // A "daemon" that listens and never accepts, its queue of connections full: a
+        // connect to it blocks.
+        let stalledPath = rig.home.path("stalled.sock")
+        let stalled = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(stalled) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: stalledPath.utf8)
+            raw[stalledPath.utf8.count] = 0
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(stalled, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(bound == 0 && listen(stalled, 0) == 0)
+        var fillers: [Int32] = []
+        defer { fillers.forEach { close($0) } }
+        for _ in 0..<8 {
+            let filler = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            fillers.append(filler)
+            if connected != 0 { break }  // EAGAIN: the queue is full
+        }
+
+        let agentSocket = rig.home.path("agent.sock")
+        var environment = rig.environment
+        environment["TOUCHGATE_SOCKET"] = stalledPath
+        let agent = try await BackgroundProgram(rig.bin + "/touchgate", ["agent", "--json", "--socket", agentSocket],
+                                                environment: environment, finger: nil)
+        try await waitForSocket(agentSocket)
+        // A listing is forwarded, and waits on the stalled daemon.
+        let waiting = try RawClient(path: agentSocket)
+        defer { waiting.close() }
+        waiting.send([0, 0, 0, 1, 11])
+        try await Task.sleep(for: .milliseconds(300))
+        // Another client, meanwhile: the agent answers what it answers itself, at once.
+        let started = Date()
+        let query = Array("query".utf8)
+        let asked = try await rawExchange(agentSocket, [0, 0, 0, UInt8(5 + query.count), 27, 0, 0, 0, UInt8(query.count)] + query)
+        #expect(asked.count > 5 && asked[4] == 29, "\(asked)")
+        #expect(Date().timeIntervalSince(started) < 2, "answered after \(Date().timeIntervalSince(started)) s")
+        await agent.stop()
+    }
+
     /// ECDSA P-256 keys: one sealed from a file by ssh-add, one made in the vault; both
     /// listed as their public files say, both sign what ssh-keygen verifies, and the made
     /// one logs in to a real sshd.
