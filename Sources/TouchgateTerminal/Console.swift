@@ -23,6 +23,10 @@ public struct Console: Sendable {
             Self.write(WireCoding.line(event) + "\n", to: 2)
             return
         }
+        if Self.standardErrorIsTerminal, let drawn = ProgressLine.shared.render(event) {
+            FileOutput.write(drawn, to: 2)
+            return
+        }
         if let line = TerminalText.line(for: event.event, message: event.message) {
             Self.write(line + "\n", to: 2)
         }
@@ -57,10 +61,16 @@ public struct Console: Sendable {
         }
     }
 
-    /// Writes all of `text` to a file descriptor (1 or 2), unbuffered (``FileOutput``).
+    /// Writes all of `text` to a file descriptor (1 or 2), unbuffered (``FileOutput``), after
+    /// ending an enrollment bar left open on the terminal (``ProgressLine``).
     public static func write(_ text: String, to fd: Int32) {
+        let ended = ProgressLine.shared.close()
+        if !ended.isEmpty { FileOutput.write(ended, to: 2) }
         FileOutput.write(text, to: fd)
     }
+
+    /// Whether standard error is a terminal that can redraw a line (not TERM=dumb).
+    static let standardErrorIsTerminal = isatty(2) == 1 && getenv("TERM").map { String(cString: $0) } != "dumb"
 }
 
 /// A failure as one JSON line: `{"event"|"result": …, "error": code, "message": …, …}`.
