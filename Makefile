@@ -9,7 +9,7 @@
 #   make install-udev     the udev rules and hwdb that give the user at the seat the reader
 #                         (udev/README.md); reloads udev unless DESTDIR is set
 #   make daemon           release build of the system daemon, touchgated
-#   make install-daemon   the system daemon touchgated (README, "System daemon"): the binary in
+#   make install-daemon   the system daemon touchgated (docs/DAEMON.md): the binary in
 #                         libexec/, its systemd socket and service units, its sysusers.d user,
 #                         the hwdb and the udev rule giving its group the readers; on the
 #                         running system (no DESTDIR) also creates the user and reloads
@@ -20,7 +20,7 @@
 #                         in /var/lib/touchgate and its user stay)
 #   make bench            the benchmark suite (bench/run.sh); writes BENCHMARKS.md
 #   make pam              pam_touchgate.so, the PAM module (C, libpam only), into $(PAMBUILD)
-#   make install-pam      installs it into $(DESTDIR)$(PAMDIR) (README, "Integrations", "PAM");
+#   make install-pam      installs it into $(DESTDIR)$(PAMDIR) (docs/INTEGRATIONS.md, "PAM");
 #                         uninstall-pam removes it. No PAM stack is changed: that is yours to edit
 #   make sk               libtouchgate-sk.so, the OpenSSH security-key provider (C, libc only),
 #                         into $(SKBUILD); `make install` puts it in $(LIBDIR)/touchgate/
@@ -120,19 +120,19 @@ install: all sk
 	install -m 0755 $(BINARY) $(DESTDIR)$(BINDIR)/touchgate
 	install -m 0755 $(CLI) $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-cli
 	install -m 0755 $(CLIENT) $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-client
-	# The helpers are touchgate under other names (README, "Integrations").
+	# The helpers are touchgate under other names (docs/INTEGRATIONS.md).
 	for helper in $(HELPERS); do ln -sf touchgate $(DESTDIR)$(BINDIR)/$$helper; done
 	install -m 0644 $(MANOUT)/*.1 $(DESTDIR)$(MAN1DIR)/
 	install -m 0644 $(COMPOUT)/touchgate $(DESTDIR)$(BASHCOMPDIR)/touchgate
 	install -m 0644 $(COMPOUT)/_touchgate $(DESTDIR)$(ZSHCOMPDIR)/_touchgate
 	install -m 0644 $(COMPOUT)/touchgate.fish $(DESTDIR)$(FISHCOMPDIR)/touchgate.fish
-	# touchgate agent in each user's systemd instance (README, "ssh").
+	# touchgate agent in each user's systemd instance (docs/INTEGRATIONS.md, "ssh").
 	install -d $(DESTDIR)$(SYSTEMDUSERUNITDIR)
 	install -m 0644 systemd/touchgate-agent.socket $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.socket
 	sed 's|^ExecStart=/usr/local/bin/touchgate |ExecStart=$(BINDIR)/touchgate |' systemd/touchgate-agent.service \
 		> $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.service
-	# The security-key provider ssh loads (README, "ssh").
+	# The security-key provider ssh loads (docs/INTEGRATIONS.md, "ssh").
 	install -d $(DESTDIR)$(LIBDIR)/touchgate
 	install -m 0644 $(SKBUILD)/libtouchgate-sk.so $(DESTDIR)$(LIBDIR)/touchgate/libtouchgate-sk.so
 

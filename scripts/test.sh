@@ -14,7 +14,7 @@ swift build --build-tests
 # hundreds of daemons, virtual readers, gpg-agents and PostgreSQL servers at a time, and
 # timing-dependent failures in a different suite each run (a virtual finger's scan unmatched
 # after its reader timed out, gpg's key generation outliving its timeout). Four at a time
-# keeps both cores busy and the whole run as short (README, "Tests").
+# keeps both cores busy and the whole run as short (docs/TESTING.md).
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-4}"
 if [ $# -gt 0 ]; then
   exec swift test --skip-build "$@"

@@ -1,4 +1,4 @@
-/// The documented exit statuses of `touchgate` (README "Exit codes"). Keep the two in step.
+/// The documented exit statuses of `touchgate` (docs/COMMANDS.md, "Exit codes"). Keep the two in step.
 public enum ExitStatus {
     /// Success; for verify and identify, a match.
     public static let success: Int32 = 0

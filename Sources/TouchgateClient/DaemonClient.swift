@@ -172,7 +172,7 @@ extension DaemonClient {
                                 + "Check with: systemctl status touchgated.socket")
         }
         let start = socketPath == Invocation.systemSocket
-            ? "start it: sudo systemctl start touchgated.socket (without systemd, see the README's \"Without systemd\")"
+            ? "start it: sudo systemctl start touchgated.socket (without systemd: touchgated --help says how to run it)"
             : "start touchgated with --socket \(socketPath), or name another socket in TOUCHGATE_SOCKET"
         return ServiceError(.daemonUnavailable, "touchgated is not running (nothing answers at \(socketPath)), and your "
                             + "vault is in its store; \(start). To use a personal vault of your own instead, set "

@@ -260,9 +260,9 @@ extension Audit {
             commandName: "ship",
             abstract: "Send the records the fleet collector does not hold yet, then the seal.",
             discussion: """
-                Reads the root-owned fleet configuration (default \(Vocabulary.fleetConfiguration); README, \
-                "Fleet") and sends this trail's new records to the collector's PostgreSQL database in \
-                batches, one transaction each, then the signed seal. A local cursor moves only after \
+                Reads the root-owned fleet configuration (default \(Vocabulary.fleetConfiguration); \
+                docs/FLEET.md) and sends this trail's new records to the collector's PostgreSQL \
+                database in batches, one transaction each, then the signed seal. A local cursor moves only after \
                 each commit, so an interrupted shipment loses nothing and repeats nothing: run it again. \
                 Through touchgated, the daemon ships with its own configuration: your trail, or \
                 as root every user's (one line, or JSON line, per trail). \

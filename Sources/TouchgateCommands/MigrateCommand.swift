@@ -28,7 +28,7 @@ struct Migrate: AsyncParsableCommand {
             guard let daemon = service as? DaemonClient, daemon.mode == .system else {
                 throw ServiceError(.daemonUnavailable, "touchgated is not running (no socket at "
                                        + "\(ServiceChoice.systemSocket)), so there is nowhere to move the vault; "
-                                       + "install and start it (see the README's \"System daemon\"), then run "
+                                       + "install and start it (see docs/DAEMON.md), then run "
                                        + "touchgate migrate again")
             }
             let report = try await ServiceChoice.requiredHost

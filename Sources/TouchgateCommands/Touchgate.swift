@@ -20,7 +20,7 @@ struct Touchgate: AsyncParsableCommand {
             7 locked out, 8 authentication needed or refused, 9 already exists, 10 not found, \
             11 refused (not confirmed, retention, weak passphrase), 13 no room (disk full, quota), 64 usage, 75 changed meanwhile: \
             try again, 127 `secret exec` could not start the command, 130 cancelled. See man touchgate \
-            and the README's "Exit codes" and "JSON".
+            and docs/COMMANDS.md, "Exit codes" and "JSON".
             """,
         version: version,
         subcommands: [

@@ -31,7 +31,7 @@ public struct FleetShipping: Sendable {
         } catch where error.code == .notFound {
             throw ServiceError(.notFound, "touchgated has no fleet configuration at "
                                + "\(StoredText.escaped(configurationPath)): root creates it to have the trails "
-                               + "shipped (README, \"Fleet\")")
+                               + "shipped (docs/FLEET.md)")
         }
     }
 

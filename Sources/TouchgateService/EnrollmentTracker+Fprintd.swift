@@ -29,7 +29,7 @@ import TouchgateVault
 // guards them): destroying every key bound to another digest would also destroy the items
 // bound to Touchgate's own prints whenever the fprintd set moved. The one change fprintd's
 // API cannot show is a finger deleted and enrolled again between two Touchgate requests:
-// the names are the same and fprintd publishes nothing else about its prints. The README
+// the names are the same and fprintd publishes nothing else about its prints. docs/READERS.md
 // says so.
 extension EnrollmentTracker {
     /// The state key of the fprintd counter and last seen set for `user`.

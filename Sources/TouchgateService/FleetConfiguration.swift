@@ -57,7 +57,7 @@ public struct FleetConfiguration: Sendable, Equatable {
         guard descriptor >= 0 else {
             let reason = String(cString: strerror(errno))
             if errno == ENOENT {
-                throw ServiceError(.notFound, "no fleet configuration at \(shown): create it as root (README, \"Fleet\"), "
+                throw ServiceError(.notFound, "no fleet configuration at \(shown): create it as root (docs/FLEET.md), "
                                    + "or name another with --config FILE")
             }
             throw ServiceError(.forbidden, "cannot open the fleet configuration \(shown): \(reason) (a symbolic link is refused)")

@@ -5,7 +5,7 @@ import TouchgateService
 import TouchgateVault
 import TouchgateAPI
 
-/// `touchgate-collector`: the fleet's central verifier and query tool (README, "Fleet").
+/// `touchgate-collector`: the fleet's central verifier and query tool (docs/FLEET.md).
 @main
 struct Collector: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -101,13 +101,13 @@ struct DaemonAttackTests {
 
         // The whole directory, audit key and all, put back as it was: a self-consistent older
         // state. Nothing in it tells it from the real one, so the lockout is gone. Only root
-        // or the daemon's own uid can do this (the test above: the user cannot); the README's
-        // table says so.
+        // or the daemon's own uid can do this (the test above: the user cannot); docs/DAEMON.md's
+        // table ("What each mode protects against") says so.
         #expect(try await Self.run(as: 0, ["/bin/rm", "-rf", store]).status == 0)
         #expect(try await Self.run(as: 0, ["/bin/cp", "-a", before, store]).status == 0)
         let restored = try await rig.run(["verify", "--json"], presenting: ["whorl"], as: Self.user)
         #expect(restored.status == 0,
-                "a whole-directory rollback by root is now detected: update this test and the README (\(restored.status))")
+                "a whole-directory rollback by root is now detected: update this test and docs/DAEMON.md (\(restored.status))")
         let shownRestored = try await rig.run(["status", "--json"], as: Self.user)
         #expect(lockout(shownRestored) == false && shownRestored.json?["problem"] == nil, "\(shownRestored.stdout)")
     }

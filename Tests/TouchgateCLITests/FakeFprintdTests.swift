@@ -16,7 +16,7 @@ import Glibc
 /// the boundary already (it can read the unlocked vault key from your keyring), so a faked
 /// match gives it nothing new. These tests pin what Touchgate does defend: it asks the
 /// question itself and takes only an answer to that question, and it never prints a
-/// name from the bus unescaped. See README, "Security model".
+/// name from the bus unescaped. See docs/SECURITY.md.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct FakeFprintdTests {
     /// A private bus with a fake fprintd (python3-dbus) that answers every VerifyStart with

@@ -4,7 +4,7 @@ import TouchgatePolicy
 import TouchgateTestSupport
 import TouchgateVault
 
-/// The fleet's audit trail against its own database administrator (README, "Fleet": what
+/// The fleet's audit trail against its own database administrator (docs/FLEET.md: what
 /// the log proves): each attack is made with plain SQL on a real PostgreSQL server, and
 /// each is caught by `touchgate-collector verify`, by a witness, or by the machine at its
 /// next shipment.

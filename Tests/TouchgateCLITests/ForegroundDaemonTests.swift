@@ -34,7 +34,7 @@ struct ForegroundDaemonTests {
         return false
     }
 
-    /// setpriv to the daemon's user when root, as the README's foreground command does.
+    /// setpriv to the daemon's user when root, as the foreground command in docs/DAEMON.md does.
     static var asDaemonUser: [String] {
         getuid() == 0
             ? ["/usr/bin/setpriv", "--reuid=\(DaemonRig.daemonUID)", "--regid=\(DaemonRig.daemonUID)", "--clear-groups", "--"]

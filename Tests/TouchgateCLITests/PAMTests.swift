@@ -291,7 +291,7 @@ struct PAMTests {
             #expect(stored.status == 0, "\(stored.stderrLines)")
         }
         let database = try await pam.passwordDatabase("db", user: "nobody", password: "keyring password")
-        // The README's stack, with pam_userdb standing for the password path after it.
+        // The stack in docs/INTEGRATIONS.md, with pam_userdb standing for the password path after it.
         func stack(_ item: String) throws -> String {
             try pam.stack("greeter-\(item)", [
                 "auth [success=ok default=2] \(pam.module) socket=\(pam.socket) authtok-from=\(item) max-tries=1",
