@@ -18,8 +18,9 @@ struct Touchgate: AsyncParsableCommand {
             or match, 1 no match, 2 no reader, 3 nothing enrolled, 4 reader disconnected, 5 reader \
             error, 6 damaged or tampered data (the message names the fix, often `touchgate repair`), \
             7 locked out, 8 authentication needed or refused, 9 already exists, 10 not found, \
-            11 refused (not confirmed, retention, weak passphrase), 13 no room (disk full, quota), 64 usage, 75 changed meanwhile: \
-            try again, 127 `secret exec` could not start the command, 130 cancelled. See man touchgate \
+            11 refused (not confirmed, retention, weak passphrase), 12 audit ship: the collector unreachable and the backlog full, \
+            13 no room (disk full, quota), 64 usage, 69 the fleet collector cannot be reached, 75 changed \
+            meanwhile: try again, 127 `secret exec` could not start the command, 130 cancelled. See man touchgate \
             and docs/COMMANDS.md, "Exit codes" and "JSON".
             """,
         version: version,
