@@ -478,18 +478,9 @@ final class RawClient: @unchecked Sendable {
     private var received: [UInt8] = []
 
     init(path: String) throws {
-        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: path.utf8)
-            raw[path.utf8.count] = 0
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
+        let made = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        descriptor = made
+        let connected = withUnixAddress(path) { connect(made, $0, $1) }
         guard connected == 0 else {
             let number = errno
             Glibc.close(descriptor)
@@ -557,5 +548,18 @@ final class RawClient: @unchecked Sendable {
 
     func close() {
         Glibc.close(descriptor)
+    }
+}
+
+/// Calls `body` with `path` as a Unix socket address (for connect and bind).
+func withUnixAddress<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        raw.copyBytes(from: path.utf8)
+        raw[path.utf8.count] = 0
+    }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
     }
 }

@@ -166,17 +166,7 @@ final class DaemonRig: @unchecked Sendable {
     private func connectOnce() throws -> Bool {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(descriptor) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: socketPath.utf8)
-            raw[socketPath.utf8.count] = 0
-        }
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        } == 0
+        return withUnixAddress(socketPath) { connect(descriptor, $0, $1) } == 0
     }
 
     /// A client environment: the daemon's socket, and a HOME of its own that the personal

@@ -426,23 +426,12 @@ struct SSHAgentTests {
         let stalledPath = rig.home.path("stalled.sock")
         let stalled = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(stalled) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: stalledPath.utf8)
-            raw[stalledPath.utf8.count] = 0
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(stalled, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        try #require(bound == 0 && listen(stalled, 0) == 0)
+        try #require(withUnixAddress(stalledPath, { bind(stalled, $0, $1) }) == 0 && listen(stalled, 0) == 0)
         var fillers: [Int32] = []
         defer { fillers.forEach { close($0) } }
         for _ in 0..<8 {
             let filler = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
+            let connected = withUnixAddress(stalledPath) { connect(filler, $0, $1) }
             fillers.append(filler)
             if connected != 0 { break }  // EAGAIN: the queue is full
         }
