@@ -46,6 +46,7 @@ PREFIX        ?= /usr/local
 DESTDIR       ?=
 BINDIR        ?= $(PREFIX)/bin
 MAN1DIR       ?= $(PREFIX)/share/man/man1
+MAN8DIR       ?= $(PREFIX)/share/man/man8
 BASHCOMPDIR   ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR    ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR   ?= $(PREFIX)/share/fish/vendor_completions.d
@@ -102,9 +103,9 @@ $(CLIENT): $(SOURCES)
 	$(call SWIFTPM,build) -c $(CONFIGURATION) --product touchgate-client
 	touch $@
 
-# One page per command (touchgate.1, touchgate.secret.get.1, …), from the command
-# definitions in the built binary. The plugin builds the package's products first.
-$(MANOUT)/touchgate.1: $(BINARY)
+# One page per command (touchgate.1, touchgate.secret.get.1, …, and touchgated.1), from the
+# command definitions in the built binaries. The plugin builds the package's products first.
+$(MANOUT)/touchgate.1: $(BINARY) $(DAEMON)
 	rm -rf $(MANOUT)
 	$(call SWIFTPM,package) plugin generate-manual --configuration $(CONFIGURATION) --multi-page --date $(MANDATE)
 
@@ -123,6 +124,8 @@ install: all sk
 	# The helpers are touchgate under other names (docs/INTEGRATIONS.md).
 	for helper in $(HELPERS); do ln -sf touchgate $(DESTDIR)$(BINDIR)/$$helper; done
 	install -m 0644 $(MANOUT)/*.1 $(DESTDIR)$(MAN1DIR)/
+	# The helpers' pages point at their commands' (man touchgate-askpass: touchgate.askpass.1).
+	for helper in $(HELPERS); do install -m 0644 man/$$helper.1 $(DESTDIR)$(MAN1DIR)/; done
 	install -m 0644 $(COMPOUT)/touchgate $(DESTDIR)$(BASHCOMPDIR)/touchgate
 	install -m 0644 $(COMPOUT)/_touchgate $(DESTDIR)$(ZSHCOMPDIR)/_touchgate
 	install -m 0644 $(COMPOUT)/touchgate.fish $(DESTDIR)$(FISHCOMPDIR)/touchgate.fish
@@ -137,7 +140,7 @@ install: all sk
 	install -m 0644 $(SKBUILD)/libtouchgate-sk.so $(DESTDIR)$(LIBDIR)/touchgate/libtouchgate-sk.so
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(HELPERS))
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(HELPERS)) $(addprefix $(DESTDIR)$(MAN1DIR)/,$(addsuffix .1,$(HELPERS)))
 	rm -f $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-cli $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-client
 	-rmdir $(DESTDIR)$(LIBEXECDIR)/touchgate
 	rm -f $(DESTDIR)$(BINDIR)/touchgate $(DESTDIR)$(MAN1DIR)/touchgate.1 $(DESTDIR)$(MAN1DIR)/touchgate.*.1 \
@@ -174,10 +177,12 @@ $(DAEMON): $(SOURCES)
 # needs the group to exist when it applies the rule), then systemd and udev reload.
 SYSTEMD_RUNNING = [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null
 
-install-daemon: $(DAEMON)
+install-daemon: $(DAEMON) $(MANOUT)/touchgate.1
 	install -d $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
-		$(DESTDIR)$(UDEVDIR)/hwdb.d $(DESTDIR)$(UDEVDIR)/rules.d
+		$(DESTDIR)$(UDEVDIR)/hwdb.d $(DESTDIR)$(UDEVDIR)/rules.d $(DESTDIR)$(MAN1DIR)
 	install -m 0755 $(DAEMON) $(DESTDIR)$(LIBEXECDIR)/touchgated
+	# Made by the same plugin run as touchgate's pages.
+	install -m 0644 $(dir $(MANOUT))touchgated/touchgated.1 $(DESTDIR)$(MAN1DIR)/touchgated.1
 	sed 's|^ExecStart=/usr/local/libexec/touchgated|ExecStart=$(LIBEXECDIR)/touchgated|' systemd/touchgated.service \
 		> $(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.service
@@ -192,7 +197,7 @@ install-daemon: $(DAEMON)
 
 uninstall-daemon:
 	@if $(SYSTEMD_RUNNING); then systemctl disable --now touchgated.socket touchgated.service || true; fi
-	rm -f $(DESTDIR)$(LIBEXECDIR)/touchgated $(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.service \
+	rm -f $(DESTDIR)$(LIBEXECDIR)/touchgated $(DESTDIR)$(MAN1DIR)/touchgated.1 $(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.service \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.socket $(DESTDIR)$(SYSUSERSDIR)/touchgated.conf \
 		$(DESTDIR)$(UDEVDIR)/rules.d/71-touchgated-fingerprint-reader.rules
 	[ -e $(DESTDIR)$(UDEVDIR)/rules.d/70-touchgate-fingerprint-reader.rules ] \
@@ -210,11 +215,12 @@ $(PAMBUILD)/pam_touchgate.so: pam/pam_touchgate.c pam/json.c pam/json.h pam/read
 		-Wl,-z,relro,-z,now -Wl,--no-undefined -o $@ pam/pam_touchgate.c pam/json.c pam/reader.c -lpam
 
 install-pam: pam
-	install -d $(DESTDIR)$(PAMDIR)
+	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(MAN8DIR)
 	install -m 0644 $(PAMBUILD)/pam_touchgate.so $(DESTDIR)$(PAMDIR)/pam_touchgate.so
+	install -m 0644 man/pam_touchgate.8 $(DESTDIR)$(MAN8DIR)/pam_touchgate.8
 
 uninstall-pam:
-	rm -f $(DESTDIR)$(PAMDIR)/pam_touchgate.so
+	rm -f $(DESTDIR)$(PAMDIR)/pam_touchgate.so $(DESTDIR)$(MAN8DIR)/pam_touchgate.8
 
 # The OpenSSH security-key provider: loaded by ssh-sk-helper, so C with libc only; it asks
 # touchgate agent over its socket and holds no key.

@@ -132,7 +132,7 @@ static void parse_options(pam_handle_t *pamh, int argc, const char **argv, struc
         } else if (strncmp(a, "authtok-from=", 13) == 0 && a[13]) {
             o->authtok_from = a + 13;
         } else {
-            pam_syslog(pamh, LOG_ERR, "unknown option '%s' ignored (see the Touchgate README, \"PAM\")", a);
+            pam_syslog(pamh, LOG_ERR, "unknown option '%s' ignored (see pam_touchgate(8))", a);
         }
     }
 }

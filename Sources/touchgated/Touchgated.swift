@@ -20,7 +20,6 @@ struct Touchgated: AsyncParsableCommand {
             Each user's store lives under the state directory, reachable only by touchgated's \
             own user; clients speak to it over the socket (docs/PROTOCOL.md). Under systemd the \
             socket comes from touchgated.socket and the state directory from StateDirectory=.
-
             Without systemd, run it in the foreground as its own user (it logs to standard \
             error, and stops on Ctrl-C or SIGTERM):
               sudo useradd --system --user-group --no-create-home --shell /usr/sbin/nologin touchgated
@@ -30,7 +29,6 @@ struct Touchgated: AsyncParsableCommand {
                 /usr/local/libexec/touchgated --socket /run/touchgate/socket --state-dir /var/lib/touchgate
             It makes the socket's directory itself when it can (mode 0755), and refuses to run as \
             root unless --allow-root is given. Clients find it with TOUCHGATE_SOCKET=/run/touchgate/socket.
-
             Exit status 64: a bad option, or root without --allow-root; 1: the daemon could not \
             start (the message says why).
             """)

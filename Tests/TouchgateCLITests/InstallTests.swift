@@ -123,7 +123,16 @@ struct InstallTests {
         for command in commands {
             #expect(pages.contains(command.joined(separator: ".") + ".1"), "no man page for \(command.joined(separator: " "))")
         }
-        #expect(pages.count == commands.count, "pages: \(pages.sorted())")
+        // And one for each helper name, pointing at its command's page.
+        let helpers = ["touchgate-askpass": "touchgate askpass", "git-credential-touchgate": "touchgate git-credential",
+                       "pinentry-touchgate": "touchgate pinentry"]
+        #expect(pages.count == commands.count + helpers.count, "pages: \(pages.sorted())")
+        for (helper, target) in helpers {
+            let shown = try await runProgram("/usr/bin/man", ["-P", "cat", helper],
+                                             environment: ["MANPATH": stage.path("usr/share/man"), "MANWIDTH": "80", "LANG": "C.UTF-8"])
+            #expect(shown.status == 0 && shown.stderr.isEmpty && shown.stdout.contains(target),
+                    "man \(helper): \(shown.stdout.prefix(200)) \(shown.stderr)")
+        }
 
         // `man -l` renders the top page without complaint; it points at the others.
         let rendered = try await runProgram("/usr/bin/man", ["-l", "-P", "cat", man1 + "/touchgate.1"],
@@ -201,6 +210,22 @@ struct InstallTests {
         #expect(execStart == ["ExecStart=/usr/libexec/touchgated"], "\(execStart)")
         let sysusers = try String(contentsOfFile: stage.path("usr/lib/sysusers.d/touchgated.conf"), encoding: .utf8)
         #expect(sysusers.split(separator: "\n").contains { $0.hasPrefix("u touchgated ") }, "\(sysusers)")
+
+        // Its manual page, from the same plugin run as touchgate's.
+        let page = try await runProgram("/usr/bin/man", ["-l", "-P", "cat", stage.path("usr/share/man/man1/touchgated.1")],
+                                        environment: ["MANWIDTH": "80", "LANG": "C.UTF-8"])
+        #expect(page.status == 0 && page.stderr.isEmpty && page.stdout.contains("--allow-root")
+                && page.stdout.contains("Without systemd"), "\(page.stdout.prefix(300)) \(page.stderr)")
+
+        // The PAM module's page, section 8, with the module.
+        let pam = try await build.make("install-pam", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
+        try #require(pam.status == 0, "make install-pam: \(pam.output)")
+        let pamPage = try await runProgram("/usr/bin/man", ["-l", "-P", "cat", stage.path("usr/share/man/man8/pam_touchgate.8")],
+                                           environment: ["MANWIDTH": "80", "LANG": "C.UTF-8"])
+        #expect(pamPage.status == 0 && pamPage.stderr.isEmpty && pamPage.stdout.contains("PAM_AUTHINFO_UNAVAIL")
+                && pamPage.stdout.contains("unlock-with-password"), "\(pamPage.stdout.prefix(300)) \(pamPage.stderr)")
+        let pamRemoved = try await build.make("uninstall-pam", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
+        #expect(pamRemoved.status == 0, "make uninstall-pam: \(pamRemoved.output)")
 
         // The CLI's install is separate: install-daemon put no touchgate binary in place.
         #expect(!FileManager.default.fileExists(atPath: stage.path("usr/bin/touchgate")))
