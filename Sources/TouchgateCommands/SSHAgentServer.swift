@@ -92,17 +92,18 @@ final class SSHAgentServer: Sendable {
 
     private func waitForClients() {
         waitingThread.runsHere()
-        var ready: [UInt64] = []
+        var ready = [UInt64](repeating: 0, count: 64)
         var nextToken: UInt64 = 1
         while true {
             waitingThread.runPending()
+            let count: Int
             do {
-                try poller.wait(into: &ready)
+                count = try poller.wait(into: &ready)
             } catch {
                 log("\(error); the agent stops serving")
                 return
             }
-            for token in ready {
+            for token in ready[..<count] {
                 switch token {
                 case Poller.wakeToken:
                     if stopping.load(ordering: .sequentiallyConsistent) { return }
@@ -158,11 +159,23 @@ final class SSHAgentServer: Sendable {
         case .message(let body)?:
             answer(connection, body)
         case .ended(let error)?:
-            if let error { log("\(connection.requester): \(error); connection closed") }
-            forget(connection)
+            ended(connection, error)
         case .waiting?, nil:
             break
         }
+    }
+
+    /// A connection the client closed, or that broke the framing (`error`, logged): dropped.
+    /// The log names the client by pid only: this may run on the waiting thread, which must
+    /// not read a process chain from /proc for every client that sends garbage.
+    private func ended(_ connection: AgentConnection, _ error: SSHWireError?) {
+        if let error { log("client pid \(connection.requester.pid): \(error); connection closed") }
+        forget(connection)
+    }
+
+    /// Whether `body` is a listing (`ssh-add -L`, and the first message of every ssh).
+    private static func isListing(_ body: [UInt8]) -> Bool {
+        body == [AgentNumber.requestIdentities]
     }
 
     /// Starts answering `body`: a listing on the waiting thread itself where the service is
@@ -170,7 +183,7 @@ final class SSHAgentServer: Sendable {
     /// of the pool and back cost a listing a third of its time in the agent), anything else
     /// on the pool (a signature waits for a finger, an unlock derives a key).
     private func answer(_ connection: AgentConnection, _ body: [UInt8]) {
-        if listsOnWaitingThread && body == [AgentNumber.requestIdentities] {
+        if listsOnWaitingThread && Self.isListing(body) {
             Task(executorPreference: waitingThread) { await self.answerAll(connection, first: body, onWaitingThread: true) }
         } else {
             Task { await self.answerAll(connection, first: body, onWaitingThread: false) }
@@ -203,14 +216,13 @@ final class SSHAgentServer: Sendable {
                 return
             }
             switch connection.next(afterAnswer: true) {
-            case .message(let next)? where onWaitingThread && next != [AgentNumber.requestIdentities]:
+            case .message(let next)? where onWaitingThread && !Self.isListing(next):
                 Task { await self.answerAll(connection, first: next, onWaitingThread: false) }
                 return
             case .message(let next)?:
                 body = next
             case .ended(let error)?:
-                if let error { log("\(connection.requester): \(error); connection closed") }
-                forget(connection)
+                ended(connection, error)
                 return
             case .waiting?, nil:
                 return

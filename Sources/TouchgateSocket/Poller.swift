@@ -34,23 +34,22 @@ public final class Poller: Sendable {
         guard added == 0 else { throw .system("epoll_ctl", -added) }
     }
 
-    /// Waits until something is ready and puts the tokens of what is into `tokens`
-    /// (replacing its contents; at most 64 at a time).
-    public func wait(into tokens: inout [UInt64]) throws(SocketError) {
-        tokens = [UInt64](repeating: 0, count: 64)
+    /// Waits until something is ready and puts the tokens of what is into the start of
+    /// `tokens` (at most its count, up to 64); returns how many. The array is reused from
+    /// wait to wait: nothing is allocated on this path.
+    public func wait(into tokens: inout [UInt64]) throws(SocketError) -> Int {
         while true {
             let count = tokens.withUnsafeMutableBufferPointer {
                 CTouchgateSys_poller_wait(descriptor, $0.baseAddress, Int32($0.count), -1)
             }
             if count == -EINTR { continue }
             guard count >= 0 else { throw .system("epoll_wait", -count) }
-            tokens.removeSubrange(Int(count)...)
-            if tokens.contains(Self.wakeToken) {
+            if tokens[..<Int(count)].contains(Self.wakeToken) {
                 // Read back to unreadable, so the next wait waits.
                 var value: UInt64 = 0
                 _ = read(wakeDescriptor, &value, 8)
             }
-            return
+            return Int(count)
         }
     }
 
