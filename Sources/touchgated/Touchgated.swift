@@ -197,8 +197,9 @@ struct Touchgated: AsyncParsableCommand {
     /// for /run/touchgate; says what to run when it cannot.
     static func makeSocketDirectory(for socket: String) throws(ServiceError) {
         let directory = (socket as NSString).deletingLastPathComponent
-        guard !directory.isEmpty, mkdir(directory, 0o755) != 0 else {
-            chmod(directory, 0o755)  // past the umask
+        guard !directory.isEmpty else { return }
+        if mkdir(directory, 0o755) == 0 {
+            chmod(directory, 0o755)  // past the umask; a directory already there is left as it is
             return
         }
         let number = errno
