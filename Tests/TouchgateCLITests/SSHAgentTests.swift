@@ -615,6 +615,30 @@ struct SSHAgentTests {
         let identitiesLength = Int(thenLying[0]) << 24 | Int(thenLying[1]) << 16 | Int(thenLying[2]) << 8 | Int(thenLying[3])
         #expect(thenLying.count == 4 + identitiesLength, "something followed the first answer: \(thenLying)")
 
+        // A message far past the usual 4 KiB buffer, sent in pieces with pauses, then a
+        // listing on the same connection: the buffer grows for it, shrinks after, and keeps
+        // the framing (the unknown extension is refused, the listing answered).
+        let large = try await offThePool {
+            let client = try RawClient(path: setup.socket)
+            defer { client.close() }
+            let name = Array("huge@example.org".utf8)
+            let body: [UInt8] = [27, 0, 0, 0, UInt8(name.count)] + name + Array(repeating: 0x41, count: 100_000)
+            let length = body.count
+            let frame = [UInt8(length >> 24 & 0xFF), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
+                + body + [0, 0, 0, 1, 11]
+            var offset = 0
+            while offset < frame.count {
+                let end = min(frame.count, offset + 30_000)
+                client.send(Array(frame[offset..<end]))
+                offset = end
+                usleep(100_000)
+            }
+            client.finishSending()
+            return client.readToEnd()
+        }
+        #expect(large.count > 10 && Array(large.prefix(5)) == [0, 0, 0, 1, 5] && large[9] == 12,
+                "a failure, then the identities: \(large.prefix(16))")
+
         // The query extension lists what this agent answers; with contents it is malformed.
         let query = Array("query".utf8)
         func u32(_ value: Int) -> [UInt8] { [UInt8(value >> 24 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
