@@ -48,8 +48,9 @@ struct Prints: AsyncParsableCommand {
                 table.add("?", StoredText.escaped(orphan.summary), StoredText.escaped("\(orphan.driver)/\(orphan.deviceID)"), "",
                           describe(.orphan))
             }
-            var lines = [list.prints.isEmpty && list.orphans.isEmpty ? "no prints enrolled" : table.text]
-            if list.prints.isEmpty && !list.orphans.isEmpty { lines.insert("no prints enrolled", at: 0) }
+            var lines: [String] = []
+            if list.prints.isEmpty { lines.append("no prints enrolled") }
+            if !table.isEmpty { lines.append(table.text) }
             for reader in list.readers {
                 if !reader.compared || reader.note != nil {
                     lines.append(StoredText.escaped("note: \(reader.driver)/\(reader.deviceID): "

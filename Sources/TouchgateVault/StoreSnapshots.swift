@@ -19,7 +19,7 @@ package final class StoreSnapshots: Sendable {
         let dataVersion: Int64
         let files: [FileIdentity?]
         /// The directory watch's count when the stamp was taken (before the rest of it);
-        /// nil without a watch. Not part of the comparison: it only serves ``unchanged(_:)``.
+        /// nil without a watch. Not part of the comparison: it only serves ``unchanged(_:as:_:as:)``.
         var changes: UInt64? = nil
 
         package static func == (left: Stamp, right: Stamp) -> Bool {
@@ -54,7 +54,7 @@ package final class StoreSnapshots: Sendable {
     package func value<T: Sendable>(_ name: String, at taken: Stamp? = nil, _ make: () throws -> T) throws -> T {
         let stamp = try taken ?? self.stamp()
         if let known = kept.withLock({ $0[name] }), known.stamp == stamp, let value = known.value as? T {
-            // Still right now: ``unchanged(_:)`` may serve it until the directory next changes.
+            // Still right now: ``unchanged(_:as:_:as:)`` may serve it until the directory next changes.
             if let changes = stamp.changes {
                 kept.withLock { kept in
                     guard var entry = kept[name], entry.stamp == stamp else { return }
