@@ -73,12 +73,6 @@ public struct StoreLocation: Sendable, Equatable {
         package let log: FileIdentity?
     }
 
-    /// Whether `path` names something (following links, as `FileManager.fileExists` does).
-    static func exists(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0
-    }
-
     /// Refuses a path owned by another user, or reachable by group or others.
     /// `mayVanish`: a file that no longer exists passes.
     /// Returns the identity of what it checked (nil for a file that vanished).
