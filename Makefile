@@ -212,7 +212,7 @@ pam: $(PAMBUILD)/pam_touchgate.so
 $(PAMBUILD)/pam_touchgate.so: pam/pam_touchgate.c pam/json.c pam/json.h pam/reader.c pam/reader.h
 	@mkdir -p $(PAMBUILD)
 	$(CC) $(PAM_CFLAGS) -std=c11 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden \
-		-Wl,-z,relro,-z,now -Wl,--no-undefined -o $@ pam/pam_touchgate.c pam/json.c pam/reader.c -lpam
+		-pthread -Wl,-z,relro,-z,now -Wl,--no-undefined -o $@ pam/pam_touchgate.c pam/json.c pam/reader.c -lpam
 
 install-pam: pam
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(MAN8DIR)

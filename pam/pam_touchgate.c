@@ -6,9 +6,12 @@
  * result. It links nothing but libc and libpam: it runs inside sudo, login and screen
  * lockers.
  *
- *   auth sufficient pam_touchgate.so [max-tries=N] [timeout=S] [debug] [socket=PATH]
- *                                    [authtok-from=ITEM]
+ *   auth sufficient pam_touchgate.so [mode=either] [max-tries=N] [timeout=S] [debug]
+ *                                    [socket=PATH] [authtok-from=ITEM]
  *   auth optional   pam_touchgate.so unlock-with-password
+ *
+ * mode=either asks for the password while the daemon waits for the finger; whichever comes
+ * first wins (see "finger or password at once" below).
  *
  * Results of a touch: PAM_SUCCESS on a match; PAM_MAXTRIES after max-tries no-matches;
  * PAM_AUTH_ERR when the fingerprint is locked out (or a no-match starts the lockout);
@@ -21,15 +24,19 @@
  * unlock-with-password always returns PAM_IGNORE: it never decides a login. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <syslog.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +55,7 @@
 
 struct options {
     int debug;
+    int either;
     int max_tries;
     int timeout;
     const char *socket;
@@ -55,9 +63,12 @@ struct options {
     const char *authtok_from;
 };
 
+struct either;
+
 /* One connection to the daemon. `in` holds bytes read but not yet used. */
 struct session {
     pam_handle_t *pamh;
+    struct either *either;  /* mode=either: the touch runs beside a password prompt */
     const struct options *options;
     int flags;
     int fd;
@@ -110,6 +121,7 @@ static int parse_number(const char *text, int low, int high, int *out) {
 
 static void parse_options(pam_handle_t *pamh, int argc, const char **argv, struct options *o) {
     o->debug = 0;
+    o->either = 0;
     o->max_tries = 3;
     o->timeout = 30;
     o->socket = DEFAULT_SOCKET;
@@ -119,6 +131,10 @@ static void parse_options(pam_handle_t *pamh, int argc, const char **argv, struc
         const char *a = argv[i];
         if (strcmp(a, "debug") == 0) {
             o->debug = 1;
+        } else if (strcmp(a, "mode=either") == 0) {
+            o->either = 1;
+        } else if (strcmp(a, "mode=touch") == 0) {
+            o->either = 0;
         } else if (strcmp(a, "unlock-with-password") == 0) {
             o->unlock_with_password = 1;
         } else if (strncmp(a, "max-tries=", 10) == 0) {
@@ -147,8 +163,12 @@ static long long now_ms(void) {
 
 /* ---- the conversation ---- */
 
+static void either_note(struct session *s, int style, const char *message);
+
 /* Shows a message of the daemon, with control characters (terminal escapes) made spaces:
- * C1 ones were made '?' when the message was decoded (tg_json_string). */
+ * C1 ones were made '?' when the message was decoded (tg_json_string). In mode=either the
+ * conversation may be waiting for the password on another thread, so the message goes
+ * to either_note instead. */
 static void show(struct session *s, int style, const char *message) {
     char clean[1024];
     size_t i;
@@ -157,7 +177,12 @@ static void show(struct session *s, int style, const char *message) {
         clean[i] = (c < 0x20 || c == 0x7F) ? ' ' : (char)c;
     }
     clean[i] = '\0';
-    if (clean[0]) pam_prompt(s->pamh, style, NULL, "%s", clean);
+    if (!clean[0]) return;
+    if (s->either) {
+        either_note(s, style, clean);
+    } else {
+        pam_prompt(s->pamh, style, NULL, "%s", clean);
+    }
 }
 
 /* ---- the socket ---- */
@@ -341,6 +366,8 @@ static int answer(struct session *s, unsigned long long id, struct tg_span messa
     return send_all(s, line, strlen(line));
 }
 
+static void either_ready(struct session *s);
+
 /* Shows an event the person should see: the prompt to touch, a poor scan, a notice. */
 static void show_event(struct session *s, struct tg_span message) {
     struct tg_span event, kind, text;
@@ -348,7 +375,9 @@ static void show_event(struct session *s, struct tg_span message) {
     if (!tg_json_member(message, "event", &event) || !tg_json_member(event, "event", &kind) ||
         !tg_json_member(event, "message", &text) || !tg_json_string(text, buffer, sizeof buffer))
         return;
-    if (tg_json_string_is(kind, "finger-needed")) {
+    if (tg_json_string_is(kind, "finger-needed") && s->either) {
+        either_ready(s);
+    } else if (tg_json_string_is(kind, "finger-needed")) {
         show(s, PAM_TEXT_INFO, buffer);
     } else if (tg_json_string_is(kind, "retry")) {
         show(s, PAM_ERROR_MSG, buffer);
@@ -447,9 +476,13 @@ static int user_argument(const char *user, char *out, size_t size) {
 
 /* ---- auth: a touch ---- */
 
+static int either_stopped(struct session *s);
+
 /* What a failure that is not a no-match means for the stack. */
 static int unavailable(struct session *s, const struct reply *reply) {
-    if (reply->kind == REPLY_TIMEOUT) {
+    if (s->either && either_stopped(s)) {
+        debug_log(s, "the password came first; the touch was broken off");
+    } else if (reply->kind == REPLY_TIMEOUT) {
         if (!(s->flags & PAM_SILENT)) show(s, PAM_ERROR_MSG, "Fingerprint timed out.");
         debug_log(s, "no finger within %d s", s->options->timeout);
     } else if (reply->kind == REPLY_BROKEN) {
@@ -481,33 +514,36 @@ static void set_authtok(struct session *s, const struct reply *reply) {
     pam_set_data(s->pamh, AUTHTOK_FROM_VAULT, (void *)1, NULL);
 }
 
-static int authenticate_touch(struct session *s, const char *user) {
-    char arguments[1024], who[512];
+/* The request a touch sends, into `arguments`: a plain `verify`, or with authtok-from the
+ * release of that item. NULL when the arguments do not fit. */
+static const char *touch_request(struct session *s, const char *user, char *arguments, size_t size) {
+    char who[512];
     size_t used = 0;
-    if (!user_argument(user, who, sizeof who)) return PAM_AUTHINFO_UNAVAIL;
-    const char *operation = "verify";
+    arguments[0] = '\0';
+    if (!user_argument(user, who, sizeof who)) return NULL;
     if (s->options->authtok_from) {
         /* The release is the touch: `fresh` makes the daemon demand one now, never a reused
          * session, and refuse an item that could be released without a finger. */
-        operation = "secret.get";
-        if (!append_text(arguments, sizeof arguments, &used, who) ||
-            !append_text(arguments, sizeof arguments, &used, "\"item\":") ||
-            !append_quoted(arguments, sizeof arguments, &used, s->options->authtok_from) ||
-            !append_text(arguments, sizeof arguments, &used, ",\"fresh\":true,\"can-ask-again\":false,\"local-only\":true"))
-            return PAM_AUTHINFO_UNAVAIL;
-    } else if (!append_text(arguments, sizeof arguments, &used, who) ||
-               !append_text(arguments, sizeof arguments, &used, "\"can-ask-again\":false,\"local-only\":true")) {
-        return PAM_AUTHINFO_UNAVAIL;
+        if (!append_text(arguments, size, &used, who) || !append_text(arguments, size, &used, "\"item\":") ||
+            !append_quoted(arguments, size, &used, s->options->authtok_from) ||
+            !append_text(arguments, size, &used, ",\"fresh\":true,\"can-ask-again\":false,\"local-only\":true"))
+            return NULL;
+        return "secret.get";
     }
-    long long deadline = now_ms() + 1000LL * s->options->timeout;
-    if (!open_session(s, deadline)) {
-        pam_syslog(s->pamh, LOG_NOTICE, "touchgated is not reachable at %s; falling back", s->options->socket);
-        return PAM_AUTHINFO_UNAVAIL;
-    }
+    if (!append_text(arguments, size, &used, who) ||
+        !append_text(arguments, size, &used, "\"can-ask-again\":false,\"local-only\":true"))
+        return NULL;
+    return "verify";
+}
+
+/* Asks for a touch up to max-tries times on an open session; the PAM result. With
+ * authtok-from, the released value is moved into `released` (the caller hands it on). */
+static int touch_loop(struct session *s, const char *user, const char *operation, const char *arguments,
+                      struct reply *released) {
     int result = PAM_MAXTRIES;
     for (int attempt = 1; attempt <= s->options->max_tries; attempt++) {
         struct reply reply;
-        if (attempt > 1) deadline = now_ms() + 1000LL * s->options->timeout;
+        long long deadline = now_ms() + 1000LL * s->options->timeout;
         run_request(s, operation, arguments, NULL, deadline, &reply);
         int matched = 0, no_match = 0;
         long long left = reply.attempts_left;
@@ -526,7 +562,11 @@ static int authenticate_touch(struct session *s, const char *user) {
         }
         if (matched) {
             debug_log(s, "%s's finger matched", user);
-            if (s->options->authtok_from) set_authtok(s, &reply);
+            if (s->options->authtok_from) {
+                released->secret = reply.secret;
+                released->secret_length = reply.secret_length;
+                reply.secret = NULL;
+            }
             free_reply(&reply);
             result = PAM_SUCCESS;
             break;
@@ -557,7 +597,264 @@ static int authenticate_touch(struct session *s, const char *user) {
             show(s, PAM_ERROR_MSG, "Fingerprint: no match.");
         }
     }
+    return result;
+}
+
+/* Opens the session a touch needs; 0 (logged) when no daemon answers. */
+static int open_for_touch(struct session *s) {
+    if (open_session(s, now_ms() + 1000LL * s->options->timeout)) return 1;
+    pam_syslog(s->pamh, LOG_NOTICE, "touchgated is not reachable at %s; falling back", s->options->socket);
+    return 0;
+}
+
+static int authenticate_touch(struct session *s, const char *user) {
+    char arguments[1024];
+    const char *operation = touch_request(s, user, arguments, sizeof arguments);
+    if (!operation || !open_for_touch(s)) return PAM_AUTHINFO_UNAVAIL;
+    struct reply released = { 0 };
+    int result = touch_loop(s, user, operation, arguments, &released);
+    if (result == PAM_SUCCESS && s->options->authtok_from) set_authtok(s, &released);
+    free_reply(&released);
     close_session(s);
+    return result;
+}
+
+/* ---- auth: finger or password at once (mode=either) ----
+ *
+ * A PAM conversation blocks until the person answers, and PAM runs modules one after
+ * another, so the touch runs on a thread of its own while this thread asks for the
+ * password. That thread never calls the conversation (it is not made for two threads):
+ * it tells the person about poor scans and no-matches on the terminal, if this process
+ * holds one in the foreground.
+ *
+ * - The password comes first: the touch is broken off (the daemon ends a request whose
+ *   connection closed), the password becomes PAM_AUTHTOK and PAM_AUTHINFO_UNAVAIL sends
+ *   it to the password module below (`try_first_pass` or `use_first_pass`). Nothing typed:
+ *   that module asks for itself.
+ * - The finger comes first: the password prompt is ended by putting an Enter into the
+ *   terminal's input (TIOCSTI), only while the terminal reads a password (canonical
+ *   mode, echo off) for this process's foreground group; whatever was typed is wiped.
+ *   Where that cannot be done (no terminal: a greeter; a kernel that refuses TIOCSTI), the
+ *   match waits for the person to press Enter.
+ * - No finger can be asked for (no daemon, nothing enrolled, a locked vault, a remote
+ *   session, a closed lid): no prompt of ours at all, the password module asks as usual. */
+
+/* How long the prompt waits for the daemon to ask for the finger (it may be busy with
+ * another touch): the password must never wait for the reader. */
+#define EITHER_READY_MS 1000
+
+struct either {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    const char *prompt;
+    int ready;     /* the daemon asked for the finger */
+    int asking;    /* the conversation is waiting for the password */
+    int done;      /* the touch ended with `result` */
+    int stopped;   /* the password came first and the touch was broken off */
+    int result;
+    char pending[1024];  /* what the touch said before the prompt was up */
+};
+
+struct either_job {
+    struct session *s;
+    const char *user;
+    const char *operation;
+    const char *arguments;
+    struct reply released;
+};
+
+/* The controlling terminal, when this process is in its foreground group; -1 otherwise. */
+static int foreground_terminal(void) {
+    int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    if (tcgetpgrp(fd) != getpgrp()) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void write_terminal(int fd, const char *text) {
+    size_t length = strlen(text);
+    while (length > 0) {
+        ssize_t written = write(fd, text, length);
+        if (written < 0 && errno == EINTR) continue;
+        if (written <= 0) return;
+        text += written;
+        length -= (size_t)written;
+    }
+}
+
+/* Ends a terminal's password read with an Enter; 1 when it was put there. */
+static int end_password_read(void) {
+    int fd = foreground_terminal();
+    if (fd < 0) return 0;
+    struct termios mode;
+    int reading = tcgetattr(fd, &mode) == 0 && !(mode.c_lflag & ECHO) && (mode.c_lflag & ICANON);
+    char enter = '\n';
+    int put = reading && ioctl(fd, TIOCSTI, &enter) == 0;
+    close(fd);
+    return put;
+}
+
+static int either_stopped(struct session *s) {
+    struct either *e = s->either;
+    pthread_mutex_lock(&e->lock);
+    int stopped = e->stopped;
+    pthread_mutex_unlock(&e->lock);
+    return stopped;
+}
+
+static void either_ready(struct session *s) {
+    struct either *e = s->either;
+    pthread_mutex_lock(&e->lock);
+    e->ready = 1;
+    pthread_cond_broadcast(&e->changed);
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* A message of the touch: on the terminal under the waiting prompt, or kept for the
+ * conversation when the prompt is not up. */
+static void either_note(struct session *s, int style, const char *message) {
+    struct either *e = s->either;
+    (void)style;
+    pthread_mutex_lock(&e->lock);
+    if (e->asking) {
+        int fd = foreground_terminal();
+        if (fd >= 0) {
+            char text[1400];
+            snprintf(text, sizeof text, "\r\n%s\r\n%s", message, e->prompt);
+            write_terminal(fd, text);
+            close(fd);
+        }
+    } else {
+        snprintf(e->pending, sizeof e->pending, "%s", message);
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+static void *either_touch(void *argument) {
+    struct either_job *job = argument;
+    struct either *e = job->s->either;
+    int result = touch_loop(job->s, job->user, job->operation, job->arguments, &job->released);
+    pthread_mutex_lock(&e->lock);
+    e->done = 1;
+    e->result = result;
+    pthread_cond_broadcast(&e->changed);
+    if (result == PAM_SUCCESS) {
+        /* Ended the read: wait for the conversation to return; put another Enter only if
+         * it has not after a quarter second (the first came before the read began). */
+        for (int tries = 0; e->asking && tries < 40; tries++) {
+            pthread_mutex_unlock(&e->lock);
+            int put = end_password_read();
+            pthread_mutex_lock(&e->lock);
+            if (!put) break;
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 250 * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            while (e->asking && pthread_cond_timedwait(&e->changed, &e->lock, &until) == 0) {}
+        }
+        if (e->asking) {
+            pthread_mutex_unlock(&e->lock);
+            int fd = foreground_terminal();
+            if (fd >= 0) {
+                write_terminal(fd, "\r\nFingerprint matched: press Enter.");
+                close(fd);
+            }
+            pthread_mutex_lock(&e->lock);
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+/* Waits until the daemon asked for the finger or the touch ended, for at most `ms`. */
+static void either_wait_ready(struct either *e, long long ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&e->lock);
+    while (!e->ready && !e->done && pthread_cond_timedwait(&e->changed, &e->lock, &until) == 0) {}
+    pthread_mutex_unlock(&e->lock);
+}
+
+static int authenticate_either(struct session *s, const char *user) {
+    char arguments[1024];
+    const char *operation = touch_request(s, user, arguments, sizeof arguments);
+    if (!operation || !open_for_touch(s)) return PAM_AUTHINFO_UNAVAIL;
+    struct either e = { .prompt = "Password or touch the reader: ", .result = PAM_AUTHINFO_UNAVAIL };
+    struct either_job job = { .s = s, .user = user, .operation = operation, .arguments = arguments };
+    pthread_t thread;
+    pthread_mutex_init(&e.lock, NULL);
+    pthread_cond_init(&e.changed, NULL);
+    s->either = &e;
+    if (pthread_create(&thread, NULL, either_touch, &job) != 0) {
+        pam_syslog(s->pamh, LOG_ERR, "cannot start the touch beside the password prompt; password only");
+        s->either = NULL;
+        close_session(s);
+        return PAM_AUTHINFO_UNAVAIL;
+    }
+    either_wait_ready(&e, EITHER_READY_MS);
+
+    pthread_mutex_lock(&e.lock);
+    int ended_first = e.done;
+    if (!ended_first) e.asking = 1;
+    pthread_mutex_unlock(&e.lock);
+    char *typed = NULL;
+    int conversation = PAM_SUCCESS;
+    if (!ended_first) {
+        conversation = pam_prompt(s->pamh, PAM_PROMPT_ECHO_OFF, &typed, "%s", e.prompt);
+        pthread_mutex_lock(&e.lock);
+        e.asking = 0;
+        pthread_cond_broadcast(&e.changed);
+        int matched = e.done && e.result == PAM_SUCCESS;
+        pthread_mutex_unlock(&e.lock);
+        /* Breaks the touch off: its thread's poll sees the end of the stream. */
+        if (!matched) {
+            pthread_mutex_lock(&e.lock);
+            e.stopped = 1;
+            pthread_mutex_unlock(&e.lock);
+            shutdown(s->fd, SHUT_RDWR);
+        }
+    }
+    pthread_join(thread, NULL);
+    s->either = NULL;
+    close_session(s);
+
+    int result;
+    if (e.done && e.result == PAM_SUCCESS) {
+        /* The finger: whatever was typed is no password to try. */
+        if (s->options->authtok_from) set_authtok(s, &job.released);
+        result = PAM_SUCCESS;
+    } else if (ended_first) {
+        /* No finger to ask for, or no prompt was up in time: the password module asks. */
+        if (e.pending[0]) pam_prompt(s->pamh, PAM_ERROR_MSG, NULL, "%s", e.pending);
+        result = e.result == PAM_AUTH_ERR || e.result == PAM_MAXTRIES ? e.result : PAM_AUTHINFO_UNAVAIL;
+    } else if (conversation != PAM_SUCCESS) {
+        debug_log(s, "the password prompt ended without an answer");
+        result = PAM_CONV_ERR;
+    } else {
+        if (typed && *typed && pam_set_item(s->pamh, PAM_AUTHTOK, typed) != PAM_SUCCESS)
+            pam_syslog(s->pamh, LOG_ERR, "could not set PAM_AUTHTOK");
+        debug_log(s, "%s typed a password before touching", user);
+        result = PAM_AUTHINFO_UNAVAIL;
+    }
+    if (typed) {
+        explicit_bzero(typed, strlen(typed));
+        free(typed);
+    }
+    free_reply(&job.released);
+    pthread_cond_destroy(&e.changed);
+    pthread_mutex_destroy(&e.lock);
     return result;
 }
 
@@ -624,6 +921,8 @@ PAM_EXTERN __attribute__((visibility("default"))) int pam_sm_authenticate(pam_ha
     } else if (is_remote(pamh)) {
         debug_log(s, "remote session: no fingerprint");
         result = PAM_AUTHINFO_UNAVAIL;
+    } else if (options.either) {
+        result = authenticate_either(s, user);
     } else {
         result = authenticate_touch(s, user);
     }
