@@ -3,7 +3,9 @@ public import Logging
 public import TouchgateAPI
 
 /// The one rule for a `local-only` request (the PAM module's `verify` and `secret.get`): no
-/// finger is asked for a process whose login session systemd-logind counts as remote.
+/// finger is asked for a process whose login session systemd-logind counts as remote, or
+/// which sits at no seat (no screen and keyboard of this machine: whoever runs it is not
+/// where the reader is, as in a session opened by `machinectl shell`).
 ///
 /// The session is looked up from the caller's pid as the kernel recorded it at connect
 /// time (`SO_PEERCRED`, which the adapter passes), never from anything the client says, so
@@ -73,7 +75,13 @@ public struct LocalSessionRule: Sendable {
                 """)
         }
         guard session.remote else {
-            return logger.info("\(caller): local-only: logind session \(session.id) is local")
+            guard session.seat.isEmpty else {
+                return logger.info("\(caller): local-only: logind session \(session.id) is local, at \(session.seat)")
+            }
+            logger.notice("\(caller): local-only: logind session \(session.id) is at no seat; refused")
+            throw ServiceError(.remoteSession, "the request comes from login session \(StoredText.escaped(session.id)), "
+                               + "which sits at no seat (no screen and keyboard of this machine), so no finger can be "
+                               + "asked there: use the password instead")
         }
         let from = session.remoteHost.isEmpty ? "" : " from \(StoredText.escaped(session.remoteHost))"
         logger.notice("\(caller): local-only: logind session \(session.id) is remote\(from); refused")

@@ -151,13 +151,20 @@ public final class LogindRig: @unchecked Sendable {
         }
     }
 
-    /// Adds login session `id` of `user` (uid) on seat0, remote (with a remote host) or
-    /// local; returns its object path.
+    /// Adds login session `id` of `user` (uid) on seat0 (or, `seated` false, on no seat, as
+    /// logind says it: `("", "/")`), remote (with a remote host) or local; returns its
+    /// object path.
     @discardableResult
-    public func addSession(_ id: String, uid: UInt32, user: String, remote: Bool) async throws -> String {
+    public func addSession(_ id: String, uid: UInt32, user: String, remote: Bool, seated: Bool = true) async throws -> String {
         try await mock("manager.AddSession(sys.argv[1], 'seat0', dbus.UInt32(int(sys.argv[2])), sys.argv[3], True, "
                  + "dbus_interface=mock)", [id, String(uid), user])
         let path = "/org/freedesktop/login1/session/\(id)"
+        if !seated {
+            // Set, not the mock's UpdateProperties: that one cannot wrap a struct.
+            try await mock("dbus.SystemBus().get_object('org.freedesktop.login1', sys.argv[1]).Set("
+                     + "'org.freedesktop.login1.Session', 'Seat', dbus.Struct(('', dbus.ObjectPath('/')), signature='so'), "
+                     + "dbus_interface='org.freedesktop.DBus.Properties')", [path])
+        }
         if remote {
             try await mock("dbus.SystemBus().get_object('org.freedesktop.login1', sys.argv[1]).UpdateProperties("
                      + "'org.freedesktop.login1.Session', {'Remote': True, 'RemoteHost': 'far.example.org'}, "

@@ -65,6 +65,7 @@ struct PAMTests {
         #expect(stored.status == 0, "\(stored.stderrLines)")
         try await logind.addSession("c1", uid: 0, user: "root", remote: false)
         try await logind.addSession("c2", uid: 0, user: "root", remote: true)
+        try await logind.addSession("c3", uid: 0, user: "root", remote: false, seated: false)
         // No PAM_RHOST in any of these: only logind can tell the module's process is remote.
         let touch = try pam.stack("touch", ["auth required \(pam.module) socket=\(pam.socket) debug"])
         let handoff = try pam.stack("handoff", ["auth required \(pam.module) socket=\(pam.socket) authtok-from=login"])
@@ -91,6 +92,16 @@ struct PAMTests {
         #expect(reasons.count == 2, "\(reasons)")
         #expect(reasons.contains { $0.hasPrefix("verify: ") && $0.contains("c2") && $0.contains("remote") }, "\(reasons)")
         #expect(reasons.contains { $0.hasPrefix("secret.get: ") && $0.contains("remote") }, "\(reasons)")
+
+        // A local session at no seat (no screen and keyboard here): refused the same way, at once.
+        try logind.placeProcesses(named: "pam-run", inSession: "c3")
+        let started = Date()
+        let seatless = try await pam.authenticate(touch, presenting: ["whorl"])
+        #expect(seatless.result == "PAM_AUTHINFO_UNAVAIL" && seatless.prompts == 0, "\(seatless)\n\(pam.rig.daemonLog)")
+        #expect(Date().timeIntervalSince(started) < 1, "refused at once")
+        #expect(pam.rig.daemonLog.contains("logind session c3 is at no seat; refused"), "\(pam.rig.daemonLog)")
+        let denied = try await pam.auditReasons(event: "access.denied")
+        #expect(denied.count == 3 && denied.last?.contains("no seat") == true, "\(denied)")
 
         // Back in the local session, the touch works again: a refusal is no failed touch.
         try logind.placeProcesses(named: "pam-run", inSession: "c1")

@@ -202,6 +202,12 @@ enum Released: Equatable {
             try await service.verify(interaction: ScriptedInteraction())
         }
         #expect(matched.match)
+        // A local session at no seat: nobody at this machine's screen and keyboard to touch it.
+        let seatless = Caller(uid: 0, loginName: "root", pid: GatedRig.seatlessPID, executable: "/usr/bin/su", door: .daemon)
+        await #expect { _ = try await rig.gate.serve(.verify, caller: seatless, namedUser: "daemon", localOnly: true) { service in
+            try await service.verify(interaction: ScriptedInteraction())
+        } } throws: { ($0 as? ServiceError)?.code == .remoteSession && "\($0)".contains("no seat") }
+        #expect(rig.reader.opens == opens + 1, "no reader was opened for a session at no seat")
         // logind unable to tell proceeds; logind failing otherwise counts as remote.
         let unknown = Caller(uid: 0, loginName: "root", pid: GatedRig.unknownPID, executable: nil, door: .daemon)
         await #expect { _ = try await rig.gate.serve(.status, caller: unknown, namedUser: "daemon", localOnly: true) { _ in } }
@@ -214,7 +220,7 @@ enum Released: Equatable {
 /// Several users' stores behind one gate, one scripted reader and one manual clock, with
 /// logind's answers scripted by pid.
 private struct GatedRig {
-    static let sshPID: Int32 = 20, consolePID: Int32 = 21, unknownPID: Int32 = 22, outsidePID: Int32 = 23
+    static let sshPID: Int32 = 20, consolePID: Int32 = 21, unknownPID: Int32 = 22, outsidePID: Int32 = 23, seatlessPID: Int32 = 24
     let reader = ScriptedReader()
     let clock = ManualClock()
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("touchgate-gated-\(UUID().uuidString)")
@@ -240,6 +246,7 @@ private struct GatedRig {
             switch pid {
             case Self.sshPID: LogindSession(id: "c7", remote: true, remoteHost: "203.0.113.9")
             case Self.consolePID: LogindSession(id: "1", remote: false, remoteHost: "")
+            case Self.seatlessPID: LogindSession(id: "c9", remote: false, remoteHost: "", seat: "")
             case Self.unknownPID: throw LogindBroke()
             default: throw LocalSessionRule.LogindAbsent("not in any session logind knows")
             }

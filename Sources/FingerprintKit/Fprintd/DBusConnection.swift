@@ -199,6 +199,8 @@ enum Variant {
             return read(inner)
         }
         if isOfType(value, "s") || isOfType(value, "o") { return .string(String(cString: g_variant_get_string(value, nil))) }
+        // logind's `Seat` of a session: its id and object path; the id is what is read.
+        if isOfType(value, "(so)") { return child(value, 0) }
         if isOfType(value, "b") { return .bool(g_variant_get_boolean(value) != 0) }
         if isOfType(value, "i") { return .int(Int(g_variant_get_int32(value))) }
         return .other

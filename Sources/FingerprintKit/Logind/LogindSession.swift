@@ -7,12 +7,16 @@ public struct LogindSession: Sendable, Equatable {
     public let remote: Bool
     /// The remote host, when logind knows it (`RemoteHost`); empty otherwise.
     public let remoteHost: String
+    /// The seat the session sits at (`Seat`, such as `seat0`: a screen and keyboard of this
+    /// machine); empty for a session on none.
+    public let seat: String
 
     /// A session with these properties.
-    public init(id: String, remote: Bool, remoteHost: String) {
+    public init(id: String, remote: Bool, remoteHost: String, seat: String = "seat0") {
         self.id = id
         self.remote = remote
         self.remoteHost = remoteHost
+        self.seat = seat
     }
 }
 
@@ -51,9 +55,10 @@ extension LogindClient {
         }
         var id = path
         if case .string(let text)? = properties["Id"] { id = text }
-        var host = ""
+        var host = "", seat = ""
         if case .string(let text)? = properties["RemoteHost"] { host = text }
-        return LogindSession(id: id, remote: remote, remoteHost: host)
+        if case .string(let text)? = properties["Seat"] { seat = text }
+        return LogindSession(id: id, remote: remote, remoteHost: host, seat: seat)
     }
 }
 
