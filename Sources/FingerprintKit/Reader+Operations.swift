@@ -91,7 +91,7 @@ extension Reader {
     ///   ``DeviceErrorCode/removed`` when the reader goes away, `CancellationError`.
     public func verify(_ print: Print, events: AsyncStream<ReaderEvent>.Continuation? = nil) async throws -> VerifyResult {
         let serialized = print.serialized
-        return try await perform(events: events) { device, cancellable, data in
+        return try await perform(events: events, writesNothing: true) { device, cancellable, data in
             let enrolled = try Print.deserialize(serialized)
             defer { g_object_unref(UnsafeMutableRawPointer(enrolled)) }
             fp_device_verify(device, enrolled, cancellable, nil, nil, nil, asyncReadyCallback, data)
@@ -117,7 +117,7 @@ extension Reader {
         guard info.features.contains(.identify) else { throw FingerprintError.unsupported("identify a finger among several prints") }
         let blobs = gallery.map(\.serialized)
         let prints = GObjectRef(pointer: GalleryBox())
-        return try await perform(events: events) { device, cancellable, data in
+        return try await perform(events: events, writesNothing: true) { device, cancellable, data in
             let array = g_ptr_array_new_with_free_func { g_object_unref($0) }!
             prints.pointer.array = array
             for blob in blobs {
@@ -154,7 +154,7 @@ extension Reader {
     public func capture(waitForFinger: Bool = true,
                         events: AsyncStream<ReaderEvent>.Continuation? = nil) async throws -> CapturedImage {
         guard info.features.contains(.capture) else { throw FingerprintError.unsupported("capture images") }
-        return try await perform(events: events) { device, cancellable, data in
+        return try await perform(events: events, writesNothing: true) { device, cancellable, data in
             fp_device_capture(device, waitForFinger ? 1 : 0, cancellable, asyncReadyCallback, data)
         } finish: { device, result in
             let image = try GErrorFunnel.check { fp_device_capture_finish(device, result, $0) }
@@ -170,17 +170,26 @@ extension Reader {
     }
 
     /// The prints stored on a reader with on-device storage.
+    ///
+    /// Read from the reader only when its storage can have changed since the last listing:
+    /// otherwise that listing is returned without any traffic (see ``storageListing``).
     public func listPrints() async throws -> [Print] {
         guard info.features.contains(.storageList) else { throw FingerprintError.unsupported("list the prints it stores") }
-        return try await perform { device, cancellable, data in
+        if let kept = await GLibLoop.shared.run({ [self] in storageListing }) { return kept }
+        return try await perform(writesNothing: true) { device, cancellable, data in
             fp_device_list_prints(device, cancellable, asyncReadyCallback, data)
-        } finish: { device, result in
+        } finish: { [self] device, result in
             let array = try GErrorFunnel.check { fp_device_list_prints_finish(device, result, $0) }
-            guard let array else { return [] }
-            defer { g_ptr_array_unref(array) }
-            return try (0..<Int(array.pointee.len)).map { index in
-                try Print(fpPrint: OpaquePointer(array.pointee.pdata[index]!))
+            var prints: [Print] = []
+            if let array {
+                defer { g_ptr_array_unref(array) }
+                prints = try (0..<Int(array.pointee.len)).map { index in
+                    try Print(fpPrint: OpaquePointer(array.pointee.pdata[index]!))
+                }
             }
+            // On the GLib thread, before any other call can begin.
+            storageListing = prints
+            return prints
         }
     }
 

@@ -76,6 +76,7 @@ extension Reader {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 GLibLoop.shared.perform { [self] in
+                    storageListing = nil
                     let call = TypedPendingCall<Void>(
                         finish: { [self] result in try finish(self, device.pointer, result) },
                         continuation: continuation, after: {})

@@ -26,6 +26,11 @@ public final class Reader: @unchecked Sendable {
     private(set) var isGone = false
     /// Set by a finished ``suspend()``, cleared by ``resume()``.
     var isSuspended = false
+    /// What ``listPrints()`` last read, kept while nothing could have changed the storage
+    /// since: the reader stayed open (libfprint claims its USB interface, so no other
+    /// program reaches it) and ran only calls that write nothing to it (verify, identify,
+    /// capture). Every other call drops it, as do suspend, resume and an unplug.
+    var storageListing: [Print]?
     private var shuttingDown = false
 
     /// GLib thread only.
@@ -69,6 +74,7 @@ public final class Reader: @unchecked Sendable {
 
     func markGone() {
         isGone = true
+        storageListing = nil
     }
 
     func yield(_ event: ReaderEvent) {
@@ -127,10 +133,13 @@ public final class Reader: @unchecked Sendable {
     /// cancellable and the `user_data` for ``asyncReadyCallback``; `finish` reads the
     /// result there. Task cancellation cancels the cancellable (on the GLib thread) and nothing else.
     /// `closing` lets the call reach a reader that went away (only closing makes sense then).
+    /// `writesNothing`: the call cannot change what the reader stores, so the kept
+    /// ``storageListing`` stays.
     func perform<T: Sendable>(
         events: AsyncStream<ReaderEvent>.Continuation? = nil,
         cancellable isCancellable: Bool = true,
         closing: Bool = false,
+        writesNothing: Bool = false,
         start: @escaping @Sendable (UnsafeMutablePointer<FpDevice>, UnsafeMutablePointer<GCancellable>, gpointer) throws -> Void,
         finish: @escaping @Sendable (UnsafeMutablePointer<FpDevice>, OpaquePointer) throws -> T
     ) async throws -> T {
@@ -139,6 +148,7 @@ public final class Reader: @unchecked Sendable {
         let call = {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
                 GLibLoop.shared.perform { [self] in
+                    if !writesNothing { self.storageListing = nil }
                     self.begin(cancellable: cancellable, events: events, closing: closing,
                                continuation: continuation, start: start, finish: finish)
                 }

@@ -114,6 +114,33 @@ extension DeviceTests {
             await rig.tearDown()
         }
 
+        @Test("the listing is read from the reader only when its storage can have changed")
+        func listingKeptWhileNothingCouldChangeIt() async throws {
+            let rig = try await VirtualDeviceRig.make(storage: true)
+            defer { rig.directory.remove() }
+            try await rig.clearStorage()
+            let (first, _) = try await rig.enroll("id-a")
+            #expect(try await rig.reader.listPrints().count == 1)
+            // Changed behind libfprint's back through the driver's own socket, which no real
+            // reader has (the driver takes the command at its next operation, the verify): a
+            // listing still answers from what it read, so it made no traffic.
+            try rig.send("REMOVE id-a")
+            #expect(try await rig.verify(first, scanning: "id-b") == false)
+            #expect(try rig.storedIDs().isEmpty)
+            #expect(try await rig.reader.listPrints().count == 1, "verify writes nothing: the listing is kept")
+            // Anything that writes drops it: an enrollment, a deletion, a clear, closing.
+            let (second, _) = try await rig.enroll("id-b")
+            #expect(try await rig.reader.listPrints().count == 1, "read again after the enrollment: only id-b")
+            try rig.send("INSERT id-c")
+            try await rig.reader.deletePrint(second)
+            #expect(try await rig.reader.listPrints().count == 1, "read again after the deletion: only id-c")
+            try rig.send("INSERT id-d")
+            try await rig.reader.close()
+            try await rig.reader.open()
+            #expect(try await rig.reader.listPrints().count == 2, "read again after reopening: id-c and id-d")
+            await rig.tearDown()
+        }
+
         @Test func enrollingAStoredFingerAgainIsRefusedAsDuplicate() async throws {
             let rig = try await VirtualDeviceRig.make(storage: true)
             defer { rig.directory.remove() }
