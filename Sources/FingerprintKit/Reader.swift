@@ -68,8 +68,9 @@ public final class Reader: @unchecked Sendable {
     // MARK: GLib-thread callbacks
 
     private func fingerStatusChanged() {
-        let raw = fp_device_get_finger_status(device.pointer).rawValue
-        events?.yield(.fingerStatus(FingerStatus(rawValue: raw)))
+        let status = FingerStatus(rawValue: fp_device_get_finger_status(device.pointer).rawValue)
+        if status.isWaitingForFinger && info.driver == VirtualImageWaits.driver { VirtualImageWaits.announce() }
+        events?.yield(.fingerStatus(status))
     }
 
     func markGone() {

@@ -121,6 +121,11 @@ public final class VirtualImageFinger: @unchecked Sendable {
     /// Feeds the next image when `line` is a `finger-needed` event.
     public func handle(_ line: String) {
         guard Self.isPrompt(line) else { return }
+        presentNext()
+    }
+
+    /// Feeds the next image now (the reader must be waiting for a finger).
+    public func presentNext() {
         lock.lock()
         defer { lock.unlock() }
         guard !queue.isEmpty else { return }

@@ -82,4 +82,35 @@ struct VirtualFingerToolTests {
         #expect(status == 127, "\(session.output)")
         #expect(session.output.contains("cannot run no-such-command-here"))
     }
+
+    @Test("--watch plays the finger on the daemon's reader: a PAM touch and verify through touchgated, a wrong print refused")
+    func watchPlaysTheDaemonsReader() async throws {
+        let pam = try await PAMRig()
+        try await pam.rig.start()
+        try await pam.rig.initialize()
+        let products = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent().path
+        func watcher(_ print: String) async throws -> (BackgroundProcess, String) {
+            let log = pam.rig.home.path("virtual-finger-\(print).log")
+            let process = try await BackgroundProcess.start(
+                products + "/virtual-finger", ["--watch", "--socket", pam.rig.finger.socketPath, "--print", print],
+                environment: ["PATH": "/usr/bin:/bin"], output: .file(log), error: .file(log))
+            try await Task.sleep(for: .milliseconds(300))
+            return (process, log)
+        }
+        // The test's own finger presents nothing: only the watcher can answer.
+        let touch = try pam.stack("touch", ["auth required \(pam.module) socket=\(pam.socket) timeout=20"])
+        let (whorl, log) = try await watcher("whorl")
+        let outcome = try await pam.authenticate(touch)
+        let verified = try await pam.rig.run(["verify", "--json"])
+        await whorl.terminate(signal: SIGTERM)
+        let played = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(outcome.result == "PAM_SUCCESS" && outcome.prompts == 1, "\(outcome)\n\(played)\n\(pam.rig.daemonLog)")
+        #expect(verified.status == 0 && verified.json?["match"] as? Bool == true, "\(verified.stdout)\(verified.stderrLines)")
+        #expect(played.components(separatedBy: "presented whorl").count == 3, "one print per wait: \(played)")
+
+        let (arch, _) = try await watcher("arch")
+        let refused = try await pam.rig.run(["verify", "--json"])
+        await arch.terminate(signal: SIGTERM)
+        #expect(refused.status == 1 && refused.json?["match"] as? Bool == false, "\(refused.stdout)")
+    }
 }

@@ -8,6 +8,13 @@
 // (128 + N when signal N ended it).
 //
 //   virtual-finger [--print NAME]... [--socket PATH] -- touchgate verify
+//   virtual-finger --watch --socket PATH [--print NAME]...
+//
+// With --watch it runs no command: it plays the finger each time any program waits on the
+// virtual reader at PATH (touchgated started with FP_VIRTUAL_IMAGE=PATH, touchgate agent,
+// a helper), as FingerprintKit announces in PATH.waiting, until Ctrl-C. That is how sudo,
+// ssh, git and pass can be tried without a reader: their prompts come from the daemon or
+// the agent, not from a command this tool starts.
 //
 // Prints are fixture names (whorl, arch, loop-right, tented_arch) from shared/fixtures
 // or TOUCHGATE_FIXTURES; the last one repeats. This is a development and demo tool: it
@@ -21,9 +28,12 @@ import Glibc
 func usage() -> Never {
     FileHandle.standardError.write(Data("""
         usage: virtual-finger [--print NAME]... [--socket PATH] -- COMMAND [ARGS...]
+               virtual-finger --watch --socket PATH [--print NAME]...
           --print NAME   a print to present (whorl, arch, loop-right, tented_arch); repeat for several;
                          none presents nothing, so the command waits (to try Ctrl-C)
           --socket PATH  the virtual_image socket (default: a private temporary path)
+          --watch        run no command: present a print each time any program (touchgated started
+                         with FP_VIRTUAL_IMAGE=PATH, touchgate agent, …) waits on that reader; Ctrl-C stops
 
         """.utf8))
     exit(64)
@@ -31,18 +41,24 @@ func usage() -> Never {
 
 var prints: [String] = []
 var socketPath: String?
+var watching = false
 var arguments = Array(CommandLine.arguments.dropFirst())
 while let first = arguments.first, first != "--" {
     arguments.removeFirst()
     switch first {
+    case "--watch": watching = true
     case "--print": guard let value = arguments.first else { usage() }; prints.append(value); arguments.removeFirst()
     case "--socket": guard let value = arguments.first else { usage() }; socketPath = value; arguments.removeFirst()
     default: usage()
     }
 }
+if prints.isEmpty { prints = ["whorl"] }
+if watching {
+    guard let socketPath, arguments.isEmpty else { usage() }
+    watch(socket: socketPath, prints: prints)
+}
 guard arguments.first == "--", arguments.count > 1 else { usage() }
 let command = Array(arguments.dropFirst())
-if prints.isEmpty { prints = ["whorl"] }
 
 let directory: TemporaryDirectory? = socketPath == nil ? try? TemporaryDirectory("virtual-finger") : nil
 let socket = socketPath ?? directory!.path("virtual-image.socket")
@@ -91,3 +107,28 @@ while true {
 let status = child.wait()
 directory?.remove()
 exit(status)
+
+/// Presents the next of `prints` each time a program announces a finger wait on the reader
+/// at `socket` (a new content of `socket.waiting`, written by FingerprintKit). Waits that
+/// were announced before it started are not answered.
+func watch(socket: String, prints: [String]) -> Never {
+    let marker = socket + ".waiting"
+    func announced() -> String? { try? String(contentsOfFile: marker, encoding: .utf8) }
+    let finger = VirtualImageFinger(socketPath: socket)
+    finger.present(prints == ["none"] ? [] : prints)
+    var queue = prints
+    var seen = announced()
+    FileHandle.standardError.write(Data("""
+        virtual-finger: presenting \(prints.joined(separator: ", ")) each time a program waits on \(socket); \
+        Ctrl-C stops
+
+        """.utf8))
+    while true {
+        usleep(50_000)
+        guard let now = announced(), now != seen else { continue }
+        seen = now
+        let name = queue.count > 1 ? queue.removeFirst() : queue[0]
+        finger.presentNext()
+        FileHandle.standardError.write(Data("virtual-finger: presented \(name)\n".utf8))
+    }
+}

@@ -1,0 +1,31 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// libfprint's `virtual_image` driver (a debugging reader that takes images over a Unix
+/// socket, `FP_VIRTUAL_IMAGE`) accepts an image only while it waits for a finger, and tells
+/// nobody outside this process when that is. So that a development tool can play the finger
+/// for whichever program holds the reader (touchgated, the agent, a gpg helper), each wait
+/// is announced beside the driver's socket: `<socket>.waiting` holds this process's id and a
+/// count that grows by one per wait (`virtual-finger --watch` reads it).
+///
+/// Only for that driver, which no real reader uses; the file holds no secret and no print.
+enum VirtualImageWaits {
+    /// The driver's name in libfprint.
+    static let driver = "virtual_image"
+
+    // GLib thread only.
+    nonisolated(unsafe) private static var count = 0
+
+    /// Announces a wait for a finger on the virtual_image reader. GLib thread.
+    static func announce() {
+        guard let socket = getenv("FP_VIRTUAL_IMAGE").map({ String(cString: $0) }), !socket.isEmpty else { return }
+        count += 1
+        let text = "\(getpid()) \(count)\n"
+        // O_NOFOLLOW: never write through a link planted beside the socket.
+        let descriptor = open(socket + ".waiting", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        _ = text.withCString { write(descriptor, $0, strlen($0)) }
+    }
+}
