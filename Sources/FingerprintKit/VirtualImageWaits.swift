@@ -26,6 +26,8 @@ enum VirtualImageWaits {
         let descriptor = open(socket + ".waiting", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { return }
         defer { close(descriptor) }
+        // Readable by whoever may use the socket, whatever this process's umask.
+        _ = fchmod(descriptor, 0o644)
         _ = text.withCString { write(descriptor, $0, strlen($0)) }
     }
 }

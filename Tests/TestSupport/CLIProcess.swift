@@ -124,6 +124,12 @@ public final class VirtualImageFinger: @unchecked Sendable {
         presentNext()
     }
 
+    /// Drops the connection to the reader: the next image goes over a new one. For a reader
+    /// now held by another process (the driver listens anew in each).
+    public func reconnect() {
+        lock.withLock { client = nil }
+    }
+
     /// Feeds the next image now (the reader must be waiting for a finger).
     public func presentNext() {
         lock.lock()

@@ -122,13 +122,33 @@ struct ReadmeWalkthroughTests {
 enum Readme {
     /// The lines of the fenced `sh` blocks of the `## title` section, one string per block.
     static func shellBlocks(inSection title: String) throws -> [String] {
-        let text = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let lines = text.components(separatedBy: "\n")
+        let lines = try self.lines()
         let start = try #require(lines.firstIndex(of: "## " + title), "README has no '## \(title)' section")
-        let end = lines[(start + 1)...].firstIndex { $0.hasPrefix("## ") } ?? lines.endIndex
+        return try blocks(lines, after: start, until: "## ", named: title)
+    }
+
+    /// The lines of the fenced `sh` blocks under `### subsection` of the `## section`.
+    static func shellBlocks(inSection section: String, subsection: String) throws -> [String] {
+        let lines = try self.lines()
+        let top = try #require(lines.firstIndex(of: "## " + section), "README has no '## \(section)' section")
+        let start = try #require(lines[top...].firstIndex(of: "### " + subsection),
+                                 "README's '\(section)' has no '### \(subsection)'")
+        return try blocks(lines, after: start, until: "#", named: subsection)
+    }
+
+    private static func lines() throws -> [String] {
+        try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+            .components(separatedBy: "\n")
+    }
+
+    /// The `sh` blocks from the line after `start` to the next heading starting with `until`
+    /// (outside a block).
+    private static func blocks(_ lines: [String], after start: Int, until heading: String, named: String) throws -> [String] {
         var blocks: [String] = [], block: [String]?
-        for line in lines[(start + 1)..<end] {
-            if block == nil, line == "```sh" {
+        for line in lines[(start + 1)...] {
+            if block == nil, line.hasPrefix(heading), line.hasPrefix("#") {
+                break
+            } else if block == nil, line == "```sh" {
                 block = []
             } else if let current = block, line == "```" {
                 blocks.append(current.joined(separator: "\n"))
@@ -137,7 +157,7 @@ enum Readme {
                 block? += [line]
             }
         }
-        try #require(!blocks.isEmpty, "the '\(title)' section has no sh block")
+        try #require(!blocks.isEmpty, "'\(named)' has no sh block")
         return blocks
     }
 }

@@ -126,6 +126,8 @@ func watch(socket: String, prints: [String]) -> Never {
     while true {
         usleep(50_000)
         guard let now = announced(), now != seen else { continue }
+        // "PID COUNT": a wait in another process than the last is on another listener.
+        if now.split(separator: " ").first != seen?.split(separator: " ").first { finger.reconnect() }
         seen = now
         let name = queue.count > 1 ? queue.removeFirst() : queue[0]
         finger.presentNext()
