@@ -190,7 +190,7 @@ let package = Package(
                            "TouchgatePolicy", "TouchgateVault", "TouchgateTestSupport", "TouchgateSocket", "TouchgateAPI", "TouchgateDaemon"]
         ),
         .testTarget(name: "TouchgateCommandsTests", dependencies: [
-            "TouchgateCommands", "TouchgateTerminal", "TouchgateAPI",
+            "TouchgateCommands", "TouchgateTerminal", "TouchgateAPI", "TouchgateTestSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "UdevTests", dependencies: [.product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),

@@ -2,6 +2,9 @@ import ArgumentParser
 import Foundation
 import TouchgateAPI
 import TouchgateTerminal
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `touchgate askpass`: the program ssh and ssh-add run as `SSH_ASKPASS`.
 struct Askpass: AsyncParsableCommand {
@@ -37,7 +40,15 @@ struct Askpass: AsyncParsableCommand {
                 switch kind {
                 case "confirm":
                     console.event(InteractionEvent(.notice, StoredText.escaped(prompt)))
-                    try await helpers.approveKeyUse(interaction: interaction)
+                    if isatty(STDERR_FILENO) == 1 {
+                        try await helpers.approveKeyUse(interaction: interaction)
+                    } else {
+                        // Run by ssh-agent, with no terminal: the person learns of the wait from the desktop.
+                        try await DesktopNotice.during(summary: "Touch the fingerprint reader to allow this use of an SSH key",
+                                                       body: prompt) {
+                            try await helpers.approveKeyUse(interaction: interaction)
+                        }
+                    }
                 case "none":
                     // Information only (a security key waits for its own touch): show it, ask nothing.
                     console.event(InteractionEvent(.notice, StoredText.escaped(prompt)))

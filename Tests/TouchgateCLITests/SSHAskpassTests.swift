@@ -20,7 +20,8 @@ struct SSHAskpassTests {
             ["SSH_AUTH_SOCK": agentSocket, "SSH_ASKPASS": rig.bin + "/touchgate-askpass", "SSH_ASKPASS_REQUIRE": "force"]
         }
 
-        static func make(rig: HelperRig) async throws -> Setup {
+        /// `agentEnvironment` is added to the agent's (and so its askpass's) environment.
+        static func make(rig: HelperRig, agentEnvironment: [String: String] = [:]) async throws -> Setup {
             for tool in ["/usr/bin/ssh-agent", "/usr/bin/ssh-add", "/usr/bin/ssh-keygen"] {
                 try HelperRig.require(tool, package: "openssh-client")
             }
@@ -46,6 +47,7 @@ struct SSHAskpassTests {
             var environment = rig.environment
             environment["SSH_ASKPASS"] = rig.bin + "/touchgate-askpass"
             environment["SSH_ASKPASS_REQUIRE"] = "force"
+            environment.merge(agentEnvironment) { $1 }
             let agent = try await BackgroundProgram("/usr/bin/ssh-agent", ["-D", "-a", agentSocket], environment: environment,
                                               finger: rig.vault.finger)
             try await waitForSocket(agentSocket)
@@ -128,6 +130,36 @@ struct SSHAskpassTests {
             .filter { $0["event"] as? String == "auth.attempt" && ($0["reason"] as? String ?? "").contains("ssh-agent") }
         #expect(attempts.filter { $0["outcome"] as? String == "success" }.count == 2, "\(attempts)")
         #expect(attempts.filter { $0["outcome"] as? String == "failure" }.count == 1, "\(attempts)")
+        await setup.agent.stop()
+    }
+
+    @Test("ssh-agent runs askpass with no terminal: the confirmation is a desktop notification, withdrawn after the touch")
+    func aConfirmationWithoutATerminalIsANotification() async throws {
+        let notifications = try await NotificationRig()
+        defer { notifications.stop() }
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig, agentEnvironment: notifications.environment)
+        defer { Task { await setup.agent.stop() } }
+        let added = try await rig.run("/usr/bin/ssh-add", ["-c", setup.keyPath], extra: setup.sshEnvironment,
+                                      stdin: Data(), presenting: ["whorl"])
+        #expect(added.status == 0, "\(added.stderrLines)")
+        #expect(notifications.calls("Notify").isEmpty, "ssh-add asks the passphrase with its own standard error")
+
+        let (approved, verifies) = try await setup.sign(presenting: ["whorl"])
+        #expect(approved.status == 0 && verifies, "\(approved.stderrLines)")
+        let shown = notifications.calls("Notify")
+        #expect(shown.count == 1, "\(shown)")
+        #expect(shown.first?.contains("Touch the fingerprint reader") == true && shown.first?.contains("Allow use of key touchgate-test?") == true,
+                "the notice says what to do and which key: \(shown)")
+        let withdrawn = notifications.calls("CloseNotification")
+        #expect(withdrawn.count == 1, "withdrawn once the touch was made: \(withdrawn)")
+
+        // A refused finger withdraws it too.
+        let (refused, _) = try await setup.sign(presenting: ["arch"])
+        #expect(refused.status != 0)
+        #expect(notifications.calls("Notify").count == 2 && notifications.calls("CloseNotification").count == 2,
+                "\(notifications.calls("Notify"))\n\(notifications.calls("CloseNotification"))")
         await setup.agent.stop()
     }
 
