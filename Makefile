@@ -18,6 +18,9 @@
 #   make uninstall        removes what install put there (uninstall-udev: the udev files;
 #                         uninstall-daemon: the daemon's files, after stopping it; its state
 #                         in /var/lib/touchgate and its user stay)
+#   make collector        release build of touchgate-collector, the fleet's auditor tool (docs/FLEET.md)
+#   make install-collector  installs it into bin/ with a man page per subcommand;
+#                         uninstall-collector removes them
 #   make bench            the benchmark suite (bench/run.sh); writes BENCHMARKS.md
 #   make pam              pam_touchgate.so, the PAM module (C, libpam only), into $(PAMBUILD)
 #   make install-pam      installs it into $(DESTDIR)$(PAMDIR) (docs/INTEGRATIONS.md, "PAM");
@@ -79,13 +82,14 @@ CLI      = $(SCRATCH)/$(CONFIGURATION)/touchgate-cli
 # libsodium): what the front execs when touchgated serves. Installed beside touchgate-cli.
 CLIENT   = $(SCRATCH)/$(CONFIGURATION)/touchgate-client
 DAEMON   = $(SCRATCH)/$(CONFIGURATION)/touchgated
+COLLECTOR = $(SCRATCH)/$(CONFIGURATION)/touchgate-collector
 # Where swift-argument-parser's GenerateManual plugin writes touchgate's pages.
 MANOUT   = $(SCRATCH)/plugins/GenerateManual/outputs/touchgate-cli
 COMPOUT  = $(SCRATCH)/completions
 # The pages carry the date of the last commit, so a rebuild gives the same pages.
 MANDATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 
-.PHONY: all daemon pam sk install install-udev install-daemon install-pam uninstall uninstall-udev uninstall-daemon uninstall-pam bench fuzz
+.PHONY: all daemon collector pam sk install install-udev install-daemon install-pam install-collector uninstall uninstall-udev uninstall-daemon uninstall-pam uninstall-collector bench fuzz
 # touchgate run under these names speaks for ssh, git and gpg-agent.
 HELPERS = touchgate-askpass git-credential-touchgate pinentry-touchgate
 
@@ -105,7 +109,7 @@ $(CLIENT): $(SOURCES)
 
 # One page per command (touchgate.1, touchgate.secret.get.1, …, and touchgated.1), from the
 # command definitions in the built binaries. The plugin builds the package's products first.
-$(MANOUT)/touchgate.1: $(BINARY) $(DAEMON)
+$(MANOUT)/touchgate.1: $(BINARY) $(DAEMON) $(COLLECTOR)
 	rm -rf $(MANOUT)
 	$(call SWIFTPM,package) plugin generate-manual --configuration $(CONFIGURATION) --multi-page --date $(MANDATE)
 
@@ -205,6 +209,23 @@ uninstall-daemon:
 	@if $(SYSTEMD_RUNNING); then systemctl daemon-reload; fi
 	@$(UDEV_RELOAD)
 	@echo "make: the daemon's state (/var/lib/touchgate) and its user touchgated were kept" >&2
+
+# The fleet's auditor tool, for the machines that verify and query the collected trails.
+collector: $(COLLECTOR)
+
+$(COLLECTOR): $(SOURCES)
+	$(call SWIFTPM,build) -c $(CONFIGURATION) --product touchgate-collector
+	touch $@
+
+install-collector: $(COLLECTOR) $(MANOUT)/touchgate.1
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MAN1DIR)
+	install -m 0755 $(COLLECTOR) $(DESTDIR)$(BINDIR)/touchgate-collector
+	# Made by the same plugin run as touchgate's pages: one per subcommand.
+	install -m 0644 $(dir $(MANOUT))touchgate-collector/*.1 $(DESTDIR)$(MAN1DIR)/
+
+uninstall-collector:
+	rm -f $(DESTDIR)$(BINDIR)/touchgate-collector $(DESTDIR)$(MAN1DIR)/touchgate-collector.1 \
+		$(DESTDIR)$(MAN1DIR)/touchgate-collector.*.1
 
 # The PAM module: no Swift, GLib or libfprint inside sudo, login or a screen locker.
 pam: $(PAMBUILD)/pam_touchgate.so

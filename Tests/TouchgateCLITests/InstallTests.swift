@@ -227,6 +227,20 @@ struct InstallTests {
         let pamRemoved = try await build.make("uninstall-pam", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
         #expect(pamRemoved.status == 0, "make uninstall-pam: \(pamRemoved.output)")
 
+        // The fleet's auditor tool, with a page per subcommand, and nothing left after uninstall-collector.
+        let collector = try await build.make("install-collector", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
+        try #require(collector.status == 0, "make install-collector: \(collector.output)")
+        let collectorHelp = try await runProgram(stage.path("usr/bin/touchgate-collector"), ["--help"])
+        #expect(collectorHelp.status == 0 && collectorHelp.stdout.contains("USAGE: touchgate-collector"), "\(collectorHelp.stdout)")
+        for name in ["touchgate-collector", "touchgate-collector.verify", "touchgate-collector.query"] {
+            let collectorPage = try await runProgram("/usr/bin/man", ["-l", "-P", "cat", stage.path("usr/share/man/man1/\(name).1")],
+                                                     environment: ["MANWIDTH": "80", "LANG": "C.UTF-8"])
+            #expect(collectorPage.status == 0 && collectorPage.stderr.isEmpty && collectorPage.stdout.contains("touchgate-collector"),
+                    "\(name): \(collectorPage.stdout.prefix(300)) \(collectorPage.stderr)")
+        }
+        let collectorRemoved = try await build.make("uninstall-collector", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
+        #expect(collectorRemoved.status == 0, "make uninstall-collector: \(collectorRemoved.output)")
+
         // The CLI's install is separate: install-daemon put no touchgate binary in place.
         #expect(!FileManager.default.fileExists(atPath: stage.path("usr/bin/touchgate")))
 
@@ -320,6 +334,7 @@ private struct BuildProducts {
                                                   "-o", "\(scratch)/\(configuration)/touchgate-cli",
                                                   "-o", "\(scratch)/\(configuration)/touchgate-client",
                                                   "-o", "\(scratch)/\(configuration)/touchgated",
+                                                  "-o", "\(scratch)/\(configuration)/touchgate-collector",
                                                   "SCRATCH=\(scratch)", "CONFIGURATION=\(configuration)",
                                                   "SWIFTPM_FLAGS=--ignore-lock"] + arguments,
                              timeout: 660)
