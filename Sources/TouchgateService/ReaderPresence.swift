@@ -11,10 +11,11 @@ import TouchgateAPI
 ///
 /// Where the reader sits is configured (``Placement``), since libfprint does not say:
 /// `built-in` refuses whenever the lid is closed; `external` never looks at the lid; `auto`
-/// (the default) refuses when the lid is closed and the machine is not docked, where no
-/// finger can reach any reader, and asks as before when it is docked, where an external
-/// reader may be on the desk. Where logind cannot tell (no system bus, no lid), the finger
-/// is asked for.
+/// (the default) asks udev (``UdevReaderPlacement``): readers on fixed ports are built in,
+/// one on a removable port is external. When udev cannot tell, `auto` refuses when the lid
+/// is closed and the machine is not docked, where no finger can reach any reader, and asks
+/// as before when it is docked, where an external reader may be on the desk. Where logind
+/// cannot tell (no system bus, no lid), the finger is asked for.
 public struct ReaderPresence: Sendable {
     /// Where the reader is.
     public enum Placement: String, Sendable, CaseIterable {
@@ -25,6 +26,8 @@ public struct ReaderPresence: Sendable {
 
     /// Where the lid's state is read: nil when it cannot be told.
     package typealias Lookup = @Sendable () async -> LidState?
+    /// Where `auto` learns where the readers are: nil when it cannot be told.
+    package typealias Hardware = @Sendable () -> Placement?
 
     /// How long logind may take to say where the lid is: after that the finger is asked for
     /// as without logind, so a hung logind never holds a request (GDBus would wait 25 s).
@@ -33,17 +36,23 @@ public struct ReaderPresence: Sendable {
     let placement: Placement
     let logger: Logger
     private let lookup: Lookup
+    private let hardware: Hardware
 
-    /// A rule for a reader at `placement` that asks systemd-logind on the system bus.
+    /// A rule for a reader at `placement` that asks systemd-logind on the system bus, and
+    /// for `auto`, udev.
     public init(placement: Placement, logger: Logger) {
         let logind = LogindConnection()
-        self.init(placement: placement, logger: logger) { await logind.lid() }
+        let udev = UdevReaderPlacement()
+        self.init(placement: placement, logger: logger, hardware: { udev.placement() }) { await logind.lid() }
     }
 
-    /// A rule that reads the lid with `lookup` (a test's lid).
-    package init(placement: Placement, logger: Logger, lookup: @escaping Lookup) {
+    /// A rule that reads the lid with `lookup` and the readers' placement with `hardware`
+    /// (a test's).
+    package init(placement: Placement, logger: Logger, hardware: @escaping Hardware = { nil },
+                 lookup: @escaping Lookup) {
         self.placement = placement
         self.logger = logger
+        self.hardware = hardware
         self.lookup = lookup
     }
 
@@ -51,10 +60,15 @@ public struct ReaderPresence: Sendable {
     /// when the reader cannot be touched.
     func check() async throws(ServiceError) {
         guard placement != .external, let lid = await lidWithinDeadline(), lid.closed else { return }
-        if placement == .auto && lid.docked {
+        let found = placement == .auto ? hardware() : nil
+        if found == .external {
+            return logger.info("the lid is closed but udev puts a reader on a removable port: asking for a finger")
+        }
+        if placement == .auto && found == nil && lid.docked {
             return logger.info("the lid is closed but the machine is docked: asking for a finger (an external reader may be in reach)")
         }
-        logger.notice("the lid is closed and the reader is \(placement == .builtIn ? "built in" : "taken to be built in"): refused before the reader")
+        let why = placement == .builtIn ? "built in" : found == .builtIn ? "built in, as udev says" : "taken to be built in"
+        logger.notice("the lid is closed and the reader is \(why): refused before the reader")
         throw ServiceError.noReader("""
             the lid is closed and the fingerprint reader is built into it, so no finger can reach it: \
             open the lid, or use the password

@@ -77,8 +77,9 @@ struct Touchgated: AsyncParsableCommand {
     @Option(name: .customLong("reader-placement"),
             help: ArgumentHelp("""
                 Where the reader is, for a closed lid: built-in (no finger is asked for while the lid is closed), \
-                external (the lid is never looked at), or auto (default: none while the lid is closed and the \
-                machine is not docked).
+                external (the lid is never looked at), or auto (default: as udev says, fixed ports built in and \
+                removable ones external; where it cannot tell, none while the lid is closed and the machine is \
+                not docked).
                 """, valueName: "where"))
     var readerPlacement: ReaderPresence.Placement = .auto
 
