@@ -109,9 +109,14 @@ $(CLIENT): $(SOURCES)
 
 # One page per command (touchgate.1, touchgate.secret.get.1, …, and touchgated.1), from the
 # command definitions in the built binaries. The plugin builds the package's products first.
-$(MANOUT)/touchgate.1: $(BINARY) $(DAEMON) $(COLLECTOR)
+$(MANOUT)/touchgate.1: $(BINARY) $(DAEMON) $(COLLECTOR) man/extend.awk $(wildcard man/extra/*.mdoc)
 	rm -rf $(MANOUT)
 	$(call SWIFTPM,package) plugin generate-manual --configuration $(CONFIGURATION) --multi-page --date $(MANDATE)
+	# ENVIRONMENT, FILES, the exit statuses and EXAMPLES, which the generator does not write.
+	for page in touchgate-cli/touchgate touchgated/touchgated touchgate-collector/touchgate-collector; do \
+		awk -v extra=man/extra/$$(basename $$page).mdoc -f man/extend.awk $(dir $(MANOUT))$$page.1 > $(dir $(MANOUT))$$page.1.new \
+			&& mv $(dir $(MANOUT))$$page.1.new $(dir $(MANOUT))$$page.1 || exit 1; \
+	done
 
 $(COMPOUT)/touchgate: $(BINARY)
 	mkdir -p $(COMPOUT)

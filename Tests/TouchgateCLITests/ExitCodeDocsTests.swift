@@ -21,4 +21,16 @@ struct ExitCodeDocsTests {
         #expect(documented.count > 15, "\(documented)")
         #expect(listed == documented, "only in --help: \(listed.subtracting(documented).sorted()); only in the table: \(documented.subtracting(listed).sorted())")
     }
+
+    @Test("man touchgate's EXIT STATUS (man/extra/touchgate.mdoc) lists exactly the table's statuses")
+    func manPageAndTableAgree() throws {
+        let extra = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("man/extra/touchgate.mdoc"), encoding: .utf8)
+        let part = try #require(extra.components(separatedBy: ".\\\" @exit").last?.components(separatedBy: ".\\\" @before-see-also").first)
+        let listed = Set(part.split(separator: "\n").compactMap { $0.firstMatch(of: /^\.It (\d+)$/).flatMap { Int($0.output.1) } })
+        let table = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("docs/COMMANDS.md"), encoding: .utf8)
+        let documented = Set(table.split(separator: "\n").compactMap { line in
+            line.firstMatch(of: /^\| (\d+) \|/).flatMap { Int($0.output.1) }
+        })
+        #expect(listed == documented, "only in the page: \(listed.subtracting(documented).sorted()); only in the table: \(documented.subtracting(listed).sorted())")
+    }
 }

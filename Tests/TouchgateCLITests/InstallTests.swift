@@ -141,6 +141,12 @@ struct InstallTests {
         #expect(rendered.stderr.isEmpty, "man or groff warned: \(rendered.stderr)")
         #expect(rendered.stdout.contains("touchgate — Fingerprint-gated secrets for Linux."), "\(rendered.stdout)")
         #expect(rendered.stdout.contains("touchgate.secret(1)"))
+        // The sections the generator does not write, from man/extra/touchgate.mdoc, in mdoc's order.
+        let sections = ["ENVIRONMENT", "FILES", "EXIT STATUS", "EXAMPLES", "SEE ALSO"].map { rendered.stdout.range(of: "\n" + $0 + "\n") }
+        #expect(sections.allSatisfy { $0 != nil } && zip(sections, sections.dropFirst()).allSatisfy { $0!.lowerBound < $1!.lowerBound },
+                "\(rendered.stdout)")
+        #expect(rendered.stdout.contains("TOUCHGATE_SOCKET") && rendered.stdout.contains("Locked out after too many failed touches")
+                && rendered.stdout.contains("touchgate secret get github-token"), "\(rendered.stdout)")
         let secretGet = try await runProgram("/usr/bin/man", ["-l", "-P", "cat", man1 + "/touchgate.secret.get.1"],
                                 environment: ["MANWIDTH": "80", "LANG": "C.UTF-8"])
         #expect(secretGet.stdout.contains("--passphrase-fd"), "\(secretGet.stdout)")
@@ -216,6 +222,9 @@ struct InstallTests {
                                         environment: ["MANWIDTH": "80", "LANG": "C.UTF-8"])
         #expect(page.status == 0 && page.stderr.isEmpty && page.stdout.contains("--allow-root")
                 && page.stdout.contains("Without systemd"), "\(page.stdout.prefix(300)) \(page.stderr)")
+        for section in ["ENVIRONMENT", "FILES", "EXIT STATUS", "EXAMPLES"] {
+            #expect(page.stdout.contains("\n\(section)\n"), "touchgated.1 has no \(section): \(page.stdout)")
+        }
 
         // The PAM module's page, section 8, with the module.
         let pam = try await build.make("install-pam", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
@@ -237,6 +246,10 @@ struct InstallTests {
                                                      environment: ["MANWIDTH": "80", "LANG": "C.UTF-8"])
             #expect(collectorPage.status == 0 && collectorPage.stderr.isEmpty && collectorPage.stdout.contains("touchgate-collector"),
                     "\(name): \(collectorPage.stdout.prefix(300)) \(collectorPage.stderr)")
+            if name == "touchgate-collector" {
+                #expect(["ENVIRONMENT", "EXIT STATUS", "EXAMPLES"].allSatisfy { collectorPage.stdout.contains("\n\($0)\n") }
+                        && collectorPage.stdout.contains("TOUCHGATE_COLLECTOR_DATABASE"), "\(collectorPage.stdout)")
+            }
         }
         let collectorRemoved = try await build.make("uninstall-collector", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
         #expect(collectorRemoved.status == 0, "make uninstall-collector: \(collectorRemoved.output)")
