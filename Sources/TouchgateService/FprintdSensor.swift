@@ -76,6 +76,8 @@ actor FprintdSensor: BiometricSensor {
 
     private func claimIfNeeded(prompt: String) async throws -> FprintdClaim {
         if let claim { return claim }
+        // A reader nobody can touch (a closed lid over it) is refused before fprintd is asked.
+        try await target.presence?.check()
         let claim = try await target.client.claim(target.device, user: user)
         self.claim = claim
         interaction.event(InteractionEvent(.touchNeeded, prompt))

@@ -41,6 +41,9 @@ struct FprintdTarget: Sendable {
     let device: FprintdDevice
     /// The turn held at the readers of a long-lived process, given back on close.
     var turns: ReaderTurns?
+    /// Whether its reader can be touched (touchgated's closed-lid rule), checked before
+    /// the reader is claimed.
+    var presence: ReaderPresence?
 
     var info: ReaderInfo { device.info }
 
@@ -93,6 +96,7 @@ extension TouchgateService {
             throw error
         }
         target.turns = turns
+        target.presence = readerPool?.presence
         return .fprintd(target)
     }
 

@@ -20,7 +20,8 @@ public final class LogindRig: @unchecked Sendable {
     public let directory: TemporaryDirectory
     /// `unix:path=…` of the private bus.
     public let busAddress: String
-    private let bus: BackgroundProcess
+    /// The bus this rig started (nil: it joined another rig's).
+    private let bus: BackgroundProcess?
     private let logind: BackgroundProcess?
     /// Whether the lid's properties were added to the manager; under `lock`.
     private var lidAdded = false
@@ -34,7 +35,9 @@ public final class LogindRig: @unchecked Sendable {
     /// Starts the bus and (unless `logind` is false: a bus where nobody owns
     /// `org.freedesktop.login1`) the logind stand-in, and waits until it answers.
     /// - Throws: ``FprintdRigError`` naming the packages to install when a program is missing.
-    public init(logind withLogind: Bool = true) async throws {
+    /// With `joining`, the stand-in joins that bus (another rig's, such as ``FprintdRig``'s)
+    /// instead of starting one.
+    public init(logind withLogind: Bool = true, joining existing: String? = nil) async throws {
         var missing = Self.programs.filter { !FileManager.default.isExecutableFile(atPath: $0.path) }.map(\.package)
         if !missing.contains("python3-dbusmock"),
            await FprintdRig.gdbusLikeRun("/usr/bin/python3", ["-c", "import dbusmock"], environment: [:]) == nil {
@@ -49,19 +52,25 @@ public final class LogindRig: @unchecked Sendable {
         // The daemon may run as another user (uid 1): the socket's folder must let it in.
         chmod(directory.url.path, 0o755)
         let socket = directory.path("system-bus.socket")
-        busAddress = "unix:path=\(socket)"
-        try FprintdRig.busConfiguration(socket: socket)
-            .write(toFile: directory.path("bus.conf"), atomically: true, encoding: .utf8)
-        bus = try await FprintdRig.launch("/usr/bin/dbus-daemon", ["--config-file=\(directory.path("bus.conf"))", "--nofork"],
-                                    environment: [:], log: directory.path("dbus-daemon.log"))
+        busAddress = existing ?? "unix:path=\(socket)"
+        if existing == nil {
+            try FprintdRig.busConfiguration(socket: socket)
+                .write(toFile: directory.path("bus.conf"), atomically: true, encoding: .utf8)
+            bus = try await FprintdRig.launch("/usr/bin/dbus-daemon", ["--config-file=\(directory.path("bus.conf"))", "--nofork"],
+                                              environment: [:], log: directory.path("dbus-daemon.log"))
+        } else {
+            bus = nil
+        }
         do {
-            try await FprintdRig.waitFor("the private bus at \(socket)") { FileManager.default.fileExists(atPath: socket) }
-            chmod(socket, 0o666)
+            if existing == nil {
+                try await FprintdRig.waitFor("the private bus at \(socket)") { FileManager.default.fileExists(atPath: socket) }
+                chmod(socket, 0o666)
+            }
             logind = !withLogind ? nil : try await FprintdRig.launch("/usr/bin/python3", ["-m", "dbusmock", "--system", "--template", "logind"],
                                            environment: ["DBUS_SYSTEM_BUS_ADDRESS": busAddress],
                                            log: directory.path("logind.log"))
         } catch {
-            bus.stop()
+            bus?.stop()
             directory.remove()
             throw error
         }
@@ -199,7 +208,7 @@ public final class LogindRig: @unchecked Sendable {
     /// Ends logind's stand-in and the bus, and removes the folder.
     public func stop() {
         logind?.stop()
-        bus.stop()
+        bus?.stop()
         directory.remove()
     }
 }

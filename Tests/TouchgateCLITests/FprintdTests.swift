@@ -137,6 +137,35 @@ struct FprintdTests {
         #expect(rig.logLines(containing: ": verify").count == 2, "\(rig.daemonLog)")
     }
 
+    @Test("touchgated beside fprintd refuses at once when the lid is closed over a built-in reader, and asks fprintd when it opens")
+    func daemonClosedLidThroughFprintd() async throws {
+        let fprintd = try await FprintdRig()
+        defer { fprintd.stop() }
+        try await Self.enroll(fprintd, "whorl")
+        chmod(fprintd.directory.url.path, 0o755)
+        chmod(fprintd.directory.path("system-bus.socket"), 0o666)
+        // logind's stand-in on fprintd's bus, with a lid.
+        let logind = try await LogindRig(joining: fprintd.environment["DBUS_SYSTEM_BUS_ADDRESS"])
+        defer { logind.stop() }
+        try await logind.setLid(closed: true)
+        let rig = try await DaemonRig()
+        rig.daemonEnvironment = fprintd.environment
+        rig.daemonArguments = ["--reader-placement", "built-in"]
+        try await rig.start()
+
+        fprintd.finger.present(["whorl"])
+        let started = Date()
+        let refused = try await rig.run(["verify", "--json"])
+        #expect(refused.status == 2, "\(refused.stdout)\(refused.stderrLines)\n\(rig.daemonLog)")
+        #expect(refused.stderrLines.joined().contains("the lid is closed"), "\(refused.stderrLines)")
+        #expect(Date().timeIntervalSince(started) < 5)
+        #expect(fprintd.finger.prompts == 0, "fprintd was never asked to scan")
+
+        try await logind.setLid(closed: false)
+        let matched = try await rig.run(["verify", "--json"])
+        #expect(matched.status == 0 && fprintd.finger.prompts == 1, "\(matched.stderrLines)\n\(rig.daemonLog)")
+    }
+
     @Test func ctrlCStopsTheVerificationAndReleasesTheReader() async throws {
         let fprintd = try await FprintdRig()
         defer { fprintd.stop() }
