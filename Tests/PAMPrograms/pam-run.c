@@ -1,11 +1,13 @@
 /* pam-run: runs pam_authenticate for SERVICE and USER with the stacks in CONFDIR, as an
  * application would (sudo, a screen locker), for the PAM tests.
  *
- *   pam-run CONFDIR SERVICE USER [rhost=HOST] [env=NAME=VALUE]...
+ *   pam-run CONFDIR SERVICE USER [rhost=HOST] [env=NAME=VALUE] [conv=wait]...
  *
  * Messages of the conversation go to standard error, one per line: text as it is (so the
  * test's virtual finger sees "Place your finger…"), errors as "error: …", prompts as
- * "prompt: …". A prompt with echo off is answered with the first line of standard input.
+ * "prompt: …". A prompt with echo off is answered with the first line of standard input,
+ * read at the start; with conv=wait, read when the prompt comes, as a greeter waits for its
+ * password field (no terminal: nothing but a line ends the wait).
  * Prints "result: PAM_…" on standard output; exits 0 once pam_authenticate ran. */
 #define _GNU_SOURCE
 #include <security/pam_appl.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 
 static char password[1024];
+static int wait_for_answer;
 
 static int converse(int count, const struct pam_message **messages, struct pam_response **responses, void *data) {
     (void)data;
@@ -27,6 +30,12 @@ static int converse(int count, const struct pam_message **messages, struct pam_r
         case PAM_PROMPT_ECHO_OFF:
         case PAM_PROMPT_ECHO_ON:
             fprintf(stderr, "prompt: %s\n", m->msg);
+            fflush(stderr);
+            if (wait_for_answer) {
+                if (!fgets(password, sizeof password, stdin)) password[0] = '\0';
+                password[strcspn(password, "\n")] = '\0';
+                fprintf(stderr, "answered\n");
+            }
             answers[i].resp = strdup(password);
             break;
         default: break;
@@ -57,7 +66,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: pam-run CONFDIR SERVICE USER [rhost=HOST] [env=NAME=VALUE]...\n");
         return 2;
     }
-    if (fgets(password, sizeof password, stdin)) password[strcspn(password, "\n")] = '\0';
+    for (int i = 4; i < argc; i++) {
+        if (strcmp(argv[i], "conv=wait") == 0) wait_for_answer = 1;
+    }
+    if (!wait_for_answer && fgets(password, sizeof password, stdin)) password[strcspn(password, "\n")] = '\0';
     struct pam_conv conversation = { converse, NULL };
     pam_handle_t *pamh = NULL;
     int status = pam_start_confdir(argv[2], argv[3], &conversation, argv[1], &pamh);

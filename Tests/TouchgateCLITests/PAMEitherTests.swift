@@ -127,6 +127,50 @@ struct PAMEitherTests {
         #expect(typed.output.contains("sudo ran"), "\(typed.output)")
     }
 
+    @Test("a greeter's conversation, with no terminal: the password works as typed; a touch counts when Enter is pressed")
+    func greeterConversation() async throws {
+        let (pam, stack) = try await Self.rig()
+        final class Lines: @unchecked Sendable {
+            // @unchecked Sendable: `seen` is touched under `lock` only.
+            private let lock = NSLock()
+            private var seen: [String] = []
+            func add(_ line: String) { lock.withLock { seen.append(line) } }
+            var all: [String] { lock.withLock { seen } }
+            func wait(for text: String) async throws -> Bool {
+                for _ in 0..<400 {
+                    if all.contains(where: { $0.contains(text) }) { return true }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                return false
+            }
+        }
+        func greeter() async throws -> (BackgroundProcess, Lines) {
+            let lines = Lines()
+            let process = try await BackgroundProcess.start(
+                pam.program, [pam.confdir, stack, "root", "conv=wait"], environment: ["HOME": pam.rig.home.path("client")],
+                holdingInputOpen: true, output: .lines { lines.add($0) }, error: .lines { lines.add($0) })
+            return (process, lines)
+        }
+
+        let (typing, typed) = try await greeter()
+        #expect(try await typed.wait(for: "prompt: Password or touch the reader:"), "\(typed.all)")
+        try typing.write(Self.password + "\n")
+        #expect(await typing.ended() == 0)
+        #expect(typed.all.contains("result: PAM_SUCCESS"), "pam_userdb took the typed password: \(typed.all)")
+
+        let (touching, touched) = try await greeter()
+        #expect(try await touched.wait(for: "prompt: Password or touch the reader:"), "\(touched.all)")
+        Self.touch(pam, "whorl")
+        // No terminal to put an Enter into: the prompt stays up until the person presses it.
+        try await Task.sleep(for: .seconds(2))
+        #expect(touching.isRunning && !touched.all.contains("answered"), "\(touched.all)")
+        try touching.write("\n")
+        #expect(await touching.ended() == 0)
+        #expect(touched.all.contains("result: PAM_SUCCESS"), "the touch counted: \(touched.all)\n\(pam.rig.daemonLog)")
+        let reasons = try await pam.auditReasons(event: "auth.attempt")
+        #expect(reasons.last?.contains("pam-run") == true, "\(reasons)")
+    }
+
     /// A daemon with root's whorl enrolled, and the stack `either` in the rig's directory.
     static func rig() async throws -> (PAMRig, String) {
         try HelperRig.require("/usr/bin/pamtester", package: "pamtester")
