@@ -32,12 +32,14 @@ public enum SecretValue {
     public static func readStandardInput() throws -> SecretBytes {
         let value: SecretBytes
         if isatty(0) == 1 {
-            Console.write("Secret value (not shown): ", to: 2)
             var saved = termios()
             let isTerminal = tcgetattr(0, &saved) == 0
             var quiet = saved
             quiet.c_lflag &= ~tcflag_t(ECHO)
+            // Echo off before the prompt shows: a value typed as soon as the prompt appears
+            // (a password manager's auto-type, a fast typist) must never be echoed.
             if isTerminal { _ = tcsetattr(0, TCSADRAIN, &quiet) }
+            Console.write("Secret value (not shown): ", to: 2)
             defer {
                 if isTerminal { _ = tcsetattr(0, TCSADRAIN, &saved) }
                 Console.write("\n", to: 2)

