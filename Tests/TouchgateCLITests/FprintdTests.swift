@@ -97,14 +97,25 @@ struct FprintdTests {
         #expect(unknown.status == 64, "an unknown backend is a usage error: \(unknown.stderrLines)")
     }
 
-    @Test("touchgated beside fprintd verifies through it and never opens the reader itself")
-    func daemonVerifiesThroughFprintd() async throws {
+    /// fprintd with whorl enrolled, on a bus the daemon can reach: it runs under a user of
+    /// its own. Stop it when done.
+    static func fprintdForTheDaemon() async throws -> FprintdRig {
         let fprintd = try await FprintdRig()
-        defer { fprintd.stop() }
-        try await Self.enroll(fprintd, "whorl")
-        // The daemon runs under a user of its own: let it reach the private bus.
+        do {
+            try await enroll(fprintd, "whorl")
+        } catch {
+            fprintd.stop()
+            throw error
+        }
         chmod(fprintd.directory.url.path, 0o755)
         chmod(fprintd.directory.path("system-bus.socket"), 0o666)
+        return fprintd
+    }
+
+    @Test("touchgated beside fprintd verifies through it and never opens the reader itself")
+    func daemonVerifiesThroughFprintd() async throws {
+        let fprintd = try await Self.fprintdForTheDaemon()
+        defer { fprintd.stop() }
         let rig = try await DaemonRig()
         // The daemon could reach a virtual_image reader of its own too (DaemonRig gives it
         // one): with fprintd on the bus it must leave readers to fprintd all the same.
@@ -139,11 +150,8 @@ struct FprintdTests {
 
     @Test("touchgated beside fprintd refuses at once when the lid is closed over a built-in reader, and asks fprintd when it opens")
     func daemonClosedLidThroughFprintd() async throws {
-        let fprintd = try await FprintdRig()
+        let fprintd = try await Self.fprintdForTheDaemon()
         defer { fprintd.stop() }
-        try await Self.enroll(fprintd, "whorl")
-        chmod(fprintd.directory.url.path, 0o755)
-        chmod(fprintd.directory.path("system-bus.socket"), 0o666)
         // logind's stand-in on fprintd's bus, with a lid.
         let logind = try await LogindRig(joining: fprintd.environment["DBUS_SYSTEM_BUS_ADDRESS"])
         defer { logind.stop() }
