@@ -113,9 +113,13 @@ $(MANOUT)/touchgate.1: $(BINARY) $(DAEMON) $(COLLECTOR) man/extend.awk $(wildcar
 	rm -rf $(MANOUT)
 	$(call SWIFTPM,package) plugin generate-manual --configuration $(CONFIGURATION) --multi-page --date $(MANDATE)
 	# ENVIRONMENT, FILES, the exit statuses and EXAMPLES, which the generator does not write.
-	for page in touchgate-cli/touchgate touchgated/touchgated touchgate-collector/touchgate-collector; do \
-		awk -v extra=man/extra/$$(basename $$page).mdoc -f man/extend.awk $(dir $(MANOUT))$$page.1 > $(dir $(MANOUT))$$page.1.new \
-			&& mv $(dir $(MANOUT))$$page.1.new $(dir $(MANOUT))$$page.1 || exit 1; \
+	for extra in man/extra/*.mdoc; do \
+		name=$$(basename $$extra .mdoc); page=; \
+		for product in touchgate-cli touchgated touchgate-collector; do \
+			[ -f $(dir $(MANOUT))$$product/$$name.1 ] && page=$(dir $(MANOUT))$$product/$$name.1 && break; \
+		done; \
+		[ -n "$$page" ] || { echo "make: no generated page $$name.1 for $$extra" >&2; exit 1; }; \
+		awk -v extra=$$extra -f man/extend.awk $$page > $$page.new && mv $$page.new $$page || exit 1; \
 	done
 
 $(COMPOUT)/touchgate: $(BINARY)

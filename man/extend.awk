@@ -1,7 +1,7 @@
 # Adds the hand-written sections of man/extra/NAME.mdoc to the page swift-argument-parser
 # made: the part after "@before-exit" before EXIT STATUS (ENVIRONMENT, FILES), the part
 # after "@exit" in place of the generic ".Ex -std", the part after "@before-see-also"
-# before SEE ALSO (EXAMPLES). Run: awk -v extra=man/extra/NAME.mdoc -f man/extend.awk PAGE
+# before SEE ALSO (EXAMPLES; at the end of a page that has none). Run: awk -v extra=man/extra/NAME.mdoc -f man/extend.awk PAGE
 BEGIN {
     part = ""
     while ((getline line < extra) > 0) {
@@ -13,5 +13,6 @@ BEGIN {
 }
 /^\.Sh "EXIT STATUS"/ { printf "%s", text["exit-before"]; print; next }
 /^\.Ex -std/ && text["exit"] != "" { printf "%s", text["exit"]; next }
-/^\.Sh "SEE ALSO"/ { printf "%s", text["see-also"]; print; next }
+/^\.Sh "SEE ALSO"/ { printf "%s", text["see-also"]; text["see-also"] = ""; print; next }
 { print }
+END { printf "%s", text["see-also"] }

@@ -132,6 +132,8 @@ struct InstallTests {
                                              environment: ["MANPATH": stage.path("usr/share/man"), "MANWIDTH": "80", "LANG": "C.UTF-8"])
             #expect(shown.status == 0 && shown.stderr.isEmpty && shown.stdout.contains(target),
                     "man \(helper): \(shown.stdout.prefix(200)) \(shown.stderr)")
+            // With the FILES and EXAMPLES of man/extra/touchgate.HELPER.mdoc.
+            #expect(shown.stdout.contains("\nFILES\n") && shown.stdout.contains("\nEXAMPLES\n"), "man \(helper): \(shown.stdout)")
         }
 
         // `man -l` renders the top page without complaint; it points at the others.
