@@ -28,6 +28,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -622,37 +623,47 @@ static int authenticate_touch(struct session *s, const char *user) {
 /* ---- auth: finger or password at once (mode=either) ----
  *
  * A PAM conversation blocks until the person answers, and PAM runs modules one after
- * another, so the touch runs on a thread of its own while this thread asks for the
- * password. That thread never calls the conversation (it is not made for two threads):
- * it tells the person about poor scans and no-matches on the terminal, if this process
- * holds one in the foreground.
+ * another, so the touch runs on a thread of its own (connecting to the daemon included:
+ * a hung daemon must not hold the prompt) while this thread asks for the password. That
+ * thread never calls the conversation (it is not made for two threads): it tells the
+ * person about poor scans and no-matches on the terminal, if this process holds one in
+ * the foreground.
  *
  * - The password comes first: the touch is broken off (the daemon ends a request whose
  *   connection closed), the password becomes PAM_AUTHTOK and PAM_AUTHINFO_UNAVAIL sends
  *   it to the password module below (`try_first_pass` or `use_first_pass`). Nothing typed:
  *   that module asks for itself.
- * - The finger comes first: the password prompt is ended by putting an Enter into the
- *   terminal's input (TIOCSTI), only while the terminal reads a password (canonical
- *   mode, echo off) for this process's foreground group; whatever was typed is wiped.
- *   Where that cannot be done (no terminal: a greeter; a kernel that refuses TIOCSTI), the
- *   match waits for the person to press Enter.
+ * - The finger comes first: the password prompt is ended by putting one Enter into the
+ *   terminal's input (TIOCSTI), only while the terminal reads a password (canonical mode,
+ *   echo off) for this process's foreground group and holds no whole line yet; whatever
+ *   was typed is wiped. Where that cannot be done (no terminal: a greeter; a kernel that
+ *   refuses TIOCSTI), the person presses Enter. Either way the match counts only if the
+ *   prompt ends within EITHER_MATCH_MS of it: a match is never left for whoever comes to
+ *   the keyboard later.
  * - No finger can be asked for (no daemon, nothing enrolled, a locked vault, a remote
  *   session, a closed lid): no prompt of ours at all, the password module asks as usual. */
 
 /* How long the prompt waits for the daemon to ask for the finger (it may be busy with
  * another touch): the password must never wait for the reader. */
 #define EITHER_READY_MS 1000
+/* How long a match stays good for the prompt to end. */
+#define EITHER_MATCH_MS 5000
+/* How long a match waits for the terminal to start reading the password, to end it. */
+#define EITHER_READ_WAIT_MS 1000
 
 struct either {
     pthread_mutex_t lock;
-    pthread_cond_t changed;
+    pthread_cond_t changed;  /* on CLOCK_MONOTONIC */
     const char *prompt;
-    int ready;     /* the daemon asked for the finger */
-    int asking;    /* the conversation is waiting for the password */
-    int done;      /* the touch ended with `result` */
-    int stopped;   /* the password came first and the touch was broken off */
+    int silent;     /* PAM_SILENT: nothing of ours on the terminal */
+    int fd;         /* the touch's connection, once made (-1 before) */
+    int ready;      /* the daemon asked for the finger */
+    int asking;     /* the conversation is waiting for the password */
+    int done;       /* the touch ended with `result` */
+    int stopped;    /* the password came first and the touch was broken off */
     int result;
-    char pending[1024];  /* what the touch said before the prompt was up */
+    long long matched_at;  /* when the touch matched (ms, CLOCK_MONOTONIC) */
+    char pending[1024];    /* what the touch said before the prompt was up */
 };
 
 struct either_job {
@@ -663,9 +674,10 @@ struct either_job {
     struct reply released;
 };
 
-/* The controlling terminal, when this process is in its foreground group; -1 otherwise. */
+/* The controlling terminal, when this process is in its foreground group; -1 otherwise.
+ * Non-blocking: a terminal whose output is stopped must not hold anything here. */
 static int foreground_terminal(void) {
-    int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return -1;
     if (tcgetpgrp(fd) != getpgrp()) {
         close(fd);
@@ -674,27 +686,46 @@ static int foreground_terminal(void) {
     return fd;
 }
 
-static void write_terminal(int fd, const char *text) {
+static void write_terminal(const char *text) {
+    int fd = foreground_terminal();
+    if (fd < 0) return;
     size_t length = strlen(text);
     while (length > 0) {
         ssize_t written = write(fd, text, length);
         if (written < 0 && errno == EINTR) continue;
-        if (written <= 0) return;
+        if (written <= 0) break;
         text += written;
         length -= (size_t)written;
     }
+    close(fd);
 }
 
-/* Ends a terminal's password read with an Enter; 1 when it was put there. */
-static int end_password_read(void) {
-    int fd = foreground_terminal();
-    if (fd < 0) return 0;
+/* Whether the terminal now reads a password (canonical, echo off) with no whole line
+ * waiting: 1, and then `*fd` is open on it; 0 otherwise. */
+static int password_read_waiting(int *fd) {
+    *fd = foreground_terminal();
+    if (*fd < 0) return 0;
     struct termios mode;
-    int reading = tcgetattr(fd, &mode) == 0 && !(mode.c_lflag & ECHO) && (mode.c_lflag & ICANON);
-    char enter = '\n';
-    int put = reading && ioctl(fd, TIOCSTI, &enter) == 0;
-    close(fd);
-    return put;
+    int queued = 0;
+    if (tcgetattr(*fd, &mode) == 0 && !(mode.c_lflag & ECHO) && (mode.c_lflag & ICANON) &&
+        ioctl(*fd, FIONREAD, &queued) == 0 && queued == 0)
+        return 1;
+    close(*fd);
+    *fd = -1;
+    return 0;
+}
+
+/* A deadline `ms` from now on CLOCK_MONOTONIC, for pthread_cond_timedwait. */
+static struct timespec deadline_in(long long ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    return until;
 }
 
 static int either_stopped(struct session *s) {
@@ -705,102 +736,128 @@ static int either_stopped(struct session *s) {
     return stopped;
 }
 
+/* The daemon asks for the finger: the prompt may go up; on a later attempt (after a
+ * no-match shown under it), the prompt is shown again. */
 static void either_ready(struct session *s) {
     struct either *e = s->either;
     pthread_mutex_lock(&e->lock);
+    int again = e->ready && e->asking && !e->silent;
     e->ready = 1;
     pthread_cond_broadcast(&e->changed);
     pthread_mutex_unlock(&e->lock);
+    if (again) {
+        char text[128];
+        snprintf(text, sizeof text, "\r\n%s", e->prompt);
+        write_terminal(text);
+    }
 }
 
-/* A message of the touch: on the terminal under the waiting prompt, or kept for the
- * conversation when the prompt is not up. */
+/* A message of the touch: on the terminal under the waiting prompt (written outside the
+ * lock), or kept for the conversation when the prompt is not up. */
 static void either_note(struct session *s, int style, const char *message) {
     struct either *e = s->either;
+    char text[1400];
     (void)style;
+    text[0] = '\0';
     pthread_mutex_lock(&e->lock);
-    if (e->asking) {
-        int fd = foreground_terminal();
-        if (fd >= 0) {
-            char text[1400];
-            snprintf(text, sizeof text, "\r\n%s\r\n%s", message, e->prompt);
-            write_terminal(fd, text);
-            close(fd);
-        }
-    } else {
+    if (e->asking && !e->silent) {
+        snprintf(text, sizeof text, "\r\n%s", message);
+    } else if (!e->asking) {
         snprintf(e->pending, sizeof e->pending, "%s", message);
     }
     pthread_mutex_unlock(&e->lock);
+    if (text[0]) write_terminal(text);
+}
+
+/* Ends the password read with one Enter, once the terminal reads a password with nothing
+ * queued, waiting at most EITHER_READ_WAIT_MS for it to start (the match may come just as
+ * the prompt opens). Called without the lock. */
+static void end_password_read(struct either *e) {
+    long long until = now_ms() + EITHER_READ_WAIT_MS;
+    for (;;) {
+        pthread_mutex_lock(&e->lock);
+        int asking = e->asking;
+        pthread_mutex_unlock(&e->lock);
+        if (!asking) return;
+        int fd;
+        if (password_read_waiting(&fd)) {
+            char enter = '\n';
+            if (ioctl(fd, TIOCSTI, &enter) != 0 && !e->silent)
+                write_terminal("\r\nFingerprint matched: press Enter within 5 seconds.");
+            close(fd);
+            return;
+        }
+        if (now_ms() >= until) return;
+        struct timespec pause = { 0, 25 * 1000000L };
+        nanosleep(&pause, NULL);
+    }
 }
 
 static void *either_touch(void *argument) {
     struct either_job *job = argument;
-    struct either *e = job->s->either;
-    int result = touch_loop(job->s, job->user, job->operation, job->arguments, &job->released);
+    struct session *s = job->s;
+    struct either *e = s->either;
+    int result = PAM_AUTHINFO_UNAVAIL;
+    if (open_for_touch(s)) {
+        pthread_mutex_lock(&e->lock);
+        e->fd = s->fd;
+        int stopped = e->stopped;
+        pthread_mutex_unlock(&e->lock);
+        if (!stopped) result = touch_loop(s, job->user, job->operation, job->arguments, &job->released);
+    }
     pthread_mutex_lock(&e->lock);
     e->done = 1;
     e->result = result;
+    if (result == PAM_SUCCESS) e->matched_at = now_ms();
+    int end_prompt = result == PAM_SUCCESS && e->asking;
+    /* No more touches: the prompt that stays up is for the password only. */
+    int password_only = result != PAM_SUCCESS && e->asking && !e->stopped && !e->silent;
     pthread_cond_broadcast(&e->changed);
-    if (result == PAM_SUCCESS) {
-        /* Ended the read: wait for the conversation to return; put another Enter only if
-         * it has not after a quarter second (the first came before the read began). */
-        for (int tries = 0; e->asking && tries < 40; tries++) {
-            pthread_mutex_unlock(&e->lock);
-            int put = end_password_read();
-            pthread_mutex_lock(&e->lock);
-            if (!put) break;
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += 250 * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
-            while (e->asking && pthread_cond_timedwait(&e->changed, &e->lock, &until) == 0) {}
-        }
-        if (e->asking) {
-            pthread_mutex_unlock(&e->lock);
-            int fd = foreground_terminal();
-            if (fd >= 0) {
-                write_terminal(fd, "\r\nFingerprint matched: press Enter.");
-                close(fd);
-            }
-            pthread_mutex_lock(&e->lock);
-        }
-    }
     pthread_mutex_unlock(&e->lock);
+    if (end_prompt) end_password_read(e);
+    if (password_only) write_terminal("\r\nPassword: ");
     return NULL;
 }
 
 /* Waits until the daemon asked for the finger or the touch ended, for at most `ms`. */
 static void either_wait_ready(struct either *e, long long ms) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = deadline_in(ms);
     pthread_mutex_lock(&e->lock);
     while (!e->ready && !e->done && pthread_cond_timedwait(&e->changed, &e->lock, &until) == 0) {}
     pthread_mutex_unlock(&e->lock);
 }
 
+/* Starts `routine` with every signal blocked in it: the host's handlers (sudo's SIGINT,
+ * SIGALRM) must run on its own thread, whose read they interrupt. */
+static int start_quiet_thread(pthread_t *thread, void *(*routine)(void *), void *argument) {
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    int started = pthread_create(thread, NULL, routine, argument);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    return started;
+}
+
 static int authenticate_either(struct session *s, const char *user) {
     char arguments[1024];
     const char *operation = touch_request(s, user, arguments, sizeof arguments);
-    if (!operation || !open_for_touch(s)) return PAM_AUTHINFO_UNAVAIL;
-    struct either e = { .prompt = "Password or touch the reader: ", .result = PAM_AUTHINFO_UNAVAIL };
+    if (!operation) return PAM_AUTHINFO_UNAVAIL;
+    struct either e = { .prompt = "Password or touch the reader: ", .result = PAM_AUTHINFO_UNAVAIL, .fd = -1,
+                        .silent = (s->flags & PAM_SILENT) != 0 };
     struct either_job job = { .s = s, .user = user, .operation = operation, .arguments = arguments };
-    pthread_t thread;
+    pthread_condattr_t attributes;
+    pthread_condattr_init(&attributes);
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
     pthread_mutex_init(&e.lock, NULL);
-    pthread_cond_init(&e.changed, NULL);
+    pthread_cond_init(&e.changed, &attributes);
+    pthread_condattr_destroy(&attributes);
     s->either = &e;
-    if (pthread_create(&thread, NULL, either_touch, &job) != 0) {
+    pthread_t thread;
+    if (start_quiet_thread(&thread, either_touch, &job) != 0) {
         pam_syslog(s->pamh, LOG_ERR, "cannot start the touch beside the password prompt; password only");
         s->either = NULL;
-        close_session(s);
+        pthread_cond_destroy(&e.changed);
+        pthread_mutex_destroy(&e.lock);
         return PAM_AUTHINFO_UNAVAIL;
     }
     either_wait_ready(&e, EITHER_READY_MS);
@@ -810,37 +867,49 @@ static int authenticate_either(struct session *s, const char *user) {
     if (!ended_first) e.asking = 1;
     pthread_mutex_unlock(&e.lock);
     char *typed = NULL;
-    int conversation = PAM_SUCCESS;
+    int conversation = PAM_SUCCESS, cannot_ask = 0;
+    long long answered = 0;
     if (!ended_first) {
+        long long asked = now_ms();
         conversation = pam_prompt(s->pamh, PAM_PROMPT_ECHO_OFF, &typed, "%s", e.prompt);
+        answered = now_ms();
+        /* A conversation that refuses at once cannot ask (sudo -n): the touch goes on alone.
+         * One that fails later was cancelled (Ctrl-C): the touch is broken off. */
+        cannot_ask = conversation != PAM_SUCCESS && answered - asked < 100;
         pthread_mutex_lock(&e.lock);
         e.asking = 0;
         pthread_cond_broadcast(&e.changed);
-        int matched = e.done && e.result == PAM_SUCCESS;
+        int break_off = !e.done && !cannot_ask;
+        if (break_off) e.stopped = 1;
+        int fd = e.fd;
         pthread_mutex_unlock(&e.lock);
         /* Breaks the touch off: its thread's poll sees the end of the stream. */
-        if (!matched) {
-            pthread_mutex_lock(&e.lock);
-            e.stopped = 1;
-            pthread_mutex_unlock(&e.lock);
-            shutdown(s->fd, SHUT_RDWR);
-        }
+        if (break_off && fd >= 0) shutdown(fd, SHUT_RDWR);
     }
     pthread_join(thread, NULL);
     s->either = NULL;
     close_session(s);
 
+    int matched = e.done && e.result == PAM_SUCCESS;
+    if (matched && !ended_first && conversation == PAM_SUCCESS && answered - e.matched_at > EITHER_MATCH_MS) {
+        /* The prompt ended long after the match: whoever pressed Enter now is not known to
+         * be the person who touched. */
+        pam_syslog(s->pamh, LOG_NOTICE, "%s's finger matched, but the prompt ended %lld s later; not taken",
+                   user, (answered - e.matched_at) / 1000);
+        matched = 0;
+    }
     int result;
-    if (e.done && e.result == PAM_SUCCESS) {
+    if (matched) {
         /* The finger: whatever was typed is no password to try. */
         if (s->options->authtok_from) set_authtok(s, &job.released);
         result = PAM_SUCCESS;
-    } else if (ended_first) {
-        /* No finger to ask for, or no prompt was up in time: the password module asks. */
-        if (e.pending[0]) pam_prompt(s->pamh, PAM_ERROR_MSG, NULL, "%s", e.pending);
+    } else if (ended_first || cannot_ask) {
+        /* No finger to ask for, or a conversation that cannot ask: the touch's own answer,
+         * as without mode=either. */
+        if (ended_first && e.pending[0]) pam_prompt(s->pamh, PAM_ERROR_MSG, NULL, "%s", e.pending);
         result = e.result == PAM_AUTH_ERR || e.result == PAM_MAXTRIES ? e.result : PAM_AUTHINFO_UNAVAIL;
     } else if (conversation != PAM_SUCCESS) {
-        debug_log(s, "the password prompt ended without an answer");
+        debug_log(s, "the password prompt was cancelled");
         result = PAM_CONV_ERR;
     } else {
         if (typed && *typed && pam_set_item(s->pamh, PAM_AUTHTOK, typed) != PAM_SUCCESS)

@@ -175,7 +175,11 @@ extension Reader {
     /// otherwise that listing is returned without any traffic (see ``storageListing``).
     public func listPrints() async throws -> [Print] {
         guard info.features.contains(.storageList) else { throw FingerprintError.unsupported("list the prints it stores") }
-        if let kept = await GLibLoop.shared.run({ [self] in storageListing }) { return kept }
+        let kept = await GLibLoop.shared.run { [self] in
+            // Only for a reader that is open and working; otherwise the call below says why not.
+            fp_device_is_open(device.pointer) != 0 && !isGone && !isSuspended ? storageListing : nil
+        }
+        if let kept { return kept }
         return try await perform(writesNothing: true) { device, cancellable, data in
             fp_device_list_prints(device, cancellable, asyncReadyCallback, data)
         } finish: { [self] device, result in

@@ -29,7 +29,8 @@ public final class Reader: @unchecked Sendable {
     /// What ``listPrints()`` last read, kept while nothing could have changed the storage
     /// since: the reader stayed open (libfprint claims its USB interface, so no other
     /// program reaches it) and ran only calls that write nothing to it (verify, identify,
-    /// capture). Every other call drops it, as do suspend, resume and an unplug.
+    /// capture). Every other call drops it, as do suspend, resume, an unplug, closing, and
+    /// any call that fails on the device (the reader may then hold something else).
     var storageListing: [Print]?
     private var shuttingDown = false
 
@@ -93,6 +94,7 @@ public final class Reader: @unchecked Sendable {
     }
 
     private func closeQuietly() {
+        storageListing = nil
         // A removed reader is closed too: libfprint keeps it open until then.
         guard fp_device_is_open(device.pointer) != 0 else { return }
         let device = self.device
@@ -160,10 +162,12 @@ public final class Reader: @unchecked Sendable {
             return try await withTaskCancellationHandler(operation: call) {
                 Self.cancel(cancellable)
             }
-        } catch let error as FingerprintError where error.isDisconnected {
+        } catch let error as FingerprintError {
+            // A reader that failed may hold something else than it listed.
+            if case .device = error { GLibLoop.shared.perform { [self] in storageListing = nil } }
+            if error.isDisconnected { throw error }
+            if isGoneNow(error) { throw FingerprintError.device(.removed, detail: "") }
             throw error
-        } catch let error as FingerprintError where isGoneNow(error) {
-            throw FingerprintError.device(.removed, detail: "")
         }
     }
 

@@ -22,10 +22,15 @@ enum VirtualImageWaits {
         guard let socket = getenv("FP_VIRTUAL_IMAGE").map({ String(cString: $0) }), !socket.isEmpty else { return }
         count += 1
         let text = "\(getpid()) \(count)\n"
-        // O_NOFOLLOW: never write through a link planted beside the socket.
-        let descriptor = open(socket + ".waiting", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        // Nothing planted beside the socket is written through: no link (O_NOFOLLOW), no
+        // FIFO that would block (O_NONBLOCK, and a regular file is required), no file of
+        // another owner or with other names (a hard link to something that matters).
+        let descriptor = open(socket + ".waiting", O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { return }
         defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(),
+              info.st_nlink == 1, ftruncate(descriptor, 0) == 0 else { return }
         // Readable by whoever may use the socket, whatever this process's umask.
         _ = fchmod(descriptor, 0o644)
         _ = text.withCString { write(descriptor, $0, strlen($0)) }

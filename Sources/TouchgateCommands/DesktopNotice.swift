@@ -28,11 +28,13 @@ struct DesktopNotice: Sendable {
     static func show(summary: String, body: String,
                      bus: String? = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]) async -> DesktopNotice? {
         guard let bus, !bus.isEmpty, access(gdbus, X_OK) == 0 else { return nil }
-        // Notify(app_name, replaces_id, app_icon, summary, body, actions, hints, expire_timeout):
-        // urgency critical keeps it on screen until withdrawn, or for at most the longest a
-        // finger is waited for, should the withdrawal never arrive.
-        let reply = await call("Notify", on: bus, ["touchgate", "0", "dialog-password", Self.literal(summary), Self.literal(body),
-                                          "[]", "{'urgency': <byte 2>}", "120000"])
+        // Notify(app_name, replaces_id, app_icon, summary, body, actions, hints, expire_timeout),
+        // typed, so that a server without introspection data parses them too. Normal urgency:
+        // servers honour the expiry (the longest a finger is waited for) should the
+        // withdrawal never arrive; critical ones stay until dismissed.
+        let reply = await call("Notify", on: bus, ["touchgate", "uint32 0", "dialog-password",
+                                                   Self.literal(Self.plain(summary)), Self.literal(Self.plain(body)),
+                                                   "@as []", "@a{sv} {'urgency': <byte 1>}", "int32 120000"])
         // "(uint32 7,)"
         guard let reply, let digits = reply.split(whereSeparator: { !$0.isNumber }).last, let id = UInt32(digits),
               id > 0 else { return nil }
@@ -79,6 +81,25 @@ struct DesktopNotice: Sendable {
         } catch {
             return nil
         }
+    }
+
+    /// `text` shown as text by a server that reads the body as markup (the specification
+    /// allows `<b>`, `<a href>`, `<img>`): `&`, `<` and `>` as entities, and no format
+    /// characters (bidirectional overrides) or line and paragraph separators, which could
+    /// make a key's comment, chosen by whoever made the key, look like something else.
+    static func plain(_ text: String) -> String {
+        var shown = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": shown += "&amp;"
+            case "<": shown += "&lt;"
+            case ">": shown += "&gt;"
+            case "\u{2028}", "\u{2029}": shown += " "
+            default:
+                if scalar.properties.generalCategory != .format { shown.unicodeScalars.append(scalar) }
+            }
+        }
+        return shown
     }
 
     /// `text` as a GVariant string literal, which `gdbus call` parses: single-quoted, with

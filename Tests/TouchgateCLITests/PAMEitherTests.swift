@@ -169,6 +169,20 @@ struct PAMEitherTests {
         #expect(touched.all.contains("result: PAM_SUCCESS"), "the touch counted: \(touched.all)\n\(pam.rig.daemonLog)")
         let reasons = try await pam.auditReasons(event: "auth.attempt")
         #expect(reasons.last?.contains("pam-run") == true, "\(reasons)")
+
+        // A match is not left for whoever comes to the keyboard later: Enter pressed more
+        // than five seconds after the touch counts for nothing.
+        let (late, lateLines) = try await greeter()
+        #expect(try await lateLines.wait(for: "prompt: Password or touch the reader:"), "\(lateLines.all)")
+        Self.touch(pam, "whorl")
+        try await Task.sleep(for: .seconds(7))
+        try late.write("\n")
+        // Nothing typed: pam_userdb asks for itself, and gets no password either.
+        #expect(try await lateLines.wait(for: "prompt: Password:"), "\(lateLines.all)")
+        try late.write("\n")
+        #expect(await late.ended() == 0)
+        #expect(!lateLines.all.contains("result: PAM_SUCCESS") && lateLines.all.contains { $0.hasPrefix("result: ") },
+                "\(lateLines.all)")
     }
 
     /// A daemon with root's whorl enrolled, and the stack `either` in the rig's directory.

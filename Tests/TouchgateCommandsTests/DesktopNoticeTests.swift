@@ -18,6 +18,11 @@ import Glibc
         #expect(DesktopNotice.literal("red\u{1B}[31m\u{9B}x\u{7F}") == "'red[31mx'")
     }
 
+    @Test func markupAndFormatCharactersAreShownAsText() {
+        #expect(DesktopNotice.plain("<a href='x'>click</a> & <b>") == "&lt;a href='x'&gt;click&lt;/a&gt; &amp; &lt;b&gt;")
+        #expect(DesktopNotice.plain("key\u{202E}txt.exe\u{2028}next") == "keytxt.exe next")
+    }
+
     @Test("a hostile prompt reaches a real notification server as the text it was, and the notice is withdrawn")
     func hostilePromptRoundTrip() async throws {
         let server = try await NotificationRig()
@@ -27,7 +32,7 @@ import Glibc
                                   "no notice: \(server.calls("Notify"))")
         await notice.withdraw()
         let shown = server.calls("Notify")
-        #expect(shown.count == 1 && shown[0].contains("key 'x', [] {} <byte 2>"), "\(shown)")
+        #expect(shown.count == 1 && shown[0].contains("key 'x', [] {} &lt;byte 2&gt;"), "\(shown)")
         #expect(server.calls("CloseNotification").count == 1)
     }
 
