@@ -88,36 +88,39 @@ struct DesktopNotice: Sendable {
     /// characters (bidirectional overrides) or line and paragraph separators, which could
     /// make a key's comment, chosen by whoever made the key, look like something else.
     static func plain(_ text: String) -> String {
-        var shown = ""
-        for scalar in text.unicodeScalars {
+        rewritten(text) { scalar in
             switch scalar {
-            case "&": shown += "&amp;"
-            case "<": shown += "&lt;"
-            case ">": shown += "&gt;"
-            case "\u{2028}", "\u{2029}": shown += " "
-            default:
-                if scalar.properties.generalCategory != .format { shown.unicodeScalars.append(scalar) }
+            case "&": "&amp;"
+            case "<": "&lt;"
+            case ">": "&gt;"
+            case "\u{2028}", "\u{2029}": " "
+            default: scalar.properties.generalCategory == .format ? "" : nil
             }
         }
-        return shown
     }
 
     /// `text` as a GVariant string literal, which `gdbus call` parses: single-quoted, with
     /// backslashes and quotes escaped and control characters dropped.
     static func literal(_ text: String) -> String {
-        var quoted = "'"
-        for scalar in text.unicodeScalars {
+        let escaped = rewritten(text) { scalar in
             switch scalar {
-            case "\\": quoted += "\\\\"
-            case "'": quoted += "\\'"
-            case "\n": quoted += "\\n"
-            default:
-                if scalar.value >= 0x20 && scalar.value != 0x7F && !(0x80...0x9F).contains(scalar.value) {
-                    quoted.unicodeScalars.append(scalar)
-                }
+            case "\\": "\\\\"
+            case "'": "\\'"
+            case "\n": "\\n"
+            default: scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value) ? "" : nil
             }
         }
-        return quoted + "'"
+        return "'" + escaped + "'"
+    }
+
+    /// `text` with each scalar replaced by what `rule` gives: a replacement (empty: dropped),
+    /// or nil to keep it.
+    private static func rewritten(_ text: String, _ rule: (Unicode.Scalar) -> String?) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars {
+            if let replacement = rule(scalar) { result += replacement } else { result.unicodeScalars.append(scalar) }
+        }
+        return result
     }
 }
 
