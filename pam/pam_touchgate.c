@@ -632,7 +632,7 @@ static int authenticate_touch(struct session *s, const char *user) {
  * - The password comes first: the touch is broken off (the daemon ends a request whose
  *   connection closed), the password becomes PAM_AUTHTOK and PAM_AUTHINFO_UNAVAIL sends
  *   it to the password module below (`try_first_pass` or `use_first_pass`). Nothing typed:
- *   that module asks for itself.
+ *   a touch in progress has three seconds to match, then that module asks for itself.
  * - The finger comes first: the password prompt is ended by putting one Enter into the
  *   terminal's input (TIOCSTI), only while the terminal reads a password (canonical mode,
  *   echo off) for this process's foreground group and holds no whole line yet; whatever
@@ -650,6 +650,8 @@ static int authenticate_touch(struct session *s, const char *user) {
 #define EITHER_MATCH_MS 5000
 /* How long a match waits for the terminal to start reading the password, to end it. */
 #define EITHER_READ_WAIT_MS 1000
+/* How long Enter on an empty prompt waits for a touch in progress. */
+#define EITHER_EMPTY_WAIT_MS 3000
 
 struct either {
     pthread_mutex_t lock;
@@ -879,6 +881,12 @@ static int authenticate_either(struct session *s, const char *user) {
         pthread_mutex_lock(&e.lock);
         e.asking = 0;
         pthread_cond_broadcast(&e.changed);
+        if (conversation == PAM_SUCCESS && (!typed || !*typed)) {
+            /* Enter on an empty prompt: a touch may be matching (at a greeter the person
+             * touches, then presses Enter); it has EITHER_EMPTY_WAIT_MS to finish. */
+            struct timespec until = deadline_in(EITHER_EMPTY_WAIT_MS);
+            while (!e.done && pthread_cond_timedwait(&e.changed, &e.lock, &until) == 0) {}
+        }
         int break_off = !e.done && !cannot_ask;
         if (break_off) e.stopped = 1;
         int fd = e.fd;

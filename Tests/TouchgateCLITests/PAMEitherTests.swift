@@ -144,18 +144,23 @@ struct PAMEitherTests {
                 return false
             }
         }
+        let started = Lines()
+        // However the test ends, no pam-run is left waiting on its input (the test process
+        // would wait for it forever).
+        defer { for pid in started.all.compactMap(pid_t.init) { kill(pid, SIGKILL) } }
         func greeter() async throws -> (BackgroundProcess, Lines) {
             let lines = Lines()
             let process = try await BackgroundProcess.start(
                 pam.program, [pam.confdir, stack, "root", "conv=wait"], environment: ["HOME": pam.rig.home.path("client")],
                 holdingInputOpen: true, output: .lines { lines.add($0) }, error: .lines { lines.add($0) })
+            started.add(String(process.processIdentifier))
             return (process, lines)
         }
 
         let (typing, typed) = try await greeter()
         #expect(try await typed.wait(for: "prompt: Password or touch the reader:"), "\(typed.all)")
         try typing.write(Self.password + "\n")
-        #expect(await typing.ended() == 0)
+        #expect(await Self.ended(typing) == 0)
         #expect(typed.all.contains("result: PAM_SUCCESS"), "pam_userdb took the typed password: \(typed.all)")
 
         let (touching, touched) = try await greeter()
@@ -165,7 +170,7 @@ struct PAMEitherTests {
         try await Task.sleep(for: .seconds(2))
         #expect(touching.isRunning && !touched.all.contains("answered"), "\(touched.all)")
         try touching.write("\n")
-        #expect(await touching.ended() == 0)
+        #expect(await Self.ended(touching) == 0)
         #expect(touched.all.contains("result: PAM_SUCCESS"), "the touch counted: \(touched.all)\n\(pam.rig.daemonLog)")
         let reasons = try await pam.auditReasons(event: "auth.attempt")
         #expect(reasons.last?.contains("pam-run") == true, "\(reasons)")
@@ -174,15 +179,33 @@ struct PAMEitherTests {
         // than five seconds after the touch counts for nothing.
         let (late, lateLines) = try await greeter()
         #expect(try await lateLines.wait(for: "prompt: Password or touch the reader:"), "\(lateLines.all)")
+        let attempts = try await pam.auditReasons(event: "auth.attempt").count
         Self.touch(pam, "whorl")
-        try await Task.sleep(for: .seconds(7))
+        // The match is in the trail once the daemon made it: six seconds after that, Enter.
+        for _ in 0..<200 where try await pam.auditReasons(event: "auth.attempt").count == attempts {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        try await Task.sleep(for: .seconds(6))
         try late.write("\n")
         // Nothing typed: pam_userdb asks for itself, and gets no password either.
         #expect(try await lateLines.wait(for: "prompt: Password:"), "\(lateLines.all)")
         try late.write("\n")
-        #expect(await late.ended() == 0)
+        #expect(await Self.ended(late) == 0)
         #expect(!lateLines.all.contains("result: PAM_SUCCESS") && lateLines.all.contains { $0.hasPrefix("result: ") },
                 "\(lateLines.all)")
+    }
+
+    /// `process`'s exit status, or nil after 30 s, when it is killed: a pam-run left
+    /// waiting on its standard input would keep the test process from ever exiting.
+    static func ended(_ process: BackgroundProcess) async -> Int32? {
+        for _ in 0..<600 where process.isRunning {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        guard !process.isRunning else {
+            await process.terminate()
+            return nil
+        }
+        return await process.ended()
     }
 
     /// A daemon with root's whorl enrolled, and the stack `either` in the rig's directory.
