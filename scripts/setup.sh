@@ -9,7 +9,7 @@ packages=(
   umockdev udev systemd util-linux mount bsdutils sqlite3                             # tests: replays, udev rules, tampering, daemon units (systemd-analyze, systemd-socket-activate)
   man-db groff-base                                                                    # tests: make install renders the man pages
   fprintd python3-dbusmock dbus-daemon libglib2.0-bin                                 # tests: the real fprintd on a private bus
-  gcc libpam0g-dev libpam-modules db-util pamtester                                   # the PAM module; tests: real stacks (pam_userdb, pamtester)
+  gcc libpam0g-dev libpam-modules db-util pamtester sudo                              # the PAM module; tests: real stacks (pam_userdb, pamtester, sudo)
   gnome-keyring libpam-gnome-keyring                                                  # tests: the authtok hand-off unlocks a real keyring
   openssh-client openssh-server git python3 gnupg pass pinentry-tty                   # tests: the helpers under ssh-agent, touchgate agent under sshd, git over HTTP, gpg-agent
   libpq5 postgresql                                                                   # fleet collection (libpq, loaded when shipping); tests: a real PostgreSQL 15 server
