@@ -188,14 +188,32 @@ static void show(struct session *s, int style, const char *message) {
 
 /* ---- the socket ---- */
 
-static int connect_daemon(struct session *s) {
+static int either_connected(struct session *s);
+static int either_stopped(struct session *s);
+
+/* Connects before `deadline` (ms, CLOCK_MONOTONIC). A Unix socket whose listener has a full
+ * backlog (a daemon that stopped accepting) would block connect() for ever, so it is tried
+ * without blocking and again every 50 ms. In mode=either the connection is handed to the
+ * prompt's thread at once, so that a password typed meanwhile can break it off. */
+static int connect_daemon(struct session *s, long long deadline) {
     struct sockaddr_un address = { .sun_family = AF_UNIX };
     if (strlen(s->options->socket) >= sizeof address.sun_path) return 0;
     strcpy(address.sun_path, s->options->socket);
-    s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s->fd < 0) return 0;
-    if (connect(s->fd, (struct sockaddr *)&address, sizeof address) != 0) {
-        debug_log(s, "cannot connect to %s: %s", s->options->socket, strerror(errno));
+    while (connect(s->fd, (struct sockaddr *)&address, sizeof address) != 0) {
+        int busy = errno == EAGAIN || errno == EINTR;
+        if (!busy || now_ms() >= deadline || (s->either && either_stopped(s))) {
+            debug_log(s, "cannot connect to %s: %s", s->options->socket, busy ? "no room in its queue" : strerror(errno));
+            close(s->fd);
+            s->fd = -1;
+            return 0;
+        }
+        struct timespec pause = { 0, 50 * 1000000L };
+        nanosleep(&pause, NULL);
+    }
+    int flags = fcntl(s->fd, F_GETFL);
+    if (flags < 0 || fcntl(s->fd, F_SETFL, flags & ~O_NONBLOCK) != 0 || (s->either && !either_connected(s))) {
         close(s->fd);
         s->fd = -1;
         return 0;
@@ -330,7 +348,7 @@ static int read_hello(struct session *s, long long deadline) {
 static int open_session(struct session *s, long long deadline) {
     s->have = 0;
     s->next_id = 1;
-    if (!connect_daemon(s)) return 0;
+    if (!connect_daemon(s, deadline)) return 0;
     if (read_hello(s, deadline)) return 1;
     pam_syslog(s->pamh, LOG_ERR, "%s did not greet as touchgated protocol version 1", s->options->socket);
     close(s->fd);
@@ -730,6 +748,16 @@ static struct timespec deadline_in(long long ms) {
     return until;
 }
 
+/* Hands the new connection to the prompt's thread; 0 when the password already won. */
+static int either_connected(struct session *s) {
+    struct either *e = s->either;
+    pthread_mutex_lock(&e->lock);
+    e->fd = s->fd;
+    int stopped = e->stopped;
+    pthread_mutex_unlock(&e->lock);
+    return !stopped;
+}
+
 static int either_stopped(struct session *s) {
     struct either *e = s->either;
     pthread_mutex_lock(&e->lock);
@@ -800,13 +828,8 @@ static void *either_touch(void *argument) {
     struct session *s = job->s;
     struct either *e = s->either;
     int result = PAM_AUTHINFO_UNAVAIL;
-    if (open_for_touch(s)) {
-        pthread_mutex_lock(&e->lock);
-        e->fd = s->fd;
-        int stopped = e->stopped;
-        pthread_mutex_unlock(&e->lock);
-        if (!stopped) result = touch_loop(s, job->user, job->operation, job->arguments, &job->released);
-    }
+    if (open_for_touch(s) && !either_stopped(s))
+        result = touch_loop(s, job->user, job->operation, job->arguments, &job->released);
     pthread_mutex_lock(&e->lock);
     e->done = 1;
     e->result = result;

@@ -89,6 +89,26 @@ struct PAMEitherTests {
         #expect(await alone.finish(timeout: 30) == 0, "\(alone.output)")
     }
 
+    @Test("a daemon that accepts and never greets holds neither the prompt nor the typed password")
+    func silentDaemonHoldsNothing() async throws {
+        let (pam, _) = try await Self.rig()
+        let silent = pam.rig.home.path("silent.socket")
+        let impostor = try ScriptedDaemon(path: silent, script: [])
+        _ = impostor
+        let database = try await pam.passwordDatabase("silent-logins", user: "root", password: Self.password)
+        let stack = try pam.stack("either-silent", [
+            "auth [success=done default=ignore] \(pam.module) mode=either socket=\(silent) timeout=20",
+            "auth required pam_userdb.so db=\(database) try_first_pass",
+        ])
+        let session = try await Self.pamtester(pam, stack)
+        #expect(try await session.waitForLine(timeout: 10) { $0.contains("Password") }, "\(session.output)")
+        let typed = Date()
+        session.type(Self.password + "\n")
+        #expect(await session.finish(timeout: 30) == 0, "\(session.output)")
+        #expect(Date().timeIntervalSince(typed) < 5, "the typed password waited for the silent daemon")
+        #expect(session.output.contains("successfully authenticated"), "\(session.output)")
+    }
+
     @Test("sudo, with its own terminal conversation: a touch ends sudo's password prompt, and a typed password works")
     func sudo() async throws {
         try HelperRig.require("/usr/bin/sudo", package: "sudo")
