@@ -53,6 +53,12 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     case policyShow = "policy.show", policySet = "policy.set"
     case repair
     case secretGet = "secret.get", secretAdd = "secret.add", secretList = "secret.list", secretRm = "secret.rm"
+    /// Lets an executable read an item without a touch of its own (`touchgate secret allow`).
+    case secretAllow = "secret.allow"
+    /// What `touchgate agent`'s Secret Service provider asks for an application on the
+    /// session bus: find items by their attributes, store one, read one.
+    case secretServiceSearch = "secret-service.search", secretServiceStore = "secret-service.store"
+    case secretServiceRead = "secret-service.read"
     case auditShow = "audit.show", auditCount = "audit.count", auditVerify = "audit.verify"
     case auditExport = "audit.export", auditPrune = "audit.prune", auditPublicKey = "audit.public-key"
     /// Ships audit trails to the fleet collector named in the daemon's own fleet

@@ -101,6 +101,19 @@ extension DaemonOperation {
             OperationContract("items", writesRecords: false)
         case .secretRm:
             OperationContract(["item"], "`{}`")
+        case .secretAllow:
+            OperationContract(["item", "executable", "revoke"], "`{\"name\": …, \"allowed\": […]}` (needs what the item's "
+                              + "policy asks for, as a fresh touch)")
+        case .secretServiceSearch:
+            OperationContract(["attributes", "collection", "application"], "Secret Service item reports (never a value; "
+                              + "`unlocked`: readable by `application` without a touch)", writesRecords: false)
+        case .secretServiceStore:
+            OperationContract(["details", "replace", "application"], "stored report (asks `secret-value`; `replace`: the "
+                              + "item of the same collection and attributes, with what its policy asks for)")
+        case .secretServiceRead:
+            OperationContract(["item", "application", "approve-only"], "`{}` and the value as secret bytes (a touch naming "
+                              + "`application` the first time it reads the item in the reuse window, unless allowed; "
+                              + "`approve-only`: only that touch, no value)")
         case .auditShow:
             OperationContract(["filter"], "one `output` line per record, then `{\"count\":N}`", writesRecords: false)
         case .auditCount:

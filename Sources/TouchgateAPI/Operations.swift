@@ -42,13 +42,13 @@ public enum Operations {
         PrintsDeleteOrphans.self, PrintsClear.self, ImportFprintd.self, Verify.self, Identify.self, Devices.self,
         Capture.self, PolicyShow.self, PolicySet.self, Repair.self, SecretList.self, SecretRm.self, AuditCount.self,
         AuditVerify.self, AuditPrune.self, AuditPublicKey.self, SshKeygen.self, SshList.self, SshSign.self,
-        SshSkEnroll.self, SshSkSign.self,
+        SshSkEnroll.self, SshSkSign.self, SecretAllow.self, SecretServiceSearch.self,
     ]
 
     /// The operations a door serves with code of its own.
     public static let special: [any OperationSpec.Type] = [
         PassphraseChange.self, SecretGet.self, SecretAdd.self, AuditShow.self, AuditExport.self, AuditShip.self,
-        Migrate.self, SshAdd.self,
+        Migrate.self, SshAdd.self, SecretServiceStore.self, SecretServiceRead.self,
     ]
 
     /// Every entry by its operation, built once (a test keeps one entry per operation).
@@ -397,6 +397,81 @@ public enum Operations {
             try await requests.secretRm(arguments.item, interaction: interaction)
             return EmptyReport()
         }
+    }
+
+    public enum SecretAllow: ServedOperation {
+        public typealias Result = AllowReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var item: String
+            public var executable: String
+            /// Takes the executable off the list instead.
+            public var revoke: Bool?
+            public init(item: String, executable: String, revoke: Bool) {
+                self.item = item
+                self.executable = executable
+                self.revoke = revoke
+            }
+        }
+        public static let operation = DaemonOperation.secretAllow
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> AllowReport {
+            try await requests.secretAllow(arguments.item, executable: arguments.executable,
+                                           revoke: arguments.revoke ?? false, interaction: interaction)
+        }
+    }
+
+    // MARK: The Secret Service
+
+    public enum SecretServiceSearch: ServedOperation {
+        public typealias Result = [SecretServiceItemReport]
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var attributes: [SecretAttribute]
+            /// Only this collection's items (nil: every collection's).
+            public var collection: String?
+            public var application: ApplicationIdentity?
+            public init(attributes: [SecretAttribute], collection: String?, application: ApplicationIdentity?) {
+                self.attributes = attributes
+                self.collection = collection
+                self.application = application
+            }
+        }
+        public static let operation = DaemonOperation.secretServiceSearch
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> [SecretServiceItemReport] {
+            try await requests.secretServiceSearch(arguments.attributes, collection: arguments.collection,
+                                                   application: arguments.application)
+        }
+    }
+
+    public enum SecretServiceStore: OperationSpec {
+        public typealias Result = StoredReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var details: ItemDetails
+            public var replace: Bool?
+            public var application: ApplicationIdentity
+            public init(details: ItemDetails, replace: Bool, application: ApplicationIdentity) {
+                self.details = details
+                self.replace = replace
+                self.application = application
+            }
+        }
+        public static let operation = DaemonOperation.secretServiceStore
+    }
+
+    public enum SecretServiceRead: OperationSpec {
+        /// `{}`, and the value as secret bytes after it (none with `approve-only`).
+        public typealias Result = EmptyReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var item: String
+            public var application: ApplicationIdentity
+            public var approveOnly: Bool?
+            public init(item: String, application: ApplicationIdentity, approveOnly: Bool) {
+                self.item = item
+                self.application = application
+                self.approveOnly = approveOnly
+            }
+        }
+        public static let operation = DaemonOperation.secretServiceRead
     }
 
     // MARK: The audit trail

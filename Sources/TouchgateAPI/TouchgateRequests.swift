@@ -88,6 +88,27 @@ public protocol TouchgateRequests: Sendable {
     func secretList() async throws(ServiceError) -> [ItemReport]
     /// Deletes item `name` once `interaction` confirms; needs the vault unlocked, not a touch.
     func secretRm(_ name: String, interaction: any Interaction) async throws(ServiceError)
+    /// Lets `executable` read item `name` through the Secret Service without a touch of its
+    /// own (or, with `revoke`, no longer), after what the item's policy asks for as a fresh
+    /// touch. Audited.
+    func secretAllow(_ name: String, executable: String, revoke: Bool,
+                     interaction: any Interaction) async throws(ServiceError) -> AllowReport
+    /// The Secret Service items whose attributes include every one of `attributes` (in
+    /// `collection`, or in all), as `application` may see them. Works while locked.
+    func secretServiceSearch(_ attributes: [SecretAttribute], collection: String?,
+                             application: ApplicationIdentity?) async throws(ServiceError) -> [SecretServiceItemReport]
+    /// Stores the bytes `value` yields as a Secret Service item described by `details`, for
+    /// `application`. With `replace`, an item of the same collection and attributes is
+    /// replaced (with what its policy asks for); otherwise a new item is made.
+    func secretServiceStore(_ details: ItemDetails, value: @escaping @Sendable () async throws -> SecretBytes,
+                            replace: Bool, application: ApplicationIdentity,
+                            interaction: any Interaction) async throws(ServiceError) -> StoredReport
+    /// The value of item `name` for `application`: the first read by an application in the
+    /// reuse window needs a touch that names it (unless allowed for good), then the item's
+    /// policy applies. With `approveOnly`, only the approval is made and nothing is released
+    /// (nil). Every release and refusal is audited with the application's chain.
+    func secretServiceRead(_ name: String, application: ApplicationIdentity, approveOnly: Bool,
+                           interaction: any Interaction) async throws(ServiceError) -> SecretBytes?
 
     /// The audit records `filter` selects, as stored (``auditVerify()`` says whether to trust them).
     /// - Throws: `usage` for a filter that cannot match as meant.

@@ -115,6 +115,36 @@ extension DaemonClient {
         _ = try await call(Operations.SecretRm.self, .init(item: name), asking(interaction))
     }
 
+    public func secretAllow(_ name: String, executable: String, revoke: Bool,
+                            interaction: any Interaction) async throws(ServiceError) -> AllowReport {
+        try await call(Operations.SecretAllow.self, .init(item: name, executable: executable, revoke: revoke),
+                       asking(interaction)).0
+    }
+
+    public func secretServiceSearch(_ attributes: [SecretAttribute], collection: String?,
+                                    application: ApplicationIdentity?) async throws(ServiceError) -> [SecretServiceItemReport] {
+        try await call(Operations.SecretServiceSearch.self,
+                       .init(attributes: attributes, collection: collection, application: application)).0
+    }
+
+    public func secretServiceStore(_ details: ItemDetails, value: @escaping @Sendable () async throws -> SecretBytes,
+                                   replace: Bool, application: ApplicationIdentity,
+                                   interaction: any Interaction) async throws(ServiceError) -> StoredReport {
+        try await call(Operations.SecretServiceStore.self,
+                       .init(details: details, replace: replace, application: application),
+                       Parties(interaction: interaction, secretValue: value)).0
+    }
+
+    public func secretServiceRead(_ name: String, application: ApplicationIdentity, approveOnly: Bool,
+                                  interaction: any Interaction) async throws(ServiceError) -> SecretBytes? {
+        let (_, secret) = try await call(Operations.SecretServiceRead.self,
+                                         .init(item: name, application: application, approveOnly: approveOnly),
+                                         asking(interaction))
+        if approveOnly { return nil }
+        guard let secret else { throw ServiceError.daemonReleasedNoValue }
+        return secret
+    }
+
     public func sshKeygen(_ name: String, type: String, policy: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
         try await call(Operations.SshKeygen.self, .init(item: name, policy: policy, fresh: fresh, type: type)).0
     }

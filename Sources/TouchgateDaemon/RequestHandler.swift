@@ -86,6 +86,17 @@ struct RequestHandler: Sendable {
                                                      policy: arguments.policy, fresh: arguments.fresh ?? false,
                                                      replace: arguments.replace ?? false, device: arguments.device,
                                                      interaction: interaction))
+        case let arguments as Operations.SecretServiceStore.Arguments:
+            return reply(id, try await service.secretServiceStore(arguments.details,
+                                                                  value: { try await interaction.secretValue() },
+                                                                  replace: arguments.replace ?? false,
+                                                                  application: arguments.application,
+                                                                  interaction: interaction))
+        case let arguments as Operations.SecretServiceRead.Arguments:
+            let approveOnly = arguments.approveOnly ?? false
+            let value = try await service.secretServiceRead(arguments.item, application: arguments.application,
+                                                            approveOnly: approveOnly, interaction: interaction)
+            return reply(id, EmptyReport(), secret: value)
         case let arguments as Operations.SshAdd.Arguments:
             return reply(id, try await service.sshAdd(arguments.item, publicKey: arguments.publicKey,
                                                       seed: { try await interaction.secretValue() },

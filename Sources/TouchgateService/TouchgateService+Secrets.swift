@@ -84,6 +84,15 @@ extension TouchgateService {
     public func secretAdd(_ name: String, value: @escaping @Sendable () async throws -> SecretBytes, policy text: String, fresh: Bool,
                       replace: Bool = false, device: String? = nil,
                       interaction: any Interaction) async throws(ServiceError) -> StoredReport {
+        try await secretAdd(name, value: value, policy: text, fresh: fresh, replace: replace, device: device,
+                            details: nil, interaction: interaction)
+    }
+
+    /// ``secretAdd(_:value:policy:fresh:replace:device:interaction:)`` with the Secret
+    /// Service's `details` (JSON) stored and authenticated with the item.
+    func secretAdd(_ name: String, value: @escaping @Sendable () async throws -> SecretBytes, policy text: String, fresh: Bool,
+                   replace: Bool, device: String?, details: String?,
+                   interaction: any Interaction) async throws(ServiceError) -> StoredReport {
         let name = Self.storedName(name)
         return try await withStore { store in
             try Self.checkName(name, what: "secret")
@@ -127,7 +136,10 @@ extension TouchgateService {
                     expecting = .absent
                 }
                 try transaction.setItem(named: name, value: value, policy: policy.description, freshTouch: fresh,
-                                        enrollmentDigest: digest, key: key, expecting: expecting, in: context.vault)
+                                        enrollmentDigest: digest, details: details, key: key, expecting: expecting,
+                                        in: context.vault)
+                // A new item under a name used before starts with no program approved for it.
+                if old == nil { try Self.forgetApprovals(of: name, in: transaction) }
                 if itemQuota != nil, try transaction.state(ItemQuota.refusedStateKey) != nil {
                     // Stored within the quota again: the next refusal is a new crossing, recorded.
                     try transaction.updateState(ItemQuota.refusedStateKey) { $0 = nil }
@@ -198,6 +210,7 @@ extension TouchgateService {
             let deleted = try await usingReserve(for: "secret rm") {
                 try context.audit.atomically { transaction in
                     guard try transaction.deleteItem(named: name, in: context.vault) else { return false }
+                    try Self.forgetApprovals(of: name, in: transaction)
                     try transaction.append(.itemDelete, .success, vaultUser: context.vault.owner, item: name,
                                            reason: "deleted by user")
                     return true

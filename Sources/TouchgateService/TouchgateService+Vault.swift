@@ -83,6 +83,10 @@ extension TouchgateService {
                 try context.requireIntactState()
                 try await usingReserve(for: "lock") {
                     try context.evaluator.lock(reason: wasUnlocked ? "locked by user" : "locked by user (key already gone)")
+                    // Locking ends every program's approval too (the Secret Service's).
+                    if try context.stateStore.state(Self.approvalsStateKey) != nil {
+                        try context.stateStore.updateState(Self.approvalsStateKey) { $0 = nil }
+                    }
                 }
                 return LockReport(wasUnlocked: wasUnlocked, problem: nil)
             } catch {

@@ -129,11 +129,11 @@ public final class StoreTransaction {
     /// - Throws: ``ConflictError/itemChanged(name:)`` when `expecting` does not hold.
     @discardableResult
     public func setItem(named name: String, value: SecretBytes, kind: ItemKind = .secret, policy: String, freshTouch: Bool,
-                        enrollmentDigest: [UInt8]?, key: VaultKey, expecting: ItemExpectation,
+                        enrollmentDigest: [UInt8]?, details: String? = nil, key: VaultKey, expecting: ItemExpectation,
                         in vault: Vault) throws -> ItemVersion {
         requireSameStore(vault.database)
         return try vault.setItem(database, named: name, value: value, kind: kind, policy: policy, freshTouch: freshTouch,
-                                 enrollmentDigest: enrollmentDigest, key: key, expecting: expecting)
+                                 enrollmentDigest: enrollmentDigest, details: details, key: key, expecting: expecting)
     }
 
     /// Deletes the item `name` (see ``Vault/deleteItem(named:expecting:)``); returns whether it existed.

@@ -108,6 +108,7 @@ public final class TouchgateDatabase: Sendable {
         VaultSchema.registerMigrations(&migrator)
         AuditLog.registerMigrations(&migrator)
         VaultSchema.registerItemKinds(&migrator)
+        VaultSchema.registerItemDetails(&migrator)
         return migrator
     }
 }

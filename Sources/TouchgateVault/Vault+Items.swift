@@ -22,18 +22,19 @@ extension Vault {
     ///   written), ``VaultError/notInitialized(directory:)``, ``StoreError``.
     @discardableResult
     public func setItem(named name: String, value: SecretBytes, kind: ItemKind = .secret, policy: String, freshTouch: Bool,
-                        enrollmentDigest: [UInt8]?, key: VaultKey, expecting: ItemExpectation = .any) throws -> ItemVersion {
+                        enrollmentDigest: [UInt8]?, details: String? = nil, key: VaultKey,
+                        expecting: ItemExpectation = .any) throws -> ItemVersion {
         check(key)
         guard !name.isEmpty else { throw VaultError.invalidArgument("an item needs a name") }
         return try database.writeImmediately { db in
             try setItem(db, named: name, value: value, kind: kind, policy: policy, freshTouch: freshTouch,
-                        enrollmentDigest: enrollmentDigest, key: key, expecting: expecting)
+                        enrollmentDigest: enrollmentDigest, details: details, key: key, expecting: expecting)
         }
     }
 
     /// The write itself, inside the caller's transaction.
     func setItem(_ db: Database, named name: String, value: SecretBytes, kind: ItemKind, policy: String, freshTouch: Bool,
-                 enrollmentDigest: [UInt8]?, key: VaultKey, expecting: ItemExpectation) throws -> ItemVersion {
+                 enrollmentDigest: [UInt8]?, details: String?, key: VaultKey, expecting: ItemExpectation) throws -> ItemVersion {
         check(key)
         guard !name.isEmpty else { throw VaultError.invalidArgument("an item needs a name") }
         try requireSameVault(db)
@@ -44,20 +45,21 @@ extension Vault {
         let now = Date().timeIntervalSince1970
         let createdAt: Double = existing?["created_at"] ?? now
         let bound = ItemBinding(id: id, owner: owner, name: name, kind: kind, policy: policy,
-                                freshTouch: freshTouch, enrollmentDigest: enrollmentDigest)
+                                freshTouch: freshTouch, enrollmentDigest: enrollmentDigest, details: details)
         let itemKey = SecretBytes.random(count: SecretBox.keyBytes)
         let wrappedKey = SecretBox.wrap(itemKey, under: key.bytes, associatedData: bound.keyAssociatedData)
         let sealed = SecretBox.seal(value, key: itemKey, associatedData: bound.valueAssociatedData)
         try db.execute(sql: """
             INSERT INTO vault_item (id, owner, name, kind, policy, fresh_touch, enrollment_digest, wrapped_key,
-                                    nonce, ciphertext, created_at, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                    nonce, ciphertext, created_at, updated_at, details)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO UPDATE SET
                 kind = excluded.kind, policy = excluded.policy, fresh_touch = excluded.fresh_touch,
                 enrollment_digest = excluded.enrollment_digest, wrapped_key = excluded.wrapped_key,
-                nonce = excluded.nonce, ciphertext = excluded.ciphertext, updated_at = excluded.updated_at
+                nonce = excluded.nonce, ciphertext = excluded.ciphertext, updated_at = excluded.updated_at,
+                details = excluded.details
             """, arguments: [id, owner, name, kind.rawValue, policy, freshTouch, enrollmentDigest.map { Data($0) },
-                             Data(wrappedKey), Data(sealed.nonce), Data(sealed.ciphertext), createdAt, now])
+                             Data(wrappedKey), Data(sealed.nonce), Data(sealed.ciphertext), createdAt, now, details])
         return ItemVersion(bytes: sealed.nonce)
     }
 
@@ -91,7 +93,7 @@ extension Vault {
         let info = Self.info(from: row)
         guard let wrapped = row["wrapped_key"] as Data? else { throw VaultError.itemInvalidated(name: name) }
         let bound = ItemBinding(id: row["id"], owner: info.owner, name: info.name, kind: info.kind, policy: info.policy,
-                                freshTouch: info.freshTouch, enrollmentDigest: info.enrollmentDigest)
+                                freshTouch: info.freshTouch, enrollmentDigest: info.enrollmentDigest, details: info.details)
         let nonce: Data = row["nonce"], ciphertext: Data = row["ciphertext"]
         guard let itemKey = SecretBox.unwrap(Array(wrapped), under: key.bytes, associatedData: bound.keyAssociatedData),
               let value = SecretBox.open(nonce: Array(nonce), ciphertext: Array(ciphertext), key: itemKey,
@@ -177,6 +179,7 @@ extension Vault {
         // An unknown kind (a hand edit) reads as a key, so it is never released; its seal,
         // bound to the kind it was stored with, then fails to open anyway.
         info.kind = ItemKind(rawValue: row["kind"]) ?? .sshKey
+        info.details = row["details"]
         info.version = ItemVersion(bytes: nonce(of: row))
         return info
     }
@@ -192,6 +195,8 @@ struct ItemBinding {
     var policy: String
     var freshTouch: Bool
     var enrollmentDigest: [UInt8]?
+    /// The Secret Service's JSON (``VaultItemInfo/details``), bound only when set.
+    var details: String?
 
     private func associatedData(domain: String) -> [UInt8] {
         var ad = AssociatedData(domain: domain)
@@ -203,6 +208,11 @@ struct ItemBinding {
         ad.append(optional: enrollmentDigest)
         // Items stored before kinds existed are secrets, and their seals stay as they were.
         if kind != .secret { ad.append(kind.rawValue) }
+        // Likewise items stored before details existed, and every item without them.
+        if let details {
+            ad.append("details")
+            ad.append(details)
+        }
         return ad.bytes
     }
 

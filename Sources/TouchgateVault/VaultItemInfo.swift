@@ -17,6 +17,9 @@ public struct VaultItemInfo: Sendable, Equatable {
     public var enrollmentDigest: [UInt8]?
     /// Whether its key was destroyed by an enrollment change: it can no longer be read.
     public var isInvalidated: Bool
+    /// What the Secret Service shows of it beside its value (JSON the service owns; nil for
+    /// items stored otherwise). Authenticated: an edit makes the item fail to open.
+    public var details: String?
     /// When it was first stored.
     public var createdAt: Date
     /// When its value or policy last changed.

@@ -60,6 +60,17 @@ enum VaultSchema {
             try db.execute(sql: "ALTER TABLE vault_item ADD COLUMN kind TEXT NOT NULL DEFAULT 'secret'")
         }
     }
+
+    /// Migration `v10-vault-item-details`: `vault_item.details`, what the Secret Service
+    /// shows of an item beside its value (its collection, label, lookup attributes and the
+    /// programs allowed to read it), as JSON the service owns. Not secret (the specification
+    /// lets attributes be searched while locked), but authenticated with the item's other
+    /// columns whenever it is set: an edit makes the item fail to open.
+    static func registerItemDetails(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v10-vault-item-details") { db in
+            try db.execute(sql: "ALTER TABLE vault_item ADD COLUMN details TEXT")
+        }
+    }
 }
 
 /// What a vault item holds, which decides what may be done with it.

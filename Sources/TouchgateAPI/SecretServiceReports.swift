@@ -1,0 +1,94 @@
+public import Foundation
+
+/// One lookup attribute of a Secret Service item: a name and a value, both plain strings
+/// matched exactly. Kept as a list of pairs on the wire, whose keys are converted to kebab
+/// case (a dictionary's keys would be converted too).
+public struct SecretAttribute: Codable, Sendable, Equatable, Hashable {
+    public var name: String
+    public var value: String
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// What the Secret Service shows of an item beside its value: the collection it is in,
+/// its label and lookup attributes, the content type of its value, and the programs
+/// allowed for good to read it without a touch of their own (`touchgate secret allow`).
+/// Stored with the item and authenticated with it; never a secret.
+public struct ItemDetails: Codable, Sendable, Equatable {
+    /// The collection's name (`login` for the default one).
+    public var collection: String
+    /// What a person sees the item as.
+    public var label: String
+    /// How programs find it again, sorted by name.
+    public var attributes: [SecretAttribute]
+    /// The value's MIME type, as the storing program gave it (`text/plain`).
+    public var contentType: String
+    /// Executables allowed for good, as absolute paths, sorted.
+    public var allowed: [String]
+
+    public init(collection: String, label: String, attributes: [SecretAttribute], contentType: String,
+                allowed: [String] = []) {
+        self.collection = collection
+        self.label = label
+        self.attributes = attributes.sorted { ($0.name, $0.value) < ($1.name, $1.value) }
+        self.contentType = contentType
+        self.allowed = allowed.sorted()
+    }
+
+    /// Whether every attribute of `query` is one of this item's (an empty query matches all).
+    public func matches(_ query: [SecretAttribute]) -> Bool {
+        query.allSatisfy { wanted in attributes.contains(wanted) }
+    }
+}
+
+/// A Secret Service item as a search shows it to one application: never its value.
+public struct SecretServiceItemReport: Codable, Sendable, Equatable {
+    /// The vault item's name (what `touchgate secret get` and `secret allow` take).
+    public var name: String
+    public var details: ItemDetails
+    /// Its policy in string form.
+    public var policy: String
+    public var created: Date
+    public var modified: Date
+    /// Whether the application that searched may read it now without a touch: the vault
+    /// is unlocked, and the application was allowed for good or approved by a touch within
+    /// the reuse window.
+    public var unlocked: Bool
+
+    public init(name: String, details: ItemDetails, policy: String, created: Date, modified: Date, unlocked: Bool) {
+        self.name = name
+        self.details = details
+        self.policy = policy
+        self.created = created
+        self.modified = modified
+        self.unlocked = unlocked
+    }
+}
+
+/// A program that asks for an item through a door that cannot vouch for it the way the
+/// kernel vouches for a socket's peer: its executable (from `/proc/PID/exe` of the D-Bus
+/// sender's pid) and a description of its process chain for the audit trail.
+public struct ApplicationIdentity: Codable, Sendable, Equatable {
+    /// The absolute path of its executable.
+    public var executable: String
+    /// `pid 41 /usr/bin/secret-tool, parent 40 /usr/bin/bash`: for records, never a key.
+    public var chain: String
+
+    public init(executable: String, chain: String) {
+        self.executable = executable
+        self.chain = chain
+    }
+}
+
+/// The result of `secret allow`: the item and who may now read it without a touch of
+/// its own.
+public struct AllowReport: Codable, Sendable, Equatable {
+    public var name: String
+    public var allowed: [String]
+    public init(name: String, allowed: [String]) {
+        self.name = name
+        self.allowed = allowed
+    }
+}

@@ -1,0 +1,223 @@
+import Foundation
+import TouchgatePolicy
+import TouchgateVault
+public import TouchgateAPI
+
+/// The Secret Service's use cases: what `touchgate agent`'s provider asks for the programs
+/// on the user's session bus. Items are vault items with ``ItemDetails`` beside them; the
+/// rule added here is per application: the first read of an item by a program needs a touch
+/// that names the program, remembered for the reuse window (``ApplicationApprovals``), unless
+/// `touchgate secret allow` let that program read it for good.
+extension TouchgateService {
+    /// Where the approvals live in the authenticated state.
+    static let approvalsStateKey = "secret-service.approvals"
+    /// The policy of an item a program stores: any enrolled finger, with the reuse window.
+    static let secretServicePolicy = "biometry-any"
+
+    public func secretServiceSearch(_ attributes: [SecretAttribute], collection: String?,
+                                    application: ApplicationIdentity?) async throws(ServiceError) -> [SecretServiceItemReport] {
+        try await withStore { store in
+            guard try store.vaultExists() else { return [] }
+            let context = try store.vault()
+            let held = try context.custody.currentKey() != nil
+            let approvals = held && application != nil ? try Self.approvals(context) : ApplicationApprovals()
+            let now = context.evaluator.clock.reading().monotonic
+            let window = context.evaluator.configuration.sessionTimeout
+            return try context.vault.items().compactMap { info -> SecretServiceItemReport? in
+                guard info.kind == .secret, !info.isInvalidated, let details = Self.details(of: info),
+                      collection == nil || details.collection == collection, details.matches(attributes) else { return nil }
+                let unlocked = held && application.map { app in
+                    details.allowed.contains(app.executable)
+                        || approvals.isApproved(item: info.name, executable: app.executable, at: now, window: window)
+                } == true
+                return SecretServiceItemReport(name: info.name, details: details, policy: info.policy,
+                                               created: info.createdAt, modified: info.updatedAt, unlocked: unlocked)
+            }
+        }
+    }
+
+    public func secretServiceStore(_ details: ItemDetails, value: @escaping @Sendable () async throws -> SecretBytes,
+                                   replace: Bool, application: ApplicationIdentity,
+                                   interaction: any Interaction) async throws(ServiceError) -> StoredReport {
+        guard details.attributes.count <= Self.maximumAttributes,
+              details.attributes.allSatisfy({ $0.name.utf8.count + $0.value.utf8.count <= Self.maximumAttributeBytes }),
+              details.label.utf8.count <= StoredText.maximumNameBytes * 4, details.contentType.utf8.count <= 255 else {
+            throw ServiceError.usage("an item may have at most \(Self.maximumAttributes) attributes of at most "
+                                     + "\(Self.maximumAttributeBytes) bytes each, a label of at most "
+                                     + "\(StoredText.maximumNameBytes * 4) bytes; nothing was stored")
+        }
+        let found = try await secretServiceSearch(details.attributes, collection: details.collection, application: nil)
+        // The same attributes, not more: a replace is of the item those attributes name.
+        let same = found.first { $0.details.attributes == details.attributes }
+        var stored = details
+        // Who may read it without a touch is the person's to say (secret allow), never the storing program's.
+        stored.allowed = replace ? same?.details.allowed ?? [] : []
+        let name: String
+        if replace, let same {
+            name = same.name
+        } else {
+            let taken = Set(try await secretList().map(\.name))
+            name = Self.itemName(forLabel: details.label, taken: taken)
+        }
+        let existing = replace ? same : nil
+        return try await secretAdd(name, value: value, policy: existing?.policy ?? Self.secretServicePolicy,
+                                   fresh: false, replace: true, device: nil, details: try Self.encoded(stored),
+                                   interaction: interaction)
+    }
+
+    public func secretServiceRead(_ name: String, application: ApplicationIdentity, approveOnly: Bool,
+                                  interaction: any Interaction) async throws(ServiceError) -> SecretBytes? {
+        try await withExistingStore(orElse: noVault) { store in
+            let context = try store.vault()
+            try context.requireIntactState()
+            guard let key = try context.custody.currentKey() else {
+                try context.record(.itemRead, .denied, item: Self.storedName(name), reason: "vault locked")
+                throw ServiceError.vaultLocked
+            }
+            let info = try Self.item(name, in: context.vault)
+            let shown = StoredText.escaped(info.name)
+            guard info.kind == .secret, let details = Self.details(of: info) else {
+                try context.record(.itemRead, .denied, item: info.name, reason: "not a Secret Service item")
+                throw ServiceError(.forbidden, "'\(shown)' was not stored through the Secret Service, so no program on "
+                                   + "the session bus may read it; read it with touchgate secret get")
+            }
+            let program = StoredText.escaped((application.executable as NSString).lastPathComponent)
+            var descriptor = try Self.descriptor(of: info)
+            let window = context.evaluator.configuration.sessionTimeout
+            let now = context.evaluator.clock.reading().monotonic
+            var approvedNow = false
+            if !details.allowed.contains(application.executable),
+               try !Self.approvals(context).isApproved(item: info.name, executable: application.executable, at: now,
+                                                       window: window) {
+                // A program's first read needs a touch made for it: the reuse window of another
+                // program's touch does not stand for this one.
+                descriptor.requiresFreshTouch = true
+                try await authorize(descriptor, .read, context: context, key: key, device: nil, interaction: interaction,
+                                    purpose: "let \(program) read '\(shown)'")
+                let at = context.evaluator.clock.reading().monotonic
+                try context.stateStore.updateState(Self.approvalsStateKey) { data in
+                    var approvals = Self.approvals(from: data)
+                    approvals.approve(item: info.name, executable: application.executable, at: at, window: window)
+                    data = try JSONEncoder().encode(approvals)
+                }
+                approvedNow = true
+            }
+            if approveOnly { return nil }
+            if !approvedNow {
+                try await authorize(descriptor, .read, context: context, key: key, device: nil, interaction: interaction,
+                                    purpose: "give '\(shown)' to \(program)")
+            }
+            do {
+                return try context.vault.item(named: info.name, key: key).value
+            } catch let error as VaultError {
+                if case .integrity = error {
+                    try context.record(.integrityFailure, .error, item: info.name, reason: "item failed its integrity check")
+                }
+                throw error
+            }
+        }
+    }
+
+    public func secretAllow(_ name: String, executable: String, revoke: Bool,
+                            interaction: any Interaction) async throws(ServiceError) -> AllowReport {
+        guard executable.hasPrefix("/"), !executable.contains("\0") else {
+            throw ServiceError.usage("give the program as an absolute path, such as /usr/bin/secret-tool "
+                                     + "(command -v NAME prints it)")
+        }
+        return try await withStore { store in
+            let context = try store.vault()
+            try context.requireIntactState()
+            let key = try context.requireKey()
+            let info = try Self.item(name, in: context.vault)
+            let shown = StoredText.escaped(info.name), program = StoredText.escaped(executable)
+            guard info.kind == .secret, var details = Self.details(of: info) else {
+                throw ServiceError.usage("'\(shown)' was not stored through the Secret Service; secret allow is for the "
+                                         + "items programs keep there (touchgate secret list --json shows which)")
+            }
+            if revoke {
+                guard details.allowed.contains(executable) else { return AllowReport(name: info.name, allowed: details.allowed) }
+                details.allowed.removeAll { $0 == executable }
+            } else {
+                guard !details.allowed.contains(executable) else { return AllowReport(name: info.name, allowed: details.allowed) }
+                details.allowed = (details.allowed + [executable]).sorted()
+            }
+            var descriptor = try Self.descriptor(of: info)
+            descriptor.requiresFreshTouch = true
+            try await authorize(descriptor, .write, context: context, key: key, device: nil, interaction: interaction,
+                                purpose: revoke ? "stop letting \(program) read '\(shown)' without a touch"
+                                    : "let \(program) read '\(shown)' without a touch, for good")
+            let value = try context.vault.item(named: info.name, key: key).value
+            let encoded = try Self.encoded(details)
+            try context.audit.atomically { transaction in
+                try transaction.setItem(named: info.name, value: value, policy: info.policy, freshTouch: info.freshTouch,
+                                        enrollmentDigest: info.enrollmentDigest, details: encoded, key: key,
+                                        expecting: .version(info.version), in: context.vault)
+                try Self.forgetApprovals(of: info.name, in: transaction)
+                try transaction.append(.policyChange, .success, vaultUser: context.vault.owner, item: info.name,
+                                       reason: revoke ? "\(program) no longer reads it without a touch"
+                                           : "\(program) reads it without a touch of its own")
+            }
+            return AllowReport(name: info.name, allowed: details.allowed)
+        }
+    }
+
+    /// The most lookup attributes one item may have, and the most bytes of one (name and value).
+    static let maximumAttributes = 64
+    static let maximumAttributeBytes = 4096
+
+    /// The Secret Service details of `info`, or nil for an item stored otherwise (or whose
+    /// details do not parse, which its seal would refuse anyway).
+    static func details(of info: VaultItemInfo) -> ItemDetails? {
+        guard let text = info.details else { return nil }
+        return try? JSONDecoder().decode(ItemDetails.self, from: Data(text.utf8))
+    }
+
+    static func encoded(_ details: ItemDetails) throws(ServiceError) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        do {
+            return String(decoding: try encoder.encode(details), as: UTF8.self)
+        } catch {
+            throw ServiceError(.error, "cannot encode the item's attributes: \(error)")
+        }
+    }
+
+    /// The approvals kept in the authenticated state.
+    static func approvals(_ context: VaultContext) throws -> ApplicationApprovals {
+        approvals(from: try context.stateStore.state(approvalsStateKey))
+    }
+
+    /// Forgets the programs approved for `name` (deleted, or a new item under its name).
+    static func forgetApprovals(of name: String, in transaction: StoreTransaction) throws {
+        try transaction.updateState(approvalsStateKey) { data in
+            guard data != nil else { return }
+            var approvals = approvals(from: data)
+            approvals.forget(item: name)
+            data = try JSONEncoder().encode(approvals)
+        }
+    }
+
+    static func approvals(from data: Data?) -> ApplicationApprovals {
+        data.flatMap { try? JSONDecoder().decode(ApplicationApprovals.self, from: $0) } ?? ApplicationApprovals()
+    }
+
+    /// A vault name for an item labelled `label`: the label with what a name may not hold
+    /// made plain spaces, and ` (2)`, ` (3)`… after it when taken.
+    static func itemName(forLabel label: String, taken: Set<String>) -> String {
+        var cleaned = String(String.UnicodeScalarView(storedName(label).unicodeScalars.map { scalar in
+            scalar.properties.generalCategory == .control || StoredText.isInvisible(scalar)
+                || (scalar.properties.isWhitespace && scalar != " ") ? " " : scalar
+        }))
+        while cleaned.contains("  ") { cleaned = cleaned.replacingOccurrences(of: "  ", with: " ") }
+        cleaned = cleaned.trimmingCharacters(in: .whitespaces)
+        while cleaned.utf8.count > StoredText.maximumNameBytes - 8 { cleaned.removeLast() }
+        if cleaned.isEmpty { cleaned = "Secret Service item" }
+        var name = cleaned, number = 2
+        while taken.contains(name) || StoredText.problem(withName: name, what: "secret") != nil {
+            name = "\(cleaned) (\(number))"
+            number += 1
+            if number > 10_000 { return "\(cleaned) \(UUID().uuidString.prefix(8).lowercased())" }
+        }
+        return name
+    }
+}
