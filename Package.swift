@@ -30,6 +30,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         // ECDSA P-256 for SSH keys (BoringSSL inside, Apple's): libsodium has no NIST curves.
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        // The Secret Service's Diffie-Hellman exchange (1024-bit modular exponentiation),
+        // which neither libsodium nor swift-crypto offers.
+        .package(url: "https://github.com/attaswift/BigInt", from: "6.0.0"),
     ],
     targets: [
         // libfprint-2 (and, through its pkg-config file, GLib/GObject/GIO).
@@ -50,6 +53,8 @@ let package = Package(
             pkgConfig: "pwquality",
             providers: [.apt(["libpwquality-dev"])]
         ),
+        // GIO's D-Bus (GDBusConnection, GVariant): the Secret Service door on the session bus.
+        .systemLibrary(name: "CGio", pkgConfig: "gio-2.0", providers: [.apt(["libglib2.0-dev"])]),
         // libpq: the PostgreSQL client library the fleet collection speaks through.
         // libpq, loaded at run time (dlopen) by fleet collection only: linked, it and its
         // twenty libraries cost every `touchgate` command about 4 ms of start-up.
@@ -100,6 +105,15 @@ let package = Package(
             dependencies: ["FingerprintKit", "TouchgateBasics", "TouchgatePolicy", "TouchgateService", "TouchgateSocket",
                            "TouchgateAPI", "TouchgateVault", .product(name: "Logging", package: "swift-log")]
         ),
+        // The Secret Service (org.freedesktop.secrets) on the user's session bus, over
+        // `any TouchgateRequests`: touchgate agent's door for the desktop's keyring clients.
+        .target(
+            name: "TouchgateSecretService",
+            dependencies: [
+                "TouchgateAPI", "TouchgateBasics", "CGio", .product(name: "BigInt", package: "BigInt"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // The CLI's side of the daemon: the same requests, sent over the socket.
         .target(name: "TouchgateClient", dependencies: ["TouchgateSocket", "TouchgateAPI"]),
         .executableTarget(
@@ -148,7 +162,8 @@ let package = Package(
         .executableTarget(
             name: "touchgate-cli",
             dependencies: ["TouchgateCommands", "TouchgateService", "TouchgateVault", "TouchgateAPI", "TouchgateFleet",
-                           "TouchgateDaemon", "TouchgateSocket", .product(name: "Logging", package: "swift-log")]
+                           "TouchgateDaemon", "TouchgateSocket", "TouchgateSecretService",
+                           .product(name: "Logging", package: "swift-log")]
         ),
         // Every command through touchgated, without the service: what `touchgate` execs when
         // the daemon serves.

@@ -105,7 +105,7 @@ extension DaemonOperation {
             OperationContract(["item", "executable", "revoke"], "`{\"name\": …, \"allowed\": […]}` (needs what the item's "
                               + "policy asks for, as a fresh touch)")
         case .secretServiceSearch:
-            OperationContract(["attributes", "collection", "application"], "Secret Service item reports (never a value; "
+            OperationContract(["attributes", "collection", "application"], "`{\"locked\": …, \"items\": […]}`: Secret Service item reports (never a value; "
                               + "`unlocked`: readable by `application` without a touch)", writesRecords: false)
         case .secretServiceStore:
             OperationContract(["details", "replace", "application"], "stored report (asks `secret-value`; `replace`: the "

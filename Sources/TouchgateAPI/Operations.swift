@@ -423,7 +423,7 @@ public enum Operations {
     // MARK: The Secret Service
 
     public enum SecretServiceSearch: ServedOperation {
-        public typealias Result = [SecretServiceItemReport]
+        public typealias Result = SecretServiceSearchReport
         public struct Arguments: Codable, Sendable, Equatable {
             public var attributes: [SecretAttribute]
             /// Only this collection's items (nil: every collection's).
@@ -437,7 +437,7 @@ public enum Operations {
         }
         public static let operation = DaemonOperation.secretServiceSearch
         public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
-                                   interaction: any Interaction) async throws(ServiceError) -> [SecretServiceItemReport] {
+                                   interaction: any Interaction) async throws(ServiceError) -> SecretServiceSearchReport {
             try await requests.secretServiceSearch(arguments.attributes, collection: arguments.collection,
                                                    application: arguments.application)
         }

@@ -67,6 +67,17 @@ public struct SecretServiceItemReport: Codable, Sendable, Equatable {
     }
 }
 
+/// What a Secret Service search found, and whether the vault is locked (then no item is
+/// readable, and the collections show as locked).
+public struct SecretServiceSearchReport: Codable, Sendable, Equatable {
+    public var locked: Bool
+    public var items: [SecretServiceItemReport]
+    public init(locked: Bool, items: [SecretServiceItemReport]) {
+        self.locked = locked
+        self.items = items
+    }
+}
+
 /// A program that asks for an item through a door that cannot vouch for it the way the
 /// kernel vouches for a socket's peer: its executable (from `/proc/PID/exe` of the D-Bus
 /// sender's pid) and a description of its process chain for the audit trail.

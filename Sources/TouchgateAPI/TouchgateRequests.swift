@@ -96,7 +96,7 @@ public protocol TouchgateRequests: Sendable {
     /// The Secret Service items whose attributes include every one of `attributes` (in
     /// `collection`, or in all), as `application` may see them. Works while locked.
     func secretServiceSearch(_ attributes: [SecretAttribute], collection: String?,
-                             application: ApplicationIdentity?) async throws(ServiceError) -> [SecretServiceItemReport]
+                             application: ApplicationIdentity?) async throws(ServiceError) -> SecretServiceSearchReport
     /// Stores the bytes `value` yields as a Secret Service item described by `details`, for
     /// `application`. With `replace`, an item of the same collection and attributes is
     /// replaced (with what its policy asks for); otherwise a new item is made.

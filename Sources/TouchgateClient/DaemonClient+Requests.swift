@@ -122,7 +122,7 @@ extension DaemonClient {
     }
 
     public func secretServiceSearch(_ attributes: [SecretAttribute], collection: String?,
-                                    application: ApplicationIdentity?) async throws(ServiceError) -> [SecretServiceItemReport] {
+                                    application: ApplicationIdentity?) async throws(ServiceError) -> SecretServiceSearchReport {
         try await call(Operations.SecretServiceSearch.self,
                        .init(attributes: attributes, collection: collection, application: application)).0
     }

@@ -34,9 +34,21 @@ public protocol CommandHost: Sendable {
     /// `audit verify --public-key`: checks an export, read line by line from `input`
     /// (standard input when nil), against the public key in `publicKeyFile`, offline.
     func checkExport(input: String?, publicKeyFile: String) throws(ServiceError) -> PublicVerificationReport
+    /// A Secret Service provider over `requests`, reporting its events and notices to `report`.
+    func secretService(requests: any TouchgateRequests, report: @escaping @Sendable (InteractionEvent) -> Void) -> any SecretServiceHosting
 }
 
 /// The personal store as `touchgate agent` hosts it (``CommandHost/personalAgent(serviceSocket:log:)``).
+/// The Secret Service on the session bus, which only touchgate-cli links (GIO): started by
+/// `touchgate agent --secret-service` and `touchgate secret-service serve`.
+public protocol SecretServiceHosting: Sendable {
+    /// Connects to the bus at `address` and takes `org.freedesktop.secrets`; false when
+    /// another provider owns it.
+    func start(address: String) throws(ServiceError) -> Bool
+    /// Leaves the bus.
+    func stop()
+}
+
 public protocol AgentHosting: Sendable {
     /// The service, with the key in this process's memory.
     var requests: any TouchgateRequests { get }

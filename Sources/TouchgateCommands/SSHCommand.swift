@@ -113,13 +113,17 @@ struct Agent: AsyncParsableCommand {
                                + "\"socket\" beside the agent's socket).", valueName: "PATH"))
     var serviceSocket: String?
 
+    @Flag(help: ArgumentHelp("Also serve the Secret Service (org.freedesktop.secrets) on the session bus, for "
+                             + "libsecret, secret-tool and Python's keyring (touchgate secret-service)."))
+    var secretService = false
+
     @Flag(help: ArgumentHelp("Start the agent in the background unless one already listens, print the SSH_AUTH_SOCK "
                              + "line, and return: for a session without systemd (eval \"$(touchgate agent --launch)\" "
                              + "in ~/.profile). Its log goes to agent.log beside the socket."))
     var launch = false
 
     func run() async throws {
-        let (chosen, chosenService, launch) = (socket, serviceSocket, launch)
+        let (chosen, chosenService, launch, secretService) = (socket, serviceSocket, launch, secretService)
         try await CommandRunner.run(json: common.json) { console in
             let path = try Self.socketPath(chosen)
             if launch {
@@ -164,16 +168,36 @@ struct Agent: AsyncParsableCommand {
                                              console: console)
             let hosted = hosting
             let served = Task { await hosted?.serve() }
+            let keyring = secretService ? try Self.serveSecretService(requests: requests, console: console) : nil
             await withTaskCancellationHandler {
                 await server.run()
             } onCancel: {
                 server.stop()
                 hosted?.stop()
             }
+            keyring?.stop()
             hosted?.stop()
             await served.value
             return ExitStatus.success
         }
+    }
+
+    /// The Secret Service on the session bus, over the agent's requests; nil (and said in the
+    /// log) when another provider owns the name.
+    static func serveSecretService(requests: any TouchgateRequests,
+                                   console: Console) throws(ServiceError) -> (any SecretServiceHosting)? {
+        let log: @Sendable (String) -> Void = { line in console.event(InteractionEvent(.notice, line)) }
+        guard let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty else {
+            throw ServiceError(.usage, "--secret-service needs the session bus, and DBUS_SESSION_BUS_ADDRESS is not set")
+        }
+        let provider = ServiceChoice.requiredHost.secretService(requests: requests) { console.event($0) }
+        guard try provider.start(address: address) else {
+            log("another provider (gnome-keyring or KWallet) serves org.freedesktop.secrets; the Secret Service is not "
+                + "served here (touchgate secret-service enable makes D-Bus start Touchgate's once the name is free)")
+            return nil
+        }
+        log("serving the Secret Service (org.freedesktop.secrets) on the session bus")
+        return provider
     }
 
     /// Starts this program's agent detached, unless one listens at `socket` already; waits

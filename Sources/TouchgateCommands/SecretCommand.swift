@@ -11,7 +11,7 @@ struct Secret: AsyncParsableCommand {
             Values are read from standard input and written to standard output (or into a \
             child's environment with `exec`); never on the command line. Every access is audited.
             """,
-        subcommands: [Add.self, Get.self, Exec.self, List.self, Remove.self])
+        subcommands: [Add.self, Get.self, Exec.self, List.self, Remove.self, Allow.self])
 }
 
 /// Options of commands that release an item.

@@ -15,15 +15,15 @@ extension TouchgateService {
     static let secretServicePolicy = "biometry-any"
 
     public func secretServiceSearch(_ attributes: [SecretAttribute], collection: String?,
-                                    application: ApplicationIdentity?) async throws(ServiceError) -> [SecretServiceItemReport] {
+                                    application: ApplicationIdentity?) async throws(ServiceError) -> SecretServiceSearchReport {
         try await withStore { store in
-            guard try store.vaultExists() else { return [] }
+            guard try store.vaultExists() else { return SecretServiceSearchReport(locked: true, items: []) }
             let context = try store.vault()
             let held = try context.custody.currentKey() != nil
             let approvals = held && application != nil ? try Self.approvals(context) : ApplicationApprovals()
             let now = context.evaluator.clock.reading().monotonic
             let window = context.evaluator.configuration.sessionTimeout
-            return try context.vault.items().compactMap { info -> SecretServiceItemReport? in
+            let items = try context.vault.items().compactMap { info -> SecretServiceItemReport? in
                 guard info.kind == .secret, !info.isInvalidated, let details = Self.details(of: info),
                       collection == nil || details.collection == collection, details.matches(attributes) else { return nil }
                 let unlocked = held && application.map { app in
@@ -33,6 +33,7 @@ extension TouchgateService {
                 return SecretServiceItemReport(name: info.name, details: details, policy: info.policy,
                                                created: info.createdAt, modified: info.updatedAt, unlocked: unlocked)
             }
+            return SecretServiceSearchReport(locked: !held, items: items)
         }
     }
 
@@ -46,7 +47,7 @@ extension TouchgateService {
                                      + "\(Self.maximumAttributeBytes) bytes each, a label of at most "
                                      + "\(StoredText.maximumNameBytes * 4) bytes; nothing was stored")
         }
-        let found = try await secretServiceSearch(details.attributes, collection: details.collection, application: nil)
+        let found = try await secretServiceSearch(details.attributes, collection: details.collection, application: nil).items
         // The same attributes, not more: a replace is of the item those attributes name.
         let same = found.first { $0.details.attributes == details.attributes }
         var stored = details

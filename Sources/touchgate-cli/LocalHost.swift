@@ -6,6 +6,7 @@ import TouchgateSocket
 import Logging
 import TouchgateFleet
 import TouchgateService
+import TouchgateSecretService
 import TouchgateVault
 #if canImport(Glibc)
 import Glibc
@@ -88,6 +89,19 @@ struct LocalHost: CommandHost {
 }
 
 /// touchgate agent's host of the personal store: touchgated's code for one user.
+extension LocalHost {
+    func secretService(requests: any TouchgateRequests, report: @escaping @Sendable (InteractionEvent) -> Void) -> any SecretServiceHosting {
+        HostedSecretService(provider: SecretServiceProvider(requests: requests, report: report))
+    }
+}
+
+/// The provider, as the commands start and stop it.
+struct HostedSecretService: SecretServiceHosting {
+    let provider: SecretServiceProvider
+    func start(address: String) throws(ServiceError) -> Bool { try provider.start(address: address) }
+    func stop() { provider.stop() }
+}
+
 struct PersonalAgent: AgentHosting {
     let daemon: Daemon
 

@@ -1,0 +1,115 @@
+import BigInt
+import Crypto
+import _CryptoExtras
+import Foundation
+import TouchgateBasics
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How secrets travel between this door and one client over the bus: the Secret
+/// Service's session algorithms.
+///
+/// - `plain`: the value as is (the bus is the user's own, but any program that can read
+///   the bus's memory or a `dbus-monitor` run as the user sees it).
+/// - `dh-ietf1024-sha256-aes128-cbc-pkcs7`: a Diffie-Hellman exchange in the 1024-bit MODP
+///   group of RFC 2409 (generator 2), the shared value left-padded to 128 bytes, HKDF-SHA256
+///   with no salt and no info to a 16-byte AES key, then AES-128-CBC with PKCS#7 padding and
+///   a fresh IV per secret. What the specification fixes; libsecret offers it first.
+///
+/// The exponentiation is BigInt's; the hash, HKDF and AES are swift-crypto's (BoringSSL).
+enum SecretTransport: Sendable {
+    case plain
+    /// The AES-128 key, in guarded memory.
+    case aes(SecretBytes)
+
+    static let plainName = "plain"
+    static let dhName = "dh-ietf1024-sha256-aes128-cbc-pkcs7"
+
+    /// The 1024-bit MODP group's prime (RFC 2409, section 6.2).
+    static let prime = BigUInt(Data([
+        0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xC9, 0x0F, 0xDA, 0xA2, 0x21, 0x68, 0xC2, 0x34,
+        0xC4, 0xC6, 0x62, 0x8B, 0x80, 0xDC, 0x1C, 0xD1, 0x29, 0x02, 0x4E, 0x08, 0x8A, 0x67, 0xCC, 0x74,
+        0x02, 0x0B, 0xBE, 0xA6, 0x3B, 0x13, 0x9B, 0x22, 0x51, 0x4A, 0x08, 0x79, 0x8E, 0x34, 0x04, 0xDD,
+        0xEF, 0x95, 0x19, 0xB3, 0xCD, 0x3A, 0x43, 0x1B, 0x30, 0x2B, 0x0A, 0x6D, 0xF2, 0x5F, 0x14, 0x37,
+        0x4F, 0xE1, 0x35, 0x6D, 0x6D, 0x51, 0xC2, 0x45, 0xE4, 0x85, 0xB5, 0x76, 0x62, 0x5E, 0x7E, 0xC6,
+        0xF4, 0x4C, 0x42, 0xE9, 0xA6, 0x37, 0xED, 0x6B, 0x0B, 0xFF, 0x5C, 0xB6, 0xF4, 0x06, 0xB7, 0xED,
+        0xEE, 0x38, 0x6B, 0xFB, 0x5A, 0x89, 0x9F, 0xA5, 0xAE, 0x9F, 0x24, 0x11, 0x7C, 0x4B, 0x1F, 0xE6,
+        0x49, 0x28, 0x66, 0x51, 0xEC, 0xE6, 0x53, 0x81, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+    ]))
+    static let primeBytes = 128
+
+    /// Opens a session with `algorithm` for the client's `input`; what to answer, and the session.
+    /// - Throws: ``SecretServiceError`` `NotSupported` for another algorithm, `InvalidArgs`
+    ///   for an input of the wrong type or a public key outside the group.
+    static func negotiate(_ algorithm: String, input: BusValue) throws(SecretServiceError) -> (BusValue, SecretTransport) {
+        switch algorithm {
+        case plainName:
+            return (.variant(.string("")), .plain)
+        case dhName:
+            guard case .variant(.bytes(let theirs)) = input, theirs.count <= primeBytes else {
+                throw .invalidArguments("\(dhName) needs the client's public key as bytes (ay) of at most 128")
+            }
+            let their = BigUInt(Data(theirs))
+            // 1 < y < p - 1: anything else gives a shared value an eavesdropper knows.
+            guard their > 1, their < prime - 1 else {
+                throw .invalidArguments("the client's public key is not in the group")
+            }
+            var privateBytes = [UInt8](repeating: 0, count: primeBytes)
+            var generator = SystemRandomNumberGenerator()
+            for index in privateBytes.indices { privateBytes[index] = generator.next() }
+            let mine = BigUInt(Data(privateBytes))
+            privateBytes.withUnsafeMutableBytes { wipe($0) }
+            let ours = BigUInt(2).power(mine, modulus: prime)
+            var shared = [UInt8](their.power(mine, modulus: prime).serialize())
+            shared = [UInt8](repeating: 0, count: primeBytes - shared.count) + shared
+            defer { shared.withUnsafeMutableBytes { wipe($0) } }
+            let key = HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: shared), salt: [UInt8](), info: [UInt8](),
+                                             outputByteCount: 16)
+            return (.variant(.bytes([UInt8](ours.serialize()))), .aes(key.withUnsafeBytes { SecretBytes(copying: $0) }))
+        default:
+            throw .notSupported("the session algorithm '\(algorithm)' is not supported; use \(plainName) or \(dhName)")
+        }
+    }
+
+    /// The value a client sent (`parameters`, `value` of its secret struct).
+    /// - Throws: ``SecretServiceError`` `InvalidArgs` when it does not decrypt.
+    func open(parameters: [UInt8], value: [UInt8]) throws(SecretServiceError) -> SecretBytes {
+        switch self {
+        case .plain:
+            return SecretBytes(copying: value)
+        case .aes(let keyBytes):
+            let key = keyBytes.withUnsafeBytes { SymmetricKey(data: $0) }
+            guard parameters.count == 16, let iv = try? AES._CBC.IV(ivBytes: parameters),
+                  var plain = try? AES._CBC.decrypt(value, using: key, iv: iv) else {
+                throw .invalidArguments("the secret does not decrypt with this session's key")
+            }
+            defer { plain.withUnsafeMutableBytes { wipe($0) } }
+            return SecretBytes(copying: plain)
+        }
+    }
+
+    /// `secret` as a secret struct's `parameters` and `value`.
+    func seal(_ secret: SecretBytes) throws(SecretServiceError) -> (parameters: [UInt8], value: [UInt8]) {
+        switch self {
+        case .plain:
+            return ([], secret.withUnsafeBytes { [UInt8]($0) })
+        case .aes(let keyBytes):
+            let key = keyBytes.withUnsafeBytes { SymmetricKey(data: $0) }
+            var generator = SystemRandomNumberGenerator()
+            let ivBytes = (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+            let sealed: Data? = secret.withUnsafeBytes { bytes in
+                guard let iv = try? AES._CBC.IV(ivBytes: ivBytes) else { return nil }
+                return try? AES._CBC.encrypt(bytes, using: key, iv: iv)
+            }
+            guard let sealed else { throw .failed("cannot encrypt the secret for this session") }
+            return (ivBytes, [UInt8](sealed))
+        }
+    }
+}
+
+/// Overwrites `buffer` with zeros (explicit_bzero: the optimiser keeps it).
+func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
+    guard let base = buffer.baseAddress else { return }
+    explicit_bzero(base, buffer.count)
+}

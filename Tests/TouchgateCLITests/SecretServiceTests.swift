@@ -1,0 +1,193 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `touchgate agent --secret-service` on a private session bus, with the real clients:
+/// secret-tool (libsecret), python3-secretstorage with both session algorithms, and a
+/// notification server (python3-dbusmock's) that shows what the person is asked.
+@Suite(.serialized, .timeLimit(.minutes(4)))
+struct SecretServiceTests {
+    /// A vault with whorl enrolled, the agent serving the Secret Service on the rig's bus.
+    struct Setup {
+        let rig: HelperRig
+        let bus: NotificationRig
+        let agent: BackgroundProgram
+        let socket: String
+
+        var busEnvironment: [String: String] { bus.environment }
+        var serviceSocket: String { (socket as NSString).deletingLastPathComponent + "/socket" }
+
+        static func make() async throws -> Setup {
+            for (tool, package) in [("/usr/bin/secret-tool", "libsecret-tools"), ("/usr/bin/python3", "python3")] {
+                try HelperRig.require(tool, package: package)
+            }
+            let rig = try HelperRig()
+            try await rig.vault.initAndUnlock()
+            try await rig.vault.enroll("whorl")
+            let bus = try await NotificationRig()
+            let socket = rig.home.path("agent.sock")
+            let agent = try await BackgroundProgram(rig.bin + "/touchgate", ["agent", "--json", "--socket", socket,
+                                                                             "--secret-service"],
+                                                    environment: rig.environment.merging(bus.environment) { $1 },
+                                                    finger: rig.vault.finger)
+            try await waitForSocket(socket)
+            let setup = Setup(rig: rig, bus: bus, agent: agent, socket: socket)
+            try await setup.waitForName()
+            return setup
+        }
+
+        func waitForName() async throws {
+            for _ in 0..<100 {
+                if agent.errorLines.contains(where: { $0.contains("serving the Secret Service") }) { return }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            Issue.record("the agent did not take org.freedesktop.secrets: \(agent.errorLines)")
+            throw POSIXError(.ETIMEDOUT)
+        }
+
+        /// A client on the bus, presenting `prints` whenever the agent asks for a finger.
+        func client(_ program: String, _ arguments: [String], stdin: String? = nil,
+                    presenting prints: [String] = []) async throws -> CLIResult {
+            rig.vault.finger.present(prints)
+            return try await rig.run(program, arguments, extra: busEnvironment, stdin: stdin.map { Data($0.utf8) },
+                                     presenting: prints)
+        }
+
+        func secretTool(_ arguments: [String], stdin: String? = nil, presenting prints: [String] = []) async throws -> CLIResult {
+            try await client("/usr/bin/secret-tool", arguments, stdin: stdin, presenting: prints)
+        }
+
+        /// touchgate through the agent.
+        func touchgate(_ arguments: [String], stdin: Data? = nil, presenting prints: [String] = []) async throws -> CLIResult {
+            try await rig.run(rig.bin + "/touchgate", arguments, extra: ["TOUCHGATE_SOCKET": serviceSocket], stdin: stdin,
+                              presenting: prints)
+        }
+
+        /// How many times the agent has asked for a finger so far.
+        var fingerPrompts: Int { agent.errorLines.filter(VirtualImageFinger.isPrompt).count }
+
+        func stop() async {
+            await agent.stop()
+            bus.stop()
+            rig.home.remove()
+        }
+    }
+
+    /// The python3-secretstorage clients in SecretServiceClients/.
+    static func clientScript(_ name: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("SecretServiceClients/\(name)").path
+    }
+
+    /// What scenario.py observes with a provider that works as the specification says.
+    static func expectedScenario(_ algorithm: String) -> [String: Any] {
+        ["attributes": ["service": "scenario-\(algorithm)", "user": "alice"], "collection-locked": false,
+         "content-type": "text/plain", "created-plausible": true, "first": "first value", "found-after-create": 1,
+         "found-after-delete": 0, "found-after-replace": 1, "item-locked": false, "label": "Scenario \(algorithm)",
+         "modified-plausible": true, "second": "second value"]
+    }
+
+    static func parsed(_ output: String) -> NSDictionary? {
+        (try? JSONSerialization.jsonObject(with: Data(output.utf8))) as? NSDictionary
+    }
+
+    @Test func secretToolStoresAndReadsThroughATouchThatNamesIt() async throws {
+        let setup = try await Setup.make()
+        defer { Task { await setup.stop() } }
+        let stored = try await setup.secretTool(["store", "--label=GitHub token", "service", "github", "user", "bob"],
+                                                stdin: "s3cret-value")
+        #expect(stored.status == 0, "secret-tool store: \(stored.stderrLines)")
+        // The item is a vault item, under its label.
+        let listed = try await setup.touchgate(["secret", "list", "--json"])
+        #expect(listed.stdout.contains("GitHub token"), "\(listed.stdout)")
+
+        // The first read by secret-tool needs a touch that names it.
+        let before = setup.fingerPrompts
+        let read = try await setup.secretTool(["lookup", "service", "github", "user", "bob"], presenting: ["whorl"])
+        #expect(read.status == 0, "secret-tool lookup: \(read.stderrLines)")
+        #expect(read.stdout == "s3cret-value")
+        #expect(setup.fingerPrompts == before + 1)
+        #expect(setup.agent.errorLines.contains { $0.contains("let secret-tool read 'GitHub token'") },
+                "the prompt names the program and the item: \(setup.agent.errorLines)")
+        // The notification server was asked to show it, and told to withdraw it.
+        let notices = setup.bus.calls("Notify")
+        #expect(notices.contains { $0.contains("secret-tool") && $0.contains("GitHub token") }, "\(notices)")
+        #expect(!setup.bus.calls("CloseNotification").isEmpty)
+
+        // Inside the reuse window, secret-tool reads again without a touch.
+        let again = try await setup.secretTool(["lookup", "service", "github", "user", "bob"])
+        #expect(again.status == 0 && again.stdout == "s3cret-value", "\(again.stderrLines)")
+        #expect(setup.fingerPrompts == before + 1)
+
+        // Search shows the attributes; clear deletes it from the vault.
+        let search = try await setup.secretTool(["search", "service", "github"])
+        #expect(search.stdout.contains("attribute.user = bob") || search.stderrLines.joined().contains("attribute.user = bob"),
+                "\(search.stdout) \(search.stderrLines)")
+        let cleared = try await setup.secretTool(["clear", "service", "github", "user", "bob"])
+        #expect(cleared.status == 0, "\(cleared.stderrLines)")
+        let gone = try await setup.secretTool(["lookup", "service", "github", "user", "bob"])
+        #expect(gone.status != 0 && gone.stdout.isEmpty)
+        let after = try await setup.touchgate(["secret", "list", "--json"])
+        #expect(!after.stdout.contains("GitHub token"), "\(after.stdout)")
+        // Every release names the program in the audit trail.
+        let records = try await setup.rig.auditRecords(mentioning: "secret-tool")
+        #expect(records.contains { ($0["event"] as? String) == "item.read" && ($0["outcome"] as? String) == "success" },
+                "\(records)")
+    }
+
+    @Test func secretstorageWithBothSessionAlgorithms() async throws {
+        let setup = try await Setup.make()
+        defer { Task { await setup.stop() } }
+        for algorithm in ["plain", "dh"] {
+            let run = try await setup.client("/usr/bin/python3", [Self.clientScript("scenario.py"), algorithm],
+                                             presenting: ["whorl"])
+            #expect(run.status == 0, "\(algorithm): \(run.stderrLines)")
+            #expect(Self.parsed(run.stdout) == Self.expectedScenario(algorithm) as NSDictionary,
+                    "\(algorithm): \(run.stdout)")
+        }
+    }
+
+    @Test func aSecondProgramNeedsATouchOfItsOwnOrAnAllowance() async throws {
+        let setup = try await Setup.make()
+        defer { Task { await setup.stop() } }
+        let stored = try await setup.secretTool(["store", "--label=Mail", "service", "mail"], stdin: "mail-password")
+        try #require(stored.status == 0, "\(stored.stderrLines)")
+        let first = try await setup.secretTool(["lookup", "service", "mail"], presenting: ["whorl"])
+        #expect(first.status == 0 && first.stdout == "mail-password", "\(first.stderrLines)")
+        let prompts = setup.fingerPrompts
+
+        // Python, another program, finds the item locked for it even inside secret-tool's
+        // reuse window: a wrong finger leaves it locked, and nothing is released.
+        let reader = Self.clientScript("read.py")
+        let refused = try await setup.client("/usr/bin/python3", [reader, "service=mail"], presenting: ["arch"])
+        #expect(refused.status == 1 && refused.stdout.isEmpty, "\(refused.status) \(refused.stderrLines)")
+        #expect(setup.fingerPrompts > prompts)
+        #expect(setup.agent.errorLines.contains { $0.contains("let python3") && $0.contains("read 'Mail'") },
+                "\(setup.agent.errorLines.suffix(10))")
+        // The enrolled finger approves it.
+        let approved = try await setup.client("/usr/bin/python3", [reader, "service=mail"], presenting: ["whorl"])
+        #expect(approved.status == 0 && approved.stdout == "mail-password", "\(approved.stderrLines)")
+
+        // Allowed for good, a program reads without a touch of its own (the reuse window
+        // of the item's policy still applies: here it is open).
+        let allowed = try await setup.touchgate(["secret", "allow", "Mail", "/bin/cat", "--json"], presenting: ["whorl"])
+        #expect(allowed.status == 0, "\(allowed.stderrLines)")
+        #expect(allowed.stdout.contains("/usr/bin/cat"), "links are resolved: \(allowed.stdout)")
+        let revoked = try await setup.touchgate(["secret", "allow", "Mail", "/usr/bin/cat", "--revoke", "--json"],
+                                                presenting: ["whorl"])
+        #expect(revoked.status == 0 && !revoked.stdout.contains("/usr/bin/cat"), "\(revoked.stdout) \(revoked.stderrLines)")
+        // Not a Secret Service item: allow refuses and says why.
+        let plain = try await setup.touchgate(["secret", "add", "plain", "--policy", "biometry-any"], stdin: Data("x".utf8))
+        try #require(plain.status == 0, "\(plain.stderrLines)")
+        let notOurs = try await setup.touchgate(["secret", "allow", "plain", "/usr/bin/cat"])
+        #expect(notOurs.status == 64 && notOurs.stderrLines.joined().contains("not stored through the Secret Service"),
+                "\(notOurs.status) \(notOurs.stderrLines)")
+
+        // Every refusal and release is in the audit trail with the program's chain.
+        let records = try await setup.rig.auditRecords(mentioning: "python3")
+        #expect(records.contains { ($0["outcome"] as? String) != "success" }, "\(records)")
+        #expect(records.contains { ($0["event"] as? String) == "item.read" && ($0["outcome"] as? String) == "success" })
+    }
+}
