@@ -58,8 +58,9 @@ import TouchgateAPI
     func commands() {
         // Asked as part of another command: the count beside `audit show`'s page, and the
         // orphans `prints delete --orphans` removes; a key is added and a signature asked
-        // through `touchgate agent` (ssh-add, ssh).
-        let notCommands: Set<DaemonOperation> = [.auditCount, .printsDeleteOrphans, .sshAdd, .sshSign, .sshSkEnroll, .sshSkSign]
+        // through `touchgate agent` (ssh-add, ssh), and through its Secret Service (secret-tool, libsecret).
+        let notCommands: Set<DaemonOperation> = [.auditCount, .printsDeleteOrphans, .sshAdd, .sshSign, .sshSkEnroll, .sshSkSign,
+                                                 .secretServiceSearch, .secretServiceStore, .secretServiceRead]
         for operation in DaemonOperation.allCases where !notCommands.contains(operation) {
             var command: any ParsableCommand.Type = Touchgate.self
             for word in operation.rawValue.split(separator: ".") {
