@@ -44,6 +44,12 @@ final class BusInteraction: Interaction, Sendable {
 
     func confirm(_ question: String, details: [String]) async throws -> Bool { confirmed }
 
+    /// Says why the request was refused, in a notification that expires by itself.
+    func refused(_ message: String) async {
+        await notices.withdraw()
+        await NoticeBoard(bus: notices.bus, application: notices.application).show(message, expiry: 8_000)
+    }
+
     /// Withdraws the notification, if one is shown.
     func finish() async {
         await notices.withdraw()
@@ -53,8 +59,8 @@ final class BusInteraction: Interaction, Sendable {
 /// One request's notification: shown on the first event, replaced on the next ones,
 /// withdrawn at the end. A bus without a notification server costs nothing but the notice.
 actor NoticeBoard {
-    private let bus: BusConnection
-    private let application: String
+    let bus: BusConnection
+    let application: String
     private var id: UInt32 = 0
     private var withdrawn = false
 
@@ -63,7 +69,7 @@ actor NoticeBoard {
         self.application = application
     }
 
-    func show(_ text: String) {
+    func show(_ text: String, expiry: Int32 = 120_000) {
         guard !withdrawn else { return }
         // Notify(app_name, replaces_id, app_icon, summary, body, actions, hints, expire_timeout).
         // Body markup is allowed by servers: the texts are escaped. Normal urgency, so that
@@ -74,7 +80,7 @@ actor NoticeBoard {
                                    .string("Touchgate: \(Self.escaped(application))"), .string(Self.escaped(text)),
                                    .array(elementType: "s", []),
                                    .dictionary(keyType: "s", valueType: "v", [(.string("urgency"), .variant(.byte(1)))]),
-                                   .int32(120_000)], timeout: .seconds(2))
+                                   .int32(expiry)], timeout: .seconds(2))
         if case .uint32(let given)? = reply?.first, given > 0 { id = given }
     }
 

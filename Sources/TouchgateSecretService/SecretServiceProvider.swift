@@ -463,6 +463,7 @@ public final class SecretServiceProvider: Sendable {
                 log("secret service: a touch let \(context.program) (pid \(context.client.pid)) read "
                     + "'\(StoredText.escaped(name))'")
             } catch {
+                if !Task.isCancelled { await interaction.refused(error.message) }
                 break
             }
         }

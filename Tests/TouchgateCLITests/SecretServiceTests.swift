@@ -190,4 +190,68 @@ struct SecretServiceTests {
         #expect(records.contains { ($0["outcome"] as? String) != "success" }, "\(records)")
         #expect(records.contains { ($0["event"] as? String) == "item.read" && ($0["outcome"] as? String) == "success" })
     }
+
+    @Test func hostileCallsGetErrorsAndTheProviderServesOn() async throws {
+        let setup = try await Setup.make()
+        defer { Task { await setup.stop() } }
+        let stored = try await setup.secretTool(["store", "--label=Bank", "service", "bank"], stdin: "bank-pin")
+        try #require(stored.status == 0, "\(stored.stderrLines)")
+        let run = try await setup.client("/usr/bin/python3", [Self.clientScript("hostile.py")])
+        try #require(run.status == 0, "\(run.stderrLines)")
+        let results = try #require(Self.parsed(run.stdout) as? [String: String], "\(run.stdout)")
+        let invalid = "org.freedesktop.DBus.Error.InvalidArgs"
+        let expected: [String: String] = [
+            "wrong-signature": invalid, "unknown-method": "org.freedesktop.DBus.Error.UnknownMethod",
+            "unknown-algorithm": "org.freedesktop.DBus.Error.NotSupported", "dh-key-one": invalid,
+            "dh-key-too-long": invalid, "dh-key-wrong-type": invalid,
+            "no-such-item": "org.freedesktop.Secret.Error.NoSuchObject",
+            "no-such-object": "org.freedesktop.Secret.Error.NoSuchObject",
+            "foreign-session": "org.freedesktop.Secret.Error.NoSession", "huge-attributes": invalid,
+            "huge-attribute-value": invalid, "attributes-not-a-dict": invalid,
+            "secret-not-a-session": "org.freedesktop.Secret.Error.NoSession",
+            "set-label": "org.freedesktop.DBus.Error.PropertyReadOnly",
+            "foreign-prompt-dismiss": "org.freedesktop.Secret.Error.NoSuchObject", "no-interface-search": "ok",
+            "closed-session": "org.freedesktop.Secret.Error.NoSession",
+        ]
+        #expect(results == expected)
+        // Nothing was stored by any of it.
+        let listed = try await setup.touchgate(["secret", "list", "--json"])
+        #expect(!listed.stdout.contains("hostile") && listed.stdout.contains("Bank"), "\(listed.stdout)")
+
+        // A client that starts a prompt and leaves: the touch is broken off, and the
+        // provider serves the next client, whose touch is its own.
+        let prompts = setup.fingerPrompts
+        let abandoned = try await setup.client("/usr/bin/python3", [Self.clientScript("hostile.py"), "abandon", "service=bank"])
+        #expect(abandoned.status == 0 && abandoned.stdout.contains("true"), "\(abandoned.stdout) \(abandoned.stderrLines)")
+        try await Task.sleep(for: .seconds(1))
+        let read = try await setup.secretTool(["lookup", "service", "bank"], presenting: ["whorl"])
+        #expect(read.status == 0 && read.stdout == "bank-pin", "\(read.stderrLines) \(setup.agent.errorLines.suffix(6))")
+        #expect(setup.fingerPrompts > prompts)
+    }
+
+    @Test func aWrongFingerAndALockoutRefuse() async throws {
+        let setup = try await Setup.make()
+        defer { Task { await setup.stop() } }
+        let stored = try await setup.secretTool(["store", "--label=Vpn", "service", "vpn"], stdin: "vpn-key")
+        try #require(stored.status == 0, "\(stored.stderrLines)")
+        // Wrong fingers until the lockout: each lookup is refused and releases nothing.
+        var lockedOut = false
+        for _ in 0..<8 where !lockedOut {
+            let wrong = try await setup.secretTool(["lookup", "service", "vpn"], presenting: ["arch"])
+            #expect(wrong.stdout.isEmpty, "a wrong finger released the value")
+            let status = try await setup.touchgate(["status", "--json"])
+            lockedOut = ((status.json?["lockout"] as? [String: Any])?["locked-out"] as? Bool) == true
+        }
+        #expect(lockedOut, "no lockout after wrong fingers: \(setup.agent.errorLines.suffix(8))")
+        // Locked out, even the enrolled finger is refused, before any reader opens.
+        let prompts = setup.fingerPrompts
+        let refused = try await setup.secretTool(["lookup", "service", "vpn"], presenting: ["whorl"])
+        #expect(refused.stdout.isEmpty)
+        #expect(setup.fingerPrompts == prompts)
+        #expect(setup.agent.errorLines.contains { $0.contains("Too many failed fingerprint attempts") },
+                "\(setup.agent.errorLines.suffix(6))")
+        // The person sees the refusal too, not only the prompt.
+        #expect(setup.bus.calls("Notify").contains { $0.contains("Too many failed fingerprint attempts") },
+                "\(setup.bus.calls("Notify").suffix(3))")
+    }
 }
