@@ -75,7 +75,18 @@ extension TouchgateService {
                 try context.record(.itemRead, .denied, item: Self.storedName(name), reason: "vault locked")
                 throw ServiceError.vaultLocked
             }
-            let info = try Self.item(name, in: context.vault)
+            let found = try Self.item(name, in: context.vault)
+            // The list of programs allowed for good decides who is asked to touch: it is
+            // trusted only once the item's seal vouches for it.
+            let info: VaultItemInfo
+            do {
+                info = try context.vault.authenticatedInfo(named: found.name, key: key)
+            } catch let error as VaultError {
+                if case .integrity = error {
+                    try context.record(.integrityFailure, .error, item: found.name, reason: "item failed its integrity check")
+                }
+                throw error
+            }
             let shown = StoredText.escaped(info.name)
             guard info.kind == .secret, let details = Self.details(of: info) else {
                 try context.record(.itemRead, .denied, item: info.name, reason: "not a Secret Service item")
@@ -175,7 +186,7 @@ extension TouchgateService {
 
     static func encoded(_ details: ItemDetails) throws(ServiceError) -> String {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {
             return String(decoding: try encoder.encode(details), as: UTF8.self)
         } catch {

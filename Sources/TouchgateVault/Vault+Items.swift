@@ -104,6 +104,28 @@ extension Vault {
         return VaultItem(info: info, value: value)
     }
 
+    /// The item `name` as stored, once its authenticated columns check out under `key` (its
+    /// wrapped key opens with them), without decrypting its value: what a decision about it
+    /// may trust before the release is granted.
+    /// - Throws: as ``item(named:key:)``.
+    public func authenticatedInfo(named name: String, key: VaultKey) throws -> VaultItemInfo {
+        check(key)
+        let owner = self.owner
+        guard let row = try database.writer.read({ db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM vault_item WHERE owner = ? AND name = ?"), arguments: [owner, name])
+        }) else {
+            throw VaultError.itemNotFound(name: name)
+        }
+        let info = Self.info(from: row)
+        guard let wrapped = row["wrapped_key"] as Data? else { throw VaultError.itemInvalidated(name: name) }
+        let bound = ItemBinding(id: row["id"], owner: info.owner, name: info.name, kind: info.kind, policy: info.policy,
+                                freshTouch: info.freshTouch, enrollmentDigest: info.enrollmentDigest, details: info.details)
+        guard SecretBox.unwrap(Array(wrapped), under: key.bytes, associatedData: bound.keyAssociatedData) != nil else {
+            throw VaultError.integrity(what: "item \"\(name)\"")
+        }
+        return info
+    }
+
     /// Deletes the item `name` (no key needed); returns whether it existed.
     ///
     /// With `expecting` other than `.any`, deletes only if the item is still what was
