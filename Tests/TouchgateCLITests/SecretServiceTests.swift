@@ -254,4 +254,56 @@ struct SecretServiceTests {
         #expect(setup.bus.calls("Notify").contains { $0.contains("Too many failed fingerprint attempts") },
                 "\(setup.bus.calls("Notify").suffix(3))")
     }
+
+    /// git-credential-libsecret, built from the source Debian's git package carries.
+    static func buildGitCredentialLibsecret(into directory: String) async throws -> String {
+        let source = "/usr/share/doc/git/contrib/credential/libsecret/git-credential-libsecret.c"
+        try #require(FileManager.default.fileExists(atPath: source), "this test builds \(source): apt-get install git")
+        let flags = try await runProgram("/usr/bin/pkg-config", ["--cflags", "--libs", "libsecret-1", "glib-2.0"])
+        try #require(flags.status == 0, "this test builds git-credential-libsecret: apt-get install libsecret-1-dev pkg-config")
+        let output = directory + "/git-credential-libsecret"
+        let built = try await runProgram("/usr/bin/cc", ["-O1", "-o", output, source]
+                                         + flags.stdout.split(whereSeparator: \.isWhitespace).map(String.init))
+        try #require(built.status == 0, "building git-credential-libsecret: \(built.stderr)")
+        return output
+    }
+
+    @Test func pythonKeyringAndGitCredentialLibsecret() async throws {
+        let setup = try await Setup.make()
+        defer { Task { await setup.stop() } }
+        // Python's keyring, through its SecretService backend (python3-keyring).
+        let script = """
+            import keyring, keyring.backends.SecretService, sys
+            keyring.set_keyring(keyring.backends.SecretService.Keyring())
+            if sys.argv[1] == "set":
+                keyring.set_password("touchgate-test", "carol", "keyring-secret")
+            elif sys.argv[1] == "get":
+                print(keyring.get_password("touchgate-test", "carol"))
+            else:
+                keyring.delete_password("touchgate-test", "carol")
+            """
+        let set = try await setup.client("/usr/bin/python3", ["-c", script, "set"], presenting: ["whorl"])
+        #expect(set.status == 0, "keyring set: \(set.stderrLines)")
+        let got = try await setup.client("/usr/bin/python3", ["-c", script, "get"], presenting: ["whorl"])
+        #expect(got.status == 0 && got.stdout == "keyring-secret\n", "keyring get: \(got.stdout) \(got.stderrLines)")
+        let deleted = try await setup.client("/usr/bin/python3", ["-c", script, "delete"], presenting: ["whorl"])
+        #expect(deleted.status == 0, "keyring delete: \(deleted.stderrLines)")
+        let none = try await setup.client("/usr/bin/python3", ["-c", script, "get"])
+        #expect(none.stdout == "None\n", "\(none.stdout) \(none.stderrLines)")
+
+        // git's libsecret helper: store, get (one touch), erase.
+        let helper = try await Self.buildGitCredentialLibsecret(into: setup.rig.home.path("bin"))
+        let credential = "protocol=https\nhost=git.example.com\nusername=dave\n"
+        let stored = try await setup.client(helper, ["store"], stdin: credential + "password=git-secret\n\n")
+        #expect(stored.status == 0, "store: \(stored.stderrLines)")
+        let prompts = setup.fingerPrompts
+        let fetched = try await setup.client(helper, ["get"], stdin: credential + "\n", presenting: ["whorl"])
+        #expect(fetched.status == 0 && fetched.stdout.contains("password=git-secret"), "get: \(fetched.stdout) \(fetched.stderrLines)")
+        #expect(setup.fingerPrompts == prompts + 1, "the helper's first read needed its own touch")
+        #expect(setup.agent.errorLines.contains { $0.contains("let git-credential-libsecret read") })
+        let erased = try await setup.client(helper, ["erase"], stdin: credential + "\n")
+        #expect(erased.status == 0, "erase: \(erased.stderrLines)")
+        let gone = try await setup.client(helper, ["get"], stdin: credential + "\n")
+        #expect(!gone.stdout.contains("git-secret"))
+    }
 }
