@@ -59,6 +59,9 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     /// session bus: find items by their attributes, store one, read one.
     case secretServiceSearch = "secret-service.search", secretServiceStore = "secret-service.store"
     case secretServiceRead = "secret-service.read"
+    /// Copies the items another Secret Service provider holds (read by the client) into
+    /// the vault, after one touch, all or nothing.
+    case importSecretService = "import.secret-service"
     case auditShow = "audit.show", auditCount = "audit.count", auditVerify = "audit.verify"
     case auditExport = "audit.export", auditPrune = "audit.prune", auditPublicKey = "audit.public-key"
     /// Ships audit trails to the fleet collector named in the daemon's own fleet

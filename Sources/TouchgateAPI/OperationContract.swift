@@ -110,6 +110,10 @@ extension DaemonOperation {
         case .secretServiceStore:
             OperationContract(["details", "replace", "application"], "stored report (asks `secret-value`; `replace`: the "
                               + "item of the same collection and attributes, with what its policy asks for)")
+        case .importSecretService:
+            OperationContract(["details"], "`{\"imported\": […], \"skipped\": […]}` (asks `secret-value`: every item's "
+                              + "value, each a 4-byte big-endian length and its bytes, in the order of `details`; one "
+                              + "fresh touch; all or nothing)")
         case .secretServiceRead:
             OperationContract(["item", "application", "approve-only"], "`{}` and the value as secret bytes (a touch naming "
                               + "`application` the first time it reads the item in the reuse window, unless allowed; "

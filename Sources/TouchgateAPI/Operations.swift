@@ -48,7 +48,7 @@ public enum Operations {
     /// The operations a door serves with code of its own.
     public static let special: [any OperationSpec.Type] = [
         PassphraseChange.self, SecretGet.self, SecretAdd.self, AuditShow.self, AuditExport.self, AuditShip.self,
-        Migrate.self, SshAdd.self, SecretServiceStore.self, SecretServiceRead.self,
+        Migrate.self, SshAdd.self, SecretServiceStore.self, SecretServiceRead.self, ImportSecretService.self,
     ]
 
     /// Every entry by its operation, built once (a test keeps one entry per operation).
@@ -472,6 +472,15 @@ public enum Operations {
             }
         }
         public static let operation = DaemonOperation.secretServiceRead
+    }
+
+    public enum ImportSecretService: OperationSpec {
+        public typealias Result = SecretServiceImportReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var details: [ItemDetails]
+            public init(details: [ItemDetails]) { self.details = details }
+        }
+        public static let operation = DaemonOperation.importSecretService
     }
 
     // MARK: The audit trail

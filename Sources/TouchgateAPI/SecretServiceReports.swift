@@ -103,3 +103,66 @@ public struct AllowReport: Codable, Sendable, Equatable {
         self.allowed = allowed
     }
 }
+
+/// What `touchgate import secret-service` did: the items copied into the vault (their vault
+/// names), and those skipped because the vault already holds an item of the same
+/// collection and attributes.
+public struct SecretServiceImportReport: Codable, Sendable, Equatable {
+    public var imported: [String]
+    public var skipped: [String]
+    public init(imported: [String], skipped: [String]) {
+        self.imported = imported
+        self.skipped = skipped
+    }
+}
+
+/// The values of several items in one secret: each as a 4-byte big-endian length and its
+/// bytes, in the order of the items' details. How an import's values travel as the one
+/// `secret-value` a request may carry.
+public enum PackedValues {
+    /// The most bytes of one value (the vault's items are small; this bounds the unpacking).
+    public static let maximumValueBytes = 1 << 20
+
+    /// Packs `values` into one secret.
+    public static func pack(_ values: [SecretBytes]) -> SecretBytes {
+        let total = values.reduce(0) { $0 + 4 + $1.count }
+        return SecretBytes.make(count: total) { buffer in
+            var offset = 0
+            for value in values {
+                let count = UInt32(value.count)
+                for shift in [24, 16, 8, 0] {
+                    buffer[offset] = UInt8(truncatingIfNeeded: count >> UInt32(shift))
+                    offset += 1
+                }
+                value.withUnsafeBytes { bytes in
+                    for byte in bytes {
+                        buffer[offset] = byte
+                        offset += 1
+                    }
+                }
+            }
+        }
+    }
+
+    /// The `count` values packed in `secret`.
+    /// - Throws: ``ServiceError`` (usage) when it does not hold exactly `count` values.
+    public static func unpack(_ secret: SecretBytes, count: Int) throws(ServiceError) -> [SecretBytes] {
+        let values: [SecretBytes]? = secret.withUnsafeBytes { bytes in
+            var values: [SecretBytes] = []
+            var offset = 0
+            while offset < bytes.count {
+                guard offset + 4 <= bytes.count else { return nil }
+                let length = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+                offset += 4
+                guard length <= maximumValueBytes, offset + length <= bytes.count else { return nil }
+                values.append(SecretBytes(copying: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length])))
+                offset += length
+            }
+            return values
+        }
+        guard let values, values.count == count else {
+            throw ServiceError(.usage, "the values given do not match the \(count) items to import; nothing was imported")
+        }
+        return values
+    }
+}

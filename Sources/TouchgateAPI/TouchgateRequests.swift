@@ -103,6 +103,12 @@ public protocol TouchgateRequests: Sendable {
     func secretServiceStore(_ details: ItemDetails, value: @escaping @Sendable () async throws -> SecretBytes,
                             replace: Bool, application: ApplicationIdentity,
                             interaction: any Interaction) async throws(ServiceError) -> StoredReport
+    /// Copies items read from another Secret Service provider into the vault: `details[i]`
+    /// with the `i`-th value `values` yields (``PackedValues``), after one fresh touch, in
+    /// one transaction; items of the same collection and attributes as one the vault holds
+    /// are skipped. Audited.
+    func importSecretService(_ details: [ItemDetails], values: @escaping @Sendable () async throws -> SecretBytes,
+                             interaction: any Interaction) async throws(ServiceError) -> SecretServiceImportReport
     /// The value of item `name` for `application`: the first read by an application in the
     /// reuse window needs a touch that names it (unless allowed for good), then the item's
     /// policy applies. With `approveOnly`, only the approval is made and nothing is released

@@ -135,6 +135,12 @@ extension DaemonClient {
                        Parties(interaction: interaction, secretValue: value)).0
     }
 
+    public func importSecretService(_ details: [ItemDetails], values: @escaping @Sendable () async throws -> SecretBytes,
+                                    interaction: any Interaction) async throws(ServiceError) -> SecretServiceImportReport {
+        try await call(Operations.ImportSecretService.self, .init(details: details),
+                       Parties(interaction: interaction, secretValue: values)).0
+    }
+
     public func secretServiceRead(_ name: String, application: ApplicationIdentity, approveOnly: Bool,
                                   interaction: any Interaction) async throws(ServiceError) -> SecretBytes? {
         let (_, secret) = try await call(Operations.SecretServiceRead.self,

@@ -34,6 +34,9 @@ public protocol CommandHost: Sendable {
     /// `audit verify --public-key`: checks an export, read line by line from `input`
     /// (standard input when nil), against the public key in `publicKeyFile`, offline.
     func checkExport(input: String?, publicKeyFile: String) throws(ServiceError) -> PublicVerificationReport
+    /// Every item the Secret Service provider on the bus at `address` holds: details, and
+    /// (with `values`) the values packed in the same order (``PackedValues``).
+    func readSecretService(address: String, values: Bool) throws(ServiceError) -> (details: [ItemDetails], values: SecretBytes)
     /// A Secret Service provider over `requests`, reporting its events and notices to `report`.
     func secretService(requests: any TouchgateRequests, report: @escaping @Sendable (InteractionEvent) -> Void) -> any SecretServiceHosting
 }

@@ -92,6 +92,10 @@ struct RequestHandler: Sendable {
                                                                   replace: arguments.replace ?? false,
                                                                   application: arguments.application,
                                                                   interaction: interaction))
+        case let arguments as Operations.ImportSecretService.Arguments:
+            return reply(id, try await service.importSecretService(arguments.details,
+                                                                   values: { try await interaction.secretValue() },
+                                                                   interaction: interaction))
         case let arguments as Operations.SecretServiceRead.Arguments:
             let approveOnly = arguments.approveOnly ?? false
             let value = try await service.secretServiceRead(arguments.item, application: arguments.application,

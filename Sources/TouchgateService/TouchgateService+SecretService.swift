@@ -40,13 +40,7 @@ extension TouchgateService {
     public func secretServiceStore(_ details: ItemDetails, value: @escaping @Sendable () async throws -> SecretBytes,
                                    replace: Bool, application: ApplicationIdentity,
                                    interaction: any Interaction) async throws(ServiceError) -> StoredReport {
-        guard details.attributes.count <= Self.maximumAttributes,
-              details.attributes.allSatisfy({ $0.name.utf8.count + $0.value.utf8.count <= Self.maximumAttributeBytes }),
-              details.label.utf8.count <= StoredText.maximumNameBytes * 4, details.contentType.utf8.count <= 255 else {
-            throw ServiceError.usage("an item may have at most \(Self.maximumAttributes) attributes of at most "
-                                     + "\(Self.maximumAttributeBytes) bytes each, a label of at most "
-                                     + "\(StoredText.maximumNameBytes * 4) bytes; nothing was stored")
-        }
+        try Self.checkSize(details)
         let found = try await secretServiceSearch(details.attributes, collection: details.collection, application: nil).items
         // The same attributes, not more: a replace is of the item those attributes name.
         let same = found.first { $0.details.attributes == details.attributes }
@@ -170,6 +164,72 @@ extension TouchgateService {
                                            : "\(program) reads it without a touch of its own")
             }
             return AllowReport(name: info.name, allowed: details.allowed)
+        }
+    }
+
+    /// The most items one import may bring.
+    static let maximumImport = 10_000
+
+    public func importSecretService(_ details: [ItemDetails], values: @escaping @Sendable () async throws -> SecretBytes,
+                                    interaction: any Interaction) async throws(ServiceError) -> SecretServiceImportReport {
+        guard details.count <= Self.maximumImport else {
+            throw ServiceError.usage("at most \(Self.maximumImport) items are imported at once; nothing was imported")
+        }
+        for item in details {
+            try Self.checkSize(item)
+        }
+        return try await withStore { store in
+            let context = try store.vault()
+            try context.requireIntactState()
+            let key = try context.requireKey()
+            let held = try context.vault.items().compactMap { info in Self.details(of: info).map { (info.name, $0) } }
+            var taken = Set(try context.vault.items().map(\.name))
+            var plan: [(name: String, details: ItemDetails, index: Int)] = [], skipped: [String] = []
+            for (index, item) in details.enumerated() {
+                var item = item
+                item.allowed = []
+                if let same = held.first(where: { $0.1.collection == item.collection && $0.1.attributes == item.attributes })
+                    ?? plan.first(where: { $0.details.collection == item.collection && $0.details.attributes == item.attributes })
+                        .map({ ($0.name, $0.details) }) {
+                    skipped.append(same.0)
+                    continue
+                }
+                let name = Self.itemName(forLabel: item.label, taken: taken)
+                taken.insert(name)
+                plan.append((name, item, index))
+            }
+            guard !plan.isEmpty else { return SecretServiceImportReport(imported: [], skipped: skipped) }
+            // One touch for the whole import, made for it.
+            let descriptor = ItemDescriptor(name: "secret service import", policy: try AccessPolicy(parsing: Self.secretServicePolicy),
+                                            boundEnrollmentState: nil, requiresFreshTouch: true)
+            try await authorize(descriptor, .write, context: context, key: key, device: nil, interaction: interaction,
+                                purpose: "import \(plan.count) item\(plan.count == 1 ? "" : "s") from the Secret Service")
+            let unpacked = try PackedValues.unpack(try await values(), count: details.count)
+            let policy = try AccessPolicy(parsing: Self.secretServicePolicy).description
+            try context.audit.atomically { transaction in
+                for entry in plan {
+                    let encoded = try Self.encoded(entry.details)
+                    try transaction.setItem(named: entry.name, value: unpacked[entry.index], policy: policy, freshTouch: false,
+                                            enrollmentDigest: nil, details: encoded, key: key, expecting: .absent,
+                                            in: context.vault)
+                    try Self.forgetApprovals(of: entry.name, in: transaction)
+                    try transaction.append(.itemWrite, .success, vaultUser: context.vault.owner, item: entry.name,
+                                           reason: "imported from the Secret Service (\(policy))")
+                }
+            }
+            return SecretServiceImportReport(imported: plan.map(\.name), skipped: skipped)
+        }
+    }
+
+    /// Refuses attributes, labels and content types past the bounds.
+    static func checkSize(_ details: ItemDetails) throws(ServiceError) {
+        guard details.attributes.count <= maximumAttributes,
+              details.attributes.allSatisfy({ $0.name.utf8.count + $0.value.utf8.count <= maximumAttributeBytes }),
+              details.label.utf8.count <= StoredText.maximumNameBytes * 4, details.contentType.utf8.count <= 255,
+              details.collection.utf8.count <= 255 else {
+            throw ServiceError.usage("an item may have at most \(maximumAttributes) attributes of at most "
+                                     + "\(maximumAttributeBytes) bytes each, a label of at most "
+                                     + "\(StoredText.maximumNameBytes * 4) bytes; nothing was stored")
         }
     }
 

@@ -93,6 +93,10 @@ extension LocalHost {
     func secretService(requests: any TouchgateRequests, report: @escaping @Sendable (InteractionEvent) -> Void) -> any SecretServiceHosting {
         HostedSecretService(provider: SecretServiceProvider(requests: requests, report: report))
     }
+
+    func readSecretService(address: String, values: Bool) throws(ServiceError) -> (details: [ItemDetails], values: SecretBytes) {
+        try SecretServiceReader.read(address: address, values: values)
+    }
 }
 
 /// The provider, as the commands start and stop it.

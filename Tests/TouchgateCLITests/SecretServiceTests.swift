@@ -306,4 +306,113 @@ struct SecretServiceTests {
         let gone = try await setup.client(helper, ["get"], stdin: credential + "\n")
         #expect(!gone.stdout.contains("git-secret"))
     }
+
+    /// gnome-keyring-daemon (secrets only) on `bus`, its login keyring made under a known
+    /// password and left unlocked, as after a desktop login.
+    final class UnlockedKeyring: Sendable {
+        let process: BackgroundProcess
+        let home: String
+
+        init(bus: NotificationRig) async throws {
+            try HelperRig.require("/usr/bin/gnome-keyring-daemon", package: "gnome-keyring")
+            home = bus.directory.path("keyring-home")
+            try FileManager.default.createDirectory(atPath: home + "/run", withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            // A system bus that does not exist: the daemon must touch none of the machine's buses.
+            let environment = ["HOME": home, "XDG_DATA_HOME": home + "/data", "XDG_CONFIG_HOME": home + "/config",
+                               "XDG_RUNTIME_DIR": home + "/run", "DBUS_SESSION_BUS_ADDRESS": bus.busAddress,
+                               "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(home)/no-system-bus", "PATH": "/usr/bin:/bin"]
+            // --unlock reads the password until end of input, and makes the login keyring with it.
+            process = try await BackgroundProcess.start(
+                "/bin/sh", ["-c", "printf %s keyring-password | exec /usr/bin/gnome-keyring-daemon --unlock "
+                            + "--components=secrets --foreground"],
+                environment: environment, ownGroup: true)
+            for _ in 0..<200 {
+                let answer = try await runProgram("/usr/bin/gdbus", ["call", "--address", bus.busAddress, "--dest",
+                                                                     "org.freedesktop.secrets", "--object-path",
+                                                                     "/org/freedesktop/secrets/collection/login", "--method",
+                                                                     "org.freedesktop.DBus.Properties.Get",
+                                                                     "org.freedesktop.Secret.Collection", "Locked"])
+                if answer.stdout.contains("<false>") { return }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            await process.terminate()
+            Issue.record("gnome-keyring-daemon did not serve an unlocked login keyring within 10 s")
+            throw POSIXError(.ETIMEDOUT)
+        }
+
+        func stop() async { await process.terminate() }
+    }
+
+    @Test func importFromGnomeKeyringThenServeTheSameClients() async throws {
+        let rig = try HelperRig()
+        try await rig.vault.initAndUnlock()
+        try await rig.vault.enroll("whorl")
+        let bus = try await NotificationRig()
+        var keyring: UnlockedKeyring? = try await UnlockedKeyring(bus: bus)
+        defer {
+            let running = keyring
+            Task { await running?.stop(); bus.stop(); rig.home.remove() }
+        }
+        let busEnvironment = rig.environment.merging(bus.environment) { $1 }
+        func client(_ program: String, _ arguments: [String], stdin: String? = nil,
+                    presenting prints: [String] = []) async throws -> CLIResult {
+            try await rig.run(program, arguments, extra: bus.environment, stdin: stdin.map { Data($0.utf8) },
+                              presenting: prints)
+        }
+        // The same client script against gnome-keyring: what it observes is what the
+        // specification says, and what Touchgate must give (below).
+        var reference: [String: NSDictionary] = [:]
+        for algorithm in ["plain", "dh"] {
+            let run = try await client("/usr/bin/python3", [Self.clientScript("scenario.py"), algorithm])
+            #expect(run.status == 0, "gnome-keyring, \(algorithm): \(run.stderrLines)")
+            reference[algorithm] = Self.parsed(run.stdout)
+            #expect(reference[algorithm] == Self.expectedScenario(algorithm) as NSDictionary, "\(run.stdout)")
+        }
+        for (label, service, value) in [("Work mail", "imap", "imap-pass"), ("Chat", "matrix", "chat-token"),
+                                        ("Wi-Fi", "nm", "wpa-psk")] {
+            let stored = try await client("/usr/bin/secret-tool", ["store", "--label=\(label)", "service", service], stdin: value)
+            try #require(stored.status == 0, "gnome-keyring store: \(stored.stderrLines)")
+        }
+
+        // Import: a wrong finger imports nothing; the enrolled one imports all three.
+        let touchgate = rig.bin + "/touchgate"
+        let dry = try await rig.run(touchgate, ["import", "secret-service", "--dry-run", "--json"], extra: bus.environment)
+        #expect(dry.status == 0 && dry.stdout.contains("Work mail"), "\(dry.stdout) \(dry.stderrLines)")
+        let refused = try await rig.run(touchgate, ["import", "secret-service", "--json"], extra: bus.environment,
+                                        presenting: ["arch"])
+        #expect(refused.status != 0)
+        let none = try await rig.vault.run(["secret", "list", "--json"])
+        #expect(!none.stdout.contains("Chat") && !none.stdout.contains("Wi-Fi"), "a refused import stored: \(none.stdout)")
+        let imported = try await rig.run(touchgate, ["import", "secret-service", "--json"], extra: bus.environment,
+                                         presenting: ["whorl"])
+        #expect(imported.status == 0, "\(imported.stderrLines)")
+        let report = try #require(imported.json)
+        #expect((report["imported"] as? [String])?.sorted() == ["Chat", "Wi-Fi", "Work mail"], "\(report)")
+        let again = try await rig.run(touchgate, ["import", "secret-service", "--json"], extra: bus.environment)
+        #expect(again.status == 0 && (again.json?["skipped"] as? [String])?.count == 3, "\(again.stdout) \(again.stderrLines)")
+        let records = try await rig.auditRecords(mentioning: "imported from the Secret Service")
+        #expect(records.count == 3)
+
+        // gnome-keyring stops; Touchgate takes the name on the same bus and serves the imported items.
+        await keyring?.stop()
+        keyring = nil
+        let socket = rig.home.path("agent.sock")
+        let agent = try await BackgroundProgram(touchgate, ["agent", "--json", "--socket", socket, "--secret-service"],
+                                                environment: busEnvironment, finger: rig.vault.finger)
+        defer { Task { await agent.stop() } }
+        try await waitForSocket(socket)
+        for _ in 0..<100 where !agent.errorLines.contains(where: { $0.contains("serving the Secret Service") }) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let chat = try await client("/usr/bin/secret-tool", ["lookup", "service", "matrix"], presenting: ["whorl"])
+        #expect(chat.status == 0 && chat.stdout == "chat-token", "\(chat.stderrLines) \(agent.errorLines.suffix(5))")
+        // The differential: the same script, the same observations.
+        for algorithm in ["plain", "dh"] {
+            let run = try await client("/usr/bin/python3", [Self.clientScript("scenario.py"), algorithm],
+                                       presenting: ["whorl"])
+            #expect(run.status == 0, "touchgate, \(algorithm): \(run.stderrLines)")
+            #expect(Self.parsed(run.stdout) == reference[algorithm], "\(algorithm): \(run.stdout)")
+        }
+    }
 }
