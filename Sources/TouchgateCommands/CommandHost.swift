@@ -48,6 +48,8 @@ public protocol SecretServiceHosting: Sendable {
     /// Connects to the bus at `address` and takes `org.freedesktop.secrets`; false when
     /// another provider owns it.
     func start(address: String) throws(ServiceError) -> Bool
+    /// Whether it still serves (its bus is still there).
+    var isServing: Bool { get }
     /// Leaves the bus.
     func stop()
 }

@@ -56,7 +56,9 @@ struct SecretServiceCommand: AsyncParsableCommand {
         func run() async throws {
             let given = address
             try await CommandRunner.run(json: common.json) { console in
-                guard let address = given ?? ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"],
+                // Started by D-Bus activation, the bus that asked is the starter's.
+                let environment = ProcessInfo.processInfo.environment
+                guard let address = given ?? environment["DBUS_STARTER_ADDRESS"] ?? environment["DBUS_SESSION_BUS_ADDRESS"],
                       !address.isEmpty else {
                     throw ServiceError(.usage, "no session bus: DBUS_SESSION_BUS_ADDRESS is not set (pass --address)")
                 }
@@ -67,22 +69,22 @@ struct SecretServiceCommand: AsyncParsableCommand {
                                        + "touchgate secret-service disable")
                 }
                 console.event(InteractionEvent(.notice, "serving the Secret Service (org.freedesktop.secrets)"))
-                await Self.waitForStop()
+                await Self.waitForStop { provider.isServing }
                 provider.stop()
                 return ExitStatus.success
             }
         }
 
-        /// Returns at SIGTERM, SIGINT or SIGHUP.
-        static func waitForStop() async {
+        /// Returns at SIGTERM, SIGINT or SIGHUP, or once `serving` turns false (the bus went away).
+        static func waitForStop(while serving: @escaping @Sendable () -> Bool) async {
             await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
                 let thread = Thread {
                     var signals = sigset_t()
                     sigemptyset(&signals)
                     for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
                     pthread_sigmask(SIG_BLOCK, &signals, nil)
-                    var received: Int32 = 0
-                    sigwait(&signals, &received)
+                    var wait = timespec(tv_sec: 0, tv_nsec: 500_000_000)
+                    while serving(), sigtimedwait(&signals, nil, &wait) < 0 {}
                     stopped.resume()
                 }
                 thread.name = "touchgate-signals"

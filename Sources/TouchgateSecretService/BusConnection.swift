@@ -177,6 +177,11 @@ final class BusConnection: @unchecked Sendable {
                               + "member='NameOwnerChanged'")])
     }
 
+    /// Whether the bus went away (the connection is closed).
+    var isClosed: Bool {
+        filterID.withLock { $0 == 0 } || g_dbus_connection_is_closed(connection) != 0
+    }
+
     /// Stops taking calls and closes the connection (the bus then frees the name).
     func close() {
         let id = filterID.withLock { id in defer { id = 0 }; return id }

@@ -66,6 +66,12 @@ public final class SecretServiceProvider: Sendable {
         return true
     }
 
+    /// Whether it still serves: started, and its bus still there.
+    public var isServing: Bool {
+        guard let bus = connection.withLock({ $0?.bus }) else { return false }
+        return !bus.isClosed
+    }
+
     /// Leaves the bus (the name is free again) and ends every prompt.
     public func stop() {
         let taken = connection.withLock { current in defer { current = nil }; return current }

@@ -103,6 +103,7 @@ extension LocalHost {
 struct HostedSecretService: SecretServiceHosting {
     let provider: SecretServiceProvider
     func start(address: String) throws(ServiceError) -> Bool { try provider.start(address: address) }
+    var isServing: Bool { provider.isServing }
     func stop() { provider.stop() }
 }
 

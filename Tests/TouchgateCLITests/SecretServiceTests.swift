@@ -415,4 +415,59 @@ struct SecretServiceTests {
             #expect(Self.parsed(run.stdout) == reference[algorithm], "\(algorithm): \(run.stdout)")
         }
     }
+
+    @Test func enableLetsDBusStartTheProviderAndDisableUndoesIt() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        try await rig.vault.initAndUnlock()
+        let touchgate = rig.bin + "/touchgate"
+        let enabled = try await rig.run(touchgate, ["secret-service", "enable", "--json"])
+        #expect(enabled.status == 0, "\(enabled.stderrLines)")
+        let file = try #require(enabled.json?["file"] as? String)
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(text.contains("Name=org.freedesktop.secrets") && text.contains("secret-service serve"), "\(text)")
+
+        // A session bus that reads the user's service files (and not the system's, where
+        // gnome-keyring's is): the first client starts Touchgate's provider.
+        let socket = rig.home.path("session.socket")
+        let configuration = rig.home.path("session.conf")
+        try """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <listen>unix:path=\(socket)</listen>
+              <auth>EXTERNAL</auth>
+              <standard_session_servicedirs/>
+              <policy context="default">
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            </busconfig>
+            """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        var environment = rig.environment
+        environment["XDG_DATA_DIRS"] = rig.home.path("no-system-data")
+        let bus = try await BackgroundProgram("/usr/bin/dbus-daemon", ["--config-file=\(configuration)", "--nofork"],
+                                              environment: environment, finger: nil)
+        defer { Task { await bus.stop() } }
+        try await waitForSocket(socket)
+        let address = ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socket)"]
+        let stored = try await rig.run("/usr/bin/secret-tool", ["store", "--label=Activated", "service", "activation"],
+                                       extra: address, stdin: Data("started-by-dbus".utf8))
+        #expect(stored.status == 0, "\(stored.stderrLines)")
+        let listed = try await rig.vault.run(["secret", "list", "--json"])
+        #expect(listed.stdout.contains("Activated"), "\(listed.stdout)")
+
+        // disable removes only Touchgate's file; enable does not overwrite another's.
+        let disabled = try await rig.run(touchgate, ["secret-service", "disable"])
+        #expect(disabled.status == 0 && !FileManager.default.fileExists(atPath: file), "\(disabled.stderrLines)")
+        try "[D-BUS Service]\nName=org.freedesktop.secrets\nExec=/usr/bin/other-keyring\n"
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let refused = try await rig.run(touchgate, ["secret-service", "enable"])
+        #expect(refused.status == 9, "\(refused.status) \(refused.stderrLines)")
+        let kept = try await rig.run(touchgate, ["secret-service", "disable"])
+        #expect(kept.status == 11 && FileManager.default.fileExists(atPath: file), "\(kept.status) \(kept.stderrLines)")
+        #expect(try String(contentsOfFile: file, encoding: .utf8).contains("other-keyring"))
+    }
 }
