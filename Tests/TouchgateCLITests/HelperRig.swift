@@ -114,6 +114,11 @@ final class BackgroundProgram: Sendable {
     func stop() async {
         await process.terminate()
     }
+
+    /// ``stop()`` where nothing may be awaited (a `defer`).
+    func stopNow() {
+        process.stop()
+    }
 }
 
 /// Waits up to 10 s until a Unix socket at `path` accepts connections (a program binds it

@@ -20,6 +20,18 @@ struct SecretServiceTests {
         var busEnvironment: [String: String] { bus.environment }
         var serviceSocket: String { (socket as NSString).deletingLastPathComponent + "/socket" }
 
+        /// Runs `body` with a new setup, and stops its processes after, whatever happened.
+        static func run(_ body: (Setup) async throws -> Void) async throws {
+            let setup = try await make()
+            do {
+                try await body(setup)
+            } catch {
+                setup.stop()
+                throw error
+            }
+            setup.stop()
+        }
+
         static func make() async throws -> Setup {
             for (tool, package) in [("/usr/bin/secret-tool", "libsecret-tools"), ("/usr/bin/python3", "python3")] {
                 try HelperRig.require(tool, package: package)
@@ -69,8 +81,8 @@ struct SecretServiceTests {
         /// How many times the agent has asked for a finger so far.
         var fingerPrompts: Int { agent.errorLines.filter(VirtualImageFinger.isPrompt).count }
 
-        func stop() async {
-            await agent.stop()
+        func stop() {
+            agent.stopNow()
             bus.stop()
             rig.home.remove()
         }
@@ -94,165 +106,165 @@ struct SecretServiceTests {
     }
 
     @Test func secretToolStoresAndReadsThroughATouchThatNamesIt() async throws {
-        let setup = try await Setup.make()
-        defer { Task { await setup.stop() } }
-        let stored = try await setup.secretTool(["store", "--label=GitHub token", "service", "github", "user", "bob"],
-                                                stdin: "s3cret-value")
-        #expect(stored.status == 0, "secret-tool store: \(stored.stderrLines)")
-        // The item is a vault item, under its label.
-        let listed = try await setup.touchgate(["secret", "list", "--json"])
-        #expect(listed.stdout.contains("GitHub token"), "\(listed.stdout)")
+        try await Setup.run { setup in
+            let stored = try await setup.secretTool(["store", "--label=GitHub token", "service", "github", "user", "bob"],
+                                                    stdin: "s3cret-value")
+            #expect(stored.status == 0, "secret-tool store: \(stored.stderrLines)")
+            // The item is a vault item, under its label.
+            let listed = try await setup.touchgate(["secret", "list", "--json"])
+            #expect(listed.stdout.contains("GitHub token"), "\(listed.stdout)")
 
-        // The first read by secret-tool needs a touch that names it.
-        let before = setup.fingerPrompts
-        let read = try await setup.secretTool(["lookup", "service", "github", "user", "bob"], presenting: ["whorl"])
-        #expect(read.status == 0, "secret-tool lookup: \(read.stderrLines)")
-        #expect(read.stdout == "s3cret-value")
-        #expect(setup.fingerPrompts == before + 1)
-        #expect(setup.agent.errorLines.contains { $0.contains("let secret-tool read 'GitHub token'") },
-                "the prompt names the program and the item: \(setup.agent.errorLines)")
-        // The notification server was asked to show it, and told to withdraw it.
-        let notices = setup.bus.calls("Notify")
-        #expect(notices.contains { $0.contains("secret-tool") && $0.contains("GitHub token") }, "\(notices)")
-        #expect(!setup.bus.calls("CloseNotification").isEmpty)
+            // The first read by secret-tool needs a touch that names it.
+            let before = setup.fingerPrompts
+            let read = try await setup.secretTool(["lookup", "service", "github", "user", "bob"], presenting: ["whorl"])
+            #expect(read.status == 0, "secret-tool lookup: \(read.stderrLines)")
+            #expect(read.stdout == "s3cret-value")
+            #expect(setup.fingerPrompts == before + 1)
+            #expect(setup.agent.errorLines.contains { $0.contains("let secret-tool read 'GitHub token'") },
+                    "the prompt names the program and the item: \(setup.agent.errorLines)")
+            // The notification server was asked to show it, and told to withdraw it.
+            let notices = setup.bus.calls("Notify")
+            #expect(notices.contains { $0.contains("secret-tool") && $0.contains("GitHub token") }, "\(notices)")
+            #expect(!setup.bus.calls("CloseNotification").isEmpty)
 
-        // Inside the reuse window, secret-tool reads again without a touch.
-        let again = try await setup.secretTool(["lookup", "service", "github", "user", "bob"])
-        #expect(again.status == 0 && again.stdout == "s3cret-value", "\(again.stderrLines)")
-        #expect(setup.fingerPrompts == before + 1)
+            // Inside the reuse window, secret-tool reads again without a touch.
+            let again = try await setup.secretTool(["lookup", "service", "github", "user", "bob"])
+            #expect(again.status == 0 && again.stdout == "s3cret-value", "\(again.stderrLines)")
+            #expect(setup.fingerPrompts == before + 1)
 
-        // Search shows the attributes; clear deletes it from the vault.
-        let search = try await setup.secretTool(["search", "service", "github"])
-        #expect(search.stdout.contains("attribute.user = bob") || search.stderrLines.joined().contains("attribute.user = bob"),
-                "\(search.stdout) \(search.stderrLines)")
-        let cleared = try await setup.secretTool(["clear", "service", "github", "user", "bob"])
-        #expect(cleared.status == 0, "\(cleared.stderrLines)")
-        let gone = try await setup.secretTool(["lookup", "service", "github", "user", "bob"])
-        #expect(gone.status != 0 && gone.stdout.isEmpty)
-        let after = try await setup.touchgate(["secret", "list", "--json"])
-        #expect(!after.stdout.contains("GitHub token"), "\(after.stdout)")
-        // Every release names the program in the audit trail.
-        let records = try await setup.rig.auditRecords(mentioning: "secret-tool")
-        #expect(records.contains { ($0["event"] as? String) == "item.read" && ($0["outcome"] as? String) == "success" },
-                "\(records)")
+            // Search shows the attributes; clear deletes it from the vault.
+            let search = try await setup.secretTool(["search", "service", "github"])
+            #expect(search.stdout.contains("attribute.user = bob") || search.stderrLines.joined().contains("attribute.user = bob"),
+                    "\(search.stdout) \(search.stderrLines)")
+            let cleared = try await setup.secretTool(["clear", "service", "github", "user", "bob"])
+            #expect(cleared.status == 0, "\(cleared.stderrLines)")
+            let gone = try await setup.secretTool(["lookup", "service", "github", "user", "bob"])
+            #expect(gone.status != 0 && gone.stdout.isEmpty)
+            let after = try await setup.touchgate(["secret", "list", "--json"])
+            #expect(!after.stdout.contains("GitHub token"), "\(after.stdout)")
+            // Every release names the program in the audit trail.
+            let records = try await setup.rig.auditRecords(mentioning: "secret-tool")
+            #expect(records.contains { ($0["event"] as? String) == "item.read" && ($0["outcome"] as? String) == "success" },
+                    "\(records)")
+        }
     }
 
     @Test func secretstorageWithBothSessionAlgorithms() async throws {
-        let setup = try await Setup.make()
-        defer { Task { await setup.stop() } }
-        for algorithm in ["plain", "dh"] {
-            let run = try await setup.client("/usr/bin/python3", [Self.clientScript("scenario.py"), algorithm],
-                                             presenting: ["whorl"])
-            #expect(run.status == 0, "\(algorithm): \(run.stderrLines)")
-            #expect(Self.parsed(run.stdout) == Self.expectedScenario(algorithm) as NSDictionary,
-                    "\(algorithm): \(run.stdout)")
+        try await Setup.run { setup in
+            for algorithm in ["plain", "dh"] {
+                let run = try await setup.client("/usr/bin/python3", [Self.clientScript("scenario.py"), algorithm],
+                                                 presenting: ["whorl"])
+                #expect(run.status == 0, "\(algorithm): \(run.stderrLines)")
+                #expect(Self.parsed(run.stdout) == Self.expectedScenario(algorithm) as NSDictionary,
+                        "\(algorithm): \(run.stdout)")
+            }
         }
     }
 
     @Test func aSecondProgramNeedsATouchOfItsOwnOrAnAllowance() async throws {
-        let setup = try await Setup.make()
-        defer { Task { await setup.stop() } }
-        let stored = try await setup.secretTool(["store", "--label=Mail", "service", "mail"], stdin: "mail-password")
-        try #require(stored.status == 0, "\(stored.stderrLines)")
-        let first = try await setup.secretTool(["lookup", "service", "mail"], presenting: ["whorl"])
-        #expect(first.status == 0 && first.stdout == "mail-password", "\(first.stderrLines)")
-        let prompts = setup.fingerPrompts
+        try await Setup.run { setup in
+            let stored = try await setup.secretTool(["store", "--label=Mail", "service", "mail"], stdin: "mail-password")
+            try #require(stored.status == 0, "\(stored.stderrLines)")
+            let first = try await setup.secretTool(["lookup", "service", "mail"], presenting: ["whorl"])
+            #expect(first.status == 0 && first.stdout == "mail-password", "\(first.stderrLines)")
+            let prompts = setup.fingerPrompts
 
-        // Python, another program, finds the item locked for it even inside secret-tool's
-        // reuse window: a wrong finger leaves it locked, and nothing is released.
-        let reader = Self.clientScript("read.py")
-        let refused = try await setup.client("/usr/bin/python3", [reader, "service=mail"], presenting: ["arch"])
-        #expect(refused.status == 1 && refused.stdout.isEmpty, "\(refused.status) \(refused.stderrLines)")
-        #expect(setup.fingerPrompts > prompts)
-        #expect(setup.agent.errorLines.contains { $0.contains("let python3") && $0.contains("read 'Mail'") },
-                "\(setup.agent.errorLines.suffix(10))")
-        // The enrolled finger approves it.
-        let approved = try await setup.client("/usr/bin/python3", [reader, "service=mail"], presenting: ["whorl"])
-        #expect(approved.status == 0 && approved.stdout == "mail-password", "\(approved.stderrLines)")
+            // Python, another program, finds the item locked for it even inside secret-tool's
+            // reuse window: a wrong finger leaves it locked, and nothing is released.
+            let reader = Self.clientScript("read.py")
+            let refused = try await setup.client("/usr/bin/python3", [reader, "service=mail"], presenting: ["arch"])
+            #expect(refused.status == 1 && refused.stdout.isEmpty, "\(refused.status) \(refused.stderrLines)")
+            #expect(setup.fingerPrompts > prompts)
+            #expect(setup.agent.errorLines.contains { $0.contains("let python3") && $0.contains("read 'Mail'") },
+                    "\(setup.agent.errorLines.suffix(10))")
+            // The enrolled finger approves it.
+            let approved = try await setup.client("/usr/bin/python3", [reader, "service=mail"], presenting: ["whorl"])
+            #expect(approved.status == 0 && approved.stdout == "mail-password", "\(approved.stderrLines)")
 
-        // Allowed for good, a program reads without a touch of its own (the reuse window
-        // of the item's policy still applies: here it is open).
-        let allowed = try await setup.touchgate(["secret", "allow", "Mail", "/bin/cat", "--json"], presenting: ["whorl"])
-        #expect(allowed.status == 0, "\(allowed.stderrLines)")
-        #expect(allowed.stdout.contains("/usr/bin/cat"), "links are resolved: \(allowed.stdout)")
-        let revoked = try await setup.touchgate(["secret", "allow", "Mail", "/usr/bin/cat", "--revoke", "--json"],
-                                                presenting: ["whorl"])
-        #expect(revoked.status == 0 && !revoked.stdout.contains("/usr/bin/cat"), "\(revoked.stdout) \(revoked.stderrLines)")
-        // Not a Secret Service item: allow refuses and says why.
-        let plain = try await setup.touchgate(["secret", "add", "plain", "--policy", "biometry-any"], stdin: Data("x".utf8))
-        try #require(plain.status == 0, "\(plain.stderrLines)")
-        let notOurs = try await setup.touchgate(["secret", "allow", "plain", "/usr/bin/cat"])
-        #expect(notOurs.status == 64 && notOurs.stderrLines.joined().contains("not stored through the Secret Service"),
-                "\(notOurs.status) \(notOurs.stderrLines)")
+            // Allowed for good, a program reads without a touch of its own (the reuse window
+            // of the item's policy still applies: here it is open).
+            let allowed = try await setup.touchgate(["secret", "allow", "Mail", "/bin/cat", "--json"], presenting: ["whorl"])
+            #expect(allowed.status == 0, "\(allowed.stderrLines)")
+            #expect(allowed.stdout.contains("/usr/bin/cat"), "links are resolved: \(allowed.stdout)")
+            let revoked = try await setup.touchgate(["secret", "allow", "Mail", "/usr/bin/cat", "--revoke", "--json"],
+                                                    presenting: ["whorl"])
+            #expect(revoked.status == 0 && !revoked.stdout.contains("/usr/bin/cat"), "\(revoked.stdout) \(revoked.stderrLines)")
+            // Not a Secret Service item: allow refuses and says why.
+            let plain = try await setup.touchgate(["secret", "add", "plain", "--policy", "biometry-any"], stdin: Data("x".utf8))
+            try #require(plain.status == 0, "\(plain.stderrLines)")
+            let notOurs = try await setup.touchgate(["secret", "allow", "plain", "/usr/bin/cat"])
+            #expect(notOurs.status == 64 && notOurs.stderrLines.joined().contains("not stored through the Secret Service"),
+                    "\(notOurs.status) \(notOurs.stderrLines)")
 
-        // Every refusal and release is in the audit trail with the program's chain.
-        let records = try await setup.rig.auditRecords(mentioning: "python3")
-        #expect(records.contains { ($0["outcome"] as? String) != "success" }, "\(records)")
-        #expect(records.contains { ($0["event"] as? String) == "item.read" && ($0["outcome"] as? String) == "success" })
+            // Every refusal and release is in the audit trail with the program's chain.
+            let records = try await setup.rig.auditRecords(mentioning: "python3")
+            #expect(records.contains { ($0["outcome"] as? String) != "success" }, "\(records)")
+            #expect(records.contains { ($0["event"] as? String) == "item.read" && ($0["outcome"] as? String) == "success" })
+        }
     }
 
     @Test func hostileCallsGetErrorsAndTheProviderServesOn() async throws {
-        let setup = try await Setup.make()
-        defer { Task { await setup.stop() } }
-        let stored = try await setup.secretTool(["store", "--label=Bank", "service", "bank"], stdin: "bank-pin")
-        try #require(stored.status == 0, "\(stored.stderrLines)")
-        let run = try await setup.client("/usr/bin/python3", [Self.clientScript("hostile.py")])
-        try #require(run.status == 0, "\(run.stderrLines)")
-        let results = try #require(Self.parsed(run.stdout) as? [String: String], "\(run.stdout)")
-        let invalid = "org.freedesktop.DBus.Error.InvalidArgs"
-        let expected: [String: String] = [
-            "wrong-signature": invalid, "unknown-method": "org.freedesktop.DBus.Error.UnknownMethod",
-            "unknown-algorithm": "org.freedesktop.DBus.Error.NotSupported", "dh-key-one": invalid,
-            "dh-key-too-long": invalid, "dh-key-wrong-type": invalid,
-            "no-such-item": "org.freedesktop.Secret.Error.NoSuchObject",
-            "no-such-object": "org.freedesktop.Secret.Error.NoSuchObject",
-            "foreign-session": "org.freedesktop.Secret.Error.NoSession", "huge-attributes": invalid,
-            "huge-attribute-value": invalid, "attributes-not-a-dict": invalid,
-            "secret-not-a-session": "org.freedesktop.Secret.Error.NoSession",
-            "set-label": "org.freedesktop.DBus.Error.PropertyReadOnly",
-            "foreign-prompt-dismiss": "org.freedesktop.Secret.Error.NoSuchObject", "no-interface-search": "ok",
-            "closed-session": "org.freedesktop.Secret.Error.NoSession",
-        ]
-        #expect(results == expected)
-        // Nothing was stored by any of it.
-        let listed = try await setup.touchgate(["secret", "list", "--json"])
-        #expect(!listed.stdout.contains("hostile") && listed.stdout.contains("Bank"), "\(listed.stdout)")
+        try await Setup.run { setup in
+            let stored = try await setup.secretTool(["store", "--label=Bank", "service", "bank"], stdin: "bank-pin")
+            try #require(stored.status == 0, "\(stored.stderrLines)")
+            let run = try await setup.client("/usr/bin/python3", [Self.clientScript("hostile.py")])
+            try #require(run.status == 0, "\(run.stderrLines)")
+            let results = try #require(Self.parsed(run.stdout) as? [String: String], "\(run.stdout)")
+            let invalid = "org.freedesktop.DBus.Error.InvalidArgs"
+            let expected: [String: String] = [
+                "wrong-signature": invalid, "unknown-method": "org.freedesktop.DBus.Error.UnknownMethod",
+                "unknown-algorithm": "org.freedesktop.DBus.Error.NotSupported", "dh-key-one": invalid,
+                "dh-key-too-long": invalid, "dh-key-wrong-type": invalid,
+                "no-such-item": "org.freedesktop.Secret.Error.NoSuchObject",
+                "no-such-object": "org.freedesktop.Secret.Error.NoSuchObject",
+                "foreign-session": "org.freedesktop.Secret.Error.NoSession", "huge-attributes": invalid,
+                "huge-attribute-value": invalid, "attributes-not-a-dict": invalid,
+                "secret-not-a-session": "org.freedesktop.Secret.Error.NoSession",
+                "set-label": "org.freedesktop.DBus.Error.PropertyReadOnly",
+                "foreign-prompt-dismiss": "org.freedesktop.Secret.Error.NoSuchObject", "no-interface-search": "ok",
+                "closed-session": "org.freedesktop.Secret.Error.NoSession",
+            ]
+            #expect(results == expected)
+            // Nothing was stored by any of it.
+            let listed = try await setup.touchgate(["secret", "list", "--json"])
+            #expect(!listed.stdout.contains("hostile") && listed.stdout.contains("Bank"), "\(listed.stdout)")
 
-        // A client that starts a prompt and leaves: the touch is broken off, and the
-        // provider serves the next client, whose touch is its own.
-        let prompts = setup.fingerPrompts
-        let abandoned = try await setup.client("/usr/bin/python3", [Self.clientScript("hostile.py"), "abandon", "service=bank"])
-        #expect(abandoned.status == 0 && abandoned.stdout.contains("true"), "\(abandoned.stdout) \(abandoned.stderrLines)")
-        try await Task.sleep(for: .seconds(1))
-        let read = try await setup.secretTool(["lookup", "service", "bank"], presenting: ["whorl"])
-        #expect(read.status == 0 && read.stdout == "bank-pin", "\(read.stderrLines) \(setup.agent.errorLines.suffix(6))")
-        #expect(setup.fingerPrompts > prompts)
+            // A client that starts a prompt and leaves: the touch is broken off, and the
+            // provider serves the next client, whose touch is its own.
+            let prompts = setup.fingerPrompts
+            let abandoned = try await setup.client("/usr/bin/python3", [Self.clientScript("hostile.py"), "abandon", "service=bank"])
+            #expect(abandoned.status == 0 && abandoned.stdout.contains("true"), "\(abandoned.stdout) \(abandoned.stderrLines)")
+            try await Task.sleep(for: .seconds(1))
+            let read = try await setup.secretTool(["lookup", "service", "bank"], presenting: ["whorl"])
+            #expect(read.status == 0 && read.stdout == "bank-pin", "\(read.stderrLines) \(setup.agent.errorLines.suffix(6))")
+            #expect(setup.fingerPrompts > prompts)
+        }
     }
 
     @Test func aWrongFingerAndALockoutRefuse() async throws {
-        let setup = try await Setup.make()
-        defer { Task { await setup.stop() } }
-        let stored = try await setup.secretTool(["store", "--label=Vpn", "service", "vpn"], stdin: "vpn-key")
-        try #require(stored.status == 0, "\(stored.stderrLines)")
-        // Wrong fingers until the lockout: each lookup is refused and releases nothing.
-        var lockedOut = false
-        for _ in 0..<8 where !lockedOut {
-            let wrong = try await setup.secretTool(["lookup", "service", "vpn"], presenting: ["arch"])
-            #expect(wrong.stdout.isEmpty, "a wrong finger released the value")
-            let status = try await setup.touchgate(["status", "--json"])
-            lockedOut = ((status.json?["lockout"] as? [String: Any])?["locked-out"] as? Bool) == true
+        try await Setup.run { setup in
+            let stored = try await setup.secretTool(["store", "--label=Vpn", "service", "vpn"], stdin: "vpn-key")
+            try #require(stored.status == 0, "\(stored.stderrLines)")
+            // Wrong fingers until the lockout: each lookup is refused and releases nothing.
+            var lockedOut = false
+            for _ in 0..<8 where !lockedOut {
+                let wrong = try await setup.secretTool(["lookup", "service", "vpn"], presenting: ["arch"])
+                #expect(wrong.stdout.isEmpty, "a wrong finger released the value")
+                let status = try await setup.touchgate(["status", "--json"])
+                lockedOut = ((status.json?["lockout"] as? [String: Any])?["locked-out"] as? Bool) == true
+            }
+            #expect(lockedOut, "no lockout after wrong fingers: \(setup.agent.errorLines.suffix(8))")
+            // Locked out, even the enrolled finger is refused, before any reader opens.
+            let prompts = setup.fingerPrompts
+            let refused = try await setup.secretTool(["lookup", "service", "vpn"], presenting: ["whorl"])
+            #expect(refused.stdout.isEmpty)
+            #expect(setup.fingerPrompts == prompts)
+            #expect(setup.agent.errorLines.contains { $0.contains("Too many failed fingerprint attempts") },
+                    "\(setup.agent.errorLines.suffix(6))")
+            // The person sees the refusal too, not only the prompt.
+            #expect(setup.bus.calls("Notify").contains { $0.contains("Too many failed fingerprint attempts") },
+                    "\(setup.bus.calls("Notify").suffix(3))")
         }
-        #expect(lockedOut, "no lockout after wrong fingers: \(setup.agent.errorLines.suffix(8))")
-        // Locked out, even the enrolled finger is refused, before any reader opens.
-        let prompts = setup.fingerPrompts
-        let refused = try await setup.secretTool(["lookup", "service", "vpn"], presenting: ["whorl"])
-        #expect(refused.stdout.isEmpty)
-        #expect(setup.fingerPrompts == prompts)
-        #expect(setup.agent.errorLines.contains { $0.contains("Too many failed fingerprint attempts") },
-                "\(setup.agent.errorLines.suffix(6))")
-        // The person sees the refusal too, not only the prompt.
-        #expect(setup.bus.calls("Notify").contains { $0.contains("Too many failed fingerprint attempts") },
-                "\(setup.bus.calls("Notify").suffix(3))")
     }
 
     /// git-credential-libsecret, built from the source Debian's git package carries.
@@ -269,42 +281,42 @@ struct SecretServiceTests {
     }
 
     @Test func pythonKeyringAndGitCredentialLibsecret() async throws {
-        let setup = try await Setup.make()
-        defer { Task { await setup.stop() } }
-        // Python's keyring, through its SecretService backend (python3-keyring).
-        let script = """
-            import keyring, keyring.backends.SecretService, sys
-            keyring.set_keyring(keyring.backends.SecretService.Keyring())
-            if sys.argv[1] == "set":
-                keyring.set_password("touchgate-test", "carol", "keyring-secret")
-            elif sys.argv[1] == "get":
-                print(keyring.get_password("touchgate-test", "carol"))
-            else:
-                keyring.delete_password("touchgate-test", "carol")
-            """
-        let set = try await setup.client("/usr/bin/python3", ["-c", script, "set"], presenting: ["whorl"])
-        #expect(set.status == 0, "keyring set: \(set.stderrLines)")
-        let got = try await setup.client("/usr/bin/python3", ["-c", script, "get"], presenting: ["whorl"])
-        #expect(got.status == 0 && got.stdout == "keyring-secret\n", "keyring get: \(got.stdout) \(got.stderrLines)")
-        let deleted = try await setup.client("/usr/bin/python3", ["-c", script, "delete"], presenting: ["whorl"])
-        #expect(deleted.status == 0, "keyring delete: \(deleted.stderrLines)")
-        let none = try await setup.client("/usr/bin/python3", ["-c", script, "get"])
-        #expect(none.stdout == "None\n", "\(none.stdout) \(none.stderrLines)")
+        try await Setup.run { setup in
+            // Python's keyring, through its SecretService backend (python3-keyring).
+            let script = """
+                import keyring, keyring.backends.SecretService, sys
+                keyring.set_keyring(keyring.backends.SecretService.Keyring())
+                if sys.argv[1] == "set":
+                    keyring.set_password("touchgate-test", "carol", "keyring-secret")
+                elif sys.argv[1] == "get":
+                    print(keyring.get_password("touchgate-test", "carol"))
+                else:
+                    keyring.delete_password("touchgate-test", "carol")
+                """
+            let set = try await setup.client("/usr/bin/python3", ["-c", script, "set"], presenting: ["whorl"])
+            #expect(set.status == 0, "keyring set: \(set.stderrLines)")
+            let got = try await setup.client("/usr/bin/python3", ["-c", script, "get"], presenting: ["whorl"])
+            #expect(got.status == 0 && got.stdout == "keyring-secret\n", "keyring get: \(got.stdout) \(got.stderrLines)")
+            let deleted = try await setup.client("/usr/bin/python3", ["-c", script, "delete"], presenting: ["whorl"])
+            #expect(deleted.status == 0, "keyring delete: \(deleted.stderrLines)")
+            let none = try await setup.client("/usr/bin/python3", ["-c", script, "get"])
+            #expect(none.stdout == "None\n", "\(none.stdout) \(none.stderrLines)")
 
-        // git's libsecret helper: store, get (one touch), erase.
-        let helper = try await Self.buildGitCredentialLibsecret(into: setup.rig.home.path("bin"))
-        let credential = "protocol=https\nhost=git.example.com\nusername=dave\n"
-        let stored = try await setup.client(helper, ["store"], stdin: credential + "password=git-secret\n\n")
-        #expect(stored.status == 0, "store: \(stored.stderrLines)")
-        let prompts = setup.fingerPrompts
-        let fetched = try await setup.client(helper, ["get"], stdin: credential + "\n", presenting: ["whorl"])
-        #expect(fetched.status == 0 && fetched.stdout.contains("password=git-secret"), "get: \(fetched.stdout) \(fetched.stderrLines)")
-        #expect(setup.fingerPrompts == prompts + 1, "the helper's first read needed its own touch")
-        #expect(setup.agent.errorLines.contains { $0.contains("let git-credential-libsecret read") })
-        let erased = try await setup.client(helper, ["erase"], stdin: credential + "\n")
-        #expect(erased.status == 0, "erase: \(erased.stderrLines)")
-        let gone = try await setup.client(helper, ["get"], stdin: credential + "\n")
-        #expect(!gone.stdout.contains("git-secret"))
+            // git's libsecret helper: store, get (one touch), erase.
+            let helper = try await Self.buildGitCredentialLibsecret(into: setup.rig.home.path("bin"))
+            let credential = "protocol=https\nhost=git.example.com\nusername=dave\n"
+            let stored = try await setup.client(helper, ["store"], stdin: credential + "password=git-secret\n\n")
+            #expect(stored.status == 0, "store: \(stored.stderrLines)")
+            let prompts = setup.fingerPrompts
+            let fetched = try await setup.client(helper, ["get"], stdin: credential + "\n", presenting: ["whorl"])
+            #expect(fetched.status == 0 && fetched.stdout.contains("password=git-secret"), "get: \(fetched.stdout) \(fetched.stderrLines)")
+            #expect(setup.fingerPrompts == prompts + 1, "the helper's first read needed its own touch")
+            #expect(setup.agent.errorLines.contains { $0.contains("let git-credential-libsecret read") })
+            let erased = try await setup.client(helper, ["erase"], stdin: credential + "\n")
+            #expect(erased.status == 0, "erase: \(erased.stderrLines)")
+            let gone = try await setup.client(helper, ["get"], stdin: credential + "\n")
+            #expect(!gone.stdout.contains("git-secret"))
+        }
     }
 
     /// gnome-keyring-daemon (secrets only) on `bus`, its login keyring made under a known
@@ -341,7 +353,7 @@ struct SecretServiceTests {
             throw POSIXError(.ETIMEDOUT)
         }
 
-        func stop() async { await process.terminate() }
+        func stop() { process.stop() }
     }
 
     @Test func importFromGnomeKeyringThenServeTheSameClients() async throws {
@@ -351,8 +363,9 @@ struct SecretServiceTests {
         let bus = try await NotificationRig()
         var keyring: UnlockedKeyring? = try await UnlockedKeyring(bus: bus)
         defer {
-            let running = keyring
-            Task { await running?.stop(); bus.stop(); rig.home.remove() }
+            keyring?.stop()
+            bus.stop()
+            rig.home.remove()
         }
         let busEnvironment = rig.environment.merging(bus.environment) { $1 }
         func client(_ program: String, _ arguments: [String], stdin: String? = nil,
@@ -395,12 +408,12 @@ struct SecretServiceTests {
         #expect(records.count == 3)
 
         // gnome-keyring stops; Touchgate takes the name on the same bus and serves the imported items.
-        await keyring?.stop()
+        keyring?.stop()
         keyring = nil
         let socket = rig.home.path("agent.sock")
         let agent = try await BackgroundProgram(touchgate, ["agent", "--json", "--socket", socket, "--secret-service"],
                                                 environment: busEnvironment, finger: rig.vault.finger)
-        defer { Task { await agent.stop() } }
+        defer { agent.stopNow() }
         try await waitForSocket(socket)
         for _ in 0..<100 where !agent.errorLines.contains(where: { $0.contains("serving the Secret Service") }) {
             try await Task.sleep(for: .milliseconds(50))
@@ -450,7 +463,7 @@ struct SecretServiceTests {
         environment["XDG_DATA_DIRS"] = rig.home.path("no-system-data")
         let bus = try await BackgroundProgram("/usr/bin/dbus-daemon", ["--config-file=\(configuration)", "--nofork"],
                                               environment: environment, finger: nil)
-        defer { Task { await bus.stop() } }
+        defer { bus.stopNow() }
         try await waitForSocket(socket)
         let address = ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socket)"]
         let stored = try await rig.run("/usr/bin/secret-tool", ["store", "--label=Activated", "service", "activation"],
