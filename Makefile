@@ -148,6 +148,10 @@ install: all sk
 	sed 's|^ExecStart=/usr/local/bin/touchgate |ExecStart=$(BINDIR)/touchgate |' systemd/touchgate-agent.service \
 		> $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.service
+	# The Secret Service, which D-Bus starts once `touchgate secret-service enable` names it.
+	sed 's|^ExecStart=/usr/local/bin/touchgate |ExecStart=$(BINDIR)/touchgate |' systemd/touchgate-secret-service.service \
+		> $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-secret-service.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-secret-service.service
 	# The security-key provider ssh loads (docs/INTEGRATIONS.md, "ssh").
 	install -d $(DESTDIR)$(LIBDIR)/touchgate
 	install -m 0644 $(SKBUILD)/libtouchgate-sk.so $(DESTDIR)$(LIBDIR)/touchgate/libtouchgate-sk.so
@@ -159,6 +163,7 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/touchgate $(DESTDIR)$(MAN1DIR)/touchgate.1 $(DESTDIR)$(MAN1DIR)/touchgate.*.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/touchgate $(DESTDIR)$(ZSHCOMPDIR)/_touchgate $(DESTDIR)$(FISHCOMPDIR)/touchgate.fish \
 		$(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.socket $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.service \
+		$(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-secret-service.service \
 		$(DESTDIR)$(LIBDIR)/touchgate/libtouchgate-sk.so
 	-rmdir $(DESTDIR)$(LIBDIR)/touchgate
 

@@ -35,6 +35,16 @@ struct SecretServiceCommand: AsyncParsableCommand {
         return data + "/dbus-1/services/org.freedesktop.secrets.service"
     }
 
+    /// Whether the user unit is where the user's systemd finds it.
+    static var systemdUnitInstalled: Bool {
+        let environment = ProcessInfo.processInfo.environment
+        let home = environment["HOME"] ?? ""
+        let directories = [environment["XDG_CONFIG_HOME"].map { $0 + "/systemd/user" } ?? home + "/.config/systemd/user",
+                           (environment["XDG_DATA_HOME"] ?? home + "/.local/share") + "/systemd/user",
+                           "/etc/systemd/user", "/usr/local/lib/systemd/user", "/usr/lib/systemd/user"]
+        return directories.contains { FileManager.default.fileExists(atPath: $0 + "/touchgate-secret-service.service") }
+    }
+
     /// The mark that says a service file is Touchgate's (disable removes no other).
     static let mark = "# Written by touchgate secret-service enable; touchgate secret-service disable removes it."
 
@@ -115,13 +125,15 @@ struct SecretServiceCommand: AsyncParsableCommand {
                 guard let program = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
                     throw ServiceError(.error, "cannot find this program (/proc/self/exe) for D-Bus to start")
                 }
+                // Where the user's systemd runs the bus, D-Bus asks systemd to start the unit
+                // `make install` put there; named only when it is there, or activation would fail.
+                let unit = SecretServiceCommand.systemdUnitInstalled ? "SystemdService=touchgate-secret-service.service\n" : ""
                 let text = """
                     \(SecretServiceCommand.mark)
                     [D-BUS Service]
                     Name=org.freedesktop.secrets
                     Exec=\(program) secret-service serve
-                    SystemdService=touchgate-secret-service.service
-
+                    \(unit)
                     """
                 let directory = (file as NSString).deletingLastPathComponent
                 do {

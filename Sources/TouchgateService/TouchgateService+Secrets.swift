@@ -135,9 +135,10 @@ extension TouchgateService {
                     try transaction.deleteItem(named: old.name, expecting: expecting, in: context.vault)
                     expecting = .absent
                 }
+                // Replaced from the command line, a Secret Service item stays one.
                 try transaction.setItem(named: name, value: value, policy: policy.description, freshTouch: fresh,
-                                        enrollmentDigest: digest, details: details, key: key, expecting: expecting,
-                                        in: context.vault)
+                                        enrollmentDigest: digest, details: details ?? old?.details, key: key,
+                                        expecting: expecting, in: context.vault)
                 // A new item under a name used before starts with no program approved for it.
                 if old == nil { try Self.forgetApprovals(of: name, in: transaction) }
                 if itemQuota != nil, try transaction.state(ItemQuota.refusedStateKey) != nil {

@@ -110,6 +110,11 @@ struct InstallTests {
         #expect(agentService.contains("\nExecStart=/usr/bin/touchgate agent\n"), "\(agentService)")
         let agentSocket = try String(contentsOfFile: stage.path("usr/lib/systemd/user/touchgate-agent.socket"), encoding: .utf8)
         #expect(agentSocket.contains("\nListenStream=%t/touchgate/ssh-agent.sock\n") && agentSocket.contains("\nSocketMode=0600\n"))
+        // The Secret Service's user unit, which D-Bus starts once enabled.
+        let keyring = try String(contentsOfFile: stage.path("usr/lib/systemd/user/touchgate-secret-service.service"),
+                                 encoding: .utf8)
+        #expect(keyring.contains("\nExecStart=/usr/bin/touchgate secret-service serve\n")
+                && keyring.contains("\nBusName=org.freedesktop.secrets\n"), "\(keyring)")
         // The front finds every other command in ../libexec/touchgate/ (commandPaths runs it).
         #expect(FileManager.default.isExecutableFile(atPath: stage.path("usr/libexec/touchgate/touchgate-cli")))
         #expect(FileManager.default.isExecutableFile(atPath: stage.path("usr/libexec/touchgate/touchgate-client")))

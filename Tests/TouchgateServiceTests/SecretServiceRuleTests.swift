@@ -111,4 +111,16 @@ import TouchgateService
         #expect(await read(rig, "plain", as: Self.secretTool) == .failed(.forbidden))
         #expect(rig.reader.scans == 0)
     }
+
+    @Test("replaced from the command line with another policy, an item stays in the Secret Service")
+    func replacedKeepsDetails() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index")])
+        defer { rig.remove() }
+        let name = try await stored(rig)
+        _ = try await rig.service.secretAdd(name, value: rig.base.value("new"), policy: "biometry-any|passphrase", fresh: true,
+                                            replace: true, interaction: ScriptedInteraction())
+        let found = try await rig.service.secretServiceSearch([SecretAttribute("service", "github")], collection: nil,
+                                                              application: nil).items
+        #expect(found.map(\.name) == [name] && found.first?.policy == "biometry-any|passphrase", "\(found)")
+    }
 }
