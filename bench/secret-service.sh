@@ -84,29 +84,10 @@ printf %s 'bench secret value' | DBUS_SESSION_BUS_ADDRESS=$touchgate_bus secret-
   || { say "the lookup through gnome-keyring failed"; exit 1; }
 
 say "secret-tool lookup, $pairs turns"
-read -r ours ours_low ours_high theirs theirs_low theirs_high < <(python3 - "$pairs" \
+read -r ours ours_low ours_high theirs theirs_low theirs_high < <(python3 "$root/bench/paired.py" "$pairs" \
   "DBUS_SESSION_BUS_ADDRESS=$touchgate_bus secret-tool lookup service bench user me" \
-  "DBUS_SESSION_BUS_ADDRESS=$keyring_bus secret-tool lookup service bench user me" <<'PY'
-import statistics, subprocess, sys, time
-runs, commands = int(sys.argv[1]), [":", sys.argv[2], sys.argv[3]]
-times = [[], [], []]
-for turn in range(runs + 5):
-    for index, command in enumerate(commands):
-        start = time.perf_counter()
-        done = subprocess.run(["sh", "-c", command], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        elapsed = time.perf_counter() - start
-        if done.returncode != 0:
-            sys.exit(f"failed: {command}")
-        if turn >= 5:
-            times[index].append(elapsed)
-empty = statistics.median(times[0])
-cells = []
-for series in times[1:]:
-    series = [max(0.0, t - empty) * 1000 for t in series]
-    cells += [f"{statistics.median(series):.2f}", f"{min(series):.2f}", f"{max(series):.2f}"]
-print(" ".join(cells))
-PY
-) || { say "a lookup failed"; cat "$work/agent.log" >&2; exit 1; }
+  "DBUS_SESSION_BUS_ADDRESS=$keyring_bus secret-tool lookup service bench user me") \
+  || { say "a lookup failed"; cat "$work/agent.log" >&2; exit 1; }
 ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f×", a / b }')
 
 section=$work/section

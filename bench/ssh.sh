@@ -91,33 +91,12 @@ print(f"{statistics.median(times) * 1000:.2f} {min(times) * 1000:.2f} {max(times
 PY
 )
 }
-# paired NAME_A NAME_B COMMAND_A COMMAND_B: the two commands run in turn, `pairs` times each
-# after 5 untimed turns, so that a machine slowing down or speeding up during the run (this
-# one is a VM) weighs on both alike; each run is `sh -c COMMAND` from fork to exit, less the
-# median of an empty `sh -c :` timed in the same turns (what hyperfine subtracts too).
+# paired NAME_A NAME_B COMMAND_A COMMAND_B: the two commands in turn, `pairs` times each
+# (bench/paired.py), into median, low and high.
 pairs=${BENCH_PAIRS:-100}
 paired() {
-  read -r median[$1] low[$1] high[$1] median[$2] low[$2] high[$2] < <(python3 - "$pairs" "$3" "$4" <<'PY'
-import statistics, subprocess, sys, time
-runs, commands = int(sys.argv[1]), [":", sys.argv[2], sys.argv[3]]
-times = [[], [], []]
-for turn in range(runs + 5):
-    for index, command in enumerate(commands):
-        start = time.perf_counter()
-        done = subprocess.run(["sh", "-c", command], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        elapsed = time.perf_counter() - start
-        if done.returncode != 0:
-            sys.exit(f"failed: {command}")
-        if turn >= 5:
-            times[index].append(elapsed)
-empty = statistics.median(times[0])
-cells = []
-for series in times[1:]:
-    series = [max(0.0, t - empty) * 1000 for t in series]
-    cells += [f"{statistics.median(series):.2f}", f"{min(series):.2f}", f"{max(series):.2f}"]
-print(" ".join(cells))
-PY
-) || { say "$1 or $2 failed"; cat "$work/agent.log" >&2; exit 1; }
+  read -r median[$1] low[$1] high[$1] median[$2] low[$2] high[$2] < <(python3 "$root/bench/paired.py" "$pairs" "$3" "$4") \
+    || { say "$1 or $2 failed"; cat "$work/agent.log" >&2; exit 1; }
 }
 ratio() { awk -v a="${median[$1]}" -v b="${median[$2]}" 'BEGIN { printf "%.2f×", a / b }'; }
 cell() { echo "${median[$1]} ms (${low[$1]}–${high[$1]})"; }

@@ -72,14 +72,8 @@ extension TouchgateService {
             let found = try Self.item(name, in: context.vault)
             // The list of programs allowed for good decides who is asked to touch: it is
             // trusted only once the item's seal vouches for it.
-            let info: VaultItemInfo
-            do {
-                info = try context.vault.authenticatedInfo(named: found.name, key: key)
-            } catch let error as VaultError {
-                if case .integrity = error {
-                    try context.record(.integrityFailure, .error, item: found.name, reason: "item failed its integrity check")
-                }
-                throw error
+            let info = try context.recordingIntegrity(of: found.name) {
+                try context.vault.authenticatedInfo(named: found.name, key: key)
             }
             let shown = StoredText.escaped(info.name)
             guard info.kind == .secret, let details = Self.details(of: info) else {
@@ -113,14 +107,7 @@ extension TouchgateService {
                 try await authorize(descriptor, .read, context: context, key: key, device: nil, interaction: interaction,
                                     purpose: "give '\(shown)' to \(program)")
             }
-            do {
-                return try context.vault.item(named: info.name, key: key).value
-            } catch let error as VaultError {
-                if case .integrity = error {
-                    try context.record(.integrityFailure, .error, item: info.name, reason: "item failed its integrity check")
-                }
-                throw error
-            }
+            return try context.recordingIntegrity(of: info.name) { try context.vault.item(named: info.name, key: key).value }
         }
     }
 

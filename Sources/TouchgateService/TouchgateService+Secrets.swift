@@ -66,14 +66,7 @@ extension TouchgateService {
             }
             try await authorize(descriptor, .read, context: context, key: key, device: device,
                                 interaction: interaction)
-            do {
-                return try context.vault.item(named: name, key: key).value
-            } catch let error as VaultError {
-                if case .integrity = error {
-                    try context.record(.integrityFailure, .error, item: name, reason: "item failed its integrity check")
-                }
-                throw error
-            }
+            return try context.recordingIntegrity(of: name) { try context.vault.item(named: name, key: key).value }
         }
     }
 

@@ -43,6 +43,19 @@ struct VaultContext: Sendable {
         PrintStore(database: database, sealing: try vault.templateSealing(key: key))
     }
 
+    /// Runs `body`, which opens item `name`; an integrity failure it meets is audited
+    /// (`integrity.failure`) before it is thrown on.
+    func recordingIntegrity<T>(of name: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as VaultError {
+            if case .integrity = error {
+                try record(.integrityFailure, .error, item: name, reason: "item failed its integrity check")
+            }
+            throw error
+        }
+    }
+
     /// Appends one audit record for something the evaluator does not decide itself.
     func record(_ event: AuditEvent, _ outcome: AuditOutcome, item: String? = nil, reason: String) throws {
         try audit.append(event, outcome, vaultUser: vault.owner, item: item, reason: reason)

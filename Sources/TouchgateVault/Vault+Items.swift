@@ -83,6 +83,18 @@ extension Vault {
     ///   when an enrollment change destroyed its key; ``VaultError/integrity(what:)`` when
     ///   its ciphertext, nonce, wrapped key or any authenticated column was altered.
     public func item(named name: String, key: VaultKey) throws -> VaultItem {
+        let (row, info, bound, itemKey) = try unwrapped(named: name, key: key)
+        let nonce: Data = row["nonce"], ciphertext: Data = row["ciphertext"]
+        guard let value = SecretBox.open(nonce: Array(nonce), ciphertext: Array(ciphertext), key: itemKey,
+                                         associatedData: bound.valueAssociatedData) else {
+            throw VaultError.integrity(what: "item \"\(name)\"")
+        }
+        return VaultItem(info: info, value: value)
+    }
+
+    /// The row of item `name`, what it says, its binding and its key unwrapped under `key`
+    /// (which vouches for every authenticated column).
+    private func unwrapped(named name: String, key: VaultKey) throws -> (Row, VaultItemInfo, ItemBinding, SecretBytes) {
         check(key)
         let owner = self.owner
         guard let row = try database.writer.read({ db in
@@ -94,14 +106,10 @@ extension Vault {
         guard let wrapped = row["wrapped_key"] as Data? else { throw VaultError.itemInvalidated(name: name) }
         let bound = ItemBinding(id: row["id"], owner: info.owner, name: info.name, kind: info.kind, policy: info.policy,
                                 freshTouch: info.freshTouch, enrollmentDigest: info.enrollmentDigest, details: info.details)
-        let nonce: Data = row["nonce"], ciphertext: Data = row["ciphertext"]
-        guard let itemKey = SecretBox.unwrap(Array(wrapped), under: key.bytes, associatedData: bound.keyAssociatedData),
-              let value = SecretBox.open(nonce: Array(nonce), ciphertext: Array(ciphertext), key: itemKey,
-                                         associatedData: bound.valueAssociatedData)
-        else {
+        guard let itemKey = SecretBox.unwrap(Array(wrapped), under: key.bytes, associatedData: bound.keyAssociatedData) else {
             throw VaultError.integrity(what: "item \"\(name)\"")
         }
-        return VaultItem(info: info, value: value)
+        return (row, info, bound, itemKey)
     }
 
     /// The item `name` as stored, once its authenticated columns check out under `key` (its
@@ -109,21 +117,7 @@ extension Vault {
     /// may trust before the release is granted.
     /// - Throws: as ``item(named:key:)``.
     public func authenticatedInfo(named name: String, key: VaultKey) throws -> VaultItemInfo {
-        check(key)
-        let owner = self.owner
-        guard let row = try database.writer.read({ db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM vault_item WHERE owner = ? AND name = ?"), arguments: [owner, name])
-        }) else {
-            throw VaultError.itemNotFound(name: name)
-        }
-        let info = Self.info(from: row)
-        guard let wrapped = row["wrapped_key"] as Data? else { throw VaultError.itemInvalidated(name: name) }
-        let bound = ItemBinding(id: row["id"], owner: info.owner, name: info.name, kind: info.kind, policy: info.policy,
-                                freshTouch: info.freshTouch, enrollmentDigest: info.enrollmentDigest, details: info.details)
-        guard SecretBox.unwrap(Array(wrapped), under: key.bytes, associatedData: bound.keyAssociatedData) != nil else {
-            throw VaultError.integrity(what: "item \"\(name)\"")
-        }
-        return info
+        try unwrapped(named: name, key: key).1
     }
 
     /// Deletes the item `name` (no key needed); returns whether it existed.

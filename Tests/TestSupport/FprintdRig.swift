@@ -172,14 +172,17 @@ public final class FprintdRig: @unchecked Sendable {
     }
 
     /// A bus where everyone may own every name and send everything (the test's own bus).
-    static func busConfiguration(socket: String) -> String {
+    /// A private bus at `socket` that lets everyone own and call anything; `type` `session`
+    /// with `activation` also starts services from the session service directories
+    /// (`$XDG_DATA_HOME/dbus-1/services` and `$XDG_DATA_DIRS`), which no other bus here does.
+    public static func busConfiguration(socket: String, type: String = "system", activation: Bool = false) -> String {
         """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
          "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
         <busconfig>
-          <type>system</type>
+          <type>\(type)</type>
           <listen>unix:path=\(socket)</listen>
-          <auth>EXTERNAL</auth>
+          <auth>EXTERNAL</auth>\(activation ? "\n  <standard_session_servicedirs/>" : "")
           <policy context="default">
             <allow user="*"/>
             <allow own="*"/>

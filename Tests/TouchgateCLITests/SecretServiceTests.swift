@@ -444,21 +444,8 @@ struct SecretServiceTests {
         // gnome-keyring's is): the first client starts Touchgate's provider.
         let socket = rig.home.path("session.socket")
         let configuration = rig.home.path("session.conf")
-        try """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>session</type>
-              <listen>unix:path=\(socket)</listen>
-              <auth>EXTERNAL</auth>
-              <standard_session_servicedirs/>
-              <policy context="default">
-                <allow send_destination="*" eavesdrop="true"/>
-                <allow eavesdrop="true"/>
-                <allow own="*"/>
-              </policy>
-            </busconfig>
-            """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        try FprintdRig.busConfiguration(socket: socket, type: "session", activation: true)
+            .write(toFile: configuration, atomically: true, encoding: .utf8)
         var environment = rig.environment
         environment["XDG_DATA_DIRS"] = rig.home.path("no-system-data")
         let bus = try await BackgroundProgram("/usr/bin/dbus-daemon", ["--config-file=\(configuration)", "--nofork"],
