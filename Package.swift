@@ -30,9 +30,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         // ECDSA P-256 for SSH keys (BoringSSL inside, Apple's): libsodium has no NIST curves.
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
-        // The Secret Service's Diffie-Hellman exchange (1024-bit modular exponentiation),
-        // which neither libsodium nor swift-crypto offers.
-        .package(url: "https://github.com/attaswift/BigInt", from: "6.0.0"),
     ],
     targets: [
         // libfprint-2 (and, through its pkg-config file, GLib/GObject/GIO).
@@ -53,6 +50,9 @@ let package = Package(
             pkgConfig: "pwquality",
             providers: [.apt(["libpwquality-dev"])]
         ),
+        // GMP: the Secret Service's 1024-bit Diffie-Hellman exchange (mpz_powm_sec), which
+        // neither libsodium nor swift-crypto offers.
+        .systemLibrary(name: "CGmp", pkgConfig: "gmp", providers: [.apt(["libgmp-dev"])]),
         // GIO's D-Bus (GDBusConnection, GVariant): the Secret Service door on the session bus.
         .systemLibrary(name: "CGio", pkgConfig: "gio-2.0", providers: [.apt(["libglib2.0-dev"])]),
         // libpq: the PostgreSQL client library the fleet collection speaks through.
@@ -110,7 +110,7 @@ let package = Package(
         .target(
             name: "TouchgateSecretService",
             dependencies: [
-                "TouchgateAPI", "TouchgateBasics", "CGio", .product(name: "BigInt", package: "BigInt"),
+                "TouchgateAPI", "TouchgateBasics", "CGio", "CGmp",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),

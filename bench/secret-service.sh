@@ -45,7 +45,7 @@ private_bus() {
   <type>session</type>
   <listen>unix:path=$work/$1.bus</listen>
   <auth>EXTERNAL</auth>
-  <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow own="*"/></policy>
+  <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy>
 </busconfig>
 CONF
   dbus-daemon --config-file="$work/$1.conf" --nofork >/dev/null 2>&1 &

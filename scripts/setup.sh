@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  pkg-config libfprint-2-dev libglib2.0-dev libsodium-dev libsqlite3-dev zlib1g-dev make  # build
+  pkg-config libfprint-2-dev libglib2.0-dev libsodium-dev libsqlite3-dev zlib1g-dev make libgmp-dev  # build
   libpwquality-dev cracklib-runtime                                                     # passphrase strength
   umockdev udev systemd util-linux mount bsdutils sqlite3                             # tests: replays, udev rules, tampering, daemon units (systemd-analyze, systemd-socket-activate)
   man-db groff-base                                                                    # tests: make install renders the man pages
