@@ -35,12 +35,13 @@ actor BusClients {
     /// - Throws: `AccessDenied` for another user's process, `Failed` when the bus does not say.
     func client(_ sender: String) throws(SecretServiceError) -> Client {
         if let client = known[sender] { return client }
+        // One call for both (GetConnectionCredentials, D-Bus 1.10 and later): a client's
+        // first call waits for it.
         let uid: UInt32, pid: UInt32
         do {
-            guard case .uint32(let u)? = try bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                                      "GetConnectionUnixUser", [.string(sender)]).first,
-                  case .uint32(let p)? = try bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                                      "GetConnectionUnixProcessID", [.string(sender)]).first else {
+            guard let credentials = try bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                                 "GetConnectionCredentials", [.string(sender)]).first?.properties,
+                  case .uint32(let u)? = credentials["UnixUserID"], case .uint32(let p)? = credentials["ProcessID"] else {
                 throw SecretServiceError.failed("the bus did not say who \(sender) is")
             }
             (uid, pid) = (u, p)

@@ -40,6 +40,8 @@ enum SecretTransport: Sendable {
         0x49, 0x28, 0x66, 0x51, 0xEC, 0xE6, 0x53, 0x81, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
     ]
     static let primeBytes = 128
+    /// The private exponent's size.
+    static let exponentBytes = 40
 
     /// Opens a session with `algorithm` for the client's `input`; what to answer, and the session.
     /// - Throws: ``SecretServiceError`` `NotSupported` for another algorithm, `InvalidArgs`
@@ -59,7 +61,9 @@ enum SecretTransport: Sendable {
             guard __gmpz_cmp_ui(&their.value, 1) > 0, __gmpz_cmp(&their.value, &primeLessOne.value) < 0 else {
                 throw .invalidArguments("the client's public key is not in the group")
             }
-            var privateBytes = [UInt8](repeating: 0, count: primeBytes)
+            // A 320-bit exponent: twice the group's strength (about 80 bits for 1024-bit MODP),
+            // as NIST SP 800-56A asks; a full-size one costs four times as much for nothing.
+            var privateBytes = [UInt8](repeating: 0, count: Self.exponentBytes)
             var generator = SystemRandomNumberGenerator()
             for index in privateBytes.indices { privateBytes[index] = generator.next() }
             privateBytes[0] |= 1   // never zero
