@@ -37,6 +37,8 @@ public protocol CommandHost: Sendable {
     /// Every item the Secret Service provider on the bus at `address` holds: details, and
     /// (with `values`) the values packed in the same order (``PackedValues``).
     func readSecretService(address: String, values: Bool) throws(ServiceError) -> (details: [ItemDetails], values: SecretBytes)
+    /// Asks the session bus at `address` to read its service files again; whether it did.
+    func reloadSessionBus(address: String) -> Bool
     /// A Secret Service provider over `requests`, reporting its events and notices to `report`.
     func secretService(requests: any TouchgateRequests, report: @escaping @Sendable (InteractionEvent) -> Void) -> any SecretServiceHosting
 }

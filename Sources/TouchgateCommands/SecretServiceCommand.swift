@@ -45,6 +45,15 @@ struct SecretServiceCommand: AsyncParsableCommand {
         return directories.contains { FileManager.default.fileExists(atPath: $0 + "/touchgate-secret-service.service") }
     }
 
+    /// Has the session bus, if there is one, read its service files again: dbus-daemon does
+    /// not see a file in a directory that did not exist when it started.
+    static func reloadBus() -> Bool {
+        guard let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty else {
+            return false
+        }
+        return ServiceChoice.requiredHost.reloadSessionBus(address: address)
+    }
+
     /// The mark that says a service file is Touchgate's (disable removes no other).
     static let mark = "# Written by touchgate secret-service enable; touchgate secret-service disable removes it."
 
@@ -142,7 +151,8 @@ struct SecretServiceCommand: AsyncParsableCommand {
                 } catch {
                     throw ServiceError(.error, "cannot write \(file): \(error.localizedDescription)")
                 }
-                console.result("enabled", ActivationReport(file: file, enabled: true),
+                let reloaded = SecretServiceCommand.reloadBus()
+                console.result("enabled", ActivationReport(file: file, enabled: true, busReloaded: reloaded),
                                text: "Enabled: D-Bus starts Touchgate's Secret Service (\(file)). A provider running "
                                    + "now keeps the name until it stops: log out and in.")
                 return ExitStatus.success
@@ -172,7 +182,8 @@ struct SecretServiceCommand: AsyncParsableCommand {
                 guard unlink(file) == 0 else {
                     throw ServiceError(.error, "cannot remove \(file): \(String(cString: strerror(errno)))")
                 }
-                console.result("disabled", ActivationReport(file: file, enabled: false),
+                let reloaded = SecretServiceCommand.reloadBus()
+                console.result("disabled", ActivationReport(file: file, enabled: false, busReloaded: reloaded),
                                text: "Disabled: removed \(file). Touchgate's provider, if running, keeps the name "
                                    + "until it stops (log out and in).")
                 return ExitStatus.success
@@ -185,6 +196,8 @@ struct SecretServiceCommand: AsyncParsableCommand {
 struct ActivationReport: Encodable, Sendable {
     var file: String
     var enabled: Bool
+    /// Whether the session bus read its service files again (false: no session bus here).
+    var busReloaded = false
 }
 
 extension Secret {

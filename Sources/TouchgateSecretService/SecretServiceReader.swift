@@ -90,3 +90,18 @@ public enum SecretServiceReader {
         return (details, PackedValues.pack(ordered))
     }
 }
+
+/// The session bus itself.
+public enum SessionBus {
+    /// Asks the bus at `address` to read its configuration and service files again, so that
+    /// a D-Bus service file written or removed now counts at once (dbus-daemon watches only
+    /// the service directories that existed when it started).
+    /// - Returns: whether the bus did.
+    public static func reloadConfiguration(address: String) -> Bool {
+        guard let bus = try? BusConnection(address: address, prefix: "/com/touchgate/reload-takes-no-calls",
+                                           onCall: { _ in }, onSignal: { _, _ in }) else { return false }
+        defer { bus.close() }
+        return (try? bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ReloadConfig", [],
+                              timeout: .seconds(5))) != nil
+    }
+}

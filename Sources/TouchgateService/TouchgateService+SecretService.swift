@@ -41,9 +41,16 @@ extension TouchgateService {
                                    replace: Bool, application: ApplicationIdentity,
                                    interaction: any Interaction) async throws(ServiceError) -> StoredReport {
         try Self.checkSize(details)
-        let found = try await secretServiceSearch(details.attributes, collection: details.collection, application: nil).items
+        let found = try await secretServiceSearch(details.attributes, collection: details.collection,
+                                                  application: application).items
         // The same attributes, not more: a replace is of the item those attributes name.
         let same = found.first { $0.details.attributes == details.attributes }
+        if replace, let same, !same.unlocked {
+            // Overwriting an item is as much as reading it: a program not approved for it
+            // needs the touch that names it first (else it could swap a password unseen).
+            _ = try await secretServiceRead(same.name, application: application, approveOnly: true,
+                                            interaction: interaction)
+        }
         var stored = details
         // Who may read it without a touch is the person's to say (secret allow), never the storing program's.
         stored.allowed = replace ? same?.details.allowed ?? [] : []

@@ -94,6 +94,10 @@ extension LocalHost {
         HostedSecretService(provider: SecretServiceProvider(requests: requests, report: report))
     }
 
+    func reloadSessionBus(address: String) -> Bool {
+        SessionBus.reloadConfiguration(address: address)
+    }
+
     func readSecretService(address: String, values: Bool) throws(ServiceError) -> (details: [ItemDetails], values: SecretBytes) {
         try SecretServiceReader.read(address: address, values: values)
     }

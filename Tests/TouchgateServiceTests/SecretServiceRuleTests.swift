@@ -123,4 +123,27 @@ import TouchgateService
                                                               application: nil).items
         #expect(found.map(\.name) == [name] && found.first?.policy == "biometry-any|passphrase", "\(found)")
     }
+
+    @Test("replacing an item through the Secret Service needs the program approved for it, like a read")
+    func replaceNeedsApproval() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index")])
+        defer { rig.remove() }
+        let name = try await stored(rig)
+        #expect(await read(rig, name, as: Self.secretTool) == .value("token"))
+        #expect(rig.reader.scans == 1)
+        // Python, never approved, inside secret-tool's window: its replace asks for a touch,
+        // and a stranger's finger leaves the value as it was.
+        rig.reader.then(.stranger)
+        await #expect(throws: ServiceError.self) {
+            _ = try await rig.service.secretServiceStore(Self.details, value: rig.base.value("swapped"), replace: true,
+                                                         application: Self.python, interaction: ScriptedInteraction())
+        }
+        #expect(rig.reader.scans == 2)
+        #expect(await read(rig, name, as: Self.secretTool) == .value("token"))
+        // secret-tool, approved, replaces without a touch.
+        _ = try await rig.service.secretServiceStore(Self.details, value: rig.base.value("renewed"), replace: true,
+                                                     application: Self.secretTool, interaction: ScriptedInteraction())
+        #expect(rig.reader.scans == 2)
+        #expect(await read(rig, name, as: Self.secretTool) == .value("renewed"))
+    }
 }
