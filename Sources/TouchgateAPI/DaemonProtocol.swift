@@ -58,7 +58,7 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     /// What `touchgate agent`'s Secret Service provider asks for an application on the
     /// session bus: find items by their attributes, store one, read one.
     case secretServiceSearch = "secret-service.search", secretServiceStore = "secret-service.store"
-    case secretServiceRead = "secret-service.read"
+    case secretServiceRead = "secret-service.read", secretServiceDelete = "secret-service.delete"
     /// Copies the items another Secret Service provider holds (read by the client) into
     /// the vault, after one touch, all or nothing.
     case importSecretService = "import.secret-service"

@@ -110,6 +110,9 @@ extension DaemonOperation {
         case .secretServiceStore:
             OperationContract(["details", "replace", "application"], "stored report (asks `secret-value`; `replace`: the "
                               + "item of the same collection and attributes, with what its policy asks for)")
+        case .secretServiceDelete:
+            OperationContract(["item", "application"], "`{}` (a touch naming `application` first when it is not approved for "
+                              + "the item, as for a read)")
         case .importSecretService:
             OperationContract(["details"], "`{\"imported\": […], \"skipped\": […]}` (asks `secret-value`: every item's "
                               + "value, each a 4-byte big-endian length and its bytes, in the order of `details`; one "

@@ -42,7 +42,7 @@ public enum Operations {
         PrintsDeleteOrphans.self, PrintsClear.self, ImportFprintd.self, Verify.self, Identify.self, Devices.self,
         Capture.self, PolicyShow.self, PolicySet.self, Repair.self, SecretList.self, SecretRm.self, AuditCount.self,
         AuditVerify.self, AuditPrune.self, AuditPublicKey.self, SshKeygen.self, SshList.self, SshSign.self,
-        SshSkEnroll.self, SshSkSign.self, SecretAllow.self, SecretServiceSearch.self,
+        SshSkEnroll.self, SshSkSign.self, SecretAllow.self, SecretServiceSearch.self, SecretServiceDelete.self,
     ]
 
     /// The operations a door serves with code of its own.
@@ -456,6 +456,24 @@ public enum Operations {
             }
         }
         public static let operation = DaemonOperation.secretServiceStore
+    }
+
+    public enum SecretServiceDelete: ServedOperation {
+        public typealias Result = EmptyReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var item: String
+            public var application: ApplicationIdentity
+            public init(item: String, application: ApplicationIdentity) {
+                self.item = item
+                self.application = application
+            }
+        }
+        public static let operation = DaemonOperation.secretServiceDelete
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> EmptyReport {
+            try await requests.secretServiceDelete(arguments.item, application: arguments.application, interaction: interaction)
+            return EmptyReport()
+        }
     }
 
     public enum SecretServiceRead: OperationSpec {

@@ -109,6 +109,10 @@ public protocol TouchgateRequests: Sendable {
     /// are skipped. Audited.
     func importSecretService(_ details: [ItemDetails], values: @escaping @Sendable () async throws -> SecretBytes,
                              interaction: any Interaction) async throws(ServiceError) -> SecretServiceImportReport
+    /// Deletes Secret Service item `name` for `application`, which must be approved for it
+    /// as for a read (a touch naming it, if not). Audited.
+    func secretServiceDelete(_ name: String, application: ApplicationIdentity,
+                             interaction: any Interaction) async throws(ServiceError)
     /// The value of item `name` for `application`: the first read by an application in the
     /// reuse window needs a touch that names it (unless allowed for good), then the item's
     /// policy applies. With `approveOnly`, only the approval is made and nothing is released

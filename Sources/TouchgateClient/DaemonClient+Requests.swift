@@ -141,6 +141,12 @@ extension DaemonClient {
                        Parties(interaction: interaction, secretValue: values)).0
     }
 
+    public func secretServiceDelete(_ name: String, application: ApplicationIdentity,
+                                    interaction: any Interaction) async throws(ServiceError) {
+        _ = try await call(Operations.SecretServiceDelete.self, .init(item: name, application: application),
+                           asking(interaction))
+    }
+
     public func secretServiceRead(_ name: String, application: ApplicationIdentity, approveOnly: Bool,
                                   interaction: any Interaction) async throws(ServiceError) -> SecretBytes? {
         let (_, secret) = try await call(Operations.SecretServiceRead.self,

@@ -356,7 +356,6 @@ public final class SecretServiceProvider: Sendable {
     private func setSecret(_ context: Context, _ collection: String, _ id: String) async throws(SecretServiceError)
         -> [BusValue] {
         let item = try await item(context, collection, id)
-        guard item.unlocked else { throw .isLocked("the item is locked for \(context.program); unlock it first") }
         let (value, contentType) = try await secretValue(context.call.arguments[0], context)
         var details = item.details
         details.contentType = contentType
@@ -376,12 +375,10 @@ public final class SecretServiceProvider: Sendable {
     private func deleteItem(_ context: Context, _ collection: String, _ id: String) async throws(SecretServiceError)
         -> [BusValue] {
         let item = try await item(context, collection, id)
-        guard item.unlocked else {
-            throw .isLocked("the item is locked for \(context.program): only a program a touch approved may delete it")
-        }
-        let interaction = interaction(context, confirmed: true)
+        let application = context.application, interaction = interaction(context, confirmed: true)
         try await request(context) { () async throws(ServiceError) in
-            try await requests.secretRm(item.name, interaction: interaction)
+            defer { Task { await interaction.finish() } }
+            try await requests.secretServiceDelete(item.name, application: application, interaction: interaction)
         }
         await changed()
         log("secret service: \(context.program) (pid \(context.client.pid)) deleted '\(StoredText.escaped(item.name))'")

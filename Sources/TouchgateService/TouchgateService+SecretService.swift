@@ -118,6 +118,20 @@ extension TouchgateService {
         }
     }
 
+    public func secretServiceDelete(_ name: String, application: ApplicationIdentity,
+                                    interaction: any Interaction) async throws(ServiceError) {
+        guard let found = try await secretServiceSearch([], collection: nil, application: application).items
+            .first(where: { $0.name == Self.storedName(name) }) else {
+            throw ServiceError.from(VaultError.itemNotFound(name: Self.storedName(name)))
+        }
+        if !found.unlocked {
+            // Deleting an item is as much as reading it: a program not approved for it needs
+            // the touch that names it first.
+            _ = try await secretServiceRead(found.name, application: application, approveOnly: true, interaction: interaction)
+        }
+        try await secretRm(found.name, interaction: interaction)
+    }
+
     public func secretAllow(_ name: String, executable: String, revoke: Bool,
                             interaction: any Interaction) async throws(ServiceError) -> AllowReport {
         guard executable.hasPrefix("/"), !executable.contains("\0") else {

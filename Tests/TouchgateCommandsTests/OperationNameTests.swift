@@ -60,7 +60,7 @@ import TouchgateAPI
         // orphans `prints delete --orphans` removes; a key is added and a signature asked
         // through `touchgate agent` (ssh-add, ssh), and through its Secret Service (secret-tool, libsecret).
         let notCommands: Set<DaemonOperation> = [.auditCount, .printsDeleteOrphans, .sshAdd, .sshSign, .sshSkEnroll, .sshSkSign,
-                                                 .secretServiceSearch, .secretServiceStore, .secretServiceRead]
+                                                 .secretServiceSearch, .secretServiceStore, .secretServiceRead, .secretServiceDelete]
         for operation in DaemonOperation.allCases where !notCommands.contains(operation) {
             var command: any ParsableCommand.Type = Touchgate.self
             for word in operation.rawValue.split(separator: ".") {

@@ -124,7 +124,7 @@ import TouchgateService
         #expect(found.map(\.name) == [name] && found.first?.policy == "biometry-any|passphrase", "\(found)")
     }
 
-    @Test("replacing an item through the Secret Service needs the program approved for it, like a read")
+    @Test("replacing or deleting an item through the Secret Service needs the program approved for it, like a read")
     func replaceNeedsApproval() async throws {
         let rig = try await RuleRig.ready([.finger("right-index")])
         defer { rig.remove() }
@@ -145,5 +145,13 @@ import TouchgateService
                                                      application: Self.secretTool, interaction: ScriptedInteraction())
         #expect(rig.reader.scans == 2)
         #expect(await read(rig, name, as: Self.secretTool) == .value("renewed"))
+        // Deleting is the same: Python's attempt with a stranger's finger leaves the item.
+        rig.reader.then(.stranger)
+        await #expect(throws: ServiceError.self) {
+            try await rig.service.secretServiceDelete(name, application: Self.python, interaction: ScriptedInteraction())
+        }
+        #expect(await read(rig, name, as: Self.secretTool) == .value("renewed"))
+        try await rig.service.secretServiceDelete(name, application: Self.secretTool, interaction: ScriptedInteraction())
+        #expect(try await unlocked(rig, for: Self.secretTool) == nil, "deleted")
     }
 }
