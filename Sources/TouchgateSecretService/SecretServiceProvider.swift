@@ -208,21 +208,23 @@ public final class SecretServiceProvider: Sendable {
 
     /// The items `attributes` and `collection` select, as the caller may see them. One
     /// lookup is three or four calls that each need the listing (libsecret's GetAll,
-    /// SearchItems, GetSecrets): the service's whole listing for this client is kept for
+    /// SearchItems, GetSecrets): the service's whole listing for this program is kept for
     /// ``listingLife`` and filtered here (a release asks the service again, which decides), and
     /// dropped whenever this provider changes anything. Kept for a measurement: a lookup cost
     /// 1.2 times gnome-keyring's with a listing for each call.
     private func search(_ context: Context, _ attributes: [SecretAttribute] = [],
                         collection: String? = nil) async throws(SecretServiceError) -> SecretServiceSearchReport {
+        // What a listing says depends on the program only (which items it may read now).
+        let program = context.application.executable
         let whole: SecretServiceSearchReport
-        if let kept = await state.listing(for: context.call.sender, within: Self.listingLife) {
+        if let kept = await state.listing(for: program, within: Self.listingLife) {
             whole = kept
         } else {
             let application = context.application
             whole = try await request(context) { () async throws(ServiceError) in
                 try await requests.secretServiceSearch([], collection: nil, application: application)
             }
-            await state.keep(whole, for: context.call.sender)
+            await state.keep(whole, for: program)
         }
         return SecretServiceSearchReport(locked: whole.locked, items: whole.items.filter { item in
             (collection == nil || item.details.collection == collection) && item.details.matches(attributes)
@@ -656,15 +658,15 @@ actor ProviderState {
         return true
     }
 
-    /// The listing kept for `owner`, if kept no longer than `life` ago.
-    func listing(for owner: String, within life: Duration) -> SecretServiceSearchReport? {
-        guard let kept = listings[owner], ContinuousClock.now - kept.at <= life else { return nil }
+    /// The listing kept for `program`, if kept no longer than `life` ago.
+    func listing(for program: String, within life: Duration) -> SecretServiceSearchReport? {
+        guard let kept = listings[program], ContinuousClock.now - kept.at <= life else { return nil }
         return kept.report
     }
 
-    func keep(_ report: SecretServiceSearchReport, for owner: String) {
+    func keep(_ report: SecretServiceSearchReport, for program: String) {
         if listings.count >= Self.maximumSessions { listings.removeAll() }
-        listings[owner] = (report, ContinuousClock.now)
+        listings[program] = (report, ContinuousClock.now)
     }
 
     func dropListings() {
@@ -673,7 +675,6 @@ actor ProviderState {
 
     /// Forgets a client that left: its sessions close, its prompts end.
     func forget(_ owner: String) {
-        listings[owner] = nil
         sessions = sessions.filter { $0.value.owner != owner }
         for (id, prompt) in prompts where prompt.owner == owner {
             prompt.task?.cancel()

@@ -41,7 +41,7 @@ enum SecretTransport: Sendable {
     ]
     static let primeBytes = 128
     /// The private exponent's size.
-    static let exponentBytes = 40
+    static let exponentBytes = 32
 
     /// Opens a session with `algorithm` for the client's `input`; what to answer, and the session.
     /// - Throws: ``SecretServiceError`` `NotSupported` for another algorithm, `InvalidArgs`
@@ -61,7 +61,7 @@ enum SecretTransport: Sendable {
             guard __gmpz_cmp_ui(&their.value, 1) > 0, __gmpz_cmp(&their.value, &primeLessOne.value) < 0 else {
                 throw .invalidArguments("the client's public key is not in the group")
             }
-            // A 320-bit exponent: twice the group's strength (about 80 bits for 1024-bit MODP),
+            // A 256-bit exponent: more than twice the group's strength (about 80 bits for 1024-bit MODP),
             // as NIST SP 800-56A asks; a full-size one costs four times as much for nothing.
             var privateBytes = [UInt8](repeating: 0, count: Self.exponentBytes)
             var generator = SystemRandomNumberGenerator()
