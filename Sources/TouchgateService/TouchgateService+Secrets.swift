@@ -42,10 +42,7 @@ extension TouchgateService {
         try await withExistingStore(orElse: noVault) { store in
             let context = try store.vault()
             try context.requireIntactState()
-            guard let key = try context.custody.currentKey() else {
-                try context.record(.itemRead, .denied, item: Self.storedName(name), reason: "vault locked")
-                throw ServiceError.vaultLocked
-            }
+            let key = try context.keyForRelease(of: name)
             let info = try Self.item(name, in: context.vault)
             let name = info.name
             guard info.kind == .secret else {

@@ -43,6 +43,16 @@ struct VaultContext: Sendable {
         PrintStore(database: database, sealing: try vault.templateSealing(key: key))
     }
 
+    /// The vault key, to release item `name`; the refusal of a locked vault is audited.
+    /// - Throws: ``ServiceError/vaultLocked`` when the key is not held.
+    func keyForRelease(of name: String) throws -> VaultKey {
+        guard let key = try custody.currentKey() else {
+            try record(.itemRead, .denied, item: TouchgateService.storedName(name), reason: "vault locked")
+            throw ServiceError.vaultLocked
+        }
+        return key
+    }
+
     /// Runs `body`, which opens item `name`; an integrity failure it meets is audited
     /// (`integrity.failure`) before it is thrown on.
     func recordingIntegrity<T>(of name: String, _ body: () throws -> T) throws -> T {
