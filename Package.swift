@@ -202,7 +202,9 @@ let package = Package(
         .testTarget(
             name: "TouchgateCLITests",
             dependencies: ["touchgate-cli", "touchgate-client", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateImageIO",
-                           "TouchgatePolicy", "TouchgateVault", "TouchgateTestSupport", "TouchgateSocket", "TouchgateAPI", "TouchgateDaemon"]
+                           "TouchgatePolicy", "TouchgateVault", "TouchgateTestSupport", "TouchgateSocket", "TouchgateAPI", "TouchgateDaemon"],
+            // The Python clients the Secret Service tests run, read from the source tree.
+            exclude: ["SecretServiceClients"]
         ),
         .testTarget(name: "TouchgateCommandsTests", dependencies: [
             "TouchgateCommands", "TouchgateTerminal", "TouchgateAPI", "TouchgateTestSupport",
