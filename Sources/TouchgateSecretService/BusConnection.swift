@@ -47,14 +47,14 @@ enum BusReply: Sendable {
 /// places; the filter sees each call on GDBus's own worker thread, where it is only taken
 /// and handed to a task, and every answer is sent from that task (sending is thread-safe).
 ///
-/// `@unchecked Sendable`: `connection` never changes after init, and GDBusConnection is
-/// thread-safe for sending, emitting, calling and closing.
+/// `@unchecked Sendable`: `connection` never changes after init, GDBusConnection is
+/// thread-safe for sending, emitting, calling and closing, and its last reference is dropped
+/// only in `deinit`, when no task can use it any more.
 final class BusConnection: @unchecked Sendable {
     let connection: OpaquePointer
     /// This connection's unique name.
     let uniqueName: String
     private let filterID: Mutex<guint> = Mutex(0)
-    private let box: Unmanaged<FilterBox>
 
     /// What the filter hands calls to; retained while the filter is installed.
     final class FilterBox: Sendable {
@@ -83,12 +83,16 @@ final class BusConnection: @unchecked Sendable {
         self.connection = connection
         g_dbus_connection_set_exit_on_close(connection, 0)
         uniqueName = String(cString: g_dbus_connection_get_unique_name(connection))
-        box = Unmanaged.passRetained(FilterBox(prefix: prefix, onCall: onCall, onSignal: onSignal))
+        let box = Unmanaged.passRetained(FilterBox(prefix: prefix, onCall: onCall, onSignal: onSignal))
+        // GDBus may still run the filter on its thread after it is removed: the box is released
+        // by the destroy notification, once GDBus no longer needs it.
         let id = g_dbus_connection_add_filter(connection, { _, message, incoming, data in
             guard incoming != 0, let message, let data else { return message }
             let box = Unmanaged<FilterBox>.fromOpaque(data).takeUnretainedValue()
             return BusConnection.filter(message, box)
-        }, box.toOpaque(), nil)
+        }, box.toOpaque(), { data in
+            if let data { Unmanaged<FilterBox>.fromOpaque(data).release() }
+        })
         filterID.withLock { $0 = id }
     }
 
@@ -182,15 +186,18 @@ final class BusConnection: @unchecked Sendable {
         filterID.withLock { $0 == 0 } || g_dbus_connection_is_closed(connection) != 0
     }
 
-    /// Stops taking calls and closes the connection (the bus then frees the name).
+    /// Stops taking calls and closes the connection (the bus then frees the name). Answers
+    /// still being made go nowhere; the connection object itself goes with the last reference.
     func close() {
         let id = filterID.withLock { id in defer { id = 0 }; return id }
         guard id != 0 else { return }
         g_dbus_connection_remove_filter(connection, id)
         g_dbus_connection_close_sync(connection, nil, nil)
+    }
+
+    deinit {
+        close()
         g_object_unref(UnsafeMutableRawPointer(connection))
-        // The filter may still be running on GDBus's thread for a message taken before the
-        // removal; the box lives as long as this process's provider does, so it is kept.
     }
 }
 
