@@ -57,6 +57,10 @@ enum PassphraseEntry {
                 break
             case .weak(let why):
                 weakness = why
+            case .uncheckable(let why):
+                // Every passphrase would fail the same way: asking again helps nobody.
+                throw ServiceError(.weakPassphrase, "the new passphrase cannot be judged: \(why); install cracklib-runtime "
+                                   + "(sudo apt-get install cracklib-runtime) and try again; nothing was changed")
             case .rejected(let why):
                 let message = "passphrase refused: \(why). It is all that protects your secrets at rest: use a few "
                     + "unrelated words or 12 or more mixed characters"

@@ -18,6 +18,8 @@ enum PassphraseStrength {
         case weak(String)
         /// Accepted.
         case strong
+        /// Not judged: libpwquality could not run its checks (cracklib's dictionary missing).
+        case uncheckable(String)
     }
 
     /// Scores below this (0–100) are accepted with a warning.
@@ -46,6 +48,12 @@ enum PassphraseStrength {
                 var auxiliary: UnsafeMutableRawPointer?
                 let score = pwquality_check(settings, terminated.baseAddress!.assumingMemoryBound(to: CChar.self),
                                             nil, user, &auxiliary)
+                // cracklib answers this for every passphrase when its dictionary is not
+                // installed: the system's fault, not the passphrase's.
+                if score == PWQ_ERROR_CRACKLIB_CHECK, let auxiliary,
+                   String(cString: auxiliary.assumingMemoryBound(to: CChar.self)) == "error loading dictionary" {
+                    return .uncheckable("cracklib's dictionary, which libpwquality checks it against, did not load")
+                }
                 if score < 0 {
                     return .rejected(reason(score, auxiliary))
                 }
