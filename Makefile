@@ -21,6 +21,9 @@
 #   make collector        release build of touchgate-collector, the fleet's auditor tool (docs/FLEET.md)
 #   make install-collector  installs it into bin/ with a man page per subcommand;
 #                         uninstall-collector removes them
+#   make deb              Debian packages (debian/, dpkg-buildpackage) into $(DEBOUT), default dist/:
+#                         touchgate, touchgated, libpam-touchgate and touchgate-collector, the
+#                         Swift runtime linked in statically; `sudo apt install ./dist/*.deb`
 #   make bench            the benchmark suite (bench/run.sh); writes BENCHMARKS.md
 #   make pam              pam_touchgate.so, the PAM module (C, libpam only), into $(PAMBUILD)
 #   make install-pam      installs it into $(DESTDIR)$(PAMDIR) (docs/INTEGRATIONS.md, "PAM");
@@ -54,11 +57,13 @@ BASHCOMPDIR   ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR    ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR   ?= $(PREFIX)/share/fish/vendor_completions.d
 UDEVDIR       ?= /etc/udev
+METAINFODIR   ?= $(PREFIX)/share/metainfo
 LIBEXECDIR    ?= $(PREFIX)/libexec
 # Both are on systemd's own search paths for PREFIX /usr/local and /usr.
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSTEMDUSERUNITDIR ?= $(PREFIX)/lib/systemd/user
 SYSUSERSDIR   ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR   ?= $(PREFIX)/lib/tmpfiles.d
 SWIFT         ?= swift
 CC            ?= cc
 # Where Linux-PAM looks for modules (Debian: /lib/<multiarch>/security).
@@ -89,7 +94,7 @@ COMPOUT  = $(SCRATCH)/completions
 # The pages carry the date of the last commit, so a rebuild gives the same pages.
 MANDATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 
-.PHONY: all daemon collector pam sk install install-udev install-daemon install-pam install-collector uninstall uninstall-udev uninstall-daemon uninstall-pam uninstall-collector bench fuzz
+.PHONY: all daemon collector pam sk deb install install-udev install-daemon install-pam install-collector uninstall uninstall-udev uninstall-daemon uninstall-pam uninstall-collector bench fuzz
 # touchgate run under these names speaks for ssh, git and gpg-agent.
 HELPERS = touchgate-askpass git-credential-touchgate pinentry-touchgate
 
@@ -109,9 +114,11 @@ $(CLIENT): $(SOURCES)
 
 # One page per command (touchgate.1, touchgate.secret.get.1, …, and touchgated.1), from the
 # command definitions in the built binaries. The plugin builds the package's products first.
-$(MANOUT)/touchgate.1: $(BINARY) $(DAEMON) $(COLLECTOR) man/extend.awk $(wildcard man/extra/*.mdoc)
+$(MANOUT)/touchgate.1: $(BINARY) $(DAEMON) $(COLLECTOR) man/extend.awk man/names.awk $(wildcard man/extra/*.mdoc)
 	rm -rf $(MANOUT)
 	$(call SWIFTPM,package) plugin generate-manual --configuration $(CONFIGURATION) --multi-page --date $(MANDATE)
+	# Names whatis can index, and no empty lines (man/names.awk).
+	for page in $(dir $(MANOUT))*/*.1; do awk -f man/names.awk $$page > $$page.new && mv $$page.new $$page || exit 1; done
 	# ENVIRONMENT, FILES, the exit statuses and EXAMPLES, which the generator does not write.
 	for extra in man/extra/*.mdoc; do \
 		name=$$(basename $$extra .mdoc); page=; \
@@ -126,7 +133,8 @@ $(COMPOUT)/touchgate: $(BINARY)
 	mkdir -p $(COMPOUT)
 	$(BINARY) --generate-completion-script zsh > $(COMPOUT)/_touchgate
 	$(BINARY) --generate-completion-script fish > $(COMPOUT)/touchgate.fish
-	$(BINARY) --generate-completion-script bash > $@
+	# Completions are sourced, not run: no #! line (Debian's bash-completion policy).
+	$(BINARY) --generate-completion-script bash | sed '1{/^#!/d}' > $@
 
 install: all sk
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/touchgate $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(BASHCOMPDIR) \
@@ -173,14 +181,21 @@ UDEV_RELOAD = if [ -z "$(DESTDIR)" ]; then \
 	|| echo "make: udev was not reloaded; replug the reader or reboot" >&2; fi
 
 install-udev:
-	install -d $(DESTDIR)$(UDEVDIR)/hwdb.d $(DESTDIR)$(UDEVDIR)/rules.d
+	install -d $(DESTDIR)$(UDEVDIR)/hwdb.d $(DESTDIR)$(UDEVDIR)/rules.d $(DESTDIR)$(METAINFODIR)
 	install -m 0644 udev/60-touchgate-fingerprint-reader.hwdb $(DESTDIR)$(UDEVDIR)/hwdb.d/
 	install -m 0644 udev/70-touchgate-fingerprint-reader.rules $(DESTDIR)$(UDEVDIR)/rules.d/
+	# The same readers as AppStream modaliases (usb:vXXXXpYYYY* becomes usb:vXXXXpYYYYd*).
+	awk 'NR == FNR { if ($$0 ~ /^usb:v.*\*$$/) m[++n] = substr($$0, 1, length($$0) - 1) "d*"; next } \
+		/^@MODALIASES@$$/ { for (i = 1; i <= n; i++) printf "    <modalias>%s</modalias>\n", m[i]; next } { print }' \
+		udev/60-touchgate-fingerprint-reader.hwdb udev/touchgate.metainfo.xml.in \
+		> $(DESTDIR)$(METAINFODIR)/io.github.touchgate.touchgate.metainfo.xml
+	chmod 0644 $(DESTDIR)$(METAINFODIR)/io.github.touchgate.touchgate.metainfo.xml
 	@$(UDEV_RELOAD)
 
 # The hwdb serves both rules files: it goes with the last of them.
 uninstall-udev:
-	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/70-touchgate-fingerprint-reader.rules
+	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/70-touchgate-fingerprint-reader.rules \
+		$(DESTDIR)$(METAINFODIR)/io.github.touchgate.touchgate.metainfo.xml
 	[ -e $(DESTDIR)$(UDEVDIR)/rules.d/71-touchgated-fingerprint-reader.rules ] \
 		|| rm -f $(DESTDIR)$(UDEVDIR)/hwdb.d/60-touchgate-fingerprint-reader.hwdb
 	@$(UDEV_RELOAD)
@@ -206,6 +221,8 @@ install-daemon: $(DAEMON) $(MANOUT)/touchgate.1
 	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.service
 	install -m 0644 systemd/touchgated.socket $(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.socket
 	install -m 0644 systemd/touchgated.sysusers $(DESTDIR)$(SYSUSERSDIR)/touchgated.conf
+	install -d $(DESTDIR)$(TMPFILESDIR)
+	install -m 0644 systemd/touchgated.tmpfiles $(DESTDIR)$(TMPFILESDIR)/touchgated.conf
 	install -m 0644 udev/60-touchgate-fingerprint-reader.hwdb $(DESTDIR)$(UDEVDIR)/hwdb.d/
 	install -m 0644 udev/71-touchgated-fingerprint-reader.rules $(DESTDIR)$(UDEVDIR)/rules.d/
 	@if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
@@ -217,6 +234,7 @@ uninstall-daemon:
 	@if $(SYSTEMD_RUNNING); then systemctl disable --now touchgated.socket touchgated.service || true; fi
 	rm -f $(DESTDIR)$(LIBEXECDIR)/touchgated $(DESTDIR)$(MAN1DIR)/touchgated.1 $(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.service \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.socket $(DESTDIR)$(SYSUSERSDIR)/touchgated.conf \
+		$(DESTDIR)$(TMPFILESDIR)/touchgated.conf \
 		$(DESTDIR)$(UDEVDIR)/rules.d/71-touchgated-fingerprint-reader.rules
 	[ -e $(DESTDIR)$(UDEVDIR)/rules.d/70-touchgate-fingerprint-reader.rules ] \
 		|| rm -f $(DESTDIR)$(UDEVDIR)/hwdb.d/60-touchgate-fingerprint-reader.hwdb
@@ -268,6 +286,22 @@ $(SKBUILD)/libtouchgate-sk.so: sk/touchgate_sk.c sk/sk_wire.c sk/sk_wire.h sk/sk
 
 bench:
 	bench/run.sh
+
+# Debian packages (debian/): dpkg-buildpackage writes them beside the checkout, from where
+# they are moved into $(DEBOUT) with the .changes and .buildinfo that list them.
+DEBOUT        ?= dist
+DEBVERSION     = $(shell dpkg-parsechangelog -S Version)
+DEBARCH        = $(shell dpkg-architecture -qDEB_HOST_ARCH)
+DEBCHANGES     = touchgate_$(DEBVERSION)_$(DEBARCH).changes
+
+deb:
+	@command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null \
+		|| { echo "make: deb needs dpkg-dev and debhelper (apt-get install dpkg-dev debhelper)" >&2; exit 1; }
+	dpkg-buildpackage -us -uc -b
+	@mkdir -p $(DEBOUT)
+	@for f in $$(sed -n '/^Files:/,/^[^ ]/s/^ [0-9a-f]* [0-9]* [^ ]* [^ ]* //p' ../$(DEBCHANGES)) $(DEBCHANGES); do \
+		mv ../$$f $(DEBOUT)/ || exit 1; done
+	@echo "make: the packages are in $(DEBOUT)/; install them with: sudo apt install ./$(DEBOUT)/*.deb"
 
 # Fuzzing. Each target is one file in fuzz/ compiled with the sources of the one
 # dependency-free module it exercises, so SwiftPM's build is untouched. New inputs the
