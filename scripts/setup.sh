@@ -14,6 +14,7 @@ packages=(
   openssh-client openssh-server git python3 gnupg pass pinentry-tty                   # tests: the helpers under ssh-agent, touchgate agent under sshd, git over HTTP, gpg-agent
   libpq5 postgresql                                                                   # fleet collection (libpq, loaded when shipping); tests: a real PostgreSQL 15 server
   libsecret-tools python3-secretstorage python3-keyring libsecret-1-dev                # tests: Secret Service clients (secret-tool, secretstorage, keyring, git-credential-libsecret built from git's contrib)
+  dpkg-dev debhelper lintian debootstrap                                               # make deb; tests: the packages installed into a debootstrapped Debian root
 )
 
 missing=()
