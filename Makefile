@@ -296,7 +296,9 @@ DEBCHANGES     = touchgate_$(DEBVERSION)_$(DEBARCH).changes
 
 deb:
 	@command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null \
-		|| { echo "make: deb needs dpkg-dev and debhelper (apt-get install dpkg-dev debhelper)" >&2; exit 1; }
+		|| { echo "make: deb needs dpkg-dev and debhelper: run scripts/setup.sh --build" >&2; exit 1; }
+	@command -v $(SWIFT) >/dev/null \
+		|| { echo "make: deb needs a Swift 6 toolchain on PATH: scripts/setup.sh --build says where to get one" >&2; exit 1; }
 	dpkg-buildpackage -us -uc -b
 	@mkdir -p $(DEBOUT)
 	@for f in $$(sed -n '/^Files:/,/^[^ ]/s/^ [0-9a-f]* [0-9]* [^ ]* [^ ]* //p' ../$(DEBCHANGES)) $(DEBCHANGES); do \

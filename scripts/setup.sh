@@ -1,21 +1,33 @@
 #!/usr/bin/env bash
 # Installs what Touchgate needs to build and test on Debian 12 (bookworm), then checks
 # that a Swift 6 toolchain is on PATH. Safe to run again: it installs only what is missing.
+# With --build, only what builds it (and its Debian packages), none of the tests' tools.
 set -euo pipefail
 
-packages=(
+# What builds Touchgate and its Debian packages (`scripts/setup.sh --build` installs only these).
+build=(
   pkg-config libfprint-2-dev libglib2.0-dev libsodium-dev libsqlite3-dev zlib1g-dev make libgmp-dev  # build
   libpwquality-dev cracklib-runtime                                                     # passphrase strength
+  man-db groff-base                                                                    # the man pages (make install renders them)
+  gcc libpam0g-dev                                                                     # the PAM module and the security-key provider
+  dpkg-dev debhelper                                                                   # make deb
+)
+# What the tests use besides.
+tests=(
   umockdev udev systemd util-linux mount bsdutils sqlite3                             # tests: replays, udev rules, tampering, daemon units (systemd-analyze, systemd-socket-activate)
-  man-db groff-base                                                                    # tests: make install renders the man pages
   fprintd python3-dbusmock dbus-daemon libglib2.0-bin                                 # tests: the real fprintd on a private bus
-  gcc libpam0g-dev libpam-modules db-util pamtester sudo                              # the PAM module; tests: real stacks (pam_userdb, pamtester, sudo)
+  libpam-modules db-util pamtester sudo                                               # tests: real PAM stacks (pam_userdb, pamtester, sudo)
   gnome-keyring libpam-gnome-keyring                                                  # tests: the authtok hand-off unlocks a real keyring
   openssh-client openssh-server git python3 gnupg pass pinentry-tty                   # tests: the helpers under ssh-agent, touchgate agent under sshd, git over HTTP, gpg-agent
   libpq5 postgresql                                                                   # fleet collection (libpq, loaded when shipping); tests: a real PostgreSQL 15 server
   libsecret-tools python3-secretstorage python3-keyring libsecret-1-dev                # tests: Secret Service clients (secret-tool, secretstorage, keyring, git-credential-libsecret built from git's contrib)
-  dpkg-dev debhelper lintian debootstrap                                               # make deb; tests: the packages installed into a debootstrapped Debian root
+  lintian debootstrap                                                                 # tests: the packages checked, and installed into a debootstrapped Debian root
 )
+packages=("${build[@]}" "${tests[@]}")
+# Run (not sourced by test.sh or quickstart.sh) as `scripts/setup.sh --build`: the build's only.
+if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "${1:-}" = "--build" ]; then
+  packages=("${build[@]}")
+fi
 
 missing=()
 for package in "${packages[@]}"; do
