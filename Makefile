@@ -115,8 +115,18 @@ $(CLIENT): $(SOURCES)
 # One page per command (touchgate.1, touchgate.secret.get.1, …, and touchgated.1), from the
 # command definitions in the built binaries. The plugin builds the package's products first.
 $(MANOUT)/touchgate.1: $(BINARY) $(DAEMON) $(COLLECTOR) man/extend.awk man/names.awk $(wildcard man/extra/*.mdoc)
-	rm -rf $(MANOUT)
-	$(call SWIFTPM,package) plugin generate-manual --configuration $(CONFIGURATION) --multi-page --date $(MANDATE)
+	# generate-manual runs each product with --experimental-dump-help through Foundation's
+	# Process, which once in five fresh package builds here never noticed the child's exit
+	# (a zombie left unreaped, generate-manual waiting for ever): ten minutes a try, three
+	# tries, the hung one killed with its process group.
+	for try in 1 2 3; do \
+		rm -rf $(MANOUT); \
+		status=0; timeout -k 10 600 $(call SWIFTPM,package) plugin generate-manual --configuration $(CONFIGURATION) \
+			--multi-page --date $(MANDATE) || status=$$?; \
+		[ $$status -eq 0 ] && break; \
+		[ $$status -eq 124 ] && [ $$try -lt 3 ] || exit $$status; \
+		echo "make: generate-manual did not finish in 10 minutes (try $$try of 3); trying again" >&2; \
+	done
 	# Names whatis can index, and no empty lines (man/names.awk).
 	for page in $(dir $(MANOUT))*/*.1; do awk -f man/names.awk $$page > $$page.new && mv $$page.new $$page || exit 1; done
 	# ENVIRONMENT, FILES, the exit statuses and EXAMPLES, which the generator does not write.

@@ -168,13 +168,26 @@ struct InstallTests {
             #expect(text.contains(marker), "\(path) is not touchgate's completion script")
         }
 
-        let udev = try await build.make("install-udev", "DESTDIR=\(stage.url.path)")
+        let udev = try await build.make("install-udev", "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
         try #require(udev.status == 0, "make install-udev: \(udev.output)")
         for file in ["hwdb.d/60-touchgate-fingerprint-reader.hwdb", "rules.d/70-touchgate-fingerprint-reader.rules"] {
             let staged = try Data(contentsOf: stage.url.appendingPathComponent("etc/udev/" + file))
             let source = try Data(contentsOf: Fixtures.packageRoot.appendingPathComponent("udev/" + file.split(separator: "/")[1]))
             #expect(staged == source, "\(file)")
         }
+        // The same readers as AppStream modaliases, one per hwdb match, for software centres.
+        let hwdb = try String(contentsOfFile: Fixtures.packageRoot.appendingPathComponent("udev/60-touchgate-fingerprint-reader.hwdb").path,
+                              encoding: .utf8)
+        let readers = hwdb.split(separator: "\n").filter { $0.hasPrefix("usb:v") }.map { $0.dropLast() + "d*" }
+        let metainfo = try String(contentsOfFile: stage.path("usr/share/metainfo/io.github.touchgate.touchgate.metainfo.xml"),
+                                  encoding: .utf8)
+        let modaliases = metainfo.split(separator: "\n").filter { $0.contains("<modalias>") }
+            .map { $0.replacingOccurrences(of: "<modalias>", with: "").replacingOccurrences(of: "</modalias>", with: "")
+                .trimmingCharacters(in: .whitespaces) }
+        #expect(!readers.isEmpty && modaliases == readers.map(String.init), "metainfo modaliases: \(modaliases.prefix(3))…")
+        let parsed = try await runProgram("/usr/bin/python3", ["-c", "import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])",
+                                                               stage.path("usr/share/metainfo/io.github.touchgate.touchgate.metainfo.xml")])
+        #expect(parsed.status == 0, "the metainfo is not well-formed XML: \(parsed.stderr)")
 
         for target in ["uninstall", "uninstall-udev"] {
             let removed = try await build.make(target, "DESTDIR=\(stage.url.path)", "PREFIX=/usr")
