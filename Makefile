@@ -88,8 +88,10 @@ CLI      = $(SCRATCH)/$(CONFIGURATION)/touchgate-cli
 CLIENT   = $(SCRATCH)/$(CONFIGURATION)/touchgate-client
 DAEMON   = $(SCRATCH)/$(CONFIGURATION)/touchgated
 COLLECTOR = $(SCRATCH)/$(CONFIGURATION)/touchgate-collector
-# Where swift-argument-parser's GenerateManual plugin writes touchgate's pages.
-MANOUT   = $(SCRATCH)/plugins/GenerateManual/outputs/touchgate-cli
+# Where generate-manual writes the pages, a directory per binary (touchgate-cli: touchgate.*).
+MANOUT   = $(SCRATCH)/man/touchgate-cli
+# swift-argument-parser's page generator, a product of that package, run on each binary.
+GENMAN   = $(SCRATCH)/$(CONFIGURATION)/generate-manual
 COMPOUT  = $(SCRATCH)/completions
 # The pages carry the date of the last commit, so a rebuild gives the same pages.
 MANDATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
@@ -113,19 +115,20 @@ $(CLIENT): $(SOURCES)
 	touch $@
 
 # One page per command (touchgate.1, touchgate.secret.get.1, …, and touchgated.1), from the
-# command definitions in the built binaries. The plugin builds the package's products first.
-$(MANOUT)/touchgate.1: $(BINARY) $(DAEMON) $(COLLECTOR) man/extend.awk man/names.awk $(wildcard man/extra/*.mdoc)
-	# generate-manual runs each product with --experimental-dump-help through Foundation's
-	# Process, which once in five fresh package builds here never noticed the child's exit
-	# (a zombie left unreaped, generate-manual waiting for ever): ten minutes a try, three
-	# tries, the hung one killed with its process group.
-	for try in 1 2 3; do \
-		rm -rf $(MANOUT); \
-		status=0; timeout -k 10 600 $(call SWIFTPM,package) plugin generate-manual --configuration $(CONFIGURATION) \
-			--multi-page --date $(MANDATE) || status=$$?; \
-		[ $$status -eq 0 ] && break; \
-		[ $$status -eq 124 ] && [ $$try -lt 3 ] || exit $$status; \
-		echo "make: generate-manual did not finish in 10 minutes (try $$try of 3); trying again" >&2; \
+# command definitions in the built binaries.
+$(GENMAN): Package.swift
+	$(call SWIFTPM,build) -c $(CONFIGURATION) --product generate-manual
+	touch $@
+
+# generate-manual is run here rather than through its package plugin: the plugin started it
+# from a thread with every signal blocked, so its own wait for the binary it asks never saw
+# SIGCHLD and it hung (twice in a row in clean-clone package builds here).
+$(MANOUT)/touchgate.1: $(BINARY) $(CLI) $(DAEMON) $(COLLECTOR) $(GENMAN) man/extend.awk man/names.awk $(wildcard man/extra/*.mdoc)
+	rm -rf $(dir $(MANOUT))
+	for product in touchgate-cli touchgated touchgate-collector; do \
+		mkdir -p $(dir $(MANOUT))$$product && \
+		$(GENMAN) $(SCRATCH)/$(CONFIGURATION)/$$product --multi-page --date $(MANDATE) \
+			--output-directory $(dir $(MANOUT))$$product || exit 1; \
 	done
 	# Names whatis can index, and no empty lines (man/names.awk).
 	for page in $(dir $(MANOUT))*/*.1; do awk -f man/names.awk $$page > $$page.new && mv $$page.new $$page || exit 1; done
@@ -224,7 +227,7 @@ install-daemon: $(DAEMON) $(MANOUT)/touchgate.1
 	install -d $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(UDEVDIR)/hwdb.d $(DESTDIR)$(UDEVDIR)/rules.d $(DESTDIR)$(MAN1DIR)
 	install -m 0755 $(DAEMON) $(DESTDIR)$(LIBEXECDIR)/touchgated
-	# Made by the same plugin run as touchgate's pages.
+	# Made by the same generate-manual run as touchgate's pages.
 	install -m 0644 $(dir $(MANOUT))touchgated/touchgated.1 $(DESTDIR)$(MAN1DIR)/touchgated.1
 	sed 's|^ExecStart=/usr/local/libexec/touchgated|ExecStart=$(LIBEXECDIR)/touchgated|' systemd/touchgated.service \
 		> $(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.service
@@ -262,7 +265,7 @@ $(COLLECTOR): $(SOURCES)
 install-collector: $(COLLECTOR) $(MANOUT)/touchgate.1
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MAN1DIR)
 	install -m 0755 $(COLLECTOR) $(DESTDIR)$(BINDIR)/touchgate-collector
-	# Made by the same plugin run as touchgate's pages: one per subcommand.
+	# Made by the same generate-manual run as touchgate's pages: one per subcommand.
 	install -m 0644 $(dir $(MANOUT))touchgate-collector/*.1 $(DESTDIR)$(MAN1DIR)/
 
 uninstall-collector:
