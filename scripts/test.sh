@@ -26,7 +26,7 @@ trap 'rm -f "$log"' EXIT
 status=0
 swift test --skip-build --skip DebianPackageTests 2>&1 | tee "$log" || status=$?
 # The Debian packages are built (a release build) and installed into a debootstrapped root
-# (docs/TESTING.md): about 15 minutes, alone, after the rest, so that no timed test runs
+# (docs/TESTING.md): about 11 minutes, alone, after the rest, so that no timed test runs
 # beside a release build.
 swift test --skip-build --filter DebianPackageTests 2>&1 | tee -a "$log" || status=$?
 if [ "$status" -ne 0 ]; then
