@@ -266,31 +266,23 @@ struct DebianRoot {
         var environment = Self.environment(home: "/var/lib/touchgate")
         environment["FP_VIRTUAL_IMAGE"] = Self.fingerSocket
         environment["FP_DRIVERS_WHITELIST"] = "virtual_image"
-        let log = Log()
+        let log = LineCollector()
         let full = command(["/usr/libexec/touchgated", "--socket", "/run/touchgate/socket", "--state-dir", "/var/lib/touchgate"],
                            as: "touchgated")
         let process = try await BackgroundProcess.start(full[0], Array(full.dropFirst()), environment: environment,
-                                                        output: .lines { log.add($0) }, error: .lines { log.add($0) })
+                                                        output: .lines { log.append($0) }, error: .lines { log.append($0) })
         for _ in 0..<200 where !FileManager.default.fileExists(atPath: path("/run/touchgate/socket")) && process.isRunning {
             try await Task.sleep(for: .milliseconds(50))
         }
-        try #require(FileManager.default.fileExists(atPath: path("/run/touchgate/socket")), "touchgated did not start: \(log.text)")
+        try #require(FileManager.default.fileExists(atPath: path("/run/touchgate/socket")), "touchgated did not start: \(log.lines.joined(separator: "\n"))")
         return Daemon(process: process, logged: log)
     }
 
     struct Daemon {
         let process: BackgroundProcess
-        let logged: Log
-        var log: String { logged.text }
+        let logged: LineCollector
+        var log: String { logged.lines.joined(separator: "\n") }
         func stop() { process.stop(signal: SIGTERM) }
-    }
-
-    final class Log: @unchecked Sendable {
-        // @unchecked Sendable: `lines` is touched under `lock` only.
-        private let lock = NSLock()
-        private var lines: [String] = []
-        func add(_ line: String) { lock.withLock { lines.append(line) } }
-        var text: String { lock.withLock { lines.joined(separator: "\n") } }
     }
 
     /// A fresh root at `directory`: debootstrap's, unpacked from .build-deb/ when an earlier
