@@ -326,7 +326,7 @@ FUZZDIR       ?= .build-fuzz
 FUZZ_SECONDS  ?= 60
 FUZZ_RUNS     ?=
 FUZZ_OPTIMIZE ?= -O
-FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json pam-reader ssh-agent sk-reader
+FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json pam-reader ssh-agent sk-reader tpm-blob
 # The Foundation-free TouchgateBasics without what needs the C module CTouchgateSys (the
 # process protections, threads and detached processes; secret memory compiles without its
 # fatal-signal registry).
@@ -415,6 +415,13 @@ $(FUZZDIR)/fuzz-sk-reader: fuzz/sk-reader.swift sk/sk_wire.c sk/sk_wire.h
 	$(dir $(realpath $(shell command -v $(SWIFTC))))clang -std=c11 -Wall -Wextra -Werror -O1 -g \
 		-fsanitize=fuzzer-no-link,address -c sk/sk_wire.c -o $(FUZZDIR)/sk-reader/sk_wire.o
 	$(call FUZZ_SWIFTC,$@,SKReader,-import-objc-header sk/sk_wire.h fuzz/sk-reader.swift $(FUZZDIR)/sk-reader/sk_wire.o)
+
+$(FUZZDIR)/fuzz-tpm-blob: fuzz/tpm-blob.swift Sources/CTouchgateTPM/tg_tpm.c Sources/CTouchgateTPM/include/tg_tpm.h
+	@mkdir -p $(FUZZDIR)/tpm-blob
+	$(dir $(realpath $(shell command -v $(SWIFTC))))clang -std=c11 -Wall -Wextra -Werror -O1 -g \
+		-fsanitize=fuzzer-no-link,address -ISources/CTouchgateTPM/include -c Sources/CTouchgateTPM/tg_tpm.c \
+		-o $(FUZZDIR)/tpm-blob/tg_tpm.o
+	$(call FUZZ_SWIFTC,$@,TPMBlob,-import-objc-header Sources/CTouchgateTPM/include/tg_tpm.h fuzz/tpm-blob.swift $(FUZZDIR)/tpm-blob/tg_tpm.o -Xlinker -ldl)
 
 $(FUZZDIR)/fuzz-reader-ledger: fuzz/reader-ledger.swift Sources/TouchgateService/ReaderLedger.swift
 	@mkdir -p $(FUZZDIR)

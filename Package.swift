@@ -63,6 +63,11 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // Only what Swift cannot call directly (variadic prctl, struct ucred).
         .target(name: "CTouchgateSys"),
+        // The TPM (tpm2-tss ESYS), loaded at run time (dlopen) only by a vault bound to one:
+        // linked, libtss2-esys brings libcrypto into every command's start-up. The C is a
+        // trust boundary (sessions, handles, wiping) kept small: see tg_tpm.h.
+        .target(name: "CTouchgateTPM", cSettings: [.unsafeFlags(["-Wall", "-Wextra", "-Werror"])],
+                linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
         .target(name: "FingerprintKit", dependencies: ["CFPrint"]),
         .target(name: "TouchgateImageIO", dependencies: ["CZlib"]),
         .target(name: "TouchgatePolicy"),
@@ -70,7 +75,7 @@ let package = Package(
         .target(
             name: "TouchgateVault",
             dependencies: [
-                "TouchgatePolicy", "TouchgateBasics", "CSodium", "CTouchgateSys",
+                "TouchgatePolicy", "TouchgateBasics", "CSodium", "CTouchgateSys", "CTouchgateTPM",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -197,7 +202,7 @@ let package = Package(
             dependencies: ["CFPrint", "FingerprintKit", "TouchgateImageIO", "TouchgateTestSupport", "fpcmoc-lifecycle"]
         ),
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy", "TouchgatePolicyTesting", .product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
-        .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault", "TouchgateBasics", "TouchgatePolicy", "CSodium", "CTouchgateSys", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
+        .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault", "TouchgateBasics", "TouchgatePolicy", "CSodium", "CTouchgateSys", "TouchgateTestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateAPI", "TouchgateSSH", "TouchgateVault", .product(name: "Crypto", package: "swift-crypto"), "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), "TouchgatePolicy", "TouchgatePolicyTesting", "TouchgateTerminal", .product(name: "Subprocess", package: "swift-subprocess")]),
         .testTarget(
             name: "TouchgateCLITests",

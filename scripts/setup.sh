@@ -11,6 +11,7 @@ build=(
   man-db groff-base                                                                    # the man pages (make install renders them)
   gcc libpam0g-dev                                                                     # the PAM module and the security-key provider
   dpkg-dev debhelper                                                                   # make deb
+  libtss2-dev                                                                          # the TPM binding (tpm2-tss headers; the libraries are loaded at run time)
 )
 # What the tests use besides.
 tests=(
@@ -22,6 +23,7 @@ tests=(
   libpq5 postgresql                                                                   # fleet collection (libpq, loaded when shipping); tests: a real PostgreSQL 15 server
   libsecret-tools python3-secretstorage python3-keyring libsecret-1-dev                # tests: Secret Service clients (secret-tool, secretstorage, keyring, git-credential-libsecret built from git's contrib)
   lintian debootstrap                                                                 # tests: the packages checked, and installed into a debootstrapped Debian root
+  swtpm swtpm-tools tpm2-tools libtss2-esys-3.0.2-0 libtss2-tcti-swtpm0               # tests: the TPM binding against swtpm on a Unix socket
 )
 packages=("${build[@]}" "${tests[@]}")
 # Run (not sourced by test.sh or quickstart.sh) as `scripts/setup.sh --build`: the build's only.

@@ -52,6 +52,9 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     case devices, capture
     case policyShow = "policy.show", policySet = "policy.set"
     case repair
+    /// The TPM binding of the caller's vault: its state, binding it, and binding it again
+    /// with the recovery key.
+    case tpmStatus = "tpm.status", tpmEnroll = "tpm.enroll", tpmRecover = "tpm.recover"
     case secretGet = "secret.get", secretAdd = "secret.add", secretList = "secret.list", secretRm = "secret.rm"
     /// Lets an executable read an item without a touch of its own (`touchgate secret allow`).
     case secretAllow = "secret.allow"

@@ -53,7 +53,8 @@ extension DaemonOperation {
         case .status:
             OperationContract("status report (with `mode` and `trust-boundary`)", writesRecords: false)
         case .initialize:
-            OperationContract(["stretching"], "init report (asks `new-passphrase`, then `repeat-passphrase`)")
+            OperationContract(["stretching", "tpm"], "init report (asks `new-passphrase`, then `repeat-passphrase`; "
+                              + "with `tpm`, the key bound to the TPM and `recovery-key` shown once)")
         case .unlock:
             OperationContract(["only-if-due"], "`{\"unlocked\": …, \"lockout-lifted\": true}` (the latter only when it lifted one; asks `passphrase`; with `only-if-due`, only when the "
                               + "vault is locked or its policy wants the passphrase, else `unlocked: false`)")
@@ -92,6 +93,12 @@ extension DaemonOperation {
                                "idle-timeout-seconds"], "settings (only the values given change)")
         case .repair:
             OperationContract("repair report")
+        case .tpmStatus:
+            OperationContract("TPM status: bound, counters, dictionary-attack state", writesRecords: false)
+        case .tpmEnroll:
+            OperationContract("`{\"recovery-key\": …, \"counter-index\": …}` (asks `passphrase`; the recovery key is shown once)")
+        case .tpmRecover:
+            OperationContract("`{}` (asks `passphrase` for the recovery key, then `new-passphrase` and `repeat-passphrase`)")
         case .secretGet:
             OperationContract(["item", "device", "fresh"], "`{}` and the value as secret bytes (`fresh`: a touch made "
                               + "for this release, no reuse session; refused for an item releasable without a finger)")

@@ -43,6 +43,7 @@ public enum Operations {
         Capture.self, PolicyShow.self, PolicySet.self, Repair.self, SecretList.self, SecretRm.self, AuditCount.self,
         AuditVerify.self, AuditPrune.self, AuditPublicKey.self, SshKeygen.self, SshList.self, SshSign.self,
         SshSkEnroll.self, SshSkSign.self, SecretAllow.self, SecretServiceSearch.self, SecretServiceDelete.self,
+        TpmStatus.self, TpmEnroll.self, TpmRecover.self,
     ]
 
     /// The operations a door serves with code of its own.
@@ -87,13 +88,18 @@ public enum Operations {
         public struct Arguments: Codable, Sendable, Equatable {
             /// How hard the key is stretched (`moderate`, the default, or `minimum`).
             public var stretching: String?
-            public init(stretching: KeyStretching) { self.stretching = stretching.rawValue }
+            /// Bind the vault key to the TPM at once.
+            public var tpm: Bool?
+            public init(stretching: KeyStretching, tpm: Bool = false) {
+                self.stretching = stretching.rawValue
+                self.tpm = tpm ? true : nil
+            }
         }
         public static let operation = DaemonOperation.initialize
         public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> InitReport {
             try await requests.initialize(stretching: try stretching(arguments.stretching) ?? .moderate,
-                                          interaction: interaction)
+                                          tpm: arguments.tpm ?? false, interaction: interaction)
         }
     }
 
@@ -325,6 +331,36 @@ public enum Operations {
         public static func perform(_ arguments: SettingsChange, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> SettingsReport {
             try await requests.policySet(arguments, interaction: interaction)
+        }
+    }
+
+    public enum TpmStatus: ServedOperation {
+        public typealias Arguments = NoArguments
+        public typealias Result = TPMStatusReport
+        public static let operation = DaemonOperation.tpmStatus
+        public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> TPMStatusReport {
+            try await requests.tpmStatus()
+        }
+    }
+
+    public enum TpmEnroll: ServedOperation {
+        public typealias Arguments = NoArguments
+        public typealias Result = TPMEnrollReport
+        public static let operation = DaemonOperation.tpmEnroll
+        public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> TPMEnrollReport {
+            try await requests.tpmEnroll(interaction: interaction)
+        }
+    }
+
+    public enum TpmRecover: ServedOperation {
+        public typealias Arguments = NoArguments
+        public typealias Result = EmptyReport
+        public static let operation = DaemonOperation.tpmRecover
+        public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> EmptyReport {
+            try await requests.tpmRecover(interaction: interaction)
         }
     }
 

@@ -240,6 +240,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var items: Int?
     /// A problem found while reading the state (tampering), with the command that repairs it.
     public var problem: String?
+    /// For a vault bound to a TPM: that the TPM guards the key, its rollback counter and its
+    /// dictionary-attack state, in one line (`touchgate tpm status` says more). Absent otherwise.
+    public var tpm: String?
     /// What is enrolled.
     public var enrolled: [PrintReport]
     /// Readers found now.

@@ -14,8 +14,11 @@ public protocol TouchgateRequests: Sendable {
     func status() async throws(ServiceError) -> StatusReport
     /// Creates the vault under a new passphrase (asked through `interaction`; a weak one is
     /// refused) and seals every template enrolled before it; the vault is left unlocked.
-    /// - Throws: `already-exists` when there is a vault, `refused` for a weak passphrase.
-    func initialize(stretching: KeyStretching, interaction: any Interaction) async throws(ServiceError) -> InitReport
+    /// With `tpm`, the vault key is bound to the TPM at once (``tpmEnroll(interaction:)``)
+    /// and the report carries the recovery key.
+    /// - Throws: `already-exists` when there is a vault, `refused` for a weak passphrase,
+    ///   `tpm-unavailable` with `tpm` when no TPM can be reached (no vault is made).
+    func initialize(stretching: KeyStretching, tpm: Bool, interaction: any Interaction) async throws(ServiceError) -> InitReport
     /// Unlocks with the passphrase. With `onlyIfDue`, only when the passphrase is due (a
     /// vault that is locked, or whose policy wants the passphrase before a finger is
     /// enough again); otherwise nothing is asked or recorded and the report says so. A PAM
@@ -74,6 +77,14 @@ public protocol TouchgateRequests: Sendable {
     /// Repairs state edited outside Touchgate or a wiped audit trail, after the passphrase;
     /// asks nothing when nothing is wrong.
     func repair(interaction: any Interaction) async throws(ServiceError) -> RepairReport
+    /// Whether the TPM guards the vault key, its rollback counter against the store's, and
+    /// its dictionary-attack state. Reads only.
+    func tpmStatus() async throws(ServiceError) -> TPMStatusReport
+    /// Binds the vault key to the TPM, after the passphrase; returns the recovery key, once.
+    func tpmEnroll(interaction: any Interaction) async throws(ServiceError) -> TPMEnrollReport
+    /// Binds the vault to this TPM again with the recovery key (a cleared or replaced TPM,
+    /// another machine), under a new passphrase.
+    func tpmRecover(interaction: any Interaction) async throws(ServiceError) -> EmptyReport
 
     /// The value of item `name`, once its policy is satisfied (a touch on `device`, the
     /// passphrase, or the reuse window). The grant is audited before the value is decrypted.
@@ -174,6 +185,11 @@ public protocol TouchgateRequests: Sendable {
 }
 
 extension TouchgateRequests {
+    /// Creates the vault without a TPM (``initialize(stretching:tpm:interaction:)``).
+    public func initialize(stretching: KeyStretching, interaction: any Interaction) async throws(ServiceError) -> InitReport {
+        try await initialize(stretching: stretching, tpm: false, interaction: interaction)
+    }
+
     /// Makes an Ed25519 SSH key (``sshKeygen(_:type:policy:fresh:)``).
     public func sshKeygen(_ name: String, policy: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
         try await sshKeygen(name, type: "ssh-ed25519", policy: policy, fresh: fresh)

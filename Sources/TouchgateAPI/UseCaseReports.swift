@@ -14,11 +14,14 @@ public struct InitReport: Codable, Sendable, Equatable {
     public var directory: String
     /// The vault user.
     public var owner: String
+    /// With `init --tpm`: the recovery key, shown once (``TPMEnrollReport/recoveryKey``).
+    public var recoveryKey: String?
 
     /// A report.
-    public init(directory: String, owner: String) {
+    public init(directory: String, owner: String, recoveryKey: String? = nil) {
         self.directory = directory
         self.owner = owner
+        self.recoveryKey = recoveryKey
     }
 }
 

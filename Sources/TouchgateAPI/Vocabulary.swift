@@ -20,8 +20,8 @@ public enum Vocabulary {
     public static let auditEvents = [
         "auth.attempt", "item.read", "item.write", "item.delete", "finger.enroll", "finger.delete",
         "vault.lock", "session.end", "vault.unlock", "vault.init", "passphrase.change", "lockout.start", "lockout.end",
-        "policy.change", "audit.prune", "integrity.failure", "audit.upgrade", "vault.migrate", "access.denied",
-        "audit.ship",
+        "policy.change", "audit.prune", "integrity.failure", "audit.upgrade", "tpm.enroll", "tpm.recover",
+        "tpm.counter", "vault.migrate", "access.denied", "audit.ship",
     ]
 
     /// fprintd's default store (`StateDirectory=fprint` of its unit), where `import fprintd` reads.

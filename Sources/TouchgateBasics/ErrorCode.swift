@@ -81,6 +81,9 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case collectorUnavailable = "collector-unavailable"
     /// As ``collectorUnavailable``, and more records wait than the configured backlog limit.
     case backlogFull = "backlog-full"
+    /// The TPM the vault is bound to cannot be reached, or does not hold the vault's secret
+    /// (cleared, replaced, another machine: `touchgate tpm recover`).
+    case tpmUnavailable = "tpm-unavailable"
     /// Anything else.
     case error
 
@@ -104,7 +107,7 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
         case .usage: ExitStatus.usage
         case .cancelled: ExitStatus.cancelled
         case .execFailed: ExitStatus.commandNotRunnable
-        case .collectorUnavailable: ExitStatus.collectorUnavailable
+        case .collectorUnavailable, .tpmUnavailable: ExitStatus.collectorUnavailable
         case .backlogFull: ExitStatus.backlogFull
         case .diskFull, .quota: ExitStatus.noRoom
         }

@@ -37,7 +37,8 @@ public enum ExitStatus {
     public static let noRoom: Int32 = 13
     /// Usage error.
     public static let usage: Int32 = 64
-    /// `audit ship`: the collector's database could not be reached; the records stay queued.
+    /// A service is unavailable: `audit ship`'s collector database (the records stay
+    /// queued), or the TPM a vault is bound to.
     public static let collectorUnavailable: Int32 = 69
     /// Someone else changed it meanwhile; nothing was written: try again.
     public static let tryAgain: Int32 = 75

@@ -13,8 +13,9 @@ extension DaemonClient {
         try await call(Operations.Status.self)
     }
 
-    public func initialize(stretching: KeyStretching, interaction: any Interaction) async throws(ServiceError) -> InitReport {
-        try await call(Operations.Init.self, .init(stretching: stretching), asking(interaction)).0
+    public func initialize(stretching: KeyStretching, tpm: Bool,
+                           interaction: any Interaction) async throws(ServiceError) -> InitReport {
+        try await call(Operations.Init.self, .init(stretching: stretching, tpm: tpm), asking(interaction)).0
     }
 
     public func unlock(onlyIfDue: Bool, interaction: any Interaction) async throws(ServiceError) -> UnlockReport {
@@ -92,6 +93,18 @@ extension DaemonClient {
 
     public func repair(interaction: any Interaction) async throws(ServiceError) -> RepairReport {
         try await call(Operations.Repair.self, NoArguments(), asking(interaction)).0
+    }
+
+    public func tpmStatus() async throws(ServiceError) -> TPMStatusReport {
+        try await call(Operations.TpmStatus.self)
+    }
+
+    public func tpmEnroll(interaction: any Interaction) async throws(ServiceError) -> TPMEnrollReport {
+        try await call(Operations.TpmEnroll.self, NoArguments(), asking(interaction)).0
+    }
+
+    public func tpmRecover(interaction: any Interaction) async throws(ServiceError) -> EmptyReport {
+        try await call(Operations.TpmRecover.self, NoArguments(), asking(interaction)).0
     }
 
     public func secretGet(_ name: String, device: String?, interaction: any Interaction) async throws(ServiceError) -> SecretBytes {

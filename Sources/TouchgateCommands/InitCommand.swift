@@ -20,13 +20,20 @@ struct Init: AsyncParsableCommand {
     /// Argon2id cost; `minimum` is for tests only.
     @Option(help: .hidden) var kdf: KeyStretching = .moderate
 
+    @Flag(help: "Bind the vault key to the TPM at once (see `touchgate tpm --help`); shows the recovery key once.")
+    var tpm = false
+
     func run() async throws {
-        let (input, kdf) = (passphrase.input(), kdf)
+        let (input, kdf, tpm) = (passphrase.input(), kdf, tpm)
         try await CommandRunner.run(json: common.json) { console in
-            let report = try await service.initialize(stretching: kdf,
+            let report = try await service.initialize(stretching: kdf, tpm: tpm,
                                                       interaction: TerminalInteraction(console: console, input: input))
+            let recovery = report.recoveryKey.map {
+                "\nThe vault key is bound to the TPM. Recovery key, shown only now; write it down and keep it "
+                    + "away from this machine:\n\n    \($0)\n\nIf the TPM is cleared or replaced: touchgate tpm recover"
+            } ?? ""
             console.result("initialized", report, text: "Created the vault in \(report.directory); it is unlocked. "
-                           + "Keep the passphrase safe: it cannot be recovered.")
+                           + "Keep the passphrase safe: it cannot be recovered." + recovery)
             return ExitStatus.success
         }
     }

@@ -39,6 +39,9 @@ extension ServiceError {
             return .dataError(error.description)
         case let error as IntegrityError:
             return ServiceError(.stateTampered, error.description)
+        case let error as TPMError:
+            if case .lockout = error { return ServiceError(.lockedOut, error.description) }
+            return ServiceError(.tpmUnavailable, error.description)
         case let error as ConflictError:
             return ServiceError(.conflict, error.description)
         case let error as AuditError:
@@ -104,6 +107,10 @@ extension ServiceError {
             return .usage(error.description)
         case .keyDerivationFailed, .system:
             return ServiceError(.error, error.description)
+        case .tpmLockedOut:
+            return ServiceError(.lockedOut, error.description)
+        case .tpm:
+            return ServiceError(.tpmUnavailable, error.description)
         }
     }
 }

@@ -23,12 +23,20 @@ extension TouchgateService {
             let vault = try Vault.open(database: store.database, owner: principal.loginName)
             var found: [String] = []
             var wiped: String?
+            var rolledBack = false
             do {
                 let log = try AuditLog(database: store.database)
                 if let problem = try StateStore(log: log).unverifiedState().problem { found.append(problem) }
             } catch AuditError.wiped(let detail) {
                 wiped = detail
                 found.append("the audit trail is gone: \(detail)")
+            } catch IntegrityError.rolledBack(let detail) {
+                // Accepting an older copy is the owner's call: with the passphrase, the store
+                // takes the TPM's counter as its own from now on.
+                rolledBack = true
+                found.append("the store is an older copy than the TPM's counter says (\(detail))")
+                if let problem = try StateStore(log: try AuditLog(database: store.database, checkingTPMCounter: false))
+                    .unverifiedState().problem { found.append(problem) }
             }
             guard !found.isEmpty else {
                 return RepairReport(repaired: false, found: [], auditRestarted: false, settingsReset: false)
@@ -36,7 +44,7 @@ extension TouchgateService {
 
             let recordWrong = {
                 if wiped == nil {
-                    _ = try? AuditLog(database: store.database).append(
+                    _ = try? AuditLog(database: store.database, checkingTPMCounter: !rolledBack).append(
                         .authAttempt, .failure, vaultUser: vault.owner, reason: "passphrase: wrong passphrase (repair)")
                 }
             }
@@ -54,9 +62,14 @@ extension TouchgateService {
                 _ = try AuditLog.restart(database: store.database, vaultUser: vault.owner,
                                          reason: "\(wiped); a new trail starts here (touchgate repair, passphrase verified)")
             }
-            let stateStore = StateStore(log: try AuditLog(database: store.database))
+            let repairLog = try AuditLog(database: store.database, checkingTPMCounter: false)
+            let stateStore = StateStore(log: repairLog)
             let stored = try stateStore.unverifiedState()
             var values: [String: Data] = [:]
+            // Bound to a TPM: the store expects the TPM's counter from now on.
+            if let counter = try repairLog.currentTPMCounter() {
+                values[AuditLog.tpmCounterStateKey] = withUnsafeBytes(of: counter.bigEndian) { Data($0) }
+            }
             if let generation = stored.values[EnrollmentTracker.generationKey], generation.count == 8 {
                 values[EnrollmentTracker.generationKey] = generation
             }

@@ -41,6 +41,9 @@ extension TouchgateService {
             report.locked = !custody.isHolding
             report.keyExpires = report.locked == false ? custody.latestExpiry : nil
             report.items = snapshot.items
+            if try vault.isBoundToTPM() {
+                report.tpm = try TPMStatusReport(vault.tpmStatus(device: .configured, log: store.audit())).summary
+            }
             guard let state = snapshot.state, let settings = snapshot.settings else {
                 report.problem = snapshot.problem
                 return report

@@ -7,11 +7,15 @@ extension TouchgateService {
     /// Creates the vault under a new passphrase (asked through `interaction`; refused when
     /// libpwquality refuses it) and seals every template enrolled before it. The vault is
     /// left unlocked, as after `unlock`.
-    public func initialize(stretching: KeyStretching = .moderate,
+    public func initialize(stretching: KeyStretching = .moderate, tpm: Bool,
                            interaction: any Interaction) async throws(ServiceError) -> InitReport {
         try await withStore { store in
             if try store.vaultExists() {
                 throw VaultError.alreadyInitialized(directory: location.directory.path)
+            }
+            if tpm {
+                // Before anything is made: a vault meant for the TPM is not left without it.
+                _ = try TPMDevice.configured.dictionaryAttackState()
             }
             let secret = try await PassphraseEntry.new(interaction, prompt: "New vault passphrase: ",
                                                  user: principal.loginName)
@@ -29,7 +33,12 @@ extension TouchgateService {
             let context = try store.vault()
             _ = try await context.evaluator.unlock(passphrase: AlreadyVerified())
             try context.custody.hold(key)
-            return InitReport(directory: location.directory.path, owner: vault.owner)
+            guard tpm else { return InitReport(directory: location.directory.path, owner: vault.owner) }
+            let recovery = try await PassphraseEntry.offThread {
+                try vault.bindToTPM(passphrase: secret, device: .configured, log: log)
+            }
+            return InitReport(directory: location.directory.path, owner: vault.owner,
+                              recoveryKey: recovery.text().withUnsafeBytes { String(decoding: $0, as: UTF8.self) })
         }
     }
 

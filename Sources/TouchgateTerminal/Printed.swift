@@ -102,6 +102,9 @@ public enum StatusText {
             if let problem = status.problem {
                 lines.append("problem: \(problem)")
             }
+            if let tpm = status.tpm {
+                lines.append("tpm: \(tpm)")
+            }
             if let session = status.session {
                 lines.append("touch: " + (session.touchReusable
                     ? "not needed for the next \(duration(session.remainingSeconds ?? 0)) (a recent touch is reused; secrets stored with --fresh still ask every time)"

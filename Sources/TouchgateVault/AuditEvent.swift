@@ -70,6 +70,13 @@ public struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConv
     /// The audit head was upgraded to a new format, such as one that authenticates the
     /// lockout, settings and enrollment state (`audit.upgrade`).
     public static let auditUpgrade = AuditEvent(rawValue: "audit.upgrade")
+    /// The vault key was bound to a TPM (`tpm.enroll`).
+    public static let tpmEnroll = AuditEvent(rawValue: "tpm.enroll")
+    /// The vault was bound to a TPM again with the recovery key (`tpm.recover`).
+    public static let tpmRecover = AuditEvent(rawValue: "tpm.recover")
+    /// The TPM's counter was found ahead after a power loss and adopted, or a rolled-back
+    /// store was adopted by `touchgate repair` (`tpm.counter`).
+    public static let tpmCounter = AuditEvent(rawValue: "tpm.counter")
     /// The store, its audit trail included, was moved from a personal (in-process) data
     /// directory into touchgated's store (`vault.migrate`); the chain continues across it.
     public static let vaultMigrate = AuditEvent(rawValue: "vault.migrate")
@@ -85,7 +92,7 @@ public struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let known: [AuditEvent] = [
         .authAttempt, .itemRead, .itemWrite, .itemDelete, .fingerEnroll, .fingerDelete,
         .vaultLock, .sessionEnd, .vaultUnlock, .vaultInit, .passphraseChange, .lockoutStart, .lockoutEnd,
-        .policyChange, .auditPrune, .integrityFailure, .auditUpgrade, .vaultMigrate, .accessDenied, .auditShip,
+        .policyChange, .auditPrune, .integrityFailure, .auditUpgrade, .tpmEnroll, .tpmRecover, .tpmCounter, .vaultMigrate, .accessDenied, .auditShip,
     ]
 }
 

@@ -34,7 +34,7 @@ extension AuditLog {
         }
         guard AuditMAC.equal(try StateDigest.compute(db), digest) else {
             return StateCheck(authenticHead: head,
-                              problem: "the stored values do not match the digest in the audit head: the lockout, settings or enrollment state was edited outside touchgate")
+                              problem: "the stored values do not match the digest in the audit head: the lockout, settings or enrollment state, the passphrase or an item was edited outside touchgate, or put back from an older copy")
         }
         return StateCheck(authenticHead: head)
     }
@@ -82,7 +82,10 @@ extension AuditLog {
 
     /// After a change to the state made inside the caller's transaction (which first called
     /// ``requireAuthenticState(_:)`` and got `head`): stores the new digest in the head.
+    /// A store bound to a TPM expects one more on its counter (``TPMCounter``): every change
+    /// a rollback could undo moves it.
     func saveState(_ db: Database, head: AuditHead) throws {
+        _ = try TPMCounter.advance(db)
         try head.with(stateDigest: try StateDigest.compute(db), key: key).save(db)
     }
 
@@ -93,6 +96,8 @@ extension AuditLog {
         case nothing
         case createHead
         case upgrade(AuditHead)
+        /// A head whose digest is of the first format (state rows and marker only).
+        case coverItems(AuditHead)
     }
 
     /// Creates the head of a fresh log and upgrades a first-format head; throws
@@ -119,6 +124,11 @@ extension AuditLog {
                     record = try insert(AuditEntry(
                         event: .auditUpgrade, outcome: .success,
                         reason: "the audit head now authenticates the lockout, settings and enrollment state; the state found now was adopted as genuine (trust on first use)"), db)
+                case let .coverItems(head):
+                    try saveState(db, head: head)
+                    record = try insert(AuditEntry(
+                        event: .auditUpgrade, outcome: .success,
+                        reason: "the audit head now also covers every item's version and the passphrase wrapping, so an older copy of one is refused; the items found now were adopted as genuine (trust on first use)"), db)
                 }
                 return .commit
             }
@@ -141,6 +151,13 @@ extension AuditLog {
         }
         if head.stateDigest == nil, try Self.lastRecordProblem(db, head: head) == nil {
             return .upgrade(head)
+        }
+        // Only a first-format digest that matches the state as it is (the current format's
+        // domain differs, so it never matches one): any other mismatch is tampering, which
+        // the state checks report. The first format reads the state rows alone: cheap.
+        if let digest = head.stateDigest, try AuditMAC.equal(StateDigest.computeFirstFormat(db), digest),
+           try Self.lastRecordProblem(db, head: head) == nil {
+            return .coverItems(head)
         }
         return .nothing
     }

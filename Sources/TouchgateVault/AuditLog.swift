@@ -91,7 +91,7 @@ public final class AuditLog: Sendable {
     ///   ``AuditError/keyInvalid(path:detail:)``, ``StoreError/unsafePermissions(path:detail:)``
     ///   for a key file others can read, ``StoreError/io(path:detail:)``, or a GRDB `DatabaseError`.
     public convenience init(database: TouchgateDatabase, journal: AuditJournal = .system,
-                            now: @escaping @Sendable () -> Date = { Date() }) throws {
+                            now: @escaping @Sendable () -> Date = { Date() }, checkingTPMCounter: Bool = true) throws {
         let path = AuditKey.path(in: database.location)
         let key: AuditKey
         if AuditKey.exists(at: path) {
@@ -120,6 +120,8 @@ public final class AuditLog: Sendable {
         try prepareHead()
         try adoptLeftBehindKey()
         try prepareSeal(signerWasMissing: !signerExisted)
+        // Without the check only to bind the store to a TPM again (recovery, repair).
+        if checkingTPMCounter { try checkTPMCounter() }
     }
 
     /// The log of `database` as ``init(database:journal:now:)`` opens it, kept by a process
@@ -138,6 +140,7 @@ public final class AuditLog: Sendable {
             let log = AuditLog(database: database, journal: .system, now: { Date() }, key: kept.key,
                                signer: kept.signer, sealMemo: kept.sealMemo)
             try log.prepareHead()
+            try log.checkTPMCounter()
             return log
         }
         let log = try AuditLog(database: database)
@@ -186,6 +189,7 @@ public final class AuditLog: Sendable {
             return record!
         }
         journal.send(record)
+        syncTPMCounter()
         return record
     }
 
@@ -242,7 +246,14 @@ public final class AuditLog: Sendable {
         if let head {
             // Only an authentic, current head moves forward (with the state digest it carries,
             // unchanged); a damaged, missing or swapped-back one stays as evidence.
-            try head.advanced(to: fields.sequence, mac: mac, key: key).save(db)
+            var advanced = head.advanced(to: fields.sequence, mac: mac, key: key)
+            // A store bound to a TPM expects one more on its counter, authenticated with the
+            // state; only over a state that checks out, so an edit is never blessed.
+            if try StateStore.value(db, TPMBinding.counterStateKey) != nil, let digest = head.stateDigest,
+               AuditMAC.equal(try StateDigest.compute(db), digest), try TPMCounter.advance(db) {
+                advanced = advanced.with(stateDigest: try StateDigest.compute(db), key: key)
+            }
+            try advanced.save(db)
         }
         return Self.record(fields, mac: mac, links: (previousChain, chain))
     }

@@ -1,56 +1,96 @@
 import CSodium
 import GRDB
 
-/// The digest of the authenticated state: every `vault_state` row and the vault's
-/// `templates_sealed` marker, which the audit head carries under its MAC.
+/// The digest of the authenticated state, which the audit head carries under its MAC:
+/// every `vault_state` row, the vault's `templates_sealed` marker, what unlocks the vault
+/// (its passphrase wrapping) and every item's version.
 ///
 /// Encoding (then BLAKE2b-256, unkeyed: the head's keyed MAC is what authenticates it):
-/// the domain `TGSTATE1`; for each row, in ascending order of its encoded key, a 1 byte,
-/// then the key and the value as typed values; a 0 byte after the last row; then a 0 byte
-/// when there is no vault, or a 1 byte and the marker as a typed value. A typed value is
-/// a tag (0 NULL, 1 integer, 2 real, 3 text, 4 blob) and its content in the canonical
-/// encoding of ``AuditMAC`` (integers and reals 8 bytes big-endian, text and blobs
-/// length-prefixed). Types are included so that a value rewritten as another SQLite type
-/// with the same bytes still changes the digest; the order is computed here, not by
-/// SQLite's collation, so that the digest depends on the stored values alone.
-/// `updated_at` is not covered: it is informational.
+/// the domain `TGSTATE2`; for each state row, in ascending order of its encoded key, a 1
+/// byte, then the key and the value as typed values; a 0 byte after the last row; then a
+/// 0 byte when there is no vault, or a 1 byte and the marker as a typed value. Then (the
+/// part the first format, `TGSTATE1`, lacked) the `vault_meta` row's vault id, Argon2id
+/// parameters, salt, wrapped vault key and TPM binding, as typed values after a 1 byte
+/// (a 0 byte without a vault); and for each item, in ascending order of its encoded id,
+/// a 1 byte, then its id, its nonce and whether its key was destroyed, as typed values;
+/// a 0 byte after the last item. A typed value is a tag (0 NULL, 1 integer, 2 real, 3
+/// text, 4 blob) and its content in the canonical encoding of ``AuditMAC`` (integers and
+/// reals 8 bytes big-endian, text and blobs length-prefixed). Types are included so that
+/// a value rewritten as another SQLite type with the same bytes still changes the digest;
+/// the order is computed here, not by SQLite's collation, so that the digest depends on
+/// the stored values alone.
+///
+/// Why items are covered: an item's seal binds its columns, so an edit fails to open, but
+/// an older genuine row (an earlier value, a looser policy, a deleted item, a destroyed
+/// key) opens fine. Its nonce, renewed at every write, is its version: an older row has
+/// another one, so putting it back no longer matches the head. Likewise the passphrase
+/// wrapping: an older `vault_meta` row would bring back a passphrase since changed.
+/// `updated_at` and `created_at` are not covered: they are informational.
 enum StateDigest {
     /// Length of the digest in bytes.
     static let length = 32
 
     /// The digest of the state as currently stored, read inside the caller's transaction.
     static func compute(_ db: Database) throws -> [UInt8] {
-        let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT key, value FROM vault_state"))
-        let marker = try Row.fetchOne(db.cachedStatement(sql: "SELECT templates_sealed FROM vault_meta WHERE id = 1"))
-        return digest(rows: rows.map { ($0[0] as DatabaseValue, $0[1] as DatabaseValue) },
-                      marker: marker.map { $0[0] as DatabaseValue })
+        var encoder = try stateAndMarker(db, domain: "TGSTATE2")
+        if let meta = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT vault_id, kdf_algorithm, kdf_opslimit, kdf_memlimit, kdf_salt, wrapped_vault_key, tpm_binding
+            FROM vault_meta WHERE id = 1
+            """)) {
+            encoder.raw([1])
+            for index in 0..<meta.count { typed(meta[index] as DatabaseValue, into: &encoder) }
+        } else {
+            encoder.raw([0])
+        }
+        let items = try Row.fetchAll(db.cachedStatement(sql: "SELECT id, nonce, wrapped_key IS NULL FROM vault_item"))
+        for item in sortedByFirstColumn(items) {
+            encoder.raw([1])
+            encoder.raw(item.key)
+            typed(item.row[1] as DatabaseValue, into: &encoder)
+            typed(item.row[2] as DatabaseValue, into: &encoder)
+        }
+        encoder.raw([0])
+        return hash(encoder.output)
     }
 
-    /// The digest of explicit rows and marker (`nil`: no vault).
-    static func digest(rows: [(key: DatabaseValue, value: DatabaseValue)], marker: DatabaseValue?) -> [UInt8] {
-        let encoded = rows.map { row -> (key: [UInt8], value: [UInt8]) in
-            var key = AuditMAC.Encoder(domain: "")
-            typed(row.key, into: &key)
-            var value = AuditMAC.Encoder(domain: "")
-            typed(row.value, into: &value)
-            return (key.output, value.output)
-        }.sorted { $0.key.lexicographicallyPrecedes($1.key) }
-        var encoder = AuditMAC.Encoder(domain: "TGSTATE1")
-        for row in encoded {
+    /// The first format's digest (`TGSTATE1`: state rows and marker only), which a head
+    /// written by an earlier release carries; ``AuditLog`` upgrades such a head once.
+    static func computeFirstFormat(_ db: Database) throws -> [UInt8] {
+        hash(try stateAndMarker(db, domain: "TGSTATE1").output)
+    }
+
+    /// The state rows and the marker, the part both formats share.
+    private static func stateAndMarker(_ db: Database, domain: StaticString) throws -> AuditMAC.Encoder {
+        let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT key, value FROM vault_state"))
+        let marker = try Row.fetchOne(db.cachedStatement(sql: "SELECT templates_sealed FROM vault_meta WHERE id = 1"))
+        var encoder = AuditMAC.Encoder(domain: domain)
+        for row in sortedByFirstColumn(rows) {
             encoder.raw([1])
             encoder.raw(row.key)
-            encoder.raw(row.value)
+            typed(row.row[1] as DatabaseValue, into: &encoder)
         }
         encoder.raw([0])
         if let marker {
             encoder.raw([1])
-            typed(marker, into: &encoder)
+            typed(marker[0] as DatabaseValue, into: &encoder)
         } else {
             encoder.raw([0])
         }
+        return encoder
+    }
+
+    /// `rows` in ascending order of their first column's typed encoding (returned with it).
+    private static func sortedByFirstColumn(_ rows: [Row]) -> [(key: [UInt8], row: Row)] {
+        rows.map { row -> (key: [UInt8], row: Row) in
+            var key = AuditMAC.Encoder(domain: "")
+            typed(row[0] as DatabaseValue, into: &key)
+            return (key.output, row)
+        }.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+    }
+
+    private static func hash(_ input: [UInt8]) -> [UInt8] {
         Sodium.ensureInitialized()
         var out = [UInt8](repeating: 0, count: length)
-        let input = encoder.output
         _ = crypto_generichash(&out, out.count, input, UInt64(input.count), nil, 0)
         return out
     }

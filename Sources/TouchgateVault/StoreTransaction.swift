@@ -27,6 +27,7 @@ extension AuditLog {
             return (result, transaction.records)
         }
         for record in records { journal.send(record) }
+        syncTPMCounter()
         return result
     }
 }
@@ -132,15 +133,17 @@ public final class StoreTransaction {
                         enrollmentDigest: [UInt8]?, details: String? = nil, key: VaultKey, expecting: ItemExpectation,
                         in vault: Vault) throws -> ItemVersion {
         requireSameStore(vault.database)
-        return try vault.setItem(database, named: name, value: value, kind: kind, policy: policy, freshTouch: freshTouch,
-                                 enrollmentDigest: enrollmentDigest, details: details, key: key, expecting: expecting)
+        return try changingAuthenticatedState { db in
+            try vault.setItem(db, named: name, value: value, kind: kind, policy: policy, freshTouch: freshTouch,
+                              enrollmentDigest: enrollmentDigest, details: details, key: key, expecting: expecting)
+        }
     }
 
     /// Deletes the item `name` (see ``Vault/deleteItem(named:expecting:)``); returns whether it existed.
     @discardableResult
     public func deleteItem(named name: String, expecting: ItemExpectation = .any, in vault: Vault) throws -> Bool {
         requireSameStore(vault.database)
-        return try vault.deleteItem(database, named: name, expecting: expecting)
+        return try changingAuthenticatedState { db in try vault.deleteItem(db, named: name, expecting: expecting) }
     }
 
     /// Destroys the keys of items bound to another enrollment state
@@ -148,7 +151,9 @@ public final class StoreTransaction {
     @discardableResult
     public func destroyKeys(currentEnrollmentDigest: [UInt8], in vault: Vault) throws -> [String] {
         requireSameStore(vault.database)
-        return try Vault.destroyKeys(database, currentEnrollmentDigest: currentEnrollmentDigest)
+        return try changingAuthenticatedState { db in
+            try Vault.destroyKeys(db, currentEnrollmentDigest: currentEnrollmentDigest)
+        }
     }
 
     // MARK: Prints
@@ -188,6 +193,19 @@ public final class StoreTransaction {
     ///   (compare-and-swap on the wrapped vault key).
     public func changePassphrase(_ change: PassphraseChange, in vault: Vault) throws {
         requireSameStore(vault.database)
-        try vault.apply(database, change)
+        try changingAuthenticatedState { db in try vault.apply(db, change) }
+    }
+
+    /// Runs `body`, a write of something the state digest covers (items, the passphrase
+    /// wrapping), between the check of the authenticated state and the save of its new
+    /// digest: a store edited outside touchgate is refused before anything is written,
+    /// and what `body` writes is authenticated with the rest.
+    /// - Throws: ``IntegrityError/stateTampered(detail:)`` before `body` runs.
+    func changingAuthenticatedState<T>(_ body: (Database) throws -> T) throws -> T {
+        let db = database
+        let head = try log.requireAuthenticState(db)
+        let result = try body(db)
+        try log.saveState(db, head: head)
+        return result
     }
 }

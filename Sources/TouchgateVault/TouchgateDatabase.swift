@@ -109,6 +109,7 @@ public final class TouchgateDatabase: Sendable {
         AuditLog.registerMigrations(&migrator)
         VaultSchema.registerItemKinds(&migrator)
         VaultSchema.registerItemDetails(&migrator)
+        VaultSchema.registerTPMBinding(&migrator)
         return migrator
     }
 }

@@ -26,9 +26,10 @@ extension Vault {
                         expecting: ItemExpectation = .any) throws -> ItemVersion {
         check(key)
         guard !name.isEmpty else { throw VaultError.invalidArgument("an item needs a name") }
-        return try database.writeImmediately { db in
-            try setItem(db, named: name, value: value, kind: kind, policy: policy, freshTouch: freshTouch,
-                        enrollmentDigest: enrollmentDigest, details: details, key: key, expecting: expecting)
+        return try AuditLog.opened(in: database).atomically { transaction in
+            try transaction.setItem(named: name, value: value, kind: kind, policy: policy, freshTouch: freshTouch,
+                                    enrollmentDigest: enrollmentDigest, details: details, key: key,
+                                    expecting: expecting, in: self)
         }
     }
 
@@ -97,8 +98,13 @@ extension Vault {
     private func unwrapped(named name: String, key: VaultKey) throws -> (Row, VaultItemInfo, ItemBinding, SecretBytes) {
         check(key)
         let owner = self.owner
+        // The row is read in the transaction that checks it against the audit head: an
+        // older copy of it (an earlier value, a looser policy, a deleted item) is refused.
+        let log = try AuditLog.opened(in: database)
         guard let row = try database.writer.read({ db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM vault_item WHERE owner = ? AND name = ?"), arguments: [owner, name])
+            _ = try log.requireAuthenticState(db)
+            return try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM vault_item WHERE owner = ? AND name = ?"),
+                                    arguments: [owner, name])
         }) else {
             throw VaultError.itemNotFound(name: name)
         }
@@ -126,7 +132,9 @@ extension Vault {
     /// read (``ConflictError/itemChanged(name:)`` otherwise, nothing deleted).
     @discardableResult
     public func deleteItem(named name: String, expecting: ItemExpectation = .any) throws -> Bool {
-        try database.writeImmediately { db in try deleteItem(db, named: name, expecting: expecting) }
+        try AuditLog.opened(in: database).atomically { transaction in
+            try transaction.deleteItem(named: name, expecting: expecting, in: self)
+        }
     }
 
     /// The deletion itself, inside the caller's transaction.
@@ -158,7 +166,9 @@ extension Vault {
     /// - Returns: the names of the items invalidated now.
     @discardableResult
     public func destroyKeys(currentEnrollmentDigest: [UInt8]) throws -> [String] {
-        try database.writeImmediately { db in try Self.destroyKeys(db, currentEnrollmentDigest: currentEnrollmentDigest) }
+        try AuditLog.opened(in: database).atomically { transaction in
+            try transaction.destroyKeys(currentEnrollmentDigest: currentEnrollmentDigest, in: self)
+        }
     }
 
     /// The destruction itself, inside the caller's transaction.

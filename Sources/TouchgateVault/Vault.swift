@@ -120,7 +120,7 @@ public struct Vault: Sendable {
     /// wrapped key all give the same ``VaultError/wrongPassphrase`` after the same work.
     public func unlock(passphrase: SecretBytes) throws -> VaultKey {
         let meta = try currentMeta()
-        return try Self.openVaultKey(meta, passphrase: passphrase)
+        return try Self.openVaultKey(meta, passphrase: passphrase, device: .configured)
     }
 
     /// Replaces the passphrase: re-wraps the vault key under a key derived from `new`
@@ -133,7 +133,7 @@ public struct Vault: Sendable {
     ///   changed meanwhile by another process), ``VaultError/invalidArgument(_:)``.
     public func changePassphrase(from old: SecretBytes, to new: SecretBytes, kdf: KDFParameters? = nil) throws {
         let change = try preparePassphraseChange(from: old, to: new, kdf: kdf)
-        try database.writeImmediately { db in try apply(db, change) }
+        try AuditLog.opened(in: database).atomically { transaction in try transaction.changePassphrase(change, in: self) }
     }
 
     /// Checks `old` and wraps the vault key under `new` (Argon2id twice, a few seconds with
@@ -149,14 +149,22 @@ public struct Vault: Sendable {
         guard parameters.isAcceptable else {
             throw VaultError.invalidArgument("unsupported key-derivation parameters \(parameters)")
         }
-        let key = try Self.openVaultKey(meta, passphrase: old)
+        let key = try Self.openVaultKey(meta, passphrase: old, device: .configured)
         let salt = Sodium.randomBytes(count: Int(crypto_pwhash_saltbytes()))
-        let kek = try parameters.deriveKey(passphrase: new, salt: salt)
+        var kek = try parameters.deriveKey(passphrase: new, salt: salt)
+        var binding: Data?
+        if var tpm = meta.tpm {
+            // Bound: the new passphrase's authorization guards a new secret in the same TPM.
+            let secret = SecretBytes.random(count: SecretBox.keyBytes)
+            tpm.sealed = try Self.tpm { try TPMDevice.configured.seal(secret, auth: TPMBinding.auth(base: kek)) }
+            kek = TPMBinding.kek(base: kek, secret: secret)
+            binding = try tpm.encoded()
+        }
         let next = MetaRecord(vaultID: vaultID, kdf: parameters, salt: salt, wrappedKey: [],
                               templatesSealed: meta.templatesSealed)
         let wrapped = SecretBox.wrap(key.bytes, under: kek, associatedData: next.associatedData)
         return PassphraseChange(vaultID: vaultID, parameters: parameters, salt: salt, wrappedKey: wrapped,
-                                replacing: meta.wrappedKey)
+                                replacing: meta.wrappedKey, binding: binding)
     }
 
     /// Stores a prepared change inside the caller's transaction.
@@ -165,11 +173,11 @@ public struct Vault: Sendable {
         // Compare-and-swap: a concurrent change made `old` wrong; say so rather than overwrite it.
         try db.execute(sql: """
             UPDATE vault_meta SET kdf_algorithm = ?, kdf_opslimit = ?, kdf_memlimit = ?, kdf_salt = ?,
-                                  wrapped_vault_key = ?, passphrase_changed_at = ?
+                                  wrapped_vault_key = ?, passphrase_changed_at = ?, tpm_binding = coalesce(?, tpm_binding)
             WHERE id = 1 AND vault_id = ? AND wrapped_vault_key = ?
             """, arguments: [Int(change.parameters.algorithm), Int64(change.parameters.opsLimit),
                              Int64(change.parameters.memLimit), Data(change.salt), Data(change.wrappedKey),
-                             Date().timeIntervalSince1970, Data(vaultID), Data(change.replacing)])
+                             Date().timeIntervalSince1970, change.binding, Data(vaultID), Data(change.replacing)])
         guard db.changesCount == 1 else { throw VaultError.wrongPassphrase }
     }
 
@@ -190,14 +198,21 @@ public struct Vault: Sendable {
         return meta
     }
 
-    /// Argon2id then one AEAD open; any failure is ``VaultError/wrongPassphrase``.
-    private static func openVaultKey(_ meta: MetaRecord, passphrase: SecretBytes) throws -> VaultKey {
+    /// Argon2id, for a vault bound to a TPM the TPM's secret, then one AEAD open; a failure
+    /// of the passphrase or of the stored data is ``VaultError/wrongPassphrase``.
+    static func openVaultKey(_ meta: MetaRecord, passphrase: SecretBytes, device: TPMDevice) throws -> VaultKey {
         // Out-of-range parameters can only come from an altered row: same answer as a
         // wrong passphrase, so the error says nothing about which part was wrong.
-        guard meta.kdf.isAcceptable, meta.salt.count == Int(crypto_pwhash_saltbytes()) else {
+        guard meta.kdf.isAcceptable, meta.salt.count == Int(crypto_pwhash_saltbytes()),
+              meta.claimsTPM == (meta.tpm != nil) else {
             throw VaultError.wrongPassphrase
         }
-        let kek = try meta.kdf.deriveKey(passphrase: passphrase, salt: meta.salt)
+        var kek = try meta.kdf.deriveKey(passphrase: passphrase, salt: meta.salt)
+        if let tpm = meta.tpm {
+            // Every guess goes through the TPM, which counts the wrong ones.
+            let secret = try Self.tpm { try device.unseal(tpm.sealed, auth: TPMBinding.auth(base: kek)) }
+            kek = TPMBinding.kek(base: kek, secret: secret)
+        }
         guard let bytes = SecretBox.unwrap(meta.wrappedKey, under: kek, associatedData: meta.associatedData) else {
             throw VaultError.wrongPassphrase
         }
@@ -222,6 +237,8 @@ public struct PassphraseChange: Sendable {
     let wrappedKey: [UInt8]
     /// The wrapped key read when the old passphrase was checked (the compare-and-swap value).
     let replacing: [UInt8]
+    /// For a vault bound to a TPM: the binding with the secret sealed under the new passphrase.
+    var binding: Data?
 }
 
 /// The `vault_meta` row.
@@ -231,6 +248,11 @@ struct MetaRecord {
     var salt: [UInt8]
     var wrappedKey: [UInt8]
     var templatesSealed: Bool
+    /// The TPM binding, when the vault key needs the TPM (an unreadable one reads as bound
+    /// to nothing usable: the unwrap then fails as for a wrong passphrase).
+    var tpm: TPMBinding?
+    /// `tpm_binding` is set, readable or not.
+    var claimsTPM = false
 
     /// Whether a vault exists (the row is there, whatever it holds).
     static func exists(_ db: Database) throws -> Bool {
@@ -239,16 +261,21 @@ struct MetaRecord {
 
     static func fetch(_ db: Database) throws -> MetaRecord? {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT vault_id, kdf_algorithm, kdf_opslimit, kdf_memlimit, kdf_salt, wrapped_vault_key, templates_sealed
+            SELECT vault_id, kdf_algorithm, kdf_opslimit, kdf_memlimit, kdf_salt, wrapped_vault_key, templates_sealed,
+                   tpm_binding
             FROM vault_meta WHERE id = 1
             """)) else { return nil }
         let algorithm: Int64 = row["kdf_algorithm"], ops: Int64 = row["kdf_opslimit"], mem: Int64 = row["kdf_memlimit"]
         let vaultID: Data = row["vault_id"], salt: Data = row["kdf_salt"], wrapped: Data = row["wrapped_vault_key"]
-        return MetaRecord(
+        var meta = MetaRecord(
             vaultID: Array(vaultID),
             kdf: KDFParameters(algorithm: Int32(truncatingIfNeeded: algorithm),
                                opsLimit: UInt64(max(ops, 0)), memLimit: UInt64(max(mem, 0))),
             salt: Array(salt), wrappedKey: Array(wrapped), templatesSealed: isSet(row["templates_sealed"]))
+        let binding = row["tpm_binding"] as DatabaseValue
+        meta.claimsTPM = !binding.isNull
+        if case let .blob(data) = binding.storage { meta.tpm = TPMBinding.decode(data) }
+        return meta
     }
 
     /// Reads the marker without trapping on a hand-edited value: only a non-zero integer

@@ -30,6 +30,12 @@ public enum VaultError: Error, Equatable, CustomStringConvertible {
     case invalidArgument(String)
     /// A kernel call failed (keyring, process hardening, boot clock).
     case system(operation: String, code: Int32)
+    /// The TPM the vault is bound to refused (its dictionary-attack lockout), could not be
+    /// reached, or does not hold the vault's secret (cleared, replaced, another machine).
+    case tpm(String)
+    /// The TPM's dictionary-attack lockout is on: it refuses even the right passphrase for
+    /// now (the message says for about how long).
+    case tpmLockedOut(String)
 
     /// A message for the user, saying what to do.
     public var description: String {
@@ -54,6 +60,8 @@ public enum VaultError: Error, Equatable, CustomStringConvertible {
             return detail
         case let .system(operation, code):
             return "cannot \(operation): \(String(cString: strerror(code)))"
+        case let .tpm(detail), let .tpmLockedOut(detail):
+            return detail
         }
     }
 }

@@ -71,6 +71,16 @@ enum VaultSchema {
             try db.execute(sql: "ALTER TABLE vault_item ADD COLUMN details TEXT")
         }
     }
+
+    /// Migration `v11-vault-tpm`: `vault_meta.tpm_binding`, NULL for a vault the
+    /// passphrase alone unlocks, else what binds it to a TPM (``TPMBinding``: the sealed
+    /// secret, the NV counter and the recovery wrapping). Covered by the state digest, so
+    /// that an older row cannot take the TPM out of the way.
+    static func registerTPMBinding(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v11-vault-tpm") { db in
+            try db.execute(sql: "ALTER TABLE vault_meta ADD COLUMN tpm_binding BLOB")
+        }
+    }
 }
 
 /// What a vault item holds, which decides what may be done with it.

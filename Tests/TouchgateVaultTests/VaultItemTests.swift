@@ -52,8 +52,26 @@ struct VaultItemTests {
         #expect(string(try fixture.vault.item(named: "shared-name", key: fixture.key).value) == "alice's")
     }
 
-    /// Flips each byte of one blob column in turn; every flip must give the integrity error.
-    private func expectEveryFlipDetected(column: String) throws {
+    /// How an edited item row is refused: its seal fails to open (the columns it binds), or
+    /// the row no longer matches the version the audit head covers (its id and nonce).
+    private enum Refusal { case seal, version }
+
+    private func expectRefused(_ refusal: Refusal, item name: String, _ comment: Comment? = nil,
+                               _ read: () throws -> Void) {
+        do {
+            try read()
+            Issue.record("the edited item \(name) was read. \(comment?.rawValue ?? "")")
+        } catch let error as VaultError where refusal == .seal {
+            #expect(error == .integrity(what: "item \"\(name)\""), comment)
+        } catch IntegrityError.stateTampered(let detail) where refusal == .version {
+            #expect(detail.contains("an item was edited outside touchgate, or put back from an older copy"), comment)
+        } catch {
+            Issue.record("\(error) for \(refusal). \(comment?.rawValue ?? "")")
+        }
+    }
+
+    /// Flips each byte of one blob column in turn; every flip must be refused.
+    private func expectEveryFlipDetected(column: String, _ refusal: Refusal = .seal) throws {
         let fixture = try VaultFixture()
         try fixture.vault.setItem(named: "token", value: secret("s3cr3t"), policy: "biometryCurrentSet",
                                   freshTouch: true, enrollmentDigest: [0xAA, 0xBB], key: fixture.key)
@@ -63,8 +81,8 @@ struct VaultItemTests {
             var flipped = original
             flipped[index] ^= 0x01
             try fixture.store.tamper("UPDATE vault_item SET \(column) = ? WHERE name = 'token'", [Data(flipped)])
-            #expect(throws: VaultError.integrity(what: "item \"token\""), "byte \(index) of \(column)") {
-                try fixture.vault.item(named: "token", key: fixture.key)
+            expectRefused(refusal, item: "token", "byte \(index) of \(column)") {
+                _ = try fixture.vault.item(named: "token", key: fixture.key)
             }
         }
         try fixture.store.tamper("UPDATE vault_item SET \(column) = ? WHERE name = 'token'", [Data(original)])
@@ -74,8 +92,8 @@ struct VaultItemTests {
     @Test("flipping any byte of the ciphertext is detected")
     func tamperedCiphertext() throws { try expectEveryFlipDetected(column: "ciphertext") }
 
-    @Test("flipping any byte of the nonce is detected")
-    func tamperedNonce() throws { try expectEveryFlipDetected(column: "nonce") }
+    @Test("flipping any byte of the nonce, the item's version, is detected")
+    func tamperedNonce() throws { try expectEveryFlipDetected(column: "nonce", .version) }
 
     @Test("flipping any byte of the wrapped item key is detected")
     func tamperedWrappedKey() throws { try expectEveryFlipDetected(column: "wrapped_key") }
@@ -94,8 +112,9 @@ struct VaultItemTests {
         try fixture.vault.setItem(named: "token", value: secret("s3cr3t"), policy: "biometryCurrentSet",
                                   freshTouch: true, enrollmentDigest: [0xAA, 0xBB], key: fixture.key)
         try fixture.store.tamper(sql)
-        #expect(throws: VaultError.integrity(what: "item \"token\"")) {
-            try fixture.vault.item(named: "token", key: fixture.key)
+        // The id is part of the version the audit head covers; the other columns are bound by the seal.
+        expectRefused(sql.contains("SET id") ? .version : .seal, item: "token") {
+            _ = try fixture.vault.item(named: "token", key: fixture.key)
         }
     }
 
@@ -106,17 +125,25 @@ struct VaultItemTests {
             try fixture.vault.setItem(named: name, value: secret("value of \(name)"), policy: "biometryAny",
                                       freshTouch: false, enrollmentDigest: nil, key: fixture.key)
         }
+        let original = try ["wrapped_key", "nonce", "ciphertext"].map {
+            try fixture.store.blob("SELECT \($0) FROM vault_item WHERE name = 'a'")
+        }
         // Give "a" the sealed columns of "b".
         try fixture.store.tamper("""
             UPDATE vault_item SET (wrapped_key, nonce, ciphertext) =
                 (SELECT wrapped_key, nonce, ciphertext FROM vault_item WHERE name = 'b') WHERE name = 'a'
             """)
-        #expect(throws: VaultError.integrity(what: "item \"a\"")) { try fixture.vault.item(named: "a", key: fixture.key) }
+        // "a" now carries b's nonce: no longer its version.
+        expectRefused(.version, item: "a") { _ = try fixture.vault.item(named: "a", key: fixture.key) }
+        try fixture.store.tamper("UPDATE vault_item SET (wrapped_key, nonce, ciphertext) = (?, ?, ?) WHERE name = 'a'",
+                                 StatementArguments(original.map { Data($0) }))
+        // Renamed or moved, a row keeps its id and nonce, its version: its seal, bound to
+        // its name and owner, refuses it.
         try fixture.store.tamper("UPDATE vault_item SET name = 'c' WHERE name = 'b'")
-        #expect(throws: VaultError.integrity(what: "item \"c\"")) { try fixture.vault.item(named: "c", key: fixture.key) }
+        expectRefused(.seal, item: "c") { _ = try fixture.vault.item(named: "c", key: fixture.key) }
         try fixture.store.tamper("UPDATE vault_item SET owner = 'mallory' WHERE name = 'c'")
         let mallory = try Vault.open(database: fixture.store.database, owner: "mallory")
-        #expect(throws: VaultError.integrity(what: "item \"c\"")) { try mallory.item(named: "c", key: fixture.key) }
+        expectRefused(.seal, item: "c") { _ = try mallory.item(named: "c", key: fixture.key) }
     }
 
     @Test("destroyKeys removes current-set items bound to another enrollment state; unbound items stay")

@@ -1,0 +1,229 @@
+import CTouchgateTPM
+import Foundation
+public import TouchgateBasics
+
+/// A TPM 2.0, reached through tpm2-tss (``CTouchgateTPM``, loaded at run time).
+///
+/// Each call opens the TPM, does one thing and closes it: the TPM's handles and sessions
+/// never outlive a call (the shim flushes them on every path), and a process holds the
+/// device only while it speaks to it. Thread-safe for that reason.
+///
+/// Which TPM: `TOUCHGATE_TPM_TCTI` when set (a tss2 TCTI string, such as
+/// `swtpm:path=/run/x/sock` for swtpm on a Unix socket, or `device:/dev/tpmrm0`), else
+/// tss2's default search (the resource manager `/dev/tpmrm0` first).
+public struct TPMDevice: Sendable, Equatable {
+    /// The tss2 TCTI string, or `nil` for the default.
+    public let tcti: String?
+
+    public init(tcti: String?) {
+        self.tcti = (tcti?.isEmpty ?? true) ? nil : tcti
+    }
+
+    /// The TPM this process is configured for (`TOUCHGATE_TPM_TCTI`, else the default).
+    public static var configured: TPMDevice {
+        TPMDevice(tcti: getenv("TOUCHGATE_TPM_TCTI").map { String(cString: $0) })
+    }
+
+    /// Where it is, for messages.
+    public var name: String { tcti ?? "the system TPM (/dev/tpmrm0)" }
+
+    /// Runs `body` on an open handle, then closes it.
+    private func withTPM<T>(_ body: (OpaquePointer) throws -> T) throws -> T {
+        var handle: OpaquePointer?
+        try Self.call { err, size in tg_tpm_open(tcti, &handle, err, size) }
+        guard let handle else { throw TPMError.unavailable("\(name) could not be opened") }
+        defer { tg_tpm_close(handle) }
+        return try body(handle)
+    }
+
+    /// The one error funnel: runs a shim call with a message buffer and turns its status
+    /// into a ``TPMError``.
+    @discardableResult
+    private static func call(_ body: (UnsafeMutablePointer<CChar>, Int) -> Int32) throws -> Int32 {
+        var message = [CChar](repeating: 0, count: 512)
+        let status = message.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) }
+        guard status != Int32(TG_TPM_OK) else { return status }
+        let text = message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        throw TPMError(status: status, message: text.isEmpty ? "the TPM failed (status \(status))" : text)
+    }
+
+    /// Seals `secret` so that only `auth` (32 bytes, a KDF output) gets it back; the TPM
+    /// counts every wrong `auth` toward its dictionary-attack lockout.
+    func seal(_ secret: SecretBytes, auth: SecretBytes) throws -> [UInt8] {
+        try withTPM { tpm in
+            var blob = [UInt8](repeating: 0, count: Int(TG_TPM_BLOB_MAX))
+            var length = blob.count
+            try auth.withUnsafeBytes { a in
+                try secret.withUnsafeBytes { s in
+                    try Self.call { err, size in
+                        tg_tpm_seal(tpm, a.baseAddress?.assumingMemoryBound(to: UInt8.self), a.count,
+                                    s.baseAddress?.assumingMemoryBound(to: UInt8.self), s.count,
+                                    &blob, &length, err, size)
+                    }
+                }
+            }
+            return Array(blob.prefix(length))
+        }
+    }
+
+    /// The secret sealed in `blob`, for the right `auth`.
+    /// - Throws: ``TPMError/wrongAuth(_:)`` (counted by the TPM), ``TPMError/lockout(_:)``,
+    ///   ``TPMError/foreign(_:)`` (another TPM, a cleared one, or a damaged blob).
+    func unseal(_ blob: [UInt8], auth: SecretBytes) throws -> SecretBytes {
+        try withTPM { tpm in
+            try SecretBytes.make(count: 64) { out in
+                var length = out.count
+                try auth.withUnsafeBytes { a in
+                    try Self.call { err, size in
+                        tg_tpm_unseal(tpm, blob, blob.count, a.baseAddress?.assumingMemoryBound(to: UInt8.self), a.count,
+                                      out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, err, size)
+                    }
+                }
+                guard length == SecretBox.keyBytes else {
+                    throw TPMError.foreign("the TPM released a secret of an unexpected size")
+                }
+            }
+        }.prefix32
+    }
+
+    /// The TPM's dictionary-attack state.
+    public func dictionaryAttackState() throws -> TPMDictionaryAttackState {
+        try withTPM { tpm in
+            var da = tg_tpm_da()
+            try Self.call { err, size in tg_tpm_da_status(tpm, &da, err, size) }
+            let manufacturer = withUnsafeBytes(of: da.manufacturer) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self).trimmingCharacters(in: .whitespaces)
+            }
+            return TPMDictionaryAttackState(failures: Int(da.failures), maximumFailures: Int(da.max_failures),
+                                            forgetsOneEverySeconds: Int(da.interval_seconds),
+                                            lockoutRecoverySeconds: Int(da.recovery_seconds),
+                                            isLockedOut: da.in_lockout != 0, manufacturer: manufacturer)
+        }
+    }
+
+    /// Defines a new monotonic counter whose reads and increments need `auth`; returns its
+    /// NV index and first value.
+    func defineCounter(auth: SecretBytes) throws -> (index: UInt32, value: UInt64) {
+        try withTPM { tpm in
+            var index: UInt32 = 0, value: UInt64 = 0
+            try auth.withUnsafeBytes { a in
+                try Self.call { err, size in
+                    tg_tpm_counter_define(tpm, a.baseAddress?.assumingMemoryBound(to: UInt8.self), a.count,
+                                          &index, &value, err, size)
+                }
+            }
+            return (index, value)
+        }
+    }
+
+    /// The counter's value, or after one increment when `increment`.
+    func counter(_ index: UInt32, auth: SecretBytes, increment: Bool) throws -> UInt64 {
+        try withTPM { tpm in
+            var value: UInt64 = 0
+            try auth.withUnsafeBytes { a in
+                try Self.call { err, size in
+                    let pointer = a.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                    return increment ? tg_tpm_counter_increment(tpm, index, pointer, a.count, &value, err, size)
+                                     : tg_tpm_counter_read(tpm, index, pointer, a.count, &value, err, size)
+                }
+            }
+            return value
+        }
+    }
+
+    /// Removes a counter (a vault unbound from the TPM, or a failed enrollment).
+    func undefineCounter(_ index: UInt32) throws {
+        try withTPM { tpm in _ = try Self.call { err, size in tg_tpm_counter_undefine(tpm, index, err, size) } }
+    }
+
+    /// How this boot of the TPM began: whether after an orderly shutdown, and how far an
+    /// orderly counter may have jumped after a power loss.
+    func bootInfo() throws -> TPMBootInfo {
+        try withTPM { tpm in
+            var boot = tg_tpm_boot()
+            try Self.call { err, size in tg_tpm_boot_info(tpm, &boot, err, size) }
+            return TPMBootInfo(orderly: boot.orderly != 0, resetCount: boot.reset_count,
+                               orderlyCount: UInt64(boot.orderly_count))
+        }
+    }
+
+    /// One TPM2_CreatePrimary and its flush (for `make bench`).
+    public func createPrimaryOnce() throws {
+        try withTPM { tpm in _ = try Self.call { err, size in tg_tpm_bench_primary(tpm, err, size) } }
+    }
+}
+
+private extension SecretBytes {
+    /// The first 32 bytes, in secret memory (the unsealed buffer is allocated at the largest size).
+    var prefix32: SecretBytes {
+        withUnsafeBytes { SecretBytes(copying: $0.prefix(SecretBox.keyBytes)) }
+    }
+}
+
+/// The TPM's dictionary-attack protection, as `touchgate tpm status` shows it.
+public struct TPMDictionaryAttackState: Sendable, Equatable, Codable {
+    /// Wrong authorizations counted now.
+    public var failures: Int
+    /// How many it takes to lock out.
+    public var maximumFailures: Int
+    /// One failure is forgotten every this many seconds.
+    public var forgetsOneEverySeconds: Int
+    /// How long the lockout authorization itself stays locked after a failure.
+    public var lockoutRecoverySeconds: Int
+    /// Whether the TPM refuses every authorization now.
+    public var isLockedOut: Bool
+    /// The TPM's manufacturer code (`IBM`, `INTC`, `STM`…).
+    public var manufacturer: String
+
+    /// About how long until the TPM accepts a passphrase again (0 when it does now).
+    public var secondsUntilAccepting: Int {
+        guard isLockedOut else { return 0 }
+        return max(1, failures - maximumFailures + 1) * max(forgetsOneEverySeconds, 1)
+    }
+}
+
+/// How the TPM's current boot began.
+struct TPMBootInfo: Sendable, Equatable {
+    /// The boot followed an orderly TPM2_Shutdown (no power loss).
+    var orderly: Bool
+    /// Counts TPM resets (boots).
+    var resetCount: UInt32
+    /// An orderly counter jumps forward by at most this after a power loss.
+    var orderlyCount: UInt64
+}
+
+/// What went wrong with the TPM. Messages come from the shim: one line, what happened and
+/// what to do, never a secret.
+public enum TPMError: Error, Equatable, CustomStringConvertible {
+    /// No tss2 libraries, or no TPM reachable.
+    case unavailable(String)
+    /// The authorization (derived from the passphrase) was refused, and counted.
+    case wrongAuth(String)
+    /// The TPM's dictionary-attack lockout is on.
+    case lockout(String)
+    /// The sealed key or the counter belongs to another TPM, a cleared one, or is damaged.
+    case foreign(String)
+    /// Malformed input.
+    case badInput(String)
+    /// Anything else the TPM or tss2 reported.
+    case failed(String)
+
+    init(status: Int32, message: String) {
+        switch Int(status) {
+        case TG_TPM_UNAVAILABLE: self = .unavailable(message)
+        case TG_TPM_WRONG_AUTH: self = .wrongAuth(message)
+        case TG_TPM_LOCKOUT: self = .lockout(message)
+        case TG_TPM_FOREIGN: self = .foreign(message)
+        case TG_TPM_BAD_INPUT: self = .badInput(message)
+        default: self = .failed(message)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .unavailable(message), let .wrongAuth(message), let .lockout(message), let .foreign(message),
+             let .badInput(message), let .failed(message):
+            return message
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+
+/// `touchgate tpm` end to end, in the personal mode, against swtpm on a Unix socket.
+@Suite("touchgate tpm", .serialized)
+struct TPMCommandTests {
+    @Test("enroll, status, unlock through the TPM; a restored older copy refused (exit 6) until repair; the TPM's lockout is exit 7")
+    func personalMode() async throws {
+        let tpm = try SwtpmRig()
+        var vault = try VaultRig()
+        vault.rig.process.environment["TOUCHGATE_TPM_TCTI"] = tpm.tcti
+        try await vault.initAndUnlock()
+
+        let before = try await vault.run(["tpm", "status", "--json"])
+        #expect(before.status == 0 && before.json?["bound"] as? Bool == false, "\(before.stdout) \(before.stderrLines)")
+        let enrolled = try await vault.withPassphrase(["tpm", "enroll", "--json"])
+        #expect(enrolled.status == 0, "\(enrolled.stdout) \(enrolled.stderrLines)")
+        let recovery = try #require(enrolled.json?["recovery-key"] as? String)
+        #expect(recovery.count == 71 && recovery.split(separator: "-").count == 8, "\(recovery)")
+        let status = try await vault.run(["tpm", "status"])
+        #expect(status.status == 0 && status.stdout.contains("guards the vault key") && status.stdout.contains("(in step)"),
+                "\(status.stdout)")
+        let overall = try await vault.run(["status", "--json"])
+        #expect((overall.json?["tpm"] as? String)?.contains("guards the vault key; rollback counter") == true, "\(overall.stdout)")
+        let again = try await vault.withPassphrase(["tpm", "enroll"])
+        #expect(again.status == 64 && again.stderrLines.joined().contains("already bound"), "\(again.stderrLines)")
+
+        #expect(try await vault.run(["lock"]).status == 0)
+        #expect(try await vault.withPassphrase(["unlock"]).status == 0)
+        try await vault.add("kept", "k", policy: "passphrase")
+        try await vault.add("gone", "g", policy: "passphrase")
+
+        // A copy of the whole data directory, put back after a secret was removed.
+        let data = vault.rig.dataDirectory, backup = vault.home.path("backup")
+        try FileManager.default.copyItem(atPath: data, toPath: backup)
+        #expect(try await vault.run(["secret", "rm", "gone", "--yes"]).status == 0)
+        try FileManager.default.removeItem(atPath: data)
+        try FileManager.default.copyItem(atPath: backup, toPath: data)
+        let refused = try await vault.run(["secret", "list", "--json"])
+        #expect(refused.status == 6 && refused.errorCode == "state-tampered", "\(refused.stdout)")
+        #expect((refused.json?["message"] as? String)?.contains("older than the TPM's counter") == true, "\(refused.stdout)")
+        // The owner may accept the copy, with the passphrase.
+        let repaired = try await vault.withPassphrase(["repair", "--json"])
+        #expect(repaired.status == 0, "\(repaired.stdout) \(repaired.stderrLines)")
+        let listed = try await vault.run(["secret", "list", "--json"])
+        #expect(listed.status == 0 && listed.stdout.contains("gone"), "\(listed.stdout)")
+
+        // Every wrong passphrase is the TPM's to count; at its limit even the right one waits.
+        try tpm.setDictionaryAttack(tries: 2, interval: 2)
+        #expect(try await vault.run(["lock"]).status == 0)
+        for guess in ["wrong one", "wrong two"] {
+            #expect(try await vault.withPassphrase(["unlock"], guess).status == 8)
+        }
+        let locked = try await vault.withPassphrase(["unlock", "--json"])
+        #expect(locked.status == 7 && locked.errorCode == "locked-out", "\(locked.stdout)")
+        #expect((locked.json?["message"] as? String)?.contains("locked out") == true, "\(locked.stdout)")
+        let lockedStatus = try await vault.run(["tpm", "status", "--json"])
+        #expect(lockedStatus.json?["locked-out"] as? Bool == true, "\(lockedStatus.stdout)")
+        try await Task.sleep(for: .seconds(5))
+        #expect(try await vault.withPassphrase(["unlock"]).status == 0)
+    }
+
+    @Test("init --tpm binds at once and shows the recovery key; without a TPM it makes no vault (exit 69)")
+    func initWithTPM() async throws {
+        let tpm = try SwtpmRig()
+        var vault = try VaultRig()
+        vault.rig.process.environment["TOUCHGATE_TPM_TCTI"] = tpm.tcti
+        let made = try await vault.withPassphrase(["init", "--tpm", "--kdf", "minimum", "--json"])
+        #expect(made.status == 0 && (made.json?["recovery-key"] as? String)?.count == 71, "\(made.stdout) \(made.stderrLines)")
+        let status = try await vault.run(["tpm", "status", "--json"])
+        #expect(status.json?["bound"] as? Bool == true && status.json?["store-counter"] as? Int == status.json?["tpm-counter"] as? Int,
+                "\(status.stdout)")
+
+        var nowhere = try VaultRig()
+        nowhere.rig.process.environment["TOUCHGATE_TPM_TCTI"] = "swtpm:path=\(nowhere.home.path("no-tpm"))"
+        let refused = try await nowhere.withPassphrase(["init", "--tpm", "--kdf", "minimum", "--json"])
+        #expect(refused.status == 69 && refused.errorCode == "tpm-unavailable", "\(refused.stdout)")
+        let none = try await nowhere.run(["status", "--json"])
+        #expect(none.json?["initialized"] as? Bool == false, "\(none.stdout)")
+    }
+}
