@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 import TouchgateBasics
 import TouchgatePolicy
 
@@ -14,7 +15,7 @@ import TouchgatePolicy
 /// - the store ahead: a process stopped between its commit and the increment (kill -9,
 ///   a crash), and the increments are made now;
 /// - the store behind: an older copy was put back (the whole directory, the database, or
-///   its WAL cut), refused with ``IntegrityError/stateTampered(detail:)`` — unless this
+///   its WAL cut), refused with ``IntegrityError/rolledBack(detail:)`` — unless this
 ///   TPM boot began without an orderly shutdown and the gap is within the TPM's orderly
 ///   count: an orderly (hybrid) counter jumps that far forward after a power loss, so the
 ///   store adopts the TPM's value, with an audit record saying so.
@@ -52,31 +53,29 @@ extension AuditLog {
     /// After a commit: increments the TPM's counter up to the store's value. Best effort: a
     /// TPM that cannot be reached now leaves the store ahead, which the next open repairs.
     func syncTPMCounter() {
-        guard let (binding, _) = try? counterState() else { return }
+        guard let (binding, expected) = try? counterState(),
+              expected > TPMCounterMemo.highest(binding.counter, on: TPMDevice.configured) else { return }
         let auth = tpmCounterAuth, device = TPMDevice.configured
         _ = try? withTPMLock {
             guard let (_, expected) = try counterState() else { return }
-            var value = try device.counter(binding.counter, auth: auth, increment: false)
-            while value < expected { value = try device.counter(binding.counter, auth: auth, increment: true) }
+            let value = try device.counter(binding.counter, auth: auth, advancingTo: expected)
+            TPMCounterMemo.saw(value, index: binding.counter, on: device)
         }
     }
 
     /// Opening the log: the store must not be older than the TPM's counter says.
-    /// - Throws: ``IntegrityError/stateTampered(detail:)`` for a rolled-back store (after a
+    /// - Throws: ``IntegrityError/rolledBack(detail:)`` for a rolled-back store (after a
     ///   journald record), ``VaultError/tpm(_:)`` when the TPM cannot be reached.
     func checkTPMCounter() throws {
         guard let (binding, _) = try counterState() else { return }
         let auth = tpmCounterAuth, device = TPMDevice.configured
         let jump: (from: UInt64, to: UInt64)? = try withTPMLock { () throws -> (from: UInt64, to: UInt64)? in
             guard let (_, expected) = try counterState() else { return nil }
-            var value = try Vault.tpm { try device.counter(binding.counter, auth: auth, increment: false) }
+            // Read, and brought up to the store when it is behind (a commit whose increment
+            // never happened): one call. Beyond the store is what needs a reason.
+            let value = try Vault.tpm { try device.counter(binding.counter, auth: auth, advancingTo: expected) }
+            TPMCounterMemo.saw(value, index: binding.counter, on: device)
             if value == expected { return nil }
-            if value < expected {
-                while value < expected {
-                    value = try Vault.tpm { try device.counter(binding.counter, auth: auth, increment: true) }
-                }
-                return nil
-            }
             let boot = try Vault.tpm { try device.bootInfo() }
             guard !boot.orderly, value - expected <= boot.orderlyCount else {
                 let detail = "the store is older than the TPM's counter says (it expects \(expected), the TPM is at \(value)): an older copy of it was put back, or its WAL file was cut. Restore the newest copy of the data directory; to accept this one, run `touchgate repair` with the passphrase"
@@ -105,7 +104,7 @@ extension AuditLog {
     public func currentTPMCounter() throws -> UInt64? {
         let binding = try database.writer.read { db in try MetaRecord.fetch(db)?.tpm }
         guard let binding else { return nil }
-        return try Vault.tpm { try TPMDevice.configured.counter(binding.counter, auth: tpmCounterAuth, increment: false) }
+        return try Vault.tpm { try TPMDevice.configured.counter(binding.counter, auth: tpmCounterAuth) }
     }
 
     /// Sets the store's expected value to `value` (a power loss's jump, or a repair).
@@ -115,5 +114,25 @@ extension AuditLog {
             _ = try StateStore.update(db, TPMBinding.counterStateKey) { $0 = TPMCounter.encode(value) }
             try saveState(db, head: head)
         }
+    }
+}
+
+/// The highest value this process has seen each counter at. A counter never goes down, so
+/// a store expecting no more than that needs no increment: the sync after a commit skips
+/// the TPM then (the check at open never does: it must see the TPM's value now).
+enum TPMCounterMemo {
+    /// By TPM (its TCTI) and NV index.
+    private static let highestSeen = Mutex<[String: UInt64]>([:])
+
+    static func saw(_ value: UInt64, index: UInt32, on device: TPMDevice) {
+        highestSeen.withLock { $0[key(index, device)] = max($0[key(index, device)] ?? 0, value) }
+    }
+
+    static func highest(_ index: UInt32, on device: TPMDevice) -> UInt64 {
+        highestSeen.withLock { $0[key(index, device)] ?? 0 }
+    }
+
+    private static func key(_ index: UInt32, _ device: TPMDevice) -> String {
+        "\(device.tcti ?? "")#\(index)"
     }
 }

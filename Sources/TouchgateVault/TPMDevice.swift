@@ -1,12 +1,16 @@
 import CTouchgateTPM
 import Foundation
-public import TouchgateBasics
+import Synchronization
+import TouchgateBasics
 
 /// A TPM 2.0, reached through tpm2-tss (``CTouchgateTPM``, loaded at run time).
 ///
-/// Each call opens the TPM, does one thing and closes it: the TPM's handles and sessions
-/// never outlive a call (the shim flushes them on every path), and a process holds the
-/// device only while it speaks to it. Thread-safe for that reason.
+/// The TPM's handles and sessions never outlive a call (the shim flushes them on every
+/// path). The connection does: one per TCTI and process, opened at the first call and
+/// kept, because opening it (the TCTI, ESYS) was most of a counter read's cost and a
+/// bound vault's command makes several (measured in `make bench`, section 11). Calls are
+/// serialized on it (ESYS is not thread-safe); a call that fails on a connection that
+/// broke (swtpm restarted, a power loss) is made once more on a new one.
 ///
 /// Which TPM: `TOUCHGATE_TPM_TCTI` when set (a tss2 TCTI string, such as
 /// `swtpm:path=/run/x/sock` for swtpm on a Unix socket, or `device:/dev/tpmrm0`), else
@@ -27,13 +31,45 @@ public struct TPMDevice: Sendable, Equatable {
     /// Where it is, for messages.
     public var name: String { tcti ?? "the system TPM (/dev/tpmrm0)" }
 
-    /// Runs `body` on an open handle, then closes it.
-    private func withTPM<T>(_ body: (OpaquePointer) throws -> T) throws -> T {
-        var handle: OpaquePointer?
-        try Self.call { err, size in tg_tpm_open(tcti, &handle, err, size) }
-        guard let handle else { throw TPMError.unavailable("\(name) could not be opened") }
-        defer { tg_tpm_close(handle) }
-        return try body(handle)
+    /// The open connections, by TCTI (`""` for the default).
+    private static let connections = Mutex<[String: Connection]>([:])
+
+    /// Runs `body` on this process's connection to the TPM, opened when there is none. A
+    /// lost connection (``TPMError/unavailable(_:)``) is dropped; with `retrying`, for a
+    /// body that may run twice (a read, an unseal), `body` runs once more on a new one. A
+    /// counter's definition or increment never does: the TPM may have done it before the
+    /// answer was lost.
+    private func withTPM<T>(retrying: Bool = true, _ body: (OpaquePointer) throws -> T) throws -> T {
+        try Self.connections.withLock { connections in
+            let key = tcti ?? ""
+            for attempt in 0..<2 {
+                let connection: Connection
+                if let open = connections[key] {
+                    connection = open
+                } else {
+                    var handle: OpaquePointer?
+                    try Self.call { err, size in tg_tpm_open(tcti, &handle, err, size) }
+                    guard let handle else { throw TPMError.unavailable("\(name) could not be opened") }
+                    connection = Connection(handle)
+                    connections[key] = connection
+                }
+                do {
+                    return try body(connection.handle)
+                } catch TPMError.unavailable(let message) {
+                    connections[key] = nil
+                    if attempt == 0 && retrying { continue }
+                    throw TPMError.unavailable(message)
+                }
+            }
+            throw TPMError.unavailable("\(name) could not be reached")
+        }
+    }
+
+    /// An open shim handle, closed when dropped. Used only under ``connections``' lock.
+    private final class Connection: @unchecked Sendable {
+        let handle: OpaquePointer
+        init(_ handle: OpaquePointer) { self.handle = handle }
+        deinit { tg_tpm_close(handle) }
     }
 
     /// The one error funnel: runs a shim call with a message buffer and turns its status
@@ -53,7 +89,7 @@ public struct TPMDevice: Sendable, Equatable {
         try withTPM { tpm in
             var blob = [UInt8](repeating: 0, count: Int(TG_TPM_BLOB_MAX))
             var length = blob.count
-            try auth.withUnsafeBytes { a in
+            _ = try auth.withUnsafeBytes { a in
                 try secret.withUnsafeBytes { s in
                     try Self.call { err, size in
                         tg_tpm_seal(tpm, a.baseAddress?.assumingMemoryBound(to: UInt8.self), a.count,
@@ -73,7 +109,7 @@ public struct TPMDevice: Sendable, Equatable {
         try withTPM { tpm in
             try SecretBytes.make(count: 64) { out in
                 var length = out.count
-                try auth.withUnsafeBytes { a in
+                _ = try auth.withUnsafeBytes { a in
                     try Self.call { err, size in
                         tg_tpm_unseal(tpm, blob, blob.count, a.baseAddress?.assumingMemoryBound(to: UInt8.self), a.count,
                                       out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, err, size)
@@ -104,9 +140,9 @@ public struct TPMDevice: Sendable, Equatable {
     /// Defines a new monotonic counter whose reads and increments need `auth`; returns its
     /// NV index and first value.
     func defineCounter(auth: SecretBytes) throws -> (index: UInt32, value: UInt64) {
-        try withTPM { tpm in
+        try withTPM(retrying: false) { tpm in
             var index: UInt32 = 0, value: UInt64 = 0
-            try auth.withUnsafeBytes { a in
+            _ = try auth.withUnsafeBytes { a in
                 try Self.call { err, size in
                     tg_tpm_counter_define(tpm, a.baseAddress?.assumingMemoryBound(to: UInt8.self), a.count,
                                           &index, &value, err, size)
@@ -116,15 +152,15 @@ public struct TPMDevice: Sendable, Equatable {
         }
     }
 
-    /// The counter's value, or after one increment when `increment`.
-    func counter(_ index: UInt32, auth: SecretBytes, increment: Bool) throws -> UInt64 {
-        try withTPM { tpm in
+    /// The counter's value, after incrementing it up to `target` when it is below (never
+    /// past it). The caller serializes the processes that move it (``AuditLog``'s lock).
+    func counter(_ index: UInt32, auth: SecretBytes, advancingTo target: UInt64 = 0) throws -> UInt64 {
+        try withTPM(retrying: target == 0) { tpm in
             var value: UInt64 = 0
-            try auth.withUnsafeBytes { a in
+            _ = try auth.withUnsafeBytes { a in
                 try Self.call { err, size in
-                    let pointer = a.baseAddress?.assumingMemoryBound(to: UInt8.self)
-                    return increment ? tg_tpm_counter_increment(tpm, index, pointer, a.count, &value, err, size)
-                                     : tg_tpm_counter_read(tpm, index, pointer, a.count, &value, err, size)
+                    tg_tpm_counter_advance(tpm, index, a.baseAddress?.assumingMemoryBound(to: UInt8.self), a.count,
+                                           target, &value, err, size)
                 }
             }
             return value

@@ -89,7 +89,7 @@ extension Vault {
         do {
             status.dictionaryAttack = try device.dictionaryAttackState()
             if let index = meta.tpm?.counter {
-                status.tpmCounter = try device.counter(index, auth: log.tpmCounterAuth, increment: false)
+                status.tpmCounter = try device.counter(index, auth: log.tpmCounterAuth)
             }
         } catch let error as TPMError {
             status.problem = error.description

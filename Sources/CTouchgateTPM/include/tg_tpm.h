@@ -64,8 +64,11 @@ int tg_tpm_counter_define(tg_tpm *tpm, const uint8_t *auth, size_t authlen,
                           uint32_t *index, uint64_t *value, char *err, size_t errlen);
 int tg_tpm_counter_read(tg_tpm *tpm, uint32_t index, const uint8_t *auth, size_t authlen,
                         uint64_t *value, char *err, size_t errlen);
-int tg_tpm_counter_increment(tg_tpm *tpm, uint32_t index, const uint8_t *auth, size_t authlen,
-                             uint64_t *value, char *err, size_t errlen);
+/* Reads the counter, then increments it until it reaches target (never past it; a
+ * counter already there or beyond is only read); *value is its value at the end. The
+ * caller serializes the processes that may move it. */
+int tg_tpm_counter_advance(tg_tpm *tpm, uint32_t index, const uint8_t *auth, size_t authlen,
+                           uint64_t target, uint64_t *value, char *err, size_t errlen);
 int tg_tpm_counter_undefine(tg_tpm *tpm, uint32_t index, char *err, size_t errlen);
 
 typedef struct {
