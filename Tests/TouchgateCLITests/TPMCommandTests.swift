@@ -79,4 +79,44 @@ struct TPMCommandTests {
         let none = try await nowhere.run(["status", "--json"])
         #expect(none.json?["initialized"] as? Bool == false, "\(none.stdout)")
     }
+
+    @Test("holding a read open and cutting the WAL back (an older store, exactly) is refused when bound")
+    func walCutRefused() async throws {
+        let tpm = try SwtpmRig()
+        var vault = try VaultRig()
+        vault.rig.process.environment["TOUCHGATE_TPM_TCTI"] = tpm.tcti
+        try await vault.initAndUnlock()
+        #expect(try await vault.withPassphrase(["tpm", "enroll"]).status == 0)
+        try await vault.add("kept", "k", policy: "passphrase")
+
+        // A reader holding a snapshot keeps the commits after it in the WAL, uncheckpointed.
+        let database = vault.databasePath
+        let reader = Process()
+        reader.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        reader.arguments = ["-c", """
+            import sqlite3, sys
+            c = sqlite3.connect(sys.argv[1], isolation_level=None)
+            c.execute("BEGIN"); c.execute("SELECT count(*) FROM audit").fetchall()
+            print("ready", flush=True); sys.stdin.read()
+            """, database]
+        let input = Pipe(), output = Pipe()
+        reader.standardInput = input
+        reader.standardOutput = output
+        try reader.run()
+        let ready = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        try #require(ready.contains("ready"), "python3's sqlite3 reader did not start: \(ready)")
+        let wal = database + "-wal"
+        let before = try #require(try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int)
+
+        #expect(try await vault.run(["secret", "rm", "kept", "--yes"]).status == 0)
+        // Cut: the reader killed (no checkpoint), the WAL back to its length before, its index gone.
+        kill(reader.processIdentifier, SIGKILL)
+        reader.waitUntilExit()
+        try #require(truncate(wal, off_t(before)) == 0)
+        try? FileManager.default.removeItem(atPath: database + "-shm")
+
+        let refused = try await vault.run(["secret", "list", "--json"])
+        #expect(refused.status == 6 && (refused.json?["message"] as? String)?.contains("older than the TPM's counter") == true,
+                "\(refused.stdout)")
+    }
 }
