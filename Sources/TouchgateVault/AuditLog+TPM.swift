@@ -73,7 +73,7 @@ extension AuditLog {
             guard let (_, expected) = try counterState() else { return nil }
             // Read, and brought up to the store when it is behind (a commit whose increment
             // never happened): one call. Beyond the store is what needs a reason.
-            let value = try Vault.tpm { try device.counter(binding.counter, auth: auth, advancingTo: expected) }
+            let value = try Self.counterCall { try device.counter(binding.counter, auth: auth, advancingTo: expected) }
             TPMCounterMemo.saw(value, index: binding.counter, on: device)
             if value == expected { return nil }
             let boot = try Vault.tpm { try device.bootInfo() }
@@ -104,7 +104,20 @@ extension AuditLog {
     public func currentTPMCounter() throws -> UInt64? {
         let binding = try database.writer.read { db in try MetaRecord.fetch(db)?.tpm }
         guard let binding else { return nil }
-        return try Vault.tpm { try TPMDevice.configured.counter(binding.counter, auth: tpmCounterAuth) }
+        return try Self.counterCall { try TPMDevice.configured.counter(binding.counter, auth: tpmCounterAuth) }
+    }
+
+    /// A call on the counter, its errors as ``Vault/tpm(_:)`` says, except a refused key:
+    /// that is not a wrong passphrase but an `audit.key` other than the one the counter
+    /// was made with (a restored or restarted trail).
+    static func counterCall<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch TPMError.wrongAuth {
+            throw VaultError.tpm("the TPM refused this store's counter key: audit.key is not the one the vault was bound to the TPM with (a trail restarted or its key restored from elsewhere); put the matching audit.key back, or bind the vault again with `touchgate tpm recover` and the recovery key")
+        } catch let error as TPMError {
+            return try Vault.tpm { throw error }
+        }
     }
 
     /// Sets the store's expected value to `value` (a power loss's jump, or a repair).

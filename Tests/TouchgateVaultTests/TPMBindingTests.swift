@@ -157,6 +157,26 @@ final class TPMBindingTests {
         #expect(refused)
     }
 
+    @Test("another audit.key than the counter was made with is named as such, not as a wrong passphrase")
+    func foreignAuditKey() throws {
+        _ = try bind()
+        let keyPath = fixture.keyPath
+        let genuine = try Data(contentsOf: URL(fileURLWithPath: keyPath))
+        try Data(repeating: 7, count: genuine.count).write(to: URL(fileURLWithPath: keyPath))
+        chmod(keyPath, 0o600)
+        defer {
+            try? genuine.write(to: URL(fileURLWithPath: keyPath))
+            chmod(keyPath, 0o600)
+        }
+        var refusal: (any Error)?
+        do { _ = try fixture.reopen() } catch { refusal = error }
+        guard case let VaultError.tpm(message)? = refusal else {
+            Issue.record("another audit.key gave \(String(describing: refusal))")
+            return
+        }
+        #expect(message.contains("counter key") && message.contains("audit.key"), "\(message)")
+    }
+
     @Test("power loss: the counter's jump is adopted and audited; an orderly restart needs nothing; kill -9 between commit and increment is caught up")
     func powerLoss() throws {
         _ = try bind()
