@@ -67,9 +67,7 @@ extension TouchgateService {
             let stored = try stateStore.unverifiedState()
             var values: [String: Data] = [:]
             // Bound to a TPM: the store expects the TPM's counter from now on.
-            if let counter = try repairLog.currentTPMCounter() {
-                values[AuditLog.tpmCounterStateKey] = withUnsafeBytes(of: counter.bigEndian) { Data($0) }
-            }
+            if let counter = try repairLog.currentTPMCounterState() { values[counter.key] = counter.value }
             if let generation = stored.values[EnrollmentTracker.generationKey], generation.count == 8 {
                 values[EnrollmentTracker.generationKey] = generation
             }

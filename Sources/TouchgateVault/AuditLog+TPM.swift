@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import GRDB
 import Synchronization
 import TouchgateBasics
@@ -95,16 +95,16 @@ extension AuditLog {
         }
     }
 
-    /// The key under which the store keeps the counter value it expects (`touchgate repair`
-    /// keeps it, set to ``currentTPMCounter()``).
-    public static let tpmCounterStateKey = TPMBinding.counterStateKey
-
-    /// The TPM's counter for this store, or `nil` when the store is not bound to a TPM.
+    /// The state entry that makes the store expect the TPM's counter as it is now, for
+    /// ``StateStore/reseal(_:templatesSealed:recording:)`` (`touchgate repair` keeps the
+    /// binding with it); `nil` when the store is not bound to a TPM. The encoding stays
+    /// ``TPMCounter``'s.
     /// - Throws: ``VaultError/tpm(_:)`` when the TPM cannot be reached.
-    public func currentTPMCounter() throws -> UInt64? {
+    public func currentTPMCounterState() throws -> (key: String, value: Data)? {
         let binding = try database.writer.read { db in try MetaRecord.fetch(db)?.tpm }
         guard let binding else { return nil }
-        return try Self.counterCall { try TPMDevice.configured.counter(binding.counter, auth: tpmCounterAuth) }
+        let value = try Self.counterCall { try TPMDevice.configured.counter(binding.counter, auth: tpmCounterAuth) }
+        return (TPMBinding.counterStateKey, TPMCounter.encode(value))
     }
 
     /// A call on the counter, its errors as ``Vault/tpm(_:)`` says, except a refused key:
