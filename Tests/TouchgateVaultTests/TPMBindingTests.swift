@@ -177,6 +177,24 @@ final class TPMBindingTests {
         #expect(message.contains("counter key") && message.contains("audit.key"), "\(message)")
     }
 
+    @Test("two writers at once, each with its own log, never leave the TPM past the store or behind it")
+    func concurrentWriters() async throws {
+        _ = try bind()
+        let logs = try (0..<2).map { _ in try fixture.reopen() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (writer, log) in logs.enumerated() {
+                group.addTask {
+                    for index in 0..<15 {
+                        try log.append(.itemRead, .success, vaultUser: "alice", reason: "writer \(writer), \(index)")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let status = try vault.tpmStatus(device: device, log: try fixture.reopen())
+        #expect(status.storeCounter != nil && status.storeCounter == status.tpmCounter, "\(status)")
+    }
+
     @Test("power loss: the counter's jump is adopted and audited; an orderly restart needs nothing; kill -9 between commit and increment is caught up")
     func powerLoss() throws {
         _ = try bind()
