@@ -152,7 +152,7 @@ extension DaemonOperation {
             OperationContract(["item", "application", "flags"], "security key enrollment (`public-key`, `key-handle`, "
                               + "`flags`, and the SSH key report)")
         case .sshSkSign:
-            OperationContract(["application", "key-handle", "flags", "data"], "`{\"signature\": …, \"flags\": N, "
+            OperationContract(["application", "key-handle", "flags", "data", "bindings"], "`{\"signature\": …, \"flags\": N, "
                               + "\"counter\": N, \"purpose\": …}`")
         case .auditPublicKey:
             OperationContract("`{\"public-key\":\"…\"}`: the machine key that signs every trail the daemon holds",

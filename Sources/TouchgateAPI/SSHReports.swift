@@ -144,13 +144,31 @@ public struct SSHSecurityKeySignRequest: Codable, Sendable, Equatable {
     public var flags: UInt8
     /// The bytes to sign (a login request, an `SSHSIG` blob, …), hashed into the assertion.
     public var data: Data
+    /// The sessions the provider's connection to the agent was bound to, in order: ssh binds
+    /// a forwarded agent connection to the session it came through (`session-bind@openssh.com`
+    /// with its forwarding flag), so a provider that reaches the agent through forwarding is
+    /// seen as another host asking, as an ordinary key's signature is.
+    public var bindings: [SSHSessionBinding]
 
     /// A request.
-    public init(application: String, keyHandle: Data, flags: UInt8, data: Data) {
+    public init(application: String, keyHandle: Data, flags: UInt8, data: Data, bindings: [SSHSessionBinding] = []) {
         self.application = application
         self.keyHandle = keyHandle
         self.flags = flags
         self.data = data
+        self.bindings = bindings
+    }
+
+    private enum CodingKeys: String, CodingKey { case application, keyHandle, flags, data, bindings }
+
+    /// Decodes a request; one that names no bindings was made on a connection bound to none.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        application = try container.decode(String.self, forKey: .application)
+        keyHandle = try container.decode(Data.self, forKey: .keyHandle)
+        flags = try container.decode(UInt8.self, forKey: .flags)
+        data = try container.decode(Data.self, forKey: .data)
+        bindings = try container.decodeIfPresent([SSHSessionBinding].self, forKey: .bindings) ?? []
     }
 }
 

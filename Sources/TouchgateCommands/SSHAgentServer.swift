@@ -299,7 +299,7 @@ final class SSHAgentServer: Sendable {
             return contents.isEmpty ? .query(Self.extensions) : .failure
         case .extension(let name, let contents)
             where name == SecurityKeyRequest.enrollName || name == SecurityKeyRequest.signName:
-            return await securityKey(name, contents, requester: requester)
+            return await securityKey(name, contents, bindings: bindings, requester: requester)
         case .add(let addition):
             return await add(addition, requester: requester)
         case .remove(let keyBlob):
@@ -392,7 +392,8 @@ final class SSHAgentServer: Sendable {
     /// What Touchgate's security-key provider (libtouchgate-sk.so, inside ssh-sk-helper)
     /// asks: make a key in the vault, or sign with one. The service decides both; a refusal
     /// is an extension failure, and the reason goes to the requester's terminal.
-    func securityKey(_ name: String, _ contents: [UInt8], requester: ClientProcess) async -> AgentResponse {
+    func securityKey(_ name: String, _ contents: [UInt8], bindings: [SSHSessionBinding],
+                     requester: ClientProcess) async -> AgentResponse {
         let interaction = AgentInteraction(terminal: requester.terminal, console: console)
         do throws(ServiceError) {
             let request: SecurityKeyRequest
@@ -421,7 +422,8 @@ final class SSHAgentServer: Sendable {
                 let signed = try await Requester.actingFor(requester.description) { () async throws(ServiceError) in
                     try await requests.sshSkSign(SSHSecurityKeySignRequest(application: application,
                                                                                     keyHandle: Data(keyHandle),
-                                                                                    flags: flags.rawValue, data: Data(data)),
+                                                                                    flags: flags.rawValue, data: Data(data),
+                                                                                    bindings: bindings),
                                                           interaction: interaction)
                 }
                 let verified = SecurityKeyFlags(rawValue: signed.flags).contains(.userVerification)

@@ -225,8 +225,9 @@ enum SSHSigningPurpose: Equatable {
             return .refused("the data to sign is \(data.count) bytes, more than an SSH login or signature needs")
         }
         // A connection bound to a session through forwarding is another host asking.
-        if request.bindings.contains(where: \.forwarding) {
-            return .refused("the request came from another host through agent forwarding")
+        if let hop = request.bindings.first(where: \.forwarding) {
+            return .refused("the request came from another host through agent forwarding (forwarded to "
+                            + forwardedHostWords(hop) + ")")
         }
         let with = "use \(what) '\(keyName)'"
         switch SignedData.classify(data) {
@@ -274,6 +275,18 @@ enum SSHSigningPurpose: Equatable {
         }
         if binding.hostNames != nil { return "a host not in your known_hosts (host key \(fingerprint))" }
         return "the host with key " + fingerprint
+    }
+
+    /// The host an agent connection was forwarded to, as its binding proves it (or says
+    /// that it does not): the words a forwarding refusal names the hop with.
+    static func forwardedHostWords(_ binding: SSHSessionBinding) -> String {
+        switch proof(of: binding) {
+        case .verified(let fingerprint): hostWords(binding, fingerprint: fingerprint)
+        case .forged: "a host whose proof of the session does not verify"
+        case .unchecked(let type):
+            "a host whose \(StoredText.escaped(type)) key "
+                + SSHPublicKey.fingerprint(ofBlob: [UInt8](binding.hostKey), sha256: SHA256.digest) + " was not checked"
+        }
     }
 
     /// What a binding's proof shows.

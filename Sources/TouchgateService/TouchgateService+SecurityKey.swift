@@ -63,7 +63,11 @@ extension TouchgateService {
             }
             let shown = StoredText.escaped(info.name)
             let purpose: String
-            let signed = SSHSignRequest(publicKey: Data(try secured.blob), data: request.data, flags: 0, bindings: [])
+            // Judged with the bindings of the provider's connection, as an ordinary key's signature
+            // is: a provider that reached the agent through forwarding is another host asking,
+            // and a `verify-required` server must never get the verified flag from it.
+            let signed = SSHSignRequest(publicKey: Data(try secured.blob), data: request.data, flags: 0,
+                                        bindings: request.bindings)
             switch SSHSigningPurpose.judge(signed, keyName: shown, what: "security key") {
             case .refused(let why):
                 try context.record(.itemRead, .denied, item: info.name, reason: "SSH signature refused: \(why)")

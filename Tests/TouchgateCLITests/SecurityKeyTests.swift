@@ -113,6 +113,50 @@ struct SecurityKeyTests {
         await setup.agent.stop()
     }
 
+    /// The attack of issue 45: `ssh -A` to one host, then from there the provider reaches the
+    /// forwarded agent and asks for a signature for a second, `verify-required` host. ssh
+    /// bound that forwarded connection to the first session with its forwarding flag; the
+    /// service judges the security key's signature by it, as an ordinary key's, and refuses
+    /// before any finger is asked, naming the hop. The same key logs in directly.
+    @Test func aSecurityKeyLoginThroughAForwardedAgentIsRefused() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig)
+        let identity = rig.home.path("id_ed25519_sk")
+        let publicKey = try await setup.keygen(identity, ["verify-required", "user=laptop"])
+        // The first hop is logged in to with a key file of its own; only the agent is forwarded.
+        let hopKey = rig.home.path("id_hop")
+        let madeHop = try await runProgram("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", hopKey])
+        try #require(madeHop.status == 0, "ssh-keygen: \(madeHop.stderr)")
+        let hopLine = try String(contentsOfFile: hopKey + ".pub", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let first = try await SSHAgentTests.Server.start(in: rig.home, authorizing: hopLine)
+        defer { Task { await first.process.stop() } }
+        let secondHome = try TemporaryDirectory("touchgate-second-sshd")
+        defer { secondHome.remove() }
+        let second = try await SSHAgentTests.Server.start(in: secondHome, authorizing: "verify-required " + publicKey)
+        defer { Task { await second.process.stop() } }
+
+        let agentSocket = setup.environment["TOUCHGATE_AGENT_SOCKET"]!
+        let inner = (["/usr/bin/ssh", "-o", "SecurityKeyProvider=\(setup.provider)"]
+                     + second.sshArguments(identity: identity, "echo second-hop"))
+            .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let outer = ["-A"] + first.sshArguments(identity: hopKey, "TOUCHGATE_AGENT_SOCKET=\"$SSH_AUTH_SOCK\" " + inner)
+        let forwarded = try await rig.run("/usr/bin/ssh", outer, extra: ["SSH_AUTH_SOCK": agentSocket], presenting: ["whorl"])
+        #expect(!forwarded.stdout.contains("second-hop") && forwarded.status != 0,
+                "the forwarded security-key request logged in: \(forwarded.stderrLines)")
+        let refused = try await rig.auditRecords(mentioning: "through agent forwarding")
+        #expect(refused.count == 1 && refused.first?["outcome"] as? String == "denied", "\(refused)")
+        let hostFingerprint = try await runProgram("/usr/bin/ssh-keygen", ["-l", "-f", rig.home.path("ssh_host_ed25519_key.pub")])
+        let fingerprint = try #require(hostFingerprint.stdout.split(separator: " ").dropFirst().first.map(String.init))
+        #expect((refused.first?["reason"] as? String ?? "").contains(fingerprint),
+                "the refusal names the host the agent was forwarded to: \(refused)")
+
+        // Control: the same key, asked directly, logs in after a match.
+        let direct = try await setup.login(second, identity: identity, presenting: ["whorl"])
+        #expect(direct.status == 0 && direct.stdout.contains("logged-in"), "\(direct.stderrLines)")
+        await setup.agent.stop()
+    }
+
     @Test func keysOtherThanEd25519AndResidentKeysAreRefusedWithAReason() async throws {
         let rig = try HelperRig()
         defer { rig.home.remove() }
