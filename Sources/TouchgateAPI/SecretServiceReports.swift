@@ -86,11 +86,21 @@ public struct ApplicationIdentity: Codable, Sendable, Equatable {
     public var executable: String
     /// `pid 41 /usr/bin/secret-tool, parent 40 /usr/bin/bash`: for records, never a key.
     public var chain: String
+    /// Why the process cannot be taken for the program at ``executable`` (it exec'd another
+    /// program since it connected, it does not hold its own connection alone, it runs in
+    /// another mount or user namespace than the session, the user can rewrite the program),
+    /// as the door found at this message; nil when nothing speaks against it. A doubted
+    /// program is never approved and never remembered: every read asks, and says why.
+    public var doubt: String?
 
-    public init(executable: String, chain: String) {
+    public init(executable: String, chain: String, doubt: String? = nil) {
         self.executable = executable
         self.chain = chain
+        self.doubt = doubt
     }
+
+    /// Whether an approval or `secret allow` of ``executable`` may stand for this process.
+    public var mayBeApproved: Bool { doubt == nil }
 }
 
 /// The result of `secret allow`: the item and who may now read it without a touch of

@@ -214,8 +214,9 @@ public final class SecretServiceProvider: Sendable {
     /// 1.2 times gnome-keyring's with a listing for each call.
     private func search(_ context: Context, _ attributes: [SecretAttribute] = [],
                         collection: String? = nil) async throws(SecretServiceError) -> SecretServiceSearchReport {
-        // What a listing says depends on the program only (which items it may read now).
-        let program = context.application.executable
+        // What a listing says depends on the program only (which items it may read now), and
+        // on whether that program is doubted: a doubted one never shares the real one's listing.
+        let program = context.application.executable + "\u{0}" + (context.application.doubt ?? "")
         let whole: SecretServiceSearchReport
         if let kept = await state.listing(for: program, within: Self.listingLife) {
             whole = kept

@@ -27,8 +27,9 @@ extension TouchgateService {
                 guard info.kind == .secret, !info.isInvalidated, let details = Self.details(of: info),
                       collection == nil || details.collection == collection, details.matches(attributes) else { return nil }
                 let unlocked = held && application.map { app in
-                    details.allowed.contains(app.executable)
-                        || approvals.isApproved(item: info.name, executable: app.executable, at: now, window: window)
+                    app.mayBeApproved && details.allowed.contains(app.executable)
+                        || app.mayBeApproved
+                        && approvals.isApproved(item: info.name, executable: app.executable, at: now, window: window)
                 } == true
                 return SecretServiceItemReport(name: info.name, details: details, policy: info.policy,
                                                created: info.createdAt, modified: info.updatedAt, unlocked: unlocked)
@@ -90,7 +91,15 @@ extension TouchgateService {
             let window = context.evaluator.configuration.sessionTimeout
             let now = context.evaluator.clock.reading().monotonic
             var approvedNow = false
-            if !details.allowed.contains(application.executable),
+            if let doubt = application.doubt {
+                // Not the program it looks like, or not for sure: asked every time, for this
+                // read alone, and nothing remembered that the real program could inherit.
+                descriptor.requiresFreshTouch = true
+                try await authorize(descriptor, .read, context: context, key: key, device: nil, interaction: interaction,
+                                    purpose: "let a process that is not plainly \(program) read '\(shown)' "
+                                        + "(\(StoredText.escaped(doubt)))")
+                approvedNow = true
+            } else if !details.allowed.contains(application.executable),
                try !Self.approvals(context).isApproved(item: info.name, executable: application.executable, at: now,
                                                        window: window) {
                 // A program's first read needs a touch made for it: the reuse window of another

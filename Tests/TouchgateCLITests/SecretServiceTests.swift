@@ -241,6 +241,67 @@ struct SecretServiceTests {
         }
     }
 
+    /// Issue 45's attacks on an approval: secret-tool is approved for an item (its touch is
+    /// remembered for the reuse window, and `secret allow` lets it read for good), then a
+    /// python process tries to read the item passing as secret-tool. Each is asked for a
+    /// touch of its own, which names why it is not taken for secret-tool; a stranger's finger
+    /// releases nothing. secret-tool itself still reads without a touch.
+    @Test func aProcessPassingAsAnApprovedProgramIsAsked() async throws {
+        try HelperRig.require("/usr/bin/unshare", package: "util-linux")
+        try await Setup.run { setup in
+            let stored = try await setup.secretTool(["store", "--label=Deploy", "service", "deploy"], stdin: "deploy-key")
+            try #require(stored.status == 0, "\(stored.stderrLines)")
+            let approved = try await setup.secretTool(["lookup", "service", "deploy"], presenting: ["whorl"])
+            try #require(approved.status == 0 && approved.stdout == "deploy-key", "\(approved.stderrLines)")
+            let allowed = try await setup.touchgate(["secret", "allow", "Deploy", "/usr/bin/secret-tool"], presenting: ["whorl"])
+            try #require(allowed.status == 0, "\(allowed.stderrLines)")
+
+            // Fork and exec: the connection's pid runs secret-tool, its child asks.
+            for mode in ["late", "early"] {
+                let before = setup.fingerPrompts
+                let forked = try await setup.client("/usr/bin/python3", [Self.clientScript("forked.py"), mode, "service=deploy"],
+                                                    presenting: ["arch"])
+                #expect(forked.stdout.hasPrefix("locked") && !forked.stdout.contains("deploy-key"),
+                        "\(mode): the child read what secret-tool was approved for: \(forked.stdout) \(forked.stderrLines)")
+                #expect(setup.fingerPrompts > before, "\(mode): no touch was asked")
+            }
+            #expect(setup.agent.errorLines.contains {
+                $0.contains("not plainly secret-tool") && ($0.contains("runs another program now")
+                                                          || $0.contains("not held by the process the bus names"))
+            }, "the prompt says why: \(setup.agent.errorLines.suffix(8))")
+
+            // Another mount and user namespace, python bind-mounted over secret-tool's path.
+            let before = setup.fingerPrompts
+            let reader = Self.clientScript("read.py")
+            let mounted = try await setup.client("/usr/bin/unshare", [
+                "-Urm", "/bin/sh", "-c",
+                "mount --bind /usr/bin/python3 /usr/bin/secret-tool && exec /usr/bin/secret-tool \"$0\" service=deploy", reader,
+            ], presenting: ["arch"])
+            #expect(mounted.status != 0 && !mounted.stdout.contains("deploy-key"),
+                    "python over secret-tool's path read the item: \(mounted.stdout) \(mounted.stderrLines)")
+            #expect(setup.fingerPrompts > before, "no touch was asked")
+            #expect(setup.agent.errorLines.contains { $0.contains("not plainly secret-tool") && $0.contains("namespace") },
+                    "the prompt says why: \(setup.agent.errorLines.suffix(8))")
+
+            // Three strangers' fingers locked the reader out; the passphrase lifts it (and ends
+            // the reuse window). The real secret-tool is taken for itself: the item's own
+            // policy asks the finger, in the words of a plain release.
+            let unlocked = try await setup.touchgate(["unlock", "--passphrase-fd", "0"], stdin: VaultRig.lines(VaultRig.passphrase))
+            #expect(unlocked.status == 0, "\(unlocked.stderrLines)")
+            let real = try await setup.secretTool(["lookup", "service", "deploy"], presenting: ["whorl"])
+            #expect(real.status == 0 && real.stdout == "deploy-key", "\(real.stderrLines) \(setup.agent.errorLines.suffix(6))")
+            let asked = setup.agent.errorLines.last { $0.contains("touch-needed") } ?? ""
+            #expect(asked.contains("give 'Deploy' to secret-tool") && !asked.contains("not plainly"), "\(asked)")
+            // Inside the reuse window that touch opened, it reads again without one.
+            let prompts = setup.fingerPrompts
+            let again = try await setup.secretTool(["lookup", "service", "deploy"])
+            #expect(again.status == 0 && again.stdout == "deploy-key", "\(again.stderrLines)")
+            #expect(setup.fingerPrompts == prompts)
+            let records = try await setup.rig.auditRecords(mentioning: "not plainly secret-tool")
+            #expect(!records.isEmpty && records.allSatisfy { ($0["outcome"] as? String) != "success" }, "\(records)")
+        }
+    }
+
     @Test func aWrongFingerAndALockoutRefuse() async throws {
         try await Setup.run { setup in
             let stored = try await setup.secretTool(["store", "--label=Vpn", "service", "vpn"], stdin: "vpn-key")

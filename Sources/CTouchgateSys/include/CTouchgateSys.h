@@ -115,4 +115,9 @@ long CTouchgateSys_send_with_descriptors(int fd, const void *bytes, size_t lengt
 /// taken (the caller drops the connection). Returns bytes read, 0 at end, or -errno.
 long CTouchgateSys_receive_with_descriptors(int fd, void *buffer, size_t length, int *descriptors, int *received);
 
+/// The inode of the socket at the other end of the Unix socket with inode `inode`
+/// (NETLINK_SOCK_DIAG, UNIX_DIAG_PEER), into `*peer`: 0 when it has none (listening or
+/// unconnected). 0, or -errno (-ENOENT when no such socket exists).
+int CTouchgateSys_unix_peer_inode(uint32_t inode, uint32_t *peer);
+
 #endif

@@ -1,0 +1,186 @@
+public import CTouchgateSys
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A file as the kernel names it, whatever path reaches it: its device and inode. An
+/// executable is compared by this, never by its path, which a mount or a rename can put
+/// another file behind.
+public struct FileID: Sendable, Hashable, CustomStringConvertible {
+    public let device: UInt64
+    public let inode: UInt64
+
+    public init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+
+    /// The file at `path` (following links: `/proc/PID/exe` leads to the file the process
+    /// runs, in whatever mount namespace it runs), nil when it cannot be read.
+    public init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        self.init(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    public var description: String { "dev \(device) ino \(inode)" }
+}
+
+/// What the kernel says about a running process, read at one moment: the facts a door
+/// judges "which program asks" by. Read again at each message that needs them, and compared
+/// with what was read when the door first saw the process.
+public struct ProcessFacts: Sendable, Equatable {
+    /// The process id.
+    public let pid: Int32
+    /// When it started (clock ticks after boot, `/proc/PID/stat`'s 22nd field): with the pid,
+    /// names the process, not the next one given the same pid.
+    public let startTime: UInt64
+    /// The file it runs (``FileID`` of `/proc/PID/exe`), nil when it cannot be read.
+    public let executable: FileID?
+    /// The path of that file, as its own mount namespace names it; for words, not decisions.
+    public let executablePath: String?
+    /// Its mount namespace (the inode of `/proc/PID/ns/mnt`).
+    public let mountNamespace: UInt64?
+    /// Its user namespace (the inode of `/proc/PID/ns/user`).
+    public let userNamespace: UInt64?
+    /// Whether the kernel lets its user read its memory (`PR_SET_DUMPABLE`): a process
+    /// that is not has its `/proc/PID` owned by root.
+    public let dumpable: Bool
+
+    /// The facts of `pid` now; nil when it is gone or not readable.
+    public static func of(_ pid: Int32) -> ProcessFacts? {
+        guard pid > 0, let started = startTime(of: pid) else { return nil }
+        var directory = stat()
+        guard stat("/proc/\(pid)", &directory) == 0 else { return nil }
+        return ProcessFacts(pid: pid, startTime: started, executable: FileID(path: "/proc/\(pid)/exe"),
+                            executablePath: ProcessTable.executable(of: pid),
+                            mountNamespace: FileID(path: "/proc/\(pid)/ns/mnt")?.inode,
+                            userNamespace: FileID(path: "/proc/\(pid)/ns/user")?.inode,
+                            // A root process's directory is root's either way: taken as dumpable.
+                            dumpable: directory.st_uid != 0 || ProcessTable.realUID(of: pid) == 0)
+    }
+
+    /// This process's own facts.
+    public static var own: ProcessFacts? { of(getpid()) }
+
+    /// Whether both describe the same process running the same file (not one that exec'd
+    /// another program since, nor a new process given the same pid).
+    public func isSameImage(as other: ProcessFacts) -> Bool {
+        pid == other.pid && startTime == other.startTime && executable != nil && executable == other.executable
+    }
+
+    /// Whether it runs in the same mount and user namespaces as `other`.
+    public func sharesNamespaces(with other: ProcessFacts) -> Bool {
+        mountNamespace != nil && mountNamespace == other.mountNamespace
+            && userNamespace != nil && userNamespace == other.userNamespace
+    }
+
+    /// The 22nd field of `/proc/PID/stat` (after the command name in parentheses, which may
+    /// itself hold spaces and parentheses: the last `)` ends it).
+    static func startTime(of pid: Int32) -> UInt64? {
+        let file = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { return nil }
+        defer { close(file) }
+        var bytes = [UInt8](repeating: 0, count: 1024)
+        let count = bytes.withUnsafeMutableBytes { read(file, $0.baseAddress, $0.count) }
+        guard count > 0, let close = bytes[..<count].lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        // Fields from the state (the 3rd) on, separated by single spaces.
+        let fields = bytes[(close + 1)..<count].split(separator: UInt8(ascii: " "))
+        guard fields.count > 19 else { return nil }
+        return UInt64(String(decoding: fields[19], as: UTF8.self))
+    }
+}
+
+/// Whether a user could change the program at a path: the file, or a directory on the way
+/// to it, is theirs or open to their writes. A program the user can rewrite is not a program
+/// an approval can name: whatever the user runs could be put there.
+public enum ExecutableWritability {
+    /// Why `uid` could replace the file at `path` (words for a prompt), or nil when it
+    /// could not. Root can replace anything, and is never asked this (nil).
+    public static func reason(_ path: String, writableBy uid: UInt32) -> String? {
+        guard uid != 0, path.hasPrefix("/") else { return nil }
+        var info = stat()
+        guard stat(path, &info) == 0 else { return "\(path) cannot be examined" }
+        if let why = open(info, uid: uid, sticky: false) { return "you can write \(path) (\(why))" }
+        var directory = path
+        while let slash = directory.lastIndex(of: "/"), directory != "/" {
+            directory = slash == directory.startIndex ? "/" : String(directory[..<slash])
+            var parent = stat()
+            guard lstat(directory, &parent) == 0 else { return "\(directory) cannot be examined" }
+            if let why = open(parent, uid: uid, sticky: parent.st_mode & S_ISVTX != 0 && info.st_uid != uid) {
+                return "you can replace files in \(directory) (\(why))"
+            }
+        }
+        return nil
+    }
+
+    /// Whether a file or directory with `info` is open to `uid`'s writes: owned by it, or
+    /// writable by its group or by everyone (a sticky directory protects files others own).
+    private static func open(_ info: stat, uid: UInt32, sticky: Bool) -> String? {
+        if info.st_uid == uid { return "it is yours" }
+        if sticky { return nil }
+        if info.st_mode & S_IWOTH != 0 { return "anyone may write it" }
+        if info.st_mode & S_IWGRP != 0, ProcessFacts.inGroup(info.st_gid) { return "your group may write it" }
+        return nil
+    }
+}
+
+extension ProcessFacts {
+    /// Whether this process belongs to group `gid` (its own, or a supplementary one).
+    static func inGroup(_ gid: gid_t) -> Bool {
+        if getegid() == gid { return true }
+        var groups = [gid_t](repeating: 0, count: 256)
+        let count = getgroups(Int32(groups.count), &groups)
+        return count > 0 && groups[..<Int(count)].contains(gid)
+    }
+}
+
+/// The Unix sockets processes hold, and what they are connected to: how a door tells
+/// whether the process the bus names for a connection is the one holding it.
+public enum SocketHolders {
+    /// The inodes of the sockets `pid` holds open (`/proc/PID/fd/N` → `socket:[INODE]`),
+    /// nil when its descriptors cannot be read.
+    public static func sockets(of pid: Int32) -> Set<UInt32>? {
+        guard let directory = opendir("/proc/\(pid)/fd") else { return nil }
+        defer { closedir(directory) }
+        var inodes: Set<UInt32> = []
+        var target = [CChar](repeating: 0, count: 64)
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name.first?.isNumber == true else { continue }
+            let count = readlink("/proc/\(pid)/fd/\(name)", &target, target.count - 1)
+            guard count > 8 else { continue }
+            let link = String(decoding: target[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if link.hasPrefix("socket:["), link.hasSuffix("]"), let inode = UInt32(link.dropFirst(8).dropLast()) {
+                inodes.insert(inode)
+            }
+        }
+        return inodes
+    }
+
+    /// The socket at the other end of the Unix socket `inode`, nil when it has none or the
+    /// kernel does not say (NETLINK_SOCK_DIAG).
+    public static func peer(of inode: UInt32) -> UInt32? {
+        var peer: UInt32 = 0
+        guard CTouchgateSys_unix_peer_inode(inode, &peer) == 0, peer != 0 else { return nil }
+        return peer
+    }
+
+    /// Every process of `uid` other than `pid` that holds one of `inodes`: a descriptor
+    /// shared across a fork, or passed. Reads every such process's descriptors.
+    public static func otherHolders(of inodes: Set<UInt32>, besides pid: Int32, uid: UInt32) -> [Int32] {
+        guard !inodes.isEmpty, let proc = opendir("/proc") else { return [] }
+        defer { closedir(proc) }
+        var holders: [Int32] = []
+        while let entry = readdir(proc) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let other = Int32(name), other != pid else { continue }
+            var info = stat()
+            // A process that is not dumpable has its /proc directory owned by root: its
+            // descriptors cannot be read by the user either, so it is looked at when root runs this.
+            guard stat("/proc/\(other)", &info) == 0, info.st_uid == uid || getuid() == 0 else { continue }
+            if let held = sockets(of: other), !held.isDisjoint(with: inodes) { holders.append(other) }
+        }
+        return holders
+    }
+}
