@@ -155,6 +155,13 @@ install: all sk
 	install -m 0755 $(BINARY) $(DESTDIR)$(BINDIR)/touchgate
 	install -m 0755 $(CLI) $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-cli
 	install -m 0755 $(CLIENT) $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-client
+	# touchgate agent's program, set-group-ID to touchgate-agent (a group with no members),
+	# by which touchgated knows the agent's Secret Service requests (docs/SECURITY.md): on the
+	# running system as root; the packages do it in touchgate.postinst.
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \
+		getent group touchgate-agent >/dev/null || groupadd --system touchgate-agent; \
+		chgrp touchgate-agent $(LIBEXECDIR)/touchgate/touchgate-cli && chmod 2755 $(LIBEXECDIR)/touchgate/touchgate-cli; \
+	fi
 	# The helpers are touchgate under other names (docs/INTEGRATIONS.md).
 	for helper in $(HELPERS); do ln -sf touchgate $(DESTDIR)$(BINDIR)/$$helper; done
 	install -m 0644 $(MANOUT)/*.1 $(DESTDIR)$(MAN1DIR)/

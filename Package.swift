@@ -103,7 +103,7 @@ let package = Package(
             dependencies: ["CPQ", "TouchgateService", "TouchgateVault", "TouchgatePolicy", "TouchgateAPI"]
         ),
         // Both ends of the daemon's socket: listening, connecting, peer credentials, framing.
-        .target(name: "TouchgateSocket", dependencies: ["TouchgateAPI", "CTouchgateSys"]),
+        .target(name: "TouchgateSocket", dependencies: ["TouchgateAPI", "TouchgateBasics", "CTouchgateSys"]),
         // touchgated's request handling: the socket protocol over TouchgateService (no use case lives here).
         .target(
             name: "TouchgateDaemon",

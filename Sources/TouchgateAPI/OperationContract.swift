@@ -15,6 +15,11 @@ public struct OperationContract: Sendable, Equatable {
         case ownStoreOnly
         /// Never through the daemon (the text says why, and what to do instead).
         case notThroughDaemon(String)
+        /// Only touchgate agent's own program, as the host verified it at this request (the
+        /// installed agent executable, by device and inode, not dumpable), or root: what the
+        /// request says of another program (the Secret Service's `application`) is the agent's
+        /// word, which no other process of the user may give.
+        case agentOnly
     }
 
     /// The request's own arguments (wire names), beside those every request may carry.
@@ -113,13 +118,15 @@ extension DaemonOperation {
                               + "policy asks for, as a fresh touch)")
         case .secretServiceSearch:
             OperationContract(["attributes", "collection", "application"], "`{\"locked\": …, \"items\": […]}`: Secret Service item reports (never a value; "
-                              + "`unlocked`: readable by `application` without a touch)", writesRecords: false)
+                              + "`unlocked`: readable by `application` without a touch)", callers: .agentOnly,
+                              writesRecords: false)
         case .secretServiceStore:
             OperationContract(["details", "replace", "application"], "stored report (asks `secret-value`; `replace`: the "
-                              + "item of the same collection and attributes, with what its policy asks for)")
+                              + "item of the same collection and attributes, with what its policy asks for)",
+                              callers: .agentOnly)
         case .secretServiceDelete:
             OperationContract(["item", "application"], "`{}` (a touch naming `application` first when it is not approved for "
-                              + "the item, as for a read)")
+                              + "the item, as for a read)", callers: .agentOnly)
         case .importSecretService:
             OperationContract(["details"], "`{\"imported\": […], \"skipped\": […]}` (asks `secret-value`: every item's "
                               + "value, each a 4-byte big-endian length and its bytes, in the order of `details`; one "
@@ -127,7 +134,7 @@ extension DaemonOperation {
         case .secretServiceRead:
             OperationContract(["item", "application", "approve-only"], "`{}` and the value as secret bytes (a touch naming "
                               + "`application` the first time it reads the item in the reuse window, unless allowed; "
-                              + "`approve-only`: only that touch, no value)")
+                              + "`approve-only`: only that touch, no value)", callers: .agentOnly)
         case .auditShow:
             OperationContract(["filter"], "one `output` line per record, then `{\"count\":N}`", writesRecords: false)
         case .auditCount:
@@ -179,6 +186,7 @@ extension DaemonOperation {
             case .rootOnly: who = "root"
             case .ownStoreOnly: who = "the caller, for itself"
             case .notThroughDaemon: who = "refused (`usage`)"
+            case .agentOnly: who = "touchgate agent's program (verified), or root"
             }
             let arguments = contract.arguments.map { "`\($0)`" }.joined(separator: ", ")
             lines.append("| `\(operation.rawValue)` | \(arguments) | \(who) | \(contract.result) |")

@@ -43,21 +43,14 @@ public struct ProcessFacts: Sendable, Equatable {
     public let mountNamespace: UInt64?
     /// Its user namespace (the inode of `/proc/PID/ns/user`).
     public let userNamespace: UInt64?
-    /// Whether the kernel lets its user read its memory (`PR_SET_DUMPABLE`): a process
-    /// that is not has its `/proc/PID` owned by root.
-    public let dumpable: Bool
 
     /// The facts of `pid` now; nil when it is gone or not readable.
     public static func of(_ pid: Int32) -> ProcessFacts? {
         guard pid > 0, let started = startTime(of: pid) else { return nil }
-        var directory = stat()
-        guard stat("/proc/\(pid)", &directory) == 0 else { return nil }
         return ProcessFacts(pid: pid, startTime: started, executable: FileID(path: "/proc/\(pid)/exe"),
                             executablePath: ProcessTable.executable(of: pid),
                             mountNamespace: FileID(path: "/proc/\(pid)/ns/mnt")?.inode,
-                            userNamespace: FileID(path: "/proc/\(pid)/ns/user")?.inode,
-                            // A root process's directory is root's either way: taken as dumpable.
-                            dumpable: directory.st_uid != 0 || ProcessTable.realUID(of: pid) == 0)
+                            userNamespace: FileID(path: "/proc/\(pid)/ns/user")?.inode)
     }
 
     /// This process's own facts.
@@ -176,8 +169,8 @@ public enum SocketHolders {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             guard let other = Int32(name), other != pid else { continue }
             var info = stat()
-            // A process that is not dumpable has its /proc directory owned by root: its
-            // descriptors cannot be read by the user either, so it is looked at when root runs this.
+            // The user's processes (the directory shows the effective uid). One that made itself
+            // not dumpable keeps its descriptors from the user: docs/SECURITY.md says so.
             guard stat("/proc/\(other)", &info) == 0, info.st_uid == uid || getuid() == 0 else { continue }
             if let held = sockets(of: other), !held.isDisjoint(with: inodes) { holders.append(other) }
         }

@@ -39,6 +39,9 @@ public enum CommandLineEntry {
     /// mode and host-only commands are handed to `touchgate-cli`).
     public static func run(host: (any CommandHost)?) async -> Never {
         ServiceChoice.host = host
+        // Installed set-group-ID to touchgate-agent, this program keeps that group only
+        // for the agent's doors to touchgated, which it vouches for (AgentGroup).
+        AgentGroup.keepOnlyForAgentDoors(Array(CommandLine.arguments.dropFirst()))
         // Before anything else: no core dumps, no ptrace by the same user.
         do {
             if let host { try host.prepare() } else { try ProcessProtection.apply() }

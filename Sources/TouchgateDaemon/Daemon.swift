@@ -16,6 +16,8 @@ public final class Daemon: Sendable {
     private let rate: RequestRate<ConnectionLimit.Bucket>
     private let connections = OpenConnections()
     private let logger: Logger
+    /// touchgate agent's program, which alone may name another program in a request.
+    private let agentProgram: AgentProgram
 
     /// A daemon serving `listener` over stores in `stateDirectory` (created 0700 if missing),
     /// shipping the trails as `fleet` says when given, within the bounds of `settings`.
@@ -57,6 +59,13 @@ public final class Daemon: Sendable {
         let pool = ReaderPool(logger: logger, presence: ReaderPresence(placement: settings.readerPlacement, logger: logger))
         handler = RequestHandler(stores: stores(keys, pool), sessions: LocalSessionRule(logger: logger))
         self.settings = settings
+        agentProgram = AgentProgram(group: settings.agentGroup)
+        if agentProgram.group == nil, !settings.agentGroup.isEmpty {
+            logger.warning("""
+                no group \(settings.agentGroup): the Secret Service through this daemon serves root's agent only; \
+                make the group and install touchgate-cli set-group-ID to it (the packages do: docs/DAEMON.md)
+                """)
+        }
         limit = ConnectionLimit(perUser: settings.connectionsPerUser, total: settings.connections)
         rate = RequestRate(burst: settings.requestBurst, perSecond: settings.requestsPerSecond)
         FingerWait.timeout = settings.fingerTimeout
@@ -198,6 +207,13 @@ public final class Daemon: Sendable {
                                                         answerTimeout: settings.answerTimeout)
                     logger.debug("\(peer): \(operation.rawValue)")
                     let handler = self.handler
+                    var judged = caller
+                    // The group the kernel recorded when the connection was made: an exec
+                    // after connecting changes nothing of it.
+                    if operation.contract.callers == .agentOnly {
+                        judged.isVerifiedAgent = agentProgram.made(withGroup: peer.gid)
+                    }
+                    let caller = judged
                     let turn = ReaderTurns.Request(owner: Self.owner(of: bucket))
                     guard await slot.start(id: message.id, answers: interaction.answers, turn: turn, { [slot] in
                         let reply = await ReaderTurns.$request.withValue(turn) {

@@ -1,4 +1,5 @@
 import Foundation
+import TouchgateBasics
 public import TouchgateService
 
 /// The bounds that keep touchgated serving every user while one of them attacks it. Each
@@ -23,6 +24,9 @@ public struct DaemonSettings: Sendable {
     public var requestsPerSecond = 1.0
     /// Disk space set aside in the state directory for `secret rm` and `lock` on a full disk.
     public var diskReserve = 8 << 20
+    /// The group touchgate agent's program is installed set-group-ID to (``AgentProgram``):
+    /// a name or a number.
+    public var agentGroup = AgentGroup.name
     /// Where the reader is, for the closed-lid rule (``ReaderPresence``).
     public var readerPlacement = ReaderPresence.Placement.auto
 

@@ -123,6 +123,11 @@ actor BusClients {
         let unknown = "it cannot be told whether the process holds its own connection to the bus"
         guard let daemon = daemonPID(), let daemonSockets = SocketHolders.sockets(of: daemon),
               let held = SocketHolders.sockets(of: pid) else { return unknown }
+        // What the bus says of its clients is believed only from a bus daemon the user cannot
+        // have rewritten: a program of the user's posing as the bus could name any pid.
+        guard Self.isKnownBusDaemon(pid: daemon) else {
+            return "the session bus is not run by dbus-daemon or dbus-broker, so what it says of its clients is not believed"
+        }
         let toBus = held.filter { socket in SocketHolders.peer(of: socket).map(daemonSockets.contains) == true }
         guard let names = namesOf(pid: UInt32(bitPattern: pid)) else { return unknown }
         if toBus.count < names {
@@ -133,6 +138,17 @@ actor BusClients {
             return "process \(other) holds the same connection to the bus"
         }
         return nil
+    }
+
+    /// The programs that run a session bus, as Debian installs them.
+    static let busDaemons = ["/usr/bin/dbus-daemon", "/usr/bin/dbus-broker"]
+
+    /// Whether `pid` runs one of ``busDaemons`` (by device and inode), which the user cannot rewrite.
+    static func isKnownBusDaemon(pid: Int32) -> Bool {
+        guard let running = FileID(path: "/proc/\(pid)/exe") else { return false }
+        return busDaemons.contains { path in
+            FileID(path: path) == running && ExecutableWritability.reason(path, writableBy: getuid()) == nil
+        }
     }
 
     /// The bus daemon's own pid (the bus answers for its own name).

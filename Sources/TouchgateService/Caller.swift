@@ -36,6 +36,9 @@ public struct Caller: Sendable, Equatable, CustomStringConvertible {
     /// The program a helper says it acts for (`askpass for pid 41 /usr/bin/ssh-add`): a claim,
     /// written to the trail beside what the door verified.
     public var requester: String?
+    /// Whether the host found, for the request at hand, that the caller runs touchgate agent's
+    /// own program (``AgentProgram``): only then is what it says of another program its word.
+    public var isVerifiedAgent = false
 
     /// A caller with these facts.
     public init(uid: UInt32, loginName: String, pid: Int32, executable: String?, processChain: [String]? = nil,

@@ -13,8 +13,10 @@ public enum CallerRules {
     /// Refuses `operation` for this caller as its contract says (``OperationContract/callers``):
     /// root-only operations for anyone else (`forbidden`), operations never served by
     /// touchgated, and naming a user for one that works on the caller's own store only
-    /// (`usage`). Checked before anything else of the request is looked at.
-    public static func admit(_ operation: DaemonOperation, callerIsRoot: Bool, namedUser: String?) throws(ServiceError) {
+    /// (`usage`), and the agent's own operations for any other program (`forbidden`).
+    /// Checked before anything else of the request is looked at.
+    public static func admit(_ operation: DaemonOperation, callerIsRoot: Bool, callerIsVerifiedAgent: Bool = false,
+                             namedUser: String?) throws(ServiceError) {
         switch operation.contract.callers {
         case .anyone:
             return
@@ -27,6 +29,13 @@ public enum CallerRules {
             }
         case .notThroughDaemon(let why):
             throw ServiceError(.usage, why)
+        case .agentOnly:
+            guard callerIsRoot || callerIsVerifiedAgent else {
+                throw ServiceError(.forbidden, "\(operation.rawValue) is touchgate agent's own request, which names the "
+                                   + "program on the session bus it asks for; another program may not name one. Programs "
+                                   + "reach these items through the Secret Service (touchgate agent --secret-service), "
+                                   + "people through touchgate secret get")
+            }
         }
     }
 

@@ -43,7 +43,8 @@ public struct ServiceGate: Sendable {
         try await AuditClient.$current.withValue(caller.auditClient) {
             try await Requester.$current.withValue(caller.requester) {
                 do {
-                    try CallerRules.admit(operation, callerIsRoot: caller.isRoot, namedUser: namedUser)
+                    try CallerRules.admit(operation, callerIsRoot: caller.isRoot,
+                                          callerIsVerifiedAgent: caller.isVerifiedAgent, namedUser: namedUser)
                     let service = try service(for: caller, actingFor: namedUser)
                     if localOnly { try await sessions.check(pid: caller.pid, caller: caller.description) }
                     return try await body(service)

@@ -2,6 +2,7 @@ import CTouchgateSys
 import FoundationEssentials
 import Synchronization
 public import TouchgateAPI
+import TouchgateBasics
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -99,9 +100,12 @@ public final class FramedSocket: @unchecked Sendable {
         }
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw SocketError.system("socket", errno) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        // touchgate agent's program connects with its group, which the daemon checks (AgentGroup).
+        let connected = AgentGroup.whileConnecting {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
         }
         guard connected == 0 else {

@@ -83,6 +83,12 @@ struct Touchgated: AsyncParsableCommand {
                 """, valueName: "where"))
     var readerPlacement: ReaderPresence.Placement = .auto
 
+    @Option(name: .customLong("agent-group"),
+            help: ArgumentHelp("The group touchgate-cli is installed set-group-ID to: only a connection made with it "
+                               + "may name the program a Secret Service request is for (default touchgate-agent).",
+                               valueName: "group"))
+    var agentGroup: String?
+
     @Option(name: .customLong("request-burst"),
             help: ArgumentHelp("Requests writing audit records one user may make at once (default 100).", valueName: "n"))
     var requestBurst: Int?
@@ -119,6 +125,7 @@ struct Touchgated: AsyncParsableCommand {
         if let requestBurst { settings.requestBurst = requestBurst }
         if let requestsPerMinute { settings.requestsPerSecond = requestsPerMinute / 60 }
         settings.readerPlacement = readerPlacement
+        if let agentGroup { settings.agentGroup = agentGroup }
         return settings
     }
 

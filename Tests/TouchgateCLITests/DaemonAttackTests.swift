@@ -342,6 +342,143 @@ struct DaemonAttackTests {
         #expect(try await rig.run(["status", "--json"]).status == 0)
     }
 
+    // MARK: Who names a program
+
+    /// Issue 45: `secret-service.*` took the application from the request body, so any
+    /// process of the user could name an approved program to the daemon. Only touchgate
+    /// agent's own program, verified by the daemon at the request, may name one now; a raw
+    /// request from the user's python is refused before any item is looked at.
+    @Test("a raw Secret Service request naming an approved program is refused, whatever it names")
+    func aRequestCannotClaimToBeAnApprovedProgram() async throws {
+        try Self.requireRoot()
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"),
+                     "this test needs Debian's python3: apt-get install python3")
+        let rig = try await DaemonRig()
+        try Self.installAgentProgram(in: rig)
+        try await rig.start()
+        try await rig.initialize(as: Self.user)
+        let application = #"{"executable":"/usr/bin/secret-tool","chain":"pid 1 /usr/bin/secret-tool"}"#
+        let requests = [
+            ("secret-service.read", #"{"item":"Deploy","application":\#(application)}"#),
+            ("secret-service.search", #"{"attributes":[],"application":\#(application)}"#),
+            ("secret-service.delete", #"{"item":"Deploy","application":\#(application)}"#),
+        ]
+        for (operation, arguments) in requests {
+            let tried = try await Self.run(as: Self.user, ["/usr/bin/python3", "-c", try Attacker.script, rig.socketPath,
+                                                           "await", operation, arguments])
+            #expect(tried.stdout.contains("ended forbidden") && tried.stdout.contains("touchgate agent's own request"),
+                    "\(operation): \(tried)")
+        }
+        // Connect, fork, and let the parent exec the agent's own (set-group-ID) program while
+        // the child asks: the kernel recorded the group the connection was made with.
+        let forked = try await Self.run(as: Self.user, ["/usr/bin/env", "TOUCHGATE_SOCKET=\(rig.socketPath)",
+                                                        "/usr/bin/python3", "-c", Self.execAfterConnecting, rig.socketPath,
+                                                        rig.binDirectory + "/touchgate-cli", requests[0].1])
+        #expect(forked.stdout.contains("forbidden") && forked.stdout.contains("touchgate agent's own request"), "\(forked)")
+        // Each refusal is in the user's own trail, naming the process that asked.
+        let trail = try await rig.run(["audit", "show", "--json"], as: Self.user)
+        let records = trail.json?["records"] as? [[String: Any]] ?? []
+        let refusals = records.compactMap { $0["reason"] as? String }.filter { $0.contains("touchgate agent's own request") }
+        #expect(refusals.count == requests.count + 1 && refusals.prefix(requests.count).allSatisfy { $0.contains("python3") },
+                "\(trail.stdout)")
+        #expect(rig.daemonPID != nil, "the daemon died:\n\(rig.daemonLog)")
+    }
+
+    /// The other side of the rule above: the user's own `touchgate agent --secret-service`,
+    /// through touchgated, is the agent's program as the daemon verifies it (the installed
+    /// file, not dumpable), so secret-tool stores and, with the enrolled finger, reads.
+    @Test("the user's own agent serves the Secret Service through touchgated")
+    func theUsersAgentServesTheSecretServiceThroughTheDaemon() async throws {
+        try Self.requireRoot()
+        for (tool, package) in [("/usr/bin/secret-tool", "libsecret-tools"), ("/usr/bin/dbus-daemon", "dbus-daemon")] {
+            try #require(FileManager.default.isExecutableFile(atPath: tool), "this test needs \(tool): apt-get install \(package)")
+        }
+        let rig = try await DaemonRig()
+        try Self.installAgentProgram(in: rig)
+        try await rig.start()
+        try await rig.initialize(as: Self.user)
+        let uid = Self.user
+        let home = rig.home.path("bus-home")
+        let runtime = home + "/run"
+        for directory in [home, runtime] {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            chown(directory, uid, uid)
+        }
+        let asUser = ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--"]
+        // The user's session bus, run by the user, as a desktop session's is.
+        let busSocket = runtime + "/bus"
+        try FprintdRig.busConfiguration(socket: busSocket, type: "session").write(toFile: home + "/bus.conf", atomically: true,
+                                                                                  encoding: .utf8)
+        let bus = try await BackgroundProgram(asUser[0], Array(asUser.dropFirst())
+                                                  + ["/usr/bin/dbus-daemon", "--config-file=\(home)/bus.conf", "--nofork"],
+                                              environment: [:], finger: nil)
+        defer { Task { await bus.stop() } }
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: busSocket) { try await Task.sleep(for: .milliseconds(50)) }
+        let environment = ["HOME": home, "XDG_RUNTIME_DIR": runtime, "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(busSocket)",
+                           "TOUCHGATE_SOCKET": rig.socketPath]
+        let agent = try await BackgroundProgram(asUser[0], Array(asUser.dropFirst())
+                                                    + [rig.binDirectory + "/touchgate", "agent", "--json", "--socket",
+                                                       runtime + "/agent.sock", "--secret-service"],
+                                                environment: environment, finger: rig.finger)
+        defer { Task { await agent.stop() } }
+        for _ in 0..<100 where !agent.errorLines.contains(where: { $0.contains("serving the Secret Service") }) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        var secretTool = CLIProcess(environment: environment)
+        secretTool.binaryOverride = "/usr/bin/secret-tool"
+        secretTool.wrapper = asUser
+        let stored = try await secretTool.run(["store", "--label=Deploy", "service", "deploy"], stdin: Data("deploy-key".utf8))
+        #expect(stored.status == 0,
+                "secret-tool store through the agent and touchgated: \(stored.stderrLines) \(agent.errorLines.suffix(6))")
+        rig.finger.present(["whorl"])
+        let read = try await secretTool.run(["lookup", "service", "deploy"])
+        #expect(read.status == 0 && read.stdout == "deploy-key", "\(read.stderrLines) \(agent.errorLines.suffix(6))")
+        let trail = try await rig.run(["audit", "show", "--json"], as: uid)
+        let reasons = (trail.json?["records"] as? [[String: Any]] ?? []).compactMap { $0["reason"] as? String }
+        #expect(reasons.contains { $0.contains("let secret-tool read 'Deploy'") }, "\(reasons.suffix(4))")
+        #expect(!reasons.contains { $0.contains("touchgate agent's own request") }, "the agent was refused: \(reasons)")
+    }
+
+    /// The group the test installs the agent's program set-group-ID to, as the packages do
+    /// with touchgate-agent: a group no user is a member of (it needs no name).
+    static let agentGroup: gid_t = 2718
+
+    /// Makes the rig's touchgate-cli set-group-ID to ``agentGroup`` and has the daemon know it.
+    static func installAgentProgram(in rig: DaemonRig) throws {
+        let program = rig.binDirectory + "/touchgate-cli"
+        try #require(chown(program, 0, agentGroup) == 0 && chmod(program, 0o2755) == 0,
+                     "cannot make \(program) set-group-ID: \(String(cString: strerror(errno)))")
+        rig.daemonArguments += ["--agent-group", String(agentGroup)]
+    }
+
+    /// Connects to the daemon (argv[1]), forks; the parent execs the agent's program (argv[2])
+    /// blocked on a pipe; the child sends the request (argv[3], secret-service.read's arguments)
+    /// once the parent runs it, and prints the answer.
+    static let execAfterConnecting = """
+        import json, os, signal, socket, sys, time
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sys.argv[1])
+        f = s.makefile("rb")
+        f.readline()
+        reading, writing = os.pipe()
+        if os.fork() != 0:
+            os.close(writing)
+            os.dup2(reading, 0)
+            os.execv(sys.argv[2], ["touchgate-cli", "unlock", "--passphrase-fd", "0"])
+        parent = os.getppid()
+        for _ in range(300):
+            with open("/proc/%d/comm" % parent) as comm:
+                if comm.read().strip() == "touchgate-cli":
+                    break
+            time.sleep(0.01)
+        line = {"version": 1, "kind": "request", "id": 1, "operation": "secret-service.read",
+                "arguments": json.loads(sys.argv[3])}
+        s.sendall((json.dumps(line) + "\\n").encode())
+        print(f.readline().decode().strip(), flush=True)
+        os.kill(parent, signal.SIGKILL)
+        """
+
     // MARK: Helpers
 
     static func requireRoot() throws {

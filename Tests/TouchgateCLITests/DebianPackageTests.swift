@@ -50,6 +50,13 @@ struct DebianPackageTests {
                     "ldd \(binary): \(linked.stdout)")
         }
         #expect(root.exists("/usr/share/pam-configs/touchgate") && root.exists("/usr/share/pam-configs/touchgate-unlock"))
+        // touchgate agent's program, set-group-ID to the group that tells touchgated its connections apart.
+        let agentGroup = try await root.run(["/usr/bin/getent", "group", "touchgate-agent"])
+        let agentGID = agentGroup.stdout.split(separator: ":").dropFirst(2).first.flatMap { UInt32($0) }
+        var program = stat()
+        #expect(stat(root.path("/usr/libexec/touchgate/touchgate-cli"), &program) == 0 && agentGID != nil
+                && program.st_gid == agentGID && program.st_mode & 0o7777 == 0o2755,
+                "touchgate-cli: mode \(String(program.st_mode & 0o7777, radix: 8)), group \(program.st_gid); \(agentGroup.stdout)")
         let wanted = try? FileManager.default.destinationOfSymbolicLink(atPath: root.path("/etc/systemd/system/sockets.target.wants/touchgated.socket"))
         #expect(wanted == "/lib/systemd/system/touchgated.socket", "the socket is enabled")
         let daemonUser = try root.passwdEntry("touchgated")

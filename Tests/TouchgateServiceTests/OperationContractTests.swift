@@ -61,9 +61,19 @@ import TouchgateService
             case .notThroughDaemon:
                 #expect(performing: { try CallerRules.admit(operation, callerIsRoot: true, namedUser: nil) },
                         throws: { ($0 as? ServiceError)?.code == .usage })
+            case .agentOnly:
+                #expect(throws: Never.self) {
+                    try CallerRules.admit(operation, callerIsRoot: false, callerIsVerifiedAgent: true, namedUser: nil)
+                }
+                #expect(throws: Never.self) { try CallerRules.admit(operation, callerIsRoot: true, namedUser: nil) }
+                #expect(performing: { try CallerRules.admit(operation, callerIsRoot: false, namedUser: nil) },
+                        throws: { ($0 as? ServiceError)?.code == .forbidden })
             }
         }
         #expect(DaemonOperation.allCases.filter { $0.contract.callers == .ownStoreOnly } == [.migrate])
+        // Every operation that names a program on the session bus is the agent's alone.
+        #expect(Set(DaemonOperation.allCases.filter { $0.contract.callers == .agentOnly })
+                    == [.secretServiceSearch, .secretServiceStore, .secretServiceDelete, .secretServiceRead])
         #expect(DaemonOperation.allCases.filter(\.contract.takesDescriptors) == [.migrate])
         #expect(DaemonOperation.allCases.filter { !$0.contract.writesRecords }.count == 11,
                 "the reads that never count against the request rate")

@@ -111,6 +111,27 @@ private let nobody = Caller(uid: 65534, loginName: "nobody", pid: 4001, executab
         #expect(refusals.count == 3)
     }
 
+    @Test("the operations that name another program are served to the verified agent and root only, refused and recorded for others")
+    func agentOnlyOperations() async throws {
+        let rig = GateRig()
+        defer { rig.remove() }
+        try await rig.initialize(65534)
+        var agent = nobody
+        agent.isVerifiedAgent = true
+        for operation in DaemonOperation.allCases where operation.contract.callers == .agentOnly {
+            var ran = false
+            await #expect { _ = try await rig.gate.serve(operation, caller: nobody, namedUser: nil,
+                                                         localOnly: false) { _ in ran = true } } throws: {
+                ($0 as? ServiceError)?.code == .forbidden
+            }
+            #expect(!ran, "\(operation) ran for a process that is not the agent")
+            #expect(try await rig.gate.serve(operation, caller: agent, namedUser: nil, localOnly: false) { _ in true })
+            #expect(try await rig.gate.serve(operation, caller: root, namedUser: nil, localOnly: false) { _ in true })
+        }
+        let refusals = try await rig.records(65534).filter { $0.event == "access.denied" }
+        #expect(refusals.count == 4 && refusals.allSatisfy { $0.reason.contains("touchgate agent's own request") })
+    }
+
     @Test("capture is never served and migrate takes no named user, for root too; neither is a refusal to record")
     func operationsOnlyForTheCallerItself() async throws {
         let rig = GateRig()
