@@ -45,12 +45,6 @@ public struct SiblingProgram: Sendable {
         exit(ExitStatus.commandNotRunnable)
     }
 
-    /// Where it is installed beside the running binary: the first of ``places`` that exists.
-    public var installedPath: String? {
-        let directory = Self.ownDirectory()
-        return places.map { directory + "/" + $0 }.first { access($0, X_OK) == 0 }
-    }
-
     /// The directory of the running binary (symlinks resolved, as /proc/self/exe is).
     private static func ownDirectory() -> String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)

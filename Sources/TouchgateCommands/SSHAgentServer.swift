@@ -21,7 +21,9 @@ final class SSHAgentServer: Sendable {
 
     /// The most sessions one connection may bind (OpenSSH's own agent keeps 16).
     static let maximumBindings = 16
-    /// The most clients connected at once.
+    /// The most clients connected at once. A new client past it takes the place of the one
+    /// that has waited longest without a message (never one being answered): the user's own
+    /// idle connections cannot lock every other client out (issue 45).
     static let maximumConnections = 64
     /// The clients connected now, by the token the poller reports them with.
     private let clients = Mutex<[UInt64: AgentConnection]>([:])
@@ -132,14 +134,26 @@ final class SSHAgentServer: Sendable {
             return
         }
         let connection = AgentConnection(token: token, descriptor: descriptor, requester: ClientProcess(pid: peer.pid))
-        let admitted = clients.withLock { clients in
-            guard clients.count < Self.maximumConnections else { return false }
+        let admitted: (room: Bool, evicted: AgentConnection?) = clients.withLock { clients in
+            var evicted: AgentConnection?
+            if clients.count >= Self.maximumConnections {
+                // The client idle longest gives way; none does while every one is being answered.
+                let idle = clients.values.compactMap { client in client.idleSince.map { (client, $0) } }
+                guard let oldest = idle.min(by: { $0.1 < $1.1 })?.0 else { return (false, nil) }
+                clients[oldest.token] = nil
+                evicted = oldest
+            }
             clients[token] = connection
-            return true
+            return (true, evicted)
         }
-        guard admitted else {
+        if let evicted = admitted.evicted {
+            evicted.end()
+            log("more than \(Self.maximumConnections) clients at once: closed the one idle longest (pid "
+                + "\(evicted.requester.pid)) for a new one")
+        }
+        guard admitted.room else {
             connection.end()
-            log("more than \(Self.maximumConnections) clients at once; one was turned away")
+            log("more than \(Self.maximumConnections) clients at once, every one being answered; one was turned away")
             return
         }
         do {
@@ -543,6 +557,8 @@ final class AgentConnection: @unchecked Sendable {
         var received = ReceivedMessages()
         var answering = false
         var ended = false
+        /// When the client last sent a whole message, or connected.
+        var lastMessage = ContinuousClock.now
     }
 
     let token: UInt64
@@ -571,7 +587,9 @@ final class AgentConnection: @unchecked Sendable {
             }
             let next = input.received.next(from: descriptor)
             switch next {
-            case .message: input.answering = true
+            case .message:
+                input.answering = true
+                input.lastMessage = .now
             case .ended:
                 input.ended = true
                 close(descriptor)
@@ -579,6 +597,12 @@ final class AgentConnection: @unchecked Sendable {
             }
             return next
         }
+    }
+
+    /// Since when the client has sent nothing while no answer is being made for it; nil
+    /// while one is, or once it ended.
+    var idleSince: ContinuousClock.Instant? {
+        input.withLock { input in input.answering || input.ended ? nil : input.lastMessage }
     }
 
     /// Sends an answer without blocking (answers are small, and a client waits for each).

@@ -684,6 +684,29 @@ struct SSHAgentTests {
         await setup.agent.stop()
     }
 
+    /// Issue 45: 64 connections from the user's own processes that never send anything took
+    /// every place, and each new client was turned away. Now a newcomer takes the place of the
+    /// client idle longest, so ssh-add is served, again and again, while they sit.
+    @Test func idleConnectionsCannotLockOtherClientsOut() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig, fresh: false)
+        let idle = try (0..<64).map { _ in try RawClient(path: setup.socket) }
+        defer { idle.forEach { $0.close() } }
+        try await Task.sleep(for: .milliseconds(300))
+        for round in 0..<3 {
+            let listed = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
+            #expect(listed.status == 0 && listed.stdout.contains(setup.authorizedKey),
+                    "round \(round): \(listed.stderrLines) \(setup.agent.errorLines.suffix(3))")
+        }
+        #expect(setup.agent.errorLines.contains { $0.contains("closed the one idle longest") },
+                "\(setup.agent.errorLines.suffix(5))")
+        // The first idle ones gave way: the kernel tells them their connection closed.
+        let closed = try await offThePool { idle[0].readToEnd() }
+        #expect(closed.isEmpty)
+        await setup.agent.stop()
+    }
+
     /// Sends `bytes` on a new connection, closes the writing side, and reads what comes back.
     func rawExchange(_ path: String, _ bytes: [UInt8]) async throws -> [UInt8] {
         try await offThePool {
