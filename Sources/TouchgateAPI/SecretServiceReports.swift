@@ -176,3 +176,19 @@ public enum PackedValues {
         return values
     }
 }
+
+/// What became of starting the Secret Service on a bus.
+public enum SecretServiceStart: Sendable, Equatable {
+    /// It owns `org.freedesktop.secrets` and serves.
+    case serving
+    /// Another program owns the name: what it is (`gnome-keyring-daemon (pid 812)`, or a
+    /// program no keyring is known as, said as such).
+    case taken(by: String)
+
+    /// The sentence a door shows for a name that is taken, saying what to do.
+    public var refusal: String? {
+        guard case .taken(let owner) = self else { return nil }
+        return "org.freedesktop.secrets on this bus is owned by \(owner); the Secret Service is not served here "
+            + "(stop it, or keep it and run touchgate secret-service disable)"
+    }
+}

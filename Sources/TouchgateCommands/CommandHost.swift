@@ -47,9 +47,9 @@ public protocol CommandHost: Sendable {
 /// The Secret Service on the session bus, which only touchgate-cli links (GIO): started by
 /// `touchgate agent --secret-service` and `touchgate secret-service serve`.
 public protocol SecretServiceHosting: Sendable {
-    /// Connects to the bus at `address` and takes `org.freedesktop.secrets`; false when
-    /// another provider owns it.
-    func start(address: String) throws(ServiceError) -> Bool
+    /// Connects to the bus at `address` and takes `org.freedesktop.secrets`, unless another
+    /// program owns it (``SecretServiceStart/taken(by:)`` says which).
+    func start(address: String) throws(ServiceError) -> SecretServiceStart
     /// Whether it still serves (its bus is still there).
     var isServing: Bool { get }
     /// Leaves the bus.

@@ -183,7 +183,7 @@ struct Agent: AsyncParsableCommand {
     }
 
     /// The Secret Service on the session bus, over the agent's requests; nil (and said in the
-    /// log) when another provider owns the name.
+    /// log, naming the program) when another owns the name.
     static func serveSecretService(requests: any TouchgateRequests,
                                    console: Console) throws(ServiceError) -> (any SecretServiceHosting)? {
         let log: @Sendable (String) -> Void = { line in console.event(InteractionEvent(.notice, line)) }
@@ -191,9 +191,8 @@ struct Agent: AsyncParsableCommand {
             throw ServiceError(.usage, "--secret-service needs the session bus, and DBUS_SESSION_BUS_ADDRESS is not set")
         }
         let provider = ServiceChoice.requiredHost.secretService(requests: requests) { console.event($0) }
-        guard try provider.start(address: address) else {
-            log("another provider (gnome-keyring or KWallet) serves org.freedesktop.secrets; the Secret Service is not "
-                + "served here (touchgate secret-service enable makes D-Bus start Touchgate's once the name is free)")
+        if let refusal = try provider.start(address: address).refusal {
+            log(refusal)
             return nil
         }
         log("serving the Secret Service (org.freedesktop.secrets) on the session bus")

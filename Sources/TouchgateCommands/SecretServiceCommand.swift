@@ -64,7 +64,8 @@ struct SecretServiceCommand: AsyncParsableCommand {
             discussion: """
                 What D-Bus starts once enabled. Requests go where your other commands' go: to \
                 touchgated, else to touchgate agent, else to the store in this process. Exits with \
-                9 when another provider (gnome-keyring, KWallet) owns org.freedesktop.secrets.
+                9 when another program (gnome-keyring, KWallet, or one posing as a keyring, said \
+                as such) owns org.freedesktop.secrets.
                 """)
 
         @OptionGroup var common: CommonOptions
@@ -82,10 +83,8 @@ struct SecretServiceCommand: AsyncParsableCommand {
                     throw ServiceError(.usage, "no session bus: DBUS_SESSION_BUS_ADDRESS is not set (pass --address)")
                 }
                 let provider = ServiceChoice.requiredHost.secretService(requests: service) { console.event($0) }
-                guard try provider.start(address: address) else {
-                    throw ServiceError(.alreadyExists, "another provider (gnome-keyring or KWallet) serves "
-                                       + "org.freedesktop.secrets on this bus; stop it first, or keep it and run "
-                                       + "touchgate secret-service disable")
+                if let refusal = try provider.start(address: address).refusal {
+                    throw ServiceError(.alreadyExists, refusal)
                 }
                 console.event(InteractionEvent(.notice, "serving the Secret Service (org.freedesktop.secrets)"))
                 await Self.waitForStop { provider.isServing }

@@ -40,10 +40,11 @@ public final class SecretServiceProvider: Sendable {
     public static let busName = "org.freedesktop.secrets"
 
     /// Connects to the session bus at `address` and takes the name.
-    /// - Returns: false when another provider (gnome-keyring, KWallet) owns it; this one
-    ///   then serves nothing and the connection is closed.
+    /// - Returns: ``SecretServiceStart/taken(by:)`` naming the program that owns it (a
+    ///   keyring, or a program posing as one); this one then serves nothing and the
+    ///   connection is closed.
     /// - Throws: ``ServiceError`` when the bus cannot be reached.
-    public func start(address: String) throws(ServiceError) -> Bool {
+    public func start(address: String) throws(ServiceError) -> SecretServiceStart {
         let bus: BusConnection
         do {
             bus = try BusConnection(address: address, prefix: SecretServicePath.root, onCall: { [weak self] call in
@@ -56,14 +57,37 @@ public final class SecretServiceProvider: Sendable {
             })
             try bus.watchClientsLeaving()
             guard try bus.requestName(Self.busName) else {
+                let owner = Self.owner(of: Self.busName, on: bus)
                 bus.close()
-                return false
+                return .taken(by: owner)
             }
         } catch {
             throw ServiceError(.error, "the Secret Service cannot start: \(error)")
         }
         connection.withLock { $0 = (bus, BusClients(bus: bus)) }
-        return true
+        return .serving
+    }
+
+    /// The keyrings known to serve the Secret Service, by executable name.
+    static let knownKeyrings = ["gnome-keyring-daemon", "kwalletd5", "kwalletd6", "ksecretd", "keepassxc", "touchgate-cli"]
+
+    /// Who owns `name` on `bus`, in words: the program and pid, and whether it is a keyring
+    /// at all. A squatter (any program of the user can take a free name) is said to be one.
+    static func owner(of name: String, on bus: BusConnection) -> String {
+        let driver = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
+        guard let unique = (try? bus.call(driver.0, driver.1, driver.2, "GetNameOwner", [.string(name)]))?.first?.text,
+              let credentials = (try? bus.call(driver.0, driver.1, driver.2, "GetConnectionCredentials",
+                                                [.string(unique)]))?.first?.properties,
+              case .uint32(let pid)? = credentials["ProcessID"] else {
+            return "another program (the bus does not say which)"
+        }
+        let executable = ProcessTable.executable(of: Int32(bitPattern: pid)) ?? "an unknown program"
+        let program = (executable as NSString).lastPathComponent
+        let known = knownKeyrings.contains(program)
+        let shown = StoredText.escaped(executable)
+        return known ? "\(StoredText.escaped(program)) (pid \(pid))"
+            : "pid \(pid) \(shown), which is no keyring Touchgate knows: a program may be posing as your keyring to "
+                + "collect the secrets other programs store"
     }
 
     /// Whether it still serves: started, and its bus still there.

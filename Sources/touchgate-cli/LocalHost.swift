@@ -106,7 +106,7 @@ extension LocalHost {
 /// The provider, as the commands start and stop it.
 struct HostedSecretService: SecretServiceHosting {
     let provider: SecretServiceProvider
-    func start(address: String) throws(ServiceError) -> Bool { try provider.start(address: address) }
+    func start(address: String) throws(ServiceError) -> SecretServiceStart { try provider.start(address: address) }
     var isServing: Bool { provider.isServing }
     func stop() { provider.stop() }
 }

@@ -302,6 +302,36 @@ struct SecretServiceTests {
         }
     }
 
+    /// Issue 45: a program of the user that took org.freedesktop.secrets first made the
+    /// provider blame "gnome-keyring or KWallet". It now names the program, and says that
+    /// one that is no keyring may be posing as one.
+    @Test func aSquatterOnTheNameIsNamedForWhatItIs() async throws {
+        try HelperRig.require("/usr/bin/python3", package: "python3")
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let bus = try await NotificationRig()
+        defer { bus.stop() }
+        let squatter = try await BackgroundProgram("/usr/bin/python3", ["-m", "dbusmock", "--session", "org.freedesktop.secrets",
+                                                                        "/org/freedesktop/secrets", "org.freedesktop.Secret.Service"],
+                                                   environment: bus.environment, finger: nil)
+        defer { squatter.stopNow() }
+        var owned = false
+        for _ in 0..<100 where !owned {
+            let owner = try await runProgram("/usr/bin/gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus",
+                                                                "--object-path", "/org/freedesktop/DBus", "--method",
+                                                                "org.freedesktop.DBus.NameHasOwner", "org.freedesktop.secrets"],
+                                             environment: bus.environment)
+            owned = owner.stdout.contains("true")
+            if !owned { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        try #require(owned, "python3-dbusmock did not take the name")
+        let served = try await rig.run(rig.bin + "/touchgate", ["secret-service", "serve"], extra: bus.environment)
+        #expect(served.status == 9, "\(served.status) \(served.stderrLines)")
+        let said = served.stderrLines.joined(separator: " ")
+        #expect(said.contains("/usr/bin/python3") && said.contains("posing as your keyring") && !said.contains("KWallet"),
+                "\(said)")
+    }
+
     @Test func aWrongFingerAndALockoutRefuse() async throws {
         try await Setup.run { setup in
             let stored = try await setup.secretTool(["store", "--label=Vpn", "service", "vpn"], stdin: "vpn-key")
