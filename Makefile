@@ -335,10 +335,10 @@ FUZZ_RUNS     ?=
 FUZZ_OPTIMIZE ?= -O
 FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json pam-reader ssh-agent sk-reader tpm-blob
 # The Foundation-free TouchgateBasics without what needs the C module CTouchgateSys (the
-# process protections, threads and detached processes; secret memory compiles without its
-# fatal-signal registry).
+# process protections, threads, detached processes and the kernel's facts about sockets;
+# secret memory compiles without its fatal-signal registry).
 BASICS_SOURCES = $(filter-out Sources/TouchgateBasics/ProcessProtection.swift Sources/TouchgateBasics/SystemThread.swift \
-	Sources/TouchgateBasics/DetachedProcess.swift,\
+	Sources/TouchgateBasics/DetachedProcess.swift Sources/TouchgateBasics/ProcessFacts.swift,\
 	$(wildcard Sources/TouchgateBasics/*.swift))
 # TouchgateAPI's sources with those compiled in (one module here, so its re-export is left out).
 WIRE_SOURCES   = $(filter-out Sources/TouchgateAPI/Exports.swift,$(wildcard Sources/TouchgateAPI/*.swift)) $(BASICS_SOURCES)

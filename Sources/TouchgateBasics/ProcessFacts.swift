@@ -1,4 +1,4 @@
-public import CTouchgateSys
+import CTouchgateSys
 #if canImport(Glibc)
 import Glibc
 #endif

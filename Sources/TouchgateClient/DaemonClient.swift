@@ -13,11 +13,17 @@ public struct DaemonClient: TouchgateRequests {
     /// The daemon's socket.
     public let socketPath: String
 
+    /// What this client says of the program it acts for (a helper's, an agent door's
+    /// description of its client), sent with every request: the daemon writes it to the
+    /// trail beside what the kernel told it of this process.
+    public let requester: String?
+
     /// A client of the daemon at `socketPath`; `mode` is `.personal` for touchgate agent,
     /// which serves the personal store with the same protocol.
-    public init(socketPath: String, mode: ServiceMode = .system) {
+    public init(socketPath: String, mode: ServiceMode = .system, requester: String? = nil) {
         self.socketPath = socketPath
         self.mode = mode
+        self.requester = requester
     }
 
     public let mode: ServiceMode
@@ -43,8 +49,7 @@ public struct DaemonClient: TouchgateRequests {
         var common = RequestArguments()
         common.user = user
         common.canAskAgain = parties.interaction.map { $0.canAskAgain }
-        // A helper's requester (see Requester.actingFor) goes with every request it makes.
-        common.requester = Requester.current
+        common.requester = requester
         let request = RequestMessage(id: 1, operation: Spec.operation, arguments: MergedArguments(common: common, own: arguments),
                                      descriptors: parties.descriptors.isEmpty ? nil : parties.descriptors.count)
         let socket: FramedSocket

@@ -35,7 +35,7 @@ struct Askpass: AsyncParsableCommand {
             let prompt = self.prompt.joined(separator: " ")
             let kind = ProcessInfo.processInfo.environment["SSH_ASKPASS_PROMPT"] ?? ""
             try await CommandRunner.run(json: false) { console in
-                let helpers = HelperRequests(service: service, requester: HelperRequester.describe(helper: "touchgate askpass"))
+                let helpers = HelperRequests(requester: HelperRequester.describe(helper: "touchgate askpass"))
                 let interaction = TerminalInteraction(console: console, assumeYes: true)
                 switch kind {
                 case "confirm":

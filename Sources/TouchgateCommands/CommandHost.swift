@@ -11,8 +11,10 @@ public protocol CommandHost: Sendable {
     /// (``ProcessProtection/apply()`` at least). Called first thing in `main`.
     func prepare() throws(ServiceError)
 
-    /// This user's own store, served in this process (the personal mode).
-    func personal() -> any TouchgateRequests
+    /// This user's own store, served in this process (the personal mode), behind the
+    /// host's gate, for `caller` (a door of this process: the command itself, the agent's
+    /// Secret Service when it serves in-process).
+    func personal(for caller: Caller) -> any TouchgateRequests
 
     /// The personal mode hosted by `touchgate agent`: the store kept open between requests,
     /// the unlocked key in the agent's own memory instead of the kernel keyring, and the
@@ -40,7 +42,8 @@ public protocol CommandHost: Sendable {
     /// Asks the session bus at `address` to read its service files again; whether it did.
     func reloadSessionBus(address: String) -> Bool
     /// A Secret Service provider over `requests`, reporting its events and notices to `report`.
-    func secretService(requests: any TouchgateRequests, report: @escaping @Sendable (InteractionEvent) -> Void) -> any SecretServiceHosting
+    func secretService(requests: @escaping RequestsForCaller,
+                       report: @escaping @Sendable (InteractionEvent) -> Void) -> any SecretServiceHosting
 }
 
 /// The personal store as `touchgate agent` hosts it (``CommandHost/personalAgent(serviceSocket:log:)``).
@@ -57,8 +60,9 @@ public protocol SecretServiceHosting: Sendable {
 }
 
 public protocol AgentHosting: Sendable {
-    /// The service, with the key in this process's memory.
-    var requests: any TouchgateRequests { get }
+    /// The service, with the key in this process's memory, behind the host's gate, for
+    /// what a door of the agent found of its caller.
+    var requests: RequestsForCaller { get }
     /// Moves an unlocked key from the kernel keyring into this process: true when one was moved.
     func takeOverKeyringKey() async -> Bool
     /// Serves the service socket until ``stop()``.

@@ -38,8 +38,7 @@ struct GitCredentialHelper: AsyncParsableCommand {
         guard ["get", "store", "erase"].contains(operation) else { return }  // ignored, as git-credential(1) asks
         try await CommandRunner.run(json: false) { console in
             let request = try GitCredentialRequest(parsing: try SecretValue.readAll(from: 0))
-            let helpers = HelperRequests(service: service,
-                                         requester: HelperRequester.describe(helper: "git-credential-touchgate"))
+            let helpers = HelperRequests(requester: HelperRequester.describe(helper: "git-credential-touchgate"))
             let interaction = TerminalInteraction(console: console, assumeYes: true)
             switch operation {
             case "get":

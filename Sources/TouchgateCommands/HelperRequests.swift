@@ -6,7 +6,7 @@ import TouchgateTerminal
 /// `pinentry-touchgate`): which item answers which request, and what is released, stored
 /// or removed. The executables only speak their program's protocol; every request goes
 /// through ``TouchgateRequests`` (in this process or touchgated) with the requesting
-/// program named in the audit trail (``Requester/actingFor(_:_:)``).
+/// program named in the audit trail: the service is resolved for it (``ServiceChoice``).
 public struct HelperRequests: Sendable {
     /// Who serves the requests.
     public let service: any TouchgateRequests
@@ -17,6 +17,11 @@ public struct HelperRequests: Sendable {
     public init(service: any TouchgateRequests, requester: String) {
         self.service = service
         self.requester = requester
+    }
+
+    /// Requests for `requester`, through the service this process's commands use.
+    init(requester: String) {
+        self.init(service: ServiceChoice.resolve(requester: requester), requester: requester)
     }
 
     // MARK: ssh
@@ -30,20 +35,14 @@ public struct HelperRequests: Sendable {
             throw ServiceError(.notFound, "no item is mapped to the prompt \"\(StoredText.escaped(prompt))\"; "
                                + "map one with: touchgate askpass map PATTERN ITEM")
         }
-        let service = service
-        return try await Requester.actingFor(requester) { () async throws(ServiceError) in
-            try await service.secretGet(item, device: nil, interaction: interaction)
-        }
+        return try await service.secretGet(item, device: nil, interaction: interaction)
     }
 
     /// Approves one use of a key added with `ssh-add -c`: a touch of any enrolled finger
     /// (counted, audited, refused during a lockout).
     /// - Throws: ``ServiceError`` `no-match` when the finger did not match; the verification's errors otherwise.
     public func approveKeyUse(interaction: any Interaction) async throws(ServiceError) {
-        let service = service
-        let report = try await Requester.actingFor(requester) { () async throws(ServiceError) in
-            try await service.verify(user: nil, finger: nil, device: nil, interaction: interaction)
-        }
+        let report = try await service.verify(user: nil, finger: nil, device: nil, interaction: interaction)
         guard report.match else {
             throw ServiceError(.noMatch, "the finger did not match; the key was not used", attemptsLeft: report.attemptsLeft)
         }
@@ -58,10 +57,7 @@ public struct HelperRequests: Sendable {
                               interaction: any Interaction) async throws(ServiceError) -> GitCredential? {
         let name = try request.itemName()
         guard try await service.secretList().contains(where: { $0.name == name && !$0.invalidated }) else { return nil }
-        let service = service
-        let value = try await Requester.actingFor(requester) { () async throws(ServiceError) in
-            try await service.secretGet(name, device: nil, interaction: interaction)
-        }
+        let value = try await service.secretGet(name, device: nil, interaction: interaction)
         let credential = try GitCredential(stored: value, item: name)
         if let asked = request.username, asked != credential.username { return nil }
         return credential
@@ -76,11 +72,8 @@ public struct HelperRequests: Sendable {
         guard let username = request.username else { return nil }
         if try await service.secretList().contains(where: { $0.name == name && !$0.invalidated }) { return nil }
         let value = try GitCredential.storedForm(username: username, password: password)
-        let service = service
-        return try await Requester.actingFor(requester) { () async throws(ServiceError) in
-            try await service.secretAdd(name, value: { value }, policy: policy, fresh: false, replace: true,
+        return try await service.secretAdd(name, value: { value }, policy: policy, fresh: false, replace: true,
                                     device: nil, interaction: interaction)
-        }
     }
 
     /// Removes the item for the URL git rejected; returns whether one existed.
@@ -88,10 +81,7 @@ public struct HelperRequests: Sendable {
                                    interaction: any Interaction) async throws(ServiceError) -> Bool {
         let name = try request.itemName()
         guard try await service.secretList().contains(where: { $0.name == name }) else { return false }
-        let service = service
-        try await Requester.actingFor(requester) { () async throws(ServiceError) in
-            try await service.secretRm(name, interaction: interaction)
-        }
+        try await service.secretRm(name, interaction: interaction)
         return true
     }
 
@@ -104,9 +94,6 @@ public struct HelperRequests: Sendable {
         guard let grip = HelperSettings.canonicalKeygrip(keygrip), let item = settings.pinentryKeys[grip] else {
             return nil
         }
-        let service = service
-        return try await Requester.actingFor(requester) { () async throws(ServiceError) in
-            try await service.secretGet(item, device: nil, interaction: interaction)
-        }
+        return try await service.secretGet(item, device: nil, interaction: interaction)
     }
 }

@@ -30,7 +30,7 @@ struct Pinentry: AsyncParsableCommand {
         func run() async throws {
             try await CommandRunner.run(json: false) { console in
                 let settings = try HelperSettings.load()
-                let helpers = HelperRequests(service: service, requester: HelperRequester.describe(helper: "pinentry-touchgate"))
+                let helpers = HelperRequests(requester: HelperRequester.describe(helper: "pinentry-touchgate"))
                 try await PinentryServer(settings: settings, helpers: helpers, console: console).serve()
                 return ExitStatus.success
             }

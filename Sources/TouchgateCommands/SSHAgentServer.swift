@@ -13,7 +13,9 @@ import Glibc
 /// `ssh.sign`, which applies the key's policy to what the data is; this door only turns the
 /// agent protocol into requests and says on the requester's terminal what it waits for.
 final class SSHAgentServer: Sendable {
-    let requests: any TouchgateRequests
+    /// The service for each client, as this door found it (behind the hosting agent's gate,
+    /// or touchgated's client).
+    let service: RequestsForCaller
     let listener: UnixListener
     /// Where the agent reports what it does and what it waits for (its standard error;
     /// JSON lines with `--json`).
@@ -45,8 +47,9 @@ final class SSHAgentServer: Sendable {
     /// to its socket, which blocks while the daemon's queue of connections is full.
     private let listsOnWaitingThread: Bool
 
-    init(requests: any TouchgateRequests, hostedHere: Bool, listener: UnixListener, console: Console) throws(ServiceError) {
-        self.requests = requests
+    init(requests: @escaping RequestsForCaller, hostedHere: Bool, listener: UnixListener,
+         console: Console) throws(ServiceError) {
+        service = requests
         listsOnWaitingThread = hostedHere
         self.listener = listener
         self.console = console
@@ -133,7 +136,8 @@ final class SSHAgentServer: Sendable {
             log("refused a connection from another user")
             return
         }
-        let connection = AgentConnection(token: token, descriptor: descriptor, requester: ClientProcess(pid: peer.pid))
+        let connection = AgentConnection(token: token, descriptor: descriptor,
+                                         requester: ClientProcess(pid: peer.pid, uid: peer.uid))
         let admitted: (room: Bool, evicted: AgentConnection?) = clients.withLock { clients in
             var evicted: AgentConnection?
             if clients.count >= Self.maximumConnections {
@@ -251,6 +255,9 @@ final class SSHAgentServer: Sendable {
 
     /// The answer to one message.
     func answer(_ body: [UInt8], bindings: inout [SSHSessionBinding], requester: ClientProcess) async -> AgentResponse {
+        // A listing names no one in the trail and must stay cheap: its caller is the process
+        // alone; everything else is described with its process chain.
+        let requests = service(requester.caller(described: !Self.isListing(body)))
         let request: AgentRequest
         do {
             request = try AgentRequest(body: body)
@@ -283,9 +290,7 @@ final class SSHAgentServer: Sendable {
             let request = SSHSignRequest(publicKey: Data(keyBlob), data: Data(data), flags: flags.rawValue, bindings: bindings)
             let interaction = AgentInteraction(terminal: requester.terminal, console: console)
             do {
-                let report = try await Requester.actingFor(requester.description) { () async throws(ServiceError) in
-                    try await requests.sshSign(request, interaction: interaction)
-                }
+                let report = try await requests.sshSign(request, interaction: interaction)
                 log("\(requester): signed: \(report.purpose)")
                 return .signature([UInt8](report.signature))
             } catch {
@@ -313,9 +318,9 @@ final class SSHAgentServer: Sendable {
             return contents.isEmpty ? .query(Self.extensions) : .failure
         case .extension(let name, let contents)
             where name == SecurityKeyRequest.enrollName || name == SecurityKeyRequest.signName:
-            return await securityKey(name, contents, bindings: bindings, requester: requester)
+            return await securityKey(name, contents, bindings: bindings, requests: requests, requester: requester)
         case .add(let addition):
-            return await add(addition, requester: requester)
+            return await add(addition, requests: requests, requester: requester)
         case .remove(let keyBlob):
             // The vault is to this agent what key files are to OpenSSH's: a removed key is
             // no longer offered here, and stays sealed until touchgate secret rm removes it.
@@ -344,7 +349,7 @@ final class SSHAgentServer: Sendable {
         case .lock:
             // The agent's lock is the vault's: every key stops signing until it is unlocked.
             do {
-                _ = try await Requester.actingFor(requester.description) { () async throws(ServiceError) in try await requests.lock() }
+                _ = try await requests.lock()
                 log("\(requester): locked the vault")
                 return .success
             } catch {
@@ -354,9 +359,7 @@ final class SSHAgentServer: Sendable {
         case .unlock(let passphrase):
             let interaction = AgentInteraction(terminal: nil, console: console, passphrase: passphrase)
             do {
-                _ = try await Requester.actingFor(requester.description) { () async throws(ServiceError) in
-                    try await requests.unlock(onlyIfDue: false, interaction: interaction)
-                }
+                _ = try await requests.unlock(onlyIfDue: false, interaction: interaction)
                 log("\(requester): unlocked the vault")
                 return .success
             } catch {
@@ -372,7 +375,7 @@ final class SSHAgentServer: Sendable {
     /// on signs like a key made there (any enrolled finger, `-c` a touch every time). A key
     /// the vault already holds is offered again (after `ssh-add -d`). With `-t` the agent
     /// offers it for that long; it stays sealed in the vault, as a key file stays on disk.
-    func add(_ addition: AgentKeyAddition, requester: ClientProcess) async -> AgentResponse {
+    func add(_ addition: AgentKeyAddition, requests: any TouchgateRequests, requester: ClientProcess) async -> AgentResponse {
         let fresh = addition.requiresConfirmation
         let lifetime = addition.lifetime.map { Duration.seconds(Int64($0)) }
         let blob = addition.publicKey.blob
@@ -389,9 +392,7 @@ final class SSHAgentServer: Sendable {
         // alone (a P-256 scalar is 32 bytes already).
         let seed = addition.privateKey.withUnsafeBytes { SecretBytes(copying: $0.prefix(32)) }
         do {
-            let report = try await Requester.actingFor(requester.description) { () async throws(ServiceError) in
-                try await requests.sshAdd(name, publicKey: Data(blob), seed: { seed }, policy: "biometry-any", fresh: fresh)
-            }
+            let report = try await requests.sshAdd(name, publicKey: Data(blob), seed: { seed }, policy: "biometry-any", fresh: fresh)
             offered.offer(blob, for: lifetime)
             log("\(requester): sealed SSH key '\(StoredText.escaped(report.name))' (\(report.fingerprint)) into the vault"
                 + (fresh ? "; every signature needs a touch" : "")
@@ -406,7 +407,7 @@ final class SSHAgentServer: Sendable {
     /// What Touchgate's security-key provider (libtouchgate-sk.so, inside ssh-sk-helper)
     /// asks: make a key in the vault, or sign with one. The service decides both; a refusal
     /// is an extension failure, and the reason goes to the requester's terminal.
-    func securityKey(_ name: String, _ contents: [UInt8], bindings: [SSHSessionBinding],
+    func securityKey(_ name: String, _ contents: [UInt8], bindings: [SSHSessionBinding], requests: any TouchgateRequests,
                      requester: ClientProcess) async -> AgentResponse {
         let interaction = AgentInteraction(terminal: requester.terminal, console: console)
         do throws(ServiceError) {
@@ -420,10 +421,8 @@ final class SSHAgentServer: Sendable {
             switch request {
             case .enroll(let algorithm, let application, let flags, let user):
                 try Self.requireEd25519(algorithm)
-                let made = try await Requester.actingFor(requester.description) { () async throws(ServiceError) in
-                    try await requests.sshSkEnroll(SSHSecurityKeyEnrollRequest(item: user, application: application,
+                let made = try await requests.sshSkEnroll(SSHSecurityKeyEnrollRequest(item: user, application: application,
                                                                                         flags: flags.rawValue))
-                }
                 let shown = StoredText.escaped(made.key.name)
                 log("\(requester): made security key '\(shown)' (\(made.key.fingerprint)) in the vault")
                 interaction.tell("touchgate agent: made security key '\(shown)' in the vault; every signature asks for "
@@ -433,13 +432,11 @@ final class SSHAgentServer: Sendable {
                                                                  flags: SecurityKeyFlags(rawValue: made.flags)).contents)
             case .sign(let algorithm, let application, let keyHandle, let flags, let data):
                 try Self.requireEd25519(algorithm)
-                let signed = try await Requester.actingFor(requester.description) { () async throws(ServiceError) in
-                    try await requests.sshSkSign(SSHSecurityKeySignRequest(application: application,
+                let signed = try await requests.sshSkSign(SSHSecurityKeySignRequest(application: application,
                                                                                     keyHandle: Data(keyHandle),
                                                                                     flags: flags.rawValue, data: Data(data),
                                                                                     bindings: bindings),
                                                           interaction: interaction)
-                }
                 let verified = SecurityKeyFlags(rawValue: signed.flags).contains(.userVerification)
                 log("\(requester): signed: \(signed.purpose)" + (verified ? " (finger verified)" : " (not verified)"))
                 return .extensionReply(SecurityKeyReply.signed(flags: SecurityKeyFlags(rawValue: signed.flags),
@@ -490,9 +487,22 @@ final class SSHAgentServer: Sendable {
 /// was most of what a listing cost. Used by whoever holds the connection's turn (``AgentConnection``).
 final class ClientProcess: CustomStringConvertible {
     let pid: Int32
-    init(pid: Int32) { self.pid = pid }
+    let uid: UInt32
+    init(pid: Int32, uid: UInt32) {
+        self.pid = pid
+        self.uid = uid
+    }
     /// The process chain, as the log and the audit record name the requester.
     lazy var description = HelperRequester.describe(helper: "touchgate agent", pid: pid)
+    /// Its user's login name, read once.
+    lazy var loginName = UserDatabase.loginName(of: uid)
+
+    /// The caller this door found: the kernel's uid and pid for the connection, and
+    /// (`described`) the process chain the trail names.
+    func caller(described: Bool) -> Caller {
+        Caller(uid: uid, loginName: loginName, pid: pid, executable: nil, door: .ssh,
+               requester: described ? description : nil)
+    }
     /// Where the person who ran the client reads its errors.
     lazy var terminal = SSHAgentServer.terminal(of: pid)
 }

@@ -149,11 +149,12 @@ struct Agent: AsyncParsableCommand {
             console.result("agent", AgentReport(sshAuthSock: path),
                            text: "SSH_AUTH_SOCK=\(path); export SSH_AUTH_SOCK;")
             let log: @Sendable (String) -> Void = { line in console.event(InteractionEvent(.notice, line)) }
-            let requests: any TouchgateRequests
+            let requests: RequestsForCaller
             var hosting: (any AgentHosting)?
             if let daemon = Invocation.daemonSocket() {
-                // touchgated holds the keys and decides; this door only forwards.
-                requests = DaemonClient(socketPath: daemon)
+                // touchgated holds the keys and decides; this door only forwards, saying what it
+                // found of its caller (the daemon's own gate sees this agent as the caller).
+                requests = { caller in DaemonClient(socketPath: daemon, requester: caller.requester) }
             } else {
                 let servicePath = chosenService ?? (path as NSString).deletingLastPathComponent + "/socket"
                 let serviceListener = activated.count > 1 ? activated[1] : try Self.bindService(servicePath)
@@ -184,7 +185,7 @@ struct Agent: AsyncParsableCommand {
 
     /// The Secret Service on the session bus, over the agent's requests; nil (and said in the
     /// log, naming the program) when another owns the name.
-    static func serveSecretService(requests: any TouchgateRequests,
+    static func serveSecretService(requests: @escaping RequestsForCaller,
                                    console: Console) throws(ServiceError) -> (any SecretServiceHosting)? {
         let log: @Sendable (String) -> Void = { line in console.event(InteractionEvent(.notice, line)) }
         guard let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty else {

@@ -82,7 +82,9 @@ struct SecretServiceCommand: AsyncParsableCommand {
                       !address.isEmpty else {
                     throw ServiceError(.usage, "no session bus: DBUS_SESSION_BUS_ADDRESS is not set (pass --address)")
                 }
-                let provider = ServiceChoice.requiredHost.secretService(requests: service) { console.event($0) }
+                let provider = ServiceChoice.requiredHost.secretService(requests: { ServiceChoice.resolve(for: $0) }) {
+                    console.event($0)
+                }
                 if let refusal = try provider.start(address: address).refusal {
                     throw ServiceError(.alreadyExists, refusal)
                 }

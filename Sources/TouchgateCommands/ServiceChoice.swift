@@ -22,10 +22,21 @@ enum ServiceChoice {
         SiblingProgram.fullCLI.exec(CommandLine.arguments)
     }
 
-    static func resolve() -> any TouchgateRequests {
-        if let path = Invocation.daemonSocket() { return DaemonClient(socketPath: path) }
+    /// The service for this process's commands, naming `requester` (what a helper says it
+    /// acts for) with every request.
+    static func resolve(requester: String? = nil) -> any TouchgateRequests {
+        resolve(for: .thisProcess(requester: requester))
+    }
+
+    /// The service for `caller`, found by a door of this process: touchgated's or the
+    /// agent's client (which pass on what the door says of the caller as its requester), or
+    /// the host's gate in front of the service in this process.
+    static func resolve(for caller: Caller) -> any TouchgateRequests {
+        if let path = Invocation.daemonSocket() { return DaemonClient(socketPath: path, requester: caller.requester) }
         // touchgate agent hosts the personal store, with the unlocked key in its memory.
-        if let path = Invocation.agentSocket() { return DaemonClient(socketPath: path, mode: .personal) }
-        return requiredHost.personal()
+        if let path = Invocation.agentSocket() {
+            return DaemonClient(socketPath: path, mode: .personal, requester: caller.requester)
+        }
+        return requiredHost.personal(for: caller)
     }
 }

@@ -3,7 +3,7 @@ public import Logging
 public import TouchgateService
 public import TouchgateSocket
 import TouchgateVault
-import TouchgateAPI
+public import TouchgateAPI
 
 /// `touchgated`: serves ``DaemonProtocol`` on a listening socket for every user, over one
 /// store per user in its state directory, with the unlocked keys in its own memory.
@@ -73,10 +73,15 @@ public final class Daemon: Sendable {
         if let lowered = limit.lowered { logger.warning("locked memory: \(lowered)") }
     }
 
-    /// The personal store's service, with the keys this daemon holds (touchgate agent's
-    /// SSH door uses it in the same process); nil for touchgated.
-    public var personalService: TouchgateService? {
+    /// The personal store's service, with the keys this daemon holds; nil for touchgated.
+    var personalService: TouchgateService? {
         handler.stores.personal.map { handler.stores.service(for: $0.principal) }
+    }
+
+    /// The service behind this host's gate, for `caller`: how touchgate agent's own doors (SSH,
+    /// the Secret Service) reach the personal store it hosts, as its socket's callers do.
+    public func requests(for caller: Caller) -> any TouchgateRequests {
+        GatedRequests(gate: handler.gate, caller: caller, mode: handler.stores.personal == nil ? .system : .personal)
     }
 
     /// Moves an unlocked key of the personal store from the kernel keyring into this
@@ -172,7 +177,8 @@ public final class Daemon: Sendable {
         defer { limit.release(bucket) }
         guard socket.sendRaw(Self.hello) else { return socket.close() }
         // Read once per connection: the kernel's credentials and what /proc says of the process.
-        let caller = Caller.connected(uid: peer.uid, pid: peer.pid, executable: peer.executable, door: .daemon)
+        let caller = Caller.connected(uid: peer.uid, pid: peer.pid, executable: peer.executable,
+                                      door: handler.stores.personal == nil ? .daemon : .agent)
         let slot = RequestSlot()
         var broken: (any Error)?
         var firstRequest = true

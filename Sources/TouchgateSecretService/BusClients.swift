@@ -27,6 +27,7 @@ import Glibc
 actor BusClients {
     struct Client: Sendable {
         let uid: UInt32
+        let loginName: String
         let pid: UInt32
         /// What the kernel said of the pid when the name was first seen.
         let firstSeen: ProcessFacts?
@@ -85,7 +86,7 @@ actor BusClients {
         namePIDs[sender] = pid
         let facts = ProcessFacts.of(Int32(bitPattern: pid))
         if known.count >= Self.maximumKnown, let first = known.keys.first { known[first] = nil }
-        return Client(uid: uid, pid: pid, firstSeen: facts, holding: holdingDoubt(pid: Int32(bitPattern: pid)),
+        return Client(uid: uid, loginName: UserDatabase.loginName(of: uid), pid: pid, firstSeen: facts, holding: holdingDoubt(pid: Int32(bitPattern: pid)),
                       identity: ApplicationIdentity(executable: "unknown", chain: "pid \(pid)"))
     }
 

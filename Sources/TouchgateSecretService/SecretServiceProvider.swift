@@ -15,7 +15,8 @@ import TouchgateBasics
 /// specification's Unlock and Prompt, which libsecret calls by itself), so a second program
 /// finds the item locked and must be approved by a touch of its own.
 public final class SecretServiceProvider: Sendable {
-    private let requests: any TouchgateRequests
+    /// The service for each caller this door finds (behind the host's gate, or touchgated's client).
+    private let requests: RequestsForCaller
     /// Where the agent reports: each event a request shows (as the terminal would show it),
     /// and a notice per release, refusal and prompt (never a secret).
     private let report: @Sendable (InteractionEvent) -> Void
@@ -25,7 +26,7 @@ public final class SecretServiceProvider: Sendable {
     let unlockWait: Duration
 
     /// A provider over `requests` (the service, hosted or in touchgated), reporting to `report`.
-    public init(requests: any TouchgateRequests, unlockWait: Duration = .seconds(120),
+    public init(requests: @escaping RequestsForCaller, unlockWait: Duration = .seconds(120),
                 report: @escaping @Sendable (InteractionEvent) -> Void) {
         self.requests = requests
         self.unlockWait = unlockWait
@@ -191,15 +192,23 @@ public final class SecretServiceProvider: Sendable {
         let client: BusClients.Client
         let target: SecretServicePath.Target
         var application: ApplicationIdentity { client.identity }
+        /// The caller this door found: the bus's uid and pid for the connection, the program
+        /// as judged at this message, and its process chain for the trail.
+        var caller: Caller {
+            Caller(uid: client.uid, loginName: client.loginName, pid: Int32(bitPattern: client.pid),
+                   executable: client.identity.executable, door: .secretService,
+                   requester: "secret service for \(client.identity.chain)")
+        }
         var program: String { (client.identity.executable as NSString).lastPathComponent }
     }
 
     /// Runs a request to the service for the client: its records name the client's chain,
     /// and the service's refusals become the Secret Service's errors.
     private func request<T: Sendable>(_ context: Context,
-                                      _ body: () async throws(ServiceError) -> T) async throws(SecretServiceError) -> T {
+                                      _ body: (any TouchgateRequests) async throws(ServiceError) -> T)
+        async throws(SecretServiceError) -> T {
         do {
-            return try await Requester.actingFor("secret service for \(context.client.identity.chain)", body)
+            return try await body(requests(context.caller))
         } catch {
             log("secret service: \(context.program) (pid \(context.client.pid)): \(error.message)")
             throw SecretServiceError.from(error)
@@ -246,7 +255,7 @@ public final class SecretServiceProvider: Sendable {
             whole = kept
         } else {
             let application = context.application
-            whole = try await request(context) { () async throws(ServiceError) in
+            whole = try await request(context) { requests async throws(ServiceError) in
                 try await requests.secretServiceSearch([], collection: nil, application: application)
             }
             await state.keep(whole, for: program)
@@ -298,7 +307,7 @@ public final class SecretServiceProvider: Sendable {
     private func read(_ context: Context, _ item: SecretServiceItemReport,
                       into transport: SecretTransport, session: String) async throws(SecretServiceError) -> BusValue {
         let application = context.application, interaction = interaction(context)
-        let value = try await request(context) { () async throws(ServiceError) in
+        let value = try await request(context) { requests async throws(ServiceError) in
             defer { Task { await interaction.finish() } }
             return try await requests.secretServiceRead(item.name, application: application, approveOnly: false,
                                                         interaction: interaction)
@@ -367,7 +376,7 @@ public final class SecretServiceProvider: Sendable {
         let (value, contentType) = try await secretValue(context.call.arguments[1], context)
         let details = ItemDetails(collection: collection, label: label, attributes: attributes, contentType: contentType)
         let application = context.application, interaction = interaction(context)
-        let stored = try await request(context) { () async throws(ServiceError) in
+        let stored = try await request(context) { requests async throws(ServiceError) in
             defer { Task { await interaction.finish() } }
             return try await requests.secretServiceStore(details, value: { value }, replace: replace,
                                                          application: application, interaction: interaction)
@@ -388,7 +397,7 @@ public final class SecretServiceProvider: Sendable {
         details.contentType = contentType
         let application = context.application, interaction = interaction(context)
         let stored = details
-        _ = try await request(context) { () async throws(ServiceError) in
+        _ = try await request(context) { requests async throws(ServiceError) in
             defer { Task { await interaction.finish() } }
             return try await requests.secretServiceStore(stored, value: { value }, replace: true, application: application,
                                                          interaction: interaction)
@@ -403,7 +412,7 @@ public final class SecretServiceProvider: Sendable {
         -> [BusValue] {
         let item = try await item(context, collection, id)
         let application = context.application, interaction = interaction(context, confirmed: true)
-        try await request(context) { () async throws(ServiceError) in
+        try await request(context) { requests async throws(ServiceError) in
             defer { Task { await interaction.finish() } }
             try await requests.secretServiceDelete(item.name, application: application, interaction: interaction)
         }
@@ -470,7 +479,7 @@ public final class SecretServiceProvider: Sendable {
         guard let paths = context.call.arguments[0].paths else { throw .invalidArguments("Lock takes object paths") }
         // Locking through the Secret Service locks the vault, as touchgate lock does: the
         // key is forgotten and every program's approval ends.
-        _ = try await request(context) { () async throws(ServiceError) in try await requests.lock() }
+        _ = try await request(context) { requests async throws(ServiceError) in try await requests.lock() }
         await changed()
         log("secret service: \(context.program) (pid \(context.client.pid)) locked the vault")
         return [.pathArray(paths), .objectPath("/")]
@@ -511,7 +520,7 @@ public final class SecretServiceProvider: Sendable {
             guard let name = pending.item, !Task.isCancelled else { continue }
             let application = context.application, interaction = interaction(context)
             do {
-                _ = try await request(context) { () async throws(ServiceError) in
+                _ = try await request(context) { requests async throws(ServiceError) in
                     defer { Task { await interaction.finish() } }
                     return try await requests.secretServiceRead(name, application: application, approveOnly: true,
                                                                 interaction: interaction)

@@ -1,5 +1,6 @@
 import Foundation
 import TouchgateVault
+import TouchgateAPI
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -14,9 +14,11 @@ public struct ServiceGate: Sendable {
     private let services: @Sendable (Principal) -> TouchgateService
     private let principals: @Sendable () -> [Principal]
     private let sessions: LocalSessionRule
-    /// The one user whose store the host serves (touchgate agent's personal store), or nil
-    /// for a host of every user's (touchgated).
+    /// The one user whose store the host serves (touchgate agent's personal store, the
+    /// command's own), or nil for a host of every user's (touchgated).
     private let soleUser: UInt32?
+    /// Told of every request the gate admits, with the caller it admitted (tests; a host's log).
+    package var observer: (@Sendable (DaemonOperation, Caller) -> Void)?
 
     /// A gate over a host's stores: `services` gives a principal's service, `principals`
     /// every principal with a store here; `sessions` decides whether a session is local;
@@ -41,18 +43,24 @@ public struct ServiceGate: Sendable {
     public func serve<T: Sendable>(_ operation: DaemonOperation, caller: Caller, namedUser: String?, localOnly: Bool,
                                    _ body: (TouchgateService) async throws -> T) async throws -> T {
         try await AuditClient.$current.withValue(caller.auditClient) {
-            try await Requester.$current.withValue(caller.requester) {
-                do {
+            let service: TouchgateService
+            do {
+                // The contracts say who may ask through a socket; the host's own doors (the
+                // command in its own process, the agent's SSH and Secret Service doors) are
+                // the user's, and name the program they serve themselves.
+                if caller.door.isSocket {
                     try CallerRules.admit(operation, callerIsRoot: caller.isRoot,
                                           callerIsVerifiedAgent: caller.isVerifiedAgent, namedUser: namedUser)
-                    let service = try service(for: caller, actingFor: namedUser)
-                    if localOnly { try await sessions.check(pid: caller.pid, caller: caller.description) }
-                    return try await body(service)
-                } catch let refusal as ServiceError {
-                    await record(refusal, of: operation, caller: caller, namedUser: namedUser)
-                    throw refusal
                 }
+                service = try self.service(for: caller, actingFor: namedUser)
+                if localOnly { try await sessions.check(pid: caller.pid, caller: caller.description) }
+            } catch let refusal as ServiceError {
+                // The gate's own refusals are recorded here; a use case records its own.
+                await record(refusal, of: operation, caller: caller, namedUser: namedUser)
+                throw refusal
             }
+            observer?(operation, caller)
+            return try await body(service)
         }
     }
 

@@ -21,37 +21,43 @@ struct AuditHost: Sendable {
     /// The kernel's boot id (read once per process), or "unknown".
     private static var bootID: String { SystemClock.currentBootID?.rawValue ?? "unknown" }
 
-    /// The acting process and boot: this process, or the client in ``AuditClient/current``.
+    /// The acting process and boot: the client the service's gate named for this request
+    /// (``AuditClient/current``), or this process.
     static func current() -> AuditHost {
-        let requester = Requester.current.map(AuditClient.cleanRequester)
         if let client = AuditClient.current {
             return AuditHost(uid: client.uid, loginName: client.loginName, bootID: bootID,
-                             via: [client.process, requester].compactMap { $0 }.joined(separator: ", "))
+                             via: [client.process, client.requester.map(AuditClient.cleanRequester)]
+                                .compactMap { $0 }.joined(separator: ", "))
         }
         let uid = UInt32(getuid())
-        return AuditHost(uid: uid, loginName: UserDatabase.loginName(of: uid), bootID: bootID, via: requester)
+        return AuditHost(uid: uid, loginName: UserDatabase.loginName(of: uid), bootID: bootID, via: nil)
     }
 }
 
-/// The client a daemon acts for while it serves one request: records written in that
-/// request name the client's uid (from `SO_PEERCRED`) rather than the daemon's, and the
-/// client process, so a trail says who asked, not only that the daemon wrote.
+/// The caller a request is served for: records written in that request name the caller's
+/// uid (from `SO_PEERCRED`, or the bus) rather than the serving process's, the process and
+/// the door it asked through, and what the door or a helper said of the program it serves,
+/// so a trail says who asked and how, not only that a host wrote.
 public struct AuditClient: Sendable, Equatable {
     /// The client's uid.
     public var uid: UInt32
     /// Its login name.
     public var loginName: String
-    /// Which process asked: its pid and executable as `/proc` showed them when it connected.
+    /// Which process asked, and through which door (`pid 41 /usr/bin/ssh at touchgate agent's SSH socket`).
     public var process: String
+    /// What the door or a helper said of the program it serves, cleaned and cut when written.
+    public var requester: String?
 
     /// A client.
-    public init(uid: UInt32, loginName: String, process: String) {
+    public init(uid: UInt32, loginName: String, process: String, requester: String? = nil) {
         self.uid = uid
         self.loginName = loginName
         self.process = process
+        self.requester = requester
     }
 
-    /// The client of the request running in this task, if a daemon set one.
+    /// The caller of the request running in this task. Set by the service's gate alone,
+    /// around each request it admits (`ServiceGate.serve`); no door sets it.
     @TaskLocal public static var current: AuditClient?
 
     /// The longest requester text kept in a record.

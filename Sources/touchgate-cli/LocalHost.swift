@@ -17,14 +17,38 @@ import Glibc
 struct LocalHost: CommandHost {
     /// This user's own store, served in this process: the one every command of the personal
     /// mode uses.
-    private let service = TouchgateService.personal()
+    private let service: TouchgateService
+    /// The gate in front of it: every door of this process reaches the service through it.
+    private let gate: ServiceGate
+
+    init() {
+        let service = TouchgateService.personal()
+        self.service = service
+        gate = ServiceGate(services: { _ in service }, principals: { [service.principal] },
+                           sessions: LocalSessionRule(logger: Logger(label: "touchgate") { _ in SwiftLogNoOpLogHandler() }),
+                           soleUser: service.principal.uid)
+    }
 
     func prepare() throws(ServiceError) {
         try TouchgateService.hardenProcess()
     }
 
-    func personal() -> any TouchgateRequests {
-        service
+    func personal(for caller: Caller) -> any TouchgateRequests {
+        GatedRequests(gate: gate, caller: caller, mode: service.mode)
+    }
+
+    /// Runs a host operation (`audit ship`, `migrate`) through the gate, for this process.
+    private func gated<T: Sendable>(_ operation: DaemonOperation,
+                                    _ use: (TouchgateService) async throws(ServiceError) -> T) async throws(ServiceError) -> T {
+        do {
+            return try await gate.serve(operation, caller: .thisProcess(), namedUser: nil, localOnly: false) { service in
+                try await use(service)
+            }
+        } catch let error as ServiceError {
+            throw error
+        } catch {
+            throw ServiceError(.error, String(describing: error))
+        }
     }
 
     func personalAgent(serviceSocket: UnixListener, log: @escaping @Sendable (String) -> Void) -> any AgentHosting {
@@ -41,13 +65,15 @@ struct LocalHost: CommandHost {
         let configuration = try FleetConfiguration.load(path: configurationPath ?? FleetConfiguration.defaultPath)
         let collector = PostgresCollector(configuration: configuration)
         defer { collector.close() }
-        return try await service.shipAudit(to: collector, configuration: configuration, newLog: newLog)
+        return try await gated(.auditShip) { service throws(ServiceError) in
+            try await service.shipAudit(to: collector, configuration: configuration, newLog: newLog)
+        }
     }
 
     func migrate(into daemon: any MigrationTarget, interaction: any Interaction) async throws(ServiceError)
         -> MigrationReport
     {
-        try await service.migrate(into: daemon, interaction: interaction)
+        try await gated(.migrate) { service throws(ServiceError) in try await service.migrate(into: daemon, interaction: interaction) }
     }
 
     /// Reads the export line by line and checks it.
@@ -90,7 +116,8 @@ struct LocalHost: CommandHost {
 
 /// touchgate agent's host of the personal store: touchgated's code for one user.
 extension LocalHost {
-    func secretService(requests: any TouchgateRequests, report: @escaping @Sendable (InteractionEvent) -> Void) -> any SecretServiceHosting {
+    func secretService(requests: @escaping RequestsForCaller,
+                       report: @escaping @Sendable (InteractionEvent) -> Void) -> any SecretServiceHosting {
         HostedSecretService(provider: SecretServiceProvider(requests: requests, report: report))
     }
 
@@ -114,7 +141,7 @@ struct HostedSecretService: SecretServiceHosting {
 struct PersonalAgent: AgentHosting {
     let daemon: Daemon
 
-    var requests: any TouchgateRequests { daemon.personalService! }
+    var requests: RequestsForCaller { { [daemon] caller in daemon.requests(for: caller) } }
 
     func takeOverKeyringKey() async -> Bool { await daemon.takeOverKeyringKey() }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TouchgateVault
+import TouchgateBasics
 
 @Suite("User database: login names for user ids")
 struct UserDatabaseTests {
