@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import Testing
 import TouchgateAPI
 import TouchgateService
@@ -130,6 +131,31 @@ private let nobody = Caller(uid: 65534, loginName: "nobody", pid: 4001, executab
         }
         let refusals = try await rig.records(65534).filter { $0.event == "access.denied" }
         #expect(refusals.count == 4 && refusals.allSatisfy { $0.reason.contains("touchgate agent's own request") })
+    }
+
+    @Test("GatedRequests: every use case a door calls passes the gate with the door's caller, and its records name them")
+    func gatedRequestsPassTheGate() async throws {
+        let rig = GateRig()
+        defer { rig.remove() }
+        try await rig.initialize(65534)
+        let seen = Mutex<[(DaemonOperation, Caller.Door, Int32)]>([])
+        var gate = rig.gate
+        gate.observer = { operation, caller in seen.withLock { $0.append((operation, caller.door, caller.pid)) } }
+        for door in Caller.Door.allCases {
+            let caller = Caller(uid: 65534, loginName: "nobody", pid: 5000, executable: "/usr/bin/ssh", door: door,
+                                requester: "asked for pid 5001")
+            let requests = GatedRequests(gate: gate, caller: caller, mode: .personal)
+            _ = try await requests.status()
+            _ = try await requests.lock()
+        }
+        let observed = seen.withLock { $0 }
+        #expect(observed.map(\.0) == Array(repeating: [DaemonOperation.status, .lock], count: Caller.Door.allCases.count).flatMap { $0 })
+        #expect(observed.map(\.1) == Caller.Door.allCases.flatMap { [$0, $0] } && observed.allSatisfy { $0.2 == 5000 })
+        let locks = try await rig.records(65534).filter { $0.event == "vault.lock" }
+        #expect(locks.count == Caller.Door.allCases.count)
+        for (record, door) in zip(locks, Caller.Door.allCases) {
+            #expect(record.reason.contains("pid 5000 /usr/bin/ssh \(door.words), asked for pid 5001"), "\(record.reason)")
+        }
     }
 
     @Test("capture is never served and migrate takes no named user, for root too; neither is a refusal to record")
