@@ -150,6 +150,19 @@ let package = Package(
         // console, passphrases and questions at the terminal, Ctrl-C, and what `status`,
         // `secret list`, `verify` and `secret get` print; shared by the commands and the front.
         .target(name: "TouchgateTerminal", dependencies: ["TouchgateAPI"]),
+        // A door: the SSH agent protocol on touchgate agent's socket, over the service as each
+        // client's Caller reaches it (the contract and the caller alone).
+        .target(name: "TouchgateSSHAgent", dependencies: ["TouchgateAPI", "TouchgateSSH", "TouchgateSocket", "TouchgateTerminal"]),
+        // The helpers' doors: what askpass, pinentry (gpg-agent's Assuan) and git's credential
+        // protocol ask, turned into requests for the program the helper acts for.
+        .target(
+            name: "TouchgateHelpers",
+            dependencies: [
+                "TouchgateAPI", "TouchgateTerminal",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
         // Every command: arguments, rendering and the terminal, over `any TouchgateRequests`.
         // Nothing here links the service: what only a process holding the store can do is
         // asked of the `CommandHost` the executable passes in.
@@ -157,6 +170,7 @@ let package = Package(
             name: "TouchgateCommands",
             dependencies: [
                 "TouchgateAPI", "TouchgateTerminal", "TouchgateClient", "TouchgatePolicy", "TouchgateSSH", "TouchgateSocket",
+                "TouchgateSSHAgent", "TouchgateHelpers",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -212,7 +226,7 @@ let package = Package(
             exclude: ["SecretServiceClients"]
         ),
         .testTarget(name: "TouchgateCommandsTests", dependencies: [
-            "TouchgateCommands", "TouchgateTerminal", "TouchgateAPI", "TouchgateTestSupport",
+            "TouchgateCommands", "TouchgateHelpers", "TouchgateTerminal", "TouchgateAPI", "TouchgateTestSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "UdevTests", dependencies: [.product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),

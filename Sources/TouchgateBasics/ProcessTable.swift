@@ -65,6 +65,26 @@ public enum ProcessTable {
         return nil
     }
 
+    /// `pid 41 /usr/bin/ssh`, or `pid 41 (comm)` when the executable cannot be read.
+    public static func process(_ pid: Int32) -> String {
+        "pid \(pid)" + (executable(of: pid).map { " \($0)" } ?? "")
+    }
+
+    /// What a door or a helper says of the program it acts for: `touchgate askpass for pid 41
+    /// /usr/bin/ssh-add (child of pid 40 /usr/bin/bash)`, with up to three ancestors (git runs
+    /// a helper through a shell and `git` itself, so the program that wanted the credential is
+    /// further up).
+    public static func describe(helper: String, pid: Int32) -> String {
+        var ancestors: [String] = []
+        var current = pid
+        while ancestors.count < 3, let next = parent(of: current), next > 1 {
+            ancestors.append(process(next))
+            current = next
+        }
+        return "\(helper) for \(process(pid))"
+            + (ancestors.isEmpty ? "" : " (child of " + ancestors.joined(separator: ", child of ") + ")")
+    }
+
     /// The executables of `pid`'s parents, nearest first, up to ``maximumChain`` and
     /// stopping before init (pid 1).
     public static func chain(above pid: Int32) -> [String] {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateAPI
+import TouchgateHelpers
 import TouchgateTerminal
 #if canImport(Glibc)
 import Glibc
@@ -35,7 +36,7 @@ struct Askpass: AsyncParsableCommand {
             let prompt = self.prompt.joined(separator: " ")
             let kind = ProcessInfo.processInfo.environment["SSH_ASKPASS_PROMPT"] ?? ""
             try await CommandRunner.run(json: false) { console in
-                let helpers = HelperRequests(requester: HelperRequester.describe(helper: "touchgate askpass"))
+                let helpers = HelperRequests.forThisProcess(requester: ProcessTable.describe(helper: "touchgate askpass", pid: getppid()))
                 let interaction = TerminalInteraction(console: console, assumeYes: true)
                 switch kind {
                 case "confirm":

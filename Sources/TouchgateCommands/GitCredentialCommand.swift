@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateAPI
+import TouchgateHelpers
 import TouchgateTerminal
 
 /// `git-credential-touchgate OPERATION` (also `touchgate git-credential OPERATION`): git's
@@ -38,7 +39,7 @@ struct GitCredentialHelper: AsyncParsableCommand {
         guard ["get", "store", "erase"].contains(operation) else { return }  // ignored, as git-credential(1) asks
         try await CommandRunner.run(json: false) { console in
             let request = try GitCredentialRequest(parsing: try SecretValue.readAll(from: 0))
-            let helpers = HelperRequests(requester: HelperRequester.describe(helper: "git-credential-touchgate"))
+            let helpers = HelperRequests.forThisProcess(requester: ProcessTable.describe(helper: "git-credential-touchgate", pid: getppid()))
             let interaction = TerminalInteraction(console: console, assumeYes: true)
             switch operation {
             case "get":

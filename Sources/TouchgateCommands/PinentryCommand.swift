@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateAPI
+import TouchgateHelpers
 import TouchgateTerminal
 
 /// `touchgate pinentry` (and `pinentry-touchgate`, a symlink): gpg-agent's pinentry.
@@ -30,7 +31,7 @@ struct Pinentry: AsyncParsableCommand {
         func run() async throws {
             try await CommandRunner.run(json: false) { console in
                 let settings = try HelperSettings.load()
-                let helpers = HelperRequests(requester: HelperRequester.describe(helper: "pinentry-touchgate"))
+                let helpers = HelperRequests.forThisProcess(requester: ProcessTable.describe(helper: "pinentry-touchgate", pid: getppid()))
                 try await PinentryServer(settings: settings, helpers: helpers, console: console).serve()
                 return ExitStatus.success
             }

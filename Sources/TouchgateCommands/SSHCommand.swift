@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateAPI
+import TouchgateSSHAgent
 import TouchgateClient
 import TouchgateSSH
 import TouchgateSocket

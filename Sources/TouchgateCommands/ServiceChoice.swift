@@ -2,6 +2,7 @@ import Foundation
 import TouchgateAPI
 import TouchgateTerminal
 import TouchgateClient
+import TouchgateHelpers
 
 /// Which mode serves this process's command, decided once before any command runs
 /// (``Invocation/daemonSocket()``): touchgated through ``DaemonClient`` when its socket is
@@ -38,5 +39,12 @@ enum ServiceChoice {
             return DaemonClient(socketPath: path, mode: .personal, requester: caller.requester)
         }
         return requiredHost.personal(for: caller)
+    }
+}
+
+extension HelperRequests {
+    /// The helpers' use cases through the service this process's commands use, for `requester`.
+    static func forThisProcess(requester: String) -> HelperRequests {
+        HelperRequests(service: ServiceChoice.resolve(requester: requester), requester: requester)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TouchgateCommands
+@testable import TouchgateHelpers
 import TouchgateAPI
 
 /// `helpers.json`: the mapping rules, and edits made at the same time by several commands.

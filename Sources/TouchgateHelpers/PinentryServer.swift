@@ -1,6 +1,6 @@
 import Foundation
 import TouchgateAPI
-import TouchgateTerminal
+public import TouchgateTerminal
 import Subprocess
 // FilePath and FileDescriptor, which swift-subprocess takes.
 import SystemPackage
@@ -17,10 +17,18 @@ import Glibc
 /// after `SETERROR`, a new passphrase with `SETREPEAT`, `CONFIRM`, `MESSAGE`, a failed
 /// touch) goes to the fallback pinentry: it is started, told every option and setting
 /// received so far, and the command's conversation is passed through both ways.
-struct PinentryServer {
+public struct PinentryServer {
     let settings: HelperSettings
     let helpers: HelperRequests
     let console: Console
+
+    /// The server for one gpg-agent conversation: `settings` map keygrips to items,
+    /// `helpers` asks the service for the program pinentry acts for, `console` reports.
+    public init(settings: HelperSettings, helpers: HelperRequests, console: Console) {
+        self.settings = settings
+        self.helpers = helpers
+        self.console = console
+    }
 
     /// gpg-error codes with the pinentry source (5 << 24).
     private enum Failure {
@@ -44,7 +52,7 @@ struct PinentryServer {
     }
 
     /// Serves the agent until `BYE` or the end of input.
-    func serve() async throws {
+    public func serve() async throws {
         // A fallback pinentry that already exited, or an agent that hung up, is a write error
         // to report, not a signal that kills this process (measured: BYE to a fallback that
         // had ended took the process down with SIGPIPE, and the agent got no answer).
@@ -109,7 +117,7 @@ struct PinentryServer {
     private func info(_ what: String) throws {
         switch what {
         case "flavor": try AssuanWriter.line("D touchgate", to: 1)
-        case "version": try AssuanWriter.line("D \(Touchgate.version)", to: 1)
+        case "version": try AssuanWriter.line("D \(Release.version)", to: 1)
         case "pid": try AssuanWriter.line("D \(getpid())", to: 1)
         case "ttyinfo": try AssuanWriter.line("D - - - - 0/0 -", to: 1)
         default:

@@ -6,7 +6,8 @@ import TouchgateTerminal
 /// `pinentry-touchgate`): which item answers which request, and what is released, stored
 /// or removed. The executables only speak their program's protocol; every request goes
 /// through ``TouchgateRequests`` (in this process or touchgated) with the requesting
-/// program named in the audit trail: the service is resolved for it (``ServiceChoice``).
+/// program named in the audit trail: `service` is the one its commands resolved for that
+/// requester, which names it in every record.
 public struct HelperRequests: Sendable {
     /// Who serves the requests.
     public let service: any TouchgateRequests
@@ -17,11 +18,6 @@ public struct HelperRequests: Sendable {
     public init(service: any TouchgateRequests, requester: String) {
         self.service = service
         self.requester = requester
-    }
-
-    /// Requests for `requester`, through the service this process's commands use.
-    init(requester: String) {
-        self.init(service: ServiceChoice.resolve(requester: requester), requester: requester)
     }
 
     // MARK: ssh

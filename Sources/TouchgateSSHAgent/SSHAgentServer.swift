@@ -1,9 +1,9 @@
 import Foundation
 import Synchronization
-import TouchgateAPI
+public import TouchgateAPI
 import TouchgateSSH
-import TouchgateSocket
-import TouchgateTerminal
+public import TouchgateSocket
+public import TouchgateTerminal
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,7 +12,7 @@ import Glibc
 /// reach, over the vault's SSH keys. It decides nothing: every signature is the service's
 /// `ssh.sign`, which applies the key's policy to what the data is; this door only turns the
 /// agent protocol into requests and says on the requester's terminal what it waits for.
-final class SSHAgentServer: Sendable {
+public final class SSHAgentServer: Sendable {
     /// The service for each client, as this door found it (behind the hosting agent's gate,
     /// or touchgated's client).
     let service: RequestsForCaller
@@ -47,7 +47,7 @@ final class SSHAgentServer: Sendable {
     /// to its socket, which blocks while the daemon's queue of connections is full.
     private let listsOnWaitingThread: Bool
 
-    init(requests: @escaping RequestsForCaller, hostedHere: Bool, listener: UnixListener,
+    public init(requests: @escaping RequestsForCaller, hostedHere: Bool, listener: UnixListener,
          console: Console) throws(ServiceError) {
         service = requests
         listsOnWaitingThread = hostedHere
@@ -76,7 +76,7 @@ final class SSHAgentServer: Sendable {
     /// Hand-written over epoll for a measurement: a thread per client, started at each
     /// connection, cost a listing (`ssh-add -L`) about a third of its time in the agent, and
     /// waking that thread and then the answering task twice per message most of the rest.
-    func run() async {
+    public func run() async {
         await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
             // epoll_wait blocks: a thread of its own, not one of the cooperative pool's.
             let thread = Thread {
@@ -89,7 +89,7 @@ final class SSHAgentServer: Sendable {
     }
 
     /// Stops listening and ends ``run()``; answers being made end with their clients.
-    func stop() {
+    public func stop() {
         stopping.store(true, ordering: .sequentiallyConsistent)
         listener.close()
         poller.wake()
@@ -493,7 +493,7 @@ final class ClientProcess: CustomStringConvertible {
         self.uid = uid
     }
     /// The process chain, as the log and the audit record name the requester.
-    lazy var description = HelperRequester.describe(helper: "touchgate agent", pid: pid)
+    lazy var description = ProcessTable.describe(helper: "touchgate agent", pid: pid)
     /// Its user's login name, read once.
     lazy var loginName = UserDatabase.loginName(of: uid)
 
