@@ -85,6 +85,12 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     /// What Touchgate's OpenSSH security-key provider asks (through the agent): make an
     /// `sk-ssh-ed25519` key in the vault, and sign with one, FIDO-style.
     case sshSkEnroll = "ssh.sk-enroll", sshSkSign = "ssh.sk-sign"
+    /// Which of the vault's SSH keys the agents offer: withdrawn (`ssh-add -d`, `-D`), offered
+    /// again, for a while (`ssh-add -t`); recorded.
+    case sshOffer = "ssh.offer"
+    /// A touch that approves one use of a key an agent asks confirmation for (`ssh-add -c`,
+    /// through `touchgate askpass`), recorded as that approval.
+    case sshConfirm = "ssh.confirm"
 }
 
 /// The arguments any request may carry, beside the operation's own (its

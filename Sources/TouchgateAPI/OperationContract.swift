@@ -158,6 +158,12 @@ extension DaemonOperation {
         case .sshSkEnroll:
             OperationContract(["item", "application", "flags"], "security key enrollment (`public-key`, `key-handle`, "
                               + "`flags`, and the SSH key report)")
+        case .sshOffer:
+            OperationContract(["keys", "all", "offered", "lifetime"], "SSH key reports, with whether each is `offered` "
+                              + "now (and `offered-until`)")
+        case .sshConfirm:
+            OperationContract(["question"], "match report (a touch of any enrolled finger, recorded as an approval of "
+                              + "the use `question` asks about)")
         case .sshSkSign:
             OperationContract(["application", "key-handle", "flags", "data", "bindings"], "`{\"signature\": …, \"flags\": N, "
                               + "\"counter\": N, \"purpose\": …}`")

@@ -42,7 +42,7 @@ public enum Operations {
         PrintsDeleteOrphans.self, PrintsClear.self, ImportFprintd.self, Verify.self, Identify.self, Devices.self,
         Capture.self, PolicyShow.self, PolicySet.self, Repair.self, SecretList.self, SecretRm.self, AuditCount.self,
         AuditVerify.self, AuditPrune.self, AuditPublicKey.self, SshKeygen.self, SshList.self, SshSign.self,
-        SshSkEnroll.self, SshSkSign.self, SecretAllow.self, SecretServiceSearch.self, SecretServiceDelete.self,
+        SshSkEnroll.self, SshSkSign.self, SshOffer.self, SshConfirm.self, SecretAllow.self, SecretServiceSearch.self, SecretServiceDelete.self,
         TpmStatus.self, TpmEnroll.self, TpmRecover.self,
     ]
 
@@ -709,6 +709,30 @@ public enum Operations {
         public static func perform(_ arguments: SSHSignRequest, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> SSHSignatureReport {
             try await requests.sshSign(arguments, interaction: interaction)
+        }
+    }
+
+    public enum SshOffer: ServedOperation {
+        public typealias Arguments = SSHOfferChange
+        public typealias Result = [SSHKeyReport]
+        public static let operation = DaemonOperation.sshOffer
+        public static func perform(_ arguments: SSHOfferChange, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> [SSHKeyReport] {
+            try await requests.sshOffer(arguments)
+        }
+    }
+
+    public enum SshConfirm: ServedOperation {
+        public typealias Result = MatchReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            /// What the agent asks to confirm (`Allow use of key …?`), as it worded it.
+            public var question: String
+            public init(question: String) { self.question = question }
+        }
+        public static let operation = DaemonOperation.sshConfirm
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> MatchReport {
+            try await requests.sshConfirm(arguments.question, interaction: interaction)
         }
     }
 

@@ -16,10 +16,16 @@ public struct SSHKeyReport: Codable, Sendable, Equatable {
     public var policy: String
     /// Whether every signature needs a new touch (no reuse window).
     public var fresh: Bool
+    /// Whether the agents offer the key now: false once it was withdrawn (`ssh-add -d`, `-D`)
+    /// or its lifetime (`ssh-add -t`) ran out, until it is offered again (`ssh-add FILE`,
+    /// `touchgate ssh offer`). Absent (nil) in older reports: offered.
+    public var offered: Bool?
+    /// When a lifetime given with `ssh-add -t` runs out.
+    public var offeredUntil: Date?
 
     /// A report.
     public init(name: String, type: String, publicKey: Data, authorizedKey: String, fingerprint: String,
-                policy: String, fresh: Bool) {
+                policy: String, fresh: Bool, offered: Bool? = nil, offeredUntil: Date? = nil) {
         self.name = name
         self.type = type
         self.publicKey = publicKey
@@ -27,6 +33,44 @@ public struct SSHKeyReport: Codable, Sendable, Equatable {
         self.fingerprint = fingerprint
         self.policy = policy
         self.fresh = fresh
+        self.offered = offered
+        self.offeredUntil = offeredUntil
+    }
+
+    /// Whether the agents offer it (an absent answer is yes).
+    public var isOffered: Bool { offered != false }
+}
+
+/// A change to which of the vault's SSH keys the agents offer (`ssh.offer`): what `ssh-add
+/// -d`, `-D`, `-t` and `ssh-add FILE` of a key the vault holds ask of touchgate agent, and
+/// `touchgate ssh offer`. The service keeps it, so every agent of the user offers the same
+/// keys and the trail records each change.
+public struct SSHOfferChange: Codable, Sendable, Equatable {
+    /// The keys, by their public blobs; empty with ``all``.
+    public var keys: [Data]
+    /// Every key of the vault (`ssh-add -D`).
+    public var all: Bool?
+    /// Offer them (again), or withdraw them.
+    public var offered: Bool
+    /// With `offered`: for this many seconds only (`ssh-add -t`).
+    public var lifetime: Int?
+
+    /// A change.
+    public init(keys: [Data], all: Bool? = nil, offered: Bool, lifetime: Int? = nil) {
+        self.keys = keys
+        self.all = all
+        self.offered = offered
+        self.lifetime = lifetime
+    }
+
+    /// `ssh-add -d`: stop offering these keys.
+    public static func withdraw(_ keys: [Data]) -> SSHOfferChange { SSHOfferChange(keys: keys, offered: false) }
+    /// `ssh-add -D`: stop offering every key.
+    public static let withdrawAll = SSHOfferChange(keys: [], all: true, offered: false)
+    /// `ssh-add FILE` of a key the vault holds, or `touchgate ssh offer`: offer it again, for
+    /// `lifetime` seconds when given.
+    public static func offer(_ key: Data, lifetime: Int?) -> SSHOfferChange {
+        SSHOfferChange(keys: [key], offered: true, lifetime: lifetime)
     }
 }
 

@@ -150,6 +150,14 @@ public protocol TouchgateRequests: Sendable {
     /// confirmed. Returns how many were removed; the chain stays verifiable.
     func auditPrune(before cutoff: Date, force: Bool, interaction: any Interaction) async throws(ServiceError) -> Int
 
+    /// Offers or withdraws the vault's SSH keys for the agents (`ssh-add -d`, `-D`, `-t`,
+    /// `touchgate ssh offer`): recorded; the keys' reports as they stand after.
+    func sshOffer(_ change: SSHOfferChange) async throws(ServiceError) -> [SSHKeyReport]
+
+    /// A touch of any enrolled finger approving one use of a key an agent asks confirmation
+    /// for (`ssh-add -c`), recorded as that approval with the agent's `question`.
+    func sshConfirm(_ question: String, interaction: any Interaction) async throws(ServiceError) -> MatchReport
+
     /// Makes an SSH key (Ed25519) inside the vault as item `name` under `policy` (`fresh`:
     /// every signature needs a new touch); its private part never leaves the service.
     /// - Throws: `already-exists` for a taken name, `vault-locked`, `usage` for a bad policy.

@@ -190,6 +190,14 @@ extension DaemonClient {
         try await call(Operations.SshSign.self, request, asking(interaction)).0
     }
 
+    public func sshOffer(_ change: SSHOfferChange) async throws(ServiceError) -> [SSHKeyReport] {
+        try await call(Operations.SshOffer.self, change).0
+    }
+
+    public func sshConfirm(_ question: String, interaction: any Interaction) async throws(ServiceError) -> MatchReport {
+        try await call(Operations.SshConfirm.self, .init(question: question), asking(interaction)).0
+    }
+
     public func sshSkEnroll(_ request: SSHSecurityKeyEnrollRequest) async throws(ServiceError) -> SSHSecurityKeyEnrollment {
         try await call(Operations.SshSkEnroll.self, request).0
     }

@@ -42,12 +42,12 @@ struct Askpass: AsyncParsableCommand {
                 case "confirm":
                     console.event(InteractionEvent(.notice, StoredText.escaped(prompt)))
                     if isatty(STDERR_FILENO) == 1 {
-                        try await helpers.approveKeyUse(interaction: interaction)
+                        try await helpers.approveKeyUse(prompt, interaction: interaction)
                     } else {
                         // Run by ssh-agent, with no terminal: the person learns of the wait from the desktop.
                         try await DesktopNotice.during(summary: "Touch the fingerprint reader to allow this use of an SSH key",
                                                        body: prompt) {
-                            try await helpers.approveKeyUse(interaction: interaction)
+                            try await helpers.approveKeyUse(prompt, interaction: interaction)
                         }
                     }
                 case "none":

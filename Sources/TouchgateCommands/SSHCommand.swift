@@ -17,7 +17,7 @@ struct SSH: AsyncParsableCommand {
             SSH agent protocol, after a touch that names what is signed (a login as USER to the \
             host with key SHA256:…, a git commit, a file). Remove a key with touchgate secret rm NAME.
             """,
-        subcommands: [Keygen.self, List.self])
+        subcommands: [Keygen.self, List.self, Offer.self])
 
     /// `touchgate ssh keygen NAME`.
     struct Keygen: AsyncParsableCommand {
@@ -59,6 +59,55 @@ struct SSH: AsyncParsableCommand {
                                   + "policy \(report.policy)). Add this line to a server's ~/.ssh/authorized_keys:\n", to: 2)
                 }
                 console.result("ssh-key", report, text: report.authorizedKey)
+                return ExitStatus.success
+            }
+        }
+    }
+
+    /// `touchgate ssh offer NAME`.
+    struct Offer: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "offer",
+            abstract: "Have the agents offer a vault key again (after ssh-add -d, -D or -t), or stop offering it.",
+            discussion: """
+                Which keys touchgate agent offers to ssh is kept with the vault and recorded in the                 audit trail, as ssh-add -d, -D and -t change it; a key made here has no file to                 ssh-add again, so this offers it. Needs the vault unlocked.
+                """)
+
+        @OptionGroup var common: CommonOptions
+
+        @Argument(help: "The key's name (touchgate ssh list).")
+        var name: String
+
+        @Option(help: ArgumentHelp("Offer it for this long only, as ssh-add -t does (90, 10m, 2h).", valueName: "TIME"))
+        var lifetime: String?
+
+        @Flag(help: "Stop offering it instead, as ssh-add -d does (it stays sealed in the vault).")
+        var withdraw = false
+
+        func validate() throws {
+            if withdraw && lifetime != nil { throw ValidationError("--lifetime offers a key; it cannot go with --withdraw") }
+        }
+
+        func run() async throws {
+            let (name, lifetime, withdraw) = (name, lifetime, withdraw)
+            try await CommandRunner.run(json: common.json) { console in
+                let seconds = try lifetime.map { text throws(ServiceError) -> Int in
+                    // A bare number is seconds, as ssh-add -t takes it.
+                    guard let length = Int(text).map(TimeInterval.init) ?? TimeArgument.secondsAgo(text), length > 0 else {
+                        throw ServiceError(.usage, "--lifetime takes a time such as 90, 10m or 2h, not '\(StoredText.escaped(text))'")
+                    }
+                    return Int(length)
+                }
+                guard let key = try await service.sshList().first(where: { $0.name == name }) else {
+                    throw ServiceError(.notFound, "the vault holds no SSH key named '\(StoredText.escaped(name))'; "
+                                       + "touchgate ssh list shows them")
+                }
+                let change = withdraw ? SSHOfferChange.withdraw([key.publicKey]) : .offer(key.publicKey, lifetime: seconds)
+                let reports = try await service.sshOffer(change)
+                let report = reports.first { $0.publicKey == key.publicKey } ?? key
+                let words = !report.isOffered ? "no longer offered to the agents (still sealed in the vault)"
+                    : "offered to the agents" + (seconds.map { " for \($0) s" } ?? "")
+                console.result("ssh-key", report, text: "SSH key '\(StoredText.escaped(report.name))' \(words).")
                 return ExitStatus.success
             }
         }

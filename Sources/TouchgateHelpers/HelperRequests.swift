@@ -35,10 +35,11 @@ public struct HelperRequests: Sendable {
     }
 
     /// Approves one use of a key added with `ssh-add -c`: a touch of any enrolled finger
-    /// (counted, audited, refused during a lockout).
+    /// (counted, refused during a lockout), recorded as the approval of the use ssh-agent's
+    /// `question` names (`ssh.confirm`).
     /// - Throws: ``ServiceError`` `no-match` when the finger did not match; the verification's errors otherwise.
-    public func approveKeyUse(interaction: any Interaction) async throws(ServiceError) {
-        let report = try await service.verify(user: nil, finger: nil, device: nil, interaction: interaction)
+    public func approveKeyUse(_ question: String, interaction: any Interaction) async throws(ServiceError) {
+        let report = try await service.sshConfirm(question, interaction: interaction)
         guard report.match else {
             throw ServiceError(.noMatch, "the finger did not match; the key was not used", attemptsLeft: report.attemptsLeft)
         }

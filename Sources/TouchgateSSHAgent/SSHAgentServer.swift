@@ -37,8 +37,6 @@ public final class SSHAgentServer: Sendable {
     private let stopping = Atomic(false)
     /// The listener's token; clients' tokens count up from 1.
     private static let listenerToken: UInt64 = 0
-    /// Which vault keys this agent offers (`ssh-add -d`, `-D` and `-t` change it).
-    let offered = OfferedKeys()
     /// The extensions this agent answers, as the `query` extension lists them.
     static let extensions = ["query", SessionBind.extensionName, SecurityKeyRequest.enrollName, SecurityKeyRequest.signName]
 
@@ -270,7 +268,7 @@ public final class SSHAgentServer: Sendable {
             do {
                 // Security keys sign through OpenSSH's provider, not through the agent.
                 let keys = try await requests.sshList().filter {
-                    $0.type != SecurityKeySignedMessage.keyTypeName && offered.offers([UInt8]($0.publicKey))
+                    $0.type != SecurityKeySignedMessage.keyTypeName && $0.isOffered
                 }
                 return .identities(keys.map { AgentIdentity(keyBlob: [UInt8]($0.publicKey), comment: $0.name) })
             } catch {
@@ -282,11 +280,6 @@ public final class SSHAgentServer: Sendable {
                 return .identities([])
             }
         case .sign(let keyBlob, let data, let flags):
-            guard offered.offers(keyBlob) else {
-                AgentInteraction(terminal: requester.terminal, console: console).tell("touchgate agent: \(OfferedKeys.withheldWords)")
-                log("\(requester): no signature: \(OfferedKeys.withheldWords)")
-                return .failure
-            }
             let request = SSHSignRequest(publicKey: Data(keyBlob), data: Data(data), flags: flags.rawValue, bindings: bindings)
             let interaction = AgentInteraction(terminal: requester.terminal, console: console)
             do {
@@ -322,16 +315,13 @@ public final class SSHAgentServer: Sendable {
         case .add(let addition):
             return await add(addition, requests: requests, requester: requester)
         case .remove(let keyBlob):
-            // The vault is to this agent what key files are to OpenSSH's: a removed key is
-            // no longer offered here, and stays sealed until touchgate secret rm removes it.
+            // The vault is to the agents what key files are to OpenSSH's: a removed key is no
+            // longer offered (the service keeps which, and records it), and stays sealed until
+            // touchgate secret rm removes it.
             do {
-                let keys = try await requests.sshList()
-                guard keys.contains(where: { [UInt8]($0.publicKey) == keyBlob }), offered.offers(keyBlob) else {
-                    log("\(requester): ssh-add -d: this agent offers no such key")
-                    return .failure
-                }
-                offered.remove([keyBlob])
-                log("\(requester): stopped offering a key (it stays sealed in the vault)")
+                let reports = try await requests.sshOffer(.withdraw([Data(keyBlob)]))
+                let names = reports.filter { $0.publicKey == Data(keyBlob) }.map { "'" + StoredText.escaped($0.name) + "'" }
+                log("\(requester): stopped offering \(names.joined(separator: ", ")) (it stays sealed in the vault)")
                 return .success
             } catch {
                 log("\(requester): ssh-add -d: \(error.message)")
@@ -339,7 +329,7 @@ public final class SSHAgentServer: Sendable {
             }
         case .removeAll:
             do {
-                offered.remove(try await requests.sshList().map { [UInt8]($0.publicKey) })
+                _ = try await requests.sshOffer(.withdrawAll)
                 log("\(requester): stopped offering every key (they stay sealed in the vault)")
                 return .success
             } catch {
@@ -371,32 +361,32 @@ public final class SSHAgentServer: Sendable {
         }
     }
 
-    /// `ssh-add FILE`: the key is sealed into the vault under its comment, and from then
-    /// on signs like a key made there (any enrolled finger, `-c` a touch every time). A key
-    /// the vault already holds is offered again (after `ssh-add -d`). With `-t` the agent
-    /// offers it for that long; it stays sealed in the vault, as a key file stays on disk.
+    /// `ssh-add FILE`: the key is sealed into the vault under its comment, with the policy
+    /// the service gives an added key (`-c`: a touch for every signature), and offered. A key
+    /// the vault already holds is offered again (after `ssh-add -d`). With `-t` the agents
+    /// offer it for that long; it stays sealed in the vault, as a key file stays on disk.
+    /// Which keys are offered is the service's to keep and record (``SSHOfferChange``).
     func add(_ addition: AgentKeyAddition, requests: any TouchgateRequests, requester: ClientProcess) async -> AgentResponse {
         let fresh = addition.requiresConfirmation
-        let lifetime = addition.lifetime.map { Duration.seconds(Int64($0)) }
-        let blob = addition.publicKey.blob
-        if let held = try? await requests.sshList(), held.contains(where: { [UInt8]($0.publicKey) == blob }) {
-            offered.offer(blob, for: lifetime)
-            log("\(requester): the key is already sealed in the vault; offered again"
-                + (lifetime.map { " for \($0.components.seconds) s" } ?? ""))
-            return .success
-        }
-        let name = addition.comment.isEmpty
-            ? "ssh-key-" + addition.publicKey.blob.suffix(6).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-            : addition.comment
-        // OpenSSH sends an Ed25519 seed and public key together; the vault keeps the seed
-        // alone (a P-256 scalar is 32 bytes already).
-        let seed = addition.privateKey.withUnsafeBytes { SecretBytes(copying: $0.prefix(32)) }
+        let lifetime = addition.lifetime.map { Int($0) }
+        let blob = Data(addition.publicKey.blob)
+        let words = lifetime.map { " for \($0) s" } ?? ""
         do {
-            let report = try await requests.sshAdd(name, publicKey: Data(blob), seed: { seed }, policy: "biometry-any", fresh: fresh)
-            offered.offer(blob, for: lifetime)
+            if let held = try? await requests.sshList(), held.contains(where: { $0.publicKey == blob }) {
+                _ = try await requests.sshOffer(.offer(blob, lifetime: lifetime))
+                log("\(requester): the key is already sealed in the vault; offered again" + words)
+                return .success
+            }
+            let name = addition.comment.isEmpty
+                ? "ssh-key-" + addition.publicKey.blob.suffix(6).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+                : addition.comment
+            // OpenSSH sends an Ed25519 seed and public key together; the vault keeps the seed
+            // alone (a P-256 scalar is 32 bytes already).
+            let seed = addition.privateKey.withUnsafeBytes { SecretBytes(copying: $0.prefix(32)) }
+            let report = try await requests.sshAdd(name, publicKey: blob, seed: { seed }, policy: "", fresh: fresh)
+            _ = try await requests.sshOffer(.offer(blob, lifetime: lifetime))
             log("\(requester): sealed SSH key '\(StoredText.escaped(report.name))' (\(report.fingerprint)) into the vault"
-                + (fresh ? "; every signature needs a touch" : "")
-                + (lifetime.map { "; offered for \($0.components.seconds) s" } ?? ""))
+                + (fresh ? "; every signature needs a touch" : "") + (lifetime.map { "; offered for \($0) s" } ?? ""))
             return .success
         } catch {
             log("\(requester): the key was not added: \(error.message)")
@@ -765,52 +755,4 @@ struct AgentInteraction: Interaction {
     var canAskAgain: Bool { false }
 
     func confirm(_ question: String, details: [String]) throws -> Bool { false }
-}
-
-/// Which of the vault's keys this agent offers. Every key is offered until `ssh-add -d` or
-/// `-D` removes it from this agent or the lifetime `ssh-add -t` gave runs out; adding it
-/// again offers it again. Kept in memory, as OpenSSH's agent keeps its keys: a new agent
-/// offers every key of the vault.
-final class OfferedKeys: Sendable {
-    private struct State {
-        var removed: Set<[UInt8]> = []
-        var until: [[UInt8]: ContinuousClock.Instant] = [:]
-    }
-
-    private let state = Mutex(State())
-
-    static let withheldWords = "that key was removed from this agent (ssh-add -d, -D or a lifetime from ssh-add -t); "
-        + "it is still sealed in the vault: ssh-add its key file again, or restart touchgate agent"
-
-    /// Whether the key with public blob `blob` is offered now.
-    func offers(_ blob: [UInt8]) -> Bool {
-        state.withLock { state in
-            if state.removed.contains(blob) { return false }
-            guard let until = state.until[blob] else { return true }
-            guard ContinuousClock.now < until else {
-                state.until[blob] = nil
-                state.removed.insert(blob)
-                return false
-            }
-            return true
-        }
-    }
-
-    /// Stops offering these keys.
-    func remove(_ blobs: [[UInt8]]) {
-        state.withLock { state in
-            for blob in blobs {
-                state.removed.insert(blob)
-                state.until[blob] = nil
-            }
-        }
-    }
-
-    /// Offers the key again, for `lifetime` or until removed.
-    func offer(_ blob: [UInt8], for lifetime: Duration?) {
-        state.withLock { state in
-            state.removed.remove(blob)
-            state.until[blob] = lifetime.map { ContinuousClock.now + $0 }
-        }
-    }
 }

@@ -266,6 +266,14 @@ public struct GatedRequests: TouchgateRequests {
         try await gated(.sshSign) { service throws(ServiceError) in try await service.sshSign(request, interaction: interaction) }
     }
 
+    public func sshOffer(_ change: SSHOfferChange) async throws(ServiceError) -> [SSHKeyReport] {
+        try await gated(.sshOffer) { service throws(ServiceError) in try await service.sshOffer(change) }
+    }
+
+    public func sshConfirm(_ question: String, interaction: any Interaction) async throws(ServiceError) -> MatchReport {
+        try await gated(.sshConfirm) { service throws(ServiceError) in try await service.sshConfirm(question, interaction: interaction) }
+    }
+
     public func sshSkEnroll(_ request: SSHSecurityKeyEnrollRequest) async throws(ServiceError) -> SSHSecurityKeyEnrollment {
         try await gated(.sshSkEnroll) { service throws(ServiceError) in try await service.sshSkEnroll(request) }
     }

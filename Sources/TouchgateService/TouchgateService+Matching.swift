@@ -42,7 +42,7 @@ extension TouchgateService {
     /// their prints could only be in that store, and making one for the refusal would leave
     /// a store behind for every user a PAM stack asks about. Through fprintd the prints are
     /// fprintd's, and the store (lockout, audit) is made as usual.
-    private func refuseWithoutStore(device: String?) async throws(ServiceError) {
+    func refuseWithoutStore(device: String?) async throws(ServiceError) {
         guard !hasStore else { return }
         let direct = try await serviceErrors {
             try await withBackend(device: device) { if case .libfprint = $0 { true } else { false } }
@@ -54,7 +54,7 @@ extension TouchgateService {
     }
 
     /// One authentication attempt through the policy core, against `candidates`.
-    private func match(_ store: StoreAccess, _ candidates: ReaderSensor.Candidates, operation: String, action: String,
+    func match(_ store: StoreAccess, _ candidates: ReaderSensor.Candidates, operation: String, action: String,
                        device: String?, interaction: any Interaction) async throws -> MatchReport {
         if case .fprintd(let target) = try await resolveBackend(device: device) {
             return try await target.closing { target in

@@ -19,6 +19,9 @@ extension TouchgateService {
         }
     }
 
+    /// The policy of a key an agent's `ssh-add FILE` seals, which names none.
+    static let addedKeyPolicy = "biometry-any"
+
     public func sshAdd(_ name: String, publicKey: Data, seed: @escaping @Sendable () async throws -> SecretBytes,
                        policy text: String, fresh: Bool) async throws(ServiceError) -> SSHKeyReport {
         let algorithm: SecuredKey.Algorithm
@@ -29,7 +32,9 @@ extension TouchgateService {
         } catch {
             throw ServiceError.usage("the key to add: \(error)")
         }
-        return try await storeKey(name, policy: text, fresh: fresh, origin: "SSH key added", algorithm: algorithm,
+        // An agent's ssh-add names no policy: an added key signs after any enrolled finger.
+        let policy = text.isEmpty ? Self.addedKeyPolicy : text
+        return try await storeKey(name, policy: policy, fresh: fresh, origin: "SSH key added", algorithm: algorithm,
                                   expecting: [UInt8](publicKey), seed: seed)
     }
 
@@ -80,7 +85,7 @@ extension TouchgateService {
     }
 
     public func sshList() async throws(ServiceError) -> [SSHKeyReport] {
-        if let kept = keptKeyListing() { return kept }
+        if let kept = keptKeyListing() { return Self.expiring(kept, at: clock.reading().wall) }
         return try await withExistingStore(orElse: noVault) { store in
             // Opened again only when the store changed: an agent lists keys before every
             // login, and reading the vault's identity was a third of a listing.
@@ -92,7 +97,18 @@ extension TouchgateService {
                 guard try vault.items().contains(where: { $0.kind != .secret }) else { return [] }
                 throw ServiceError.vaultLocked
             }
-            return try Self.keyReports(store, vault: vault, key: key, at: stamp)
+            return Self.expiring(try Self.keyReports(store, vault: vault, key: key, at: stamp), at: clock.reading().wall)
+        }
+    }
+
+    /// `reports` with a lifetime that has run out shown as not offered.
+    static func expiring(_ reports: [SSHKeyReport], at now: Date) -> [SSHKeyReport] {
+        reports.map { report in
+            guard let until = report.offeredUntil, now >= until else { return report }
+            var expired = report
+            expired.offered = false
+            expired.offeredUntil = nil
+            return expired
         }
     }
 
@@ -129,7 +145,9 @@ extension TouchgateService {
                 return report
             }
             store.keep("ssh.list.keys", kept)
-            return reports
+            // Which the agents offer: kept with the listing (a change of them changes the
+            // store, so the listing is made again); a lifetime is judged when it is read.
+            return try sshOffers(store).apply(to: reports, at: .distantPast)
         }
     }
 
@@ -172,6 +190,17 @@ extension TouchgateService {
                 throw ServiceError(.notFound, "the vault holds no SSH key with that public key (touchgate ssh list shows them)")
             }
             let shown = StoredText.escaped(info.name)
+            // Withdrawn from the agents (ssh-add -d, -D) or past its lifetime (-t): not offered,
+            // so not used, as ssh-agent would no longer hold it.
+            let offered = Self.expiring(try Self.sshOffers(store).apply(to: [Self.report(
+                name: info.name, key: secured, policy: info.policy, fresh: info.freshTouch)], at: .distantPast),
+                at: clock.reading().wall)
+            if offered.first?.isOffered == false {
+                let why = "the key '\(shown)' is not offered to the agents (ssh-add -d, -D, or its lifetime from ssh-add -t ran "
+                    + "out); it is still sealed in the vault: ssh-add its key file again, or run touchgate ssh offer \(shown)"
+                try context.record(.itemRead, .denied, item: info.name, reason: "SSH signature refused: not offered")
+                throw ServiceError(.forbidden, why)
+            }
             let purpose: String
             switch SSHSigningPurpose.judge(request, keyName: shown) {
             case .refused(let why):

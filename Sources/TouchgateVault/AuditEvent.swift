@@ -87,6 +87,9 @@ public struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConv
     /// rewritten or replaced, or another writer took this trail's sequence numbers
     /// (`audit.ship`, outcome `failure`; nothing was marked shipped).
     public static let auditShip = AuditEvent(rawValue: "audit.ship")
+    /// An SSH key withdrawn from the agents or offered to them again, for a while or for good
+    /// (`ssh.offer`: `ssh-add -d`, `-D`, `-t`, `ssh-add FILE`, `touchgate ssh offer`).
+    public static let sshOffer = AuditEvent(rawValue: "ssh.offer")
 
     /// Every event this release defines, in a stable order.
     public static let known: [AuditEvent] = [

@@ -109,17 +109,27 @@ struct SSHAgentTests {
             if arguments == ["-d", setup.publicKeyPath] {
                 let twice = try await rig.run("/usr/bin/ssh-add", arguments, extra: setup.sshEnvironment)
                 #expect(twice.status != 0, "a key this agent no longer offers cannot be removed again")
-                // A new agent offers every key of the vault again, once unlocked: the key
-                // the last one held in its memory ended with it.
+                // Which keys are offered is the vault's, not an agent's: a new agent, once
+                // unlocked (the key the last one held in its memory ended with it), still does
+                // not offer the withdrawn key, until touchgate ssh offer offers it again.
                 await setup.agent.stop()
                 setup = try await Setup.restart(setup)
                 let locked = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
                 #expect(locked.status == 1 && locked.stdout.contains("no identities"), "\(locked.stdout)")
                 let unlocked = try await setup.touchgate(["unlock", "--passphrase-fd", "0"], stdin: VaultRig.lines(VaultRig.passphrase))
                 #expect(unlocked.status == 0, "\(unlocked.stderrLines)")
+                let stillGone = try await rig.run("/usr/bin/ssh-add", ["-L"], extra: setup.sshEnvironment)
+                #expect(!stillGone.stdout.contains(setup.authorizedKey), "a new agent offered a withdrawn key: \(stillGone.stdout)")
+                let offered = try await setup.touchgate(["ssh", "offer", "work", "--json"])
+                #expect(offered.status == 0 && offered.json?["offered"] == nil, "\(offered.stdout) \(offered.stderrLines)")
             }
         }
 
+        // Each change of what the agents offer is in the trail, naming the program that asked.
+        let offers = try await rig.vault.auditTrail().filter { $0["event"] as? String == "ssh.offer" }
+        #expect(offers.compactMap { $0["reason"] as? String }.map { $0.contains("withdrawn") } == [true, false, true],
+                "\(offers)")
+        #expect((offers.first?["reason"] as? String ?? "").contains("/usr/bin/ssh-add"), "\(offers)")
         let records = try await rig.auditRecords(mentioning: "use SSH key 'work' to sign a file")
         #expect(records.map { $0["outcome"] as? String } == ["failure", "success"], "\(records)")
         #expect(records.allSatisfy { ($0["reason"] as? String ?? "").contains("/usr/bin/ssh-keygen") },

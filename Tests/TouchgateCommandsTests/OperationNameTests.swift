@@ -58,8 +58,10 @@ import TouchgateAPI
     func commands() {
         // Asked as part of another command: the count beside `audit show`'s page, and the
         // orphans `prints delete --orphans` removes; a key is added and a signature asked
-        // through `touchgate agent` (ssh-add, ssh), and through its Secret Service (secret-tool, libsecret).
+        // through `touchgate agent` (ssh-add, ssh), and through its Secret Service (secret-tool, libsecret);
+        // ssh-agent's confirmation of a key added with -c through `touchgate askpass`.
         let notCommands: Set<DaemonOperation> = [.auditCount, .printsDeleteOrphans, .sshAdd, .sshSign, .sshSkEnroll, .sshSkSign,
+                                                 .sshConfirm,
                                                  .secretServiceSearch, .secretServiceStore, .secretServiceRead, .secretServiceDelete]
         for operation in DaemonOperation.allCases where !notCommands.contains(operation) {
             var command: any ParsableCommand.Type = Touchgate.self

@@ -1,6 +1,7 @@
 import Foundation
 import Subprocess
 import Testing
+import TouchgateAPI
 
 /// docs/ARCHITECTURE.md's module table against `Package.swift` (as `swift package
 /// dump-package` reads it), and every target's imports against what it declares.
@@ -89,5 +90,37 @@ import Testing
             modules.insert(String(name.split(separator: ".").first!))
         }
         return modules
+    }
+}
+
+/// docs/ARCHITECTURE.md's "How to add an operation", counted on the last one added: the
+/// files that name it are the ones the document lists, and no door or host grew code of
+/// its own for it beyond its one line.
+@Suite struct OperationFootprintTests {
+    @Test("the last operation added touched exactly the files \"How to add an operation\" names")
+    func lastOperationsFiles() throws {
+        let root = ArchitectureTests.root
+        let sources = root.appendingPathComponent("Sources")
+        let last = try #require(TouchgateAPI.DaemonOperation.allCases.last)
+        // Its names: the case and use case (`sshConfirm`), the table entry (`SshConfirm`).
+        let swiftName = String(describing: last)
+        let entry = swiftName.prefix(1).uppercased() + swiftName.dropFirst()
+        var files: [String] = []
+        let walker = FileManager.default.enumerator(atPath: sources.path)
+        while let relative = walker?.nextObject() as? String {
+            guard relative.hasSuffix(".swift"),
+                  let text = try? String(contentsOf: sources.appendingPathComponent(relative), encoding: .utf8) else { continue }
+            if text.contains(swiftName) || text.contains("Operations.\(entry)") || text.contains("enum \(entry):") {
+                files.append(relative)
+            }
+        }
+        let document = try String(contentsOf: root.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8)
+        let start = try #require(document.range(of: "<!-- last operation: "))
+        let line = document[start.upperBound...].prefix { $0 != "\n" }
+        let listed = line.components(separatedBy: " -->").first?.split(separator: " ").map(String.init) ?? []
+        #expect(listed.first == last.rawValue, "ARCHITECTURE.md counts \(listed.first ?? "nothing"), the last operation is \(last.rawValue)")
+        #expect(Set(files) == Set(listed.dropFirst()), """
+            the files naming \(last.rawValue) are \(files.sorted()); ARCHITECTURE.md lists \(listed.dropFirst().sorted())
+            """)
     }
 }

@@ -87,6 +87,56 @@ import TouchgateVault
         #expect(try await rig.service.sshList() == [key], "the key is still there")
     }
 
+    @Test("which keys the agents offer is the service's: withdrawn, offered for a lifetime, expired, each recorded")
+    func offersAreKeptAndRecorded() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index"), .finger("right-index")])
+        defer { rig.remove() }
+        let key = try await rig.service.sshKeygen("work", policy: "biometry-any", fresh: false)
+        #expect(try await rig.service.sshList().map(\.isOffered) == [true])
+        let withdrawn = try await rig.service.sshOffer(.withdraw([key.publicKey]))
+        #expect(withdrawn.map(\.offered) == [false])
+        #expect(try await rig.service.sshList().map(\.isOffered) == [false], "a new listing (a restarted agent) keeps it")
+        // As ssh-agent: a key not offered cannot be withdrawn again, and does not sign.
+        await #expect { _ = try await rig.service.sshOffer(.withdraw([key.publicKey])) } throws: {
+            ($0 as? ServiceError)?.code == .notFound
+        }
+        let opens = rig.reader.opens
+        if case .failure(let error) = await Self.sign(rig, key, Self.sshsig(namespace: "file")) {
+            #expect(error.code == .forbidden && error.message.contains("touchgate ssh offer work"), "\(error.message)")
+        } else {
+            Issue.record("a withdrawn key signed")
+        }
+        #expect(rig.reader.opens == opens, "refused before the reader is opened")
+        // Offered again for a minute: listed and signing, then gone when the minute is up.
+        let offered = try await rig.service.sshOffer(.offer(key.publicKey, lifetime: 60))
+        #expect(offered.first?.isOffered == true && offered.first?.offeredUntil != nil)
+        _ = try await Self.sign(rig, key, Self.sshsig(namespace: "file")).get()
+        rig.clock.advance(by: .seconds(61))
+        #expect(try await rig.service.sshList().map(\.isOffered) == [false], "the lifetime ran out")
+        await #expect { _ = try await rig.service.sshOffer(.offer(key.publicKey, lifetime: 0)) } throws: {
+            ($0 as? ServiceError)?.code == .usage
+        }
+        let records = try await rig.service.auditShow().filter { $0.event == "ssh.offer" }
+        #expect(records.map(\.reason) == ["SSH key \(key.fingerprint) withdrawn from the agents",
+                                          "SSH key \(key.fingerprint) offered to the agents for 60 s"], "\(records.map(\.reason))")
+        #expect(records.allSatisfy { $0.item == "work" })
+    }
+
+    @Test("an agent's confirmation of a key's use is a touch recorded as that approval, with the agent's question")
+    func confirmationIsRecordedAsTheApproval() async throws {
+        let rig = try await RuleRig.ready([.stranger, .finger("right-index")])
+        defer { rig.remove() }
+        let question = "Allow use of key /home/ana/.ssh/id_ed25519?\nKey fingerprint SHA256:abc."
+        let refused = try await rig.service.sshConfirm(question, interaction: ScriptedInteraction())
+        #expect(!refused.match)
+        let approved = try await rig.service.sshConfirm(question, interaction: ScriptedInteraction())
+        #expect(approved.match)
+        let records = try await rig.service.auditShow().filter { $0.reason.contains("approve one use of an SSH key") }
+        #expect(records.map(\.outcome) == ["failure", "success"], "\(records.map(\.reason))")
+        #expect(records.allSatisfy { $0.reason.contains("(Allow use of key /home/ana/.ssh/id_ed25519? Key fingerprint SHA256:abc.)") },
+                "the question, on one line: \(records.map(\.reason))")
+    }
+
     @Test("a login signature needs the finger, says who logs in, verifies, and is audited with its purpose")
     func loginSignatureNeedsTheFinger() async throws {
         let rig = try await RuleRig.ready([.finger("right-index"), .stranger])
