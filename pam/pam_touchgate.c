@@ -823,6 +823,22 @@ static void end_password_read(struct either *e) {
     }
 }
 
+/* Tells the daemon that the match it answered was not used (the prompt ended `seconds` after
+ * it): the service records so, and the trail shows no login that did not happen. Best effort:
+ * a daemon that does not answer within two seconds is left alone. */
+static void record_unused(struct session *s, const char *user, long long seconds) {
+    char who[512], arguments[640];
+    if (!user_argument(user, who, sizeof who)) return;
+    snprintf(arguments, sizeof arguments, "%s\"seconds-after\":%lld", who, seconds);
+    long long deadline = now_ms() + 2000;
+    if (!open_session(s, deadline)) return;
+    struct reply reply;
+    run_request(s, "verify.unused", arguments, NULL, deadline, &reply);
+    if (reply.kind != REPLY_RESULT) debug_log(s, "the unused match of %s was not recorded", user);
+    free_reply(&reply);
+    close_session(s);
+}
+
 static void *either_touch(void *argument) {
     struct either_job *job = argument;
     struct session *s = job->s;
@@ -928,6 +944,7 @@ static int authenticate_either(struct session *s, const char *user) {
         pam_syslog(s->pamh, LOG_NOTICE, "%s's finger matched, but the prompt ended %lld s later; not taken",
                    user, (answered - e.matched_at) / 1000);
         matched = 0;
+        record_unused(s, user, (answered - e.matched_at) / 1000);
     }
     int result;
     if (matched) {

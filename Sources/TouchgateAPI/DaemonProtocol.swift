@@ -91,6 +91,9 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     /// A touch that approves one use of a key an agent asks confirmation for (`ssh-add -c`,
     /// through `touchgate askpass`), recorded as that approval.
     case sshConfirm = "ssh.confirm"
+    /// A match the daemon answered that the PAM module did not use (mode=either: the prompt
+    /// ended too long after it), recorded as such, so the trail shows no login that did not happen.
+    case verifyUnused = "verify.unused"
 }
 
 /// The arguments any request may carry, beside the operation's own (its

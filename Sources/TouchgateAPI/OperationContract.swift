@@ -164,6 +164,9 @@ extension DaemonOperation {
         case .sshConfirm:
             OperationContract(["question"], "match report (a touch of any enrolled finger, recorded as an approval of "
                               + "the use `question` asks about)")
+        case .verifyUnused:
+            OperationContract(["seconds-after"], "`{}` (an `auth.attempt` record: the match was not used, the prompt "
+                              + "ended `seconds-after` it)")
         case .sshSkSign:
             OperationContract(["application", "key-handle", "flags", "data", "bindings"], "`{\"signature\": …, \"flags\": N, "
                               + "\"counter\": N, \"purpose\": …}`")

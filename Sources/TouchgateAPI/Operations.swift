@@ -42,7 +42,7 @@ public enum Operations {
         PrintsDeleteOrphans.self, PrintsClear.self, ImportFprintd.self, Verify.self, Identify.self, Devices.self,
         Capture.self, PolicyShow.self, PolicySet.self, Repair.self, SecretList.self, SecretRm.self, AuditCount.self,
         AuditVerify.self, AuditPrune.self, AuditPublicKey.self, SshKeygen.self, SshList.self, SshSign.self,
-        SshSkEnroll.self, SshSkSign.self, SshOffer.self, SshConfirm.self, SecretAllow.self, SecretServiceSearch.self, SecretServiceDelete.self,
+        SshSkEnroll.self, SshSkSign.self, SshOffer.self, SshConfirm.self, VerifyUnused.self, SecretAllow.self, SecretServiceSearch.self, SecretServiceDelete.self,
         TpmStatus.self, TpmEnroll.self, TpmRecover.self,
     ]
 
@@ -733,6 +733,21 @@ public enum Operations {
         public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> MatchReport {
             try await requests.sshConfirm(arguments.question, interaction: interaction)
+        }
+    }
+
+    public enum VerifyUnused: ServedOperation {
+        public typealias Result = EmptyReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            /// How long after the match the prompt ended, in seconds.
+            public var secondsAfter: Int
+            public init(secondsAfter: Int) { self.secondsAfter = secondsAfter }
+        }
+        public static let operation = DaemonOperation.verifyUnused
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> EmptyReport {
+            try await requests.verifyUnused(secondsAfter: arguments.secondsAfter)
+            return EmptyReport()
         }
     }
 

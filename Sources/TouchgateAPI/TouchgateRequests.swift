@@ -150,6 +150,10 @@ public protocol TouchgateRequests: Sendable {
     /// confirmed. Returns how many were removed; the chain stays verifiable.
     func auditPrune(before cutoff: Date, force: Bool, interaction: any Interaction) async throws(ServiceError) -> Int
 
+    /// Records that a match answered earlier was not used to authenticate anyone (the PAM
+    /// module's mode=either, whose prompt ended `secondsAfter` the match).
+    func verifyUnused(secondsAfter: Int) async throws(ServiceError)
+
     /// Offers or withdraws the vault's SSH keys for the agents (`ssh-add -d`, `-D`, `-t`,
     /// `touchgate ssh offer`): recorded; the keys' reports as they stand after.
     func sshOffer(_ change: SSHOfferChange) async throws(ServiceError) -> [SSHKeyReport]

@@ -56,6 +56,19 @@ public struct ProcessFacts: Sendable, Equatable {
     /// This process's own facts.
     public static var own: ProcessFacts? { of(getpid()) }
 
+    /// What names the image `pid` runs now, and nothing else: its start time and the file it
+    /// runs. Two reads, for a door that judges every message (``isSameImage(as:)``).
+    public static func image(of pid: Int32) -> (startTime: UInt64, executable: FileID)? {
+        guard pid > 0, let started = startTime(of: pid), let file = FileID(path: "/proc/\(pid)/exe") else { return nil }
+        return (started, file)
+    }
+
+    /// Whether the process now runs the image these facts describe (``image(of:)``).
+    public func isSameImage(as image: (startTime: UInt64, executable: FileID)?) -> Bool {
+        guard let image else { return false }
+        return startTime == image.startTime && executable == image.executable
+    }
+
     /// Whether both describe the same process running the same file (not one that exec'd
     /// another program since, nor a new process given the same pid).
     public func isSameImage(as other: ProcessFacts) -> Bool {

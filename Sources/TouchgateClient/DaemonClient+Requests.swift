@@ -190,6 +190,10 @@ extension DaemonClient {
         try await call(Operations.SshSign.self, request, asking(interaction)).0
     }
 
+    public func verifyUnused(secondsAfter: Int) async throws(ServiceError) {
+        _ = try await call(Operations.VerifyUnused.self, .init(secondsAfter: secondsAfter))
+    }
+
     public func sshOffer(_ change: SSHOfferChange) async throws(ServiceError) -> [SSHKeyReport] {
         try await call(Operations.SshOffer.self, change).0
     }

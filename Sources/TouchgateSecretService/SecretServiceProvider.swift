@@ -142,7 +142,10 @@ public final class SecretServiceProvider: Sendable {
         if interface == SecretInterface.introspectable {
             return [.string(SecretInterface.introspection(of: own))]
         }
-        let client = try await clients.client(call.sender)
+        // Opening a session, and the service's own properties, decide nothing by the program:
+        // they do not wait for all that is found out of it.
+        let judged = !(call.member == "OpenSession" || (interface == SecretInterface.properties && target == .service))
+        let client = try await clients.client(call.sender, judged: judged)
         let context = Context(call: call, bus: bus, client: client, target: target)
         if interface == SecretInterface.properties {
             return try await properties(context, own: own)

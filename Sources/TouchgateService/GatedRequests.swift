@@ -266,6 +266,10 @@ public struct GatedRequests: TouchgateRequests {
         try await gated(.sshSign) { service throws(ServiceError) in try await service.sshSign(request, interaction: interaction) }
     }
 
+    public func verifyUnused(secondsAfter: Int) async throws(ServiceError) {
+        try await gated(.verifyUnused) { service throws(ServiceError) in try await service.verifyUnused(secondsAfter: secondsAfter) }
+    }
+
     public func sshOffer(_ change: SSHOfferChange) async throws(ServiceError) -> [SSHKeyReport] {
         try await gated(.sshOffer) { service throws(ServiceError) in try await service.sshOffer(change) }
     }

@@ -121,8 +121,13 @@ struct PolicyGuard: Sendable {
     /// swapped-back state is audited (`integrity.failure`) and refused as tampering, which
     /// leaves every touch refused until `touchgate repair`: the most restrictive state.
     func requireIntactState() throws {
+        _ = try requireIntactState(reading: nil)
+    }
+
+    /// ``requireIntactState()``, reading the state under `key` with the same check.
+    func requireIntactState(reading key: String?) throws -> Data? {
         do {
-            _ = try stateStore.state(VaultPolicyStateStore.stateKey)
+            return try stateStore.states([VaultPolicyStateStore.stateKey] + (key.map { [$0] } ?? []))[key ?? ""]
         } catch let error as IntegrityError {
             _ = try? audit.append(.integrityFailure, .error, vaultUser: vaultUser, reason: error.description)
             throw error

@@ -29,6 +29,17 @@ extension TouchgateService {
         }
     }
 
+    public func verifyUnused(secondsAfter: Int) async throws(ServiceError) {
+        guard (0...86_400).contains(secondsAfter) else {
+            throw ServiceError.usage("seconds-after is 0 to 86400, the time from the match to the end of the prompt")
+        }
+        try await withExistingStore(orElse: ServiceError(.notFound, "no store: no match of this user to record")) { store in
+            _ = try store.audit().append(.authAttempt, .failure, vaultUser: principal.loginName,
+                                         reason: "a fingerprint match was not used: the password prompt ended \(secondsAfter) s "
+                                             + "after it (pam_touchgate mode=either), so nobody was authenticated by it")
+        }
+    }
+
     /// Finds which enrolled user and finger is on the reader; counted and audited like verify.
     public func identify(device: String? = nil, interaction: any Interaction) async throws(ServiceError) -> MatchReport {
         try await refuseWithoutStore(device: device)

@@ -160,7 +160,8 @@ extension TouchgateService {
     public func sshSign(_ request: SSHSignRequest, interaction: any Interaction) async throws(ServiceError) -> SSHSignatureReport {
         try await withExistingStore(orElse: noVault) { store in
             let context = try store.vault()
-            try context.requireIntactState()
+            // The offers are read with the state's one check (a signature's measured cost).
+            let offers = SSHOffers(from: try context.requireIntactState(reading: Self.sshOffersStateKey))
             guard let key = try context.custody.currentKey() else {
                 try context.record(.itemRead, .denied, reason: "SSH signature: vault locked")
                 throw ServiceError.vaultLocked
@@ -192,10 +193,8 @@ extension TouchgateService {
             let shown = StoredText.escaped(info.name)
             // Withdrawn from the agents (ssh-add -d, -D) or past its lifetime (-t): not offered,
             // so not used, as ssh-agent would no longer hold it.
-            let offered = Self.expiring(try Self.sshOffers(store).apply(to: [Self.report(
-                name: info.name, key: secured, policy: info.policy, fresh: info.freshTouch)], at: .distantPast),
-                at: clock.reading().wall)
-            if offered.first?.isOffered == false {
+            let fingerprint = SSHPublicKey.fingerprint(ofBlob: wanted, sha256: SHA256.digest)
+            if offers.withdrawn.contains(fingerprint) || offers.until[fingerprint].map({ clock.reading().wall >= $0 }) == true {
                 let why = "the key '\(shown)' is not offered to the agents (ssh-add -d, -D, or its lifetime from ssh-add -t ran "
                     + "out); it is still sealed in the vault: ssh-add its key file again, or run touchgate ssh offer \(shown)"
                 try context.record(.itemRead, .denied, item: info.name, reason: "SSH signature refused: not offered")

@@ -31,6 +31,11 @@ struct VaultContext: Sendable {
         try guarded.requireIntactState()
     }
 
+    /// ``requireIntactState()``, reading the state under `key` with the same check.
+    func requireIntactState(reading key: String) throws -> Data? {
+        try guarded.requireIntactState(reading: key)
+    }
+
     /// The vault key from the custody.
     /// - Throws: ``ServiceError/vaultLocked`` when it is not held.
     func requireKey() throws -> VaultKey {

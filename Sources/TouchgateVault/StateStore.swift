@@ -87,6 +87,19 @@ public struct StateStore: Sendable {
         }
     }
 
+    /// The values under `keys` (absent ones left out), read under one check of the state:
+    /// a request that needs several pays for the check once.
+    /// - Throws: as ``state(_:)``.
+    public func states(_ keys: [String]) throws -> [String: Data] {
+        let log = try auditLog()
+        return try database.writer.read { db in
+            _ = try log.requireAuthenticState(db)
+            var values: [String: Data] = [:]
+            for key in keys { values[key] = try Self.value(db, key) }
+            return values
+        }
+    }
+
     /// The stored value, unchecked, inside the caller's transaction.
     static func value(_ db: Database, _ key: String) throws -> Data? {
         try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM vault_state WHERE key = ?"), arguments: [key])

@@ -398,13 +398,7 @@ struct DaemonAttackTests {
         try await rig.start()
         try await rig.initialize(as: Self.user)
         let uid = Self.user
-        let home = rig.home.path("bus-home")
-        let runtime = home + "/run"
-        for directory in [home, runtime] {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-            chown(directory, uid, uid)
-        }
+        let (home, runtime) = try Self.privateHome(rig.home.path("bus-home"), of: uid)
         let asUser = ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--"]
         // The user's session bus, run by the user, as a desktop session's is.
         let busSocket = runtime + "/bus"
@@ -481,6 +475,17 @@ struct DaemonAttackTests {
 
     // MARK: Helpers
 
+    /// A home directory `path` and its `run` directory (the session's runtime directory),
+    /// private to user `uid`.
+    static func privateHome(_ path: String, of uid: UInt32) throws -> (home: String, runtime: String) {
+        for directory in [path, path + "/run"] {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            chown(directory, uid, uid)
+        }
+        return (path, path + "/run")
+    }
+
     static func requireRoot() throws {
         try #require(getuid() == 0, "this suite runs the daemon and its clients as other users: run it as root (CI does)")
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
@@ -496,13 +501,7 @@ struct DaemonAttackTests {
                      "this test needs Debian's python3: apt-get install python3")
         let rig = try await DaemonRig()
         let uid = Self.user
-        let home = rig.home.path("agent-home")
-        let runtime = home + "/run"
-        for directory in [home, runtime] {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-            chown(directory, uid, uid)
-        }
+        let (home, runtime) = try Self.privateHome(rig.home.path("agent-home"), of: uid)
         let environment = ["HOME": home, "XDG_DATA_HOME": home + "/data", "XDG_RUNTIME_DIR": runtime]
         let asUser = ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--"]
         let agent = try await BackgroundProgram(asUser[0], Array(asUser.dropFirst()) + [rig.binDirectory + "/touchgate", "agent"],

@@ -217,6 +217,11 @@ struct PAMEitherTests {
         #expect(await Self.ended(late) == 0)
         #expect(!lateLines.all.contains("result: PAM_SUCCESS") && lateLines.all.contains { $0.hasPrefix("result: ") },
                 "\(lateLines.all)")
+        // The trail does not leave that match looking like a login: the module told the daemon
+        // it was not used, and the record says so, after the match's own.
+        let recorded = try await pam.auditReasons(event: "auth.attempt")
+        #expect(recorded.last?.contains("a fingerprint match was not used: the password prompt ended") == true
+                && recorded.last?.contains("pam-run") == true, "\(recorded.suffix(2))")
     }
 
     /// `process`'s exit status, or nil after 30 s, when it is killed: a pam-run left

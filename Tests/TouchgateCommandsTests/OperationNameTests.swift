@@ -59,9 +59,10 @@ import TouchgateAPI
         // Asked as part of another command: the count beside `audit show`'s page, and the
         // orphans `prints delete --orphans` removes; a key is added and a signature asked
         // through `touchgate agent` (ssh-add, ssh), and through its Secret Service (secret-tool, libsecret);
-        // ssh-agent's confirmation of a key added with -c through `touchgate askpass`.
+        // ssh-agent's confirmation of a key added with -c through `touchgate askpass`; a match
+        // the PAM module did not use.
         let notCommands: Set<DaemonOperation> = [.auditCount, .printsDeleteOrphans, .sshAdd, .sshSign, .sshSkEnroll, .sshSkSign,
-                                                 .sshConfirm,
+                                                 .sshConfirm, .verifyUnused,
                                                  .secretServiceSearch, .secretServiceStore, .secretServiceRead, .secretServiceDelete]
         for operation in DaemonOperation.allCases where !notCommands.contains(operation) {
             var command: any ParsableCommand.Type = Touchgate.self
