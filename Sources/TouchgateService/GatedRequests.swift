@@ -33,8 +33,8 @@ public struct GatedRequests: TouchgateRequests {
     /// Runs `use` on the service the gate gives for `operation`. A user a use case names
     /// (`enroll --user`, `import fprintd --user`) is the prints' owner in the one store these
     /// hosts keep, not another store to serve: it is the use case's argument, not the gate's.
-    func gated<T: Sendable>(_ operation: DaemonOperation, user: String? = nil,
-                            _ use: (TouchgateService) async throws(ServiceError) -> T) async throws(ServiceError) -> T {
+    public func gated<T: Sendable>(_ operation: DaemonOperation, user: String? = nil,
+                                   _ use: (TouchgateService) async throws(ServiceError) -> T) async throws(ServiceError) -> T {
         do {
             return try await gate.serve(operation, caller: caller, namedUser: nil, localOnly: false) { service in
                 try await use(service)

@@ -40,15 +40,7 @@ struct LocalHost: CommandHost {
     /// Runs a host operation (`audit ship`, `migrate`) through the gate, for this process.
     private func gated<T: Sendable>(_ operation: DaemonOperation,
                                     _ use: (TouchgateService) async throws(ServiceError) -> T) async throws(ServiceError) -> T {
-        do {
-            return try await gate.serve(operation, caller: .thisProcess(), namedUser: nil, localOnly: false) { service in
-                try await use(service)
-            }
-        } catch let error as ServiceError {
-            throw error
-        } catch {
-            throw ServiceError(.error, String(describing: error))
-        }
+        try await GatedRequests(gate: gate, caller: .thisProcess(), mode: service.mode).gated(operation, use)
     }
 
     func personalAgent(serviceSocket: UnixListener, log: @escaping @Sendable (String) -> Void) -> any AgentHosting {
