@@ -338,7 +338,8 @@ FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit f
 # process protections, threads, detached processes and the kernel's facts about sockets;
 # secret memory compiles without its fatal-signal registry).
 BASICS_SOURCES = $(filter-out Sources/TouchgateBasics/ProcessProtection.swift Sources/TouchgateBasics/SystemThread.swift \
-	Sources/TouchgateBasics/DetachedProcess.swift Sources/TouchgateBasics/ProcessFacts.swift,\
+	Sources/TouchgateBasics/DetachedProcess.swift Sources/TouchgateBasics/ProcessFacts.swift \
+	Sources/TouchgateBasics/AgentGroup.swift,\
 	$(wildcard Sources/TouchgateBasics/*.swift))
 # TouchgateAPI's sources with those compiled in (one module here, so its re-export is left out).
 WIRE_SOURCES   = $(filter-out Sources/TouchgateAPI/Exports.swift,$(wildcard Sources/TouchgateAPI/*.swift)) $(BASICS_SOURCES)

@@ -12,6 +12,7 @@
 #include <sys/inotify.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -26,6 +27,11 @@ int CTouchgateSys_harden_process(void) {
 // Names the calling thread (the kernel keeps the first 15 bytes).
 void CTouchgateSys_name_thread(const char *name) {
     (void) prctl(PR_SET_NAME, (unsigned long) name, 0, 0, 0);
+}
+
+int CTouchgateSys_set_thread_egid(uint32_t egid) {
+    if (syscall(SYS_setresgid, -1, (long)egid, -1) != 0) return -errno;
+    return 0;
 }
 
 int CTouchgateSys_is_dumpable(void) {

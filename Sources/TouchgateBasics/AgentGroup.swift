@@ -1,3 +1,4 @@
+import CTouchgateSys
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -11,8 +12,8 @@ import Glibc
 /// set-group-ID exec also makes non-dumpable (no ptrace, no memory reads by the user).
 /// Only the agent's doors keep it, and only where they forward to touchgated: every other
 /// command gives it up before anything else runs. The doors themselves hold it only while
-/// they connect to touchgated (``whileConnecting(_:)``): the rest of the time their
-/// effective group is the user's, so they read the user's processes in /proc as any
+/// they connect to touchgated, on the connecting thread alone (``whileConnecting(_:)``): the
+/// rest of the time, and on every other thread, their effective group is the user's, so they read the user's processes in /proc as any
 /// process of the user does (the kernel lets only a process with the same groups read
 /// another's executable) and whatever they create is the user's.
 public enum AgentGroup {
@@ -22,9 +23,9 @@ public enum AgentGroup {
     /// Whether this process holds a group it was not started with.
     public static var isHeld: Bool { getegid() != getgid() }
 
-    /// The group kept for connecting (the saved group), or `none`.
-    private static let kept = Mutex<gid_t>(none)
-    private static let none = gid_t.max
+    /// The group kept for connecting (the saved group), or `none`: set once, first thing.
+    private static let kept = Atomic<UInt32>(none)
+    private static let none = UInt32.max
 
     /// Gives up the set-group-ID group for good (real, effective and saved), so that nothing
     /// this process creates or starts has it. Exits when the kernel refuses, which it
@@ -54,17 +55,17 @@ public enum AgentGroup {
         // Kept as the saved group only: effective again only while connecting.
         let group = getegid()
         guard setegid(getgid()) == 0 else { return drop() }
-        kept.withLock { $0 = group }
+        kept.store(group, ordering: .releasing)
     }
 
-    /// Runs `body` (a `connect(2)` to touchgated) with the kept group effective, so that the
-    /// kernel records it with the connection; as the user's own group when none is kept.
-    /// One at a time: the effective group is the whole process's.
+    /// Runs `body` (a `connect(2)` to touchgated) with the kept group effective for this
+    /// thread alone, so that the kernel records it with the connection; as the user's own
+    /// group when none is kept. No lock: a connect that a stalled daemon blocks holds nothing
+    /// another thread needs.
     public static func whileConnecting<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
-        try kept.withLock { group throws(E) -> T in
-            guard group != none, setegid(group) == 0 else { return try body() }
-            defer { _ = setegid(getgid()) }
-            return try body()
-        }
+        let group = kept.load(ordering: .acquiring)
+        guard group != none, CTouchgateSys_set_thread_egid(group) == 0 else { return try body() }
+        defer { _ = CTouchgateSys_set_thread_egid(getgid()) }
+        return try body()
     }
 }

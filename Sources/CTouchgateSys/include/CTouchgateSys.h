@@ -115,6 +115,10 @@ long CTouchgateSys_send_with_descriptors(int fd, const void *bytes, size_t lengt
 /// taken (the caller drops the connection). Returns bytes read, 0 at end, or -errno.
 long CTouchgateSys_receive_with_descriptors(int fd, void *buffer, size_t length, int *descriptors, int *received);
 
+/// Sets the effective group of the calling thread alone (the setresgid system call, which
+/// glibc's wrappers would apply to every thread): `egid`, real and saved unchanged. 0 or -errno.
+int CTouchgateSys_set_thread_egid(uint32_t egid);
+
 /// The inode of the socket at the other end of the Unix socket with inode `inode`
 /// (NETLINK_SOCK_DIAG, UNIX_DIAG_PEER), into `*peer`: 0 when it has none (listening or
 /// unconnected). 0, or -errno (-ENOENT when no such socket exists).
