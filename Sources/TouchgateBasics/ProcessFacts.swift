@@ -69,12 +69,6 @@ public struct ProcessFacts: Sendable, Equatable {
         return startTime == image.startTime && executable == image.executable
     }
 
-    /// Whether both describe the same process running the same file (not one that exec'd
-    /// another program since, nor a new process given the same pid).
-    public func isSameImage(as other: ProcessFacts) -> Bool {
-        pid == other.pid && startTime == other.startTime && executable != nil && executable == other.executable
-    }
-
     /// Whether it runs in the same mount and user namespaces as `other`.
     public func sharesNamespaces(with other: ProcessFacts) -> Bool {
         mountNamespace != nil && mountNamespace == other.mountNamespace

@@ -25,15 +25,10 @@ public struct GatedRequests: TouchgateRequests {
         self.mode = mode
     }
 
-    /// The same service for another caller (each connection of a door, each message).
-    public func serving(_ caller: Caller) -> GatedRequests {
-        GatedRequests(gate: gate, caller: caller, mode: mode)
-    }
-
     /// Runs `use` on the service the gate gives for `operation`. A user a use case names
     /// (`enroll --user`, `import fprintd --user`) is the prints' owner in the one store these
     /// hosts keep, not another store to serve: it is the use case's argument, not the gate's.
-    public func gated<T: Sendable>(_ operation: DaemonOperation, user: String? = nil,
+    public func gated<T: Sendable>(_ operation: DaemonOperation,
                                    _ use: (TouchgateService) async throws(ServiceError) -> T) async throws(ServiceError) -> T {
         do {
             return try await gate.serve(operation, caller: caller, namedUser: nil, localOnly: false) { service in
@@ -74,13 +69,13 @@ public struct GatedRequests: TouchgateRequests {
 
     public func enroll(finger: String, user: String?, replace: Bool, device: String?,
                        interaction: any Interaction) async throws(ServiceError) -> EnrollReport {
-        try await gated(.enroll, user: user) { service throws(ServiceError) in
+        try await gated(.enroll) { service throws(ServiceError) in
             try await service.enroll(finger: finger, user: user, replace: replace, device: device, interaction: interaction)
         }
     }
 
     public func printsList(user: String?, device: String?, interaction: any Interaction) async throws(ServiceError) -> PrintListReport {
-        try await gated(.printsList, user: user) { service throws(ServiceError) in
+        try await gated(.printsList) { service throws(ServiceError) in
             try await service.printsList(user: user, device: device, interaction: interaction)
         }
     }
@@ -93,7 +88,7 @@ public struct GatedRequests: TouchgateRequests {
 
     public func printsDelete(finger: String, user: String?, device: String?,
                              interaction: any Interaction) async throws(ServiceError) -> DeleteReport {
-        try await gated(.printsDelete, user: user) { service throws(ServiceError) in
+        try await gated(.printsDelete) { service throws(ServiceError) in
             try await service.printsDelete(finger: finger, user: user, device: device, interaction: interaction)
         }
     }
@@ -104,14 +99,14 @@ public struct GatedRequests: TouchgateRequests {
 
     public func importFprintd(user: String?, from directory: String, dryRun: Bool,
                               interaction: any Interaction) async throws(ServiceError) -> ImportReport {
-        try await gated(.importFprintd, user: user) { service throws(ServiceError) in
+        try await gated(.importFprintd) { service throws(ServiceError) in
             try await service.importFprintd(user: user, from: directory, dryRun: dryRun, interaction: interaction)
         }
     }
 
     public func verify(user: String?, finger: String?, device: String?,
                        interaction: any Interaction) async throws(ServiceError) -> MatchReport {
-        try await gated(.verify, user: user) { service throws(ServiceError) in
+        try await gated(.verify) { service throws(ServiceError) in
             try await service.verify(user: user, finger: finger, device: device, interaction: interaction)
         }
     }
