@@ -122,6 +122,22 @@ import TouchgateVault
         #expect(records.allSatisfy { $0.item == "work" })
     }
 
+    @Test("a withdrawal deleted from the database does not bring the key back: the state fails its check and nothing signs")
+    func offersCannotBeEditedAway() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index")])
+        defer { rig.remove() }
+        let key = try await rig.service.sshKeygen("work", policy: "biometry-any", fresh: false)
+        _ = try await rig.service.sshOffer(.withdraw([key.publicKey]))
+        try rig.base.sql("DELETE FROM vault_state WHERE key = 'ssh.offers'")
+        let opens = rig.reader.opens
+        if case .failure(let error) = await Self.sign(rig, key, Self.sshsig(namespace: "file")) {
+            #expect(error.code == .stateTampered, "\(error.code): \(error.message)")
+        } else {
+            Issue.record("the key signed once its withdrawal was deleted from the database")
+        }
+        #expect(rig.reader.opens == opens, "refused before the reader is opened")
+    }
+
     @Test("an agent's confirmation of a key's use is a touch recorded as that approval, with the agent's question")
     func confirmationIsRecordedAsTheApproval() async throws {
         let rig = try await RuleRig.ready([.stranger, .finger("right-index")])
