@@ -138,21 +138,21 @@ extension ProcessFacts {
 /// The Unix sockets processes hold, and what they are connected to: how a door tells
 /// whether the process the bus names for a connection is the one holding it.
 public enum SocketHolders {
-    /// The inodes of the sockets `pid` holds open (`/proc/PID/fd/N` → `socket:[INODE]`),
-    /// nil when its descriptors cannot be read.
-    public static func sockets(of pid: Int32) -> Set<UInt32>? {
+    /// The Unix and other sockets `pid` holds open, by descriptor (`/proc/PID/fd/N` →
+    /// `socket:[INODE]`), nil when its descriptors cannot be read.
+    public static func sockets(of pid: Int32) -> [Int32: UInt32]? {
         guard let directory = opendir("/proc/\(pid)/fd") else { return nil }
         defer { closedir(directory) }
-        var inodes: Set<UInt32> = []
+        var inodes: [Int32: UInt32] = [:]
         var target = [CChar](repeating: 0, count: 64)
         while let entry = readdir(directory) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard name.first?.isNumber == true else { continue }
+            guard let descriptor = Int32(name) else { continue }
             let count = readlink("/proc/\(pid)/fd/\(name)", &target, target.count - 1)
             guard count > 8 else { continue }
             let link = String(decoding: target[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
             if link.hasPrefix("socket:["), link.hasSuffix("]"), let inode = UInt32(link.dropFirst(8).dropLast()) {
-                inodes.insert(inode)
+                inodes[descriptor] = inode
             }
         }
         return inodes
@@ -166,21 +166,23 @@ public enum SocketHolders {
         return peer
     }
 
-    /// Every process of `uid` other than `pid` that holds one of `inodes`: a descriptor
-    /// shared across a fork, or passed. Reads every such process's descriptors.
-    public static func otherHolders(of inodes: Set<UInt32>, besides pid: Int32, uid: UInt32) -> [Int32] {
-        guard !inodes.isEmpty, let proc = opendir("/proc") else { return [] }
-        defer { closedir(proc) }
-        var holders: [Int32] = []
-        while let entry = readdir(proc) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard let other = Int32(name), other != pid else { continue }
-            var info = stat()
-            // The user's processes (the directory shows the effective uid). One that made itself
-            // not dumpable keeps its descriptors from the user: docs/SECURITY.md says so.
-            guard stat("/proc/\(other)", &info) == 0, info.st_uid == uid || getuid() == 0 else { continue }
-            if let held = sockets(of: other), !held.isDisjoint(with: inodes) { holders.append(other) }
+    /// Whether descriptor `descriptor` of `pid` closes when the process starts another
+    /// program (`O_CLOEXEC` in `/proc/PID/fdinfo/N`), nil when that cannot be read.
+    ///
+    /// Why it tells who made a descriptor: starting a program closes every descriptor marked
+    /// so, so one that is marked was made (opened, duplicated or received) by the program
+    /// the process runs now; one that is not may have come from whatever ran in the process
+    /// before, and been shared with another process then.
+    public static func closesOnExec(pid: Int32, descriptor: Int32) -> Bool? {
+        guard let file = fopen("/proc/\(pid)/fdinfo/\(descriptor)", "r") else { return nil }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 128)
+        while fgets(&line, Int32(line.count), file) != nil {
+            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            guard text.hasPrefix("flags:") else { continue }
+            guard let flags = Int(String(text.dropFirst(6).filter { !$0.isWhitespace }), radix: 8) else { return nil }
+            return flags & Int(O_CLOEXEC) != 0
         }
-        return holders
+        return nil
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import TouchgateAPI
+import Synchronization
 import TouchgateBasics
 #if canImport(Glibc)
 import Glibc
@@ -19,8 +20,8 @@ import Glibc
 ///   program's path is visible only there), or the file it runs is not the one at its path here;
 /// - the user can rewrite the program or a directory on its path;
 /// - it does not hold its connection to the bus alone: the bus names it for more connections
-///   than it holds sockets to the bus, or another process holds the same socket (a fork that
-///   talks while the parent exec'd an approved program).
+///   than it holds sockets to the bus, or one of them was kept from before it started the
+///   program it runs (a fork that talks while the parent exec'd an approved program).
 /// A process of the same user can still act through an approved program it starts (ptrace
 /// where the kernel allows it, LD_PRELOAD, its input): an approval names a program, not its
 /// intentions; the touch that names the program is what an attacker cannot give.
@@ -54,6 +55,8 @@ actor BusClients {
     private var busPID: Int32?
     /// Whether that is a bus daemon whose word is believed, once asked.
     private var busIsKnown: Bool?
+    /// The sockets the bus daemon holds, read again when a client's is not among them.
+    private let daemonSockets = DaemonSockets()
     /// This provider's own facts: the session's namespaces.
     private let own = ProcessFacts.own
     /// The most clients remembered at once; the oldest are forgotten past it (they are asked
@@ -116,11 +119,12 @@ actor BusClients {
         let doubt = Self.doubt(facts, own: own, executable: executable, uid: uid)
         var holding: Task<HoldingVerdict, Never>?
         if doubt == nil {
-            let (bus, names, daemon) = (bus, namePIDs, daemonPID())
+            let (bus, names, daemon, daemonSockets) = (bus, namePIDs, daemonPID(), daemonSockets)
             if busIsKnown == nil, let daemon { busIsKnown = Self.isKnownBusDaemon(pid: daemon) }
             let known = busIsKnown == true
             holding = Task.detached {
-                Self.holding(pid: process, daemon: daemon, busIsKnown: known, names: names, bus: bus)
+                Self.holding(pid: process, daemon: daemon, busIsKnown: known, names: names, daemonSockets: daemonSockets,
+                             bus: bus)
             }
         }
         return Client(uid: uid, loginName: UserDatabase.loginName(of: uid), pid: pid, firstSeen: facts,
@@ -141,29 +145,45 @@ actor BusClients {
 
     /// Why the process `pid` cannot be said to hold its connection to the bus alone, or nil
     /// when it does: it holds a socket to the bus daemon for each name the bus gives its
-    /// pid, and no other process holds any of them. Computed once per name (a process
-    /// that exec's after that is caught by ``ProcessFacts/isSameImage(as:)``).
+    /// pid, and every one of them was made by the program it runs now (marked to close when
+    /// it starts another, ``SocketHolders/closesOnExec(pid:descriptor:)``), so none was
+    /// made before and shared with another process (a fork or a passed descriptor).
+    /// Computed once per name (a process that exec's after that is caught by
+    /// ``ProcessFacts/isSameImage(as:)``).
+    ///
+    /// Hand-written over /proc rather than a search of every process's descriptors, which is
+    /// what it replaced: that cost 2 ms per new client on a quiet machine, more with every
+    /// process of the user, and could not see into a process made non-dumpable.
     static func holding(pid: Int32, daemon: Int32?, busIsKnown: Bool, names known: [String: UInt32],
-                        bus: BusConnection) -> HoldingVerdict {
+                        daemonSockets: DaemonSockets, bus: BusConnection) -> HoldingVerdict {
         let unknown = "it cannot be told whether the process holds its own connection to the bus"
-        guard let daemon, let daemonSockets = SocketHolders.sockets(of: daemon),
-              let held = SocketHolders.sockets(of: pid) else { return HoldingVerdict(doubt: unknown, names: known) }
+        guard let daemon, let held = SocketHolders.sockets(of: pid) else { return HoldingVerdict(doubt: unknown, names: known) }
         // What the bus says of its clients is believed only from a bus daemon the user cannot
         // have rewritten: a program of the user's posing as the bus could name any pid.
         guard busIsKnown else {
             return HoldingVerdict(doubt: "the session bus is not run by dbus-daemon or dbus-broker, so what it says of "
                                   + "its clients is not believed", names: known)
         }
-        let toBus = held.filter { socket in SocketHolders.peer(of: socket).map(daemonSockets.contains) == true }
+        let peers = held.compactMapValues(SocketHolders.peer(of:))
         guard let (count, names) = namesOf(pid: UInt32(bitPattern: pid), known: known, bus: bus) else {
             return HoldingVerdict(doubt: unknown, names: known)
+        }
+        // The daemon's sockets as last read; read again when they leave any name unaccounted for.
+        var toBus: [Int32] = []
+        for fresh in [false, true] {
+            guard let daemonEnds = daemonSockets.sockets(of: daemon, fresh: fresh) else {
+                return HoldingVerdict(doubt: unknown, names: names)
+            }
+            toBus = peers.filter { daemonEnds.contains($0.value) }.map(\.key)
+            if toBus.count >= count { break }
         }
         if toBus.count < count {
             return HoldingVerdict(doubt: "the connection it asks through is not held by the process the bus names for it",
                                   names: names)
         }
-        if let other = SocketHolders.otherHolders(of: Set(toBus), besides: pid, uid: getuid()).first {
-            return HoldingVerdict(doubt: "process \(other) holds the same connection to the bus", names: names)
+        if toBus.contains(where: { SocketHolders.closesOnExec(pid: pid, descriptor: $0) != true }) {
+            return HoldingVerdict(doubt: "it holds a connection to the bus that it kept from before it started its program, "
+                                  + "which another process may share", names: names)
         }
         return HoldingVerdict(doubt: nil, names: names)
     }
@@ -214,5 +234,20 @@ actor BusClients {
     func forget(_ sender: String) {
         known[sender] = nil
         namePIDs[sender] = nil
+    }
+}
+
+/// The bus daemon's sockets (its ends of every client's connection), kept between clients
+/// and read again from /proc only when a client's are not all among them: reading them for
+/// every client was a tenth of a lookup with a few hundred clients on the bus.
+final class DaemonSockets: Sendable {
+    private let kept = Mutex<(daemon: Int32, sockets: Set<UInt32>)?>(nil)
+
+    /// The sockets `daemon` holds: as last read unless `fresh`; nil when they cannot be read.
+    func sockets(of daemon: Int32, fresh: Bool) -> Set<UInt32>? {
+        if !fresh, let known = kept.withLock({ $0 }), known.daemon == daemon { return known.sockets }
+        guard let sockets = SocketHolders.sockets(of: daemon).map({ Set($0.values) }) else { return nil }
+        kept.withLock { $0 = (daemon, sockets) }
+        return sockets
     }
 }

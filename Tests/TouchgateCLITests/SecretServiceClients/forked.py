@@ -3,10 +3,12 @@
 parent exec an approved program (secret-tool, left blocked reading a pipe the child holds)
 while the child reads the item through the connection the bus still names the parent for.
 
-    forked.py early|late NAME=VALUE…
+    forked.py early|late|kept NAME=VALUE…
 
 `early`: the parent makes a first call before it forks (the provider sees it as python);
-`late`: the first call comes from the child, after the exec. Prints `released:VALUE` when the
+`late`: the first call comes from the child, after the exec; `kept`: as late, with the
+connection's socket left open across the exec, so the parent running secret-tool still holds
+it beside the child. Prints `released:VALUE` when the
 child got the secret, `locked` when it stayed locked; then ends the parent."""
 import os
 import signal
@@ -20,6 +22,12 @@ attributes = dict(argument.split("=", 1) for argument in sys.argv[2:])
 connection = secretstorage.dbus_init()
 if mode == "early":
     list(secretstorage.search_items(connection, attributes))
+if mode == "kept":
+    for descriptor in os.listdir("/proc/self/fd"):
+        try:
+            os.set_inheritable(int(descriptor), True)
+        except OSError:
+            pass
 reading, writing = os.pipe()
 child = os.fork()
 if child != 0:
