@@ -1,9 +1,12 @@
 public import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// One operation of the protocol, declared once: its wire name, its typed arguments and its
-/// typed result. Clients send `Arguments` and decode `Result`; touchgated decodes
-/// `Arguments` and, for a ``ServedOperation``, runs it on the service with no code of its
-/// own. Who may ask and the rest of its promise are its ``OperationContract``
+/// One operation of the protocol, declared once: its wire name, its typed arguments, its
+/// typed result, and how it is served: clients send `Arguments` and decode `Result`;
+/// touchgated decodes `Arguments` and calls ``serve(_:on:exchange:)``, with no code of its
+/// own per operation. Who may ask and the rest of its promise are its ``OperationContract``
 /// (``DaemonOperation/contract``), rendered into docs/PROTOCOL.md.
 ///
 /// On the wire the arguments are one object: those every request may carry
@@ -16,15 +19,65 @@ public protocol OperationSpec: Sendable {
     associatedtype Result: Codable & Sendable
     /// Its wire name.
     static var operation: DaemonOperation { get }
+
+    /// Serves the operation on `requests` (the service, in-process or in touchgated) with
+    /// what its door carries beside the arguments (``RequestExchange``): the person's
+    /// questions, a secret value sent after the request, lines of output, passed files.
+    static func serve(_ arguments: Arguments, on requests: any TouchgateRequests,
+                      exchange: any RequestExchange) async throws(ServiceError) -> Served<Result>
+}
+
+/// What an operation answers: its result, and the secret bytes that travel beside it (a
+/// released value), never inside the encoded result.
+public struct Served<Result: Sendable>: Sendable {
+    public let result: Result
+    public let secret: SecretBytes?
+    public init(_ result: Result, secret: SecretBytes? = nil) {
+        self.result = result
+        self.secret = secret
+    }
+}
+
+/// What a request carries beside its arguments, as its door gives it: the person asked
+/// (``interaction``), the secret value the client sends after the request, lines of output
+/// streamed back, descriptors passed with it, and what only the host that serves it can do.
+/// touchgated's socket gives one per request; an operation takes from it what its type says.
+public protocol RequestExchange: Sendable {
+    /// The person behind the request: prompts, progress, the passphrase.
+    var interaction: any Interaction { get }
+    /// The value the client sends after the request (`secret add`, `ssh add`, a Secret
+    /// Service item): asked for only when the use case needs it.
+    func secretValue() async throws -> SecretBytes
+    /// The party asked for a new passphrase (`passphrase.change`), which can be asked again
+    /// after a refusal only when the client said so.
+    func newPassphraseParty(canAskAgain: Bool) -> any Interaction
+    /// Sends one line of output, waiting while the client is slow; throws once it is gone.
+    /// Called from a thread of the caller's own (it blocks).
+    func output(_ line: String) throws
+    /// Sends `lines` as ``output(_:)`` does, from a thread of their own.
+    func output(lines: [String]) async throws
+    /// The descriptors passed with the request, taken once; the taker closes them.
+    func takeDescriptors() -> [Int32]
+    /// Ships the trails this host sends to its fleet (`audit.ship`): touchgated's own work.
+    func shipTrails(newLog: Bool) async throws(ServiceError) -> [AuditShipReport]
+    /// Adopts a personal store passed as `database` and `auditKey` (`migrate`): touchgated's
+    /// own work, for its caller alone.
+    func adoptMigration(database: Int32, auditKey: Int32, from path: String) async throws(ServiceError) -> MigrationReport
 }
 
 /// An operation served by calling one use case of ``TouchgateRequests`` with its arguments
-/// and the person's ``Interaction``: the daemon dispatches it from ``Operations/served``
-/// without a line of its own, so adding one touches this table, the service and the CLI.
+/// and the person's ``Interaction``, and nothing else of its door.
 public protocol ServedOperation: OperationSpec {
     /// Runs the operation on `requests` (the service, in-process or in touchgated).
     static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
                         interaction: any Interaction) async throws(ServiceError) -> Result
+}
+
+extension ServedOperation {
+    public static func serve(_ arguments: Arguments, on requests: any TouchgateRequests,
+                             exchange: any RequestExchange) async throws(ServiceError) -> Served<Result> {
+        Served(try await perform(arguments, on: requests, interaction: exchange.interaction))
+    }
 }
 
 /// The arguments of an operation that has none of its own.
@@ -34,20 +87,20 @@ public struct NoArguments: Codable, Sendable, Equatable {
 
 /// The operation table: one type per operation, named after its wire name.
 public enum Operations {
-    /// Every operation the daemon runs straight on the service; the others (``special``)
-    /// need the door itself: a second party to ask, a secret to send or take, a stream of
-    /// output, open files, or the daemon's own fleet shipping.
+    /// Every operation served by one use case with the person's questions alone.
     public static let served: [any ServedOperation.Type] = [
         Status.self, Init.self, Unlock.self, Lock.self, Enroll.self, PrintsList.self, PrintsDelete.self,
         PrintsDeleteOrphans.self, PrintsClear.self, ImportFprintd.self, Verify.self, Identify.self, Devices.self,
         Capture.self, PolicyShow.self, PolicySet.self, Repair.self, SecretList.self, SecretRm.self, AuditCount.self,
-        AuditVerify.self, AuditPrune.self, AuditPublicKey.self, SshKeygen.self, SshList.self, SshSign.self,
+        AuditVerify.self, AuditPublicKey.self, SshKeygen.self, SshList.self, SshSign.self,
         SshSkEnroll.self, SshSkSign.self, SshOffer.self, SshConfirm.self, VerifyUnused.self, SecretAllow.self, SecretServiceSearch.self, SecretServiceDelete.self,
-        TpmStatus.self, TpmEnroll.self, TpmRecover.self,
+        TpmStatus.self, TpmEnroll.self, TpmRecover.self, AuditPrune.self,
     ]
 
-    /// The operations a door serves with code of its own.
-    public static let special: [any OperationSpec.Type] = [
+    /// The operations that carry more through their door (``RequestExchange``): secret
+    /// bytes either way, a stream of output, passed files, a second party to ask, or the
+    /// host's own work. Served from the table all the same.
+    public static let carrying: [any OperationSpec.Type] = [
         PassphraseChange.self, SecretGet.self, SecretAdd.self, AuditShow.self, AuditExport.self, AuditShip.self,
         Migrate.self, SshAdd.self, SecretServiceStore.self, SecretServiceRead.self, ImportSecretService.self,
     ]
@@ -55,7 +108,7 @@ public enum Operations {
     /// Every entry by its operation, built once (a test keeps one entry per operation).
     private static let byOperation: [DaemonOperation: any OperationSpec.Type] = {
         var table: [DaemonOperation: any OperationSpec.Type] = [:]
-        for entry in served as [any OperationSpec.Type] + special { table[entry.operation] = entry }
+        for entry in served as [any OperationSpec.Type] + carrying { table[entry.operation] = entry }
         return table
     }()
 
@@ -146,6 +199,12 @@ public enum Operations {
         }
         public typealias Result = EmptyReport
         public static let operation = DaemonOperation.passphraseChange
+        public static func serve(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                 exchange: any RequestExchange) async throws(ServiceError) -> Served<EmptyReport> {
+            try await requests.passphraseChange(stretching: try stretching(arguments.stretching), current: exchange.interaction,
+                                                new: exchange.newPassphraseParty(canAskAgain: arguments.newCanAskAgain ?? false))
+            return Served(EmptyReport())
+        }
     }
 
     // MARK: Fingers and readers
@@ -390,6 +449,12 @@ public enum Operations {
         /// `{}`, and the value as secret bytes after it.
         public typealias Result = EmptyReport
         public static let operation = DaemonOperation.secretGet
+        public static func serve(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                 exchange: any RequestExchange) async throws(ServiceError) -> Served<EmptyReport> {
+            Served(EmptyReport(), secret: try await requests.secretGet(arguments.item, touchNow: arguments.fresh ?? false,
+                                                                       device: arguments.device,
+                                                                       interaction: exchange.interaction))
+        }
     }
 
     public enum SecretAdd: OperationSpec {
@@ -409,6 +474,13 @@ public enum Operations {
         }
         public typealias Result = StoredReport
         public static let operation = DaemonOperation.secretAdd
+        public static func serve(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                 exchange: any RequestExchange) async throws(ServiceError) -> Served<StoredReport> {
+            Served(try await requests.secretAdd(arguments.item, value: { try await exchange.secretValue() },
+                                                policy: arguments.policy, fresh: arguments.fresh ?? false,
+                                                replace: arguments.replace ?? false, device: arguments.device,
+                                                interaction: exchange.interaction))
+        }
     }
 
     public enum SecretList: ServedOperation {
@@ -492,6 +564,13 @@ public enum Operations {
             }
         }
         public static let operation = DaemonOperation.secretServiceStore
+        public static func serve(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                 exchange: any RequestExchange) async throws(ServiceError) -> Served<StoredReport> {
+            Served(try await requests.secretServiceStore(arguments.details, value: { try await exchange.secretValue() },
+                                                         replace: arguments.replace ?? false,
+                                                         application: arguments.application,
+                                                         interaction: exchange.interaction))
+        }
     }
 
     public enum SecretServiceDelete: ServedOperation {
@@ -526,6 +605,12 @@ public enum Operations {
             }
         }
         public static let operation = DaemonOperation.secretServiceRead
+        public static func serve(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                 exchange: any RequestExchange) async throws(ServiceError) -> Served<EmptyReport> {
+            Served(EmptyReport(), secret: try await requests.secretServiceRead(
+                arguments.item, application: arguments.application, approveOnly: arguments.approveOnly ?? false,
+                interaction: exchange.interaction))
+        }
     }
 
     public enum ImportSecretService: OperationSpec {
@@ -535,6 +620,11 @@ public enum Operations {
             public init(details: [ItemDetails]) { self.details = details }
         }
         public static let operation = DaemonOperation.importSecretService
+        public static func serve(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                 exchange: any RequestExchange) async throws(ServiceError) -> Served<SecretServiceImportReport> {
+            Served(try await requests.importSecretService(arguments.details, values: { try await exchange.secretValue() },
+                                                          interaction: exchange.interaction))
+        }
     }
 
     // MARK: The audit trail
@@ -550,6 +640,18 @@ public enum Operations {
         /// After one `output` line per record.
         public typealias Result = CountReport
         public static let operation = DaemonOperation.auditShow
+        /// One output line per record, as fast as the client reads them: a trail of any
+        /// length, never one line past the protocol's limit.
+        public static func serve(_ arguments: FilterArguments, on requests: any TouchgateRequests,
+                                 exchange: any RequestExchange) async throws(ServiceError) -> Served<CountReport> {
+            let records = try await requests.auditShow(arguments.filter ?? AuditFilter())
+            do {
+                try await exchange.output(lines: records.map { WireCoding.line($0) })
+            } catch {
+                throw .cancelled
+            }
+            return Served(CountReport(count: records.count))
+        }
     }
 
     public enum AuditCount: ServedOperation {
@@ -585,6 +687,15 @@ public enum Operations {
         /// After one `output` line per record.
         public typealias Result = CountReport
         public static let operation = DaemonOperation.auditExport
+        public static func serve(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                 exchange: any RequestExchange) async throws(ServiceError) -> Served<CountReport> {
+            // The service writes on a thread of its own, so waiting for a slow reader holds no
+            // shared thread; a reader that stops reading is cut off, which ends the export.
+            Served(CountReport(count: try await requests.auditExport(arguments.filter ?? AuditFilter(),
+                                                                     format: try format(arguments)) { text in
+                try exchange.output(text)
+            }))
+        }
 
         /// The format a request names (`json` when none).
         public static func format(_ arguments: Arguments) throws(ServiceError) -> AuditExportFormat {
@@ -647,6 +758,10 @@ public enum Operations {
         }
         public typealias Result = AuditShipmentsReport
         public static let operation = DaemonOperation.auditShip
+        public static func serve(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                 exchange: any RequestExchange) async throws(ServiceError) -> Served<AuditShipmentsReport> {
+            Served(AuditShipmentsReport(shipments: try await exchange.shipTrails(newLog: arguments.force ?? false)))
+        }
     }
 
     // MARK: SSH keys
@@ -690,6 +805,12 @@ public enum Operations {
         }
         public typealias Result = SSHKeyReport
         public static let operation = DaemonOperation.sshAdd
+        public static func serve(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                 exchange: any RequestExchange) async throws(ServiceError) -> Served<SSHKeyReport> {
+            Served(try await requests.sshAdd(arguments.item, publicKey: arguments.publicKey,
+                                             seed: { try await exchange.secretValue() }, policy: arguments.policy,
+                                             fresh: arguments.fresh ?? false))
+        }
     }
 
     public enum SshList: ServedOperation {
@@ -781,5 +902,16 @@ public enum Operations {
         }
         public typealias Result = MigrationReport
         public static let operation = DaemonOperation.migrate
+        /// The two files passed with the request: the database copy, then the audit key.
+        public static func serve(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                 exchange: any RequestExchange) async throws(ServiceError) -> Served<MigrationReport> {
+            let files = exchange.takeDescriptors()
+            defer { for file in files { close(file) } }
+            guard files.count == 2 else {
+                throw ServiceError(.usage, "migrate needs two descriptors (the database copy, then the audit key); "
+                                       + "\(files.count) came")
+            }
+            return Served(try await exchange.adoptMigration(database: files[0], auditKey: files[1], from: arguments.path))
+        }
     }
 }

@@ -88,8 +88,11 @@ public protocol TouchgateRequests: Sendable {
 
     /// The value of item `name`, once its policy is satisfied (a touch on `device`, the
     /// passphrase, or the reuse window). The grant is audited before the value is decrypted.
+    /// With `touchNow`, only a touch made for this release decides it (no reuse window; an
+    /// item releasable without a finger is refused): what a PAM login releases.
     /// - Throws: `not-found`, `locked-out`, `no-match`, `vault-locked` and the like; never a partial value.
-    func secretGet(_ name: String, device: String?, interaction: any Interaction) async throws(ServiceError) -> SecretBytes
+    func secretGet(_ name: String, touchNow: Bool, device: String?,
+                   interaction: any Interaction) async throws(ServiceError) -> SecretBytes
     /// Stores the bytes `value` yields as item `name` under `policy` (`fresh`: every release
     /// needs a new touch). `value` is called only once the request can succeed; replacing a
     /// live item (`replace`) needs what its current policy asks for.
@@ -197,6 +200,11 @@ public protocol TouchgateRequests: Sendable {
 }
 
 extension TouchgateRequests {
+    /// The value of item `name` as its policy decides (``secretGet(_:touchNow:device:interaction:)``).
+    public func secretGet(_ name: String, device: String?, interaction: any Interaction) async throws(ServiceError) -> SecretBytes {
+        try await secretGet(name, touchNow: false, device: device, interaction: interaction)
+    }
+
     /// Creates the vault without a TPM (``initialize(stretching:tpm:interaction:)``).
     public func initialize(stretching: KeyStretching, interaction: any Interaction) async throws(ServiceError) -> InitReport {
         try await initialize(stretching: stretching, tpm: false, interaction: interaction)

@@ -107,8 +107,11 @@ extension DaemonClient {
         try await call(Operations.TpmRecover.self, NoArguments(), asking(interaction)).0
     }
 
-    public func secretGet(_ name: String, device: String?, interaction: any Interaction) async throws(ServiceError) -> SecretBytes {
-        let (_, secret) = try await call(Operations.SecretGet.self, .init(item: name, device: device), asking(interaction))
+    public func secretGet(_ name: String, touchNow: Bool, device: String?,
+                          interaction: any Interaction) async throws(ServiceError) -> SecretBytes {
+        var arguments = Operations.SecretGet.Arguments(item: name, device: device)
+        arguments.fresh = touchNow ? true : nil
+        let (_, secret) = try await call(Operations.SecretGet.self, arguments, asking(interaction))
         guard let secret else { throw ServiceError.daemonReleasedNoValue }
         return secret
     }

@@ -1,6 +1,6 @@
 public import Foundation
 public import Logging
-public import TouchgateService
+import TouchgateService
 public import TouchgateSocket
 import TouchgateVault
 public import TouchgateAPI

@@ -59,97 +59,22 @@ struct RequestHandler: Sendable {
               secret: secret)
     }
 
-    /// Runs `spec` on `service`: a served operation straight from the table, the others
-    /// with what only this door has (the socket, its descriptors, the fleet shipping).
+    /// Runs `spec` on `service` from the table, with what this door carries beside the
+    /// arguments (``DaemonExchange``), and encodes its result.
     private func run<Spec: OperationSpec>(_ spec: Spec.Type, _ frame: Frame, service: TouchgateService, caller: Caller,
                                           namedUser: String?, interaction: DaemonInteraction) async throws -> Reply {
-        if let served = spec as? any ServedOperation.Type {
-            return try await perform(served, frame, service: service, interaction: interaction)
-        }
-        let arguments = try Self.ownArguments(Spec.self, frame)
-        let id = interaction.id
-        // Each special operation has an argument type of its own (OperationContractTests).
-        switch arguments {
-        case let arguments as Operations.PassphraseChange.Arguments:
-            let new = DaemonInteraction(socket: interaction.socket, id: id, answers: interaction.answers,
-                                        canAskAgain: arguments.newCanAskAgain ?? false, assumeYes: false,
-                                        answerTimeout: interaction.answerTimeout)
-            try await service.passphraseChange(stretching: try Operations.stretching(arguments.stretching),
-                                               current: interaction, new: new)
-            return reply(id, EmptyReport())
-        case let arguments as Operations.SecretGet.Arguments:
-            let value = try await service.secretGet(arguments.item, touchNow: arguments.fresh ?? false,
-                                                  device: arguments.device, interaction: interaction)
-            return reply(id, EmptyReport(), secret: value)
-        case let arguments as Operations.SecretAdd.Arguments:
-            return reply(id, try await service.secretAdd(arguments.item, value: { try await interaction.secretValue() },
-                                                     policy: arguments.policy, fresh: arguments.fresh ?? false,
-                                                     replace: arguments.replace ?? false, device: arguments.device,
-                                                     interaction: interaction))
-        case let arguments as Operations.SecretServiceStore.Arguments:
-            return reply(id, try await service.secretServiceStore(arguments.details,
-                                                                  value: { try await interaction.secretValue() },
-                                                                  replace: arguments.replace ?? false,
-                                                                  application: arguments.application,
-                                                                  interaction: interaction))
-        case let arguments as Operations.ImportSecretService.Arguments:
-            return reply(id, try await service.importSecretService(arguments.details,
-                                                                   values: { try await interaction.secretValue() },
-                                                                   interaction: interaction))
-        case let arguments as Operations.SecretServiceRead.Arguments:
-            let approveOnly = arguments.approveOnly ?? false
-            let value = try await service.secretServiceRead(arguments.item, application: arguments.application,
-                                                            approveOnly: approveOnly, interaction: interaction)
-            return reply(id, EmptyReport(), secret: value)
-        case let arguments as Operations.SshAdd.Arguments:
-            return reply(id, try await service.sshAdd(arguments.item, publicKey: arguments.publicKey,
-                                                      seed: { try await interaction.secretValue() },
-                                                      policy: arguments.policy, fresh: arguments.fresh ?? false))
-        case let arguments as Operations.FilterArguments:
-            // audit.show: one output line per record, as fast as the client reads them: any
-            // length of trail, never one line past the protocol's limit; waiting for a slow
-            // reader on a thread of its own, as the export does.
-            let records = try await service.auditShow(arguments.filter ?? AuditFilter())
-            let socket = interaction.socket
-            try await OwnThread.run {
-                for record in records { try Self.output(WireCoding.line(record), id: id, on: socket) }
-            }
-            return reply(id, CountReport(count: records.count))
-        case let arguments as Operations.AuditExport.Arguments:
-            let socket = interaction.socket
-            let format = try Operations.AuditExport.format(arguments)
-            // The export runs on a thread of its own, so waiting here for a slow reader holds no
-            // shared thread; a reader that stops reading is cut off, which ends the export.
-            let count = try await service.auditExport(arguments.filter ?? AuditFilter(), format: format) { text in
-                try Self.output(text, id: id, on: socket)
-            }
-            return reply(id, CountReport(count: count))
-        case let arguments as Operations.AuditShip.Arguments:
-            guard let fleet = stores.fleet else {
-                throw ServiceError(.notFound, "this touchgated does not ship audit trails (started without fleet shipping)")
-            }
-            let newLog = arguments.force ?? false
-            let services = try gate.trailsToShip(for: caller, namedUser: namedUser, service: service, newLog: newLog)
-            return reply(id, AuditShipmentsReport(shipments: try await fleet.ship(services, newLog: newLog)))
-        case let arguments as Operations.Migrate.Arguments:
-            return try await migrate(arguments, frame.descriptors, service: service, caller: caller, interaction: interaction)
-        default:
-            throw ServiceError(.usage, "\(Spec.operation.rawValue) is not served here")
-        }
-    }
-
-    /// Runs a served operation from the table and encodes its result.
-    private func perform<Spec: ServedOperation>(_ spec: Spec.Type, _ frame: Frame, service: TouchgateService,
-                                                interaction: DaemonInteraction) async throws -> Reply {
-        let result = try await Spec.perform(try Self.ownArguments(Spec.self, frame), on: service, interaction: interaction)
+        let exchange = DaemonExchange(interaction: interaction, frame: frame, handler: self, service: service, caller: caller,
+                                      namedUser: namedUser)
+        let served = try await Spec.serve(try Self.ownArguments(Spec.self, frame), on: service, exchange: exchange)
         // A locked vault's store need not stay open either.
         if Spec.operation == .lock { stores.open.forget(service.location) }
-        if !Spec.operation.contract.writesRecords, let report = result as? any (Encodable & Equatable) {
+        if served.secret == nil, !Spec.operation.contract.writesRecords,
+           let report = served.result as? any (Encodable & Equatable) {
             let key = "\(service.principal.uid) \(Spec.operation.rawValue)"
             return Reply(line: DaemonProtocol.resultLine(id: interaction.id, report: stores.answers.encoded(report, key: key)),
                          secret: nil)
         }
-        return reply(interaction.id, result)
+        return reply(interaction.id, served.result, secret: served.secret)
     }
 
     /// The operation's own arguments of the request in `frame`: a usage error naming what is
@@ -167,32 +92,89 @@ struct RequestHandler: Sendable {
 
     /// `migrate`: the caller's own personal store, passed as two open files, becomes its
     /// store here. Only for the caller itself: no user is named, and root moves root's.
-    private func migrate(_ arguments: Operations.Migrate.Arguments, _ descriptors: PassedDescriptors?,
-                         service: TouchgateService, caller: Caller, interaction: DaemonInteraction) async throws -> Reply {
-        let files = descriptors?.take() ?? []
-        defer { for file in files { close(file) } }
+    fileprivate func migrate(database: Int32, auditKey: Int32, from path: String, service: TouchgateService,
+                             caller: Caller, interaction: DaemonInteraction) async throws(ServiceError) -> MigrationReport {
         guard stores.personal == nil else {
             throw ServiceError(.usage, "touchgate agent serves your personal store; migrate moves a personal store into "
                                + "touchgated, the system daemon")
         }
-        guard files.count == 2 else {
-            throw ServiceError(.usage, "migrate needs two descriptors (the database copy, then the audit key); "
-                                   + "\(files.count) came")
-        }
         // The directory is replaced: whatever was kept open there is not the store afterwards.
         stores.open.forget(service.location)
         defer { stores.open.forget(service.location) }
-        let report = try await service.adoptMigration(database: files[0], auditKey: files[1], from: arguments.path,
-                                                      peer: caller.description, interaction: interaction)
-        return reply(interaction.id, report)
+        return try await service.adoptMigration(database: database, auditKey: auditKey, from: path,
+                                                peer: caller.description, interaction: interaction)
+    }
+
+    /// `audit.ship`: the caller's trail, or for root every user's, to this daemon's collector.
+    fileprivate func ship(newLog: Bool, service: TouchgateService, caller: Caller,
+                          namedUser: String?) async throws(ServiceError) -> [AuditShipReport] {
+        guard let fleet = stores.fleet else {
+            throw ServiceError(.notFound, "this touchgated does not ship audit trails (started without fleet shipping)")
+        }
+        let services = try gate.trailsToShip(for: caller, namedUser: namedUser, service: service, newLog: newLog)
+        return try await fleet.ship(services, newLog: newLog)
     }
 
     /// Sends one `output` line of a stream, waiting (on the caller's own thread) while the
     /// client is slow; throws `CancellationError` once the connection is gone, ending the stream.
-    private static func output(_ text: String, id: UInt64, on socket: FramedSocket) throws {
+    fileprivate static func output(_ text: String, id: UInt64, on socket: FramedSocket) throws {
         var output = DaemonMessage(kind: .output, id: id)
         output.text = text
         guard socket.sendBlockingWhenRoom(output) else { throw CancellationError() }
+    }
+}
+
+/// What one request on touchgated's socket carries beside its arguments: the secret value
+/// that follows it, the descriptors passed with it, its stream of `output` lines, a second
+/// party for a new passphrase, and the daemon's own work (shipping, migration).
+private struct DaemonExchange: RequestExchange {
+    let daemonInteraction: DaemonInteraction
+    let frame: Frame
+    let handler: RequestHandler
+    let service: TouchgateService
+    let caller: Caller
+    let namedUser: String?
+
+    init(interaction: DaemonInteraction, frame: Frame, handler: RequestHandler, service: TouchgateService, caller: Caller,
+         namedUser: String?) {
+        daemonInteraction = interaction
+        self.frame = frame
+        self.handler = handler
+        self.service = service
+        self.caller = caller
+        self.namedUser = namedUser
+    }
+
+    var interaction: any Interaction { daemonInteraction }
+
+    func secretValue() async throws -> SecretBytes { try await daemonInteraction.secretValue() }
+
+    func newPassphraseParty(canAskAgain: Bool) -> any Interaction {
+        DaemonInteraction(socket: daemonInteraction.socket, id: daemonInteraction.id, answers: daemonInteraction.answers,
+                          canAskAgain: canAskAgain, assumeYes: false, answerTimeout: daemonInteraction.answerTimeout)
+    }
+
+    func output(_ line: String) throws {
+        try RequestHandler.output(line, id: daemonInteraction.id, on: daemonInteraction.socket)
+    }
+
+    /// On a thread of their own, as the export does: waiting for a slow reader holds no shared thread.
+    func output(lines: [String]) async throws {
+        let (socket, id) = (daemonInteraction.socket, daemonInteraction.id)
+        try await OwnThread.run {
+            for line in lines { try RequestHandler.output(line, id: id, on: socket) }
+        }
+    }
+
+    func takeDescriptors() -> [Int32] { frame.descriptors?.take() ?? [] }
+
+    func shipTrails(newLog: Bool) async throws(ServiceError) -> [AuditShipReport] {
+        try await handler.ship(newLog: newLog, service: service, caller: caller, namedUser: namedUser)
+    }
+
+    func adoptMigration(database: Int32, auditKey: Int32, from path: String) async throws(ServiceError) -> MigrationReport {
+        try await handler.migrate(database: database, auditKey: auditKey, from: path, service: service, caller: caller,
+                                  interaction: daemonInteraction)
     }
 }
 

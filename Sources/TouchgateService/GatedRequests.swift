@@ -150,8 +150,11 @@ public struct GatedRequests: TouchgateRequests {
         try await gated(.tpmRecover) { service throws(ServiceError) in try await service.tpmRecover(interaction: interaction) }
     }
 
-    public func secretGet(_ name: String, device: String?, interaction: any Interaction) async throws(ServiceError) -> SecretBytes {
-        try await gated(.secretGet) { service throws(ServiceError) in try await service.secretGet(name, device: device, interaction: interaction) }
+    public func secretGet(_ name: String, touchNow: Bool, device: String?,
+                          interaction: any Interaction) async throws(ServiceError) -> SecretBytes {
+        try await gated(.secretGet) { service throws(ServiceError) in
+            try await service.secretGet(name, touchNow: touchNow, device: device, interaction: interaction)
+        }
     }
 
     public func secretAdd(_ name: String, value: @escaping @Sendable () async throws -> SecretBytes, policy: String, fresh: Bool,
