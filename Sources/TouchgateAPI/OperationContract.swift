@@ -159,8 +159,8 @@ extension DaemonOperation {
             OperationContract(["item", "application", "flags"], "security key enrollment (`public-key`, `key-handle`, "
                               + "`flags`, and the SSH key report)")
         case .sshOffer:
-            OperationContract(["keys", "all", "offered", "lifetime"], "SSH key reports, with whether each is `offered` "
-                              + "now (and `offered-until`)")
+            OperationContract(["keys", "all", "offered", "lifetime", "destinations"], "SSH key reports, with whether each "
+                              + "is `offered` now (and `offered-until`)")
         case .sshConfirm:
             OperationContract(["question"], "match report (a touch of any enrolled finger, recorded as an approval of "
                               + "the use `question` asks about)")

@@ -54,13 +54,17 @@ public struct SSHOfferChange: Codable, Sendable, Equatable {
     public var offered: Bool
     /// With `offered`: for this many seconds only (`ssh-add -t`).
     public var lifetime: Int?
+    /// With `offered`: the hops the key may be used over (`ssh-add -h`); nil for none, so
+    /// the key logs in from this machine only and never through a forwarded agent.
+    public var destinations: [SSHDestination]?
 
     /// A change.
-    public init(keys: [Data], all: Bool? = nil, offered: Bool, lifetime: Int? = nil) {
+    public init(keys: [Data], all: Bool? = nil, offered: Bool, lifetime: Int? = nil, destinations: [SSHDestination]? = nil) {
         self.keys = keys
         self.all = all
         self.offered = offered
         self.lifetime = lifetime
+        self.destinations = destinations
     }
 
     /// `ssh-add -d`: stop offering these keys.
@@ -69,8 +73,38 @@ public struct SSHOfferChange: Codable, Sendable, Equatable {
     public static let withdrawAll = SSHOfferChange(keys: [], all: true, offered: false)
     /// `ssh-add FILE` of a key the vault holds, or `touchgate ssh offer`: offer it again, for
     /// `lifetime` seconds when given.
-    public static func offer(_ key: Data, lifetime: Int?) -> SSHOfferChange {
-        SSHOfferChange(keys: [key], offered: true, lifetime: lifetime)
+    public static func offer(_ key: Data, lifetime: Int?, destinations: [SSHDestination]? = nil) -> SSHOfferChange {
+        SSHOfferChange(keys: [key], offered: true, lifetime: lifetime, destinations: destinations)
+    }
+}
+
+/// One hop a key may be used over, as `ssh-add -h` gives it (OpenSSH's
+/// `restrict-destination-v00@openssh.com`): from a host (none: this machine) to a host,
+/// each named and known by its host keys, optionally as one user there.
+public struct SSHDestination: Codable, Sendable, Equatable {
+    /// The host the hop starts from, as named to ssh-add; nil for this machine.
+    public var fromHost: String?
+    /// Its host key blobs (empty for this machine).
+    public var fromKeys: [Data]
+    /// The user the hop may log in as (a pattern with `*` and `?`); nil for any.
+    public var toUser: String?
+    /// The host the hop leads to, as named to ssh-add.
+    public var toHost: String
+    /// Its host key blobs: at least one.
+    public var toKeys: [Data]
+
+    public init(fromHost: String?, fromKeys: [Data], toUser: String?, toHost: String, toKeys: [Data]) {
+        self.fromHost = fromHost
+        self.fromKeys = fromKeys
+        self.toUser = toUser
+        self.toHost = toHost
+        self.toKeys = toKeys
+    }
+
+    /// `first>user@second` or `second` (from this machine), names escaped.
+    public var description: String {
+        let to = (toUser.map { StoredText.escaped($0) + "@" } ?? "") + StoredText.escaped(toHost)
+        return fromHost.map { StoredText.escaped($0) + ">" + to } ?? to
     }
 }
 

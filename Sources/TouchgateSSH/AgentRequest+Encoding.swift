@@ -30,7 +30,13 @@ extension AgentRequest {
             writer.string(addition.comment)
             for constraint in addition.constraints {
                 writer.byte(constraint.number)
-                if case .lifetime(let seconds) = constraint { writer.uint32(seconds) }
+                switch constraint {
+                case .lifetime(let seconds): writer.uint32(seconds)
+                case .confirm: break
+                case .destinations(let hops):
+                    writer.string(AgentDestination.extensionName)
+                    writer.string(AgentDestination.encoded(hops))
+                }
             }
         case .remove(let keyBlob):
             writer.byte(AgentNumber.removeIdentity)

@@ -135,12 +135,15 @@ public enum AgentConstraint: Sendable, Hashable, CustomStringConvertible {
     case lifetime(seconds: UInt32)
     /// `SSH_AGENT_CONSTRAIN_CONFIRM` (2): ask before each use.
     case confirm
+    /// `restrict-destination-v00@openssh.com` (`ssh-add -h`): the hops the key may be used over.
+    case destinations([AgentDestination])
 
-    /// `lifetime 60 s` or `confirm`.
+    /// `lifetime 60 s`, `confirm` or `destinations a, a>b`.
     public var description: String {
         switch self {
         case .lifetime(let seconds): "lifetime \(seconds) s"
         case .confirm: "confirm"
+        case .destinations(let hops): "destinations " + hops.map(\.description).joined(separator: ", ")
         }
     }
 
@@ -149,7 +152,112 @@ public enum AgentConstraint: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .lifetime: AgentNumber.constrainLifetime
         case .confirm: AgentNumber.constrainConfirm
+        case .destinations: AgentNumber.constrainExtension
         }
+    }
+}
+
+/// One hop an added key may be used over, as `ssh-add -h` sends it (OpenSSH's
+/// PROTOCOL.agent, `restrict-destination-v00@openssh.com`): from a host (none: the machine
+/// the agent runs on) to a host, each known by its host keys, optionally as one user there.
+public struct AgentDestination: Sendable, Hashable, CustomStringConvertible {
+    /// The constraint extension's name.
+    public static let extensionName = "restrict-destination-v00@openssh.com"
+    /// The most hops, and host keys per hop, one key may carry (ssh-add sends a handful).
+    static let maximumCount = 1024
+
+    /// The host the hop starts from, as named to ssh-add; empty for the agent's machine.
+    public let fromHost: String
+    /// Its host key blobs (none for the agent's machine).
+    public let fromKeys: [[UInt8]]
+    /// The user the hop may log in as (a pattern); empty for any.
+    public let toUser: String
+    /// The host the hop leads to, as named to ssh-add.
+    public let toHost: String
+    /// Its host key blobs: at least one.
+    public let toKeys: [[UInt8]]
+
+    public init(fromHost: String, fromKeys: [[UInt8]], toUser: String, toHost: String, toKeys: [[UInt8]]) {
+        self.fromHost = fromHost
+        self.fromKeys = fromKeys
+        self.toUser = toUser
+        self.toHost = toHost
+        self.toKeys = toKeys
+    }
+
+    /// `first>user@second`, names escaped.
+    public var description: String {
+        let to = (toUser.isEmpty ? "" : StoredText.escaped(toUser) + "@") + StoredText.escaped(toHost)
+        return fromHost.isEmpty ? to : StoredText.escaped(fromHost) + ">" + to
+    }
+
+    /// The extension's contents, after its name: one string holding each hop as a string of
+    /// the from-host, the to-host and a reserved string.
+    static func readAll<Bytes>(_ reader: inout WireCursor<Bytes>) throws(SSHWireError) -> [AgentDestination] {
+        var all = WireCursor(Array(reader.bytes[try reader.stringRange()]))
+        var hops: [AgentDestination] = []
+        while !all.isAtEnd {
+            guard hops.count < maximumCount else { throw .invalidDestination("has more than \(maximumCount) hops") }
+            var one = WireCursor(Array(all.bytes[try all.stringRange()]))
+            let from = try host(&one)
+            let to = try host(&one)
+            _ = try one.stringRange()
+            guard one.isAtEnd else { throw .trailingBytes(count: one.remaining) }
+            guard from.user.isEmpty else { throw .invalidDestination("names a user on the host a hop starts from") }
+            guard !to.name.isEmpty, !to.keys.isEmpty else { throw .invalidDestination("has a hop to no known host") }
+            guard from.name.isEmpty == from.keys.isEmpty else {
+                throw .invalidDestination("has a hop from a host with no known host key")
+            }
+            hops.append(AgentDestination(fromHost: from.name, fromKeys: from.keys, toUser: to.user, toHost: to.name,
+                                         toKeys: to.keys))
+        }
+        guard !hops.isEmpty else { throw .invalidDestination("has no hop") }
+        return hops
+    }
+
+    /// One end of a hop: a user, a host name, a reserved string and the host's keys, each
+    /// a key blob and whether it is a certificate authority's.
+    private static func host(_ reader: inout WireCursor<[UInt8]>) throws(SSHWireError)
+        -> (user: String, name: String, keys: [[UInt8]]) {
+        var end = WireCursor(Array(reader.bytes[try reader.stringRange()]))
+        let user = try end.text()
+        let name = try end.text()
+        _ = try end.stringRange()
+        var keys: [[UInt8]] = []
+        while !end.isAtEnd {
+            guard keys.count < maximumCount else { throw .invalidDestination("names more than \(maximumCount) host keys") }
+            let blob = try end.string()
+            guard try !end.bool() else {
+                throw .invalidDestination("names a host certificate authority, which Touchgate does not check; "
+                                          + "give the hosts' own keys (known_hosts lines without @cert-authority)")
+            }
+            keys.append(blob)
+        }
+        return (user, name, keys)
+    }
+
+    /// The extension's contents as ``readAll(_:)`` reads them (tests and the fuzz target).
+    package static func encoded(_ hops: [AgentDestination]) -> [UInt8] {
+        func end(_ user: String, _ name: String, _ keys: [[UInt8]]) -> [UInt8] {
+            var writer = SSHWireWriter()
+            writer.string(user)
+            writer.string(name)
+            writer.string([UInt8]())
+            for key in keys {
+                writer.string(key)
+                writer.bool(false)
+            }
+            return writer.bytes
+        }
+        var all = SSHWireWriter()
+        for hop in hops {
+            var one = SSHWireWriter()
+            one.string(end("", hop.fromHost, hop.fromKeys))
+            one.string(end(hop.toUser, hop.toHost, hop.toKeys))
+            one.string([UInt8]())
+            all.string(one.bytes)
+        }
+        return all.bytes
     }
 }
 
@@ -189,6 +297,12 @@ public struct AgentKeyAddition: Sendable, Equatable, CustomStringConvertible {
     /// Whether each use must be confirmed.
     public var requiresConfirmation: Bool { constraints.contains(.confirm) }
 
+    /// The hops the key may be used over (`ssh-add -h`), if any were given.
+    public var destinations: [AgentDestination]? {
+        for case .destinations(let hops) in constraints { return hops }
+        return nil
+    }
+
     /// Reads the key type name, the key, the comment and (in a constrained add) the
     /// constraints, from just after the message type.
     init<Bytes>(reading reader: inout WireCursor<Bytes>, constrained: Bool) throws(SSHWireError) {
@@ -222,8 +336,10 @@ public struct AgentKeyAddition: Sendable, Equatable, CustomStringConvertible {
             case AgentNumber.constrainConfirm:
                 constraint = .confirm
             case AgentNumber.constrainExtension:
-                // The contents' layout depends on the extension; none is supported.
-                throw .unsupportedConstraintExtension(try reader.text())
+                // The contents' layout depends on the extension; only ssh-add -h's is read.
+                let name = try reader.text()
+                guard name == AgentDestination.extensionName else { throw .unsupportedConstraintExtension(name) }
+                constraint = .destinations(try AgentDestination.readAll(&reader))
             default:
                 throw .unknownConstraint(type: type)
             }

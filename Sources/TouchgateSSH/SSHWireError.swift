@@ -43,6 +43,8 @@ public enum SSHWireError: Error, Equatable, Hashable, Sendable, CustomStringConv
     case repeatedConstraint(type: UInt8)
     /// An mpint that is negative, not in its shortest form, or too large for its field.
     case invalidInteger
+    /// A destination constraint (`ssh-add -h`) this agent cannot keep, and why.
+    case invalidDestination(String)
 
     /// One sentence for a log, without field contents.
     public var description: String {
@@ -77,6 +79,8 @@ public enum SSHWireError: Error, Equatable, Hashable, Sendable, CustomStringConv
             "key constraint type \(type) is given more than once"
         case .invalidInteger:
             "an integer in the SSH agent message is negative, padded or too large"
+        case .invalidDestination(let why):
+            "the key's destination constraint (ssh-add -h) \(why)"
         }
     }
 

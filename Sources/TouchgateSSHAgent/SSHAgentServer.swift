@@ -370,10 +370,16 @@ public final class SSHAgentServer: Sendable {
         let fresh = addition.requiresConfirmation
         let lifetime = addition.lifetime.map { Int($0) }
         let blob = Data(addition.publicKey.blob)
-        let words = lifetime.map { " for \($0) s" } ?? ""
+        let destinations = addition.destinations?.map {
+            SSHDestination(fromHost: $0.fromHost.isEmpty ? nil : $0.fromHost, fromKeys: $0.fromKeys.map { Data($0) },
+                           toUser: $0.toUser.isEmpty ? nil : $0.toUser, toHost: $0.toHost, toKeys: $0.toKeys.map { Data($0) })
+        }
+        let offer = SSHOfferChange.offer(blob, lifetime: lifetime, destinations: destinations)
+        let words = (lifetime.map { " for \($0) s" } ?? "")
+            + (destinations.map { " over " + $0.map(\.description).joined(separator: ", ") } ?? "")
         do {
             if let held = try? await requests.sshList(), held.contains(where: { $0.publicKey == blob }) {
-                _ = try await requests.sshOffer(.offer(blob, lifetime: lifetime))
+                _ = try await requests.sshOffer(offer)
                 log("\(requester): the key is already sealed in the vault; offered again" + words)
                 return .success
             }
@@ -384,9 +390,9 @@ public final class SSHAgentServer: Sendable {
             // alone (a P-256 scalar is 32 bytes already).
             let seed = addition.privateKey.withUnsafeBytes { SecretBytes(copying: $0.prefix(32)) }
             let report = try await requests.sshAdd(name, publicKey: blob, seed: { seed }, policy: "", fresh: fresh)
-            _ = try await requests.sshOffer(.offer(blob, lifetime: lifetime))
+            _ = try await requests.sshOffer(offer)
             log("\(requester): sealed SSH key '\(StoredText.escaped(report.name))' (\(report.fingerprint)) into the vault"
-                + (fresh ? "; every signature needs a touch" : "") + (lifetime.map { "; offered for \($0) s" } ?? ""))
+                + (fresh ? "; every signature needs a touch" : "") + (words.isEmpty ? "" : "; offered" + words))
             return .success
         } catch {
             log("\(requester): the key was not added: \(error.message)")

@@ -201,7 +201,7 @@ extension TouchgateService {
                 throw ServiceError(.forbidden, why)
             }
             let purpose: String
-            switch SSHSigningPurpose.judge(request, keyName: shown) {
+            switch SSHSigningPurpose.judge(request, keyName: shown, destinations: offers.destinations?[fingerprint]) {
             case .refused(let why):
                 try context.record(.itemRead, .denied, item: info.name, reason: "SSH signature refused: \(why)")
                 throw ServiceError(.forbidden, "\(why); nothing was signed")
@@ -247,15 +247,29 @@ enum SSHSigningPurpose: Equatable {
     case allowed(String)
     case refused(String)
 
-    static func judge(_ request: SSHSignRequest, keyName: String, what: String = "SSH key") -> SSHSigningPurpose {
+    static func judge(_ request: SSHSignRequest, keyName: String, what: String = "SSH key",
+                      destinations: [SSHDestination]? = nil) -> SSHSigningPurpose {
         let data = [UInt8](request.data)
         guard data.count <= TouchgateService.maximumSignedBytes else {
             return .refused("the data to sign is \(data.count) bytes, more than an SSH login or signature needs")
         }
-        // A connection bound to a session through forwarding is another host asking.
-        if let hop = request.bindings.first(where: \.forwarding) {
+        var through = ""
+        if let destinations, !destinations.isEmpty {
+            // A key added with destinations (ssh-add -h) logs in over the hops they name and
+            // signs nothing else, as ssh-agent has it.
+            guard case .userAuthentication(let login) = SignedData.classify(data) else {
+                return .refused("the key was added for destinations only (ssh-add -h), so it signs logins to them and "
+                                + "nothing else")
+            }
+            switch DestinationPath.judge(request.bindings, user: login.user, destinations) {
+            case .refused(let why): return .refused(why)
+            case .allowed(let hosts): through = hosts.isEmpty ? "" : " through " + hosts.joined(separator: ", ")
+            }
+        } else if let hop = request.bindings.first(where: \.forwarding) {
+            // A connection bound to a session through forwarding is another host asking.
             return .refused("the request came from another host through agent forwarding (forwarded to "
-                            + forwardedHostWords(hop) + ")")
+                            + forwardedHostWords(hop) + "); to let the key be used from there, add it again with "
+                            + "ssh-add -h naming each hop")
         }
         let with = "use \(what) '\(keyName)'"
         switch SignedData.classify(data) {
@@ -272,7 +286,7 @@ enum SSHSigningPurpose: Equatable {
                 case .forged:
                     return .refused("the host's proof of the session does not verify")
                 case .verified(let fingerprint):
-                    words += " on " + hostWords(bound, fingerprint: fingerprint)
+                    words += " on " + hostWords(bound, fingerprint: fingerprint) + through
                 case .unchecked(let type):
                     // Only Ed25519 and P-256 proofs are checked here; what the words then say about
                     // the host is the client's claim, and is worded as one.

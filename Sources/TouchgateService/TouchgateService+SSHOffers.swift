@@ -11,10 +11,13 @@ extension TouchgateService {
     /// Where the offers live in the authenticated state.
     static let sshOffersStateKey = "ssh.offers"
 
-    /// The keys withdrawn, and the lifetimes given, by the key's fingerprint.
+    /// The keys withdrawn, the lifetimes given, and the hops each key may be used over
+    /// (`ssh-add -h`), by the key's fingerprint.
     struct SSHOffers: Codable, Equatable {
         var withdrawn: Set<String> = []
         var until: [String: Date] = [:]
+        /// Absent in offers kept before destinations were kept (none then).
+        var destinations: [String: [SSHDestination]]?
 
         init() {}
 
@@ -60,20 +63,26 @@ extension TouchgateService {
             let offers = try context.stateStore.updateState(Self.sshOffersStateKey) { data in
                 var offers = SSHOffers(from: data)
                 for report in chosen {
+                    // An offer is the whole of it, as an add is to ssh-agent: destinations not given
+                    // again are gone.
                     if change.offered {
                         offers.withdrawn.remove(report.fingerprint)
                         offers.until[report.fingerprint] = until
+                        offers.destinations = (offers.destinations ?? [:]).merging(
+                            [report.fingerprint: change.destinations ?? []]) { _, new in new }.filter { !$0.value.isEmpty }
                     } else {
                         offers.withdrawn.insert(report.fingerprint)
                         offers.until[report.fingerprint] = nil
+                        offers.destinations?[report.fingerprint] = nil
                     }
                 }
                 data = try JSONEncoder().encode(offers)
                 return offers
             } then: { transaction, _ in
                 for report in chosen {
+                    let hops = change.destinations.map { " over " + $0.map(\.description).joined(separator: ", ") } ?? ""
                     let what = !change.offered ? "withdrawn from the agents"
-                        : "offered to the agents" + (change.lifetime.map { " for \($0) s" } ?? "")
+                        : "offered to the agents" + (change.lifetime.map { " for \($0) s" } ?? "") + hops
                     try transaction.append(.sshOffer, .success, vaultUser: context.vault.owner, item: report.name,
                                            reason: "SSH key \(report.fingerprint) \(what)")
                 }

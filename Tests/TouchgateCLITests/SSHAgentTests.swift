@@ -290,6 +290,56 @@ struct SSHAgentTests {
         await setup.agent.stop()
     }
 
+    /// Issue 45: a key added with `ssh-add -h` for both hops logs in to the second host from
+    /// the first through the forwarded agent, the prompt and record naming the hop; added
+    /// again for the first host alone, the same forwarded login is refused, naming why.
+    @Test func aKeyAddedForItsHopsLogsInThroughForwarding() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        try HelperRig.require("/usr/bin/ssh", package: "openssh-client")
+        let setup = try await Setup.make(rig: rig, fresh: false)
+        let keyFile = rig.home.path("id_hops")
+        let made = try await runProgram("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "hops", "-f", keyFile])
+        try #require(made.status == 0, "ssh-keygen: \(made.stderr)")
+        let publicLine = try String(contentsOfFile: keyFile + ".pub", encoding: .utf8)
+            .split(separator: " ").prefix(2).joined(separator: " ")
+        let first = try await Server.start(in: rig.home, authorizing: publicLine)
+        defer { Task { await first.process.stop() } }
+        let secondHome = try TemporaryDirectory("touchgate-second-sshd")
+        defer { secondHome.remove() }
+        let second = try await Server.start(in: secondHome, authorizing: publicLine)
+        defer { Task { await second.process.stop() } }
+        // ssh-add -h finds each host's keys by name in known_hosts.
+        let names = rig.home.path("hops_known_hosts")
+        try Data("first-host \(first.hostKeyLine)\nsecond-host \(second.hostKeyLine)\n".utf8)
+            .write(to: URL(fileURLWithPath: names))
+        let added = try await rig.run("/usr/bin/ssh-add", ["-H", names, "-h", "first-host", "-h", "first-host>second-host", keyFile],
+                                      extra: setup.sshEnvironment)
+        try #require(added.status == 0, "ssh-add -h: \(added.stderrLines) \(setup.agent.errorLines.suffix(4))")
+
+        let hop = second.sshArguments(identity: keyFile + ".pub", "echo second-hop")
+            .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let outer = ["-A"] + first.sshArguments(identity: keyFile + ".pub", "/usr/bin/ssh " + hop)
+        let through = try await rig.run("/usr/bin/ssh", outer, extra: setup.sshEnvironment, presenting: ["whorl", "whorl"])
+        #expect(through.status == 0 && through.stdout.contains("second-hop"),
+                "the forwarded login over its hops: \(through.stderrLines) \(setup.agent.errorLines.suffix(6))")
+        let signed = try await rig.auditRecords(mentioning: "through first-host")
+        #expect(signed.count == 1 && signed.first?["outcome"] as? String == "success", "\(signed)")
+        let offered = try await rig.auditRecords(mentioning: "over first-host, first-host>second-host")
+        #expect(offered.count == 1, "the offer and its hops are recorded: \(offered)")
+
+        // Added again for the first host alone: the second hop is not among its destinations.
+        let narrowed = try await rig.run("/usr/bin/ssh-add", ["-H", names, "-h", "first-host", keyFile], extra: setup.sshEnvironment)
+        try #require(narrowed.status == 0, "\(narrowed.stderrLines)")
+        let refused = try await rig.run("/usr/bin/ssh", outer, extra: setup.sshEnvironment, presenting: ["whorl", "whorl"])
+        #expect(!refused.stdout.contains("second-hop") && refused.status != 0, "\(refused.stderrLines)")
+        let denied = try await rig.auditRecords(mentioning: "not among the key's destinations")
+        #expect(denied.count == 1 && denied.first?["outcome"] as? String == "denied", "\(denied)")
+        await first.process.stop()
+        await second.process.stop()
+        await setup.agent.stop()
+    }
+
     @Test func gitSignsACommitWithTheVaultKey() async throws {
         let rig = try HelperRig()
         defer { rig.home.remove() }

@@ -405,6 +405,59 @@ import TouchgateVault
             #expect(error.code == .integrity, "\(error.message)")
         }
     }
+
+    /// Issue 45: a key added with destinations (ssh-add -h) signs a login over the hops they
+    /// name, through forwarding too, and nothing else; without them forwarding is refused.
+    @Test("destinations let a key be used over the hops they name and over no other")
+    func destinationsAllowNamedHops() async throws {
+        let rig = try await RuleRig.ready(Array(repeating: .finger("right-index"), count: 4))
+        defer { rig.remove() }
+        let key = try await rig.service.sshKeygen("work", policy: "biometry-any", fresh: true)
+        let bastion = Self.binding(session: [1], forwarding: true)
+        let web = Self.binding(session: [2])
+        let elsewhere = Self.binding(session: [2])
+        let login = Self.login(user: "deploy", session: [2], key: [UInt8](key.publicKey), hostKey: [UInt8](web.hostKey))
+        let toElsewhere = Self.login(user: "deploy", session: [2], key: [UInt8](key.publicKey),
+                                     hostKey: [UInt8](elsewhere.hostKey))
+        func refusal(_ data: Data, _ bindings: [SSHSessionBinding]) async -> String? {
+            if case .failure(let error) = await Self.sign(rig, key, data, bindings: bindings) { return error.message }
+            return nil
+        }
+        // Without destinations, the forwarded login is refused and the refusal says how to allow it.
+        #expect(await refusal(login, [bastion, web])?.contains("ssh-add -h") == true)
+
+        let hops = [
+            SSHDestination(fromHost: nil, fromKeys: [], toUser: nil, toHost: "bastion", toKeys: [bastion.hostKey]),
+            SSHDestination(fromHost: "bastion", fromKeys: [bastion.hostKey], toUser: "dep*", toHost: "web",
+                           toKeys: [web.hostKey]),
+        ]
+        _ = try await rig.service.sshOffer(.offer(key.publicKey, lifetime: nil, destinations: hops))
+        let report = try await Self.sign(rig, key, login, bindings: [bastion, web]).get()
+        #expect(report.purpose.contains("log in as deploy on ") && report.purpose.hasSuffix(" through bastion"),
+                "the prompt names the hops: \(report.purpose)")
+        #expect(rig.reader.scans == 1)
+
+        let refused: [(String, Data, [SSHSessionBinding], String)] = [
+            ("a host not named", toElsewhere, [bastion, elsewhere], "not among the key's destinations"),
+            ("another user", Self.login(user: "root", session: [2], key: [UInt8](key.publicKey), hostKey: [UInt8](web.hostKey)),
+             [bastion, web], "as root is not among"),
+            ("straight to web, not from bastion", login, [web], "from this machine to the host"),
+            ("a forged hop", login, [Self.binding(session: [1], forwarding: true, forge: true), web], "does not verify"),
+            ("not a login", Self.sshsig(namespace: "git"), [bastion, web], "signs logins to them and nothing else"),
+            ("no binding", login, [], "did not say which host"),
+        ]
+        for (what, data, bindings, words) in refused {
+            let message = await refusal(data, bindings)
+            #expect(message?.contains(words) == true, "\(what): \(message ?? "signed")")
+        }
+        #expect(rig.reader.scans == 1, "no refusal asked for a finger")
+        let records = try await rig.service.auditShow().filter { $0.event == "ssh.offer" }
+        #expect(records.last?.reason.contains("over bastion, bastion>dep*@web") == true, "\(records.map(\.reason))")
+
+        // Offered again without them (ssh-add without -h), the key is this machine's again.
+        _ = try await rig.service.sshOffer(.offer(key.publicKey, lifetime: nil))
+        #expect(await refusal(login, [bastion, web])?.contains("through agent forwarding") == true)
+    }
 }
 
 /// Counts calls from any task.

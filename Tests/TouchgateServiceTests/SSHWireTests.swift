@@ -239,7 +239,7 @@ private func addBody(type: UInt8 = 17, keyType: String = "ssh-ed25519", publicKe
     }
 
     @Test("an add of another key type names the type; a bad key, comment or constraint is refused")
-    func badAdds() {
+    func badAdds() throws {
         #expect(throws: SSHWireError.unsupportedKeyType("ssh-rsa")) {
             try AgentRequest(body: [17] + Wire.string("ssh-rsa") + Wire.string([0x01, 0x00, 0x01]) + Wire.string([0xC5]))
         }
@@ -262,8 +262,43 @@ private func addBody(type: UInt8 = 17, keyType: String = "ssh-ed25519", publicKe
         #expect(throws: SSHWireError.unknownConstraint(type: 3)) {
             try AgentRequest(body: addBody(type: 25, constraints: [3] + Wire.u32(10)))
         }
-        #expect(throws: SSHWireError.unsupportedConstraintExtension("restrict-destination-v00@openssh.com")) {
-            try AgentRequest(body: addBody(type: 25, constraints: [255] + Wire.string("restrict-destination-v00@openssh.com") + Wire.string([])))
+        #expect(throws: SSHWireError.unsupportedConstraintExtension("associated-certs-v00@openssh.com")) {
+            try AgentRequest(body: addBody(type: 25, constraints: [255] + Wire.string("associated-certs-v00@openssh.com") + [1]))
+        }
+        // ssh-add -h: the hops are kept; one naming nothing, a user where a hop starts, or a
+        // certificate authority (which is not checked here) is refused.
+        let destination = "restrict-destination-v00@openssh.com"
+        func end(_ user: String, _ host: String, _ keys: [[UInt8]], ca: Bool = false) -> [UInt8] {
+            Wire.string(Array(user.utf8)) + Wire.string(Array(host.utf8)) + Wire.string([])
+                + keys.flatMap { Wire.string($0) + [ca ? 1 : 0] }
+        }
+        func hops(_ list: [([UInt8], [UInt8])]) -> [UInt8] {
+            [255] + Wire.string(Array(destination.utf8))
+                + Wire.string(list.flatMap { Wire.string(Wire.string($0.0) + Wire.string($0.1) + Wire.string([])) })
+        }
+        let hostKey = Wire.string(Array("ssh-ed25519".utf8)) + Wire.string([UInt8](repeating: 7, count: 32))
+        let otherKey = Wire.string(Array("ssh-ed25519".utf8)) + Wire.string([UInt8](repeating: 9, count: 32))
+        let added = try AgentRequest(body: addBody(type: 25, constraints: hops([
+            (end("", "", []), end("", "bastion", [hostKey])), (end("", "bastion", [hostKey]), end("deploy", "web*", [otherKey])),
+        ])))
+        guard case .add(let addition) = added else { Issue.record("not an add: \(added)"); return }
+        #expect(addition.destinations == [
+            AgentDestination(fromHost: "", fromKeys: [], toUser: "", toHost: "bastion", toKeys: [hostKey]),
+            AgentDestination(fromHost: "bastion", fromKeys: [hostKey], toUser: "deploy", toHost: "web*", toKeys: [otherKey]),
+        ])
+        #expect(try AgentRequest(body: added.body) == added, "encoding loses nothing")
+        #expect(addition.description.contains("destinations bastion, bastion>deploy@web*"), "\(addition)")
+        #expect(throws: SSHWireError.invalidDestination("has no hop")) {
+            try AgentRequest(body: addBody(type: 25, constraints: hops([])))
+        }
+        #expect(throws: SSHWireError.invalidDestination("has a hop to no known host")) {
+            try AgentRequest(body: addBody(type: 25, constraints: hops([(end("", "", []), end("", "bastion", []))])))
+        }
+        #expect(throws: SSHWireError.invalidDestination("names a user on the host a hop starts from")) {
+            try AgentRequest(body: addBody(type: 25, constraints: hops([(end("root", "a", [hostKey]), end("", "b", [otherKey]))])))
+        }
+        #expect(throws: (any Error).self) {
+            try AgentRequest(body: addBody(type: 25, constraints: hops([(end("", "", []), end("", "b", [otherKey], ca: true))])))
         }
         #expect(throws: SSHWireError.repeatedConstraint(type: 1)) {
             try AgentRequest(body: addBody(type: 25, constraints: [1] + Wire.u32(60) + [2] + [1] + Wire.u32(5)))
