@@ -201,7 +201,7 @@ public struct AgentDestination: Sendable, Hashable, CustomStringConvertible {
             var one = WireCursor(Array(all.bytes[try all.stringRange()]))
             let from = try host(&one)
             let to = try host(&one)
-            _ = try one.stringRange()
+            guard try one.stringRange().isEmpty else { throw .invalidDestination("sets a reserved field") }
             guard one.isAtEnd else { throw .trailingBytes(count: one.remaining) }
             guard from.user.isEmpty else { throw .invalidDestination("names a user on the host a hop starts from") }
             guard !to.name.isEmpty, !to.keys.isEmpty else { throw .invalidDestination("has a hop to no known host") }
@@ -222,7 +222,7 @@ public struct AgentDestination: Sendable, Hashable, CustomStringConvertible {
         var end = WireCursor(Array(reader.bytes[try reader.stringRange()]))
         let user = try end.text()
         let name = try end.text()
-        _ = try end.stringRange()
+        guard try end.stringRange().isEmpty else { throw .invalidDestination("sets a reserved field") }
         var keys: [[UInt8]] = []
         while !end.isAtEnd {
             guard keys.count < maximumCount else { throw .invalidDestination("names more than \(maximumCount) host keys") }
