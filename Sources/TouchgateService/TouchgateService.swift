@@ -52,6 +52,10 @@ public struct TouchgateService: Sendable {
     /// Whether touchgate agent hosts this personal store, with the unlocked key in its own
     /// memory (what `status` says it protects against).
     public var hostedByAgent = false
+    /// Who asks, as the host's gate admitted them (``ServiceGate``): every record the
+    /// request writes names this caller, through the store handle opened for it. Nil for a
+    /// service used by its own process's user with no gate (tests, tools).
+    public internal(set) var caller: Caller?
 
     /// A service for `principal` over `location`, keeping unlocked keys in the kernel keyring.
     public init(principal: Principal, location: StoreLocation) {
@@ -79,12 +83,13 @@ public struct TouchgateService: Sendable {
     func withStore<T>(_ body: (StoreAccess) async throws -> T) async throws(ServiceError) -> T {
         try await serviceErrors(storeIn: location.directory.path) {
             var access: StoreAccess
+            let client = caller?.auditClient
             if let (database, prepared) = try openStores?.database(at: location) {
-                access = StoreAccess(database: database, principal: principal, custody: custody, clock: clock)
+                access = StoreAccess(database: database.serving(client), principal: principal, custody: custody, clock: clock)
                 access.keepsSnapshots = true
                 access.prepared = prepared
             } else {
-                access = StoreAccess(database: try TouchgateDatabase(location: location), principal: principal,
+                access = StoreAccess(database: try TouchgateDatabase(location: location).serving(client), principal: principal,
                                      custody: custody, clock: clock)
             }
             return try await body(access)

@@ -21,10 +21,10 @@ struct AuditHost: Sendable {
     /// The kernel's boot id (read once per process), or "unknown".
     private static var bootID: String { SystemClock.currentBootID?.rawValue ?? "unknown" }
 
-    /// The acting process and boot: the client the service's gate named for this request
-    /// (``AuditClient/current``), or this process.
-    static func current() -> AuditHost {
-        if let client = AuditClient.current {
+    /// The acting process and boot: the client a request's database handle was opened for
+    /// (``TouchgateDatabase/serving(_:)``), or this process.
+    static func of(_ client: AuditClient?) -> AuditHost {
+        if let client {
             return AuditHost(uid: client.uid, loginName: client.loginName, bootID: bootID,
                              via: [client.process, client.requester.map(AuditClient.cleanRequester)]
                                 .compactMap { $0 }.joined(separator: ", "))
@@ -55,10 +55,6 @@ public struct AuditClient: Sendable, Equatable {
         self.process = process
         self.requester = requester
     }
-
-    /// The caller of the request running in this task. Set by the service's gate alone,
-    /// around each request it admits (`ServiceGate.serve`); no door sets it.
-    @TaskLocal public static var current: AuditClient?
 
     /// The longest requester text kept in a record.
     public static let maximumRequesterBytes = 512

@@ -156,7 +156,7 @@ public final class AuditLog: Sendable {
         self.database = database
         self.journal = journal
         self.now = now
-        self.host = AuditHost.current()
+        self.host = AuditHost.of(database.client)
         self.key = key
         self.signer = signer
     }

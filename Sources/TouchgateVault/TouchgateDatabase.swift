@@ -17,12 +17,16 @@ public final class TouchgateDatabase: Sendable {
     public let location: StoreLocation
     /// What a long-lived process derives from this store and keeps until it changes.
     package let snapshots: StoreSnapshots
+    /// Who the records written through this handle are for (``serving(_:)``); nil: this
+    /// process's own user.
+    public let client: AuditClient?
 
     /// Opens (creating if needed) the database at `location` and migrates it.
     /// - Throws: ``StoreError`` for unsafe permissions, I/O failures or a damaged file.
     public init(location: StoreLocation) throws {
         self.location = location
         snapshots = StoreSnapshots(location: location)
+        client = nil
         try location.prepare()
         let path = location.databasePath
         try Self.createPrivately(path)
@@ -61,6 +65,20 @@ public final class TouchgateDatabase: Sendable {
             chmod(path + suffix, 0o600)
         }
         try location.prepare()
+    }
+
+    /// This database, for one request made by `client`: every audit record written through
+    /// the handle (and the vault, logs and state opened over it) names that caller. The
+    /// service's gate gives the caller; it travels with the handle, never beside it.
+    public func serving(_ client: AuditClient?) -> TouchgateDatabase {
+        client == self.client ? self : TouchgateDatabase(sharing: self, client: client)
+    }
+
+    private init(sharing other: TouchgateDatabase, client: AuditClient?) {
+        writer = other.writer
+        location = other.location
+        snapshots = other.snapshots
+        self.client = client
     }
 
     /// Closes every connection now (before the directory is moved, say); the database

@@ -9,16 +9,14 @@ import TouchgateBasics
 /// but nothing a fresh open would catch or name may be lost.
 @Suite("The audit log a long-lived host keeps open")
 struct AuditOpenedTests {
-    /// Appends one record through `opened(in:)` while serving a caller named `process`, as
-    /// the service's gate names it for each request.
+    /// Appends one record through `opened(in:)` over a handle serving a caller named
+    /// `process`, as the service opens the kept store for each request its gate admits.
     private func append(_ database: TouchgateDatabase, for process: String, item: String) async throws {
         let client = AuditClient(uid: UInt32(getuid()), loginName: UserDatabase.loginName(of: UInt32(getuid())), process: process)
-        try AuditClient.$current.withValue(client) {
-            do {
-                _ = try AuditLog.opened(in: database).append(.itemRead, .success, item: item, reason: "read")
-            } catch {
-                throw ServiceError(.error, "\(error)")
-            }
+        do {
+            _ = try AuditLog.opened(in: database.serving(client)).append(.itemRead, .success, item: item, reason: "read")
+        } catch {
+            throw ServiceError(.error, "\(error)")
         }
     }
 
