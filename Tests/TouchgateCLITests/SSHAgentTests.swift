@@ -129,7 +129,8 @@ struct SSHAgentTests {
         let offers = try await rig.vault.auditTrail().filter { $0["event"] as? String == "ssh.offer" }
         #expect(offers.compactMap { $0["reason"] as? String }.map { $0.contains("withdrawn") } == [true, false, true],
                 "\(offers)")
-        #expect((offers.first?["reason"] as? String ?? "").contains("/usr/bin/ssh-add"), "\(offers)")
+        let firstReason = offers.first?["reason"] as? String ?? ""
+        #expect(firstReason.contains("/usr/bin/ssh-add"), "\(offers)")
         let records = try await rig.auditRecords(mentioning: "use SSH key 'work' to sign a file")
         #expect(records.map { $0["outcome"] as? String } == ["failure", "success"], "\(records)")
         #expect(records.allSatisfy { ($0["reason"] as? String ?? "").contains("/usr/bin/ssh-keygen") },

@@ -148,7 +148,8 @@ struct SecurityKeyTests {
         #expect(refused.count == 1 && refused.first?["outcome"] as? String == "denied", "\(refused)")
         let hostFingerprint = try await runProgram("/usr/bin/ssh-keygen", ["-l", "-f", rig.home.path("ssh_host_ed25519_key.pub")])
         let fingerprint = try #require(hostFingerprint.stdout.split(separator: " ").dropFirst().first.map(String.init))
-        #expect((refused.first?["reason"] as? String ?? "").contains(fingerprint),
+        let refusal = refused.first?["reason"] as? String ?? ""
+        #expect(refusal.contains(fingerprint),
                 "the refusal names the host the agent was forwarded to: \(refused)")
 
         // Control: the same key, asked directly, logs in after a match.
