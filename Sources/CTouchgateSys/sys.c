@@ -2,6 +2,7 @@
 #include "CTouchgateSys.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <signal.h>
@@ -48,6 +49,29 @@ int CTouchgateSys_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t
     *gid = credentials.gid;
     *pid = credentials.pid;
     return 0;
+}
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+int CTouchgateSys_peer_pidfd(int fd) {
+    int pidfd = -1;
+    socklen_t length = sizeof pidfd;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &length) != 0) return -errno;
+    return pidfd;
+}
+
+int CTouchgateSys_pidfd_open(int32_t pid) {
+    long pidfd = syscall(SYS_pidfd_open, (long)pid, 0L);
+    return pidfd < 0 ? -errno : (int)pidfd;
+}
+
+int CTouchgateSys_pidfd_exited(int pidfd) {
+    struct pollfd watched = {pidfd, POLLIN, 0};
+    int ready = poll(&watched, 1, 0);
+    if (ready < 0) return -errno;
+    return ready > 0 && (watched.revents & (POLLIN | POLLHUP)) ? 1 : 0;
 }
 
 // CMSG_* are macros over struct msghdr, which Swift cannot expand.

@@ -52,7 +52,11 @@ public struct Caller: Sendable, Equatable, CustomStringConvertible {
     /// The executables of its parents, nearest first (``ProcessTable/chain(above:)``), for
     /// the trail only: read from `/proc` when asked for (measured: reading it on every
     /// connection was a third of touchgated's time for a one-request connection), unless given.
-    public var processChain: [String] { givenChain ?? ProcessTable.chain(above: pid) }
+    public var processChain: [String] {
+        if let givenChain { return givenChain }
+        guard let handle else { return ProcessTable.chain(above: pid) }
+        return handle.whileRunning(ProcessTable.chain(above:)) ?? ["(it exited before its parents were read)"]
+    }
     private let givenChain: [String]?
     /// The door it came through.
     public let door: Door
@@ -60,6 +64,12 @@ public struct Caller: Sendable, Equatable, CustomStringConvertible {
     /// pid 41 /usr/bin/ssh …`, `secret service for pid 77 /usr/bin/secret-tool …`), or a
     /// helper's claim sent with a request: written to the trail beside what the door verified.
     public var requester: String?
+    /// Its group id when it connected (`SO_PEERCRED`), where the door has one.
+    public var gid: UInt32?
+    /// The process itself, held by a pidfd from the moment the door took the connection
+    /// (``ProcessHandle``), where the door has one: what is read of ``pid`` later (its
+    /// parents, its session) is of this process, or not kept.
+    public var handle: (any HeldProcess)?
     /// Whether the host found that the caller runs touchgate agent's own program (the
     /// group the kernel recorded for its connection, ``AgentGroup``): only then is what it
     /// says of another program its word.
@@ -78,17 +88,31 @@ public struct Caller: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// A caller as a door sees it when it connects (its parents are read when asked for).
-    public static func connected(uid: UInt32, pid: Int32, executable: String?, door: Door,
-                                 requester: String? = nil) -> Caller {
-        Caller(uid: uid, loginName: UserDatabase.loginName(of: uid), pid: pid, executable: executable, door: door,
-               requester: requester)
+    public static func connected(uid: UInt32, gid: UInt32? = nil, pid: Int32, executable: String?, door: Door,
+                                 requester: String? = nil, handle: (any HeldProcess)? = nil) -> Caller {
+        var caller = Caller(uid: uid, loginName: UserDatabase.loginName(of: uid), pid: pid, executable: executable,
+                            door: door, requester: requester)
+        caller.gid = gid
+        caller.handle = handle
+        return caller
     }
+
+    /// Its login session and seat (``LoginSession``), read when asked for and kept only if
+    /// the process still ran after it was read; nil when it is in none, or is gone.
+    public var session: LoginSession? {
+        guard let handle else { return LoginSession.of(pid) }
+        return handle.whileRunning { LoginSession.of($0) } ?? nil
+    }
+
+    /// Whether the process that asked is gone, so that nothing more can be read of it by pid
+    /// (false where the door holds no pidfd of it).
+    public var hasExited: Bool { handle.map { !$0.isRunning } ?? false }
 
     /// This process, asking the service it hosts itself (the personal mode's commands).
     public static func thisProcess(requester: String? = nil) -> Caller {
         let pid = getpid()
-        return connected(uid: UInt32(getuid()), pid: pid, executable: ProcessTable.executable(of: pid), door: .inProcess,
-                         requester: requester)
+        return connected(uid: UInt32(getuid()), gid: UInt32(getgid()), pid: pid, executable: ProcessTable.executable(of: pid),
+                         door: .inProcess, requester: requester)
     }
 
     /// Whether the caller is root, who may act for other users and run root-only operations.
@@ -105,8 +129,9 @@ public struct Caller: Sendable, Equatable, CustomStringConvertible {
     }
 
     public static func == (lhs: Caller, rhs: Caller) -> Bool {
-        lhs.uid == rhs.uid && lhs.pid == rhs.pid && lhs.executable == rhs.executable && lhs.door == rhs.door
-            && lhs.requester == rhs.requester && lhs.isVerifiedAgent == rhs.isVerifiedAgent
+        lhs.uid == rhs.uid && lhs.gid == rhs.gid && lhs.pid == rhs.pid && lhs.executable == rhs.executable
+            && lhs.door == rhs.door && lhs.requester == rhs.requester && lhs.isVerifiedAgent == rhs.isVerifiedAgent
+            && lhs.handle === rhs.handle
     }
 }
 

@@ -1,4 +1,5 @@
 import CTouchgateSys
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -133,6 +134,71 @@ extension ProcessFacts {
         let count = getgroups(Int32(groups.count), &groups)
         return count > 0 && groups[..<Int(count)].contains(gid)
     }
+}
+
+/// A process held by a pidfd: it names that process for as long as the handle lives, never a
+/// later one given the same pid, so what is read of the pid while ``isRunning`` holds is of
+/// the process that connected.
+public final class ProcessHandle: HeldProcess {
+    /// The process id.
+    public let pid: Int32
+    /// How it was held: `SO_PEERPIDFD`, or `pidfd_open` checked against the connection.
+    public let source: Source
+    private let descriptor: Int32
+    /// The facts, once read.
+    private let read = Mutex<ProcessFacts??>(nil)
+
+    public enum Source: String, Sendable {
+        /// The kernel's pidfd of the connecting process (Linux 6.5 and later).
+        case peerPidfd = "SO_PEERPIDFD"
+        /// A pidfd opened by pid, then found holding the connection's other end.
+        case openedAndChecked = "pidfd_open"
+    }
+
+    private init(pid: Int32, descriptor: Int32, source: Source) {
+        self.pid = pid
+        self.descriptor = descriptor
+        self.source = source
+    }
+
+    /// What the kernel says of the process (start time, the file it runs, its namespaces),
+    /// read when first asked for (measured: reading /proc at every connection was a third of
+    /// touchgated's time for a one-request connection) and only while it still runs; nil
+    /// once it has exited.
+    public var facts: ProcessFacts? {
+        if let known = read.withLock({ $0 }) { return known }
+        let facts = whileRunning(ProcessFacts.of) ?? nil
+        read.withLock { $0 = facts }
+        return facts
+    }
+
+    deinit { close(descriptor) }
+
+    /// The process at the other end of the connected Unix socket `socket`, whose pid the
+    /// kernel recorded as `pid`: its pidfd from the kernel where it has one; else one opened
+    /// by pid, kept only if that process holds the socket `socket` is connected to (a pid
+    /// given to another process since holds nothing of it). Nil when neither holds.
+    public static func peer(of socket: Int32, pid: Int32) -> ProcessHandle? {
+        let given = CTouchgateSys_peer_pidfd(socket)
+        if given >= 0 { return ProcessHandle(pid: pid, descriptor: given, source: .peerPidfd) }
+        return opened(checking: socket, pid: pid)
+    }
+
+    /// What ``peer(of:pid:)`` falls back to where the kernel gives no pidfd of the peer.
+    public static func opened(checking socket: Int32, pid: Int32) -> ProcessHandle? {
+        let opened = CTouchgateSys_pidfd_open(pid)
+        guard opened >= 0 else { return nil }
+        var info = stat()
+        guard fstat(socket, &info) == 0, let peer = SocketHolders.peer(of: UInt32(truncatingIfNeeded: info.st_ino)),
+              SocketHolders.sockets(of: pid)?.values.contains(peer) == true else {
+            close(opened)
+            return nil
+        }
+        return ProcessHandle(pid: pid, descriptor: opened, source: .openedAndChecked)
+    }
+
+    /// Whether the process still runs: once it has exited, its pid may be another's.
+    public var isRunning: Bool { CTouchgateSys_pidfd_exited(descriptor) == 0 }
 }
 
 /// The Unix sockets processes hold, and what they are connected to: how a door tells

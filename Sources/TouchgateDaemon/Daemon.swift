@@ -177,8 +177,11 @@ public final class Daemon: Sendable {
         defer { limit.release(bucket) }
         guard socket.sendRaw(Self.hello) else { return socket.close() }
         // Read once per connection: the kernel's credentials and what /proc says of the process.
-        let caller = Caller.connected(uid: peer.uid, pid: peer.pid, executable: peer.executable,
-                                      door: handler.stores.personal == nil ? .daemon : .agent)
+        // The process is held by a pidfd for the connection's life, so what is read of its pid
+        // later (its parents for the trail, its login session) is of this process or not kept.
+        let caller = Caller.connected(uid: peer.uid, gid: peer.gid, pid: peer.pid, executable: peer.executable,
+                                      door: handler.stores.personal == nil ? .daemon : .agent,
+                                      handle: socket.peerProcess(pid: peer.pid))
         let slot = RequestSlot()
         var broken: (any Error)?
         var firstRequest = true

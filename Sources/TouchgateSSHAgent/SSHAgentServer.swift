@@ -135,7 +135,8 @@ public final class SSHAgentServer: Sendable {
             return
         }
         let connection = AgentConnection(token: token, descriptor: descriptor,
-                                         requester: ClientProcess(pid: peer.pid, uid: peer.uid))
+                                         requester: ClientProcess(pid: peer.pid, uid: peer.uid, gid: peer.gid,
+                                                                  handle: ProcessHandle.peer(of: descriptor, pid: peer.pid)))
         let admitted: (room: Bool, evicted: AgentConnection?) = clients.withLock { clients in
             var evicted: AgentConnection?
             if clients.count >= Self.maximumConnections {
@@ -484,20 +485,32 @@ public final class SSHAgentServer: Sendable {
 final class ClientProcess: CustomStringConvertible {
     let pid: Int32
     let uid: UInt32
-    init(pid: Int32, uid: UInt32) {
+    let gid: UInt32?
+    /// The process, held by a pidfd while it is connected.
+    let handle: ProcessHandle?
+    init(pid: Int32, uid: UInt32, gid: UInt32? = nil, handle: ProcessHandle? = nil) {
         self.pid = pid
         self.uid = uid
+        self.gid = gid
+        self.handle = handle
     }
-    /// The process chain, as the log and the audit record name the requester.
-    lazy var description = ProcessTable.describe(helper: "touchgate agent", pid: pid)
+    /// The process chain, as the log and the audit record name the requester: read while
+    /// the process still runs, so it is never another process's given the same pid.
+    lazy var description = handle.map { handle in
+        handle.whileRunning { ProcessTable.describe(helper: "touchgate agent", pid: $0) }
+            ?? "touchgate agent for pid \(pid), which exited before it was read"
+    } ?? ProcessTable.describe(helper: "touchgate agent", pid: pid)
     /// Its user's login name, read once.
     lazy var loginName = UserDatabase.loginName(of: uid)
 
     /// The caller this door found: the kernel's uid and pid for the connection, and
     /// (`described`) the process chain the trail names.
     func caller(described: Bool) -> Caller {
-        Caller(uid: uid, loginName: loginName, pid: pid, executable: nil, door: .ssh,
-               requester: described ? description : nil)
+        var caller = Caller(uid: uid, loginName: loginName, pid: pid, executable: nil, door: .ssh,
+                            requester: described ? description : nil)
+        caller.gid = gid
+        caller.handle = handle
+        return caller
     }
     /// Where the person who ran the client reads its errors.
     lazy var terminal = SSHAgentServer.terminal(of: pid)

@@ -42,26 +42,32 @@ public struct ServiceGate: Sendable {
     ///   named user's), or what `body` throws.
     public func serve<T: Sendable>(_ operation: DaemonOperation, caller: Caller, namedUser: String?, localOnly: Bool,
                                    _ body: (TouchgateService) async throws -> T) async throws -> T {
-        try await AuditClient.$current.withValue(caller.auditClient) {
-            let service: TouchgateService
-            do {
-                // The contracts say who may ask through a socket; the host's own doors (the
-                // command in its own process, the agent's SSH and Secret Service doors) are
-                // the user's, and name the program they serve themselves.
-                if caller.door.isSocket {
-                    try CallerRules.admit(operation, callerIsRoot: caller.isRoot,
-                                          callerIsVerifiedAgent: caller.isVerifiedAgent, namedUser: namedUser)
-                }
-                service = try self.service(for: caller, actingFor: namedUser)
-                if localOnly { try await sessions.check(pid: caller.pid, caller: caller.description) }
-            } catch let refusal as ServiceError {
-                // The gate's own refusals are recorded here; a use case records its own.
-                await record(refusal, of: operation, caller: caller, namedUser: namedUser)
-                throw refusal
+        var service: TouchgateService
+        do {
+            // The contracts say who may ask through a socket; the host's own doors (the
+            // command in its own process, the agent's SSH and Secret Service doors) are
+            // the user's, and name the program they serve themselves.
+            if caller.door.isSocket {
+                try CallerRules.admit(operation, callerIsRoot: caller.isRoot,
+                                      callerIsVerifiedAgent: caller.isVerifiedAgent, namedUser: namedUser)
             }
-            observer?(operation, caller)
-            return try await body(service)
+            service = try self.service(for: caller, actingFor: namedUser)
+            if localOnly {
+                try await sessions.check(pid: caller.pid, caller: caller.description)
+                // The session was looked up by pid: it was the caller's only if the caller still
+                // ran afterwards (a pid freed since may be another process's).
+                if caller.hasExited {
+                    throw ServiceError(.remoteSession, "the process that asked (pid \(caller.pid)) exited before its login "
+                                       + "session could be told; nothing was asked of the reader")
+                }
+            }
+        } catch let refusal as ServiceError {
+            // The gate's own refusals are recorded here; a use case records its own.
+            await record(refusal, of: operation, caller: caller, namedUser: namedUser)
+            throw refusal
         }
+        observer?(operation, caller)
+        return try await body(service)
     }
 
     /// Records `refusal` of `operation` (a request refused before it reached the gate, such as
@@ -69,10 +75,8 @@ public struct ServiceGate: Sendable {
     /// has a store: a refusal never makes one.
     public func recordRefusal(_ refusal: ServiceError, of operation: DaemonOperation, caller: Caller,
                               namedUser: String?) async {
-        await AuditClient.$current.withValue(caller.auditClient) {
-            try? await service(for: caller, actingFor: caller.isRoot ? namedUser : nil)
-                .recordRefusal(of: operation.rawValue, refusal, onlyIfStoreExists: true)
-        }
+        try? await service(for: caller, actingFor: caller.isRoot ? namedUser : nil)
+            .recordRefusal(of: operation.rawValue, refusal, onlyIfStoreExists: true)
     }
 
     /// The trails `audit.ship` sends for `caller`: every user's for root naming no user,
@@ -83,7 +87,11 @@ public struct ServiceGate: Sendable {
         if newLog { try CallerRules.requireMayAcceptNewFleetLog(callerIsRoot: caller.isRoot) }
         let every = CallerRules.shipsEveryTrail(callerIsRoot: caller.isRoot, namedUser: namedUser)
         // Never making a store for someone who has none.
-        let trails = every ? principals().map(services).filter(\.hasStore) : [service].filter(\.hasStore)
+        let trails = every ? principals().map { principal in
+            var service = services(principal)
+            service.caller = caller
+            return service
+        }.filter(\.hasStore) : [service].filter(\.hasStore)
         guard !trails.isEmpty else {
             throw ServiceError(.notFound, "touchgated holds no audit trail \(caller.isRoot ? "" : "of yours ")yet: "
                                + "nothing to ship")
@@ -93,6 +101,13 @@ public struct ServiceGate: Sendable {
 
     /// The service for `caller`, or for `user` when root names one.
     func service(for caller: Caller, actingFor user: String?) throws(ServiceError) -> TouchgateService {
+        var service = try principalService(for: caller, actingFor: user)
+        service.caller = caller
+        return service
+    }
+
+    /// The service of the principal `caller` acts for (``service(for:actingFor:)``).
+    private func principalService(for caller: Caller, actingFor user: String?) throws(ServiceError) -> TouchgateService {
         guard let user, user != caller.loginName else { return services(caller.principal) }
         let uid = UserDatabase.uid(of: user)
         // Another name of the caller's own uid is the caller.

@@ -121,6 +121,11 @@ public final class FramedSocket: @unchecked Sendable {
         try Peer.of(socket: descriptor)
     }
 
+    /// The process at the other end, held by a pidfd (``ProcessHandle/peer(of:pid:)``).
+    public func peerProcess(pid: Int32) -> ProcessHandle? {
+        ProcessHandle.peer(of: descriptor, pid: pid)
+    }
+
     /// Bounds how long a send may block on a peer that does not read.
     public func setSendTimeout(seconds: Int) {
         var timeout = timeval(tv_sec: seconds, tv_usec: 0)

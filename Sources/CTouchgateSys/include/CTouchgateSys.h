@@ -29,6 +29,16 @@ int CTouchgateSys_interrupt_descriptor(void);
 /// kernel recorded it when the peer connected (struct ucred needs _GNU_SOURCE). 0 or -errno.
 int CTouchgateSys_peer_credentials(int fd, uint32_t *uid, uint32_t *gid, int32_t *pid);
 
+/// getsockopt(SO_PEERPIDFD) (Linux 6.5): a pidfd of the process that connected to the Unix
+/// socket `fd`, close-on-exec; the descriptor or -errno (-ENOPROTOOPT on older kernels).
+int CTouchgateSys_peer_pidfd(int fd);
+
+/// pidfd_open(pid, 0): a pidfd of process `pid` now (Linux 5.3); the descriptor or -errno.
+int CTouchgateSys_pidfd_open(int32_t pid);
+
+/// Whether the process of `pidfd` has exited (its pidfd polls readable): 1, 0, or -errno.
+int CTouchgateSys_pidfd_exited(int pidfd);
+
 /// add_key("user", description, payload, length, KEY_SPEC_USER_KEYRING): creates or
 /// updates a key in the user keyring (syscall(2) is variadic). Returns the serial or -errno.
 long CTouchgateSys_key_add_user(const char *description, const void *payload, size_t length);
