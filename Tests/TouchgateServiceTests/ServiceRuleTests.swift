@@ -214,7 +214,22 @@ enum Released: Equatable {
             throws: { ($0 as? ServiceError)?.code == .remoteSession }
         let outside = Caller(uid: 0, loginName: "root", pid: GatedRig.outsidePID, executable: nil, door: .daemon)
         #expect(try await rig.gate.serve(.status, caller: outside, namedUser: "daemon", localOnly: true) { _ in true })
+        // The console's pid, but the process that asked exited before its session was told:
+        // the session found may be a later process's, given the freed pid.
+        var gone = local
+        gone.handle = ExitedProcess(pid: GatedRig.consolePID)
+        await #expect { _ = try await rig.gate.serve(.verify, caller: gone, namedUser: "daemon", localOnly: true) { service in
+            try await service.verify(interaction: ScriptedInteraction())
+        } } throws: { ($0 as? ServiceError)?.code == .remoteSession && "\($0)".contains("exited before its login session") }
+        #expect(rig.reader.opens == opens + 1, "no reader was opened for a caller that is gone")
     }
+}
+
+/// A held process that has exited.
+private final class ExitedProcess: HeldProcess {
+    let pid: Int32
+    init(pid: Int32) { self.pid = pid }
+    var isRunning: Bool { false }
 }
 
 /// Several users' stores behind one gate, one scripted reader and one manual clock, with
