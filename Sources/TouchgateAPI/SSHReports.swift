@@ -102,10 +102,7 @@ public struct SSHDestination: Codable, Sendable, Equatable {
     }
 
     /// `first>user@second` or `second` (from this machine), names escaped.
-    public var description: String {
-        let to = (toUser.map { StoredText.escaped($0) + "@" } ?? "") + StoredText.escaped(toHost)
-        return fromHost.map { StoredText.escaped($0) + ">" + to } ?? to
-    }
+    public var description: String { StoredText.hop(from: fromHost, user: toUser, to: toHost) }
 }
 
 /// A host's proof of the SSH session a signature is for, as OpenSSH's `ssh` gives it to

@@ -70,6 +70,13 @@ public enum StoredText {
         return "\(code) \(name)"
     }
 
+    /// A hop an SSH key may be used over, as `ssh-add -h` writes it: `first>user@second`, or
+    /// `user@second` from the agent's own machine (`from` nil), names escaped.
+    public static func hop(from: String?, user: String?, to: String) -> String {
+        let destination = (user.map { escaped($0) + "@" } ?? "") + escaped(to)
+        return from.map { escaped($0) + ">" + destination } ?? destination
+    }
+
     /// `text` safe to print on a terminal: control characters (C0, DEL, C1, and the line
     /// and paragraph separators) become `\u{…}` escapes; everything else is kept.
     public static func escaped(_ text: String) -> String {

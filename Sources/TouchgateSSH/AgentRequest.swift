@@ -187,8 +187,7 @@ public struct AgentDestination: Sendable, Hashable, CustomStringConvertible {
 
     /// `first>user@second`, names escaped.
     public var description: String {
-        let to = (toUser.isEmpty ? "" : StoredText.escaped(toUser) + "@") + StoredText.escaped(toHost)
-        return fromHost.isEmpty ? to : StoredText.escaped(fromHost) + ">" + to
+        StoredText.hop(from: fromHost.isEmpty ? nil : fromHost, user: toUser.isEmpty ? nil : toUser, to: toHost)
     }
 
     /// The extension's contents, after its name: one string holding each hop as a string of

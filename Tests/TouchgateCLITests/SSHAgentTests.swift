@@ -185,6 +185,17 @@ struct SSHAgentTests {
             return Server(port: port, hostKeyLine: hostKeyLine, knownHosts: knownHosts, process: process)
         }
 
+        /// `words` quoted for a remote shell, one word each.
+        static func shellWords(_ words: [String]) -> String {
+            words.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        }
+
+        /// `ssh -A` to this server with `identity`, running there `ssh` to `next` with
+        /// `nextIdentity` (the forwarded agent's key), which runs `command`.
+        func forwarding(identity: String, to next: Server, nextIdentity: String, _ command: String) -> [String] {
+            ["-A"] + sshArguments(identity: identity, "/usr/bin/ssh " + Self.shellWords(next.sshArguments(identity: nextIdentity, command)))
+        }
+
         /// `ssh` to this server as the test's user, with only the agent's key, running `command`.
         func sshArguments(identity: String, _ command: String) -> [String] {
             ["-F", "/dev/null", "-p", String(port), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
@@ -276,9 +287,7 @@ struct SSHAgentTests {
         defer { Task { await second.process.stop() } }
 
         // Logged in to the first host with -A, ssh there asks the agent for the second hop.
-        let hop = second.sshArguments(identity: setup.publicKeyPath, "echo second-hop")
-            .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-        let outer = ["-A"] + first.sshArguments(identity: setup.publicKeyPath, "/usr/bin/ssh " + hop)
+        let outer = first.forwarding(identity: setup.publicKeyPath, to: second, nextIdentity: setup.publicKeyPath, "echo second-hop")
         let result = try await rig.run("/usr/bin/ssh", outer, extra: setup.sshEnvironment, presenting: ["whorl"])
         #expect(!result.stdout.contains("second-hop"), "the forwarded request signed: \(result.stderrLines)")
         #expect(result.status != 0)
@@ -318,9 +327,7 @@ struct SSHAgentTests {
                                       extra: setup.sshEnvironment)
         try #require(added.status == 0, "ssh-add -h: \(added.stderrLines) \(setup.agent.errorLines.suffix(4))")
 
-        let hop = second.sshArguments(identity: keyFile + ".pub", "echo second-hop")
-            .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-        let outer = ["-A"] + first.sshArguments(identity: keyFile + ".pub", "/usr/bin/ssh " + hop)
+        let outer = first.forwarding(identity: keyFile + ".pub", to: second, nextIdentity: keyFile + ".pub", "echo second-hop")
         let through = try await rig.run("/usr/bin/ssh", outer, extra: setup.sshEnvironment, presenting: ["whorl", "whorl"])
         #expect(through.status == 0 && through.stdout.contains("second-hop"),
                 "the forwarded login over its hops: \(through.stderrLines) \(setup.agent.errorLines.suffix(6))")

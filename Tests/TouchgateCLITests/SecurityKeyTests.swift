@@ -137,9 +137,8 @@ struct SecurityKeyTests {
         defer { Task { await second.process.stop() } }
 
         let agentSocket = setup.environment["TOUCHGATE_AGENT_SOCKET"]!
-        let inner = (["/usr/bin/ssh", "-o", "SecurityKeyProvider=\(setup.provider)"]
-                     + second.sshArguments(identity: identity, "echo second-hop"))
-            .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let inner = SSHAgentTests.Server.shellWords(["/usr/bin/ssh", "-o", "SecurityKeyProvider=\(setup.provider)"]
+                                                    + second.sshArguments(identity: identity, "echo second-hop"))
         let outer = ["-A"] + first.sshArguments(identity: hopKey, "TOUCHGATE_AGENT_SOCKET=\"$SSH_AUTH_SOCK\" " + inner)
         let forwarded = try await rig.run("/usr/bin/ssh", outer, extra: ["SSH_AUTH_SOCK": agentSocket], presenting: ["whorl"])
         #expect(!forwarded.stdout.contains("second-hop") && forwarded.status != 0,
