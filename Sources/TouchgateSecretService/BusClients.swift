@@ -40,17 +40,15 @@ actor BusClients {
         var holding: Task<HoldingVerdict, Never>?
     }
 
-    /// Why the process does not hold its connection alone (nil: it does), and the pids of
-    /// the bus's unique names as they were read.
+    /// Why the process does not hold its connection alone (nil: it does).
     struct HoldingVerdict: Sendable {
         let doubt: String?
-        let names: [String: UInt32]
     }
 
     private let bus: BusConnection
     private var known: [String: Client] = [:]
-    /// The pids of the unique names seen on the bus (a name's pid never changes).
-    private var namePIDs: [String: UInt32] = [:]
+    /// The unique names on the bus and their pids, kept from the bus daemon's signals.
+    private let names: BusNames
     /// The bus daemon's pid, once asked.
     private var busPID: Int32?
     /// Whether that is a bus daemon whose word is believed, once asked.
@@ -63,8 +61,9 @@ actor BusClients {
     /// again, from the bus, when they call).
     private static let maximumKnown = 1024
 
-    init(bus: BusConnection) {
+    init(bus: BusConnection, names: BusNames) {
         self.bus = bus
+        self.names = names
     }
 
     /// The client behind `sender`, judged now: what was found of it when first seen, unless
@@ -83,7 +82,6 @@ actor BusClients {
             client = known[sender] ?? client
             client.holding = nil
             if client.identity.doubt == nil { client.identity.doubt = verdict.doubt }
-            namePIDs.merge(verdict.names) { _, read in read }
         }
         known[sender] = client
         return client
@@ -109,7 +107,7 @@ actor BusClients {
         guard uid == getuid() else {
             throw .accessDenied("this Secret Service serves its own user only (uid \(getuid())), not uid \(uid)")
         }
-        namePIDs[sender] = pid
+        names.found(pid, of: sender)
         let process = Int32(bitPattern: pid)
         let facts = ProcessFacts.of(process)
         if known.count >= Self.maximumKnown, let first = known.keys.first { known[first] = nil }
@@ -119,7 +117,7 @@ actor BusClients {
         let doubt = Self.doubt(facts, own: own, executable: executable, uid: uid)
         var holding: Task<HoldingVerdict, Never>?
         if doubt == nil {
-            let (bus, names, daemon, daemonSockets) = (bus, namePIDs, daemonPID(), daemonSockets)
+            let (bus, names, daemon, daemonSockets) = (bus, names, daemonPID(), daemonSockets)
             if busIsKnown == nil, let daemon { busIsKnown = Self.isKnownBusDaemon(pid: daemon) }
             let known = busIsKnown == true
             holding = Task.detached {
@@ -154,38 +152,33 @@ actor BusClients {
     /// Hand-written over /proc rather than a search of every process's descriptors, which is
     /// what it replaced: that cost 2 ms per new client on a quiet machine, more with every
     /// process of the user, and could not see into a process made non-dumpable.
-    static func holding(pid: Int32, daemon: Int32?, busIsKnown: Bool, names known: [String: UInt32],
+    static func holding(pid: Int32, daemon: Int32?, busIsKnown: Bool, names: BusNames,
                         daemonSockets: DaemonSockets, bus: BusConnection) -> HoldingVerdict {
-        let unknown = "it cannot be told whether the process holds its own connection to the bus"
-        guard let daemon, let held = SocketHolders.sockets(of: pid) else { return HoldingVerdict(doubt: unknown, names: known) }
+        let unknown = HoldingVerdict(doubt: "it cannot be told whether the process holds its own connection to the bus")
+        guard let daemon, let held = SocketHolders.sockets(of: pid) else { return unknown }
         // What the bus says of its clients is believed only from a bus daemon the user cannot
         // have rewritten: a program of the user's posing as the bus could name any pid.
         guard busIsKnown else {
             return HoldingVerdict(doubt: "the session bus is not run by dbus-daemon or dbus-broker, so what it says of "
-                                  + "its clients is not believed", names: known)
+                                  + "its clients is not believed")
         }
         let peers = held.compactMapValues(SocketHolders.peer(of:))
-        guard let (count, names) = namesOf(pid: UInt32(bitPattern: pid), known: known, bus: bus) else {
-            return HoldingVerdict(doubt: unknown, names: known)
-        }
+        guard let count = names.count(of: UInt32(bitPattern: pid), asking: bus) else { return unknown }
         // The daemon's sockets as last read; read again when they leave any name unaccounted for.
         var toBus: [Int32] = []
         for fresh in [false, true] {
-            guard let daemonEnds = daemonSockets.sockets(of: daemon, fresh: fresh) else {
-                return HoldingVerdict(doubt: unknown, names: names)
-            }
+            guard let daemonEnds = daemonSockets.sockets(of: daemon, fresh: fresh) else { return unknown }
             toBus = peers.filter { daemonEnds.contains($0.value) }.map(\.key)
             if toBus.count >= count { break }
         }
         if toBus.count < count {
-            return HoldingVerdict(doubt: "the connection it asks through is not held by the process the bus names for it",
-                                  names: names)
+            return HoldingVerdict(doubt: "the connection it asks through is not held by the process the bus names for it")
         }
         if toBus.contains(where: { SocketHolders.closesOnExec(pid: pid, descriptor: $0) != true }) {
             return HoldingVerdict(doubt: "it holds a connection to the bus that it kept from before it started its program, "
-                                  + "which another process may share", names: names)
+                                  + "which another process may share")
         }
-        return HoldingVerdict(doubt: nil, names: names)
+        return HoldingVerdict(doubt: nil)
     }
 
     /// The programs that run a session bus, as Debian installs them.
@@ -209,31 +202,9 @@ actor BusClients {
         return busPID
     }
 
-    /// How many unique names on the bus belong to `pid`, with the pids of all of them (those
-    /// in `known` are not asked again), nil when the bus does not say.
-    static func namesOf(pid: UInt32, known: [String: UInt32], bus: BusConnection) -> (Int, [String: UInt32])? {
-        guard let reply = try? bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                        "ListNames", []),
-              case .array(_, let values)? = reply.first else { return nil }
-        let unique = Set(values.compactMap(\.text).filter { $0.hasPrefix(":") })
-        var pids = known.filter { unique.contains($0.key) }
-        var count = 0
-        for name in unique {
-            if pids[name] == nil,
-               let reply = try? bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                         "GetConnectionUnixProcessID", [.string(name)]),
-               case .uint32(let owner)? = reply.first {
-                pids[name] = owner
-            }
-            if pids[name] == pid { count += 1 }
-        }
-        return (count, pids)
-    }
-
     /// Forgets a client that left the bus.
     func forget(_ sender: String) {
         known[sender] = nil
-        namePIDs[sender] = nil
     }
 }
 
@@ -249,5 +220,62 @@ final class DaemonSockets: Sendable {
         guard let sockets = SocketHolders.sockets(of: daemon).map({ Set($0.values) }) else { return nil }
         kept.withLock { $0 = (daemon, sockets) }
         return sockets
+    }
+}
+
+/// The unique names on the bus and the pids the bus gives them: kept from the bus daemon's
+/// `NameOwnerChanged` signals, recorded as the connection reads them (in the bus's order, so
+/// a name's arrival is known before any message it sends), each name's pid asked once. So
+/// how many connections the bus gives a pid is known without asking for every name at each
+/// new client (measured: listing the names and asking the new one's pid was two round trips
+/// of every lookup).
+final class BusNames: Sendable {
+    private struct Known {
+        /// Whether the names present before the signals were watched were listed.
+        var listed = false
+        var alive: Set<String> = []
+        var pids: [String: UInt32] = [:]
+    }
+    private let known = Mutex(Known())
+
+    /// A unique name joined the bus (`name`) or left it.
+    func changed(_ name: String, present: Bool) {
+        known.withLock {
+            if present { $0.alive.insert(name) } else { $0.alive.remove(name); $0.pids[name] = nil }
+        }
+    }
+
+    /// The pid the bus gave `name` (a name's pid never changes).
+    func found(_ pid: UInt32, of name: String) {
+        known.withLock { $0.pids[name] = pid }
+    }
+
+    /// How many unique names on the bus belong to `pid`; nil when the bus does not say.
+    /// The names present before the signals were watched are listed once; a name whose pid
+    /// is not known yet is asked for.
+    func count(of pid: UInt32, asking bus: BusConnection) -> Int? {
+        if !known.withLock({ $0.listed }) {
+            guard let reply = try? bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                            "ListNames", []),
+                  case .array(_, let values)? = reply.first else { return nil }
+            let unique = values.compactMap(\.text).filter { $0.hasPrefix(":") }
+            known.withLock {
+                $0.alive.formUnion(unique)
+                $0.listed = true
+            }
+        }
+        let (alive, pids) = known.withLock { ($0.alive, $0.pids) }
+        var count = 0
+        for name in alive {
+            var owner = pids[name]
+            if owner == nil, let reply = try? bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                                       "GetConnectionUnixProcessID", [.string(name)]),
+               case .uint32(let asked)? = reply.first {
+                owner = asked
+                found(asked, of: name)
+            }
+            if owner == pid { count += 1 }
+        }
+        return count
     }
 }

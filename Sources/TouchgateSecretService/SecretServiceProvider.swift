@@ -47,13 +47,18 @@ public final class SecretServiceProvider: Sendable {
     /// - Throws: ``ServiceError`` when the bus cannot be reached.
     public func start(address: String) throws(ServiceError) -> SecretServiceStart {
         let bus: BusConnection
+        let names = BusNames()
         do {
             bus = try BusConnection(address: address, prefix: SecretServicePath.root, onCall: { [weak self] call in
                 guard let self else { return }
                 Task { await self.handle(call) }
             }, onSignal: { [weak self] member, arguments in
-                guard let self, member == "NameOwnerChanged", arguments.count == 3,
-                      let name = arguments[0].text, name.hasPrefix(":"), arguments[2].text == "" else { return }
+                guard member == "NameOwnerChanged", arguments.count == 3, let name = arguments[0].text,
+                      name.hasPrefix(":") else { return }
+                // Recorded here, in the bus's order, before any later message is handled.
+                let present = arguments[2].text != ""
+                names.changed(name, present: present)
+                guard let self, !present else { return }
                 Task { await self.clientLeft(name) }
             })
             try bus.watchClientsLeaving()
@@ -65,7 +70,7 @@ public final class SecretServiceProvider: Sendable {
         } catch {
             throw ServiceError(.error, "the Secret Service cannot start: \(error)")
         }
-        connection.withLock { $0 = (bus, BusClients(bus: bus)) }
+        connection.withLock { $0 = (bus, BusClients(bus: bus, names: names)) }
         return .serving
     }
 
