@@ -501,6 +501,9 @@ fi  # the in-process sections
 
 say "daemon: touchgated holding the reader open, against the reference and the in-process CLI"
 daemon_bin=$bin/touchgated
+# touchgated refuses to run as root unless told to: the section measures it as root (its
+# synthetic users need setpriv), as its text says; the packaged daemon runs as its own user.
+daemon_root=--allow-root
 gcc "${cflags[@]}" -o "$work/client" "$root/bench/client.c"
 c_client=$work/client
 # Reachable by the synthetic users of the memory figure (setpriv): the socket's directory and
@@ -515,7 +518,7 @@ mkdir -p -m 0700 "$daemon_state"
 # The reader reached directly (no fprintd), and no system bus: sleep is not watched.
 env FP_VIRTUAL_DEVICE="$daemon_reader" FP_DRIVERS_WHITELIST=virtual_device TOUCHGATE_READER_BACKEND=libfprint \
   DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/touchgate-bench "$daemon_bin" --socket "$daemon_socket" \
-  --state-dir "$daemon_state" >>"$work/touchgated.log" 2>&1 &
+  --state-dir "$daemon_state" $daemon_root >>"$work/touchgated.log" 2>&1 &
 daemon_pid=$!
 for _ in $(seq 100); do [ -S "$daemon_socket" ] && break; sleep 0.05; done
 [ -S "$daemon_socket" ] || die "touchgated did not start: $(cat "$work/touchgated.log")"
@@ -675,7 +678,7 @@ attack_daemon() {  # attack_daemon TAG OPTION...: touchgated on the attack state
   rm -f "$attack_socket"
   env FP_VIRTUAL_DEVICE="$attack_reader" FP_DRIVERS_WHITELIST=virtual_device TOUCHGATE_READER_BACKEND=libfprint \
     DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/touchgate-bench "$daemon_bin" --socket "$attack_socket" \
-    --state-dir "$attack_state" "$@" >>"$work/attack-daemon.log" 2>&1 &
+    --state-dir "$attack_state" $daemon_root "$@" >>"$work/attack-daemon.log" 2>&1 &
   daemon_pid=$!
   for _ in $(seq 100); do [ -S "$attack_socket" ] && break; sleep 0.05; done
   [ -S "$attack_socket" ] || die "touchgated did not start: $(tail -5 "$work/attack-daemon.log")"
