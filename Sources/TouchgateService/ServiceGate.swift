@@ -87,11 +87,7 @@ public struct ServiceGate: Sendable {
         if newLog { try CallerRules.requireMayAcceptNewFleetLog(callerIsRoot: caller.isRoot) }
         let every = CallerRules.shipsEveryTrail(callerIsRoot: caller.isRoot, namedUser: namedUser)
         // Never making a store for someone who has none.
-        let trails = every ? principals().map { principal in
-            var service = services(principal)
-            service.caller = caller
-            return service
-        }.filter(\.hasStore) : [service].filter(\.hasStore)
+        let trails = every ? principals().map { serving($0, for: caller) }.filter(\.hasStore) : [service].filter(\.hasStore)
         guard !trails.isEmpty else {
             throw ServiceError(.notFound, "touchgated holds no audit trail \(caller.isRoot ? "" : "of yours ")yet: "
                                + "nothing to ship")
@@ -101,17 +97,22 @@ public struct ServiceGate: Sendable {
 
     /// The service for `caller`, or for `user` when root names one.
     func service(for caller: Caller, actingFor user: String?) throws(ServiceError) -> TouchgateService {
-        var service = try principalService(for: caller, actingFor: user)
+        serving(try principal(for: caller, actingFor: user), for: caller)
+    }
+
+    /// `principal`'s service, serving `caller`: every record it writes names the caller.
+    private func serving(_ principal: Principal, for caller: Caller) -> TouchgateService {
+        var service = services(principal)
         service.caller = caller
         return service
     }
 
-    /// The service of the principal `caller` acts for (``service(for:actingFor:)``).
-    private func principalService(for caller: Caller, actingFor user: String?) throws(ServiceError) -> TouchgateService {
-        guard let user, user != caller.loginName else { return services(caller.principal) }
+    /// Whom `caller` acts for: itself, or the user root names.
+    private func principal(for caller: Caller, actingFor user: String?) throws(ServiceError) -> Principal {
+        guard let user, user != caller.loginName else { return caller.principal }
         let uid = UserDatabase.uid(of: user)
         // Another name of the caller's own uid is the caller.
-        if uid == caller.uid { return services(caller.principal) }
+        if uid == caller.uid { return caller.principal }
         if soleUser != nil {
             // Even root: this host holds one user's personal store, not the named user's.
             throw ServiceError(.forbidden, "touchgate agent serves its own user's personal store only; another "
@@ -121,7 +122,7 @@ public struct ServiceGate: Sendable {
         guard let uid else {
             throw ServiceError(.usage, "no user named '\(StoredText.escaped(user))' on this system")
         }
-        return services(Principal(uid: uid, loginName: user))
+        return Principal(uid: uid, loginName: user)
     }
 
     /// Records `refusal` where ``CallerRules/trail(for:)`` says; nothing for a failure that is not a refusal.
