@@ -245,9 +245,10 @@ final class BusNames: Sendable {
         }
     }
 
-    /// The pid the bus gave `name` (a name's pid never changes).
+    /// The pid the bus gave `name` (a name's pid never changes), kept while the name is on
+    /// the bus: an answer that comes after the name left is not kept for good.
     func found(_ pid: UInt32, of name: String) {
-        known.withLock { $0.pids[name] = pid }
+        known.withLock { if $0.alive.contains(name) { $0.pids[name] = pid } }
     }
 
     /// How many unique names on the bus belong to `pid`; nil when the bus does not say.
