@@ -7,6 +7,8 @@ keeps its connections open until its standard input closes or it is killed.
 
     attack.py SOCKET idle N                 N connections that take their hello and sit
     attack.py SOCKET stall OP ARGS N        N connections that send one request and never read
+    attack.py SOCKET held OP ARGS N         as stall, each next one connecting only once the
+                                            answer to the one before has arrived (up to 5 s)
     attack.py SOCKET await OP ARGS          one request read to its end, answering nothing asked
     attack.py SOCKET loop OP ARGS N         N requests one after another, counted by answer code
 """
@@ -40,13 +42,19 @@ if mode == "idle":
             refused += 1
             say("refusal", first.strip())
     say("idle", greeted, refused)
-elif mode == "stall":
-    # N connections that each send one request and never read another byte.
+elif mode in ("stall", "held"):
+    # N connections that each send one request and never read another byte. "held" waits
+    # until the daemon has answered (the bytes are there, unread) before the next one
+    # connects: the daemon has then read the request and counted the connection where
+    # the request put it, whatever the machine's load.
+    import select
     op, arguments, count = args[0], json.loads(args[1]), int(args[2])
     for _ in range(count):
         s, f = connect()
         f.readline()
         request(s, op, arguments)
+        if mode == "held":
+            select.select([s], [], [], 5)
         held.append(s)
     say("stalled", count)
 elif mode == "await":

@@ -181,7 +181,10 @@ struct DaemonAvailabilityTests {
 
         // Root acting for the victim (sshd or login running the module) fills the victim's
         // share for root, and only that: sixteen served, the rest refused at their first request.
-        let forVictim = try await Attacker(["stall", "status", #"{"user":"\#(users.victim.name)"}"#, "20"],
+        // Each connects once the one before was answered: until its first request names whom
+        // it acts for, a root connection counts in root's own share (under load, twenty at once
+        // filled that share first, and the last ones were refused as root's).
+        let forVictim = try await Attacker(["held", "status", #"{"user":"\#(users.victim.name)"}"#, "20"],
                                      socket: pam.socket, uid: 0)
         defer { forVictim.stop() }
         #expect(await forVictim.line("ready") != nil, "\(forVictim.output)")
