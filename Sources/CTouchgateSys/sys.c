@@ -178,6 +178,45 @@ int CTouchgateSys_spawn_detached(const char *path, char *const argv[], int log_f
     return error != 0 ? -error : (int)pid;
 }
 
+int CTouchgateSys_spawn_piped(const char *file, char *const argv[], char *const envp[], const char *directory,
+                              int stdin_fd, int stdout_fd, int stderr_fd) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    int error = posix_spawn_file_actions_init(&actions);
+    if (error != 0) return -error;
+    error = posix_spawnattr_init(&attributes);
+    if (error != 0) {
+        posix_spawn_file_actions_destroy(&actions);
+        return -error;
+    }
+    if (directory != NULL) error = posix_spawn_file_actions_addchdir_np(&actions, directory);
+    if (error == 0) {
+        error = stdin_fd >= 0 ? posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0)
+                              : posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    }
+    if (error == 0) error = posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
+    if (error == 0) error = posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
+    // The child gets the signal dispositions a shell gives it: the caller ignores SIGINT and
+    // SIGTERM while it waits, which a child would otherwise inherit.
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    int reset[] = {SIGINT, SIGTERM, SIGPIPE, SIGQUIT, SIGHUP};
+    for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++) sigaddset(&defaults, reset[i]);
+    if (error == 0) error = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (error == 0) error = posix_spawnattr_setsigmask(&attributes, &none);
+    if (error == 0) error = posix_spawnattr_setsigdefault(&attributes, &defaults);
+    pid_t pid = -1;
+    if (error == 0) error = posix_spawnp(&pid, file, &actions, &attributes, argv, envp);
+    posix_spawnattr_destroy(&attributes);
+    posix_spawn_file_actions_destroy(&actions);
+    return error != 0 ? -error : (int)pid;
+}
+
+int CTouchgateSys_pipe(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC) == 0 ? 0 : -errno;
+}
+
 int CTouchgateSys_poller_create(void) {
     int fd = epoll_create1(EPOLL_CLOEXEC);
     return fd < 0 ? -errno : fd;

@@ -58,6 +58,9 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     case secretGet = "secret.get", secretAdd = "secret.add", secretList = "secret.list", secretRm = "secret.rm"
     /// Lets an executable read an item without a touch of its own (`touchgate secret allow`).
     case secretAllow = "secret.allow"
+    /// A touch that approves exactly one command with its secrets, or one action an agent
+    /// describes, answered with a signed receipt (`touchgate run`, `touchgate mcp`, hooks).
+    case approve
     /// What `touchgate agent`'s Secret Service provider asks for an application on the
     /// session bus: find items by their attributes, store one, read one.
     case secretServiceSearch = "secret-service.search", secretServiceStore = "secret-service.store"

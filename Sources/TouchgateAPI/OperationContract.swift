@@ -116,6 +116,12 @@ extension DaemonOperation {
         case .secretAllow:
             OperationContract(["item", "executable", "revoke"], "`{\"name\": …, \"allowed\": […]}` (needs what the item's "
                               + "policy asks for, as a fresh touch)")
+        case .approve:
+            OperationContract(["request", "device"], "`{\"receipt\": …, \"refusal\": …}`: the receipt signed by the host's "
+                              + "audit key, approved or refused; when approved, the secrets' values as secret bytes (each "
+                              + "a 4-byte big-endian length and its bytes, in the request's order). Always a fresh touch "
+                              + "of an enrolled finger, and what each item's policy asks for besides",
+                              callers: .ownStoreOnly)
         case .secretServiceSearch:
             OperationContract(["attributes", "collection", "application"], "`{\"locked\": …, \"items\": […]}`: Secret Service item reports (never a value; "
                               + "`unlocked`: readable by `application` without a touch)", callers: .agentOnly,

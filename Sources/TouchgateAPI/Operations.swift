@@ -103,6 +103,7 @@ public enum Operations {
     public static let carrying: [any OperationSpec.Type] = [
         PassphraseChange.self, SecretGet.self, SecretAdd.self, AuditShow.self, AuditExport.self, AuditShip.self,
         Migrate.self, SshAdd.self, SecretServiceStore.self, SecretServiceRead.self, ImportSecretService.self,
+        Approve.self,
     ]
 
     /// Every entry by its operation, built once (a test keeps one entry per operation).
@@ -610,6 +611,25 @@ public enum Operations {
             Served(EmptyReport(), secret: try await requests.secretServiceRead(
                 arguments.item, application: arguments.application, approveOnly: arguments.approveOnly ?? false,
                 interaction: exchange.interaction))
+        }
+    }
+
+    public enum Approve: OperationSpec {
+        public typealias Result = ApprovalReport
+        public struct Arguments: Codable, Sendable, Equatable {
+            public var request: ApprovalRequest
+            public var device: String?
+            public init(request: ApprovalRequest, device: String?) {
+                self.request = request
+                self.device = device
+            }
+        }
+        public static let operation = DaemonOperation.approve
+        public static func serve(_ arguments: Arguments, on requests: any TouchgateRequests,
+                                 exchange: any RequestExchange) async throws(ServiceError) -> Served<ApprovalReport> {
+            let (report, values) = try await requests.approve(arguments.request, device: arguments.device,
+                                                              interaction: exchange.interaction)
+            return Served(report, secret: values)
         }
     }
 

@@ -107,6 +107,12 @@ public protocol TouchgateRequests: Sendable {
     /// touch. Audited.
     func secretAllow(_ name: String, executable: String, revoke: Bool,
                      interaction: any Interaction) async throws(ServiceError) -> AllowReport
+    /// Asks the person for a fresh touch approving `request` (a command with its secrets,
+    /// or an action), shown with who asks; every decision, approval or refusal, is recorded
+    /// and signed (``ApprovalReport``). When approved, the secrets' values packed in the
+    /// request's order (``PackedValues``); nil for an action or a refusal.
+    func approve(_ request: ApprovalRequest, device: String?,
+                 interaction: any Interaction) async throws(ServiceError) -> (ApprovalReport, SecretBytes?)
     /// The Secret Service items whose attributes include every one of `attributes` (in
     /// `collection`, or in all), as `application` may see them. Works while locked.
     func secretServiceSearch(_ attributes: [SecretAttribute], collection: String?,

@@ -22,7 +22,7 @@ public enum WireCoding {
     /// `touchgate status`'s own time); other years (Foundation's calendar is Julian before
     /// 1582) go to the format style. WireCodingTests compares
     /// the two over a range of dates.
-    static func iso8601(_ date: Date) -> String {
+    public static func iso8601(_ date: Date) -> String {
         let seconds = date.timeIntervalSince1970.rounded(.down)
         // 1600-01-01 and 10000-01-01 in seconds since 1970: Foundation's calendar is Julian
         // before 1582, and four digits end at 9999.

@@ -252,3 +252,40 @@ public enum SocketHolders {
         return nil
     }
 }
+
+extension ProcessFacts {
+    /// One of a process's ancestors, as an approval binds it: which process (its pid and
+    /// start time: a pid used again is another process) and what it ran.
+    public struct Ancestor: Sendable, Equatable {
+        public let pid: Int32
+        public let startTime: UInt64
+        public let executable: String
+    }
+
+    /// The parents of `pid`, nearest first, up to ``ProcessTable/maximumChain``, stopping
+    /// before init; empty when `pid` is gone.
+    public static func ancestry(above pid: Int32) -> [Ancestor] {
+        var chain: [Ancestor] = []
+        var current = pid
+        while chain.count < ProcessTable.maximumChain, let parent = ProcessTable.parent(of: current), parent > 1,
+              let started = startTime(of: parent), let executable = ProcessTable.executable(of: parent) {
+            chain.append(Ancestor(pid: parent, startTime: started, executable: executable))
+            current = parent
+        }
+        return chain
+    }
+
+    /// The control group of `pid` (`/proc/PID/cgroup`'s unified line: `/user.slice/…`), nil
+    /// when it cannot be read.
+    public static func cgroup(of pid: Int32) -> String? {
+        let file = open("/proc/\(pid)/cgroup", O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { return nil }
+        defer { close(file) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = bytes.withUnsafeMutableBytes { read(file, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        let lines = String(decoding: bytes[..<count], as: UTF8.self).split(separator: "\n")
+        let unified = lines.first { $0.hasPrefix("0::") } ?? lines.last
+        return unified.map { String($0.split(separator: ":", maxSplits: 2).last ?? "") }.map { StoredText.escaped($0) }
+    }
+}

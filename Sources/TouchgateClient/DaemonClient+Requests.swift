@@ -137,6 +137,11 @@ extension DaemonClient {
                        asking(interaction)).0
     }
 
+    public func approve(_ request: ApprovalRequest, device: String?,
+                        interaction: any Interaction) async throws(ServiceError) -> (ApprovalReport, SecretBytes?) {
+        try await call(Operations.Approve.self, .init(request: request, device: device), asking(interaction))
+    }
+
     public func secretServiceSearch(_ attributes: [SecretAttribute], collection: String?,
                                     application: ApplicationIdentity?) async throws(ServiceError) -> SecretServiceSearchReport {
         try await call(Operations.SecretServiceSearch.self,

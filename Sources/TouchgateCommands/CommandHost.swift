@@ -36,6 +36,8 @@ public protocol CommandHost: Sendable {
     /// `audit verify --public-key`: checks an export, read line by line from `input`
     /// (standard input when nil), against the public key in `publicKeyFile`, offline.
     func checkExport(input: String?, publicKeyFile: String) throws(ServiceError) -> PublicVerificationReport
+    /// `receipt verify`: the receipt's signature checked against `publicKey` (hex), offline.
+    func checkReceipt(_ receipt: Receipt, publicKey: String) -> ReceiptCheckReport
     /// Every item the Secret Service provider on the bus at `address` holds: details, and
     /// (with `values`) the values packed in the same order (``PackedValues``).
     func readSecretService(address: String, values: Bool) throws(ServiceError) -> (details: [ItemDetails], values: SecretBytes)

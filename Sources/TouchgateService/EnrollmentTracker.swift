@@ -18,6 +18,13 @@ enum EnrollmentTracker {
         EnrolledPrintID("\(print.user):\(print.finger)@\(print.driver):\(print.deviceID)")
     }
 
+    /// The finger a print's name (``printID(_:)``, or fprintd's) names.
+    static func finger(in id: EnrolledPrintID) -> String? {
+        let text = id.rawValue
+        guard let at = text.firstIndex(of: "@"), let colon = text[..<at].firstIndex(of: ":") else { return nil }
+        return String(text[text.index(after: colon)..<at])
+    }
+
     /// What is enrolled now (no template is read, so this works while the vault is locked),
     /// reading the generation through the request's already open, authenticated state.
     static func status(_ guarded: PolicyGuard) throws -> EnrollmentStatus {

@@ -180,6 +180,13 @@ public struct GatedRequests: TouchgateRequests {
         }
     }
 
+    public func approve(_ request: ApprovalRequest, device: String?,
+                        interaction: any Interaction) async throws(ServiceError) -> (ApprovalReport, SecretBytes?) {
+        try await gated(.approve) { service throws(ServiceError) in
+            try await service.approve(request, device: device, interaction: interaction)
+        }
+    }
+
     public func secretServiceSearch(_ attributes: [SecretAttribute], collection: String?,
                                     application: ApplicationIdentity?) async throws(ServiceError) -> SecretServiceSearchReport {
         try await gated(.secretServiceSearch) { service throws(ServiceError) in

@@ -69,6 +69,10 @@ struct LocalHost: CommandHost {
     }
 
     /// Reads the export line by line and checks it.
+    func checkReceipt(_ receipt: Receipt, publicKey: String) -> ReceiptCheckReport {
+        TouchgateService.checkReceipt(receipt, publicKey: publicKey)
+    }
+
     func checkExport(input: String?, publicKeyFile: String) throws(ServiceError) -> PublicVerificationReport {
         var check = PublicAuditCheck(publicKey: try PublicAuditCheck.publicKey(fromFile: publicKeyFile))
         let stream: UnsafeMutablePointer<FILE>? = input.map { fopen($0, "r") } ?? fdopen(0, "r")

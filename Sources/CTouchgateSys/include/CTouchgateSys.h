@@ -14,6 +14,15 @@ int CTouchgateSys_harden_process(void);
 /// Returns the new process's pid, or -errno.
 int CTouchgateSys_spawn_detached(const char *path, char *const argv[], int log_fd);
 
+/// Starts `file` (looked up in PATH) with `argv` and `envp` in `directory` (NULL: this one),
+/// standard input from `stdin_fd` (-1: /dev/null), output to `stdout_fd` and `stderr_fd`,
+/// with default signal dispositions and no signal blocked. The pid, or -errno.
+int CTouchgateSys_spawn_piped(const char *file, char *const argv[], char *const envp[], const char *directory,
+                              int stdin_fd, int stdout_fd, int stderr_fd);
+
+/// A pipe whose ends close on exec: 0 or -errno.
+int CTouchgateSys_pipe(int fds[2]);
+
 /// Whether the process is currently dumpable (prctl(PR_GET_DUMPABLE)): 1, 0, or -errno.
 int CTouchgateSys_is_dumpable(void);
 
