@@ -1,0 +1,224 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+
+/// AI coding agents' door: `touchgate run`, `touchgate approve` and `touchgate receipt
+/// verify` driven as built, in the personal mode and through touchgated, on a terminal and
+/// without one. (`touchgate mcp` with the MCP Python SDK as its client: MCPServerTests.)
+@Suite(.serialized, .timeLimit(.minutes(6)))
+struct AgentDoorTests {
+    /// A value with characters every encoding changes.
+    static let value = "ghp_S3cr3t/Tok\"en+Value=0123456789abcdef"
+
+    /// Every form of ``value`` the output must not carry: as it is, base64 at each of the
+    /// three alignments (standard and URL alphabets), hex in both cases, URL-encoded, JSON-escaped.
+    static var forms: [String] {
+        let bytes = Array(value.utf8)
+        var forms = [value]
+        for offset in 0..<3 {
+            let padded = Data([UInt8](repeating: 0x41, count: offset) + bytes)
+            let encoded = padded.base64EncodedString()
+            let start = encoded.index(encoded.startIndex, offsetBy: (offset * 8 + 5) / 6)
+            let core = String(encoded[start...].prefix((offset + bytes.count) * 8 / 6 - (offset * 8 + 5) / 6))
+            forms.append(core)
+            forms.append(core.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_"))
+        }
+        forms.append(bytes.map { String(format: "%02x", $0) }.joined())
+        forms.append(bytes.map { String(format: "%02X", $0) }.joined())
+        forms.append(value.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+        forms.append(value.replacingOccurrences(of: "\"", with: "\\\""))
+        return forms
+    }
+
+    /// A shell script that prints the value every way a command might: as it is, in its
+    /// environment, encoded, inside longer text, and split across writes.
+    static let leaky = """
+        echo "raw: $GH"; env | grep GH; printf %s "$GH" | base64; printf 'x%s' "$GH" | base64; \
+        printf 'xy%s' "$GH" | base64 -w0 | tr '+/' '-_'; echo; printf %s "$GH" | od -An -tx1 | tr -d ' \\n'; echo; \
+        printf %s "$GH" | od -An -tx1 | tr -d ' \\n' | tr a-f A-F; echo; \
+        python3 -c 'import json,os,urllib.parse; print(json.dumps(os.environ["GH"])); print(urllib.parse.quote(os.environ["GH"], safe=""))'; \
+        printf '%s' "${GH%%Value*}"; sleep 0.2; printf '%s\\n' "Value${GH#*Value}"; echo done > "$MARK"
+        """
+
+    static func leaks(_ text: String) -> [String] { forms.filter { text.contains($0) } }
+
+    @Test("touchgate run: one touch runs the command, no encoding of the value comes back, the receipt verifies offline")
+    func runFiltersAndSigns() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try await vault.enroll("whorl")
+        try await vault.add("gh-token", Self.value, policy: "biometry-any")
+        let mark = vault.home.path("ran")
+        let receipt = vault.home.path("receipt.json")
+        var process = vault.rig.process
+        process.environment["MARK"] = mark
+        vault.finger.present(["whorl"])
+        let finger = vault.finger
+        let ran = try await process.run(["run", "--secret", "GH=gh-token", "--reason", "list my pull requests",
+                                         "--receipt", receipt, "--", "/bin/sh", "-c", Self.leaky]) { line, _ in finger.handle(line) }
+        #expect(ran.status == 0, "\(ran.stderrLines)")
+        #expect(FileManager.default.fileExists(atPath: mark), "the command ran")
+        #expect(Self.leaks(ran.stdout + ran.stderrLines.joined(separator: "\n")).isEmpty,
+                "no form of the value comes back: \(Self.leaks(ran.stdout))\n\(ran.stdout)")
+        #expect(ran.stdout.contains("raw: [GH hidden]") && ran.stdout.contains("GH=[GH hidden]"), "\(ran.stdout)")
+        #expect(ran.stdout.components(separatedBy: "[GH hidden]").count >= 9, "every encoding replaced: \(ran.stdout)")
+        #expect(ran.stdout.contains("\(Self.value.prefix(24))") == false)
+        #expect(ran.fingerPrompts == 1, "\(ran.stderrLines)")
+        let shown = ran.stderrLines.joined(separator: "\n")
+        #expect(shown.contains("command:   /bin/sh -c") && shown.contains("secrets:   GH=gh-token")
+                && shown.contains("reason:    list my pull requests") && shown.contains("asked by:"), "\(shown)")
+
+        // The receipt verifies against the key the host publishes, offline.
+        let key = try await vault.run(["audit", "public-key"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let verified = try await vault.run(["receipt", "verify", receipt, "--public-key", key, "--json"])
+        #expect(verified.status == 0, "\(verified.stderrLines)")
+        let statement = try #require((verified.json?["statement"] as? [String: Any]))
+        #expect(statement["decision"] as? String == "approved" && statement["secrets"] as? [String] == ["GH=gh-token"])
+        #expect((statement["match"] as? String)?.contains("right-index") == true, "\(statement)")
+        #expect(!(try String(contentsOfFile: receipt, encoding: .utf8)).contains(Self.value))
+        // Changed by one byte, or checked against another key or digest: not valid.
+        let original = try String(contentsOfFile: receipt, encoding: .utf8)
+        let forged = vault.home.path("forged.json")
+        try original.replacingOccurrences(of: "list my pull requests", with: "list my pull requestz")
+            .write(toFile: forged, atomically: true, encoding: .utf8)
+        #expect(try await vault.run(["receipt", "verify", forged, "--public-key", key]).status == 6)
+        #expect(try await vault.run(["receipt", "verify", receipt, "--public-key", String(repeating: "ab", count: 32)]).status == 6)
+        #expect(try await vault.run(["receipt", "verify", receipt, "--public-key", key, "--digest", String(repeating: "0", count: 64)]).status == 6)
+        let digest = try #require(statement["digest"] as? String)
+        #expect(try await vault.run(["receipt", "verify", receipt, "--digest", digest]).status == 0, "the host's own key by default")
+
+        // The trail records the decision with the digest.
+        let trail = try await vault.auditTrail()
+        #expect(trail.contains { ($0["reason"] as? String)?.contains("approval \(digest)") == true && $0["outcome"] as? String == "success" },
+                "\(trail.suffix(3))")
+        #expect(!(try await vault.run(["audit", "export"]).stdout.contains(Self.value)))
+    }
+
+    @Test("touchgate run: a wrong finger runs nothing and signs a refusal; a lockout refuses before any prompt; bad input changes nothing")
+    func refusalsRunNothing() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try await vault.enroll("whorl")
+        try await vault.add("gh-token", Self.value, policy: "biometry-any")
+        let mark = vault.home.path("ran")
+        let receipt = vault.home.path("refused.json")
+        let wrong = try await vault.run(["run", "--secret", "GH=gh-token", "--receipt", receipt, "--",
+                                         "/bin/sh", "-c", "echo ran > \(mark)"], presenting: ["arch"])
+        #expect(wrong.status == 1, "no match: \(wrong.stderrLines)")
+        #expect(!FileManager.default.fileExists(atPath: mark), "nothing ran")
+        let checked = try await vault.run(["receipt", "verify", receipt, "--json"])
+        #expect(checked.status == 11, "a valid receipt of a refusal: \(checked.stderrLines)")
+        #expect((checked.json?["statement"] as? [String: Any])?["decision"] as? String == "refused")
+
+        // Usage errors before anything is asked.
+        #expect(try await vault.run(["run", "--secret", "GH", "--", "true"]).status == 64)
+        #expect(try await vault.run(["run", "--secret", "GH=gh-token"]).status == 64)
+        #expect(try await vault.run(["run", "--secret", "GH=gh-token", "--receipt", receipt, "--", "true"]).status == 64,
+                "an existing receipt file is not overwritten")
+        #expect(try await vault.run(["run", "--secret", "GH=nothing", "--", "true"]).status == 10)
+        let missing = try await vault.run(["run", "--secret", "GH=gh-token", "--", "/nonexistent/tool"], presenting: ["whorl"])
+        #expect(missing.status == 127, "\(missing.stderrLines)")
+
+        // Three wrong touches in a row lock out (the run above matched); then a run is refused at once, with no prompt.
+        for _ in 0..<3 { _ = try await vault.run(["verify"], presenting: ["arch"]) }
+        let locked = try await vault.run(["run", "--secret", "GH=gh-token", "--", "/bin/sh", "-c", "echo ran > \(mark)"])
+        #expect(locked.status == 7, "\(locked.stderrLines)")
+        #expect(locked.fingerPrompts == 0)
+        #expect(!FileManager.default.fileExists(atPath: mark))
+    }
+
+    @Test("touchgate approve --hook: a pre-tool hook's JSON in, allow after a touch and deny after a wrong finger")
+    func hookApproves() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try await vault.enroll("whorl")
+        let input = Data(#"{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push --force"},"cwd":"/srv/repo"}"#.utf8)
+        let allowed = try await vault.run(["approve", "--hook"], presenting: ["whorl"], stdin: input)
+        #expect(allowed.status == 0, "\(allowed.stderrLines)")
+        let answer = try #require(try JSONSerialization.jsonObject(with: Data(allowed.stdout.utf8)) as? [String: Any])
+        let output = try #require(answer["hookSpecificOutput"] as? [String: Any])
+        #expect(output["permissionDecision"] as? String == "allow" && output["hookEventName"] as? String == "PreToolUse")
+        #expect(allowed.stderrLines.joined().contains("git push --force"), "the person sees the tool's input")
+        let denied = try await vault.run(["approve", "--hook"], presenting: ["arch"], stdin: input)
+        #expect(denied.status == 2, "\(denied.stderrLines)")
+        #expect(denied.stdout.contains("\"deny\""))
+        #expect(try await vault.run(["approve", "--hook"], stdin: Data("not json".utf8)).status == 64)
+        // The same action by the same process chain binds to the same digest; changed arguments to another.
+        let first = try await vault.run(["approve", "--action", "deploy", "--arguments", #"{"env":"prod"}"#], presenting: ["whorl"])
+        let second = try await vault.run(["approve", "--action", "deploy", "--arguments", #"{"env":"prod"}"#], presenting: ["whorl"])
+        let changed = try await vault.run(["approve", "--action", "deploy", "--arguments", #"{"env":"staging"}"#], presenting: ["whorl"])
+        func digest(_ result: CLIResult) throws -> String {
+            let receipt = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            let statement = try #require(receipt["statement"] as? String)
+            let fields = try #require(try JSONSerialization.jsonObject(with: Data(statement.utf8)) as? [String: Any])
+            return try #require(fields["digest"] as? String)
+        }
+        #expect(first.status == 0 && second.status == 0 && changed.status == 0, "\(changed.stderrLines)")
+        #expect(try digest(first) == digest(second) && digest(first) != digest(changed))
+        #expect(first.fingerPrompts == 1 && second.fingerPrompts == 1, "each approval is its own touch")
+    }
+
+    @Test("through touchgated: the run is approved by the daemon, filtered, and its receipt carries the daemon's key")
+    func runThroughTheDaemon() async throws {
+        try DaemonAttackTests.requireRoot()
+        let rig = try await DaemonRig()
+        try await rig.start()
+        try await rig.initialize()
+        let added = try await rig.run(["secret", "add", "gh-token", "--policy", "biometry-any"], stdin: Data(Self.value.utf8))
+        try #require(added.status == 0, "\(added.stderrLines)")
+        let receipt = rig.home.path("receipt.json")
+        let ran = try await rig.run(["run", "--secret", "GH=gh-token", "--receipt", receipt, "--", "/bin/sh", "-c",
+                                     "echo \"raw: $GH\"; printf %s \"$GH\" | base64"], presenting: ["whorl"])
+        #expect(ran.status == 0, "\(ran.stderrLines)\n\(rig.logTail)")
+        #expect(ran.stdout.contains("raw: [GH hidden]") && Self.leaks(ran.stdout).isEmpty, "\(ran.stdout)")
+        let key = try await rig.run(["audit", "public-key"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let verified = try await rig.run(["receipt", "verify", receipt, "--public-key", key, "--json"])
+        #expect(verified.status == 0, "\(verified.stderrLines)")
+        let requester = (verified.json?["statement"] as? [String: Any])?["requester"] as? String
+        #expect(requester?.contains("touchgated's socket") == true, "\(String(describing: requester))")
+        let wrong = try await rig.run(["run", "--secret", "GH=gh-token", "--", "/bin/true"], presenting: ["arch"])
+        #expect(wrong.status == 1, "\(wrong.stderrLines)")
+    }
+
+    @Test("on a terminal the request is shown before the touch; without one, as a desktop notification withdrawn after")
+    func promptsWhereThePersonIs() async throws {
+        let notifications = try await NotificationRig()
+        defer { notifications.stop() }
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try await vault.enroll("whorl")
+        try await vault.add("gh-token", Self.value, policy: "biometry-any")
+        // On a pseudo-terminal (script(1)), as an agent's command run in a terminal window.
+        let line = "exec \(CLIProcess.binary) run --secret GH=gh-token --reason release-notes -- /bin/sh -c 'echo \"token $GH\"'"
+        vault.finger.present(["whorl"])
+        let terminal = try await TerminalSession(line, directory: vault.home.url.path, environment: vault.rig.process.environment)
+        #expect(try await terminal.waitForLine(timeout: 20) { VirtualImageFinger.isPrompt($0) || $0.contains("finger") },
+                "\(terminal.output)")
+        vault.finger.presentNext()
+        #expect(await terminal.finish(timeout: 30) == 0, "\(terminal.output)")
+        let screen = terminal.output
+        #expect(screen.contains("reason:    release-notes") && screen.contains("command:   /bin/sh -c")
+                && screen.contains("token [GH hidden]"), "\(screen)")
+        #expect(!screen.contains(Self.value))
+
+        var process = vault.rig.process
+        process.environment.merge(notifications.environment) { $1 }
+        process.wrapper = ["/usr/bin/setsid", "--wait"]
+        vault.finger.present(["whorl"])
+        let finger = vault.finger
+        let detached = try await process.run(["run", "--secret", "GH=gh-token", "--reason", "no terminal here", "--",
+                                              "/bin/sh", "-c", "echo \"token $GH\""]) { line, _ in finger.handle(line) }
+        #expect(detached.status == 0, "\(detached.stderrLines)")
+        let shown = notifications.calls("Notify")
+        // The body's lines follow the call's in the server's log.
+        let logged = try String(contentsOfFile: notifications.directory.path("calls.log"), encoding: .utf8)
+        #expect(shown.count == 1 && shown.first?.contains("approve: run /bin/sh") == true
+                && logged.contains("reason:    no terminal here") && logged.contains("GH=gh-token"), "\(logged)")
+        #expect(notifications.calls("CloseNotification").count == 1)
+        #expect(!shown.joined().contains(Self.value))
+    }
+}
