@@ -24,6 +24,7 @@ tests=(
   libsecret-tools python3-secretstorage python3-keyring libsecret-1-dev                # tests: Secret Service clients (secret-tool, secretstorage, keyring, git-credential-libsecret built from git's contrib)
   lintian debootstrap                                                                 # tests: the packages checked, and installed into a debootstrapped Debian root
   swtpm swtpm-tools tpm2-tools libtss2-esys-3.0.2-0 libtss2-tcti-swtpm0               # tests: the TPM binding against swtpm on a Unix socket
+  python3-venv python3-pip                                                            # tests: the MCP Python SDK in .build-python (below), the client of touchgate mcp
 )
 packages=("${build[@]}" "${tests[@]}")
 # Run (not sourced by test.sh or quickstart.sh) as `scripts/setup.sh --build`: the build's only.

@@ -9,6 +9,13 @@ if [ ! -d ../shared/fixtures ] && [ -z "${TOUCHGATE_FIXTURES:-}" ]; then
   echo "test: fixtures not found at ../shared/fixtures (set TOUCHGATE_FIXTURES to their path)" >&2
   exit 1
 fi
+# The official MCP Python SDK (PyPI `mcp`), as AI agents' harnesses speak it: the client in
+# the tests of `touchgate mcp`, in a virtual environment of the checkout's own.
+if ! .build-python/bin/python -c 'import mcp' >/dev/null 2>&1; then
+  echo "test: installing the MCP Python SDK into .build-python" >&2
+  /usr/bin/python3 -m venv .build-python
+  .build-python/bin/pip install -q 'mcp>=1.20,<3'
+fi
 swift build --build-tests
 # Swift Testing starts every test at once by default: on a two-core machine that was
 # hundreds of daemons, virtual readers, gpg-agents and PostgreSQL servers at a time, and
