@@ -172,7 +172,7 @@ let package = Package(
             name: "TouchgateCommands",
             dependencies: [
                 "TouchgateAPI", "TouchgateTerminal", "TouchgateClient", "TouchgatePolicy", "TouchgateSSH", "TouchgateSocket",
-                "TouchgateSSHAgent", "TouchgateHelpers",
+                "TouchgateSSHAgent", "TouchgateHelpers", "CTouchgateSys",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "MCP", package: "swift-sdk"),
                 .product(name: "Subprocess", package: "swift-subprocess"),

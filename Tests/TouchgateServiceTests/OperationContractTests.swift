@@ -66,7 +66,8 @@ import TouchgateService
                         throws: { ($0 as? ServiceError)?.code == .forbidden })
             }
         }
-        #expect(DaemonOperation.allCases.filter { $0.contract.callers == .ownStoreOnly } == [.migrate])
+        // Moving a store in, and approving with one's own finger what one's own agent asks: never for a named user.
+        #expect(DaemonOperation.allCases.filter { $0.contract.callers == .ownStoreOnly } == [.approve, .migrate])
         // Every operation that names a program on the session bus is the agent's alone.
         #expect(Set(DaemonOperation.allCases.filter { $0.contract.callers == .agentOnly })
                     == [.secretServiceSearch, .secretServiceStore, .secretServiceDelete, .secretServiceRead])
