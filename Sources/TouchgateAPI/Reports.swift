@@ -144,10 +144,13 @@ public struct SettingsReport: Codable, Sendable, Equatable {
     public var idleTimeoutSeconds: Int
     /// Failures since the passphrase after which only the passphrase helps.
     public var passphraseOnlyThreshold: Int
+    /// How long an approved `touchgate run` may run again without a touch (0: never).
+    public var runLeaseSeconds: Int
 
     /// A report.
     public init(lockoutThreshold: Int, lockoutDurationSeconds: Int, sessionTimeoutSeconds: Int,
-                idleTimeoutSeconds: Int, passphraseOnlyThreshold: Int) {
+                idleTimeoutSeconds: Int, passphraseOnlyThreshold: Int, runLeaseSeconds: Int = 0) {
+        self.runLeaseSeconds = runLeaseSeconds
         self.lockoutThreshold = lockoutThreshold
         self.lockoutDurationSeconds = lockoutDurationSeconds
         self.sessionTimeoutSeconds = sessionTimeoutSeconds

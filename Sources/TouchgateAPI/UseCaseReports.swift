@@ -164,10 +164,13 @@ public struct SettingsChange: Codable, Sendable, Equatable {
     public var sessionTimeoutSeconds: Int?
     /// Idle time that ends the session, in seconds (at most the session timeout).
     public var idleTimeoutSeconds: Int?
+    /// How long an approved `touchgate run` may run again without a touch, in seconds (0…900; 0: never).
+    public var runLeaseSeconds: Int?
 
     /// A change.
     public init(lockoutThreshold: Int? = nil, lockoutDurationSeconds: Int? = nil, sessionTimeoutSeconds: Int? = nil,
-                idleTimeoutSeconds: Int? = nil) {
+                idleTimeoutSeconds: Int? = nil, runLeaseSeconds: Int? = nil) {
+        self.runLeaseSeconds = runLeaseSeconds
         self.lockoutThreshold = lockoutThreshold
         self.lockoutDurationSeconds = lockoutDurationSeconds
         self.sessionTimeoutSeconds = sessionTimeoutSeconds

@@ -14,6 +14,7 @@ struct Policy: AsyncParsableCommand {
         lockout: after \(settings.lockoutThreshold) failed touches in a row, for \(StatusText.duration(settings.lockoutDurationSeconds))
         passphrase only: after \(settings.passphraseOnlyThreshold) failed touches since the passphrase
         session reuse: \(StatusText.duration(settings.sessionTimeoutSeconds)) after a touch, ended by \(StatusText.duration(settings.idleTimeoutSeconds)) idle
+        run lease: \(settings.runLeaseSeconds == 0 ? "none (every touchgate run needs a touch)" : "the same run again within \(StatusText.duration(settings.runLeaseSeconds)), from the same processes, unless an item is --fresh")
         """
     }
 
@@ -41,7 +42,10 @@ struct Policy: AsyncParsableCommand {
             discussion: """
                 Lockout threshold 1 to 20 failed touches; lockout duration 1 s to 24 h; session \
                 (reuse) timeout 0 to 300 s (5 minutes, never more); idle timeout at most the session \
-                timeout. Exit status 8 for a wrong passphrase (nothing changes), 64 for a value out of range.
+                timeout; run lease 0 (none, the default) to 900 s: how long `touchgate run` may run the \
+                same approved command again, asked by the same processes, without a new touch (never \
+                for an item stored with --fresh). Exit status 8 for a wrong passphrase (nothing \
+                changes), 64 for a value out of range.
                 """)
 
         @OptionGroup var common: CommonOptions
@@ -55,17 +59,22 @@ struct Policy: AsyncParsableCommand {
         var sessionTimeout: Int?
         @Option(help: ArgumentHelp("Idle time that ends the session (at most the session timeout).", valueName: "seconds"))
         var idleTimeout: Int?
+        @Option(help: ArgumentHelp("How long an approved `touchgate run` may run again without a touch (0: never).",
+                                   valueName: "seconds"))
+        var runLease: Int?
 
         func validate() throws {
-            if lockoutThreshold == nil && lockoutDuration == nil && sessionTimeout == nil && idleTimeout == nil {
-                throw ValidationError("give at least one of --lockout-threshold, --lockout-duration, --session-timeout, --idle-timeout")
+            if lockoutThreshold == nil && lockoutDuration == nil && sessionTimeout == nil && idleTimeout == nil && runLease == nil {
+                throw ValidationError("give at least one of --lockout-threshold, --lockout-duration, --session-timeout, "
+                                      + "--idle-timeout, --run-lease")
             }
         }
 
         func run() async throws {
             let input = passphrase.input()
             let change = SettingsChange(lockoutThreshold: lockoutThreshold, lockoutDurationSeconds: lockoutDuration,
-                                        sessionTimeoutSeconds: sessionTimeout, idleTimeoutSeconds: idleTimeout)
+                                        sessionTimeoutSeconds: sessionTimeout, idleTimeoutSeconds: idleTimeout,
+                                        runLeaseSeconds: runLease)
             try await CommandRunner.run(json: common.json) { console in
                 let settings = try await service.policySet(
                     change, interaction: TerminalInteraction(console: console, input: input))

@@ -17,6 +17,9 @@ struct Redaction {
     }
 
     private var patterns: [Pattern]
+    /// Which bytes begin some form: every other byte is passed on without a look at the
+    /// forms (measured: looking at each form for each byte made the filter 27 MiB/s).
+    private var begins = [Bool](repeating: false, count: 256)
     private var pending: [UInt8] = []
 
     /// A filter for `values`, each named by its variable in the replacement (`[GITHUB_TOKEN hidden]`).
@@ -31,6 +34,7 @@ struct Redaction {
         // Longest first: where two forms start at the same byte, the whole one is taken.
         patterns.sort { $0.bytes.count > $1.bytes.count }
         self.patterns = patterns
+        for pattern in patterns { begins[Int(pattern.bytes[0])] = true }
     }
 
     /// Every form of `value` the filter looks for.
@@ -77,6 +81,7 @@ struct Redaction {
         }
         patterns.removeAll()
         pending.removeAll()
+        begins = [Bool](repeating: false, count: 256)
     }
 
     private mutating func drain(final: Bool) -> [UInt8] {
@@ -84,6 +89,14 @@ struct Redaction {
         output.reserveCapacity(pending.count)
         var index = 0
         scanning: while index < pending.count {
+            // The run of bytes that begin no form goes on at once.
+            var plain = index
+            while plain < pending.count, !begins[Int(pending[plain])] { plain += 1 }
+            if plain > index {
+                output.append(contentsOf: pending[index..<plain])
+                index = plain
+                continue
+            }
             var couldBegin = false
             for pattern in patterns where pattern.bytes[0] == pending[index] {
                 let available = pending.count - index

@@ -16,6 +16,13 @@ struct PolicySettings: Codable, Equatable, Sendable {
     var lockoutDurationSeconds = 15 * 60
     var sessionTimeoutSeconds = 5 * 60
     var idleTimeoutSeconds = 2 * 60
+    /// How long an approved `touchgate run` may run again, the same request from the same
+    /// processes, without a new touch (``TouchgateService/approve(_:device:interaction:)``);
+    /// nil or 0: never (the default). Absent from settings stored before it existed.
+    var runLeaseSeconds: Int?
+
+    /// The longest run lease: a few minutes, as a reuse window.
+    static let maximumRunLeaseSeconds = 15 * 60
 
     /// The validated configuration.
     /// - Throws: ``ServiceError`` (usage) naming the value out of range.
@@ -23,6 +30,9 @@ struct PolicySettings: Codable, Equatable, Sendable {
         let maximumSession = Int(PolicyConfiguration.maximumSessionTimeout.components.seconds)
         guard (0...maximumSession).contains(sessionTimeoutSeconds) else {
             throw ServiceError.usage("session timeout \(sessionTimeoutSeconds) s is out of range (0 to \(maximumSession) s)")
+        }
+        guard (0...Self.maximumRunLeaseSeconds).contains(runLeaseSeconds ?? 0) else {
+            throw ServiceError.usage("run lease \(runLeaseSeconds ?? 0) s is out of range (0 to \(Self.maximumRunLeaseSeconds) s)")
         }
         guard (0...sessionTimeoutSeconds).contains(idleTimeoutSeconds) else {
             throw ServiceError.usage("idle timeout \(idleTimeoutSeconds) s is out of range (0 to the session timeout, \(sessionTimeoutSeconds) s)")
@@ -75,6 +85,7 @@ struct PolicySettings: Codable, Equatable, Sendable {
         note("lockout-duration", old.lockoutDurationSeconds, lockoutDurationSeconds)
         note("session-timeout", old.sessionTimeoutSeconds, sessionTimeoutSeconds)
         note("idle-timeout", old.idleTimeoutSeconds, idleTimeoutSeconds)
+        note("run-lease", old.runLeaseSeconds ?? 0, runLeaseSeconds ?? 0)
         return parts.isEmpty ? "unchanged" : parts.joined(separator: ", ")
     }
 }

@@ -47,11 +47,23 @@ extension TouchgateService {
                     items.append(info)
                 }
                 let descriptor = try Self.approvalDescriptor(for: items, enrollment: EnrollmentTracker.status(context.guarded))
-                decision = await Self.decide {
-                    let grant = try await self.authorize(descriptor, .read, context: context, key: key, device: device,
-                                                         interaction: interaction, purpose: purpose)
-                    return grant.matchedPrint.flatMap(EnrollmentTracker.finger(in:)).map { "finger \($0)" }
-                        ?? (grant.factors.contains(.biometry) ? "finger" : "passphrase")
+                let lease = Self.leaseWindow(for: items, settings: context.settings)
+                if let lease, let since = try Self.leased(digest, within: lease, context: context, clock: clock),
+                   try context.evaluator.status().lockout == nil {
+                    // The same request from the same processes, approved within the lease: recorded, not asked.
+                    try context.record(.itemRead, .success, item: descriptor.name,
+                                       reason: "\(purpose): the lease of the touch \(since) s ago")
+                    decision = ("lease of a touch \(since) s ago", nil)
+                } else {
+                    decision = await Self.decide {
+                        let grant = try await self.authorize(descriptor, .read, context: context, key: key, device: device,
+                                                             interaction: interaction, purpose: purpose)
+                        return grant.matchedPrint.flatMap(EnrollmentTracker.finger(in:)).map { "finger \($0)" }
+                            ?? (grant.factors.contains(.biometry) ? "finger" : "passphrase")
+                    }
+                    if decision.refusal == nil, let lease {
+                        try Self.grantLease(digest, within: lease, context: context, clock: clock)
+                    }
                 }
                 if decision.refusal == nil {
                     let values = try items.map { info in
@@ -68,6 +80,38 @@ extension TouchgateService {
                                                               decision: decision, audit: context.audit),
                                         refusal: decision.refusal)
             return (report, nil)
+        }
+    }
+
+    /// The state key of the run leases (``leaseWindow(for:settings:)``).
+    static let runLeasesStateKey = "run.leases"
+
+    /// How long an approval of a run with `items` may be used again without a touch: the
+    /// run lease (`touchgate policy set --run-lease`), unless it is off or an item is `--fresh`.
+    static func leaseWindow(for items: [VaultItemInfo], settings: PolicySettings) -> Duration? {
+        guard let seconds = settings.runLeaseSeconds, seconds > 0, !items.contains(where: \.freshTouch) else { return nil }
+        return .seconds(seconds)
+    }
+
+    /// How many seconds ago `digest` was approved by a touch, when that is within `window`
+    /// in this boot (a lease is kept in the authenticated state, as the Secret Service's approvals).
+    static func leased(_ digest: String, within window: Duration, context: VaultContext,
+                       clock: any PolicyClock) throws -> Int? {
+        let leases = approvals(from: try context.stateStore.state(runLeasesStateKey))
+        let now = clock.reading().monotonic
+        guard leases.isApproved(item: digest, executable: "run", at: now, window: window),
+              let entry = leases.entries.last(where: { $0.item == digest }),
+              let elapsed = now.elapsed(since: entry.approvedAt) else { return nil }
+        return Int(elapsed.components.seconds)
+    }
+
+    /// Starts the lease of `digest`, just approved by a touch.
+    static func grantLease(_ digest: String, within window: Duration, context: VaultContext,
+                           clock: any PolicyClock) throws {
+        try context.stateStore.updateState(runLeasesStateKey) { data in
+            var leases = approvals(from: data)
+            leases.approve(item: digest, executable: "run", at: clock.reading().monotonic, window: window)
+            data = try JSONEncoder().encode(leases)
         }
     }
 

@@ -25,6 +25,7 @@ extension TouchgateService {
             // Lowering the session timeout lowers an idle timeout above it.
             settings.idleTimeoutSeconds = change.idleTimeoutSeconds
                 ?? min(settings.idleTimeoutSeconds, settings.sessionTimeoutSeconds)
+            settings.runLeaseSeconds = change.runLeaseSeconds ?? settings.runLeaseSeconds
             _ = try settings.configuration()
             let description = settings.changes(from: current)
             do {
@@ -47,6 +48,7 @@ extension PolicySettings {
     var report: SettingsReport {
         SettingsReport(lockoutThreshold: lockoutThreshold, lockoutDurationSeconds: lockoutDurationSeconds,
                        sessionTimeoutSeconds: sessionTimeoutSeconds, idleTimeoutSeconds: idleTimeoutSeconds,
-                       passphraseOnlyThreshold: PolicyConfiguration.standard.passphraseOnlyThreshold)
+                       passphraseOnlyThreshold: PolicyConfiguration.standard.passphraseOnlyThreshold,
+                       runLeaseSeconds: runLeaseSeconds ?? 0)
     }
 }

@@ -93,8 +93,9 @@ extension TouchgateService {
                 try await usingReserve(for: "lock") {
                     try context.evaluator.lock(reason: wasUnlocked ? "locked by user" : "locked by user (key already gone)")
                     // Locking ends every program's approval too (the Secret Service's).
-                    if try context.stateStore.state(Self.approvalsStateKey) != nil {
-                        try context.stateStore.updateState(Self.approvalsStateKey) { $0 = nil }
+                    // and every run's lease.
+                    for key in [Self.approvalsStateKey, Self.runLeasesStateKey] where try context.stateStore.state(key) != nil {
+                        try context.stateStore.updateState(key) { $0 = nil }
                     }
                 }
                 return LockReport(wasUnlocked: wasUnlocked, problem: nil)

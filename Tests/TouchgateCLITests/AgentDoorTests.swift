@@ -129,6 +129,49 @@ struct AgentDoorTests {
         #expect(!FileManager.default.fileExists(atPath: mark))
     }
 
+    @Test("a run lease, when set, lets the same run from the same processes skip the touch; never another's, never a --fresh item, never after lock")
+    func runLease() async throws {
+        let vault = try VaultRig()
+        defer { vault.home.remove() }
+        try await vault.initAndUnlock()
+        try await vault.enroll("whorl")
+        try await vault.add("gh-token", Self.value, policy: "biometry-any")
+        try await vault.add("deploy-key", "deploy-value-0123456789", policy: "biometry-any", fresh: true)
+        let command = ["run", "--secret", "GH=gh-token", "--", "/bin/sh", "-c", "echo \"token $GH\""]
+        // Off by default: the same run twice is two touches.
+        for _ in 0..<2 {
+            let ran = try await vault.run(command, presenting: ["whorl"])
+            #expect(ran.status == 0 && ran.fingerPrompts == 1, "\(ran.stderrLines)")
+        }
+        #expect(try await vault.run(["policy", "set", "--run-lease", "901"], stdin: VaultRig.lines(VaultRig.passphrase)).status == 64)
+        let set = try await vault.withPassphrase(["policy", "set", "--run-lease", "120", "--json"])
+        #expect(set.status == 0 && (set.json?["run-lease-seconds"] as? Int) == 120, "\(set.stdout)\(set.stderrLines)")
+        let first = try await vault.run(command, presenting: ["whorl"])
+        let again = try await vault.run(command)
+        #expect(first.fingerPrompts == 1 && again.status == 0 && again.fingerPrompts == 0, "\(again.stderrLines)")
+        #expect(again.stdout.contains("token [GH hidden]"))
+        // Another command, or the same one asked by another process (a shell in between): a touch.
+        let other = try await vault.run(["run", "--secret", "GH=gh-token", "--", "/bin/echo", "other"], presenting: ["whorl"])
+        #expect(other.fingerPrompts == 1, "\(other.stderrLines)")
+        var viaShell = vault.rig.process
+        viaShell.wrapper = ["/bin/sh", "-c", "\"$@\"; exit $?", "sh"]
+        vault.finger.present(["whorl"])
+        let finger = vault.finger
+        let shelled = try await viaShell.run(command) { line, _ in finger.handle(line) }
+        #expect(shelled.status == 0 && shelled.fingerPrompts == 1, "\(shelled.stderrLines)")
+        // An item stored --fresh is never leased.
+        let fresh = ["run", "--secret", "K=deploy-key", "--", "/bin/true"]
+        _ = try await vault.run(fresh, presenting: ["whorl"])
+        #expect(try await vault.run(fresh, presenting: ["whorl"]).fingerPrompts == 1)
+        // Locking ends every lease.
+        #expect(try await vault.run(["lock"]).status == 0)
+        try #require(try await vault.withPassphrase(["unlock"]).status == 0)
+        let afterLock = try await vault.run(command, presenting: ["whorl"])
+        #expect(afterLock.fingerPrompts == 1, "\(afterLock.stderrLines)")
+        let trail = try await vault.auditTrail()
+        #expect(trail.contains { ($0["reason"] as? String)?.contains("the lease of the touch") == true }, "the lease's use is recorded")
+    }
+
     @Test("touchgate approve --hook: a pre-tool hook's JSON in, allow after a touch and deny after a wrong finger")
     func hookApproves() async throws {
         let vault = try VaultRig()

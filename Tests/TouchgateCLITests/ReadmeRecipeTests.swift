@@ -67,6 +67,16 @@ struct ReadmeRecipeTests {
         #expect(!run.output.contains(keyPassphrase), "the key's passphrase is not shown")
     }
 
+    @Test("AI coding agents: a command run with a secret after a touch, the value filtered out, the receipt valid")
+    func agents() async throws {
+        let run = try await Self.run("AI coding agents: a secret's effect, never the secret")
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.output.contains("token: [GH_TOKEN hidden]") && !run.output.contains("ghp_example0123456789abcdef"),
+                "\(run.output)")
+        #expect(run.output.contains("valid: approved") && run.output.contains("finger right-index"), "\(run.output)")
+        #expect(run.presented == 1, "one touch: \(run.output)")
+    }
+
     @Test("the desktop's keyring: gnome-keyring's items imported, D-Bus starting Touchgate's Secret Service")
     func secretService() async throws {
         for (tool, package) in [("/usr/bin/secret-tool", "libsecret-tools"), ("/usr/bin/gnome-keyring-daemon", "gnome-keyring"),
