@@ -42,7 +42,10 @@ struct Redaction {
         var forms: Set<[UInt8]> = [value]
         forms.insert(Array(hex(value, upper: false).utf8))
         forms.insert(Array(hex(value, upper: true).utf8))
-        forms.insert(Array(percentEncoded(value).utf8))
+        // URL encodings differ in what they leave as it is: RFC 3986's unreserved characters
+        // (Python's quote, curl), or letters and digits only (Foundation's .alphanumerics).
+        forms.insert(Array(percentEncoded(value, keeping: Array("-._~".utf8)).utf8))
+        forms.insert(Array(percentEncoded(value, keeping: []).utf8))
         forms.insert(jsonEscaped(value, slash: false))
         forms.insert(jsonEscaped(value, slash: true))
         for alphabet in [standardAlphabet, urlAlphabet] {
@@ -147,12 +150,12 @@ struct Redaction {
         return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] }, as: UTF8.self)
     }
 
-    static func percentEncoded(_ bytes: [UInt8]) -> String {
+    static func percentEncoded(_ bytes: [UInt8], keeping marks: [UInt8]) -> String {
         let digits = Array("0123456789ABCDEF".utf8)
         var output: [UInt8] = []
         for byte in bytes {
             let unreserved = (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
-                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
+                || marks.contains(byte)
             if unreserved {
                 output.append(byte)
             } else {
