@@ -120,8 +120,10 @@ extension DaemonOperation {
             OperationContract(["request", "device"], "`{\"receipt\": …, \"refusal\": …}`: the receipt signed by the host's "
                               + "audit key, approved or refused; when approved, the secrets' values as secret bytes (each "
                               + "a 4-byte big-endian length and its bytes, in the request's order). Always a fresh touch "
-                              + "of an enrolled finger, and what each item's policy asks for besides",
-                              callers: .ownStoreOnly)
+                              + "of an enrolled finger, and what each item's policy asks for besides. Only the installed "
+                              + "program: what it shows the person and runs is what it was asked, and no other process "
+                              + "of the user may take values it says are for a command",
+                              callers: .agentOnly)
         case .secretServiceSearch:
             OperationContract(["attributes", "collection", "application"], "`{\"locked\": …, \"items\": […]}`: Secret Service item reports (never a value; "
                               + "`unlocked`: readable by `application` without a touch)", callers: .agentOnly,

@@ -42,10 +42,12 @@ public enum AgentGroup {
     }
 
     /// Whether `words` (the command line without the program) run one of the agent's doors,
-    /// which keep the group while they forward to touchgated: `agent` and `secret-service serve`.
+    /// which keep the group while they forward to touchgated: `agent` and `secret-service serve`,
+    /// and AI agents' door (`run`, `approve`, `mcp`), whose approvals touchgated takes only from
+    /// the installed program: it shows the person what it was asked and runs exactly that.
     public static func isAgentDoor(_ words: [String]) -> Bool {
         let command = words.filter { !$0.hasPrefix("-") }
-        return command.first == "agent" || command.prefix(2) == ["secret-service", "serve"]
+        return ["agent", "run", "approve", "mcp"].contains(command.first ?? "") || command.prefix(2) == ["secret-service", "serve"]
     }
 
     /// Keeps the group only for an agent door that forwards to touchgated (the personal mode

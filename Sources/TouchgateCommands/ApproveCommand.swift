@@ -44,6 +44,7 @@ struct Approve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        ApprovalPrompt.requireInstalledProgram()
         let device = readerOptions.device
         let (hook, action, arguments, reason) = (self.hook, self.action, self.arguments, self.reason)
         try await CommandRunner.run(json: hook) { console in
@@ -55,7 +56,7 @@ struct Approve: AsyncParsableCommand {
             }
             if let problem = request.problem { throw ServiceError(.usage, problem) }
             let report = try await ApprovalPrompt.during(request) {
-                try await service.approve(request, device: device, interaction: TerminalInteraction(console: console)).0
+                try await ApprovalPrompt.service.approve(request, device: device, interaction: TerminalInteraction(console: console)).0
             }
             if hook {
                 let decision = report.refusal == nil ? "allow" : "deny"

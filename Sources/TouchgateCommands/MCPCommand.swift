@@ -31,6 +31,7 @@ struct MCPServe: AsyncParsableCommand {
     var outputLimit = 262_144
 
     func run() async throws {
+        ApprovalPrompt.requireInstalledProgram()
         let device = readerOptions.device
         let limit = max(1024, outputLimit)
         let server = Server(name: "touchgate", version: Release.version,
@@ -134,7 +135,7 @@ enum MCPTools {
         if let problem = request.problem { return failure(problem) }
         let collected = ApprovedRun.Collected()
         let outcome = try await ApprovalPrompt.during(request) {
-            try await ApprovedRun.run(request, service: service, device: device,
+            try await ApprovedRun.run(request, service: ApprovalPrompt.service, device: device,
                                       interaction: TerminalInteraction(console: Console(json: false)), standardInput: nil,
                                       output: .collected(limit: outputLimit), collected: collected)
         }
@@ -167,7 +168,7 @@ enum MCPTools {
                                       reason: arguments["reason"]?.stringValue)
         if let problem = request.problem { return failure(problem) }
         let report = try await ApprovalPrompt.during(request) {
-            try await service.approve(request, device: device,
+            try await ApprovalPrompt.service.approve(request, device: device,
                                       interaction: TerminalInteraction(console: Console(json: false))).0
         }
         let receipt = try Value(report.receipt)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TouchgateAPI
+import TouchgateClient
 import TouchgateTerminal
 #if canImport(Glibc)
 import Glibc
@@ -54,6 +55,7 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
+        ApprovalPrompt.requireInstalledProgram()
         let request = ApprovalRequest(command: command, directory: FileManager.default.currentDirectoryPath,
                                       secrets: secrets.compactMap(SecretBinding.init(parsing:)), reason: reason)
         if let problem = request.problem { throw ValidationError(problem) }
@@ -61,7 +63,7 @@ struct Run: AsyncParsableCommand {
         let receiptPath = receipt
         try await CommandRunner.run(json: false) { console in
             let outcome = try await ApprovalPrompt.during(request) {
-                try await ApprovedRun.run(request, service: service, device: device,
+                try await ApprovedRun.run(request, service: ApprovalPrompt.service, device: device,
                                           interaction: TerminalInteraction(console: console), standardInput: 0,
                                           output: .passThrough)
             }
@@ -75,6 +77,20 @@ struct Run: AsyncParsableCommand {
 /// The prompt for an approval where the person is: the terminal the command runs in, or a
 /// desktop notification when it has none (an agent's tool, an MCP server).
 enum ApprovalPrompt {
+    /// Through touchgated, these commands run as the installed set-group-ID program, which
+    /// the daemon verifies (``AgentGroup``): `touchgate-client` hands them to it.
+    static func requireInstalledProgram() {
+        if Invocation.daemonSocket() != nil { _ = ServiceChoice.requiredHost }
+    }
+
+    /// Where approvals are asked: touchgated, or in the personal mode this process's own
+    /// service (not touchgate agent's socket, which takes the agent's own requests only
+    /// from the verified program, and holds nothing a process of yours does not).
+    static var service: any TouchgateRequests {
+        if let path = Invocation.daemonSocket() { return DaemonClient(socketPath: path, requester: nil) }
+        return ServiceChoice.requiredHost.personal(for: .thisProcess())
+    }
+
     static func during<T: Sendable>(_ request: ApprovalRequest, _ body: () async throws -> T) async throws -> T {
         if isatty(STDERR_FILENO) == 1 { return try await body() }
         return try await DesktopNotice.during(summary: "Touch the fingerprint reader to approve: \(request.headline)",

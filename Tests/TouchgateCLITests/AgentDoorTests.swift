@@ -226,6 +226,33 @@ struct AgentDoorTests {
         #expect(wrong.status == 1, "\(wrong.stderrLines)")
     }
 
+    /// Through touchgated the values of an approved run go back to the program that asked:
+    /// only the installed program may ask (it shows the person the command and runs exactly
+    /// it). A raw request from any other process of the user, which would show one command
+    /// and do anything with the values, is refused before anything is asked.
+    @Test("as a user through touchgated: the installed program runs approved commands; a raw approve request is refused")
+    func onlyTheInstalledProgramAsksTheDaemon() async throws {
+        try DaemonAttackTests.requireRoot()
+        let rig = try await DaemonRig()
+        try DaemonAttackTests.installAgentProgram(in: rig)
+        try await rig.start()
+        let user = DaemonAttackTests.user
+        try await rig.initialize(as: user)
+        let added = try await rig.run(["secret", "add", "gh-token", "--policy", "biometry-any"], stdin: Data(Self.value.utf8),
+                                      as: user)
+        try #require(added.status == 0, "\(added.stderrLines)")
+        let ran = try await rig.run(["run", "--secret", "GH=gh-token", "--", "/bin/sh", "-c", "echo \"raw: $GH\""],
+                                    presenting: ["whorl"], as: user)
+        #expect(ran.status == 0 && ran.stdout.contains("raw: [GH hidden]"), "\(ran.stderrLines)\n\(rig.logTail)")
+        let approved = try await rig.run(["approve", "--action", "deploy", "--arguments", "{}"], presenting: ["whorl"], as: user)
+        #expect(approved.status == 0, "\(approved.stderrLines)")
+        let request = #"{"request":{"command":["/bin/true"],"secrets":[{"variable":"GH","item":"gh-token"}]}}"#
+        let tried = try await DaemonAttackTests.run(as: user, ["/usr/bin/python3", "-c", try Attacker.script, rig.socketPath,
+                                                               "await", "approve", request])
+        #expect(tried.stdout.contains("ended forbidden") && !tried.stdout.contains("asked"), "\(tried)")
+        #expect(!tried.stdout.contains(Self.value))
+    }
+
     @Test("on a terminal the request is shown before the touch; without one, as a desktop notification withdrawn after")
     func promptsWhereThePersonIs() async throws {
         let notifications = try await NotificationRig()

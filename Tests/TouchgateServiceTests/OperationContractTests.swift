@@ -66,11 +66,10 @@ import TouchgateService
                         throws: { ($0 as? ServiceError)?.code == .forbidden })
             }
         }
-        // Moving a store in, and approving with one's own finger what one's own agent asks: never for a named user.
-        #expect(DaemonOperation.allCases.filter { $0.contract.callers == .ownStoreOnly } == [.approve, .migrate])
+        #expect(DaemonOperation.allCases.filter { $0.contract.callers == .ownStoreOnly } == [.migrate])
         // Every operation that names a program on the session bus is the agent's alone.
         #expect(Set(DaemonOperation.allCases.filter { $0.contract.callers == .agentOnly })
-                    == [.secretServiceSearch, .secretServiceStore, .secretServiceDelete, .secretServiceRead])
+                    == [.secretServiceSearch, .secretServiceStore, .secretServiceDelete, .secretServiceRead, .approve])
         #expect(DaemonOperation.allCases.filter(\.contract.takesDescriptors) == [.migrate])
         #expect(DaemonOperation.allCases.filter { !$0.contract.writesRecords }.count == 11,
                 "the reads that never count against the request rate")
