@@ -30,8 +30,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         // ECDSA P-256 for SSH keys (BoringSSL inside, Apple's): libsodium has no NIST curves.
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
-        // The Model Context Protocol's Swift SDK: `touchgate mcp`, AI coding agents' door.
-        .package(url: "https://github.com/modelcontextprotocol/swift-sdk", from: "0.12.1"),
     ],
     targets: [
         // libfprint-2 (and, through its pkg-config file, GLib/GObject/GIO).
@@ -174,7 +172,6 @@ let package = Package(
                 "TouchgateAPI", "TouchgateTerminal", "TouchgateClient", "TouchgatePolicy", "TouchgateSSH", "TouchgateSocket",
                 "TouchgateSSHAgent", "TouchgateHelpers", "CTouchgateSys",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "MCP", package: "swift-sdk"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]

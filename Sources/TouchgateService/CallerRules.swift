@@ -31,6 +31,12 @@ public enum CallerRules {
             throw ServiceError(.usage, why)
         case .agentOnly:
             guard callerIsRoot || callerIsVerifiedAgent else {
+                if operation == .approve {
+                    throw ServiceError(.forbidden, "approve is touchgate agent's own request (the installed touchgate "
+                                       + "program shows the person the command and runs exactly it); another program "
+                                       + "may not ask for it. Run the command with touchgate run, touchgate mcp or "
+                                       + "touchgate approve")
+                }
                 throw ServiceError(.forbidden, "\(operation.rawValue) is touchgate agent's own request, which names the "
                                    + "program on the session bus it asks for; another program may not name one. Programs "
                                    + "reach these items through the Secret Service (touchgate agent --secret-service), "

@@ -42,13 +42,20 @@ struct AgentDoorTests {
 
     static func leaks(_ text: String) -> [String] { forms.filter { text.contains($0) } }
 
-    @Test("touchgate run: one touch runs the command, no encoding of the value comes back, the receipt verifies offline")
-    func runFiltersAndSigns() async throws {
+    /// A personal vault, unlocked, whorl enrolled as right-index, and (with `token`) ``value``
+    /// stored as `gh-token` under `biometry-any`. The caller removes its home.
+    static func vault(token: Bool = true) async throws -> VaultRig {
         let vault = try VaultRig()
-        defer { vault.home.remove() }
         try await vault.initAndUnlock()
         try await vault.enroll("whorl")
-        try await vault.add("gh-token", Self.value, policy: "biometry-any")
+        if token { try await vault.add("gh-token", value, policy: "biometry-any") }
+        return vault
+    }
+
+    @Test("touchgate run: one touch runs the command, no encoding of the value comes back, the receipt verifies offline")
+    func runFiltersAndSigns() async throws {
+        let vault = try await Self.vault()
+        defer { vault.home.remove() }
         let mark = vault.home.path("ran")
         let receipt = vault.home.path("receipt.json")
         var process = vault.rig.process
@@ -97,11 +104,8 @@ struct AgentDoorTests {
 
     @Test("touchgate run: a wrong finger runs nothing and signs a refusal; a lockout refuses before any prompt; bad input changes nothing")
     func refusalsRunNothing() async throws {
-        let vault = try VaultRig()
+        let vault = try await Self.vault()
         defer { vault.home.remove() }
-        try await vault.initAndUnlock()
-        try await vault.enroll("whorl")
-        try await vault.add("gh-token", Self.value, policy: "biometry-any")
         let mark = vault.home.path("ran")
         let receipt = vault.home.path("refused.json")
         let wrong = try await vault.run(["run", "--secret", "GH=gh-token", "--receipt", receipt, "--",
@@ -131,11 +135,8 @@ struct AgentDoorTests {
 
     @Test("a run lease, when set, lets the same run from the same processes skip the touch; never another's, never a --fresh item, never after lock")
     func runLease() async throws {
-        let vault = try VaultRig()
+        let vault = try await Self.vault()
         defer { vault.home.remove() }
-        try await vault.initAndUnlock()
-        try await vault.enroll("whorl")
-        try await vault.add("gh-token", Self.value, policy: "biometry-any")
         try await vault.add("deploy-key", "deploy-value-0123456789", policy: "biometry-any", fresh: true)
         let command = ["run", "--secret", "GH=gh-token", "--", "/bin/sh", "-c", "echo \"token $GH\""]
         // Off by default: the same run twice is two touches.
@@ -174,10 +175,8 @@ struct AgentDoorTests {
 
     @Test("touchgate approve --hook: a pre-tool hook's JSON in, allow after a touch and deny after a wrong finger")
     func hookApproves() async throws {
-        let vault = try VaultRig()
+        let vault = try await Self.vault(token: false)
         defer { vault.home.remove() }
-        try await vault.initAndUnlock()
-        try await vault.enroll("whorl")
         let input = Data(#"{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push --force"},"cwd":"/srv/repo"}"#.utf8)
         let allowed = try await vault.run(["approve", "--hook"], presenting: ["whorl"], stdin: input)
         #expect(allowed.status == 0, "\(allowed.stderrLines)")
@@ -226,6 +225,41 @@ struct AgentDoorTests {
         #expect(wrong.status == 1, "\(wrong.stderrLines)")
     }
 
+    @Test("through touchgated too: on a terminal the request is shown before the touch; without one, a desktop notification")
+    func promptsThroughTheDaemon() async throws {
+        try DaemonAttackTests.requireRoot()
+        let notifications = try await NotificationRig()
+        defer { notifications.stop() }
+        let rig = try await DaemonRig()
+        try await rig.start()
+        try await rig.initialize()
+        let added = try await rig.run(["secret", "add", "gh-token", "--policy", "biometry-any"], stdin: Data(Self.value.utf8))
+        try #require(added.status == 0, "\(added.stderrLines)")
+        let client = rig.client()
+        let program = try #require(client.binaryOverride)
+        rig.finger.present(["whorl"])
+        let line = "exec \(program) run --secret GH=gh-token --reason daemon-terminal -- /bin/sh -c 'echo \"token $GH\"'"
+        let terminal = try await TerminalSession(line, directory: rig.home.url.path,
+                                                 environment: client.environment.merging(["PATH": "/usr/bin:/bin"]) { $1 })
+        #expect(try await terminal.waitForLine(timeout: 20) { VirtualImageFinger.isPrompt($0) }, "\(terminal.output)")
+        rig.finger.presentNext()
+        #expect(await terminal.finish(timeout: 30) == 0, "\(terminal.output)\n\(rig.logTail)")
+        #expect(terminal.output.contains("reason:    daemon-terminal") && terminal.output.contains("token [GH hidden]")
+                && terminal.output.contains("at touchgated's socket"), "\(terminal.output)")
+
+        var detached = client
+        detached.environment.merge(notifications.environment) { $1 }
+        detached.wrapper = ["/usr/bin/setsid", "--wait"]
+        rig.finger.present(["whorl"])
+        let finger = rig.finger
+        let ran = try await detached.run(["run", "--secret", "GH=gh-token", "--reason", "daemon without a terminal", "--",
+                                          "/bin/sh", "-c", "echo \"token $GH\""]) { line, _ in finger.handle(line) }
+        #expect(ran.status == 0 && ran.stdout.contains("token [GH hidden]"), "\(ran.stderrLines)")
+        let logged = try String(contentsOfFile: notifications.directory.path("calls.log"), encoding: .utf8)
+        #expect(notifications.calls("Notify").count == 1 && logged.contains("reason:    daemon without a terminal"), "\(logged)")
+        #expect(notifications.calls("CloseNotification").count == 1)
+    }
+
     /// Through touchgated the values of an approved run go back to the program that asked:
     /// only the installed program may ask (it shows the person the command and runs exactly
     /// it). A raw request from any other process of the user, which would show one command
@@ -257,11 +291,8 @@ struct AgentDoorTests {
     func promptsWhereThePersonIs() async throws {
         let notifications = try await NotificationRig()
         defer { notifications.stop() }
-        let vault = try VaultRig()
+        let vault = try await Self.vault()
         defer { vault.home.remove() }
-        try await vault.initAndUnlock()
-        try await vault.enroll("whorl")
-        try await vault.add("gh-token", Self.value, policy: "biometry-any")
         // On a pseudo-terminal (script(1)), as an agent's command run in a terminal window.
         let line = "exec \(CLIProcess.binary) run --secret GH=gh-token --reason release-notes -- /bin/sh -c 'echo \"token $GH\"'"
         vault.finger.present(["whorl"])

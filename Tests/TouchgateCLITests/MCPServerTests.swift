@@ -52,11 +52,8 @@ struct MCPServerTests {
     @Test("the SDK negotiates, lists the three tools, and run_with_secrets runs after a touch with nothing of the value in its answer")
     func runWithSecrets() async throws {
         try await Self.requireSDK()
-        let vault = try VaultRig()
+        let vault = try await AgentDoorTests.vault()
         defer { vault.home.remove() }
-        try await vault.initAndUnlock()
-        try await vault.enroll("whorl")
-        try await vault.add("gh-token", AgentDoorTests.value, policy: "biometry-any")
         let mark = vault.home.path("ran")
         let (steps, result) = try await Self.session(vault, [
             ["tool": "list_secrets"],
@@ -97,11 +94,8 @@ struct MCPServerTests {
     @Test("a wrong finger runs nothing and says so; a lockout refuses at once; errors are the tool's, not the session's")
     func refusals() async throws {
         try await Self.requireSDK()
-        let vault = try VaultRig()
+        let vault = try await AgentDoorTests.vault()
         defer { vault.home.remove() }
-        try await vault.initAndUnlock()
-        try await vault.enroll("whorl")
-        try await vault.add("gh-token", AgentDoorTests.value, policy: "biometry-any")
         let mark = vault.home.path("ran")
         let (steps, result) = try await Self.session(vault, [
             Self.run(["/bin/sh", "-c", "echo ran > \(mark)"], secrets: ["GH": "gh-token"]),
@@ -130,10 +124,8 @@ struct MCPServerTests {
     @Test("request_approval binds to its arguments and to the agent's process: no approval stands for another's")
     func approvalsAreBound() async throws {
         try await Self.requireSDK()
-        let vault = try VaultRig()
+        let vault = try await AgentDoorTests.vault(token: false)
         defer { vault.home.remove() }
-        try await vault.initAndUnlock()
-        try await vault.enroll("whorl")
         let deploy = Self.approval("deploy", ["environment": "production", "version": "1.4.2"])
         let changed = Self.approval("deploy", ["environment": "production", "version": "1.4.3"])
         let (first, firstRun) = try await Self.session(vault, [deploy, deploy, changed], presenting: ["whorl"])

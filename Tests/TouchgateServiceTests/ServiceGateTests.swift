@@ -130,7 +130,7 @@ private let nobody = Caller(uid: 65534, loginName: "nobody", pid: 4001, executab
             #expect(try await rig.gate.serve(operation, caller: root, namedUser: nil, localOnly: false) { _ in true })
         }
         let refusals = try await rig.records(65534).filter { $0.event == "access.denied" }
-        #expect(refusals.count == 4 && refusals.allSatisfy { $0.reason.contains("touchgate agent's own request") })
+        #expect(refusals.count == 5 && refusals.allSatisfy { $0.reason.contains("touchgate agent's own request") })
     }
 
     @Test("GatedRequests: every use case a door calls passes the gate with the door's caller, and its records name them")
