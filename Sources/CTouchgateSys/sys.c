@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -179,7 +180,7 @@ int CTouchgateSys_spawn_detached(const char *path, char *const argv[], int log_f
 }
 
 int CTouchgateSys_spawn_piped(const char *file, char *const argv[], char *const envp[], const char *directory,
-                              int stdin_fd, int stdout_fd, int stderr_fd) {
+                              int stdin_fd, int stdout_fd, int stderr_fd, const int *extra_fds, int extra_count) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
     int error = posix_spawn_file_actions_init(&actions);
@@ -196,6 +197,8 @@ int CTouchgateSys_spawn_piped(const char *file, char *const argv[], char *const 
     }
     if (error == 0) error = posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
     if (error == 0) error = posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
+    // Files passed as descriptors 3, 4, …: dup2 leaves the child's copy open across exec.
+    for (int i = 0; error == 0 && i < extra_count; i++) error = posix_spawn_file_actions_adddup2(&actions, extra_fds[i], 3 + i);
     // The child gets the signal dispositions a shell gives it: the caller ignores SIGINT and
     // SIGTERM while it waits, which a child would otherwise inherit.
     sigset_t none, defaults;
@@ -211,6 +214,28 @@ int CTouchgateSys_spawn_piped(const char *file, char *const argv[], char *const 
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     return error != 0 ? -error : (int)pid;
+}
+
+int CTouchgateSys_sealed_memory_file(const void *bytes, size_t count) {
+    int fd = memfd_create("touchgate-secret", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return -errno;
+    size_t done = 0;
+    while (done < count) {
+        ssize_t written = write(fd, (const char *)bytes + done, count - done);
+        if (written < 0 && errno == EINTR) continue;
+        if (written <= 0) {
+            int error = errno;
+            close(fd);
+            return -(error ? error : EIO);
+        }
+        done += (size_t)written;
+    }
+    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0 || lseek(fd, 0, SEEK_SET) != 0) {
+        int error = errno;
+        close(fd);
+        return -error;
+    }
+    return fd;
 }
 
 int CTouchgateSys_pipe(int fds[2]) {

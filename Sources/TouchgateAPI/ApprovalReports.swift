@@ -5,22 +5,26 @@ import FoundationEssentials
 public struct SecretBinding: Codable, Sendable, Equatable, Hashable {
     public var variable: String
     public var item: String
+    /// The value in a file instead (in memory only, sealed, open as descriptor 3 and up):
+    /// the variable holds its path, `/dev/fd/N`, for commands that read a key or token file.
+    public var asFile: Bool?
 
-    public init(variable: String, item: String) {
+    public init(variable: String, item: String, asFile: Bool = false) {
         self.variable = variable
         self.item = item
+        self.asFile = asFile ? true : nil
     }
 
     /// `VAR=item` as typed; nil when it is not that, or VAR is not a valid variable name.
-    public init?(parsing text: String) {
+    public init?(parsing text: String, asFile: Bool = false) {
         guard let equals = text.firstIndex(of: "="), Self.isVariableName(String(text[..<equals])) else { return nil }
         let item = String(text[text.index(after: equals)...])
         guard !item.isEmpty else { return nil }
-        self.init(variable: String(text[..<equals]), item: item)
+        self.init(variable: String(text[..<equals]), item: item, asFile: asFile)
     }
 
-    /// `VAR=item`.
-    public var text: String { "\(variable)=\(item)" }
+    /// `VAR=item`, and ` (a file)` when it is one.
+    public var text: String { "\(variable)=\(item)" + (asFile == true ? " (a file)" : "") }
 
     /// Whether `name` can name an environment variable (letters, digits and `_`, not first a digit).
     public static func isVariableName(_ name: String) -> Bool {

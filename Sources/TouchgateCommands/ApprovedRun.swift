@@ -50,7 +50,7 @@ enum ApprovedRun {
             throw ServiceError(.dataError, "the service released \(values.count) values for \(request.secrets.count) secrets; nothing was run")
         }
         let named = zip(request.secrets, values).map { binding, value in
-            (name: binding.variable, value: value.withUnsafeBytes { Array($0) })
+            (name: binding.variable, value: value.withUnsafeBytes { Array($0) }, asFile: binding.asFile == true)
         }
         let status = try await spawnAndPump(command, directory: request.directory, secrets: named,
                                             standardInput: standardInput, output: output, collected: collected)
@@ -59,7 +59,8 @@ enum ApprovedRun {
 
     /// Starts `command` with `secrets` added to this process's environment, its output
     /// through the filter, and waits for it on a thread of its own (the reads and `waitpid` block).
-    private static func spawnAndPump(_ command: [String], directory: String?, secrets: [(name: String, value: [UInt8])],
+    private static func spawnAndPump(_ command: [String], directory: String?,
+                                     secrets: [(name: String, value: [UInt8], asFile: Bool)],
                                      standardInput: Int32?, output: Output,
                                      collected: Collected?) async throws(ServiceError) -> Int32 {
         var outPipe: [Int32] = [-1, -1], errPipe: [Int32] = [-1, -1]
@@ -77,9 +78,21 @@ enum ApprovedRun {
             if !replaced.contains(name) { entries.append(strdup(entry)) }
             index += 1
         }
+        // A secret as a file: a sealed file in memory, the child's descriptor 3 and up, its path in the variable.
+        var files: [Int32] = []
+        defer { files.forEach { close($0) } }
         var secretEntries: [(UnsafeMutablePointer<CChar>, Int)] = []
-        for (name, value) in secrets {
-            let bytes = Array(name.utf8) + [UInt8(ascii: "=")] + value + [0]
+        for (name, value, asFile) in secrets {
+            var shown = value
+            if asFile {
+                let file = value.withUnsafeBytes { CTouchgateSys_sealed_memory_file($0.baseAddress, $0.count) }
+                guard file >= 0 else {
+                    throw ServiceError(.execFailed, "cannot make the file for \(name): \(String(cString: strerror(-file))); nothing was run")
+                }
+                shown = Array("/dev/fd/\(3 + files.count)".utf8)
+                files.append(file)
+            }
+            let bytes = Array(name.utf8) + [UInt8(ascii: "=")] + shown + [0]
             let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count)
             bytes.withUnsafeBufferPointer { source in
                 UnsafeMutableRawPointer(pointer).copyMemory(from: source.baseAddress!, byteCount: bytes.count)
@@ -90,7 +103,7 @@ enum ApprovedRun {
         entries.append(nil)
         var arguments: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
         let pid = CTouchgateSys_spawn_piped(command[0], &arguments, &entries, directory, standardInput ?? -1,
-                                            outPipe[1], errPipe[1])
+                                            outPipe[1], errPipe[1], files, Int32(files.count))
         for (pointer, count) in secretEntries {
             memset(pointer, 0, count)
             pointer.deallocate()
@@ -107,6 +120,8 @@ enum ApprovedRun {
         }
         let streams = (outPipe[0], errPipe[0])
         let redaction = secrets.map { ($0.name, $0.value) }
+        files.forEach { close($0) }
+        files.removeAll()
         return await withCheckedContinuation { continuation in
             let thread = Thread {
                 var filters = [Redaction(redaction), Redaction(redaction)]

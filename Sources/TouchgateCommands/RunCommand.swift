@@ -35,6 +35,11 @@ struct Run: AsyncParsableCommand {
         valueName: "VAR=item"))
     var secrets: [String] = []
 
+    @Option(name: .customLong("secret-file"), help: ArgumentHelp(
+        "A secret as a file: VAR holds its path (/dev/fd/N, in memory only, sealed) for commands that read one.",
+        valueName: "VAR=item"))
+    var secretFiles: [String] = []
+
     @Option(help: "Why the command needs the secrets, shown before the touch and kept in the receipt.")
     var reason: String?
 
@@ -46,7 +51,7 @@ struct Run: AsyncParsableCommand {
 
     func validate() throws {
         guard !command.isEmpty else { throw ValidationError("give the command to run after --") }
-        for text in secrets where SecretBinding(parsing: text) == nil {
+        for text in secrets + secretFiles where SecretBinding(parsing: text) == nil {
             throw ValidationError("'\(StoredText.escaped(text))' is not VAR=item (a variable name, =, an item's name)")
         }
         if let receipt, access(receipt, F_OK) == 0 {
@@ -57,7 +62,9 @@ struct Run: AsyncParsableCommand {
     func run() async throws {
         ApprovalPrompt.requireInstalledProgram()
         let request = ApprovalRequest(command: command, directory: FileManager.default.currentDirectoryPath,
-                                      secrets: secrets.compactMap(SecretBinding.init(parsing:)), reason: reason)
+                                      secrets: secrets.compactMap { SecretBinding(parsing: $0) }
+                                          + secretFiles.compactMap { SecretBinding(parsing: $0, asFile: true) },
+                                      reason: reason)
         if let problem = request.problem { throw ValidationError(problem) }
         let device = readerOptions.device
         let receiptPath = receipt

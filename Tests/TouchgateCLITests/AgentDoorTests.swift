@@ -133,6 +133,21 @@ struct AgentDoorTests {
         #expect(!FileManager.default.fileExists(atPath: mark))
     }
 
+    @Test("--secret-file: the value in a sealed file in memory, its path in the variable, its contents filtered from the output")
+    func secretAsAFile() async throws {
+        let vault = try await Self.vault()
+        defer { vault.home.remove() }
+        let script = #"echo "path $K"; cat "$K"; echo; readlink /proc/self/fd/3; (echo x >> "$K") 2>/dev/null || echo "cannot write"; env | grep -c ghp_ || true"#
+        let ran = try await vault.run(["run", "--secret-file", "K=gh-token", "--", "/bin/sh", "-c", script], presenting: ["whorl"])
+        #expect(ran.status == 0, "\(ran.stderrLines)")
+        let lines = ran.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "path /dev/fd/3" && lines.dropFirst().first == "[K hidden]", "\(ran.stdout)")
+        #expect(ran.stdout.contains("memfd:touchgate-secret") && ran.stdout.contains("cannot write"), "in memory, sealed: \(ran.stdout)")
+        #expect(lines.last == "0", "the value is in no environment variable: \(ran.stdout)")
+        #expect(Self.leaks(ran.stdout).isEmpty)
+        #expect(ran.stderrLines.joined().contains("K=gh-token (a file)"), "the prompt says it is a file")
+    }
+
     @Test("a run lease, when set, lets the same run from the same processes skip the touch; never another's, never a --fresh item, never after lock")
     func runLease() async throws {
         let vault = try await Self.vault()

@@ -17,8 +17,13 @@ int CTouchgateSys_spawn_detached(const char *path, char *const argv[], int log_f
 /// Starts `file` (looked up in PATH) with `argv` and `envp` in `directory` (NULL: this one),
 /// standard input from `stdin_fd` (-1: /dev/null), output to `stdout_fd` and `stderr_fd`,
 /// with default signal dispositions and no signal blocked. The pid, or -errno.
+/// `extra_fds` become the child's descriptors 3, 4, … (`extra_count` of them).
 int CTouchgateSys_spawn_piped(const char *file, char *const argv[], char *const envp[], const char *directory,
-                              int stdin_fd, int stdout_fd, int stderr_fd);
+                              int stdin_fd, int stdout_fd, int stderr_fd, const int *extra_fds, int extra_count);
+
+/// A file in memory only (memfd, never on a file system) holding `bytes`, sealed against
+/// any change and read from its start: the descriptor, or -errno.
+int CTouchgateSys_sealed_memory_file(const void *bytes, size_t count);
 
 /// A pipe whose ends close on exec: 0 or -errno.
 int CTouchgateSys_pipe(int fds[2]);
