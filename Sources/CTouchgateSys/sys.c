@@ -197,8 +197,16 @@ int CTouchgateSys_spawn_piped(const char *file, char *const argv[], char *const 
     }
     if (error == 0) error = posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
     if (error == 0) error = posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
-    // Files passed as descriptors 3, 4, …: dup2 leaves the child's copy open across exec.
-    for (int i = 0; error == 0 && i < extra_count; i++) error = posix_spawn_file_actions_adddup2(&actions, extra_fds[i], 3 + i);
+    // Files passed as descriptors 3, 4, …: dup2 leaves the child's copy open across exec. Each
+    // is first copied above every target, so that no dup2 overwrites a file still to be passed.
+    int moved[16];
+    if (extra_count < 0 || extra_count > 16) error = EINVAL;
+    int kept = 0;
+    for (; error == 0 && kept < extra_count; kept++) {
+        moved[kept] = fcntl(extra_fds[kept], F_DUPFD_CLOEXEC, 3 + extra_count);
+        if (moved[kept] < 0) error = errno;
+    }
+    for (int i = 0; error == 0 && i < extra_count; i++) error = posix_spawn_file_actions_adddup2(&actions, moved[i], 3 + i);
     // The child gets the signal dispositions a shell gives it: the caller ignores SIGINT and
     // SIGTERM while it waits, which a child would otherwise inherit.
     sigset_t none, defaults;
@@ -210,7 +218,9 @@ int CTouchgateSys_spawn_piped(const char *file, char *const argv[], char *const 
     if (error == 0) error = posix_spawnattr_setsigmask(&attributes, &none);
     if (error == 0) error = posix_spawnattr_setsigdefault(&attributes, &defaults);
     pid_t pid = -1;
-    if (error == 0) error = posix_spawnp(&pid, file, &actions, &attributes, argv, envp);
+    // The path as shown and approved: no search of a PATH the asker chose.
+    if (error == 0) error = posix_spawn(&pid, file, &actions, &attributes, argv, envp);
+    for (int i = 0; i < kept; i++) if (moved[i] >= 0) close(moved[i]);
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     return error != 0 ? -error : (int)pid;

@@ -52,9 +52,14 @@ public struct ApprovalRequest: Codable, Sendable, Equatable {
     public var arguments: String?
     /// Why, in the asker's words.
     public var reason: String?
+    /// Which door of the installed program asks (`run`, `mcp`, `approve`, `hook`): bound, so
+    /// that an approval or a lease given to one never stands for another (`mcp` runs with no
+    /// standard input, `run` with the caller's).
+    public var channel: String?
 
     public init(command: [String]? = nil, directory: String? = nil, secrets: [SecretBinding] = [],
-                action: String? = nil, arguments: String? = nil, reason: String? = nil) {
+                action: String? = nil, arguments: String? = nil, reason: String? = nil, channel: String? = nil) {
+        self.channel = channel
         self.command = command
         self.directory = directory
         self.secrets = secrets
@@ -78,8 +83,11 @@ public struct ApprovalRequest: Codable, Sendable, Equatable {
         }
         let variables = secrets.map(\.variable)
         if Set(variables).count != variables.count { return "each variable can be given one secret" }
-        let size = (command ?? []).reduce(0) { $0 + $1.utf8.count } + (arguments?.utf8.count ?? 0)
-            + (reason?.utf8.count ?? 0) + (directory?.utf8.count ?? 0) + (action?.utf8.count ?? 0)
+        let texts = (command ?? []) + [arguments, reason, directory, action, channel].compactMap { $0 }
+            + secrets.flatMap { [$0.variable, $0.item] }
+        // A NUL would end a word where the program reads it, after the person read all of it.
+        if texts.contains(where: { $0.utf8.contains(0) }) { return "a command, argument or text holds a NUL byte" }
+        let size = texts.reduce(0) { $0 + $1.utf8.count }
         if size > Self.maximumBytes { return "the request is \(size) bytes; at most \(Self.maximumBytes) can be approved" }
         return nil
     }
@@ -90,17 +98,18 @@ public struct ApprovalRequest: Codable, Sendable, Equatable {
         var lines: [String] = []
         if let command {
             lines.append("command:   " + command.map(Self.shellWord).joined(separator: " "))
-            if let directory { lines.append("in:        " + StoredText.escaped(directory)) }
+            if let directory { lines.append("in:        " + Self.shown(directory)) }
             if !secrets.isEmpty {
-                lines.append("secrets:   " + secrets.map { StoredText.escaped($0.text) }.joined(separator: ", "))
+                lines.append("secrets:   " + secrets.map { Self.shown($0.text) }.joined(separator: ", "))
             }
         }
         if let action {
-            lines.append("action:    " + StoredText.escaped(action))
-            if let arguments { lines.append("arguments: " + StoredText.escaped(String(arguments.prefix(600)))
-                                            + (arguments.count > 600 ? "…" : "")) }
+            lines.append("action:    " + Self.shown(action))
+            if let arguments { lines.append("arguments: " + Self.shown(arguments)) }
         }
-        if let reason { lines.append("reason:    " + StoredText.escaped(reason)) }
+        if let reason { lines.append("reason:    " + Self.shown(reason)) }
+        if let channel { lines.append("through:   touchgate " + Self.shown(channel)) }
+        // Everything bound is shown, whole: nothing is cut where a payload could hide.
         return lines
     }
 
@@ -110,17 +119,34 @@ public struct ApprovalRequest: Codable, Sendable, Equatable {
         if let command {
             let shown = command.map(Self.shellWord).joined(separator: " ")
             let line = "run " + (shown.count > 120 ? String(shown.prefix(120)) + "…" : shown)
-            return secrets.isEmpty ? line : line + " with " + secrets.map { StoredText.escaped($0.variable) }.joined(separator: ", ")
+            return secrets.isEmpty ? line : line + " with " + secrets.map { Self.shown($0.variable) }.joined(separator: ", ")
         }
-        return "approve " + StoredText.escaped(String((action ?? "").prefix(120)))
+        let shown = Self.shown(action ?? "")
+        return "approve " + (shown.count > 120 ? String(shown.prefix(120)) + "…" : shown)
     }
 
     /// A word as a shell would need it typed, escaped for the terminal.
     static func shellWord(_ word: String) -> String {
         let plain = !word.isEmpty && word.unicodeScalars.allSatisfy {
-            $0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_./=:,+@%".unicodeScalars.contains($0)
+            $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_./=:,+@%".unicodeScalars.contains($0))
         }
-        return plain ? word : "'" + StoredText.escaped(word).replacing("'", with: "'\\''") + "'"
+        return plain ? word : "'" + shown(word).replacing("'", with: "'\\''") + "'"
+    }
+
+    /// Text escaped for the terminal, with the characters that show as nothing (zero-width
+    /// spaces, direction marks) written out: `g\u{200B}h` is not shown as `gh`.
+    static func shown(_ text: String) -> String {
+        let escaped = StoredText.escaped(text)
+        guard escaped.unicodeScalars.contains(where: StoredText.isInvisible) else { return escaped }
+        var out = String.UnicodeScalarView()
+        for scalar in escaped.unicodeScalars {
+            if StoredText.isInvisible(scalar) {
+                out.append(contentsOf: "\\u{\(String(scalar.value, radix: 16, uppercase: true))}".unicodeScalars)
+            } else {
+                out.append(scalar)
+            }
+        }
+        return String(out)
     }
 }
 
@@ -227,6 +253,8 @@ public struct ApprovalReport: Codable, Sendable, Equatable {
 public struct ReceiptCheckReport: Codable, Sendable, Equatable {
     /// Whether the signature holds for the key checked against.
     public var valid: Bool
+    /// Whether it holds and records an approval (a valid receipt may record a refusal).
+    public var approved: Bool
     /// The key checked against, hexadecimal.
     public var publicKey: String
     /// The statement, when the signature holds.
@@ -235,6 +263,7 @@ public struct ReceiptCheckReport: Codable, Sendable, Equatable {
     public var problem: String?
 
     public init(valid: Bool, publicKey: String, statement: ReceiptStatement?, problem: String?) {
+        self.approved = valid && statement?.approved == true
         self.valid = valid
         self.publicKey = publicKey
         self.statement = statement

@@ -52,11 +52,13 @@ struct Approve: AsyncParsableCommand {
             if hook {
                 request = try Self.hookRequest(FileHandle.standardInput.readDataToEndOfFile(), reason: reason)
             } else {
-                request = ApprovalRequest(action: action, arguments: try arguments.map(Self.canonical), reason: reason)
+                request = ApprovalRequest(action: action, arguments: try arguments.map(Self.canonical), reason: reason,
+                                          channel: "approve")
             }
             if let problem = request.problem { throw ServiceError(.usage, problem) }
             let report = try await ApprovalPrompt.during(request) {
-                try await ApprovalPrompt.service.approve(request, device: device, interaction: TerminalInteraction(console: console)).0
+                try await ApprovalPrompt.service.approve(request, device: device,
+                                                         interaction: TouchOnly(TerminalInteraction(console: console))).0
             }
             if hook {
                 let decision = report.refusal == nil ? "allow" : "deny"
@@ -89,7 +91,7 @@ struct Approve: AsyncParsableCommand {
             throw ServiceError(.usage, "tool_input cannot be read as JSON")
         }
         var request = ApprovalRequest(action: tool, arguments: String(decoding: encoded, as: UTF8.self),
-                                      reason: reason ?? "the agent's hook before \(tool)")
+                                      reason: reason ?? "the agent's hook before \(tool)", channel: "hook")
         request.directory = object["cwd"] as? String
         return request
     }

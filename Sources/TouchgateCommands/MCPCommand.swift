@@ -59,7 +59,7 @@ struct MCPServer: Sendable {
     /// answers written whole, one at a time.
     func serve() async {
         let writer = LineWriter()
-        await withTaskGroup(of: Void.self) { group in
+        await withDiscardingTaskGroup { group in
             for await line in Self.lines() {
                 group.addTask { if let answer = await self.answer(line) { writer.write(answer) } }
             }
@@ -231,6 +231,29 @@ enum JSONValue: Codable, Sendable, Equatable {
 struct MCPTools: Sendable {
     let device: String?
     let outputLimit: Int
+    /// One approval at a time: two requests on screen at once, one touch would approve
+    /// whichever the reader serves first, not the one the person read.
+    private let turns = Turns()
+
+    init(device: String?, outputLimit: Int) {
+        self.device = device
+        self.outputLimit = outputLimit
+    }
+
+    /// Runs each body after the one before it has ended.
+    actor Turns {
+        private var busy = false
+        private var waiting: [CheckedContinuation<Void, Never>] = []
+
+        func run<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+            if busy { await withCheckedContinuation { waiting.append($0) } }
+            busy = true
+            defer {
+                if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+            }
+            return try await body()
+        }
+    }
 
     static func schema(_ properties: [String: JSONValue], required: [String]) -> JSONValue {
         .object(["type": .string("object"), "properties": .object(properties), "required": .array(required.map(JSONValue.string))])
@@ -290,9 +313,9 @@ struct MCPTools: Sendable {
                     .object(["name": .string($0.name), "policy": .string($0.policy)])
                 })])
             case "run_with_secrets":
-                return try await runWithSecrets(arguments)
+                return try await turns.run { try await runWithSecrets(arguments) }
             case "request_approval":
-                return try await requestApproval(arguments)
+                return try await turns.run { try await requestApproval(arguments) }
             default:
                 return Self.failure("no tool named '\(name)'; the tools are list_secrets, run_with_secrets, request_approval")
             }
@@ -314,15 +337,25 @@ struct MCPTools: Sendable {
             guard let item = item.string else { return Self.failure("secrets: each value is a secret's name") }
             secrets.append(SecretBinding(variable: variable, item: item))
         }
-        let request = ApprovalRequest(command: command,
-                                      directory: arguments["directory"]?.string ?? FileManager.default.currentDirectoryPath,
-                                      secrets: secrets, reason: arguments["reason"]?.string)
+        // The directory as an absolute path with no link in it, and the program found now:
+        // what the person reads is what runs.
+        let asked = arguments["directory"]?.string ?? FileManager.default.currentDirectoryPath
+        guard asked.hasPrefix("/"), let real = realpath(asked, nil) else {
+            return Self.failure("directory: give an absolute path to an existing directory")
+        }
+        let directory = String(cString: real)
+        free(real)
+        guard let resolved = ApprovedRun.resolved(command, in: directory) else {
+            return Self.failure("cannot find a program '\(StoredText.escaped(command[0]))' to run (not in PATH, or not executable)")
+        }
+        let request = ApprovalRequest(command: resolved, directory: directory, secrets: secrets,
+                                      reason: arguments["reason"]?.string, channel: "mcp")
         if let problem = request.problem { return Self.failure(problem) }
         let collected = ApprovedRun.Collected()
         let (device, limit) = (self.device, outputLimit)
         let outcome = try await ApprovalPrompt.during(request) {
             try await ApprovedRun.run(request, service: ApprovalPrompt.service, device: device,
-                                      interaction: TerminalInteraction(console: Console(json: false)), standardInput: nil,
+                                      interaction: TouchOnly(TerminalInteraction(console: Console(json: false))), standardInput: nil,
                                       output: .collected(limit: limit), collected: collected)
         }
         let receipt = JSONValue.from(outcome.receipt)
@@ -348,12 +381,12 @@ struct MCPTools: Sendable {
             return Self.failure("action: say what you want to do")
         }
         let request = ApprovalRequest(action: action, arguments: (arguments["arguments"] ?? .object([:])).canonicalText,
-                                      reason: arguments["reason"]?.string)
+                                      reason: arguments["reason"]?.string, channel: "mcp")
         if let problem = request.problem { return Self.failure(problem) }
         let device = self.device
         let report = try await ApprovalPrompt.during(request) {
             try await ApprovalPrompt.service.approve(request, device: device,
-                                                     interaction: TerminalInteraction(console: Console(json: false))).0
+                                                     interaction: TouchOnly(TerminalInteraction(console: Console(json: false)))).0
         }
         let text = report.refusal.map { "Refused: \($0.message)" }
             ?? "Approved by the user (\(report.receipt.fields?.match ?? "touch")); digest \(report.receipt.fields?.digest ?? "")."

@@ -101,10 +101,13 @@ struct Redaction {
                 continue
             }
             var couldBegin = false
+            // Longest first: a shorter form is taken only when no longer one can still match
+            // here (a padded base64 tail, a value that begins another).
             for pattern in patterns where pattern.bytes[0] == pending[index] {
                 let available = pending.count - index
                 if available >= pattern.bytes.count {
                     if pending[index..<index + pattern.bytes.count].elementsEqual(pattern.bytes) {
+                        if couldBegin { break scanning }
                         output += pattern.replacement
                         index += pattern.bytes.count
                         continue scanning

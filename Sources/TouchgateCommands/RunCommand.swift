@@ -61,18 +61,25 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         ApprovalPrompt.requireInstalledProgram()
-        let request = ApprovalRequest(command: command, directory: FileManager.default.currentDirectoryPath,
-                                      secrets: secrets.compactMap { SecretBinding(parsing: $0) }
-                                          + secretFiles.compactMap { SecretBinding(parsing: $0, asFile: true) },
-                                      reason: reason)
-        if let problem = request.problem { throw ValidationError(problem) }
+        let directory = FileManager.default.currentDirectoryPath
+        let (command, secrets, secretFiles, reason) = (self.command, self.secrets, self.secretFiles, self.reason)
         let device = readerOptions.device
         let receiptPath = receipt
         try await CommandRunner.run(json: false) { console in
+            // The program as it will run, shown and bound: found here, not by the child's PATH.
+            guard let resolved = ApprovedRun.resolved(command, in: directory) else {
+                throw ServiceError(.execFailed, "cannot find a program '\(StoredText.escaped(command[0]))' to run "
+                                   + "(not in PATH, or not executable); nothing was asked")
+            }
+            let request = ApprovalRequest(command: resolved, directory: directory,
+                                          secrets: secrets.compactMap { SecretBinding(parsing: $0) }
+                                              + secretFiles.compactMap { SecretBinding(parsing: $0, asFile: true) },
+                                          reason: reason, channel: "run")
+            if let problem = request.problem { throw ServiceError(.usage, problem) }
             let outcome = try await ApprovalPrompt.during(request) {
                 try await ApprovedRun.run(request, service: ApprovalPrompt.service, device: device,
-                                          interaction: TerminalInteraction(console: console), standardInput: 0,
-                                          output: .passThrough)
+                                          interaction: TouchOnly(TerminalInteraction(console: console)), standardInput: 0,
+                                          output: .passThrough, inDirectory: false)
             }
             if let receiptPath { try ReceiptFile.write(outcome.receipt, to: receiptPath) }
             if let refusal = outcome.refusal { throw refusal }
@@ -83,6 +90,25 @@ struct Run: AsyncParsableCommand {
 
 /// The prompt for an approval where the person is: the terminal the command runs in, or a
 /// desktop notification when it has none (an agent's tool, an MCP server).
+/// The person's side of an approval: events and confirmations as the wrapped interaction
+/// has them, but never a passphrase. An approval is a touch; the terminal an agent's command
+/// runs on may be the agent's own, which would read a passphrase typed there.
+struct TouchOnly: Interaction {
+    let wrapped: any Interaction
+    init(_ wrapped: any Interaction) { self.wrapped = wrapped }
+
+    func event(_ event: InteractionEvent) { wrapped.event(event) }
+    func passphrase(prompt: String, again: Bool) async throws -> SecretBytes { throw Self.refusal }
+    func newPassphrase(prompt: String) async throws -> SecretBytes { throw Self.refusal }
+    func repeatPassphrase(prompt: String) async throws -> SecretBytes { throw Self.refusal }
+    var canAskAgain: Bool { false }
+    func confirm(_ question: String, details: [String]) async throws -> Bool { false }
+
+    static let refusal = ServiceError(.passphraseRequired, "an approval is a touch, never a passphrase typed where an "
+                                      + "agent may read it: unlock the vault yourself (touchgate unlock), and store the "
+                                      + "item with a policy a finger satisfies")
+}
+
 enum ApprovalPrompt {
     /// Through touchgated, these commands run as the installed set-group-ID program, which
     /// the daemon verifies (``AgentGroup``): `touchgate-client` hands them to it.
@@ -98,10 +124,15 @@ enum ApprovalPrompt {
         return ServiceChoice.requiredHost.personal(for: .thisProcess())
     }
 
+    /// Shows the request on the terminal (the service's events) and, always, as a desktop
+    /// notification: a terminal an agent's command runs on may be one the agent draws itself.
+    /// The notification goes to the session's own bus (`/run/user/UID/bus`) when there is
+    /// one, not to whatever bus the asker's environment names.
     static func during<T: Sendable>(_ request: ApprovalRequest, _ body: () async throws -> T) async throws -> T {
-        if isatty(STDERR_FILENO) == 1 { return try await body() }
+        let own = "/run/user/\(getuid())/bus"
+        let bus = access(own, F_OK) == 0 ? "unix:path=\(own)" : ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]
         return try await DesktopNotice.during(summary: "Touch the fingerprint reader to approve: \(request.headline)",
-                                              body: request.summary.joined(separator: "\n"), body)
+                                              body: request.summary.joined(separator: "\n"), bus: bus, body)
     }
 }
 

@@ -79,7 +79,9 @@ extension TouchgateService {
             let report = ApprovalReport(receipt: Self.receipt(request, digest: digest, asker: asker, user: context.vault.owner,
                                                               decision: decision, audit: context.audit),
                                         refusal: decision.refusal)
-            return (report, nil)
+            // An approved command with no secrets runs all the same: no values, but some.
+            let none = request.command != nil && decision.refusal == nil ? PackedValues.pack([]) : nil
+            return (report, none)
         }
     }
 
@@ -120,10 +122,11 @@ extension TouchgateService {
         let process: String
         let ancestry: [ProcessFacts.Ancestor]
         let cgroup: String?
-        var chain: [String] { ancestry.map { "pid \($0.pid) \($0.executable)" } }
+        var chain: [String] { ancestry.map { "pid \($0.pid) " + StoredText.escaped($0.executable) } }
 
         init(_ caller: Caller) {
-            process = caller.process
+            // Escaped: a path or a command name (which a process chooses itself) cannot draw on the terminal.
+            process = StoredText.escaped(caller.process)
             let read = { (pid: Int32) in (ProcessFacts.ancestry(above: pid), ProcessFacts.cgroup(of: pid)) }
             let facts = caller.handle.map { $0.whileRunning(read) } ?? read(caller.pid)
             ancestry = facts?.0 ?? []

@@ -102,15 +102,20 @@ struct MCPServerTests {
             Self.run(["/bin/true"], secrets: ["GH": "no-such-item"]),
             Self.run([], secrets: [:]),
             ["tool": "no_such_tool"],
+            Self.run(["/bin/echo", "a\u{0}--dry-run"], secrets: ["GH": "gh-token"]),
+            ["tool": "run_with_secrets", "arguments": ["command": ["/bin/true"], "secrets": [:] as [String: String],
+                                                       "reason": "x", "directory": "relative/dir"]],
         ], presenting: ["arch"])
         #expect(result.status == 0, "\(result.stderrLines)")
-        try #require(steps.count == 6, "\(result.stdout)")
+        try #require(steps.count == 8, "\(result.stdout)")
         #expect(steps[2]["is_error"] as? Bool == true && (steps[2]["text"] as? String)?.contains("Refused") == true, "\(steps[2])")
         #expect((steps[2]["structured"] as? [String: Any])?["refused"] as? String == "no-match")
         #expect(Self.digest(steps[2]) != nil, "a refusal is signed too")
         #expect(!FileManager.default.fileExists(atPath: mark), "nothing ran")
         #expect(steps[3]["is_error"] as? Bool == true && (steps[3]["text"] as? String)?.contains("no-such-item") == true)
         #expect(steps[4]["is_error"] as? Bool == true && steps[5]["is_error"] as? Bool == true)
+        #expect((steps[6]["text"] as? String)?.contains("NUL") == true, "a NUL would cut what the person read: \(steps[6])")
+        #expect((steps[7]["text"] as? String)?.contains("absolute path") == true, "\(steps[7])")
 
         for _ in 0..<2 { _ = try await vault.run(["verify"], presenting: ["arch"]) }
         let (locked, lockedRun) = try await Self.session(vault, [

@@ -95,4 +95,16 @@ import Testing
         #expect(redaction.filter(partial).isEmpty, "held: it may be the start of the value")
         #expect(redaction.finish() == partial, "and given back at the end")
     }
+
+    @Test("a shorter form is not taken while a longer one can still match: a value that begins another, a padded tail")
+    func longestFormWins() {
+        let short = Array("abcdefghij0123".utf8)
+        let long = Array("abcdefghij0123XYZW-more".utf8)
+        let text = Array("<".utf8) + long + Array(">".utf8)
+        for cut in 1..<text.count {
+            var redaction = Redaction([("A", short), ("B", long)])
+            let output = redaction.filter(Array(text[..<cut])) + redaction.filter(Array(text[cut...])) + redaction.finish()
+            #expect(String(decoding: output, as: UTF8.self) == "<[B hidden]>", "cut at \(cut)")
+        }
+    }
 }

@@ -14,10 +14,10 @@ int CTouchgateSys_harden_process(void);
 /// Returns the new process's pid, or -errno.
 int CTouchgateSys_spawn_detached(const char *path, char *const argv[], int log_fd);
 
-/// Starts `file` (looked up in PATH) with `argv` and `envp` in `directory` (NULL: this one),
+/// Starts the program at the path `file` (no PATH search) with `argv` and `envp` in `directory` (NULL: this one),
 /// standard input from `stdin_fd` (-1: /dev/null), output to `stdout_fd` and `stderr_fd`,
 /// with default signal dispositions and no signal blocked. The pid, or -errno.
-/// `extra_fds` become the child's descriptors 3, 4, … (`extra_count` of them).
+/// `extra_fds` become the child's descriptors 3, 4, … (`extra_count` of them, at most 16).
 int CTouchgateSys_spawn_piped(const char *file, char *const argv[], char *const envp[], const char *directory,
                               int stdin_fd, int stdout_fd, int stderr_fd, const int *extra_fds, int extra_count);
 
