@@ -151,16 +151,20 @@ int CTouchgateSys_interrupt_descriptor(void) {
     return fd < 0 ? -errno : fd;
 }
 
+// Both halves of a spawn's setup, or neither: 0, or the error (nothing to destroy then).
+static int spawn_setup(posix_spawn_file_actions_t *actions, posix_spawnattr_t *attributes) {
+    int error = posix_spawn_file_actions_init(actions);
+    if (error != 0) return error;
+    error = posix_spawnattr_init(attributes);
+    if (error != 0) posix_spawn_file_actions_destroy(actions);
+    return error;
+}
+
 int CTouchgateSys_spawn_detached(const char *path, char *const argv[], int log_fd) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
-    int error = posix_spawn_file_actions_init(&actions);
+    int error = spawn_setup(&actions, &attributes);
     if (error != 0) return -error;
-    error = posix_spawnattr_init(&attributes);
-    if (error != 0) {
-        posix_spawn_file_actions_destroy(&actions);
-        return -error;
-    }
     error = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     if (error == 0) error = posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     if (error == 0) {
@@ -183,13 +187,8 @@ int CTouchgateSys_spawn_piped(const char *file, char *const argv[], char *const 
                               int stdin_fd, int stdout_fd, int stderr_fd, const int *extra_fds, int extra_count) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
-    int error = posix_spawn_file_actions_init(&actions);
+    int error = spawn_setup(&actions, &attributes);
     if (error != 0) return -error;
-    error = posix_spawnattr_init(&attributes);
-    if (error != 0) {
-        posix_spawn_file_actions_destroy(&actions);
-        return -error;
-    }
     if (directory != NULL) error = posix_spawn_file_actions_addchdir_np(&actions, directory);
     if (error == 0) {
         error = stdin_fd >= 0 ? posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0)

@@ -186,10 +186,16 @@ struct ReadmeRecipeTests {
         #expect(status == 0, "\(output)\n\(rig.daemonLog)")
         #expect(output.contains("== recipe done") && output.split(separator: "\n").contains { VirtualImageFinger.isPrompt(String($0)) },
                 "sudo asked for the finger: \(output)")
-        #expect(presented == 1, "one touch: \(presented)")
+        // One touch let sudo in: one successful attempt naming sudo in nobody's trail. (How many
+        // prints virtual-finger --watch sent is not the measure: on a loaded machine it may
+        // present a second time when the daemon's reader re-arms before taking the first;
+        // issue 48 tracks --watch.)
+        #expect(presented >= 1, "the finger was played: \(presented)")
         let audit = try await rig.run(["audit", "show", "--json", "--event", "auth.attempt"], as: user)
-        let reasons = ((audit.json?["records"] as? [[String: Any]]) ?? []).compactMap { $0["reason"] as? String }
-        #expect(reasons.contains { $0.contains("sudo") }, "the touch is in nobody's trail, naming sudo: \(reasons)")
+        let records = (audit.json?["records"] as? [[String: Any]]) ?? []
+        let sudo = records.filter { ($0["reason"] as? String)?.contains("sudo") == true }
+        #expect(sudo.filter { $0["outcome"] as? String == "success" }.count == 1,
+                "one touch, in nobody's trail, naming sudo: \(sudo)")
     }
 
     /// What a recipe's run showed.
