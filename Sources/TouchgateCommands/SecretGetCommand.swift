@@ -55,11 +55,7 @@ extension Secret {
 
         func validate() throws {
             guard !command.isEmpty else { throw ValidationError("give the command to run after --") }
-            let valid = variable.utf8.enumerated().allSatisfy { index, byte in
-                byte == UInt8(ascii: "_") || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "z"))
-                    || (index > 0 && byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
-            }
-            guard valid && !variable.isEmpty else {
+            guard SecretBinding.isVariableName(variable) else {
                 throw ValidationError("'\(variable)' is not a valid environment variable name")
             }
         }
