@@ -58,7 +58,7 @@ struct Approve: AsyncParsableCommand {
             if let problem = request.problem { throw ServiceError(.usage, problem) }
             let report = try await ApprovalPrompt.during(request) {
                 try await ApprovalPrompt.service.approve(request, device: device,
-                                                         interaction: TouchOnly(TerminalInteraction(console: console))).0
+                                                         interaction: TerminalInteraction(console: console)).0
             }
             if hook {
                 let decision = report.refusal == nil ? "allow" : "deny"

@@ -355,7 +355,7 @@ struct MCPTools: Sendable {
         let (device, limit) = (self.device, outputLimit)
         let outcome = try await ApprovalPrompt.during(request) {
             try await ApprovedRun.run(request, service: ApprovalPrompt.service, device: device,
-                                      interaction: TouchOnly(TerminalInteraction(console: Console(json: false))), standardInput: nil,
+                                      interaction: TerminalInteraction(console: Console(json: false)), standardInput: nil,
                                       output: .collected(limit: limit), collected: collected)
         }
         let receipt = JSONValue.from(outcome.receipt)
@@ -386,7 +386,7 @@ struct MCPTools: Sendable {
         let device = self.device
         let report = try await ApprovalPrompt.during(request) {
             try await ApprovalPrompt.service.approve(request, device: device,
-                                                     interaction: TouchOnly(TerminalInteraction(console: Console(json: false)))).0
+                                                     interaction: TerminalInteraction(console: Console(json: false))).0
         }
         let text = report.refusal.map { "Refused: \($0.message)" }
             ?? "Approved by the user (\(report.receipt.fields?.match ?? "touch")); digest \(report.receipt.fields?.digest ?? "")."

@@ -78,7 +78,7 @@ struct Run: AsyncParsableCommand {
             if let problem = request.problem { throw ServiceError(.usage, problem) }
             let outcome = try await ApprovalPrompt.during(request) {
                 try await ApprovedRun.run(request, service: ApprovalPrompt.service, device: device,
-                                          interaction: TouchOnly(TerminalInteraction(console: console)), standardInput: 0,
+                                          interaction: TerminalInteraction(console: console), standardInput: 0,
                                           output: .passThrough, inDirectory: false)
             }
             if let receiptPath { try ReceiptFile.write(outcome.receipt, to: receiptPath) }
@@ -90,25 +90,6 @@ struct Run: AsyncParsableCommand {
 
 /// The prompt for an approval where the person is: the terminal the command runs in, or a
 /// desktop notification when it has none (an agent's tool, an MCP server).
-/// The person's side of an approval: events and confirmations as the wrapped interaction
-/// has them, but never a passphrase. An approval is a touch; the terminal an agent's command
-/// runs on may be the agent's own, which would read a passphrase typed there.
-struct TouchOnly: Interaction {
-    let wrapped: any Interaction
-    init(_ wrapped: any Interaction) { self.wrapped = wrapped }
-
-    func event(_ event: InteractionEvent) { wrapped.event(event) }
-    func passphrase(prompt: String, again: Bool) async throws -> SecretBytes { throw Self.refusal }
-    func newPassphrase(prompt: String) async throws -> SecretBytes { throw Self.refusal }
-    func repeatPassphrase(prompt: String) async throws -> SecretBytes { throw Self.refusal }
-    var canAskAgain: Bool { false }
-    func confirm(_ question: String, details: [String]) async throws -> Bool { false }
-
-    static let refusal = ServiceError(.passphraseRequired, "an approval is a touch, never a passphrase typed where an "
-                                      + "agent may read it: unlock the vault yourself (touchgate unlock), and store the "
-                                      + "item with a policy a finger satisfies")
-}
-
 enum ApprovalPrompt {
     /// Through touchgated, these commands run as the installed set-group-ID program, which
     /// the daemon verifies (``AgentGroup``): `touchgate-client` hands them to it.

@@ -3,6 +3,25 @@ import TouchgatePolicy
 import TouchgateVault
 public import TouchgateAPI
 
+/// The person's side of an approval: events and confirmations as the wrapped interaction
+/// has them, but never a passphrase. An approval is a touch; the terminal an agent's command
+/// runs on may be the agent's own, which would read a passphrase typed there.
+struct TouchOnly: Interaction {
+    let wrapped: any Interaction
+    init(_ wrapped: any Interaction) { self.wrapped = wrapped }
+
+    func event(_ event: InteractionEvent) { wrapped.event(event) }
+    func passphrase(prompt: String, again: Bool) async throws -> SecretBytes { throw Self.refusal }
+    func newPassphrase(prompt: String) async throws -> SecretBytes { throw Self.refusal }
+    func repeatPassphrase(prompt: String) async throws -> SecretBytes { throw Self.refusal }
+    var canAskAgain: Bool { false }
+    func confirm(_ question: String, details: [String]) async throws -> Bool { false }
+
+    static let refusal = ServiceError(.passphraseRequired, "an approval is a touch, never a passphrase typed where an "
+                                      + "agent may read it: unlock the vault yourself (touchgate unlock), and store the "
+                                      + "item with a policy a finger satisfies")
+}
+
 /// Approvals by a touch for what an agent wants done: a command run with secrets, or an
 /// action it describes. The person sees the command, the directory, the secrets by name, the
 /// reason and who asks; the touch approves exactly that (the digest binds it, with the asking
@@ -11,6 +30,8 @@ extension TouchgateService {
     public func approve(_ request: ApprovalRequest, device: String?,
                         interaction: any Interaction) async throws(ServiceError) -> (ApprovalReport, SecretBytes?) {
         if let problem = request.problem { throw ServiceError.usage(problem) }
+        // Decided here, for every door: an approval is a touch, never a passphrase.
+        let interaction = TouchOnly(interaction)
         let asker = Asker(caller ?? .thisProcess())
         let digest = Self.approvalDigest(request, asker: asker)
         let purpose = request.headline + " (approval \(digest))"
