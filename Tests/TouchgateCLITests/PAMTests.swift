@@ -496,13 +496,6 @@ final class PAMRig: Sendable {
     }
 }
 
-/// Runs blocking `work` on a thread of its own, off Swift's cooperative pool.
-func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
-    }
-}
-
 /// A daemon impostor for the module's hostile-input test: listens on `path` and, to the one
 /// client that connects, sends `script` and then reads until the client goes.
 final class ScriptedDaemon: @unchecked Sendable {
