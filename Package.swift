@@ -28,8 +28,6 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
         // Its FilePath and FileDescriptor, which swift-subprocess's API takes.
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
-        // ECDSA P-256 for SSH keys (BoringSSL inside, Apple's): libsodium has no NIST curves.
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // libfprint-2 (and, through its pkg-config file, GLib/GObject/GIO).
@@ -50,9 +48,12 @@ let package = Package(
             pkgConfig: "pwquality",
             providers: [.apt(["libpwquality-dev"])]
         ),
-        // GMP: the Secret Service's 1024-bit Diffie-Hellman exchange (mpz_powm_sec), which
-        // neither libsodium nor swift-crypto offers.
-        .systemLibrary(name: "CGmp", pkgConfig: "gmp", providers: [.apt(["libgmp-dev"])]),
+        // Nettle, hogweed and GMP (Debian's maintained libraries, on nearly every system through
+        // GnuTLS): what libsodium lacks, ECDSA on P-256 for SSH keys and the Secret Service's
+        // session algorithm (1024-bit Diffie-Hellman by mpz_powm_sec, HKDF-SHA256, AES-128-CBC).
+        // Before, swift-crypto: every build compiled BoringSSL, and its Foundation import
+        // brought ICU's data into every program linking it.
+        .systemLibrary(name: "CNettle", pkgConfig: "hogweed", providers: [.apt(["nettle-dev", "libgmp-dev"])]),
         // GIO's D-Bus (GDBusConnection, GVariant): the Secret Service door on the session bus.
         .systemLibrary(name: "CGio", pkgConfig: "gio-2.0", providers: [.apt(["libglib2.0-dev"])]),
         // libpq: the PostgreSQL client library the fleet collection speaks through.
@@ -82,6 +83,9 @@ let package = Package(
         // What every layer and the thin `touchgate` front share without Foundation: error codes
         // and exit statuses, events, the rules for shown text, reading a passphrase.
         .target(name: "TouchgateBasics", dependencies: ["CTouchgateSys"]),
+        // SHA-256, ECDSA on P-256, HKDF-SHA256 and AES-128-CBC over Nettle, the secret values
+        // in secret memory: the few primitives libsodium does not have.
+        .target(name: "TouchgateCrypto", dependencies: ["CNettle", "TouchgateBasics"]),
         // Requests, results, events and error codes: what --json renders and the daemon speaks.
         .target(name: "TouchgateAPI", dependencies: ["TouchgateBasics"]),
         // The SSH agent protocol without I/O: the wire format, requests and answers, what a
@@ -92,8 +96,7 @@ let package = Package(
             name: "TouchgateService",
             dependencies: [
                 "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "TouchgateAPI", "TouchgateImageIO", "TouchgateSSH",
-                "CTouchgateSys", "CSodium", "CPWQuality", .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                "CTouchgateSys", "CSodium", "CPWQuality", "TouchgateCrypto", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Central collection on PostgreSQL (libpq): the shipping port's adapter, the schema, and
@@ -115,8 +118,7 @@ let package = Package(
         .target(
             name: "TouchgateSecretService",
             dependencies: [
-                "TouchgateAPI", "TouchgateBasics", "CGio", "CGmp",
-                .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
+                "TouchgateAPI", "TouchgateBasics", "TouchgatePolicy", "CGio", "CNettle", "TouchgateCrypto",
             ]
         ),
         // The CLI's side of the daemon: the same requests, sent over the socket.
@@ -217,7 +219,7 @@ let package = Package(
         ),
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy", "TouchgatePolicyTesting", .product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault", "TouchgateBasics", "TouchgatePolicy", "CSodium", "CTouchgateSys", "TouchgateTestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
-        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateAPI", "TouchgateSSH", "TouchgateVault", .product(name: "Crypto", package: "swift-crypto"), "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), "TouchgatePolicy", "TouchgatePolicyTesting", "TouchgateTerminal", .product(name: "Subprocess", package: "swift-subprocess")]),
+        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateAPI", "TouchgateSSH", "TouchgateVault", "TouchgateCrypto", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), "TouchgatePolicy", "TouchgatePolicyTesting", "TouchgateTerminal", .product(name: "Subprocess", package: "swift-subprocess")]),
         .testTarget(
             name: "TouchgateCLITests",
             dependencies: ["touchgate-cli", "touchgate-client", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateImageIO",

@@ -6,7 +6,7 @@ set -euo pipefail
 
 # What builds Touchgate and its Debian packages (`scripts/setup.sh --build` installs only these).
 build=(
-  pkg-config libfprint-2-dev libglib2.0-dev libsodium-dev libsqlite3-dev zlib1g-dev make libgmp-dev  # build
+  pkg-config libfprint-2-dev libglib2.0-dev libsodium-dev libsqlite3-dev zlib1g-dev make libgmp-dev nettle-dev  # build
   libpwquality-dev cracklib-runtime                                                     # passphrase strength
   man-db groff-base                                                                    # the man pages (make install renders them)
   gcc libpam0g-dev                                                                     # the PAM module and the security-key provider
@@ -19,7 +19,7 @@ tests=(
   fprintd python3-dbusmock dbus-daemon libglib2.0-bin                                 # tests: the real fprintd on a private bus
   libpam-modules db-util pamtester sudo                                               # tests: real PAM stacks (pam_userdb, pamtester, sudo)
   gnome-keyring libpam-gnome-keyring                                                  # tests: the authtok hand-off unlocks a real keyring
-  openssh-client openssh-server git python3 gnupg pass pinentry-tty                   # tests: the helpers under ssh-agent, touchgate agent under sshd, git over HTTP, gpg-agent
+  openssh-client openssh-server git python3 gnupg pass pinentry-tty python3-cryptography # tests: the helpers under ssh-agent, touchgate agent under sshd, git over HTTP, gpg-agent
   libpq5 postgresql                                                                   # fleet collection (libpq, loaded when shipping); tests: a real PostgreSQL 15 server
   libsecret-tools python3-secretstorage python3-keyring libsecret-1-dev                # tests: Secret Service clients (secret-tool, secretstorage, keyring, git-credential-libsecret built from git's contrib)
   lintian debootstrap                                                                 # tests: the packages checked, and installed into a debootstrapped Debian root

@@ -1,5 +1,6 @@
-import Crypto
 import Foundation
+import TouchgateCrypto
+import TouchgatePolicy
 
 /// Where the Secret Service's objects live on the bus, and which object a path names.
 enum SecretServicePath {
@@ -41,7 +42,7 @@ enum SecretServicePath {
     /// An item's path element: from its vault name, so it is the same in every run and
     /// names nothing (`i` and 16 hex digits of its SHA-256).
     static func itemID(_ name: String) -> String {
-        "i" + SHA256.hash(data: Data(name.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        "i" + Hex.encode(Array(SHA256.digest(Array(name.utf8)).prefix(8)))
     }
 
     /// A collection name for a label: letters, digits and `_` only (what a path element may

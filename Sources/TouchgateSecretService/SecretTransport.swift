@@ -1,8 +1,6 @@
-import CGmp
-import Crypto
-import _CryptoExtras
-import Foundation
+import CNettle
 import TouchgateBasics
+import TouchgateCrypto
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,8 +16,8 @@ import Glibc
 ///   a fresh IV per secret. What the specification fixes; libsecret offers it first.
 ///
 /// The exponentiation is GMP's (`mpz_powm_sec`, constant time in the exponent: BigInt's
-/// pure Swift took 30 ms of each lookup, measured in bench/secret-service.sh); the hash,
-/// HKDF and AES are swift-crypto's (BoringSSL).
+/// pure Swift took 30 ms of each lookup, measured in bench/secret-service.sh); HKDF and
+/// AES-CBC are Nettle's (``HKDFSHA256``, ``AES128CBC``).
 enum SecretTransport: Sendable {
     case plain
     /// The AES-128 key, in guarded memory.
@@ -76,8 +74,7 @@ enum SecretTransport: Sendable {
             var shared = common.bytes
             shared = [UInt8](repeating: 0, count: primeBytes - shared.count) + shared
             defer { shared.withUnsafeMutableBytes { wipe($0) } }
-            let key = HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: shared), salt: [UInt8](), info: [UInt8](),
-                                             outputByteCount: 16)
+            let key = shared.withUnsafeBytes { HKDFSHA256.derive(secret: $0, count: AES128CBC.keyBytes) }
             return (.variant(.bytes(ours.bytes)), .aes(key.withUnsafeBytes { SecretBytes(copying: $0) }))
         default:
             throw .notSupported("the session algorithm '\(algorithm)' is not supported; use \(plainName) or \(dhName)")
@@ -90,14 +87,12 @@ enum SecretTransport: Sendable {
         switch self {
         case .plain:
             return SecretBytes(copying: value)
-        case .aes(let keyBytes):
-            let key = keyBytes.withUnsafeBytes { SymmetricKey(data: $0) }
-            guard parameters.count == 16, let iv = try? AES._CBC.IV(ivBytes: parameters),
-                  var plain = try? AES._CBC.decrypt(value, using: key, iv: iv) else {
+        case .aes(let key):
+            guard parameters.count == AES128CBC.blockBytes,
+                  let plain = AES128CBC.decrypt(value, key: key, iv: parameters) else {
                 throw .invalidArguments("the secret does not decrypt with this session's key")
             }
-            defer { plain.withUnsafeMutableBytes { wipe($0) } }
-            return SecretBytes(copying: plain)
+            return plain
         }
     }
 
@@ -106,16 +101,10 @@ enum SecretTransport: Sendable {
         switch self {
         case .plain:
             return ([], secret.withUnsafeBytes { [UInt8]($0) })
-        case .aes(let keyBytes):
-            let key = keyBytes.withUnsafeBytes { SymmetricKey(data: $0) }
+        case .aes(let key):
             var generator = SystemRandomNumberGenerator()
-            let ivBytes = (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-            let sealed: Data? = secret.withUnsafeBytes { bytes in
-                guard let iv = try? AES._CBC.IV(ivBytes: ivBytes) else { return nil }
-                return try? AES._CBC.encrypt(bytes, using: key, iv: iv)
-            }
-            guard let sealed else { throw .failed("cannot encrypt the secret for this session") }
-            return (ivBytes, [UInt8](sealed))
+            let iv = (0..<AES128CBC.blockBytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+            return (iv, secret.withUnsafeBytes { AES128CBC.encrypt($0, key: key, iv: iv) })
         }
     }
 }
@@ -124,35 +113,4 @@ enum SecretTransport: Sendable {
 func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
     guard let base = buffer.baseAddress else { return }
     explicit_bzero(base, buffer.count)
-}
-
-/// A GMP integer, cleared when the last reference goes. GMP frees its limbs without
-/// wiping them: the DH exponent is ephemeral (one session) and lives in this process only.
-final class GMPInteger {
-    var value = __mpz_struct()
-
-    init() {
-        __gmpz_init(&value)
-    }
-
-    /// From big-endian bytes.
-    convenience init(bytes: [UInt8]) {
-        self.init()
-        bytes.withUnsafeBytes { buffer in
-            // count, most significant word first (1), one-byte words, big-endian (1), no nails
-            if let base = buffer.baseAddress { __gmpz_import(&value, buffer.count, 1, 1, 1, 0, base) }
-        }
-    }
-
-    deinit {
-        __gmpz_clear(&value)
-    }
-
-    /// Its big-endian bytes, without leading zeros (empty for zero).
-    var bytes: [UInt8] {
-        var out = [UInt8](repeating: 0, count: (Int(__gmpz_sizeinbase(&value, 2)) + 7) / 8)
-        var written = 0
-        out.withUnsafeMutableBytes { buffer in _ = __gmpz_export(buffer.baseAddress, &written, 1, 1, 1, 0, &value) }
-        return Array(out.prefix(written))
-    }
 }

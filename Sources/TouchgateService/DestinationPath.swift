@@ -1,5 +1,6 @@
 import Foundation
 import TouchgateAPI
+import TouchgateCrypto
 import TouchgateSSH
 import TouchgateVault
 #if canImport(Glibc)

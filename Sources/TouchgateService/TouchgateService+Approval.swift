@@ -1,5 +1,6 @@
 import Foundation
 import TouchgatePolicy
+import TouchgateCrypto
 import TouchgateVault
 public import TouchgateAPI
 

@@ -1,6 +1,7 @@
 public import Foundation
 import TouchgatePolicy
 import TouchgateSSH
+import TouchgateCrypto
 import TouchgateVault
 public import TouchgateAPI
 

@@ -1,6 +1,5 @@
 import Foundation
 import Testing
-import Crypto
 import TouchgateAPI
 import TouchgatePolicyTesting
 import TouchgateSSH
@@ -314,9 +313,9 @@ import TouchgateVault
         #expect(other.purpose.hasPrefix("use SSH key 'work' to log in as alice on a host whose ssh-rsa key SHA256:")
                 && other.purpose.hasSuffix(" was not checked"), "\(other.purpose)")
         // An ECDSA P-256 host key's proof is checked: a real one verifies, a made-up one is forged.
-        let host = P256.Signing.PrivateKey()
-        let hostBlob = SSHPublicKey.ecdsaP256([UInt8](host.publicKey.x963Representation))
-        let proof = hostBlob.signatureBlob([UInt8](try host.signature(for: session).rawRepresentation))
+        let host = try await ReferenceP256.generate()
+        let hostBlob = SSHPublicKey.ecdsaP256(host.point)
+        let proof = hostBlob.signatureBlob(try await ReferenceP256.sign([UInt8](session), scalar: host.scalar))
         let proved = SSHSessionBinding(hostKey: Data(hostBlob.blob), sessionID: Data(session), signature: Data(proof),
                                        forwarding: false)
         let viaECDSA = try await Self.sign(rig, key, Self.login(user: "alice", session: session, key: [UInt8](key.publicKey)),
@@ -481,23 +480,24 @@ final class Counter: @unchecked Sendable {
         let data = SSHServiceTests.sshsig(namespace: "file")
         let report = try await SSHServiceTests.sign(rig, made, data).get()
         let signature = try SSHPublicKey.p256Signature(fromBlob: [UInt8](report.signature))
-        let key = try P256.Signing.PublicKey(x963Representation: point)
-        #expect(key.isValidSignature(try P256.Signing.ECDSASignature(rawRepresentation: signature), for: [UInt8](data)))
+        #expect(try await ReferenceP256.verify(signature, of: [UInt8](data), point: point))
+        var altered = [UInt8](data)
+        altered[altered.count - 1] ^= 1
+        #expect(try await !ReferenceP256.verify(signature, of: altered, point: point))
 
         // Added from elsewhere: the scalar must be the point's.
-        let foreign = P256.Signing.PrivateKey()
-        let blob = Data(SSHPublicKey.ecdsaP256([UInt8](foreign.publicKey.x963Representation)).blob)
-        let scalar = SecretBytes(copying: foreign.rawRepresentation)
+        let foreign = try await ReferenceP256.generate()
+        let blob = Data(SSHPublicKey.ecdsaP256(foreign.point).blob)
+        let scalar = SecretBytes(copying: foreign.scalar)
         let added = try await rig.service.sshAdd("imported", publicKey: blob, seed: { scalar }, policy: "biometry-any", fresh: true)
         #expect(added.publicKey == blob && added.type == "ecdsa-sha2-nistp256")
-        let wrong = SecretBytes(copying: P256.Signing.PrivateKey().rawRepresentation)
+        let wrong = SecretBytes(copying: try await ReferenceP256.generate().scalar)
         await #expect(throws: ServiceError.self) {
             _ = try await rig.service.sshAdd("wrong", publicKey: blob, seed: { wrong }, policy: "biometry-any", fresh: true)
         }
         let imported = try await SSHServiceTests.sign(rig, added, data).get()
-        #expect(foreign.publicKey.isValidSignature(
-            try P256.Signing.ECDSASignature(rawRepresentation: SSHPublicKey.p256Signature(fromBlob: [UInt8](imported.signature))),
-            for: [UInt8](data)))
+        #expect(try await ReferenceP256.verify(SSHPublicKey.p256Signature(fromBlob: [UInt8](imported.signature)),
+                                               of: [UInt8](data), point: foreign.point))
         #expect(Set(try await rig.service.sshList().map(\.name)) == ["nist", "imported"])
     }
 }

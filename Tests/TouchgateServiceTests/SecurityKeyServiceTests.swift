@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TouchgateAPI
+import TouchgateCrypto
 import TouchgatePolicyTesting
 import TouchgateSSH
 import TouchgateService
