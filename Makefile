@@ -83,7 +83,7 @@ BINARY   = $(SCRATCH)/$(CONFIGURATION)/touchgate
 # get through the daemon; installed in $(LIBEXECDIR)/touchgate/, where the front looks for it
 # (../libexec/touchgate/ from its own directory, so BINDIR and LIBEXECDIR stay siblings).
 CLI      = $(SCRATCH)/$(CONFIGURATION)/touchgate-cli
-# The same commands through the daemon only, without the service (no libfprint, GLib, GRDB or
+# The same commands through the daemon only, without the service (no libfprint, GLib, SQLite or
 # libsodium): what the front execs when touchgated serves. Installed beside touchgate-cli.
 CLIENT   = $(SCRATCH)/$(CONFIGURATION)/touchgate-client
 DAEMON   = $(SCRATCH)/$(CONFIGURATION)/touchgated

@@ -23,7 +23,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
         // Its FilePath and FileDescriptor, which swift-subprocess's API takes.
@@ -60,6 +59,8 @@ let package = Package(
         // libpq, loaded at run time (dlopen) by fleet collection only: linked, it and its
         // twenty libraries cost every `touchgate` command about 4 ms of start-up.
         .target(name: "CPQ", linkerSettings: [.linkedLibrary("dl")]),
+        // SQLite (Debian's libsqlite3-0): the store's database, through TouchgateVault's own thin layer.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // zlib, for PNG files written by `touchgate capture`.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // Only what Swift cannot call directly (variadic prctl, struct ucred).
@@ -76,8 +77,7 @@ let package = Package(
         .target(
             name: "TouchgateVault",
             dependencies: [
-                "TouchgatePolicy", "TouchgateBasics", "CSodium", "CTouchgateSys", "CTouchgateTPM",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "TouchgatePolicy", "TouchgateBasics", "CSodium", "CTouchgateSys", "CTouchgateTPM", "CSQLite",
             ]
         ),
         // What every layer and the thin `touchgate` front share without Foundation: error codes
@@ -210,7 +210,7 @@ let package = Package(
         // Benchmark helper for bench/run.sh: print galleries, audit logs, Argon2id and fsync timings.
         .executableTarget(
             name: "touchgate-bench",
-            dependencies: ["TouchgateVault", "CSodium", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["TouchgateVault", "CSodium"],
             path: "bench/Sources/touchgate-bench"
         ),
         .testTarget(
@@ -218,8 +218,8 @@ let package = Package(
             dependencies: ["CFPrint", "FingerprintKit", "TouchgateImageIO", "TouchgateTestSupport", "fpcmoc-lifecycle"]
         ),
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy", "TouchgatePolicyTesting", .product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
-        .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault", "TouchgateBasics", "TouchgatePolicy", "CSodium", "CTouchgateSys", "TouchgateTestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
-        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateAPI", "TouchgateSSH", "TouchgateVault", "TouchgateCrypto", "FingerprintKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), "TouchgatePolicy", "TouchgatePolicyTesting", "TouchgateTerminal", .product(name: "Subprocess", package: "swift-subprocess")]),
+        .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault", "TouchgateBasics", "TouchgatePolicy", "CSodium", "CTouchgateSys", "TouchgateTestSupport", .product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
+        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateAPI", "TouchgateSSH", "TouchgateVault", "TouchgateCrypto", "FingerprintKit", .product(name: "Logging", package: "swift-log"), "TouchgatePolicy", "TouchgatePolicyTesting", "TouchgateTerminal", .product(name: "Subprocess", package: "swift-subprocess")]),
         .testTarget(
             name: "TouchgateCLITests",
             dependencies: ["touchgate-cli", "touchgate-client", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateImageIO",
@@ -239,7 +239,7 @@ let package = Package(
 // where its module is imported (so every file, and every target in the list above,
 // says what it uses; ArchitectureTests checks the targets' imports against this file); and
 // an import is internal unless it says `public import`, so a module's public interface
-// shows only the modules it means to expose (GRDB, libfprint and libsodium stay inside).
+// shows only the modules it means to expose (SQLite, libfprint and libsodium stay inside).
 for target in package.targets where target.type != .system {
     target.swiftSettings = (target.swiftSettings ?? []) + [
         .enableUpcomingFeature("ExistentialAny"),

@@ -941,7 +941,7 @@ if [ "${device_share:-0}" -gt 10 ] || [ "${image_share:-0}" -gt 10 ] || [ "${mat
     "on virtual_image $image_share % of a no-match and $match_share % of a match. Most of it is spent outside" \
     "libfprint (compare the table just above with the first)." \
     "What is left is start-up of a Swift process with Foundation and its ICU data (\`--version\`, figure 6)," \
-    "opening the SQLite store (GRDB pool, WAL, migration check) before the reader is opened, and exit." \
+    "opening the SQLite store (connection pool, WAL, migration check) before the reader is opened, and exit." \
     "A resident agent keeping the process, the database and the reader open (the daemon the design names as" \
     "the stronger boundary) would remove nearly all of it; short of that, a statically linked binary" \
     "without Foundation's ICU, and opening the database while libfprint opens the reader, would shrink it."
@@ -1053,9 +1053,8 @@ out "\`touchgate audit verify\` spends $(share audit-verify audit-verify-library
 if [ "$synchronous" != FULL ]; then
   out "" "**Not durable as shipped.** The writer runs with \`synchronous = $synchronous\`: commits are not" \
     "fsynced one by one, and the last records before a power cut or kernel crash can be lost (the chain" \
-    "stays consistent; the head moves back with them). GRDB's \`DatabasePool\` sets \`synchronous = NORMAL\`" \
-    "on its writer when it turns WAL on, after any \`prepareDatabase\` hook; FULL must be set after the pool" \
-    "is open."
+    "stays consistent; the head moves back with them). The store's \`DatabasePool\` must set \`synchronous = FULL\`" \
+    "on its writer after turning WAL on."
 fi
 out ""
 
@@ -1075,7 +1074,7 @@ out "**Bound:** process start-up: the dynamic loader, the Swift runtime, Foundat
   "\`secret get\` and $(pct version-verify verify-device-match) % of \`verify\` on virtual_device. The two small programs show how much of" \
   "that is loading shared Swift libraries: building touchgate with \`--static-swift-stdlib\` (at the price" \
   "of a larger binary), keeping Foundation out of the command-line target, or a resident agent would" \
-  "remove most of it. Memory: the Swift runtime and Foundation, GRDB's connection pool and" \
+  "remove most of it. Memory: the Swift runtime and Foundation, the store's connection pool and" \
   "libfprint's own (see the reference); nothing grows with the secret."
 fi  # the in-process sections' report
 

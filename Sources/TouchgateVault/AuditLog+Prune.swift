@@ -1,5 +1,4 @@
 public import Foundation
-import GRDB
 
 extension AuditLog {
     /// The latest cutoff ``prune(before:keepingYears:evenUnshipped:vaultUser:)`` accepts:

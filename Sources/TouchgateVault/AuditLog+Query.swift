@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 extension AuditLog {
     /// The records `query` selects, in its order, for `touchgate audit show`.
@@ -54,10 +53,10 @@ extension AuditLog {
         // A query with a limit reads few rows: all at once, from a cached statement (an agent
         // asks for a key's last record at every signature, and preparing it was most of the
         // cost). Without a limit, a cursor, so that a whole trail is never held in memory.
-        let rows: AnyCursor<Row> = if query.limit != nil {
-            AnyCursor(try Row.fetchAll(db.cachedStatement(sql: sql), arguments: allArguments))
+        let rows = if query.limit != nil {
+            RowCursor(rows: try Row.fetchAll(db, sql: sql, arguments: allArguments))
         } else {
-            AnyCursor(try Row.fetchCursor(db, sql: sql, arguments: allArguments))
+            try Row.fetchCursor(db, sql: sql, arguments: allArguments)
         }
         var count = 0
         while let row = try rows.next() {

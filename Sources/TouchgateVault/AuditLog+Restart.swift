@@ -1,5 +1,4 @@
 public import Foundation
-import GRDB
 
 extension AuditLog {
     /// Starts a new audit trail after the old one was lost, and records the loss; only for

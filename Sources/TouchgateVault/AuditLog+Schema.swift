@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 extension AuditLog {
     /// The audit tables. `audit` holds the chain; `auditHead` is a single row with the
@@ -97,29 +96,29 @@ extension AuditLog {
     /// field has the wrong type (the table was edited by hand).
     static func decode(_ row: Row) -> (fields: AuditMAC.Fields, mac: [UInt8])? {
         func integer(_ index: Int) -> Int64? {
-            if case let .int64(value) = (row[index] as DatabaseValue).storage { return value }
+            if case let .int64(value) = (row[index] as DatabaseValue) { return value }
             return nil
         }
         func double(_ index: Int) -> Double? {
-            switch (row[index] as DatabaseValue).storage {
+            switch (row[index] as DatabaseValue) {
             case let .double(value): return value
             case let .int64(value): return Double(value)
             default: return nil
             }
         }
         func text(_ index: Int) -> String? {
-            if case let .string(value) = (row[index] as DatabaseValue).storage { return value }
+            if case let .string(value) = (row[index] as DatabaseValue) { return value }
             return nil
         }
         func optionalText(_ index: Int) -> String?? {
-            switch (row[index] as DatabaseValue).storage {
+            switch (row[index] as DatabaseValue) {
             case .null: return .some(nil)
             case let .string(value): return .some(value)
             default: return nil
             }
         }
         func blob(_ index: Int) -> [UInt8]? {
-            if case let .blob(value) = (row[index] as DatabaseValue).storage { return Array(value) }
+            if case let .blob(value) = (row[index] as DatabaseValue) { return Array(value) }
             return nil
         }
         guard let sequence = integer(0), let unixTime = double(1), let bootTime = double(2),
@@ -137,7 +136,7 @@ extension AuditLog {
     /// The public chain's columns of a row selected with ``linkedColumns`` (after the record's):
     /// `.some(nil)` for a record not linked yet, `nil` for a value of the wrong type.
     static func decodeLinks(_ row: Row) -> (previous: [UInt8], chain: [UInt8])?? {
-        switch ((row[13] as DatabaseValue).storage, (row[14] as DatabaseValue).storage) {
+        switch ((row[13] as DatabaseValue), (row[14] as DatabaseValue)) {
         case (.null, .null): return .some(nil)
         case let (.blob(previous), .blob(chain)): return (Array(previous), Array(chain))
         default: return nil
@@ -215,19 +214,19 @@ struct AuditHead {
 
     /// The stored row: `nil` if absent, `.some(nil)` if present but malformed.
     static func fetch(_ db: Database) throws -> AuditHead?? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+        guard let row = try Row.fetchOne(db, sql: """
             SELECT headSeq, headMAC, anchorSeq, anchorMAC, mac, stateDigest FROM auditHead WHERE id = 1
-            """)) else {
+            """) else {
             return nil
         }
-        guard case let .int64(headSequence) = (row[0] as DatabaseValue).storage,
-              case let .blob(headMAC) = (row[1] as DatabaseValue).storage,
-              case let .int64(anchorSequence) = (row[2] as DatabaseValue).storage,
-              case let .blob(anchorMAC) = (row[3] as DatabaseValue).storage,
-              case let .blob(mac) = (row[4] as DatabaseValue).storage
+        guard case let .int64(headSequence) = (row[0] as DatabaseValue),
+              case let .blob(headMAC) = (row[1] as DatabaseValue),
+              case let .int64(anchorSequence) = (row[2] as DatabaseValue),
+              case let .blob(anchorMAC) = (row[3] as DatabaseValue),
+              case let .blob(mac) = (row[4] as DatabaseValue)
         else { return .some(nil) }
         let stateDigest: [UInt8]?
-        switch (row[5] as DatabaseValue).storage {
+        switch (row[5] as DatabaseValue) {
         case .null: stateDigest = nil
         case let .blob(digest): stateDigest = Array(digest)
         default: return .some(nil)
@@ -238,13 +237,13 @@ struct AuditHead {
 
     /// Inserts or replaces the row.
     func save(_ db: Database) throws {
-        try db.cachedStatement(sql: """
+        try db.execute(sql: """
             INSERT INTO auditHead (id, headSeq, headMAC, anchorSeq, anchorMAC, stateDigest, mac)
             VALUES (1, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO UPDATE SET headSeq = excluded.headSeq, headMAC = excluded.headMAC,
                 anchorSeq = excluded.anchorSeq, anchorMAC = excluded.anchorMAC,
                 stateDigest = excluded.stateDigest, mac = excluded.mac
-            """).execute(arguments: [headSequence, Data(headMAC), anchorSequence, Data(anchorMAC),
+            """, arguments: [headSequence, Data(headMAC), anchorSequence, Data(anchorMAC),
                              stateDigest.map { Data($0) }, Data(mac)])
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 extension AuditLog {
     /// The last sequence of `trail` a fleet collector confirmed (0: none yet): the local

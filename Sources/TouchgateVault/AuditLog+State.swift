@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// What ``AuditLog/checkState(_:key:)`` found.
 struct StateCheck {
@@ -43,14 +42,14 @@ extension AuditLog {
     /// writes (resetting a counter after each update, say), before the new digest is taken,
     /// and so be authenticated with it; any trigger is therefore tampering.
     static func foreignTriggerProblem(_ db: Database) throws -> String? {
-        let names = try String.fetchAll(db.cachedStatement(sql: "SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name"))
+        let names = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
         guard let first = names.first else { return nil }
         return "the database holds a trigger touchgate did not create (\(AuditEntry.clean(first, maximumBytes: 64))\(names.count > 1 ? " and \(names.count - 1) more" : "")): it could rewrite the state inside touchgate's own writes"
     }
 
     /// Why `head` does not name the last stored record, or `nil` when it does.
     static func lastRecordProblem(_ db: Database, head: AuditHead) throws -> String? {
-        guard let last = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, mac FROM audit ORDER BY seq DESC LIMIT 1")) else {
+        guard let last = try Row.fetchOne(db, sql: "SELECT seq, mac FROM audit ORDER BY seq DESC LIMIT 1") else {
             guard head.headSequence == head.anchorSequence, AuditMAC.equal(head.headMAC, head.anchorMAC) else {
                 return "the audit head names record \(head.headSequence) but the audit log holds no records"
             }
@@ -139,7 +138,7 @@ extension AuditLog {
 
     private func headPreparation(_ db: Database) throws -> HeadPreparation {
         let vaultExists = try MetaRecord.exists(db)
-        let hasRecords = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM audit)")) ?? false
+        let hasRecords = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM audit)") ?? false
         guard let stored = try AuditHead.fetch(db) else {
             if vaultExists { throw AuditError.wiped(detail: "the audit head row is missing") }
             return hasRecords ? .nothing : .createHead

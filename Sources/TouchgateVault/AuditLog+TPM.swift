@@ -1,5 +1,4 @@
 public import Foundation
-import GRDB
 import Synchronization
 import TouchgateBasics
 import TouchgatePolicy

@@ -1,4 +1,3 @@
-import GRDB
 
 extension AuditLog {
     /// Checks the whole chain and the head row, streaming records in sequence order.

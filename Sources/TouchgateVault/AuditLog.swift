@@ -1,5 +1,4 @@
 public import Foundation
-import GRDB
 import Synchronization
 import TouchgatePolicy
 
@@ -208,7 +207,7 @@ public final class AuditLog: Sendable {
     /// Inserts the next record inside the caller's write transaction.
     func insert(_ entry: AuditEntry, _ db: Database) throws -> AuditRecord {
         let storedHead = try AuditHead.fetch(db)
-        let last = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, mac FROM audit ORDER BY seq DESC LIMIT 1"))
+        let last = try Row.fetchOne(db, sql: "SELECT seq, mac FROM audit ORDER BY seq DESC LIMIT 1")
         let lastSequence: Int64 = last.flatMap { $0[0] as Int64? } ?? 0
         // An authentic head is built on, unless records exist beyond it: then it is an older
         // copy swapped back (with the state it authenticates), and moving it forward would
@@ -219,7 +218,7 @@ public final class AuditLog: Sendable {
         let previousMAC: [UInt8]
         if let head {
             previousMAC = head.headMAC
-        } else if let last, case let .blob(mac) = (last[1] as DatabaseValue).storage {
+        } else if let last, case let .blob(mac) = (last[1] as DatabaseValue) {
             previousMAC = Array(mac)
         } else {
             previousMAC = AuditMAC.genesis
@@ -234,8 +233,7 @@ public final class AuditLog: Sendable {
         let mac = AuditMAC.record(fields, key: key)
         let (trail, previousChain, sealed) = try chainBase(db, before: fields.sequence)
         let chain = AuditSeal.link(trail: trail, previous: previousChain, fields: fields, mac: mac)
-        try db.cachedStatement(sql: "INSERT INTO audit (\(Self.linkedColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-            .execute(arguments: [fields.sequence, fields.unixTime, fields.bootTime, fields.bootID, fields.uid,
+        try db.execute(sql: "INSERT INTO audit (\(Self.linkedColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", arguments: [fields.sequence, fields.unixTime, fields.bootTime, fields.bootID, fields.uid,
                                  fields.loginName, fields.vaultUser, fields.event, fields.item, fields.outcome,
                                  fields.reason, Data(fields.previousMAC), Data(mac), Data(previousChain), Data(chain)])
         if sealed {

@@ -1,5 +1,4 @@
 public import Foundation
-import GRDB
 
 /// Which audit records to read and in what order, for ``AuditLog/records(_:)``,
 /// ``AuditLog/forEachRecord(_:_:)`` and ``AuditLog/count(_:)``.

@@ -1,6 +1,5 @@
 import CSodium
 import Foundation
-import GRDB
 
 /// The public chain over the audit records and its signed head, the seal: what lets
 /// someone holding no secret at all verify a trail.
@@ -98,14 +97,14 @@ public struct AuditSeal: Sendable, Equatable {
 
     /// The stored row: `nil` if absent, `.some(nil)` if present but malformed.
     static func fetch(_ db: Database) throws -> AuditSeal?? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT trail, seq, chain, publicKey, signature FROM auditSeal WHERE id = 1")) else {
+        guard let row = try Row.fetchOne(db, sql: "SELECT trail, seq, chain, publicKey, signature FROM auditSeal WHERE id = 1") else {
             return nil
         }
-        guard case let .blob(trail) = (row[0] as DatabaseValue).storage,
-              case let .int64(sequence) = (row[1] as DatabaseValue).storage,
-              case let .blob(chain) = (row[2] as DatabaseValue).storage,
-              case let .blob(publicKey) = (row[3] as DatabaseValue).storage,
-              case let .blob(signature) = (row[4] as DatabaseValue).storage
+        guard case let .blob(trail) = (row[0] as DatabaseValue),
+              case let .int64(sequence) = (row[1] as DatabaseValue),
+              case let .blob(chain) = (row[2] as DatabaseValue),
+              case let .blob(publicKey) = (row[3] as DatabaseValue),
+              case let .blob(signature) = (row[4] as DatabaseValue)
         else { return .some(nil) }
         return AuditSeal(trail: Array(trail), sequence: sequence, chain: Array(chain), publicKey: Array(publicKey),
                          signature: Array(signature))
@@ -113,11 +112,11 @@ public struct AuditSeal: Sendable, Equatable {
 
     /// Inserts or replaces the row.
     func save(_ db: Database) throws {
-        try db.cachedStatement(sql: """
+        try db.execute(sql: """
             INSERT INTO auditSeal (id, trail, seq, chain, publicKey, signature) VALUES (1, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO UPDATE SET trail = excluded.trail, seq = excluded.seq, chain = excluded.chain,
                 publicKey = excluded.publicKey, signature = excluded.signature
-            """).execute(arguments: [Data(trail), sequence, Data(chain), Data(publicKey), Data(signature)])
+            """, arguments: [Data(trail), sequence, Data(chain), Data(publicKey), Data(signature)])
     }
 }
 

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// Tells a write that failed for want of room (a full file system, a used-up quota) from
 /// other failures, so that it is reported as such and never as damage: a "damaged,
@@ -23,8 +22,8 @@ public enum DiskSpace {
             }
         case let error as DatabaseError:
             switch error.resultCode {
-            case .SQLITE_FULL: return true
-            case .SQLITE_IOERR, .SQLITE_CANTOPEN: return hasNoRoom(directory)
+            case DatabaseError.full: return true
+            case DatabaseError.ioError, DatabaseError.cannotOpen: return hasNoRoom(directory)
             default: return false
             }
         case let error as POSIXError:

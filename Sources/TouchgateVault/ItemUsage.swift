@@ -1,4 +1,3 @@
-import GRDB
 
 /// How much one owner stores: what a quota counts.
 public struct ItemUsage: Sendable, Equatable {

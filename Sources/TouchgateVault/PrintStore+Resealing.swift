@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 extension PrintStore {
     /// Seals, within the caller's write transaction, every stored template that is still
@@ -22,7 +21,7 @@ extension PrintStore {
             let context = sealingContext(user: row["user"], finger: row["finger"],
                                          driver: row["driver"], deviceID: row["deviceID"])
             let stored: [UInt8]
-            switch (row["template"] as DatabaseValue).storage {
+            switch (row["template"] as DatabaseValue) {
             case let .blob(bytes): stored = Array(bytes)
             case let .string(text): stored = Array(text.utf8)
             default: throw VaultError.integrity(what: "a stored fingerprint template (\(context))")

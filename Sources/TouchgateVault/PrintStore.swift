@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// Seals templates before they reach the disk and opens them after.
 ///
@@ -111,12 +110,12 @@ public struct PrintStore: Sendable {
     }
 
     private static func rows(_ db: Database, user: String?, finger: String?, driver: String?, deviceID: String?) throws -> [Row] {
-        try Row.fetchAll(db.cachedStatement(sql: """
+        try Row.fetchAll(db, sql: """
             SELECT user, finger, driver, deviceID, enrolledAt, onDevice, template FROM print
             WHERE (?1 IS NULL OR user = ?1) AND (?2 IS NULL OR finger = ?2)
               AND (?3 IS NULL OR driver = ?3) AND (?4 IS NULL OR deviceID = ?4)
             ORDER BY user, finger, driver, deviceID
-            """), arguments: [user, finger, driver, deviceID])
+            """, arguments: [user, finger, driver, deviceID])
     }
 
     /// A print from its row, its template opened through ``sealing``.

@@ -1,5 +1,4 @@
 import CSodium
-import GRDB
 
 /// The digest of the authenticated state, which the audit head carries under its MAC:
 /// every `vault_state` row, the vault's `templates_sealed` marker, what unlocks the vault
@@ -33,16 +32,16 @@ enum StateDigest {
     /// The digest of the state as currently stored, read inside the caller's transaction.
     static func compute(_ db: Database) throws -> [UInt8] {
         var encoder = try stateAndMarker(db, domain: "TGSTATE2")
-        if let meta = try Row.fetchOne(db.cachedStatement(sql: """
+        if let meta = try Row.fetchOne(db, sql: """
             SELECT vault_id, kdf_algorithm, kdf_opslimit, kdf_memlimit, kdf_salt, wrapped_vault_key, tpm_binding
             FROM vault_meta WHERE id = 1
-            """)) {
+            """) {
             encoder.raw([1])
             for index in 0..<meta.count { typed(meta[index] as DatabaseValue, into: &encoder) }
         } else {
             encoder.raw([0])
         }
-        let items = try Row.fetchAll(db.cachedStatement(sql: "SELECT id, nonce, wrapped_key IS NULL FROM vault_item"))
+        let items = try Row.fetchAll(db, sql: "SELECT id, nonce, wrapped_key IS NULL FROM vault_item")
         for item in sortedByFirstColumn(items) {
             encoder.raw([1])
             encoder.raw(item.key)
@@ -61,8 +60,8 @@ enum StateDigest {
 
     /// The state rows and the marker, the part both formats share.
     private static func stateAndMarker(_ db: Database, domain: StaticString) throws -> AuditMAC.Encoder {
-        let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT key, value FROM vault_state"))
-        let marker = try Row.fetchOne(db.cachedStatement(sql: "SELECT templates_sealed FROM vault_meta WHERE id = 1"))
+        let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM vault_state")
+        let marker = try Row.fetchOne(db, sql: "SELECT templates_sealed FROM vault_meta WHERE id = 1")
         var encoder = AuditMAC.Encoder(domain: domain)
         for row in sortedByFirstColumn(rows) {
             encoder.raw([1])
@@ -96,7 +95,7 @@ enum StateDigest {
     }
 
     private static func typed(_ value: DatabaseValue, into encoder: inout AuditMAC.Encoder) {
-        switch value.storage {
+        switch value {
         case .null:
             encoder.raw([0])
         case let .int64(number):

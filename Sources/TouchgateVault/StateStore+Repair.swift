@@ -1,5 +1,4 @@
 public import Foundation
-import GRDB
 
 /// The authenticated state as stored, read without checking it (``StateStore/unverifiedState()``).
 public struct UnverifiedState: Sendable, Equatable {
@@ -39,7 +38,7 @@ extension StateStore {
             }
             let marker = try Row.fetchOne(db, sql: "SELECT templates_sealed FROM vault_meta WHERE id = 1")
                 .map { row -> Bool in
-                    if case let .int64(number) = (row[0] as DatabaseValue).storage { return number != 0 }
+                    if case let .int64(number) = (row[0] as DatabaseValue) { return number != 0 }
                     return false
                 }
             let problem = try key.map { try AuditLog.checkState(db, key: $0).problem }
@@ -149,7 +148,7 @@ extension StateStore {
     }
 
     private static func text(_ value: DatabaseValue) -> String {
-        switch value.storage {
+        switch value {
         case .null: return ""
         case let .int64(number): return String(number)
         case let .double(number): return String(number)
@@ -159,7 +158,7 @@ extension StateStore {
     }
 
     private static func bytes(_ value: DatabaseValue) -> Data? {
-        switch value.storage {
+        switch value {
         case .null: return nil
         case let .blob(bytes): return bytes
         default: return Data(text(value).utf8)

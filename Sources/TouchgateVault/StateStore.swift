@@ -1,5 +1,4 @@
 public import Foundation
-import GRDB
 
 /// Small named blobs other layers persist across processes (lockout counters, policy
 /// settings, the enrollment generation), authenticated by the audit head.
@@ -102,7 +101,7 @@ public struct StateStore: Sendable {
 
     /// The stored value, unchecked, inside the caller's transaction.
     static func value(_ db: Database, _ key: String) throws -> Data? {
-        try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM vault_state WHERE key = ?"), arguments: [key])
+        try Data.fetchOne(db, sql: "SELECT value FROM vault_state WHERE key = ?", arguments: [key])
     }
 
     /// The read-modify-write itself, inside the caller's transaction (which checks and
@@ -115,10 +114,10 @@ public struct StateStore: Sendable {
         let result = try body(&value)
         guard value != before else { return (result, false) }
         if let value {
-            try db.cachedStatement(sql: """
+            try db.execute(sql: """
                 INSERT INTO vault_state (key, value, updated_at) VALUES (?, ?, ?)
                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
-                """).execute(arguments: [key, value, Date().timeIntervalSince1970])
+                """, arguments: [key, value, Date().timeIntervalSince1970])
         } else {
             try db.execute(sql: "DELETE FROM vault_state WHERE key = ?", arguments: [key])
         }

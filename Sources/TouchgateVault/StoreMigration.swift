@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import GRDB
 #if canImport(Glibc)
 import Glibc
 import TouchgateBasics
@@ -44,11 +43,9 @@ public final class StoreSnapshot: @unchecked Sendable {
         let keyPath = AuditKey.path(in: location)
         guard AuditKey.exists(at: keyPath) else { throw AuditError.keyMissing(path: keyPath) }
         try StoreLocation.checkPrivate(path: keyPath, isDirectory: false)
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
         let holder: WriteLockHolder
         do {
-            holder = try WriteLockHolder(path: location.databasePath, configuration: configuration)
+            holder = try WriteLockHolder(path: location.databasePath)
         } catch let error as DatabaseError {
             throw StoreError.io(path: location.databasePath, detail: error.message ?? "SQLite error \(error.resultCode)")
         }
@@ -64,7 +61,7 @@ public final class StoreSnapshot: @unchecked Sendable {
         do {
             // A second connection reads the last commit (the holder's open transaction has
             // written nothing) while the holder keeps every writer out.
-            let reader = try DatabaseQueue(path: location.databasePath, configuration: configuration)
+            let reader = try DatabaseQueue(path: location.databasePath)
             try reader.inDatabase { db in try db.execute(sql: "VACUUM INTO ?", arguments: [copyPath]) }
             try reader.close()
         } catch let error as DatabaseError {
@@ -139,8 +136,8 @@ private final class WriteLockHolder: @unchecked Sendable {
 
     /// Returns once the write lock is held; throws when it cannot be taken (busy past the
     /// timeout, an unreadable database).
-    init(path: String, configuration: Configuration) throws {
-        let queue = try DatabaseQueue(path: path, configuration: configuration)
+    init(path: String) throws {
+        let queue = try DatabaseQueue(path: path)
         let thread = Thread { [self] in
             do {
                 try queue.inTransaction(.immediate) { _ in

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Synchronization
 
 /// Values a long-lived process derives from one store and keeps until the store changes:
@@ -112,10 +111,8 @@ package final class StoreSnapshots: Sendable {
     package func stamp(prepared: StoreLocation.PreparedFiles? = nil) throws -> Stamp {
         let queue = try watcher.withLock { watcher in
             if let watcher { return watcher }
-            var configuration = Configuration()
-            configuration.readonly = true
-            configuration.busyMode = .timeout(10)  // as the store's own connections wait
-            let opened = try DatabaseQueue(path: path, configuration: configuration)
+            // Waits for a lock as the store's own connections do (10 s).
+            let opened = try DatabaseQueue(path: path, readOnly: true)
             watcher = opened
             return opened
         }
@@ -128,7 +125,7 @@ package final class StoreSnapshots: Sendable {
         // The pragma opens its own read transaction (SQLite compiles it with one); a cached
         // statement, since the parsing was most of its cost.
         let version = try queue.inDatabase { db in
-            try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? 0
+            try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0
         }
         guard let prepared else {
             return Stamp(dataVersion: version, files: watched.map { FileIdentity(path: $0) }, changes: changes)

@@ -1,5 +1,4 @@
 public import Foundation
-import GRDB
 public import TouchgateBasics
 
 extension AuditLog {

@@ -1,6 +1,5 @@
 import CSodium
 import Foundation
-import GRDB
 public import TouchgateBasics
 
 /// What binds a vault to a TPM (`vault_meta.tpm_binding`, JSON; covered by the state

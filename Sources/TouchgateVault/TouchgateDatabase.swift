@@ -1,5 +1,4 @@
 import Foundation
-package import GRDB
 #if canImport(Glibc)
 import Glibc
 import TouchgateBasics
@@ -8,10 +7,10 @@ import TouchgateBasics
 /// The one SQLite database (WAL mode) that holds Touchgate's state.
 ///
 /// Opening creates the directory and file privately (0700 / 0600) and refuses existing
-/// ones that other users can reach. Schema changes are GRDB migrations registered in
+/// ones that other users can reach. Schema changes are migrations registered in
 /// ``TouchgateDatabase/migrator``; each concern adds its own from a `+Schema` file.
 public final class TouchgateDatabase: Sendable {
-    /// The GRDB connection pool. Every read and write goes through it.
+    /// The connection pool. Every read and write goes through it.
     package let writer: DatabasePool
     /// Where the database lives.
     public let location: StoreLocation
@@ -30,28 +29,21 @@ public final class TouchgateDatabase: Sendable {
         try location.prepare()
         let path = location.databasePath
         try Self.createPrivately(path)
-        var config = Configuration()
-        config.busyMode = .timeout(10)
-        // A store may come from elsewhere (touchgated adopts one a user migrates): its schema
-        // is not trusted to run functions with side effects from triggers or views.
-        config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA trusted_schema = OFF")
-        }
-        // GRDB reads which migrations ran, then runs the rest: two processes opening a new
+        // Every connection has trusted_schema = OFF: a store may come from elsewhere
+        // (touchgated adopts one a user migrates), and its schema is not trusted to run
+        // functions with side effects from triggers or views (``Database``).
+        // The migrator reads which migrations ran, then runs the rest: two processes opening a new
         // store at once would both create its tables. And turning a new file to WAL takes an
         // exclusive lock that SQLite may refuse at once ("database is locked") instead of
         // waiting for it. So the whole open is one process at a time, behind a file lock.
         do {
             writer = try Self.whileHoldingMigrationLock(location) {
-                let pool = try DatabasePool(path: path, configuration: config)
-                // Durable commits: an audit record or a lockout count must survive a crash right
-                // after the decision it records. GRDB sets NORMAL when it turns WAL on, after any
-                // prepareDatabase hook, so FULL is set here, on the pool's one writer connection.
-                try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+                // Durable commits (synchronous = FULL, set by the pool on its writer).
+                let pool = try DatabasePool(path: path)
                 try Self.migrator.migrate(pool)
                 return pool
             }
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
+        } catch let error as DatabaseError where error.resultCode == DatabaseError.busy || error.resultCode == DatabaseError.locked {
             // Busy is not damage: moving the file away, as the corrupt message advises, would lose the vault.
             throw StoreError.io(path: path, detail: "another touchgate process kept the database locked for over 10 seconds; try again")
         } catch let error as DatabaseError where DiskSpace.isExhausted(error, directory: location.directory.path) {
@@ -92,16 +84,9 @@ public final class TouchgateDatabase: Sendable {
     ///
     /// Immediate, so the write lock is taken before anything is read: a read-modify-write
     /// in `body` cannot be interleaved with another process's. Never call the database
-    /// from `body` other than through the `Database` it is given (GRDB is not reentrant).
+    /// from `body` other than through the `Database` it is given (the writer is held).
     func writeImmediately<T>(_ body: (Database) throws -> T) throws -> T {
-        try writer.writeWithoutTransaction { db in
-            var result: T?
-            try db.inTransaction(.immediate) {
-                result = try body(db)
-                return .commit
-            }
-            return result!
-        }
+        try writer.write(body)
     }
 
     /// Runs `body` holding an exclusive `flock` on `migrate.lock` in the data directory

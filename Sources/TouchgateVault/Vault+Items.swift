@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 public import TouchgateBasics
 
 extension Vault {
@@ -66,7 +65,7 @@ extension Vault {
 
     /// The stored nonce of an item row (empty when a hand edit gave it another type).
     private static func nonce(of row: Row) -> [UInt8] {
-        if case let .blob(nonce) = (row["nonce"] as DatabaseValue).storage { return Array(nonce) }
+        if case let .blob(nonce) = (row["nonce"] as DatabaseValue) { return Array(nonce) }
         return []
     }
 
@@ -103,7 +102,7 @@ extension Vault {
         let log = try AuditLog.opened(in: database)
         guard let row = try database.writer.read({ db in
             _ = try log.requireAuthenticState(db)
-            return try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM vault_item WHERE owner = ? AND name = ?"),
+            return try Row.fetchOne(db, sql: "SELECT * FROM vault_item WHERE owner = ? AND name = ?",
                                     arguments: [owner, name])
         }) else {
             throw VaultError.itemNotFound(name: name)
@@ -151,7 +150,7 @@ extension Vault {
     public func items() throws -> [VaultItemInfo] {
         let owner = self.owner
         return try database.writer.read { db in
-            try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM vault_item WHERE owner = ? ORDER BY name"), arguments: [owner])
+            try Row.fetchAll(db, sql: "SELECT * FROM vault_item WHERE owner = ? ORDER BY name", arguments: [owner])
                 .map(Self.info(from:))
         }
     }
@@ -190,7 +189,7 @@ extension Vault {
 
     /// The listing entry, inside the caller's transaction.
     func itemInfo(_ db: Database, named name: String) throws -> VaultItemInfo? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM vault_item WHERE owner = ? AND name = ?"), arguments: [owner, name])
+        try Row.fetchOne(db, sql: "SELECT * FROM vault_item WHERE owner = ? AND name = ?", arguments: [owner, name])
             .map(Self.info(from:))
     }
 

@@ -1,6 +1,5 @@
 import CSodium
 import Foundation
-import GRDB
 public import TouchgateBasics
 
 extension Vault {

@@ -1,6 +1,5 @@
 import CSodium
 import Foundation
-import GRDB
 public import TouchgateBasics
 
 /// The encrypted store: a passphrase-protected vault key, per-item keys, sealed items and templates.
@@ -256,15 +255,15 @@ struct MetaRecord {
 
     /// Whether a vault exists (the row is there, whatever it holds).
     static func exists(_ db: Database) throws -> Bool {
-        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM vault_meta WHERE id = 1)")) ?? false
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM vault_meta WHERE id = 1)") ?? false
     }
 
     static func fetch(_ db: Database) throws -> MetaRecord? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+        guard let row = try Row.fetchOne(db, sql: """
             SELECT vault_id, kdf_algorithm, kdf_opslimit, kdf_memlimit, kdf_salt, wrapped_vault_key, templates_sealed,
                    tpm_binding
             FROM vault_meta WHERE id = 1
-            """)) else { return nil }
+            """) else { return nil }
         let algorithm: Int64 = row["kdf_algorithm"], ops: Int64 = row["kdf_opslimit"], mem: Int64 = row["kdf_memlimit"]
         let vaultID: Data = row["vault_id"], salt: Data = row["kdf_salt"], wrapped: Data = row["wrapped_vault_key"]
         var meta = MetaRecord(
@@ -274,7 +273,7 @@ struct MetaRecord {
             salt: Array(salt), wrappedKey: Array(wrapped), templatesSealed: isSet(row["templates_sealed"]))
         let binding = row["tpm_binding"] as DatabaseValue
         meta.claimsTPM = !binding.isNull
-        if case let .blob(data) = binding.storage { meta.tpm = TPMBinding.decode(data) }
+        if case let .blob(data) = binding { meta.tpm = TPMBinding.decode(data) }
         return meta
     }
 
@@ -282,7 +281,7 @@ struct MetaRecord {
     /// is "sealed"; anything else sends the caller down the sealing path, whose state
     /// check then reports the edit.
     private static func isSet(_ value: DatabaseValue) -> Bool {
-        if case let .int64(number) = value.storage { return number != 0 }
+        if case let .int64(number) = value { return number != 0 }
         return false
     }
 

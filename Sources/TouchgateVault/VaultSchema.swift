@@ -1,4 +1,3 @@
-import GRDB
 
 /// The vault's tables (GRDB migration `v2-vault`).
 ///

@@ -1,5 +1,4 @@
 import CSodium
-import GRDB
 import TouchgateBasics
 
 /// Seals print templates under a key derived from the vault key (``TemplateSealing`` for ``PrintStore``).

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Synchronization
 @testable import TouchgateVault
 #if canImport(Glibc)

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 @testable import TouchgateVault
 import TouchgateBasics
 

@@ -1,6 +1,5 @@
 import CSodium
 import Foundation
-import GRDB
 import Testing
 import TouchgateBasics
 @testable import TouchgateVault

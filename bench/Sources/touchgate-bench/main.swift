@@ -35,7 +35,6 @@
 // Records go to the database only, never to the system journal.
 import CSodium
 import Foundation
-import GRDB
 import TouchgateVault
 #if canImport(Glibc)
 import Glibc
