@@ -395,7 +395,8 @@ package final class Database: @unchecked Sendable {
             case .null: sqlite3_bind_null(statement, index)
             case .int64(let integer): sqlite3_bind_int64(statement, index, integer)
             case .double(let real): sqlite3_bind_double(statement, index, real)
-            case .string(let text): sqlite3_bind_text(statement, index, text, -1, Self.transient)
+            // By length, not up to the first NUL: text may hold one.
+            case .string(let text): sqlite3_bind_text(statement, index, text, Int32(text.utf8.count), Self.transient)
             case .blob(let bytes):
                 bytes.withUnsafeBytes { sqlite3_bind_blob(statement, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!,
                                                           Int32($0.count), Self.transient) }

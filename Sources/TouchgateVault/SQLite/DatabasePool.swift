@@ -99,9 +99,9 @@ package final class DatabasePool: DatabaseWriter {
 package final class DatabaseQueue: DatabaseWriter {
     private let connection: Mutex<Database?>
 
-    /// Opens `path`, read-only when asked.
-    package init(path: String, readOnly: Bool = false, busyTimeout: Int32 = 10) throws {
-        connection = Mutex(try Database(path: path, readOnly: readOnly, busyTimeout: busyTimeout))
+    /// Opens `path`, read-only when asked; creates it when asked.
+    package init(path: String, readOnly: Bool = false, create: Bool = false, busyTimeout: Int32 = 10) throws {
+        connection = Mutex(try Database(path: path, readOnly: readOnly, create: create, busyTimeout: busyTimeout))
     }
 
     /// Runs `body` on the connection, outside any transaction.
