@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Synchronization
 public import TouchgateService
 public import TouchgateVault
 public import TouchgateAPI
@@ -8,12 +10,10 @@ public import TouchgateAPI
 ///
 /// libpq blocks (connecting can take up to its `connect_timeout`), so every call runs on
 /// a serial queue of its own, never on a thread of Swift's cooperative pool.
-///
-/// `@unchecked Sendable`: the connection is only touched under `lock`.
-public final class PostgresCollector: AuditCollector, @unchecked Sendable {
+public final class PostgresCollector: AuditCollector, Sendable {
     private let configuration: FleetConfiguration
-    private let lock = NSLock()
-    private var connection: PostgresConnection?
+    /// The open connection, if any; a call holds it for its whole length.
+    private let connection = Mutex<PostgresConnection?>(nil)
     private let queue = DispatchQueue(label: "touchgate.fleet.collector")
 
     /// The columns of a record as shipped, in the order rows are copied.
@@ -26,12 +26,12 @@ public final class PostgresCollector: AuditCollector, @unchecked Sendable {
     }
 
     deinit {
-        connection?.close()
+        close()
     }
 
     /// Closes the connection, if one is open.
     public func close() {
-        lock.withLock {
+        connection.withLock { connection in
             connection?.close()
             connection = nil
         }
@@ -73,26 +73,27 @@ public final class PostgresCollector: AuditCollector, @unchecked Sendable {
         return try outcome.get()
     }
 
-    private func withConnection<T>(_ what: String, _ body: (PostgresConnection) throws(ServiceError) -> T) throws(ServiceError) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        let connection: PostgresConnection
-        if let open = self.connection {
-            connection = open
-        } else {
-            connection = try PostgresConnection(database: configuration.database, settings: configuration.tls)
-            self.connection = connection
-        }
-        do {
-            return try body(connection)
-        } catch where error.code == .auditBroken {
-            throw error
-        } catch {
-            connection.close()
-            self.connection = nil
-            throw ServiceError(.collectorUnavailable, "\(what): \(error.message)"
-                               + (error.message.contains("does not exist")
-                                  ? " (run `touchgate-collector init` on the database)" : ""))
+    private func withConnection<T: Sendable>(_ what: String, _ body: (PostgresConnection) throws(ServiceError) -> T)
+        throws(ServiceError) -> T {
+        try connection.withLock { (held: inout PostgresConnection?) throws(ServiceError) -> T in
+            let connection: PostgresConnection
+            if let open = held {
+                connection = open
+            } else {
+                connection = try PostgresConnection(database: configuration.database, settings: configuration.tls)
+                held = connection
+            }
+            do throws(ServiceError) {
+                return try body(connection)
+            } catch where error.code == .auditBroken {
+                throw error
+            } catch {
+                connection.close()
+                held = nil
+                throw ServiceError(.collectorUnavailable, "\(what): \(error.message)"
+                                   + (error.message.contains("does not exist")
+                                      ? " (run `touchgate-collector init` on the database)" : ""))
+            }
         }
     }
 

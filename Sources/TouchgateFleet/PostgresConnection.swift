@@ -1,5 +1,8 @@
 import CPQ
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import TouchgatePolicy
 import TouchgateAPI
 
@@ -75,7 +78,7 @@ final class PostgresConnection {
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
             let reason = result.flatMap { PQresultErrorMessage($0) }.map { String(cString: $0) } ?? ""
             throw ServiceError(.collectorUnavailable, (reason.isEmpty ? Self.message(handle) : reason)
-                .trimmingCharacters(in: .whitespacesAndNewlines))
+                .trimmingWhitespace())
         }
         return PostgresRows(result)
     }
@@ -84,7 +87,7 @@ final class PostgresConnection {
     private func failure(_ handle: OpaquePointer, _ result: OpaquePointer?) -> ServiceError {
         let reason = result.flatMap { PQresultErrorMessage($0) }.map { String(cString: $0) } ?? ""
         return ServiceError(.collectorUnavailable, (reason.isEmpty ? Self.message(handle) : reason)
-            .trimmingCharacters(in: .whitespacesAndNewlines))
+            .trimmingWhitespace())
     }
 
     /// Runs `sql` with `parameters` sent in PostgreSQL's binary format (``BinaryParameter``;
@@ -140,7 +143,7 @@ final class PostgresConnection {
 
     private static func message(_ handle: OpaquePointer?) -> String {
         guard let handle, let text = PQerrorMessage(handle) else { return "out of memory" }
-        return String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+        return String(cString: text).trimmingWhitespace()
     }
 }
 

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// Errors from the audit log. Messages name the file or record and what to do.
 ///

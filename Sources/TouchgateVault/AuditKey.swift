@@ -1,6 +1,6 @@
 import CSodium
 import CTouchgateSys
-import Foundation
+import FoundationEssentials
 import Synchronization
 import TouchgateBasics
 #if canImport(Glibc)
@@ -162,7 +162,7 @@ final class AuditKey: @unchecked Sendable {
 
     /// Makes a new directory entry durable.
     private static func syncDirectory(of path: String) {
-        let directory = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let directory = open(URL(filePath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directory >= 0 {
             fsync(directory)
             close(directory)

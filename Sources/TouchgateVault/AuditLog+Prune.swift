@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 extension AuditLog {
     /// The latest cutoff ``prune(before:keepingYears:evenUnshipped:vaultUser:)`` accepts:

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension AuditLog {
     /// The records `query` selects, in its order, for `touchgate audit show`.

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 extension AuditLog {
     /// Starts a new audit trail after the old one was lost, and records the loss; only for

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension AuditLog {
     /// The audit tables. `audit` holds the chain; `auditHead` is a single row with the

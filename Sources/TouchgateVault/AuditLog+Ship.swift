@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension AuditLog {
     /// The last sequence of `trail` a fleet collector confirmed (0: none yet): the local

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What ``AuditLog/checkState(_:key:)`` found.
 struct StateCheck {

@@ -1,5 +1,8 @@
-public import Foundation
+public import FoundationEssentials
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 import TouchgateBasics
 import TouchgatePolicy
 

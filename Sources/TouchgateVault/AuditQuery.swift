@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// Which audit records to read and in what order, for ``AuditLog/records(_:)``,
 /// ``AuditLog/forEachRecord(_:_:)`` and ``AuditLog/count(_:)``.

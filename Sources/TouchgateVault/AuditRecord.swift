@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// One stored audit record, as ``AuditLog`` returns it.
 ///

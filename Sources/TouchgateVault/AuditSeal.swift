@@ -1,5 +1,5 @@
 import CSodium
-import Foundation
+import FoundationEssentials
 
 /// The public chain over the audit records and its signed head, the seal: what lets
 /// someone holding no secret at all verify a trail.

@@ -1,5 +1,5 @@
 import CSodium
-import Foundation
+import FoundationEssentials
 import TouchgateBasics
 
 /// The Ed25519 key that signs the head of the audit trail's public chain, so that anyone

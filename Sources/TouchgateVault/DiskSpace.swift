@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Tells a write that failed for want of room (a full file system, a used-up quota) from
 /// other failures, so that it is reported as such and never as damage: a "damaged,
@@ -28,13 +31,14 @@ public enum DiskSpace {
             }
         case let error as POSIXError:
             return error.code == .ENOSPC || error.code == .EDQUOT
-        default:
-            let error = error as NSError
-            if error.domain == NSPOSIXErrorDomain { return error.code == Int(ENOSPC) || error.code == Int(EDQUOT) }
-            if error.domain == NSCocoaErrorDomain, error.code == CocoaError.fileWriteOutOfSpace.rawValue { return true }
-            if let underlying = error.userInfo[NSUnderlyingErrorKey] as? NSError, underlying !== error {
+        case let error as CocoaError:
+            if error.code == .fileWriteOutOfSpace { return true }
+            // FileManager's errors carry the system call's under this key.
+            if let underlying = error.userInfo["NSUnderlyingError"] as? any Error {
                 return isExhausted(underlying, directory: directory)
             }
+            return false
+        default:
             return false
         }
     }

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 import TouchgatePolicy
 
 /// When an unlocked vault key goes, wherever it is held (the personal mode's kernel

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension PrintStore {
     /// Seals, within the caller's write transaction, every stored template that is still

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Seals templates before they reach the disk and opens them after.
 ///

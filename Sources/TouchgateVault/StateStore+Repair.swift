@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// The authenticated state as stored, read without checking it (``StateStore/unverifiedState()``).
 public struct UnverifiedState: Sendable, Equatable {

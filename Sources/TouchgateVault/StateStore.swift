@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// Small named blobs other layers persist across processes (lockout counters, policy
 /// settings, the enrollment generation), authenticated by the audit head.

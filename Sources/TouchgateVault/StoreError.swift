@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Errors from Touchgate's on-disk store.
 ///

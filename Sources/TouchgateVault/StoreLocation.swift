@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 import TouchgateBasics
@@ -38,8 +38,8 @@ public struct StoreLocation: Sendable, Equatable {
 
     /// The default location from the environment.
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> StoreLocation {
-        // NSHomeDirectory always names one (the password database's, else /tmp).
-        let directory = Invocation.personalStoreDirectory({ environment[$0] }, home: { NSHomeDirectory() })!
+        // The password database always names one.
+        let directory = Invocation.personalStoreDirectory({ environment[$0] }, home: { FileManager.default.homeDirectoryForCurrentUser.path })!
         return StoreLocation(directory: URL(fileURLWithPath: directory))
     }
 
@@ -99,8 +99,14 @@ public struct StoreLocation: Sendable, Equatable {
             let wanted = isDirectory ? "700" : "600"
             throw StoreError.unsafePermissions(
                 path: path,
-                detail: String(format: "its mode %03o lets other users in; run: chmod %@ '%@'", info.st_mode & 0o777, wanted, path))
+                detail: "its mode \(Self.octal(info.st_mode & 0o777)) lets other users in; run: chmod \(wanted) '\(path)'")
         }
         return FileIdentity(info)
+    }
+
+    /// A file mode as `chmod` takes it: three octal digits at least.
+    static func octal(_ mode: mode_t) -> String {
+        let digits = String(mode, radix: 8)
+        return String(repeating: "0", count: max(0, 3 - digits.count)) + digits
     }
 }

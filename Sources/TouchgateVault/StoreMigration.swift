@@ -1,5 +1,5 @@
-import Dispatch
-import Foundation
+import FoundationEssentials
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 import TouchgateBasics
@@ -17,8 +17,7 @@ import TouchgateBasics
 /// for the lock (and give up after the busy timeout) instead of writing a record the
 /// moved copy would not have.
 ///
-/// `@unchecked Sendable`: `holder` is only touched under `lock`.
-public final class StoreSnapshot: @unchecked Sendable {
+public final class StoreSnapshot: Sendable {
     /// The store the snapshot was taken of.
     public let location: StoreLocation
     /// The consistent copy of `touchgate.sqlite`, read-only (unlinked).
@@ -26,14 +25,14 @@ public final class StoreSnapshot: @unchecked Sendable {
     /// `audit.key`, read-only.
     public let auditKey: Int32
 
-    private let lock = NSLock()
-    private var holder: WriteLockHolder?
+    /// The write lock, until ``release()``.
+    private let holder: Mutex<WriteLockHolder?>
 
     private init(location: StoreLocation, database: Int32, auditKey: Int32, holder: WriteLockHolder) {
         self.location = location
         self.database = database
         self.auditKey = auditKey
-        self.holder = holder
+        self.holder = Mutex(holder)
     }
 
     /// Takes the snapshot of the store at `location`, which must exist.
@@ -107,7 +106,7 @@ public final class StoreSnapshot: @unchecked Sendable {
 
     /// Lets other writers in again and closes the descriptors. Idempotent.
     public func release() {
-        let held: WriteLockHolder? = lock.withLock {
+        let held = holder.withLock { holder in
             defer { holder = nil }
             return holder
         }
@@ -122,52 +121,28 @@ public final class StoreSnapshot: @unchecked Sendable {
     }
 }
 
-/// An open `BEGIN IMMEDIATE` transaction that writes nothing, held on a thread of its own
-/// (GRDB ends every transaction with the closure that began it) until ``release()``.
-///
-/// `@unchecked Sendable`: the semaphores are thread-safe; `failure` is written before
-/// `started` is signalled and read after.
+/// An open `BEGIN IMMEDIATE` transaction that writes nothing, on a connection of its own,
+/// until ``release()``: while it is open no other connection can write.
+// @unchecked Sendable: `connection` is only touched under `lock` (and the connection may
+// be used from any thread, one at a time: ``Database``).
 private final class WriteLockHolder: @unchecked Sendable {
-    private let started = DispatchSemaphore(value: 0)
-    private let finish = DispatchSemaphore(value: 0)
-    private let ended = DispatchSemaphore(value: 0)
-    private var failure: (any Error)?
-    private var released = false
+    private let lock = Mutex<Database?>(nil)
 
     /// Returns once the write lock is held; throws when it cannot be taken (busy past the
     /// timeout, an unreadable database).
     init(path: String) throws {
-        let queue = try DatabaseQueue(path: path)
-        let thread = Thread { [self] in
-            do {
-                try queue.inTransaction(.immediate) { _ in
-                    started.signal()
-                    finish.wait()
-                    return .rollback
-                }
-            } catch {
-                failure = error
-                started.signal()
-            }
-            try? queue.close()
-            ended.signal()
-        }
-        thread.name = "touchgate-migrate-lock"
-        thread.start()
-        started.wait()
-        if let failure {
-            ended.wait()
-            released = true
-            throw failure
-        }
+        let connection = try Database(path: path)
+        try connection.execute(sql: "BEGIN IMMEDIATE TRANSACTION")
+        lock.withLock { $0 = connection }
     }
 
-    /// Rolls back (nothing was written) and closes the connection. Call once.
+    /// Rolls back (nothing was written) and closes the connection. Later calls do nothing.
     func release() {
-        guard !released else { return }
-        released = true
-        finish.signal()
-        ended.wait()
+        lock.withLock { connection in
+            try? connection?.execute(sql: "ROLLBACK TRANSACTION")
+            connection?.close()
+            connection = nil
+        }
     }
 }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Values a long-lived process derives from one store and keeps until the store changes:

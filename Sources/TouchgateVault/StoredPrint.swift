@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// An enrolled fingerprint as the store keeps it.
 ///

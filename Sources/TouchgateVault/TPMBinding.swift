@@ -1,5 +1,5 @@
 import CSodium
-import Foundation
+import FoundationEssentials
 public import TouchgateBasics
 
 /// What binds a vault to a TPM (`vault_meta.tpm_binding`, JSON; covered by the state

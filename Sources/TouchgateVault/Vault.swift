@@ -1,5 +1,8 @@
 import CSodium
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 public import TouchgateBasics
 
 /// The encrypted store: a passphrase-protected vault key, per-item keys, sealed items and templates.

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 public import TouchgateBasics
 
 /// What may be shown about a stored item without its key: never its value.

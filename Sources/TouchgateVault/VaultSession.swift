@@ -1,5 +1,5 @@
 import CSodium
-public import Foundation
+public import FoundationEssentials
 public import TouchgateBasics
 import TouchgatePolicy
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TouchgatePolicy
 
 /// One leaf of the fleet log: what the collector's Merkle tree commits to, as text.

@@ -1,5 +1,5 @@
 import CSodium
-import Foundation
+import FoundationEssentials
 import TouchgatePolicy
 
 /// RFC 9162's Merkle tree (§2.1): the hashing, the proofs and their checks, over a tree

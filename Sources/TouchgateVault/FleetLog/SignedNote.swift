@@ -1,5 +1,5 @@
 import CSodium
-import Foundation
+import FoundationEssentials
 public import TouchgateBasics
 import TouchgatePolicy
 
@@ -38,7 +38,7 @@ public enum SignedNote {
             if (0x21...0x7e).contains(byte), byte != UInt8(ascii: "+"), byte != UInt8(ascii: "%") {
                 name.append(Character(Unicode.Scalar(byte)))
             } else {
-                name += String(format: "%%%02X", byte)
+                name += "%" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true)
             }
         }
         return name
@@ -52,7 +52,7 @@ public enum SignedNote {
     /// Splits a note into its body (ending in a newline) and its signatures; nil when it
     /// is not a note (no blank line, a signature line that does not parse).
     public static func parse(_ note: String) -> (body: String, signatures: [Signature])? {
-        guard let range = note.range(of: "\n\n") else { return nil }
+        guard let range = note.firstRange(of: "\n\n") else { return nil }
         let body = String(note[..<range.lowerBound]) + "\n"
         var signatures: [Signature] = []
         for line in note[range.upperBound...].split(separator: "\n", omittingEmptySubsequences: true) {
@@ -141,7 +141,7 @@ public final class NoteSigner: Sendable {
     /// The key in a private key file's text; nil when it is not one.
     public static func parse(_ text: String) -> NoteSigner? {
         // The base64 at the end may hold `+` itself: split off the first four fields only.
-        let fields = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let fields = text.trimmingWhitespace()
             .split(separator: "+", maxSplits: 4, omittingEmptySubsequences: false)
         guard fields.count == 5, fields[0] == "PRIVATE", fields[1] == "KEY", !fields[2].isEmpty,
               let data = Data(base64Encoded: String(fields[4])), data.count == 1 + Int(crypto_sign_SEEDBYTES)
@@ -202,7 +202,7 @@ public struct NoteVerifier: Sendable, Equatable {
 
     /// The verifier a vkey spells; nil for anything else.
     public init?(text: String) {
-        let fields = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let fields = text.trimmingWhitespace()
             .split(separator: "+", maxSplits: 2, omittingEmptySubsequences: false)
         guard fields.count == 3, !fields[0].isEmpty, let data = Data(base64Encoded: String(fields[2])),
               data.count == 1 + AuditSigner.publicKeyLength else { return nil }
