@@ -3,15 +3,15 @@
 extension StringProtocol {
     /// Without the white space and line breaks at either end: what Foundation's
     /// `trimmingCharacters(in: .whitespacesAndNewlines)` removed (Unicode's White_Space
-    /// scalars, which is that set), scalar by scalar as it did.
+    /// scalars, and the zero width space its set also holds), scalar by scalar as it did.
     public func trimmingWhitespace() -> String {
-        trimming { $0.properties.isWhitespace }
+        trimming { $0.properties.isWhitespace || $0 == "\u{200B}" }
     }
 
     /// Without the spaces and tabs at either end: what `trimmingCharacters(in: .whitespaces)`
-    /// removed (Unicode's space separators and the tab).
+    /// removed (Unicode's space separators, the tab and the zero width space).
     public func trimmingSpaces() -> String {
-        trimming { $0 == "\t" || $0.properties.generalCategory == .spaceSeparator }
+        trimming { $0 == "\t" || $0 == "\u{200B}" || $0.properties.generalCategory == .spaceSeparator }
     }
 
     /// Without the scalars `trimmed` accepts at either end (scalars, not characters: a

@@ -41,8 +41,9 @@ public struct SystemClock: PolicyClock {
         guard let file = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
         // White space trimmed scalar by scalar (FoundationEssentials has no `trimmingCharacters`).
         let scalars = file.unicodeScalars
-        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-              let last = scalars.lastIndex(where: { !$0.properties.isWhitespace }) else { return nil }
+        let isSpace = { (scalar: Unicode.Scalar) in scalar.properties.isWhitespace || scalar == "\u{200B}" }
+        guard let first = scalars.firstIndex(where: { !isSpace($0) }),
+              let last = scalars.lastIndex(where: { !isSpace($0) }) else { return nil }
         return BootID(String(scalars[first...last]))
     }
 
