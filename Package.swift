@@ -70,7 +70,7 @@ let package = Package(
         // trust boundary (sessions, handles, wiping) kept small: see tg_tpm.h.
         .target(name: "CTouchgateTPM", cSettings: [.unsafeFlags(["-Wall", "-Wextra", "-Werror"])],
                 linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
-        .target(name: "FingerprintKit", dependencies: ["CFPrint"]),
+        .target(name: "FingerprintKit", dependencies: ["CFPrint", "TouchgateBasics"]),
         .target(name: "TouchgateImageIO", dependencies: ["CZlib"]),
         .target(name: "TouchgatePolicy"),
         .target(name: "TouchgatePolicyTesting", dependencies: ["TouchgatePolicy"]),

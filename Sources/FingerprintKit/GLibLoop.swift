@@ -1,8 +1,6 @@
 import CFPrint
-import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import Dispatch
+import TouchgateBasics
 
 /// The one thread that runs GLib's global default main context.
 ///
@@ -21,8 +19,7 @@ final class GLibLoop: Sendable {
 
     private init() {
         let ready = DispatchSemaphore(value: 0)
-        let thread = Thread {
-            Self.nameKernelThread()
+        SystemThread.detach(name: Self.threadName, stackSize: 8 << 20) {
             let context = g_main_context_default()
             // Owning the context makes invoke_full from this thread run inline.
             _ = g_main_context_acquire(context)
@@ -31,24 +28,7 @@ final class GLibLoop: Sendable {
                 _ = g_main_context_iteration(context, 1)
             }
         }
-        thread.name = Self.threadName
-        thread.stackSize = 8 << 20
-        thread.start()
         ready.wait()
-    }
-
-    /// Gives the calling thread its kernel name, which `ps -L`, /proc/PID/task/TID/comm and
-    /// debuggers show. Foundation's `Thread.name` does not reach the kernel on Linux, and
-    /// Glibc's module does not import the GNU `pthread_setname_np` (nor the variadic
-    /// `prctl`), so the name is written where the kernel takes it: the thread's own
-    /// `comm` file (the same as `prctl(PR_SET_NAME)`; 15 bytes at most). A failure only
-    /// leaves the inherited name.
-    private static func nameKernelThread() {
-        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        let bytes = Array(threadName.utf8.prefix(15))
-        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     }
 
     /// Runs `body` on the GLib thread, asynchronously (inline when already on it).

@@ -1,5 +1,5 @@
 import CFPrint
-import Foundation
+import FoundationEssentials
 
 /// Internal hooks for FingerprintKit's own tests (reached with `@testable import`):
 /// libfprint's verdicts, to check ours against.

@@ -1,5 +1,5 @@
 import CFPrint
-public import Foundation
+public import FoundationEssentials
 
 /// An enrolled fingerprint as a value: libfprint's serialized template plus what it
 /// says about itself.

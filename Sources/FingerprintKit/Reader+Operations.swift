@@ -1,5 +1,6 @@
 import CFPrint
-import Foundation
+import FoundationEssentials
+import Glibc
 
 extension Reader {
     /// Opens the reader. Throws ``DeviceErrorCode/alreadyOpen`` if it is open, or a
@@ -54,9 +55,14 @@ extension Reader {
             // Replaying a recorded reader (FP_DEVICE_EMULATION=1) leaves the date out, as libfprint
             // then leaves out its random id: match-on-chip drivers send both to the reader inside
             // the print's user id, and a replay only goes on if the bytes are the recording's.
-            let today = Calendar(identifier: .gregorian).dateComponents(in: TimeZone.current, from: Date())
+            // Today in local time, from the C library: FoundationEssentials knows no time zone
+            // by name, and its `TimeZone.current` is GMT without ICU.
+            var now = time(nil)
+            var today = tm()
+            localtime_r(&now, &today)
             if ProcessInfo.processInfo.environment["FP_DEVICE_EMULATION"] != "1",
-               let date = g_date_new_dmy(GDateDay(today.day!), GDateMonth(UInt32(today.month!)), GDateYear(today.year!)) {
+               let date = g_date_new_dmy(GDateDay(today.tm_mday), GDateMonth(UInt32(today.tm_mon + 1)),
+                                         GDateYear(today.tm_year + 1900)) {
                 fp_print_set_enroll_date(template, date)
                 g_date_free(date)
             }

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// One lookup attribute of a Secret Service item: a name and a value, both plain strings
 /// matched exactly. Kept as a list of pairs on the wire, whose keys are converted to kebab

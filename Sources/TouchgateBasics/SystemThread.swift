@@ -10,13 +10,19 @@ import CTouchgateSys
 /// 2.3 ms for one with FoundationEssentials only; the socket layer every client uses needs
 /// nothing else from it.
 public enum SystemThread {
-    /// Starts `body` on a new detached thread named `name` (at most 15 bytes show).
-    public static func detach(name: String, _ body: @escaping @Sendable () -> Void) {
+    /// Starts `body` on a new detached thread named `name` (at most 15 bytes show; without
+    /// one, the thread keeps the name it inherits), with a stack of `stackSize` bytes (the
+    /// system's default without one).
+    public static func detach(name: String?, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) {
         let box = Unmanaged.passRetained(Work(name: name, body: body)).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        if let stackSize { pthread_attr_setstacksize(&attributes, stackSize) }
         var thread = pthread_t()
-        let started = pthread_create(&thread, nil, { raw in
+        let started = pthread_create(&thread, &attributes, { raw in
             let work = Unmanaged<Work>.fromOpaque(raw!).takeRetainedValue()
-            CTouchgateSys_name_thread(work.name)
+            if let name = work.name { CTouchgateSys_name_thread(name) }
             work.body()
             return nil
         }, box)
@@ -28,10 +34,10 @@ public enum SystemThread {
     }
 
     private final class Work {
-        let name: String
+        let name: String?
         let body: @Sendable () -> Void
 
-        init(name: String, body: @escaping @Sendable () -> Void) {
+        init(name: String?, body: @escaping @Sendable () -> Void) {
             self.name = name
             self.body = body
         }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import TouchgateAPI
 import TouchgateTerminal
 #if canImport(Glibc)
@@ -38,7 +38,7 @@ struct Approve: AsyncParsableCommand {
 
     func validate() throws {
         guard hook != (action != nil) else { throw ValidationError("give --action (and --arguments), or --hook") }
-        if let arguments, (try? JSONSerialization.jsonObject(with: Data(arguments.utf8), options: [.fragmentsAllowed])) == nil {
+        if let arguments, (try? JSONDecoder().decode(JSONValue.self, from: Data(arguments.utf8))) == nil {
             throw ValidationError("--arguments is not JSON")
         }
     }
@@ -50,7 +50,7 @@ struct Approve: AsyncParsableCommand {
         try await CommandRunner.run(json: hook) { console in
             let request: ApprovalRequest
             if hook {
-                request = try Self.hookRequest(FileHandle.standardInput.readDataToEndOfFile(), reason: reason)
+                request = try Self.hookRequest(Data(FileInput.read(0) ?? []), reason: reason)
             } else {
                 request = ApprovalRequest(action: action, arguments: try arguments.map(Self.canonical), reason: reason,
                                           channel: "approve")
@@ -64,10 +64,13 @@ struct Approve: AsyncParsableCommand {
                 let decision = report.refusal == nil ? "allow" : "deny"
                 let why = report.refusal.map { "refused by the user's fingerprint reader: \($0.message)" }
                     ?? "approved with a touch (\(report.receipt.fields?.match ?? "finger")); receipt digest \(report.receipt.fields?.digest ?? "")"
-                let answer: [String: Any] = ["hookSpecificOutput": [
-                    "hookEventName": "PreToolUse", "permissionDecision": decision, "permissionDecisionReason": why,
-                ]]
-                let data = try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
+                let answer = JSONValue.object(["hookSpecificOutput": .object([
+                    "hookEventName": .string("PreToolUse"), "permissionDecision": .string(decision),
+                    "permissionDecisionReason": .string(why),
+                ])])
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                let data = try encoder.encode(answer)
                 FileOutput.write(String(decoding: data, as: UTF8.self) + "\n", to: 1)
                 if report.refusal != nil { FileOutput.write(why + "\n", to: 2) }
                 return report.refusal == nil ? ExitStatus.success : 2
@@ -81,28 +84,22 @@ struct Approve: AsyncParsableCommand {
     /// The action a pre-tool hook describes: the tool's name, its input (JSON, keys sorted),
     /// the directory.
     static func hookRequest(_ data: Data, reason: String?) throws(ServiceError) -> ApprovalRequest {
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let tool = object["tool_name"] as? String, !tool.isEmpty else {
+        guard let object = (try? JSONDecoder().decode(JSONValue.self, from: data))?.object,
+              let tool = object["tool_name"]?.string, !tool.isEmpty else {
             throw ServiceError(.usage, "standard input is not a pre-tool hook's JSON (an object with tool_name and tool_input)")
         }
-        let input = object["tool_input"] ?? [String: Any]()
-        guard let encoded = try? JSONSerialization.data(withJSONObject: input,
-                                                        options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes]) else {
-            throw ServiceError(.usage, "tool_input cannot be read as JSON")
-        }
-        var request = ApprovalRequest(action: tool, arguments: String(decoding: encoded, as: UTF8.self),
+        var request = ApprovalRequest(action: tool, arguments: (object["tool_input"] ?? .object([:])).canonicalText,
                                       reason: reason ?? "the agent's hook before \(tool)", channel: "hook")
-        request.directory = object["cwd"] as? String
+        request.directory = object["cwd"]?.string
         return request
     }
 
-    /// JSON text with its keys sorted, as an approval binds it.
+    /// JSON text with its keys sorted, as an approval binds it (``JSONValue/canonicalText``,
+    /// as `touchgate mcp` binds its arguments).
     static func canonical(_ text: String) throws(ServiceError) -> String {
-        guard let value = try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]),
-              let data = try? JSONSerialization.data(withJSONObject: value,
-                                                     options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes]) else {
+        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else {
             throw ServiceError(.usage, "--arguments is not JSON")
         }
-        return String(decoding: data, as: UTF8.self)
+        return value.canonicalText
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TouchgateAPI
 import TouchgateTerminal
 import CTouchgateSys
@@ -172,13 +172,12 @@ enum ApprovedRun {
         let redaction = secrets.map { ($0.name, $0.value) }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let thread = Thread {
+                SystemThread.detach(name: nil) {
                     var filters = [Redaction(redaction), Redaction(redaction)]
                     let status = pump(streams, child: pid, filters: &filters, output: output, collected: collected)
                     for index in filters.indices { filters[index].wipe() }
                     continuation.resume(returning: status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F))
                 }
-                thread.start()
             }
         } onCancel: {
             kill(pid, SIGTERM)

@@ -1,5 +1,6 @@
 public import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Synchronization
 import TouchgateClient
 import TouchgateAPI
 import TouchgateTerminal
@@ -350,7 +351,7 @@ struct AuditFilterOptions: ParsableArguments {
     /// The filter these options ask for, oldest first; times ago count back from `now`.
     func filter(now: Date) -> AuditFilter {
         func names(_ values: [String]) -> [String] {
-            values.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
+            values.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces() }
                 .filter { !$0.isEmpty }
         }
         return AuditFilter(since: since.flatMap { TimeArgument.parse($0, now: now) },
@@ -373,16 +374,14 @@ enum RecordOrder: String, EnumerableFlag {
 }
 
 /// Text a command shows once its request is over (see ``Pager``).
-///
-/// `@unchecked Sendable`: `stored` is only touched under `lock`.
-final class PageText: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: String?
+final class PageText: Sendable {
+    // The text, only touched under its lock.
+    private let stored = Mutex<String?>(nil)
 
     /// The text, once set.
     var text: String? {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
     }
 }
 

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import TouchgateAPI
 import TouchgateTerminal
 
@@ -21,7 +21,7 @@ struct Capture: AsyncParsableCommand {
     var output: String
 
     var format: ImageFormat? {
-        ImageFormat(rawValue: (output as NSString).pathExtension.lowercased())
+        ImageFormat(rawValue: PathText.pathExtension(of: output).lowercased())
     }
 
     func validate() throws {

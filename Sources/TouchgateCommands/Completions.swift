@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Synchronization
 import TouchgateAPI
 import TouchgateTerminal
 
@@ -51,17 +52,26 @@ enum Completions {
     /// `_describe` reads a colon as the start of a description; such names are not offered.
     static func isShellSafe(_ name: String) -> Bool {
         !name.isEmpty && !name.hasPrefix("-") && name.unicodeScalars.allSatisfy { scalar in
-            CharacterSet.alphanumerics.contains(scalar) || "._+,/@%=-".unicodeScalars.contains(scalar)
+            isAlphanumeric(scalar) || "._+,/@%=-".unicodeScalars.contains(scalar)
         }
     }
 }
 
-/// The names found by the detached lookup.
-// @unchecked Sendable: every access to `names` holds `lock`.
-private final class NameBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var names: [String] = []
+/// A letter, mark or number (Unicode's L*, M* and N*): what Foundation's
+/// `CharacterSet.alphanumerics` holds.
+private func isAlphanumeric(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.properties.generalCategory {
+    case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
+         .nonspacingMark, .spacingMark, .enclosingMark, .decimalNumber, .letterNumber, .otherNumber: true
+    default: false
+    }
+}
 
-    func set(_ names: [String]) { lock.withLock { self.names = names } }
-    var value: [String] { lock.withLock { names } }
+/// The names found by the detached lookup.
+private final class NameBox: Sendable {
+    // The names, only touched under their lock.
+    private let names = Mutex<[String]>([])
+
+    func set(_ names: [String]) { self.names.withLock { $0 = names } }
+    var value: [String] { names.withLock { $0 } }
 }

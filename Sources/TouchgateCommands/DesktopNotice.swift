@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Subprocess
 import SystemPackage
 #if canImport(Glibc)

@@ -1,8 +1,9 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import TouchgateAPI
 import TouchgateHelpers
 import TouchgateTerminal
+import Glibc
 
 /// `git-credential-touchgate OPERATION` (also `touchgate git-credential OPERATION`): git's
 /// credential helper protocol, git-credential(1).

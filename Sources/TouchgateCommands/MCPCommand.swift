@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Synchronization
 import TouchgateAPI
 import TouchgateTerminal
@@ -108,7 +108,7 @@ struct MCPServer: Sendable {
     /// Standard input's lines, as bytes; a line over the limit is answered as unreadable.
     static func lines() -> AsyncStream<[UInt8]> {
         AsyncStream { continuation in
-            let thread = Thread {
+            SystemThread.detach(name: nil) {
                 var pending: [UInt8] = []
                 var buffer = [UInt8](repeating: 0, count: 65_536)
                 while true {
@@ -128,7 +128,6 @@ struct MCPServer: Sendable {
                 }
                 continuation.finish()
             }
-            thread.start()
         }
     }
 

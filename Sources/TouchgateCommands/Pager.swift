@@ -1,6 +1,6 @@
 import TouchgateAPI
 import TouchgateTerminal
-import Foundation
+import FoundationEssentials
 import Subprocess
 #if canImport(Glibc)
 import Glibc
@@ -52,7 +52,7 @@ enum Pager {
     /// The pager's command, or `nil` for none.
     static func command() -> Command? {
         if let configured = Invocation.environment("PAGER") {
-            let trimmed = configured.trimmingCharacters(in: .whitespaces)
+            let trimmed = configured.trimmingSpaces()
             return trimmed.isEmpty || trimmed == "cat" ? nil : Command(shellCommand: configured)
         }
         return Command(shellCommand: nil)

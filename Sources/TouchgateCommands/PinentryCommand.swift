@@ -1,8 +1,9 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import TouchgateAPI
 import TouchgateHelpers
 import TouchgateTerminal
+import Glibc
 
 /// `touchgate pinentry` (and `pinentry-touchgate`, a symlink): gpg-agent's pinentry.
 struct Pinentry: AsyncParsableCommand {

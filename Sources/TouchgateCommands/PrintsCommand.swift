@@ -1,7 +1,8 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import TouchgateAPI
 import TouchgateTerminal
+import Glibc
 
 /// `touchgate prints`: the enrolled prints.
 struct Prints: AsyncParsableCommand {
@@ -68,8 +69,13 @@ struct Prints: AsyncParsableCommand {
             }
         }
 
+        /// The local day of `date`, `2026-11-21`: from the C library, as ``ShownTime`` (FoundationEssentials
+        /// knows no time zone by name, and its `TimeZone.current` is GMT without ICU).
         static func day(_ date: Date) -> String {
-            ISO8601DateFormatter.string(from: date, timeZone: .current, formatOptions: [.withFullDate])
+            var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+            var parts = tm()
+            guard localtime_r(&seconds, &parts) != nil else { return String(date.formatted(.iso8601).prefix(10)) }
+            return "\((Int(parts.tm_year) + 1900).zeroPadded(4))-\((parts.tm_mon + 1).zeroPadded(2))-\(parts.tm_mday.zeroPadded(2))"
         }
     }
 

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import TouchgateAPI
 import TouchgateClient
 import TouchgateTerminal
@@ -130,13 +130,13 @@ enum ReceiptFile {
             data = FileManager.default.contents(atPath: path)
             guard data != nil else { throw ServiceError(.notFound, "cannot read '\(StoredText.escaped(path))'") }
         } else {
-            data = FileHandle.standardInput.readDataToEndOfFile()
+            data = Data(FileInput.read(0) ?? [])
         }
         do {
             return try WireCoding.decoder().decode(Receipt.self, from: data ?? Data())
         } catch {
             throw ServiceError(.integrity, "not a touchgate receipt (a JSON object with statement, signature and "
-                               + "public-key): \(error.localizedDescription)")
+                               + "public-key): \(ErrorText.describe(error))")
         }
     }
 }
@@ -179,7 +179,7 @@ struct ReceiptCommand: AsyncParsableCommand {
                 let key: String
                 if let keyArgument {
                     key = (FileManager.default.contents(atPath: keyArgument).map { String(decoding: $0, as: UTF8.self) }
-                        ?? keyArgument).trimmingCharacters(in: .whitespacesAndNewlines)
+                        ?? keyArgument).trimmingWhitespace()
                 } else {
                     key = try await service.auditPublicKey()
                 }

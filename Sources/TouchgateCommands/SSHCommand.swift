@@ -1,11 +1,12 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import TouchgateAPI
 import TouchgateSSHAgent
 import TouchgateClient
 import TouchgateSSH
 import TouchgateSocket
 import TouchgateTerminal
+import Glibc
 
 /// `touchgate ssh`: SSH keys that live in the vault and sign only through its policy.
 struct SSH: AsyncParsableCommand {
@@ -206,7 +207,7 @@ struct Agent: AsyncParsableCommand {
                 // found of its caller (the daemon's own gate sees this agent as the caller).
                 requests = { caller in DaemonClient(socketPath: daemon, requester: caller.requester) }
             } else {
-                let servicePath = chosenService ?? (path as NSString).deletingLastPathComponent + "/socket"
+                let servicePath = chosenService ?? PathText.deletingLastComponent(of: path) + "/socket"
                 let serviceListener = activated.count > 1 ? activated[1] : try Self.bindService(servicePath)
                 let hosted = ServiceChoice.requiredHost.personalAgent(serviceSocket: serviceListener, log: log)
                 if await hosted.takeOverKeyringKey() {
@@ -257,7 +258,7 @@ struct Agent: AsyncParsableCommand {
         guard let program = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
             throw ServiceError(.error, "cannot find this program (/proc/self/exe) to start the agent")
         }
-        let log = (socket as NSString).deletingLastPathComponent + "/agent.log"
+        let log = PathText.deletingLastComponent(of: socket) + "/agent.log"
         let logDescriptor = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         defer { if logDescriptor >= 0 { close(logDescriptor) } }
         var arguments = ["touchgate", "agent"]

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import TouchgateAPI
 import TouchgateTerminal
 #if canImport(Glibc)
@@ -98,7 +98,7 @@ struct SecretServiceCommand: AsyncParsableCommand {
         /// Returns at SIGTERM, SIGINT or SIGHUP, or once `serving` turns false (the bus went away).
         static func waitForStop(while serving: @escaping @Sendable () -> Bool) async {
             await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
-                let thread = Thread {
+                SystemThread.detach(name: "touchgate-signals") {
                     var signals = sigset_t()
                     sigemptyset(&signals)
                     for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
@@ -107,8 +107,6 @@ struct SecretServiceCommand: AsyncParsableCommand {
                     while serving(), sigtimedwait(&signals, nil, &wait) < 0 {}
                     stopped.resume()
                 }
-                thread.name = "touchgate-signals"
-                thread.start()
             }
         }
     }
@@ -145,12 +143,12 @@ struct SecretServiceCommand: AsyncParsableCommand {
                     Exec=\(program) secret-service serve
                     \(unit)
                     """
-                let directory = (file as NSString).deletingLastPathComponent
+                let directory = PathText.deletingLastComponent(of: file)
                 do {
                     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
                     try Data(text.utf8).write(to: URL(fileURLWithPath: file), options: .atomic)
                 } catch {
-                    throw ServiceError(.error, "cannot write \(file): \(error.localizedDescription)")
+                    throw ServiceError(.error, "cannot write \(file): \(ErrorText.describe(error))")
                 }
                 let reloaded = SecretServiceCommand.reloadBus()
                 console.result("enabled", ActivationReport(file: file, enabled: true, busReloaded: reloaded),

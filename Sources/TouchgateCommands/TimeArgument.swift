@@ -1,6 +1,6 @@
 import TouchgateAPI
 import TouchgateTerminal
-import Foundation
+import FoundationEssentials
 
 /// A moment typed on the command line (`audit show --since`, `--until`).
 ///

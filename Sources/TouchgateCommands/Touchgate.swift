@@ -1,7 +1,8 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import TouchgateAPI
 import TouchgateTerminal
+import Glibc
 
 /// The `touchgate` command: fingerprint-gated secrets for Linux.
 struct Touchgate: AsyncParsableCommand {
@@ -48,7 +49,7 @@ public enum CommandLineEntry {
             if let host { try host.prepare() } else { try ProcessProtection.apply() }
         } catch {
             Console.write("touchgate: \(error.message)\n", to: 2)
-            Foundation.exit(error.exitStatus)
+            Glibc.exit(error.exitStatus)
         }
         // The personal mode is served in-process: only an executable with a host can.
         if host == nil, Invocation.serviceSocket() == nil { SiblingProgram.fullCLI.exec(CommandLine.arguments) }
@@ -58,7 +59,7 @@ public enum CommandLineEntry {
             let arguments = Touchgate.helperArguments(Array(CommandLine.arguments.dropFirst()))
             if let suggestion = CommandSuggestion.forUnknownCommand(in: arguments) {
                 Console.write("touchgate: \(suggestion)\n", to: 2)
-                Foundation.exit(ExitStatus.usage)
+                Glibc.exit(ExitStatus.usage)
             }
             var command = try Touchgate.parseAsRoot(arguments)
             if var command = command as? any AsyncParsableCommand {
@@ -69,7 +70,7 @@ public enum CommandLineEntry {
         } catch {
             Touchgate.exit(withError: error)
         }
-        Foundation.exit(ExitStatus.success)
+        Glibc.exit(ExitStatus.success)
     }
 }
 

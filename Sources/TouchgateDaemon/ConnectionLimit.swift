@@ -1,4 +1,4 @@
-import Foundation
+import Synchronization
 import TouchgateBasics
 #if canImport(Glibc)
 import Glibc
@@ -17,9 +17,7 @@ import Glibc
 /// the uid that opened them: the PAM module runs inside sudo, su, sshd and login as root,
 /// and counting all of those as root's would let sixteen sudo prompts of one user take the
 /// finger away from every sudo on the machine.
-///
-/// `@unchecked Sendable`: `open` is only touched under `lock`.
-public final class ConnectionLimit: @unchecked Sendable {
+public final class ConnectionLimit: Sendable {
     /// Whose share a connection counts against.
     enum Bucket: Hashable, CustomStringConvertible {
         /// A user's own connections, or a set-user-ID root program that user started (sudo
@@ -56,9 +54,13 @@ public final class ConnectionLimit: @unchecked Sendable {
     let total: Int
     /// Why ``total`` is lower than asked, when it is (said once, at start).
     let lowered: String?
-    private let lock = NSLock()
-    private var open: [Bucket: Int] = [:]
-    private var all = 0
+    // The connections counted, by bucket and in all, only touched under their lock.
+    private let counts = Mutex(Counts())
+
+    private struct Counts {
+        var open: [Bucket: Int] = [:]
+        var all = 0
+    }
 
     /// Bounds of `perUser` per bucket and `total` in all, the total lowered to what this
     /// process may lock (`RLIMIT_MEMLOCK`).
@@ -83,10 +85,10 @@ public final class ConnectionLimit: @unchecked Sendable {
     /// Counts a new connection in `bucket`; the refusal to send instead (nothing counted)
     /// when the bucket or the daemon is full.
     func admit(_ bucket: Bucket) -> ServiceError? {
-        lock.withLock {
-            if let refusal = refusal(bucket) { return refusal }
-            open[bucket, default: 0] += 1
-            all += 1
+        counts.withLock { counts in
+            if let refusal = refusal(bucket, counts) { return refusal }
+            counts.open[bucket, default: 0] += 1
+            counts.all += 1
             return nil
         }
     }
@@ -95,31 +97,31 @@ public final class ConnectionLimit: @unchecked Sendable {
     /// says which user it acts for); the refusal when `new` is full (it stays counted in `old`).
     func move(from old: Bucket, to new: Bucket) -> ServiceError? {
         guard old != new else { return nil }
-        return lock.withLock {
-            if open[new, default: 0] >= perUser { return refusal(new) }
-            open[new, default: 0] += 1
-            let count = open[old, default: 0] - 1
-            open[old] = count > 0 ? count : nil
+        return counts.withLock { counts in
+            if counts.open[new, default: 0] >= perUser { return refusal(new, counts) }
+            counts.open[new, default: 0] += 1
+            let count = counts.open[old, default: 0] - 1
+            counts.open[old] = count > 0 ? count : nil
             return nil
         }
     }
 
     /// Forgets a connection counted in `bucket`.
     func release(_ bucket: Bucket) {
-        lock.withLock {
-            let count = open[bucket, default: 0] - 1
-            open[bucket] = count > 0 ? count : nil
-            all -= 1
+        counts.withLock { counts in
+            let count = counts.open[bucket, default: 0] - 1
+            counts.open[bucket] = count > 0 ? count : nil
+            counts.all -= 1
         }
     }
 
-    private func refusal(_ bucket: Bucket) -> ServiceError? {
-        if open[bucket, default: 0] >= perUser {
+    private func refusal(_ bucket: Bucket, _ counts: Counts) -> ServiceError? {
+        if counts.open[bucket, default: 0] >= perUser {
             return ServiceError(.limit, "touchgated already serves \(perUser) connections for \(bucket), the most one "
                                 + "user may hold open; end some of your touchgate commands (or the programs holding "
                                 + "connections) and try again")
         }
-        if all >= total {
+        if counts.all >= total {
             return ServiceError(.limit, "touchgated serves \(total) connections already, the most it holds at once; "
                                 + "try again in a moment (an administrator can see who holds them in its log)")
         }

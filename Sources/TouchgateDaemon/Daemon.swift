@@ -1,5 +1,7 @@
-public import Foundation
+public import FoundationEssentials
+import Glibc
 public import Logging
+import Synchronization
 import TouchgateService
 public import TouchgateSocket
 import TouchgateVault
@@ -117,14 +119,12 @@ public final class Daemon: Sendable {
         }
         let listener = self.listener
         let connections = AsyncStream<Int32> { continuation in
-            let thread = Thread {
+            SystemThread.detach(name: "touchgated-accept") {
                 while let descriptor = try? listener.accept() {
                     continuation.yield(descriptor)
                 }
                 continuation.finish()
             }
-            thread.name = "touchgated-accept"
-            thread.start()
         }
         await withDiscardingTaskGroup { group in
             for await descriptor in connections {
@@ -341,32 +341,29 @@ actor RequestSlot {
 }
 
 /// The connections being served, so that stopping can end them.
-///
-/// `@unchecked Sendable`: `sockets` and `stopping` are only touched under `lock`.
-final class OpenConnections: @unchecked Sendable {
-    private let lock = NSLock()
-    private var sockets: [ObjectIdentifier: FramedSocket] = [:]
-    private var stopping = false
+final class OpenConnections: Sendable {
+    // The sockets and whether the daemon stops, only touched under their lock.
+    private let state = Mutex<(sockets: [ObjectIdentifier: FramedSocket], stopping: Bool)>(([:], false))
 
     /// Registers `socket`; false once the daemon stops (close it instead).
     func add(_ socket: FramedSocket) -> Bool {
-        lock.withLock {
-            guard !stopping else { return false }
-            sockets[ObjectIdentifier(socket)] = socket
+        state.withLock { state in
+            guard !state.stopping else { return false }
+            state.sockets[ObjectIdentifier(socket)] = socket
             return true
         }
     }
 
     func remove(_ socket: FramedSocket) {
-        lock.withLock { _ = sockets.removeValue(forKey: ObjectIdentifier(socket)) }
+        state.withLock { _ = $0.sockets.removeValue(forKey: ObjectIdentifier(socket)) }
     }
 
     /// Ends every connection's conversation: what is queued is still written, then the
     /// connection is shut down, which ends its reader and cancels its request.
     func closeAll() {
-        let all = lock.withLock {
-            stopping = true
-            return Array(sockets.values)
+        let all = state.withLock { state in
+            state.stopping = true
+            return Array(state.sockets.values)
         }
         for socket in all { socket.close() }
     }

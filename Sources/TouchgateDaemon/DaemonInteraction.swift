@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TouchgateService
 import TouchgateSocket
 import TouchgateAPI

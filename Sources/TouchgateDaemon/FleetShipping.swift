@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 public import TouchgateService
 import TouchgateVault

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Synchronization
 import TouchgatePolicy
 import TouchgateService
 import TouchgateVault
@@ -9,9 +10,7 @@ import TouchgateVault
 /// after its passphrase however busy, on lock, and when the daemon stops.
 ///
 /// Times are on the boot clock (`CLOCK_BOOTTIME`), which counts suspended time too.
-///
-/// `@unchecked Sendable`: `held` is only touched under `lock`.
-final class HeldKeys: @unchecked Sendable {
+final class HeldKeys: Sendable {
     private struct Held {
         let key: VaultKey
         let unlockedAt: Double
@@ -20,8 +19,8 @@ final class HeldKeys: @unchecked Sendable {
 
     /// When a key goes (the rule the personal mode's keyring follows too).
     let rule: KeyExpiry
-    private let lock = NSLock()
-    private var held: [String: Held] = [:]
+    // The keys by slot, only touched under their lock.
+    private let held = Mutex<[String: Held]>([:])
 
     init(idleTimeout: Duration = KeyExpiry.defaultIdleTimeout, maximumAge: Duration = KeyExpiry.defaultMaximumAge) {
         rule = KeyExpiry(idleTimeout: idleTimeout, maximumAge: maximumAge)
@@ -36,7 +35,7 @@ final class HeldKeys: @unchecked Sendable {
     @discardableResult
     func sweep() -> Int {
         let now = Self.now()
-        return lock.withLock {
+        return held.withLock { held in
             let expired = held.filter { expiry(of: $0.value) <= now }.map(\.key)
             for slot in expired { held[slot] = nil }
             return expired.count
@@ -45,20 +44,20 @@ final class HeldKeys: @unchecked Sendable {
 
     /// Forgets every key (the daemon stops).
     func releaseAll() {
-        lock.withLock { held.removeAll() }
+        held.withLock { $0.removeAll() }
     }
 
     /// How many keys are held.
-    var count: Int { lock.withLock { held.count } }
+    var count: Int { held.withLock { $0.count } }
 
     fileprivate func hold(_ key: VaultKey, slot: String) {
         let now = Self.now()
-        lock.withLock { held[slot] = Held(key: key, unlockedAt: now, lastUse: now) }
+        held.withLock { $0[slot] = Held(key: key, unlockedAt: now, lastUse: now) }
     }
 
     fileprivate func use(_ slot: String) -> VaultKey? {
         let now = Self.now()
-        return lock.withLock {
+        return held.withLock { held in
             guard var entry = held[slot] else { return nil }
             guard expiry(of: entry) > now else {
                 held[slot] = nil
@@ -72,17 +71,16 @@ final class HeldKeys: @unchecked Sendable {
 
     fileprivate func peek(_ slot: String) -> (holding: Bool, latest: Date?) {
         let now = Self.now()
-        return lock.withLock {
+        return held.withLock { held in
             guard let entry = held[slot], expiry(of: entry) > now else { return (false, nil) }
             return (true, rule.latestExpiry(unlockedAt: entry.unlockedAt, now: now))
         }
     }
 
     fileprivate func release(_ slot: String) -> Bool {
-        lock.withLock { held.removeValue(forKey: slot) != nil }
+        held.withLock { $0.removeValue(forKey: slot) != nil }
     }
 
-    /// Under `lock`.
     private func expiry(of entry: Held) -> Double {
         rule.expiry(unlockedAt: entry.unlockedAt, lastUse: entry.lastUse)
     }

@@ -1,7 +1,8 @@
 import FingerprintKit
 import Logging
 import TouchgateService
-import Foundation
+import FoundationEssentials
+import Synchronization
 
 /// Follows system sleep through systemd-logind: a delay inhibitor is held while the system
 /// is awake; on `PrepareForSleep(true)` the running reader operation is cancelled (its
@@ -93,11 +94,9 @@ enum SleepWatch {
 }
 
 /// A flag set once from any thread.
-private final class DoneFlag: @unchecked Sendable {
-    // @unchecked Sendable: `value` is only touched under `lock`.
-    private let lock = NSLock()
-    private var value = false
+private final class DoneFlag: Sendable {
+    private let value = Atomic<Bool>(false)
 
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
+    func set() { value.store(true, ordering: .sequentiallyConsistent) }
+    var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
 }

@@ -1,7 +1,8 @@
-public import Foundation
+public import FoundationEssentials
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #endif
+import TouchgateBasics
 
 /// What touchgated checks of its state directory before it serves anyone: the directory,
 /// its `users/` directory, every user's store directory and every file in them belong to
@@ -45,8 +46,8 @@ public enum StateDirectoryCheck {
         }
         if info.st_mode & 0o077 != 0 {
             let wanted = isDirectory ? "0700" : "0600"
-            problems.append(String(format: "%@ has mode %04o, which lets other users in; run: chmod %@ '%@'",
-                                   path, info.st_mode & 0o7777, wanted, path)
+            problems.append("\(path) has mode \((info.st_mode & 0o7777).zeroPadded(4, radix: 8)), which lets other users in; "
+                            + "run: chmod \(wanted) '\(path)'"
                             + (isDirectory ? " (and chmod -R go-rwx '\(path)' for what it holds)" : ""))
         }
         guard isDirectory, level < depth,

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 public import TouchgateAPI
 import TouchgateTerminal
 #if canImport(Glibc)
@@ -46,7 +46,9 @@ public struct HelperSettings: Codable, Sendable, Equatable {
         if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") {
             base = config
         } else {
-            base = (environment["HOME"] ?? NSHomeDirectory()) + "/.config"
+            base = (environment["HOME"]
+                ?? FileManager.default.homeDirectoryForCurrentUser.withUnsafeFileSystemRepresentation { String(cString: $0!) })
+                + "/.config"
         }
         return base + "/touchgate/helpers.json"
     }
@@ -65,7 +67,7 @@ public struct HelperSettings: Codable, Sendable, Equatable {
 
     /// Writes the settings to `path` (directory 0700, file 0600, replaced atomically).
     public func save(to path: String = path()) throws(ServiceError) {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathText.deletingLastComponent(of: path)
         do {
             try PrivateFiles.makeDirectory(directory)
             let encoder = JSONEncoder()
@@ -86,7 +88,7 @@ public struct HelperSettings: Codable, Sendable, Equatable {
     /// when `change` throws.
     public static func update<T>(at path: String = path(),
                                  _ change: (inout HelperSettings) throws(ServiceError) -> T) throws(ServiceError) -> T {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathText.deletingLastComponent(of: path)
         let lockPath = path + ".lock"
         do {
             try PrivateFiles.makeDirectory(directory)

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TouchgateAPI
 public import TouchgateTerminal
 import Subprocess

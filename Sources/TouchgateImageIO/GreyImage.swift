@@ -1,5 +1,5 @@
 import CZlib
-public import Foundation
+public import FoundationEssentials
 
 /// An 8-bit grey image, and the two file formats `touchgate capture` writes: binary PGM
 /// (`P5`) and PNG (grey, 8 bits). Reading PNG accepts the common 8-bit colour types so

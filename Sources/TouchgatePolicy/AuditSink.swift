@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where the evaluator sends audit events, in order, as decisions are made.
 ///

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 extension Duration {
     /// The duration in seconds as a `TimeInterval` (a `Double`): whole seconds plus the

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Permission for one operation, with the reason it was given.
 ///

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// The source of time for every policy decision; injected so tests control it.
 ///

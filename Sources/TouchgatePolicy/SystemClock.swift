@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 #if canImport(Glibc)
 import Glibc
@@ -38,10 +38,13 @@ public struct SystemClock: PolicyClock {
     /// cannot be read or holds nothing. The one place that reads the boot id: the clock
     /// and the vault's audit records each choose their own fallback.
     public static func readBootID(path: String = kernelBootIDPath) -> BootID? {
-        let text = (try? String(contentsOfFile: path, encoding: .utf8))?
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        guard let text, !text.isEmpty else { return nil }
-        return BootID(text)
+        guard let file = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        // White space trimmed scalar by scalar (FoundationEssentials has no `trimmingCharacters`).
+        let scalars = file.unicodeScalars
+        let isSpace = { (scalar: Unicode.Scalar) in scalar.properties.isWhitespace || scalar == "\u{200B}" }
+        guard let first = scalars.firstIndex(where: { !isSpace($0) }),
+              let last = scalars.lastIndex(where: { !isSpace($0) }) else { return nil }
+        return BootID(String(scalars[first...last]))
     }
 
     /// The current wall-clock time.

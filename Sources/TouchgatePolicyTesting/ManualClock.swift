@@ -1,4 +1,5 @@
-public import Foundation
+public import FoundationEssentials
+import Synchronization
 public import TouchgatePolicy
 
 /// A clock that moves only when a test tells it to.
@@ -7,12 +8,15 @@ public import TouchgatePolicy
 /// included); ``setWallTime(_:)`` jumps only the wall clock, as a user changing the
 /// system time; ``reboot(bootID:uptime:)`` starts a new boot with boot time near zero.
 /// Safe to share between tasks.
-public final class ManualClock: PolicyClock, @unchecked Sendable {
-    // @unchecked Sendable: every stored property is read and written only under `lock`.
-    private let lock = NSLock()
-    private var wall: Date
-    private var boot: Duration
-    private var boots: BootID
+public final class ManualClock: PolicyClock, Sendable {
+    // Every reading, read and written only under its lock.
+    private let readings: Mutex<Readings>
+
+    private struct Readings {
+        var wall: Date
+        var boot: Duration
+        var boots: BootID
+    }
 
     /// Creates a clock at the given readings.
     public init(
@@ -20,37 +24,35 @@ public final class ManualClock: PolicyClock, @unchecked Sendable {
         bootTime: Duration = .seconds(60),
         bootID: BootID = "boot-1"
     ) {
-        wall = wallTime
-        boot = bootTime
-        boots = bootID
+        readings = Mutex(Readings(wall: wallTime, boot: bootTime, boots: bootID))
     }
 
     /// The current wall time.
-    public var wallTime: Date { lock.withLock { wall } }
+    public var wallTime: Date { readings.withLock { $0.wall } }
     /// The current boot time.
-    public var bootTime: Duration { lock.withLock { boot } }
+    public var bootTime: Duration { readings.withLock { $0.boot } }
     /// The current boot identifier.
-    public var bootID: BootID { lock.withLock { boots } }
+    public var bootID: BootID { readings.withLock { $0.boots } }
 
     /// Lets `duration` pass: both wall and boot time move forward.
     public func advance(by duration: Duration) {
-        lock.withLock {
-            boot += duration
-            wall += duration.timeInterval
+        readings.withLock {
+            $0.boot += duration
+            $0.wall += duration.timeInterval
         }
     }
 
     /// Sets the wall clock only, as a user changing the system time would.
     public func setWallTime(_ date: Date) {
-        lock.withLock { wall = date }
+        readings.withLock { $0.wall = date }
     }
 
     /// Starts a new boot: a new identifier, boot time restarting at `uptime`.
     /// Wall time is left alone.
     public func reboot(bootID: BootID, uptime: Duration = .seconds(10)) {
-        lock.withLock {
-            boots = bootID
-            boot = uptime
+        readings.withLock {
+            $0.boots = bootID
+            $0.boot = uptime
         }
     }
 }

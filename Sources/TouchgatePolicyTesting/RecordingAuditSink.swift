@@ -1,20 +1,19 @@
-import Foundation
+import Synchronization
 public import TouchgatePolicy
 
 /// An ``AuditSink`` that keeps events in memory, for tests and diagnostics.
-public final class RecordingAuditSink: AuditSink, @unchecked Sendable {
-    // @unchecked Sendable: `stored` is read and written only under `lock`.
-    private let lock = NSLock()
-    private var stored: [PolicyAuditEvent] = []
+public final class RecordingAuditSink: AuditSink, Sendable {
+    // The events recorded, read and written only under their lock.
+    private let stored = Mutex<[PolicyAuditEvent]>([])
 
     /// Creates an empty recorder.
     public init() {}
 
     /// Appends the event.
     public func record(_ event: PolicyAuditEvent) {
-        lock.withLock { stored.append(event) }
+        stored.withLock { $0.append(event) }
     }
 
     /// Everything recorded so far, in order.
-    public var events: [PolicyAuditEvent] { lock.withLock { stored } }
+    public var events: [PolicyAuditEvent] { stored.withLock { $0 } }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import Synchronization
 public import TouchgatePolicy
 
 /// A mock reader that plays back a script of outcomes, for tests in any target.
@@ -7,17 +7,14 @@ public import TouchgatePolicy
 /// assert how often the reader was asked (including "not at all" during a lockout). When
 /// the script runs out, the sensor repeats `then` if given, else throws
 /// ``SensorError/unavailable``. Safe to share between tasks.
-public final class ScriptedSensor: BiometricSensor, @unchecked Sendable {
-    // @unchecked Sendable: `steps`, `calls` and `prompts` are touched only under `lock`.
+public final class ScriptedSensor: BiometricSensor, Sendable {
     /// One scripted answer: an outcome or an error.
     public typealias Step = Result<SensorOutcome, SensorError>
 
-    private let lock = NSLock()
-    private var steps: [Step]
-    private var nextIndex = 0
+    private let steps: [Step]
     private let fallback: Step?
-    private var calls = 0
-    private var prompts: [String] = []
+    // The next step to play, the calls and the prompts so far, touched only under their lock.
+    private let progress = Mutex<(nextIndex: Int, calls: Int, prompts: [String])>((0, 0, []))
 
     /// Creates a sensor that answers with `script` in order, then with `then` forever.
     public init(_ script: [Step], then fallback: Step? = nil) {
@@ -41,22 +38,22 @@ public final class ScriptedSensor: BiometricSensor, @unchecked Sendable {
     }
 
     /// How many times ``identify(prompt:)`` has been called.
-    public var callCount: Int { lock.withLock { calls } }
+    public var callCount: Int { progress.withLock { $0.calls } }
 
     /// The prompts passed so far, in order.
-    public var receivedPrompts: [String] { lock.withLock { prompts } }
+    public var receivedPrompts: [String] { progress.withLock { $0.prompts } }
 
     /// How many scripted steps have not been played yet (the fallback not counted).
-    public var remainingSteps: Int { lock.withLock { steps.count - nextIndex } }
+    public var remainingSteps: Int { progress.withLock { steps.count - $0.nextIndex } }
 
     /// Plays the next step of the script.
     public func identify(prompt: String) async throws(SensorError) -> SensorOutcome {
-        let step: Step = lock.withLock {
-            calls += 1
-            prompts.append(prompt)
-            if nextIndex < steps.count {
-                defer { nextIndex += 1 }
-                return steps[nextIndex]
+        let step: Step = progress.withLock { progress in
+            progress.calls += 1
+            progress.prompts.append(prompt)
+            if progress.nextIndex < steps.count {
+                defer { progress.nextIndex += 1 }
+                return steps[progress.nextIndex]
             }
             return fallback ?? .failure(.unavailable)
         }

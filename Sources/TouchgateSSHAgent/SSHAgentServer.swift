@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 public import TouchgateAPI
 import TouchgateSSH
@@ -77,12 +77,10 @@ public final class SSHAgentServer: Sendable {
     public func run() async {
         await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
             // epoll_wait blocks: a thread of its own, not one of the cooperative pool's.
-            let thread = Thread {
+            SystemThread.detach(name: "touchgate-agent") {
                 self.waitForClients()
                 stopped.resume()
             }
-            thread.name = "touchgate-agent"
-            thread.start()
         }
     }
 
@@ -456,13 +454,12 @@ public final class SSHAgentServer: Sendable {
     /// The names the user's known_hosts files (`~/.ssh/known_hosts`, `known_hosts2`, and the
     /// system's `/etc/ssh/ssh_known_hosts`) give a host key; each file read at most 1 MiB.
     static func knownHostNames(for hostKey: [UInt8]) -> (names: [String], hashedEntries: Int) {
-        let home = ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()
+        let home = ProcessInfo.processInfo.environment["HOME"]
+            ?? FileManager.default.homeDirectoryForCurrentUser.withUnsafeFileSystemRepresentation { String(cString: $0!) }
         var names: [String] = []
         var hashed = 0
         for path in [home + "/.ssh/known_hosts", home + "/.ssh/known_hosts2", "/etc/ssh/ssh_known_hosts"] {
-            guard let handle = FileHandle(forReadingAtPath: path) else { continue }
-            defer { try? handle.close() }
-            guard let data = try? handle.read(upToCount: 1 << 20) else { continue }
+            guard let data = FileInput.read(path, upTo: 1 << 20), !data.isEmpty else { continue }
             let found = KnownHosts.names(for: hostKey, in: String(decoding: data, as: UTF8.self))
             names += found.names.filter { !names.contains($0) }
             hashed += found.hashedEntries

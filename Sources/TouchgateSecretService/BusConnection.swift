@@ -1,5 +1,5 @@
 import CGio
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// A D-Bus method call this door received, with what it needs to answer.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TouchgateAPI
 import TouchgateBasics
 
@@ -94,7 +94,6 @@ actor NoticeBoard {
 
     /// Plain text as notification markup, control characters shown escaped.
     static func escaped(_ text: String) -> String {
-        StoredText.escaped(text).replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;")
+        StoredText.escaped(text).replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;")
     }
 }

@@ -1,5 +1,5 @@
 import CGio
-import Foundation
+import FoundationEssentials
 
 /// A D-Bus value as this door reads and writes it: the types the Secret Service uses, and
 /// nothing GLib-owned, so a value can cross tasks. ``gvariant()`` and ``init(_:)`` convert.
@@ -161,7 +161,7 @@ indirect enum BusValue: Sendable, Equatable {
 
     /// GVariant strings must be UTF-8 without NUL: Swift strings are UTF-8, so only NULs go.
     private static func valid(_ text: String) -> String {
-        text.contains("\0") ? text.replacingOccurrences(of: "\0", with: "") : text
+        text.contains("\0") ? text.replacing("\0", with: "") : text
     }
 }
 

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import TouchgateBasics
 import TouchgateCrypto
 import TouchgatePolicy
 
@@ -51,7 +52,7 @@ enum SecretServicePath {
         let kept = label.lowercased().unicodeScalars.map { scalar -> Character in
             (scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar))) ? Character(scalar) : "_"
         }
-        let name = String(kept.prefix(64)).trimmingCharacters(in: CharacterSet(charactersIn: "_"))
+        let name = String(kept.prefix(64)).trimming { $0 == "_" }
         return name.isEmpty ? "collection" : name
     }
 }

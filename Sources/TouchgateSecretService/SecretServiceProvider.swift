@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 public import TouchgateAPI
 import TouchgateBasics
@@ -88,7 +88,7 @@ public final class SecretServiceProvider: Sendable {
             return "another program (the bus does not say which)"
         }
         let executable = ProcessTable.executable(of: Int32(bitPattern: pid)) ?? "an unknown program"
-        let program = (executable as NSString).lastPathComponent
+        let program = PathText.lastComponent(of: executable)
         let known = knownKeyrings.contains(program)
         let shown = StoredText.escaped(executable)
         return known ? "\(StoredText.escaped(program)) (pid \(pid))"
@@ -207,7 +207,7 @@ public final class SecretServiceProvider: Sendable {
                    executable: client.identity.executable, door: .secretService,
                    requester: "secret service for \(client.identity.chain)")
         }
-        var program: String { (client.identity.executable as NSString).lastPathComponent }
+        var program: String { PathText.lastComponent(of: client.identity.executable) }
     }
 
     /// Runs a request to the service for the client: its records name the client's chain,

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TouchgateVault
 import TouchgateAPI
 
@@ -14,46 +14,46 @@ enum AuditInterchange {
         let (activityID, activity) = ocsfActivity(record.event)
         let (statusID, status) = ocsfStatus(record.outcome)
         let (severityID, severity) = ocsfSeverity(record)
-        var event: [String: Any] = [
+        var event: [String: Field] = [
             "class_uid": 3002, "class_name": "Authentication",
             "category_uid": 3, "category_name": "Identity & Access Management",
-            "activity_id": activityID, "activity_name": activity,
-            "type_uid": 300_200 + activityID, "type_name": "Authentication: \(activity)",
-            "time": milliseconds(record), "severity_id": severityID, "severity": severity,
-            "status_id": statusID, "status": status, "status_detail": record.reason,
-            "message": message(record),
+            "activity_id": .int(activityID), "activity_name": .text(activity),
+            "type_uid": .int(300_200 + activityID), "type_name": .text("Authentication: \(activity)"),
+            "time": .int(milliseconds(record)), "severity_id": .int(severityID), "severity": .text(severity),
+            "status_id": .int(statusID), "status": .text(status), "status_detail": .text(record.reason),
+            "message": .text(message(record)),
             "auth_protocol_id": 99, "auth_protocol": "Touchgate",
             "user": user(record, idKey: "uid"),
-            "actor": ["user": ["name": record.login, "uid": String(record.uid)]],
-            "device": ["hostname": host, "type_id": 0, "type": "Unknown"],
+            "actor": ["user": ["name": .text(record.login), "uid": .text(String(record.uid))]],
+            "device": ["hostname": .text(host), "type_id": 0, "type": "Unknown"],
             "metadata": [
-                "version": ocsfVersion, "log_name": "touchgate-audit", "sequence": record.seq,
-                "uid": uid(record),
+                "version": .text(ocsfVersion), "log_name": "touchgate-audit", "sequence": .int(record.seq),
+                "uid": .text(uid(record)),
                 "product": ["name": "Touchgate", "vendor_name": "Touchgate"],
-            ] as [String: Any],
+            ],
             "unmapped": touchgateFields(record),
         ]
-        if let item = record.item { event["service"] = ["name": item] }
-        return line(event)
+        if let item = record.item { event["service"] = ["name": .text(item)] }
+        return line(.object(event))
     }
 
     /// One ECS document for `record`, as one JSON line.
     static func ecs(_ record: AuditRecordReport, host: String) -> String {
         let (category, type) = ecsCategory(record.event)
-        var hostFields: [String: Any] = ["hostname": host]
-        if let bootID = record.bootID { hostFields["boot"] = ["id": bootID] }
-        let document: [String: Any] = [
-            "@timestamp": timestamp(record),
-            "ecs": ["version": ecsVersion],
-            "message": message(record),
+        var hostFields: [String: Field] = ["hostname": .text(host)]
+        if let bootID = record.bootID { hostFields["boot"] = ["id": .text(bootID)] }
+        let document: Field = [
+            "@timestamp": .text(timestamp(record)),
+            "ecs": ["version": .text(ecsVersion)],
+            "message": .text(message(record)),
             "event": [
-                "kind": "event", "category": category, "type": type, "action": record.event,
-                "outcome": ecsOutcome(record.outcome), "reason": record.reason, "sequence": record.seq,
-                "provider": "touchgate", "module": "touchgate", "dataset": "touchgate.audit",
-                "severity": severityNumber(record), "id": uid(record),
-            ] as [String: Any],
+                "kind": "event", "category": .list(category.map(Field.text)), "type": .list(type.map(Field.text)),
+                "action": .text(record.event), "outcome": .text(ecsOutcome(record.outcome)), "reason": .text(record.reason),
+                "sequence": .int(record.seq), "provider": "touchgate", "module": "touchgate",
+                "dataset": "touchgate.audit", "severity": .int(severityNumber(record)), "id": .text(uid(record)),
+            ],
             "user": user(record, idKey: "id"),
-            "host": hostFields,
+            "host": .object(hostFields),
             "touchgate": touchgateFields(record),
         ]
         return line(document)
@@ -120,9 +120,9 @@ enum AuditInterchange {
     // MARK: Shared fields
 
     /// The user the record is about: the vault user, else the writer.
-    private static func user(_ record: AuditRecordReport, idKey: String) -> [String: Any] {
-        if let vaultUser = record.vaultUser, vaultUser != record.login { return ["name": vaultUser] }
-        return ["name": record.login, idKey: String(record.uid)]
+    private static func user(_ record: AuditRecordReport, idKey: String) -> Field {
+        if let vaultUser = record.vaultUser, vaultUser != record.login { return ["name": .text(vaultUser)] }
+        return .object(["name": .text(record.login), idKey: .text(String(record.uid))])
     }
 
     /// A stable id: the trail and the sequence.
@@ -138,17 +138,18 @@ enum AuditInterchange {
     }
 
     /// Everything Touchgate knows that the schema has no place for, chain fields included.
-    private static func touchgateFields(_ record: AuditRecordReport) -> [String: Any] {
-        var fields: [String: Any] = ["event": record.event, "outcome": record.outcome, "seq": record.seq,
-                                     "uid": record.uid, "login": record.login, "boot_time": record.bootTime]
-        fields["item"] = record.item
-        fields["vault_user"] = record.vaultUser
-        fields["trail"] = record.trail
-        fields["mac"] = record.mac
-        fields["prev_mac"] = record.prevMAC
-        fields["chain"] = record.chain
-        fields["prev_chain"] = record.prevChain
-        return fields
+    private static func touchgateFields(_ record: AuditRecordReport) -> Field {
+        var fields: [String: Field] = ["event": .text(record.event), "outcome": .text(record.outcome),
+                                       "seq": .int(record.seq), "uid": .int(record.uid),
+                                       "login": .text(record.login), "boot_time": .number(record.bootTime)]
+        fields["item"] = record.item.map(Field.text)
+        fields["vault_user"] = record.vaultUser.map(Field.text)
+        fields["trail"] = record.trail.map(Field.text)
+        fields["mac"] = record.mac.map(Field.text)
+        fields["prev_mac"] = record.prevMAC.map(Field.text)
+        fields["chain"] = record.chain.map(Field.text)
+        fields["prev_chain"] = record.prevChain.map(Field.text)
+        return .object(fields)
     }
 
     private static func milliseconds(_ record: AuditRecordReport) -> Int64 {
@@ -162,9 +163,39 @@ enum AuditInterchange {
         Date(timeIntervalSince1970: Double(milliseconds(record)) / 1000).formatted(timestampStyle)
     }
 
-    private static func line(_ object: [String: Any]) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        else { preconditionFailure("an audit interchange object failed to encode") }
+    /// Keys sorted by their UTF-8 bytes (JSONEncoder's order; the keys here, lowercase ASCII,
+    /// `_` and `@`, sort the same under JSONSerialization's collation, which wrote them before).
+    private static func line(_ object: Field) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(object) else { preconditionFailure("an audit interchange object failed to encode") }
         return String(decoding: data, as: UTF8.self)
+    }
+
+    /// One value of a line: text, a number, a list or an object.
+    private enum Field: Encodable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+                        ExpressibleByDictionaryLiteral {
+        case text(String)
+        case integer(Int64)
+        case number(Double)
+        case list([Field])
+        case object([String: Field])
+
+        static func int(_ value: some BinaryInteger) -> Field { .integer(Int64(value)) }
+
+        init(stringLiteral value: String) { self = .text(value) }
+        init(integerLiteral value: Int64) { self = .integer(value) }
+        init(dictionaryLiteral elements: (String, Field)...) { self = .object(Dictionary(uniqueKeysWithValues: elements)) }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .text(let value): try container.encode(value)
+            case .integer(let value): try container.encode(value)
+            case .number(let value): try container.encode(value)
+            case .list(let values): try container.encode(values)
+            case .object(let fields): try container.encode(fields)
+            }
+        }
     }
 }

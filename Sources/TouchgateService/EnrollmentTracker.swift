@@ -1,5 +1,5 @@
 import CSodium
-import Foundation
+import FoundationEssentials
 import TouchgatePolicy
 import TouchgateVault
 

@@ -1,5 +1,5 @@
 import FingerprintKit
-import Foundation
+import Synchronization
 import TouchgateAPI
 
 /// How long a reader operation waits for a finger before it gives up.
@@ -13,9 +13,7 @@ import TouchgateAPI
 /// enrollment of many scans is not cut short; while the reader says a finger is on it the
 /// wait is twice as long (matching a scan is work, not waiting, and a loaded machine may
 /// take seconds for it).
-///
-/// `@unchecked Sendable`: `last` is only touched under `lock`.
-public final class FingerWait: @unchecked Sendable {
+public final class FingerWait: Sendable {
     /// The wait of every reader operation in this process: 60 s unless the host sets
     /// another (`touchgated --finger-timeout`, `TOUCHGATE_FINGER_TIMEOUT` for tests).
     public static var timeout: Duration {
@@ -26,16 +24,20 @@ public final class FingerWait: @unchecked Sendable {
     /// The default wait: long enough to find the reader, well short of the heat model's minutes.
     public static let defaultTimeout = Duration.seconds(60)
 
-    private static let setting = LockedDuration(
+    private static let setting = Mutex<Duration>(
         Invocation.environment("TOUCHGATE_FINGER_TIMEOUT").flatMap(Double.init)
             .map { Duration.milliseconds(Int64($0 * 1000)) } ?? defaultTimeout)
 
     private let timeout: Duration
     private let reader: String
-    private let lock = NSLock()
-    private var last = ContinuousClock.now
-    /// A finger is on the reader (or it asks for none): the wait is doubled.
-    private var paused = false
+    // The reader's last event and whether a finger is on it, only touched under their lock.
+    private let state = Mutex(Activity())
+
+    private struct Activity {
+        var last = ContinuousClock.now
+        /// A finger is on the reader (or it asks for none): the wait is doubled.
+        var paused = false
+    }
 
     init(timeout: Duration, reader: String) {
         self.timeout = timeout
@@ -44,9 +46,9 @@ public final class FingerWait: @unchecked Sendable {
 
     /// The reader reported `event`: the wait starts anew (doubled while a finger is on the reader).
     func activity(_ event: ReaderEvent) {
-        lock.withLock {
-            last = .now
-            if case .fingerStatus(let status) = event { paused = !status.isWaitingForFinger } else { paused = false }
+        state.withLock { state in
+            state.last = .now
+            if case .fingerStatus(let status) = event { state.paused = !status.isWaitingForFinger } else { state.paused = false }
         }
     }
 
@@ -73,7 +75,7 @@ public final class FingerWait: @unchecked Sendable {
         while true {
             // A finger on the reader earns one more timeout for the match, never more: a reader
             // stuck reporting a finger must not keep scanning either.
-            let (since, paused) = lock.withLock { (last, self.paused) }
+            let (since, paused) = state.withLock { ($0.last, $0.paused) }
             let deadline = since + (paused ? timeout * 2 : timeout)
             if ContinuousClock.now >= deadline { throw timedOut }
             try await Task.sleep(until: deadline, clock: .continuous)
@@ -85,19 +87,5 @@ public final class FingerWait: @unchecked Sendable {
         return ServiceError(.timedOut, "no finger on \(reader) within \(seconds) s, so the wait was ended (a reader kept "
                             + "waiting overheats and refuses everyone for minutes); run the command again and touch "
                             + "the reader when asked")
-    }
-}
-
-/// A duration behind a lock.
-///
-/// `@unchecked Sendable`: `value` is only touched under `lock`.
-final class LockedDuration: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Duration
-
-    init(_ value: Duration) { self.value = value }
-
-    func withLock<R>(_ body: (inout Duration) -> R) -> R {
-        lock.withLock { body(&value) }
     }
 }

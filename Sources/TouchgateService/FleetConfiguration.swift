@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 public import TouchgateAPI
+import Glibc
 
 /// The fleet collection settings of a machine: `/etc/touchgate/fleet.conf`.
 ///
@@ -86,13 +87,13 @@ public struct FleetConfiguration: Sendable, Equatable {
     static func parse(_ text: String, path: String) throws(ServiceError) -> FleetConfiguration {
         var values: [String: String] = [:]
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.trimmingCharacters(in: .whitespaces)
+            let line = raw.trimmingSpaces()
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let equals = line.firstIndex(of: "=") else {
                 throw ServiceError.usage("\(path) line \(index + 1) is not `key = value`")
             }
-            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
-            let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let key = line[..<equals].trimmingSpaces()
+            let value = line[line.index(after: equals)...].trimmingSpaces()
             guard ["database", "machine", "backlog-limit", "batch-size", "ship-every"].contains(key) || tlsKeys.contains(key) else {
                 throw ServiceError.usage("\(path) line \(index + 1): unknown setting \(key.debugDescription); the settings "
                                          + "are database, sslmode, sslrootcert, sslcert, sslkey, sslcrl, machine, "

@@ -1,5 +1,5 @@
 import FingerprintKit
-import Foundation
+import FoundationEssentials
 import TouchgatePolicy
 import TouchgateAPI
 

@@ -1,5 +1,5 @@
 import CTouchgateSys
-public import Foundation
+public import FoundationEssentials
 public import TouchgateVault
 
 /// Where an unlocked vault key waits between the passphrase and the touches that use it.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Synchronization
 import TouchgatePolicy
 public import TouchgateVault
 #if canImport(Glibc)
@@ -24,9 +25,9 @@ import Glibc
 /// under a request: a request holds its own reference and the connections close when
 /// the last one goes.
 ///
-/// `@unchecked Sendable`: `open` is only touched under `lock`; GRDB's pool is thread-safe,
-/// so concurrent requests of one user share it (its one writer serialises their commits).
-public final class OpenStores: @unchecked Sendable {
+/// The kept stores are only touched under their lock; GRDB's pool is thread-safe, so
+/// concurrent requests of one user share it (its one writer serialises their commits).
+public final class OpenStores: Sendable {
     private struct Entry {
         let database: TouchgateDatabase
         let file: FileIdentity
@@ -37,8 +38,8 @@ public final class OpenStores: @unchecked Sendable {
     public let capacity: Int
     /// How long a store stays open without a request.
     public let idleTimeout: Duration
-    private let lock = NSLock()
-    private var open: [String: Entry] = [:]
+    // The stores kept open, by slot, only touched under their lock.
+    private let open = Mutex<[String: Entry]>([:])
 
     public init(capacity: Int = 32, idleTimeout: Duration = .seconds(120)) {
         self.capacity = max(1, capacity)
@@ -53,7 +54,7 @@ public final class OpenStores: @unchecked Sendable {
         let prepared = try location.prepare()
         let slot = Self.slot(location)
         let now = Self.now()
-        let kept: TouchgateDatabase? = lock.withLock {
+        let kept: TouchgateDatabase? = open.withLock { open in
             guard let entry = open[slot], let current = prepared.database, entry.file.isSameFile(as: current) else { return nil }
             open[slot]?.lastUse = now
             return entry.database
@@ -63,7 +64,7 @@ public final class OpenStores: @unchecked Sendable {
         // Opening may have made the file, and a migration may have replaced it.
         let opened = try location.prepare()
         guard let file = opened.database else { return (database, opened) }
-        lock.withLock {
+        open.withLock { open in
             open[slot] = Entry(database: database, file: file, lastUse: now)
             while open.count > capacity, let oldest = open.min(by: { $0.value.lastUse < $1.value.lastUse }) {
                 open[oldest.key] = nil
@@ -76,20 +77,20 @@ public final class OpenStores: @unchecked Sendable {
     /// what ``StoreSnapshots/unchanged(_:as:_:as:)`` answers, which checks the store itself.
     func kept(at location: StoreLocation) -> TouchgateDatabase? {
         let slot = Self.slot(location)
-        return lock.withLock { open[slot]?.database }
+        return open.withLock { $0[slot]?.database }
     }
 
     /// Closes the store at `location` if it is kept (its connections close once no request uses them).
     public func forget(_ location: StoreLocation) {
         let slot = Self.slot(location)
-        lock.withLock { open[slot] = nil }
+        open.withLock { $0[slot] = nil }
     }
 
     /// Closes the stores unused for ``idleTimeout``; returns how many.
     @discardableResult
     public func sweep() -> Int {
         let limit = Self.now() - idleTimeout.timeInterval
-        return lock.withLock {
+        return open.withLock { open in
             let idle = open.filter { $0.value.lastUse <= limit }.map(\.key)
             for slot in idle { open[slot] = nil }
             return idle.count
@@ -98,11 +99,11 @@ public final class OpenStores: @unchecked Sendable {
 
     /// Closes every store (the daemon stops).
     public func closeAll() {
-        lock.withLock { open.removeAll() }
+        open.withLock { $0.removeAll() }
     }
 
     /// How many stores are open.
-    public var count: Int { lock.withLock { open.count } }
+    public var count: Int { open.withLock { $0.count } }
 
     private static func slot(_ location: StoreLocation) -> String {
         location.standardizedPath

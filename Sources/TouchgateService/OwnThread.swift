@@ -1,4 +1,4 @@
-import Foundation
+import TouchgateAPI
 
 /// Runs blocking work on a thread of its own instead of Swift's shared pool.
 ///
@@ -9,11 +9,9 @@ public enum OwnThread {
     /// Runs `body` on a new thread and returns what it returns (or throws what it throws).
     public static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
+            SystemThread.detach(name: "touchgate-blocking") {
                 continuation.resume(with: Result { try body() })
             }
-            thread.name = "touchgate-blocking"
-            thread.start()
         }
     }
 }

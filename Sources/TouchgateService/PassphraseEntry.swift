@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Synchronization
 import TouchgatePolicy
 import TouchgateVault
 import TouchgateAPI
@@ -96,7 +97,7 @@ enum PassphraseEntry {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 race.start(continuation)
-                Thread.detachNewThread { race.finish(Result { try body() }) }
+                SystemThread.detach(name: nil) { race.finish(Result { try body() }) }
             }
         } onCancel: {
             race.finish(.failure(CancellationError()))
@@ -110,29 +111,31 @@ struct AlreadyVerified: PassphraseVerifier {
 }
 
 /// Whichever comes first, the work or the cancellation, resumes the continuation once.
-///
-/// `@unchecked Sendable`: every field is read and written under `lock`.
-private final class Race<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<T, any Error>?
-    private var early: Result<T, any Error>?
-    private var done = false
+private final class Race<T: Sendable>: Sendable {
+    // Every field, read and written under their lock.
+    private let state = Mutex<State>(State())
+
+    private struct State {
+        var continuation: CheckedContinuation<T, any Error>?
+        var early: Result<T, any Error>?
+        var done = false
+    }
 
     func start(_ continuation: CheckedContinuation<T, any Error>) {
-        let early: Result<T, any Error>? = lock.withLock {
-            if let early = self.early { return early }
-            self.continuation = continuation
+        let early: Result<T, any Error>? = state.withLock { state in
+            if let early = state.early { return early }
+            state.continuation = continuation
             return nil
         }
         if let early { continuation.resume(with: early) }
     }
 
     func finish(_ result: Result<T, any Error>) {
-        let waiting: CheckedContinuation<T, any Error>? = lock.withLock {
-            guard !done else { return nil }
-            done = true
-            if let continuation { self.continuation = nil; return continuation }
-            early = result
+        let waiting: CheckedContinuation<T, any Error>? = state.withLock { state in
+            guard !state.done else { return nil }
+            state.done = true
+            if let continuation = state.continuation { state.continuation = nil; return continuation }
+            state.early = result
             return nil
         }
         waiting?.resume(with: result)

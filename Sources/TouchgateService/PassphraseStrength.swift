@@ -1,5 +1,6 @@
 import CPWQuality
-import Foundation
+import FoundationEssentials
+import Synchronization
 import TouchgateAPI
 import TouchgateVault
 
@@ -26,12 +27,12 @@ enum PassphraseStrength {
     static let weakBelow: Int32 = 50
 
     /// cracklib, behind libpwquality's dictionary check, is not thread-safe: one check at a time.
-    private static let lock = NSLock()
+    private static let lock = Mutex(())
 
     /// Judges `passphrase` for `user`. The bytes go to libpwquality as a C string made in
     /// guarded memory; a passphrase holding a NUL byte is refused.
     static func assess(_ passphrase: SecretBytes, user: String) -> Verdict {
-        lock.withLock { check(passphrase, user: user) }
+        lock.withLock { _ in check(passphrase, user: user) }
     }
 
     private static func check(_ passphrase: SecretBytes, user: String) -> Verdict {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TouchgateVault
 import TouchgateAPI
 #if canImport(Glibc)

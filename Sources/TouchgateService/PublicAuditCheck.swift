@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TouchgatePolicy
 import TouchgateVault
 public import TouchgateAPI
@@ -35,13 +35,11 @@ public struct PublicAuditCheck: Sendable {
     /// - Throws: ``ServiceError`` `usage` saying what is wrong with it.
     public static func publicKey(fromFile path: String) throws(ServiceError) -> [UInt8] {
         // At most a line's worth is read: the path may name anything (/dev/zero, a FIFO, a huge file).
-        guard let handle = FileHandle(forReadingAtPath: path),
-              let data = try? handle.read(upToCount: 4096) ?? Data() else {
+        guard let data = FileInput.read(path, upTo: 4096) else {
             throw ServiceError.usage("cannot read the public key file \(StoredText.escaped(path)); give the file "
                                      + "`touchgate audit public-key` wrote on the machine whose trail this is")
         }
-        try? handle.close()
-        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: data, as: UTF8.self).trimmingWhitespace()
         guard text.count == 64, let key = Hex.decode(text.lowercased()) else {
             throw ServiceError.usage("\(StoredText.escaped(path)) does not hold a public key (64 hex digits, as "
                                      + "`touchgate audit public-key` prints)")
@@ -55,7 +53,7 @@ public struct PublicAuditCheck: Sendable {
     public mutating func feed(_ text: some StringProtocol) throws(ServiceError) {
         line += 1
         let data = Data(text.utf8)
-        if text.trimmingCharacters(in: .whitespaces).isEmpty { return }
+        if text.trimmingSpaces().isEmpty { return }
         if seal != nil {
             throw ServiceError(.auditBroken, "line \(line) follows the seal, which must be the export's last line: "
                                + "records were appended to the export")

@@ -1,5 +1,5 @@
 import FingerprintKit
-import Foundation
+import FoundationEssentials
 import Synchronization
 import TouchgateAPI
 

@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import TouchgateAPI
+import Glibc
 
 /// Explains why no reader is usable: nothing plugged in, or a supported USB reader the
 /// user cannot open (udev rules missing), or a filter in the environment.
@@ -43,14 +44,14 @@ enum ReaderDiagnostics {
                   known.contains("\(vendor):\(product)".lowercased()),
                   let bus = read(base + "busnum").flatMap(Int.init), let dev = read(base + "devnum").flatMap(Int.init)
             else { continue }
-            let node = String(format: "/dev/bus/usb/%03d/%03d", bus, dev)
+            let node = "/dev/bus/usb/\(bus.zeroPadded(3))/\(dev.zeroPadded(3))"
             found.append(("\(vendor):\(product)", node, access(node, W_OK) == 0))
         }
         return found
     }
 
     private static func read(_ path: String) -> String? {
-        (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingWhitespace()
     }
 
     /// `vvvv:pppp` ids from libfprint's installed hwdb (`usb:vXXXXpYYYY*` lines).

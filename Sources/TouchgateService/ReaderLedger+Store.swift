@@ -1,6 +1,7 @@
 import CSodium
 import FingerprintKit
-import Foundation
+import FoundationEssentials
+import TouchgatePolicy
 import TouchgateVault
 import TouchgateAPI
 
@@ -31,7 +32,7 @@ extension ChipLabel {
     static func newNonce() -> String {
         var bytes = [UInt8](repeating: 0, count: 4)
         randombytes_buf(&bytes, bytes.count)
-        return bytes.map { String(format: "%02x", $0) }.joined()
+        return Hex.encode(bytes)
     }
 }
 
@@ -40,7 +41,7 @@ extension ReaderPrintReport {
     init(_ print: Print, reader info: ReaderInfo) {
         let day = print.enrollDate.flatMap { date -> String? in
             guard let year = date.year, let month = date.month, let day = date.day else { return nil }
-            return String(format: "%04d-%02d-%02d", year, month, day)
+            return "\(year.zeroPadded(4))-\(month.zeroPadded(2))-\(day.zeroPadded(2))"
         }
         self.init(driver: info.driver, deviceID: info.deviceID,
                   finger: print.finger == .unknown ? nil : print.finger.name, chipUser: print.username,

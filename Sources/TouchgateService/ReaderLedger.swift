@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What Touchgate wrote to one reader's own storage (match-on-chip readers): the
 /// enrollments under way and the label of each enrolled print, kept in the authenticated

@@ -1,5 +1,5 @@
 import FingerprintKit
-import Foundation
+import FoundationEssentials
 public import Logging
 import TouchgateAPI
 

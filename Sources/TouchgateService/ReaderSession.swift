@@ -1,6 +1,6 @@
 package import FingerprintKit
 import TouchgatePolicy
-import Foundation
+import FoundationEssentials
 import TouchgateAPI
 
 /// An open reader for one request: picks it, opens it with errors a person can act on,
@@ -171,7 +171,7 @@ struct Prompter: Sendable {
     }
 
     private func prompt(stage: Int, stages: Int) {
-        let who = finger.map { $0.replacingOccurrences(of: "-", with: " ") + " finger" } ?? "finger"
+        let who = finger.map { $0.replacing("-", with: " ") + " finger" } ?? "finger"
         let action = info.scanType == .swipe
             ? "Swipe your \(who) across the reader" : "Place your \(who) on the reader"
         var event = InteractionEvent(.fingerNeeded, action)

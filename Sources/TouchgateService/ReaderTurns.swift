@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Synchronization
 public import TouchgateAPI
 
 /// Whose turn it is at the readers of a long-lived process (touchgated): one request at a
@@ -22,14 +23,11 @@ public actor ReaderTurns {
     @TaskLocal public static var request: Request?
 
     /// One request, as the turns see it: whose it is, and how to cancel it.
-    ///
-    /// `@unchecked Sendable`: the mutable fields are only touched under `lock`.
-    public final class Request: @unchecked Sendable {
+    public final class Request: Sendable {
         /// The user it is for: turns are fair across these.
         public let owner: UInt32
-        private let lock = NSLock()
-        private var cancelHook: (@Sendable () -> Void)?
-        private var interrupted = false
+        // How to cancel it and whether sleep did, only touched under their lock.
+        private let state = Mutex<(cancelHook: (@Sendable () -> Void)?, interrupted: Bool)>((nil, false))
 
         /// A request for `owner`.
         public init(owner: UInt32) {
@@ -38,16 +36,16 @@ public actor ReaderTurns {
 
         /// How to cancel the request (its task's `cancel`), set once the task exists.
         public func onCancel(_ hook: @escaping @Sendable () -> Void) {
-            lock.withLock { cancelHook = hook }
+            state.withLock { $0.cancelHook = hook }
         }
 
         /// Whether it was cancelled because the system went to sleep.
-        public var wasInterruptedForSleep: Bool { lock.withLock { interrupted } }
+        public var wasInterruptedForSleep: Bool { state.withLock { $0.interrupted } }
 
         func interruptForSleep() {
-            let hook: (@Sendable () -> Void)? = lock.withLock {
-                interrupted = true
-                return cancelHook
+            let hook: (@Sendable () -> Void)? = state.withLock { state in
+                state.interrupted = true
+                return state.cancelHook
             }
             hook?()
         }

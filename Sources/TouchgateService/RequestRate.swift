@@ -1,4 +1,4 @@
-import Foundation
+import Synchronization
 public import TouchgateAPI
 
 /// How many requests that may write audit records each user may make in a short time.
@@ -13,9 +13,7 @@ public import TouchgateAPI
 ///
 /// Once a user runs out, one record says so (``crossed``), not one per refusal: the next
 /// one is written only after the bucket has filled up again.
-///
-/// `@unchecked Sendable`: `buckets` is only touched under `lock`.
-public final class RequestRate<Key: Hashable & Sendable>: @unchecked Sendable {
+public final class RequestRate<Key: Hashable & Sendable>: Sendable {
     private struct Tokens {
         var count: Double
         var updated: ContinuousClock.Instant
@@ -31,8 +29,8 @@ public final class RequestRate<Key: Hashable & Sendable>: @unchecked Sendable {
 
     public let burst: Int
     public let perSecond: Double
-    private let lock = NSLock()
-    private var buckets: [Key: Tokens] = [:]
+    // Each user's tokens, only touched under their lock.
+    private let buckets = Mutex<[Key: Tokens]>([:])
 
     /// A burst of `burst` requests per user, refilled at `perSecond`.
     public init(burst: Int, perSecond: Double) {
@@ -43,7 +41,7 @@ public final class RequestRate<Key: Hashable & Sendable>: @unchecked Sendable {
     /// Takes one request of user `key` for `operation` (`exempt`: not counted at all).
     public func take(_ key: Key, for operation: DaemonOperation, exempt: Bool = false) -> Decision {
         guard !exempt, operation.contract.writesRecords else { return .allowed }
-        return lock.withLock {
+        return buckets.withLock { buckets in
             let now = ContinuousClock.now
             var tokens = buckets[key] ?? Tokens(count: Double(burst), updated: now)
             let elapsed = tokens.updated.duration(to: now)

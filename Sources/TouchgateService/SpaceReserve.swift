@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 public import Logging
 import TouchgateVault
 import TouchgateAPI
@@ -44,7 +44,7 @@ public final class SpaceReserve: Sendable {
     public func replenish() -> Bool {
         if isHeld { return true }
         var filesystem = statvfs()
-        guard statvfs((path as NSString).deletingLastPathComponent, &filesystem) == 0,
+        guard statvfs(PathText.deletingLastComponent(of: path), &filesystem) == 0,
               UInt64(filesystem.f_bavail) * UInt64(filesystem.f_frsize) >= UInt64(bytes) * 2 else { return false }
         let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else { return false }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TouchgatePolicy
 import TouchgateCrypto
 import TouchgateVault

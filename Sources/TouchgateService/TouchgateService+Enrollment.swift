@@ -1,5 +1,6 @@
 import FingerprintKit
-import Foundation
+import FoundationEssentials
+import Synchronization
 import TouchgatePolicy
 import TouchgateVault
 public import TouchgateAPI
@@ -232,11 +233,9 @@ extension TouchgateService {
 
 /// Whether the request was cancelled, readable from the database's own thread (where
 /// `Task.isCancelled` does not see the request's task).
-final class CancellationFlag: @unchecked Sendable {
-    // @unchecked Sendable: `value` is only touched under `lock`.
-    private let lock = NSLock()
-    private var value = false
+final class CancellationFlag: Sendable {
+    private let value = Atomic<Bool>(false)
 
-    var isSet: Bool { lock.withLock { value } }
-    func set() { lock.withLock { value = true } }
+    var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
+    func set() { value.store(true, ordering: .sequentiallyConsistent) }
 }

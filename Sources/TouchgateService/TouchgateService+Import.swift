@@ -1,5 +1,6 @@
 import FingerprintKit
-import Foundation
+import FoundationEssentials
+import Glibc
 import TouchgatePolicy
 import TouchgateVault
 public import TouchgateAPI
@@ -62,24 +63,33 @@ extension TouchgateService {
         }
     }
 
-    /// The enroll date a print carries, at noon local time.
+    /// The enroll date a print carries, at noon local time (the C library's: FoundationEssentials
+    /// knows no time zone by name, and its `TimeZone.current` is GMT without ICU).
     private static func date(_ print: Print) -> Date? {
-        guard var day = print.enrollDate else { return nil }
-        day.hour = 12
-        return Calendar(identifier: .gregorian).date(from: day)
+        guard let day = print.enrollDate, let year = day.year, let month = day.month, let dayOfMonth = day.day else {
+            return nil
+        }
+        var noon = tm()
+        noon.tm_year = Int32(year - 1900)
+        noon.tm_mon = Int32(month - 1)
+        noon.tm_mday = Int32(dayOfMonth)
+        noon.tm_hour = 12
+        noon.tm_isdst = -1
+        let seconds = mktime(&noon)
+        return seconds == -1 ? nil : Date(timeIntervalSince1970: Double(seconds))
     }
 
     /// Reads and checks every print of `user` in fprintd's store at `directory`.
     /// - Throws: a data error naming the file for anything damaged, foreign or unreadable.
     static func readFprintdStore(_ directory: String, user: String) async throws -> [(String, Print)] {
-        let base = (directory as NSString).appendingPathComponent(user)
+        let base = PathText.appending(user, to: directory)
         var found: [(String, Print)] = []
         for driver in try listDirectory(base, store: directory, user: user) {
-            let driverPath = (base as NSString).appendingPathComponent(driver)
+            let driverPath = PathText.appending(driver, to: base)
             for deviceID in try listDirectory(driverPath, store: directory, user: user) {
-                let devicePath = (driverPath as NSString).appendingPathComponent(deviceID)
+                let devicePath = PathText.appending(deviceID, to: driverPath)
                 for name in try listDirectory(devicePath, store: directory, user: user) {
-                    let path = (devicePath as NSString).appendingPathComponent(name)
+                    let path = PathText.appending(name, to: devicePath)
                     found.append((path, try await readPrint(path, name: name, driver: driver, deviceID: deviceID)))
                 }
             }
@@ -150,7 +160,7 @@ extension TouchgateService {
     /// The entries of a directory in fprintd's store, sorted; a missing user directory is an
     /// empty store for that user, not an error.
     private static func listDirectory(_ path: String, store: String, user: String) throws -> [String] {
-        var isDirectory: ObjCBool = false
+        var isDirectory = false
         if !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
             if access(path, F_OK) != 0 && errno == EACCES { throw unreadable(path, CocoaError(.fileReadNoPermission)) }
             guard access(store, F_OK) == 0 else {
@@ -167,7 +177,7 @@ extension TouchgateService {
                                          + "writes plain folders); nothing was imported. Copy the store without links "
                                          + "(cp -r) and import from the copy")
         }
-        guard isDirectory.boolValue else {
+        guard isDirectory else {
             throw ServiceError.dataError("\(StoredText.escaped(path)) in fprintd's store is not a folder; nothing was "
                                          + "imported. Move it aside and import again")
         }
@@ -182,7 +192,7 @@ extension TouchgateService {
     private static func unreadable(_ path: String, _ error: any Error) -> ServiceError {
         let denied = (error as? CocoaError)?.code == .fileReadNoPermission || access(path, R_OK) != 0 && errno == EACCES
         guard denied else {
-            return .dataError("cannot read \(StoredText.escaped(path)) (\(error.localizedDescription)); nothing was imported")
+            return .dataError("cannot read \(StoredText.escaped(path)) (\(ErrorText.describe(error))); nothing was imported")
         }
         return ServiceError(.error, "cannot read \(StoredText.escaped(path)): permission denied. fprintd's store "
                             + "is readable by root only. Copy your prints to a private folder once, for example: "

@@ -1,7 +1,8 @@
-import Foundation
+import FoundationEssentials
 import TouchgatePolicy
 import TouchgateVault
 public import TouchgateAPI
+import Glibc
 
 extension TouchgateService {
     /// `touchgate migrate`, the client's side: moves this (personal) store into `target`.

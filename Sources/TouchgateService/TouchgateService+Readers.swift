@@ -1,7 +1,8 @@
 import FingerprintKit
-import Foundation
+import FoundationEssentials
 import TouchgateImageIO
 public import TouchgateAPI
+import Glibc
 
 extension TouchgateService {
     /// The readers found now (an empty list when there is none): fprintd's while fprintd
@@ -67,7 +68,7 @@ enum PrivateFile {
     /// Writes `data` to `path` with mode 0600 through a temporary file in the same
     /// directory, so that an interrupted write never leaves a partial file where the old one was.
     static func write(_ data: Data, to path: String) throws {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathText.deletingLastComponent(of: path)
         let folder = directory.isEmpty ? "." : directory
         var template = Array((folder + "/.touchgate-XXXXXX").utf8CString)
         let fd = mkstemp(&template)

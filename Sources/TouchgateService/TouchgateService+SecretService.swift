@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TouchgatePolicy
 import TouchgateVault
 public import TouchgateAPI
@@ -86,7 +86,7 @@ extension TouchgateService {
                 throw ServiceError(.forbidden, "'\(shown)' was not stored through the Secret Service, so no program on "
                                    + "the session bus may read it; read it with touchgate secret get")
             }
-            let program = StoredText.escaped((application.executable as NSString).lastPathComponent)
+            let program = StoredText.escaped(PathText.lastComponent(of: application.executable))
             var descriptor = try Self.descriptor(of: info)
             let window = context.evaluator.configuration.sessionTimeout
             let now = context.evaluator.clock.reading().monotonic
@@ -294,8 +294,8 @@ extension TouchgateService {
             scalar.properties.generalCategory == .control || StoredText.isInvisible(scalar)
                 || (scalar.properties.isWhitespace && scalar != " ") ? " " : scalar
         }))
-        while cleaned.contains("  ") { cleaned = cleaned.replacingOccurrences(of: "  ", with: " ") }
-        cleaned = cleaned.trimmingCharacters(in: .whitespaces)
+        while cleaned.contains("  ") { cleaned = cleaned.replacing("  ", with: " ") }
+        cleaned = cleaned.trimmingSpaces()
         while cleaned.utf8.count > StoredText.maximumNameBytes - 8 { cleaned.removeLast() }
         if cleaned.isEmpty { cleaned = "Secret Service item" }
         var name = cleaned, number = 2

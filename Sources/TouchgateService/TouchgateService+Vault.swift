@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TouchgatePolicy
 import TouchgateVault
 public import TouchgateAPI

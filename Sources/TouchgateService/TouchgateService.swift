@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 package import TouchgatePolicy
 public import TouchgateVault
 public import TouchgateAPI
@@ -123,9 +123,10 @@ public struct TouchgateService: Sendable {
 
     /// `name` as a new item is stored under it: Unicode NFC, so that `café` typed composed
     /// or decomposed is one name (SQLite compares names byte for byte, Swift by canonical
-    /// equivalence). The checks of ``StoredText`` run on this form.
+    /// equivalence). The checks of ``StoredText`` run on this form. The standard library's
+    /// NFC (Foundation's `precomposedStringWithCanonicalMapping` is not in FoundationEssentials).
     static func storedName(_ name: String) -> String {
-        name.precomposedStringWithCanonicalMapping
+        String(decoding: name._nfcCodeUnits, as: UTF8.self)
     }
 
     /// Whether two names are the same bytes (`==` on `String` ignores the spelling).

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import TouchgateAPI
 
 /// Where the machine's fingerprint readers are, as udev and the kernel say: a USB reader
 /// tagged `ID_TOUCHGATE_READER=1` (Touchgate's hwdb, installed with its udev rules) sits
@@ -44,9 +45,7 @@ struct UdevReaderPlacement: Sendable {
 
     /// A small file's text, without its trailing newline; nil when it cannot be read.
     private static func read(_ path: String) -> String? {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
-        guard let data = try? handle.read(upToCount: 64 * 1024) else { return nil }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let data = FileInput.read(path, upTo: 64 * 1024), !data.isEmpty else { return nil }
+        return String(decoding: data, as: UTF8.self).trimmingWhitespace()
     }
 }

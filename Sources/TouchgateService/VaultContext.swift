@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Synchronization
 import TouchgatePolicy
 import TouchgateVault
 import TouchgateAPI
@@ -141,13 +142,12 @@ struct VaultContext: Sendable {
 /// Argon2id and tries to open the vault key; only the verdict leaves. With a `custody`, a correct passphrase also hands the
 /// key over (`touchgate unlock`). The policy core hears only "unavailable" when the
 /// passphrase could not be asked; ``explain(_:)`` recovers the real cause for the message.
-final class VaultPassphraseVerifier: PassphraseVerifier, @unchecked Sendable {
-    // @unchecked Sendable: `problem` is only touched under `lock`; the rest is immutable.
+final class VaultPassphraseVerifier: PassphraseVerifier, Sendable {
     let vault: Vault
     let interaction: any Interaction
     let custody: (any KeyCustody)?
-    private let lock = NSLock()
-    private var problem: (any Error)?
+    // Why the passphrase could not be asked, only touched under its lock.
+    private let problem = Mutex<(any Error)?>(nil)
 
     /// Records one wrong try that is not the last.
     let wrongTry: @Sendable () throws -> Void
@@ -173,7 +173,7 @@ final class VaultPassphraseVerifier: PassphraseVerifier, @unchecked Sendable {
         } catch is CancellationError {
             throw .cancelled
         } catch {
-            lock.withLock { problem = error }
+            problem.withLock { $0 = error }
             throw .unavailable
         }
     }
@@ -181,6 +181,6 @@ final class VaultPassphraseVerifier: PassphraseVerifier, @unchecked Sendable {
     /// The recorded cause behind `error` when it is a "passphrase required" refusal, else `error`.
     func explain(_ error: any Error) -> any Error {
         guard case .passphraseRequired? = error as? AuthorizationError else { return error }
-        return lock.withLock { problem } ?? error
+        return problem.withLock { $0 } ?? error
     }
 }

@@ -162,7 +162,7 @@ final class AuditKey: @unchecked Sendable {
 
     /// Makes a new directory entry durable.
     private static func syncDirectory(of path: String) {
-        let directory = open(URL(filePath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let directory = open(PathText.deletingLastComponent(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directory >= 0 {
             fsync(directory)
             close(directory)

@@ -99,14 +99,8 @@ public struct StoreLocation: Sendable, Equatable {
             let wanted = isDirectory ? "700" : "600"
             throw StoreError.unsafePermissions(
                 path: path,
-                detail: "its mode \(Self.octal(info.st_mode & 0o777)) lets other users in; run: chmod \(wanted) '\(path)'")
+                detail: "its mode \((info.st_mode & 0o777).zeroPadded(3, radix: 8)) lets other users in; run: chmod \(wanted) '\(path)'")
         }
         return FileIdentity(info)
-    }
-
-    /// A file mode as `chmod` takes it: three octal digits at least.
-    static func octal(_ mode: mode_t) -> String {
-        let digits = String(mode, radix: 8)
-        return String(repeating: "0", count: max(0, 3 - digits.count)) + digits
     }
 }

@@ -131,7 +131,7 @@ public struct TPMDevice: Sendable, Equatable {
             var da = tg_tpm_da()
             try Self.call { err, size in tg_tpm_da_status(tpm, &da, err, size) }
             let manufacturer = withUnsafeBytes(of: da.manufacturer) { bytes in
-                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self).trimmingWhitespace()
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self).trimmingSpaces()
             }
             return TPMDictionaryAttackState(failures: Int(da.failures), maximumFailures: Int(da.max_failures),
                                             forgetsOneEverySeconds: Int(da.interval_seconds),

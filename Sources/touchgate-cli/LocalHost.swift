@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TouchgateAPI
 import TouchgateCommands
 import TouchgateDaemon

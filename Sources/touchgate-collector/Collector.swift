@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import TouchgateFleet
 import TouchgateService
 import TouchgateVault
@@ -36,7 +36,7 @@ struct DatabaseOptions: ParsableArguments {
             status = try body(collector)
         } catch {
             let message = json ? WireCoding.line(error) : "touchgate-collector: \(error.message)"
-            FileHandle.standardError.write(Data((message + "\n").utf8))
+            FileOutput.write(message + "\n", to: 2)
             throw ExitCode(error.exitStatus)
         }
         if status != 0 { throw ExitCode(status) }
@@ -44,7 +44,7 @@ struct DatabaseOptions: ParsableArguments {
 
     /// Writes a line to standard output.
     func say(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        FileOutput.write(line + "\n", to: 1)
     }
 }
 
@@ -142,10 +142,10 @@ extension Collector {
                 try KeyFiles.writePrivate(text, to: out)
                 try KeyFiles.replace(out + ".pub", with: signer.verifierKey + "\n")
             } catch {
-                FileHandle.standardError.write(Data("touchgate-collector: \(error.message)\n".utf8))
+                FileOutput.write("touchgate-collector: \(error.message)\n", to: 2)
                 throw ExitCode(error.exitStatus)
             }
-            FileHandle.standardOutput.write(Data((signer.verifierKey + "\n").utf8))
+            FileOutput.write(signer.verifierKey + "\n", to: 1)
         }
     }
 
@@ -321,7 +321,7 @@ extension Collector {
 
         func run() throws {
             try options.run { collector throws(ServiceError) in
-                FileHandle.standardOutput.write(Data(try collector.newestCheckpoint().utf8))
+                FileOutput.write(try collector.newestCheckpoint(), to: 1)
                 return 0
             }
         }
@@ -368,7 +368,7 @@ extension Collector {
 
         func run() throws {
             func names(_ values: [String]) -> [String] {
-                values.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
+                values.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces() }
             }
             let query = FleetQuery(user: user, machine: machine, item: item, events: names(event),
                                    outcomes: names(outcome), since: since.flatMap(Self.time),
@@ -402,9 +402,18 @@ extension Collector {
             let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
             return all.map { row in
                 row.enumerated().map { column, value in
-                    column == row.count - 1 ? value : value.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+                    column == row.count - 1 ? value : padded(value, to: widths[column])
                 }.joined(separator: "  ")
             }
+        }
+
+        /// `value` cut or filled with spaces to `length` UTF-16 units, as `NSString`'s
+        /// `padding(toLength:withPad:startingAt:)` did (the widths count characters: a value
+        /// holding characters outside the BMP is cut, as before).
+        static func padded(_ value: String, to length: Int) -> String {
+            let units = value.utf16.count
+            if units < length { return value + String(repeating: " ", count: length - units) }
+            return units == length ? value : String(decoding: value.utf16.prefix(length), as: UTF16.self)
         }
     }
 }

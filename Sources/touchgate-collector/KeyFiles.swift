@@ -1,7 +1,8 @@
-import Foundation
+import FoundationEssentials
 import TouchgateService
 import TouchgateVault
 import TouchgateAPI
+import Glibc
 
 /// The collector's key and state files: read with care, written privately and atomically.
 enum KeyFiles {
@@ -73,7 +74,7 @@ enum KeyFiles {
             guard rename(temporary, path) == 0 else { throw CocoaError(.fileWriteUnknown) }
         } catch {
             unlink(temporary)
-            throw ServiceError(.error, "cannot write the state file \(StoredText.escaped(path)): \(error.localizedDescription)")
+            throw ServiceError(.error, "cannot write the state file \(StoredText.escaped(path)): \(ErrorText.describe(error))")
         }
     }
 }

@@ -1,11 +1,13 @@
 public import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
 public import Logging
 import TouchgateBasics
 import TouchgateDaemon
 import TouchgateFleet
 import TouchgateService
 import TouchgateSocket
+import Glibc
 
 /// `touchgated`: the system daemon. Under systemd the socket comes from socket activation
 /// and the state directory from `StateDirectory=` ($STATE_DIRECTORY); `--socket` runs it in
@@ -204,7 +206,7 @@ struct Touchgated: AsyncParsableCommand {
     /// through it) when it is missing and its parent exists, as systemd's socket unit does
     /// for /run/touchgate; says what to run when it cannot.
     static func makeSocketDirectory(for socket: String) throws(ServiceError) {
-        let directory = (socket as NSString).deletingLastPathComponent
+        let directory = PathText.deletingLastComponent(of: socket)
         guard !directory.isEmpty else { return }
         if mkdir(directory, 0o755) == 0 {
             chmod(directory, 0o755)  // past the umask; a directory already there is left as it is
@@ -224,8 +226,8 @@ struct Touchgated: AsyncParsableCommand {
     }
 
     static func fail(_ message: String, status: Int32 = 1) -> Never {
-        FileHandle.standardError.write(Data("touchgated: \(message)\n".utf8))
-        Foundation.exit(status)
+        FileOutput.write("touchgated: \(message)\n", to: 2)
+        Glibc.exit(status)
     }
 }
 

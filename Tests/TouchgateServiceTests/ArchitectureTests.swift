@@ -74,6 +74,26 @@ import TouchgateAPI
         }
     }
 
+    /// Where a shipped target may import the whole of Foundation, each with the measured
+    /// need: none. Foundation (swift-corelibs-foundation) brings FoundationInternationalization
+    /// and ICU's 34 MB of data into every program linking it (BENCHMARKS.md, "Weight");
+    /// FoundationEssentials has what the code needs. Tests and the benchmark tool may.
+    static let fullFoundationAllowed: [String: String] = [:]
+
+    @Test("no target that ships imports the whole of Foundation: FoundationEssentials only, so no program carries ICU")
+    func foundationEssentialsOnly() async throws {
+        for target in try await Self.targets() where target.type != "test" && target.type != "system"
+            && !["touchgate-bench", "virtual-finger", "fpcmoc-lifecycle", "TouchgateTestSupport"].contains(target.name) {
+            let directory = Self.root.appendingPathComponent(target.path)
+            guard let files = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil) else { continue }
+            for case let file as URL in files where file.pathExtension == "swift" {
+                let imported = Self.imports(of: try String(contentsOf: file, encoding: .utf8))
+                #expect(!imported.contains("Foundation") || Self.fullFoundationAllowed[target.name] != nil,
+                        "\(file.path) imports Foundation: use FoundationEssentials (or say in fullFoundationAllowed what needs it)")
+            }
+        }
+    }
+
     /// The modules a file imports: its import lines before the first declaration.
     static func imports(of source: String) -> Set<String> {
         var modules: Set<String> = []

@@ -38,7 +38,7 @@ public enum SignedNote {
             if (0x21...0x7e).contains(byte), byte != UInt8(ascii: "+"), byte != UInt8(ascii: "%") {
                 name.append(Character(Unicode.Scalar(byte)))
             } else {
-                name += "%" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+                name += "%" + byte.zeroPadded(2, radix: 16).uppercased()
             }
         }
         return name
