@@ -59,6 +59,7 @@ FISHCOMPDIR   ?= $(PREFIX)/share/fish/vendor_completions.d
 UDEVDIR       ?= /etc/udev
 METAINFODIR   ?= $(PREFIX)/share/metainfo
 LIBEXECDIR    ?= $(PREFIX)/libexec
+SBINDIR       ?= $(PREFIX)/sbin
 # Both are on systemd's own search paths for PREFIX /usr/local and /usr.
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSTEMDUSERUNITDIR ?= $(PREFIX)/lib/systemd/user
@@ -154,7 +155,9 @@ install: all sk
 		$(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 0755 $(BINARY) $(DESTDIR)$(BINDIR)/touchgate
 	install -m 0755 $(CLI) $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-cli
-	install -m 0755 $(CLIENT) $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-client
+	# touchgate-client (and touchgated) are names of touchgate-cli: one copy of the Swift runtime
+	# and of the code, each running as the name it was started by.
+	ln -sf touchgate-cli $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-client
 	# touchgate agent's program, set-group-ID to touchgate-agent (a group with no members),
 	# by which touchgated knows the agent's Secret Service requests (docs/SECURITY.md): on the
 	# running system as root; the packages do it in touchgate.postinst.
@@ -230,10 +233,16 @@ $(DAEMON): $(SOURCES)
 # needs the group to exist when it applies the rule), then systemd and udev reload.
 SYSTEMD_RUNNING = [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null
 
-install-daemon: $(DAEMON) $(MANOUT)/touchgate.1
-	install -d $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+install-daemon: $(CLI) $(DAEMON) $(MANOUT)/touchgate.1
+	install -d $(DESTDIR)$(LIBEXECDIR)/touchgate $(DESTDIR)$(SBINDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(UDEVDIR)/hwdb.d $(DESTDIR)$(UDEVDIR)/rules.d $(DESTDIR)$(MAN1DIR)
-	install -m 0755 $(DAEMON) $(DESTDIR)$(LIBEXECDIR)/touchgated
+	# touchgated is touchgate-cli started by that name (install puts it there too; not again
+	# here, which would take its set-group-ID bit), in libexec for the unit and in sbin for
+	# the administrator.
+	[ -e $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-cli ] || \
+		install -m 0755 $(CLI) $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-cli
+	ln -sf touchgate/touchgate-cli $(DESTDIR)$(LIBEXECDIR)/touchgated
+	ln -sf $(shell realpath -m --relative-to=$(SBINDIR) $(LIBEXECDIR))/touchgate/touchgate-cli $(DESTDIR)$(SBINDIR)/touchgated
 	# Made by the same generate-manual run as touchgate's pages.
 	install -m 0644 $(dir $(MANOUT))touchgated/touchgated.1 $(DESTDIR)$(MAN1DIR)/touchgated.1
 	sed 's|^ExecStart=/usr/local/libexec/touchgated|ExecStart=$(LIBEXECDIR)/touchgated|' systemd/touchgated.service \
@@ -252,7 +261,7 @@ install-daemon: $(DAEMON) $(MANOUT)/touchgate.1
 
 uninstall-daemon:
 	@if $(SYSTEMD_RUNNING); then systemctl disable --now touchgated.socket touchgated.service || true; fi
-	rm -f $(DESTDIR)$(LIBEXECDIR)/touchgated $(DESTDIR)$(MAN1DIR)/touchgated.1 $(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.service \
+	rm -f $(DESTDIR)$(LIBEXECDIR)/touchgated $(DESTDIR)$(SBINDIR)/touchgated $(DESTDIR)$(MAN1DIR)/touchgated.1 $(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.service \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/touchgated.socket $(DESTDIR)$(SYSUSERSDIR)/touchgated.conf \
 		$(DESTDIR)$(TMPFILESDIR)/touchgated.conf \
 		$(DESTDIR)$(UDEVDIR)/rules.d/71-touchgated-fingerprint-reader.rules

@@ -125,6 +125,12 @@ let package = Package(
         .target(name: "TouchgateClient", dependencies: ["TouchgateSocket", "TouchgateAPI"]),
         .executableTarget(
             name: "touchgated",
+            dependencies: ["TouchgatedCommand"]
+        ),
+        // touchgated's command line: options, the socket and state directory, signals, logging.
+        // A library, so that the one installed program (touchgate-cli) runs it as touchgated too.
+        .target(
+            name: "TouchgatedCommand",
             dependencies: [
                 "TouchgateBasics", "TouchgateDaemon", "TouchgateService", "TouchgateSocket", "TouchgateFleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -183,7 +189,7 @@ let package = Package(
         .executableTarget(
             name: "touchgate-cli",
             dependencies: ["TouchgateCommands", "TouchgateService", "TouchgateVault", "TouchgateAPI", "TouchgateFleet",
-                           "TouchgateDaemon", "TouchgateSocket", "TouchgateSecretService",
+                           "TouchgateDaemon", "TouchgateSocket", "TouchgateSecretService", "TouchgatedCommand", "TouchgateBasics",
                            .product(name: "Logging", package: "swift-log")]
         ),
         // Every command through touchgated, without the service: what `touchgate` execs when

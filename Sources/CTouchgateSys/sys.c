@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <signal.h>
@@ -29,6 +30,12 @@ int CTouchgateSys_harden_process(void) {
 // Names the calling thread (the kernel keeps the first 15 bytes).
 void CTouchgateSys_name_thread(const char *name) {
     (void) prctl(PR_SET_NAME, (unsigned long) name, 0, 0, 0);
+}
+
+// The path this program was started by (the kernel's AT_EXECFN: what execve was given,
+// a symbolic link not resolved), or NULL.
+const char *CTouchgateSys_exec_path(void) {
+    return (const char *) getauxval(AT_EXECFN);
 }
 
 int CTouchgateSys_set_thread_egid(uint32_t egid) {

@@ -31,6 +31,10 @@ int CTouchgateSys_pipe(int fds[2]);
 /// Whether the process is currently dumpable (prctl(PR_GET_DUMPABLE)): 1, 0, or -errno.
 int CTouchgateSys_is_dumpable(void);
 
+// The path execve was given to start this program (AT_EXECFN; a symbolic link is not
+// resolved, unlike /proc/self/exe), or NULL: which name of a program with several it runs as.
+const char *CTouchgateSys_exec_path(void);
+
 // Names the calling thread (prctl PR_SET_NAME; the first 15 bytes show).
 void CTouchgateSys_name_thread(const char *name);
 

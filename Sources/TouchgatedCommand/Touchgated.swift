@@ -13,9 +13,8 @@ import Glibc
 /// and the state directory from `StateDirectory=` ($STATE_DIRECTORY); `--socket` runs it in
 /// the foreground on a socket of its own (tests, or a system without systemd). The timeouts
 /// and bounds are ``DaemonSettings``'s.
-@main
-struct Touchgated: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct Touchgated: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
         commandName: "touchgated",
         abstract: "Touchgate's system daemon: fingerprint-gated secrets for every user of this machine.",
         discussion: """
@@ -99,7 +98,7 @@ struct Touchgated: AsyncParsableCommand {
             help: ArgumentHelp("...and then per minute (default 60).", valueName: "n"))
     var requestsPerMinute: Double?
 
-    func validate() throws {
+    public func validate() throws {
         for (name, value) in [("--finger-timeout", fingerTimeout), ("--answer-timeout", answerTimeout),
                               ("--requests-per-minute", requestsPerMinute),
                               ("--connections-per-user", connectionsPerUser.map(Double.init)),
@@ -131,9 +130,19 @@ struct Touchgated: AsyncParsableCommand {
         return settings
     }
 
-    func run() async throws {
+    public init() {}
+
+    /// Parses this process's command line and runs the daemon (ArgumentParser's `main`), for
+    /// the executables that are touchgated: its own target and touchgate-cli started by that name.
+    public static func runCommandLine() async {
+        await main()
+    }
+
+    public func run() async throws {
         if geteuid() == 0 && !allowRoot {
-            let program = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "touchgated"
+            // As started (installed, touchgated is a name of touchgate-cli: the resolved file would
+            // start the command line instead).
+            let program = SiblingProgram.startedBy() ?? "touchgated"
             let options = (socket.map { " --socket \($0)" } ?? "") + " --state-dir \(stateDirectory ?? "/var/lib/touchgate")"
             Self.fail("refusing to run as root: touchgated runs as a user of its own (touchgated), so that what it "
                       + "holds and a flaw in it stay away from the rest of the machine. Run it as that user:\n"
