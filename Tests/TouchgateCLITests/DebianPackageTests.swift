@@ -28,6 +28,19 @@ struct DebianPackageTests {
         #expect(Set(packages.map { $0.components(separatedBy: "_")[0] })
                 == ["touchgate", "touchgated", "libpam-touchgate", "touchgate-collector"], "\(packages)")
         try await Self.lintianIsClean(packages.map { work.path("dist/" + $0) })
+        // One copy of the Swift runtime and of the code per install: what a machine with the
+        // daemon installs weighs at most 60 MiB (215 MiB with a runtime in each program and ICU's
+        // data in each), the auditor's collector at most 40 MiB, without the reader's libraries.
+        var installedKiB: [String: Int] = [:]
+        for package in packages {
+            let field = try await runProgram("/usr/bin/dpkg-deb", ["-f", work.path("dist/" + package), "Package", "Installed-Size"])
+            let values = field.stdout.split(separator: "\n").compactMap { $0.split(separator: ":", maxSplits: 1).last }
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+            if values.count == 2, let size = Int(values[1]) { installedKiB[values[0]] = size }
+        }
+        let machine = ["touchgate", "touchgated", "libpam-touchgate"].compactMap { installedKiB[$0] }.reduce(0, +)
+        #expect(installedKiB.count == 4 && machine <= 60 * 1024, "installed sizes in KiB: \(installedKiB)")
+        #expect((installedKiB["touchgate-collector"] ?? .max) <= 40 * 1024, "installed sizes in KiB: \(installedKiB)")
 
         let root = try await DebianRoot.make(at: work.path("root"))
         // apt resolves every dependency from the archive: what dpkg-shlibdeps computed must be there.
@@ -43,6 +56,16 @@ struct DebianPackageTests {
         let version = try await root.run(["/usr/bin/touchgate", "--version"])
         let debVersion = packages[0].components(separatedBy: "_")[1]
         #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == debVersion, "\(version)")
+        // touchgate-client and touchgated (in libexec for the unit, in sbin for the administrator)
+        // are names of touchgate-cli.
+        for name in ["/usr/libexec/touchgate/touchgate-client", "/usr/libexec/touchgated", "/usr/sbin/touchgated"] {
+            let target = try? FileManager.default.destinationOfSymbolicLink(atPath: root.path(name))
+            let resolved = target.map { URL(fileURLWithPath: name).deletingLastPathComponent().appendingPathComponent($0).standardized.path }
+            #expect(resolved == "/usr/libexec/touchgate/touchgate-cli",
+                    "\(name) links to \(target ?? "nothing")")
+        }
+        let daemonHelp = try await root.run(["/usr/sbin/touchgated", "--help"])
+        #expect(daemonHelp.status == 0 && daemonHelp.stdout.contains("system daemon"), "touchgated --help: \(daemonHelp.stdout)")
         for binary in ["/usr/libexec/touchgate/touchgate-cli", "/usr/libexec/touchgate/touchgate-client",
                        "/usr/libexec/touchgated", "/usr/bin/touchgate-collector"] {
             let linked = try await root.run(["/usr/bin/ldd", binary])

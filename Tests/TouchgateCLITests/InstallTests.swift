@@ -211,7 +211,9 @@ struct InstallTests {
         #expect((getpwnam("touchgated") != nil) == userBefore, "make install-daemon with DESTDIR created a user")
 
         let expected: [(path: String, mode: mode_t, source: String?)] = [
+            // touchgate-cli started as touchgated (symbolic links), for the unit and the administrator.
             ("usr/libexec/touchgated", 0o755, nil),
+            ("usr/sbin/touchgated", 0o755, nil),
             ("usr/lib/systemd/system/touchgated.service", 0o644, nil),
             ("usr/lib/systemd/system/touchgated.socket", 0o644, "systemd/touchgated.socket"),
             ("usr/lib/sysusers.d/touchgated.conf", 0o644, "systemd/touchgated.sysusers"),
