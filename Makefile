@@ -267,6 +267,9 @@ uninstall-daemon:
 		$(DESTDIR)$(UDEVDIR)/rules.d/71-touchgated-fingerprint-reader.rules
 	[ -e $(DESTDIR)$(UDEVDIR)/rules.d/70-touchgate-fingerprint-reader.rules ] \
 		|| rm -f $(DESTDIR)$(UDEVDIR)/hwdb.d/60-touchgate-fingerprint-reader.hwdb
+	# The program touchgated was a name of stays while touchgate (make install) uses it.
+	[ -e $(DESTDIR)$(BINDIR)/touchgate ] || { rm -f $(DESTDIR)$(LIBEXECDIR)/touchgate/touchgate-cli; \
+		rmdir $(DESTDIR)$(LIBEXECDIR)/touchgate 2>/dev/null || true; }
 	@if $(SYSTEMD_RUNNING); then systemctl daemon-reload; fi
 	@$(UDEV_RELOAD)
 	@echo "make: the daemon's state (/var/lib/touchgate) and its user touchgated were kept" >&2
