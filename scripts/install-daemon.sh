@@ -22,10 +22,8 @@ install-daemon: systemd is not running here (no /run/systemd/system), so nothing
     make all daemon
     sudo make PREFIX=$prefix install install-daemon
     sudo useradd --system --user-group --no-create-home --shell /usr/sbin/nologin touchgated
-    sudo install -d -o touchgated -g touchgated -m 0700 /var/lib/touchgate
-    sudo install -d -o touchgated -g touchgated -m 0755 /run/touchgate    # again after each boot
-    sudo setpriv --reuid=touchgated --regid=touchgated --init-groups \\
-      $prefix/libexec/touchgated --socket /run/touchgate/socket --state-dir /var/lib/touchgate
+    sudo $prefix/sbin/touchgated --user touchgated
+  (as root it makes /run/touchgate and /var/lib/touchgate that user's, then runs as that user),
   and give every user TOUCHGATE_SOCKET=/run/touchgate/socket (in /etc/environment), so that
   touchgate finds the daemon and reports it stopped when it is.
 EOF

@@ -177,11 +177,11 @@ extension DaemonClient {
                                 + "Check with: systemctl status touchgated.socket")
         }
         let start = socketPath == Invocation.systemSocket
-            ? "start it: sudo systemctl start touchgated.socket (without systemd: touchgated --help says how to run it)"
+            ? "start it: sudo systemctl start touchgated.socket (without systemd: sudo touchgated --user touchgated)"
             : "start touchgated with --socket \(socketPath), or name another socket in TOUCHGATE_SOCKET"
-        return ServiceError(.daemonUnavailable, "touchgated is not running (nothing answers at \(socketPath)), and your "
-                            + "vault is in its store; \(start). To use a personal vault of your own instead, set "
-                            + "TOUCHGATE_SOCKET= (empty)")
+        return ServiceError(.daemonUnavailable, "touchgated is not running (nothing answers at \(socketPath)); this "
+                            + "machine is set to use it, so a vault you made keeps there; \(start). To use a personal "
+                            + "vault of your own instead, set TOUCHGATE_SOCKET= (empty)")
     }
 }
 

@@ -21,18 +21,23 @@ public struct Touchgated: AsyncParsableCommand {
             Each user's store lives under the state directory, reachable only by touchgated's \
             own user; clients speak to it over the socket (docs/PROTOCOL.md). Under systemd the \
             socket comes from touchgated.socket and the state directory from StateDirectory=.
-            Without systemd, run it in the foreground as its own user (it logs to standard \
-            error, and stops on Ctrl-C or SIGTERM):
+            Without systemd, one command starts it in the foreground (it logs to standard error, \
+            and stops on Ctrl-C or SIGTERM): as root, with the user the touchgated package makes, \
+            it makes /run/touchgate (mode 0755) and /var/lib/touchgate (0700) that user's, then \
+            runs as that user and listens on /run/touchgate/socket, where clients look first:
+              sudo touchgated --user touchgated
+            Without the package, make the user first:
               sudo useradd --system --user-group --no-create-home --shell /usr/sbin/nologin touchgated
-              sudo install -d -o touchgated -g touchgated -m 0700 /var/lib/touchgate
-              sudo install -d -o touchgated -g touchgated -m 0755 /run/touchgate
-              sudo setpriv --reuid=touchgated --regid=touchgated --init-groups \\
-                /usr/local/libexec/touchgated --socket /run/touchgate/socket --state-dir /var/lib/touchgate
-            It makes the socket's directory itself when it can (mode 0755), and refuses to run as \
-            root unless --allow-root is given. Clients find it with TOUCHGATE_SOCKET=/run/touchgate/socket.
+            Started as another user, it makes the socket's directory itself when it can, and it \
+            refuses to run as root unless --user or --allow-root is given.
             Exit status 64: a bad option, or root without --allow-root; 1: the daemon could not \
             start (the message says why).
             """)
+
+    @Option(name: .customLong("user"),
+            help: ArgumentHelp("Started as root: make the socket's directory (default /run/touchgate) and the state "
+                               + "directory this user's, then run as this user.", valueName: "name"))
+    var user: String?
 
     @Flag(name: .customLong("allow-root"),
           help: "Run as root anyway (every user's store and the readers in a root process; not advised).")
@@ -139,6 +144,13 @@ public struct Touchgated: AsyncParsableCommand {
     }
 
     public func run() async throws {
+        // With --user, the socket is the system's unless another is named.
+        let socket = self.socket ?? (user != nil ? Invocation.systemSocket : nil)
+        if let user {
+            Self.become(user, socket: socket ?? Invocation.systemSocket,
+                        stateDirectory: stateDirectory ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]
+                            ?? "/var/lib/touchgate")
+        }
         if geteuid() == 0 && !allowRoot {
             // As started (installed, touchgated is a name of touchgate-cli: the resolved file would
             // start the command line instead).
@@ -146,8 +158,8 @@ public struct Touchgated: AsyncParsableCommand {
             let options = (socket.map { " --socket \($0)" } ?? "") + " --state-dir \(stateDirectory ?? "/var/lib/touchgate")"
             Self.fail("refusing to run as root: touchgated runs as a user of its own (touchgated), so that what it "
                       + "holds and a flaw in it stay away from the rest of the machine. Run it as that user:\n"
-                      + "  sudo setpriv --reuid=touchgated --regid=touchgated --init-groups \(program)\(options)\n"
-                      + "(touchgated --help says how to set that user up), or pass --allow-root to run as root anyway",
+                      + "  sudo \(program) --user touchgated\(options)\n"
+                      + "(touchgated --help says how to make that user), or pass --allow-root to run as root anyway",
                       status: 64)
         }
         do {
@@ -209,6 +221,47 @@ public struct Touchgated: AsyncParsableCommand {
         logger.info("serving on \(socket ?? "the socket systemd passed")")
         await daemon.run()
         withExtendedLifetime(signalSources) {}
+    }
+
+    /// Started as root with `--user NAME`: makes the socket's directory (0755, every user's
+    /// clients reach the socket through it) and the state directory (0700) that user's when
+    /// missing, refuses ones that belong to someone else, then becomes the user (its groups,
+    /// its group, its uid, for good). Exits with a message saying what to do when any step fails.
+    static func become(_ name: String, socket: String, stateDirectory: String) {
+        guard geteuid() == 0 else {
+            fail("--user \(name) is for a start as root (sudo touchgated --user \(name)); running as uid \(geteuid()) "
+                 + "already, leave it out", status: 64)
+        }
+        guard let entry = getpwnam(name) else {
+            fail("there is no user \(name): the touchgated package makes it; without it: sudo useradd --system "
+                 + "--user-group --no-create-home --shell /usr/sbin/nologin \(name)", status: 64)
+        }
+        let uid = entry.pointee.pw_uid, gid = entry.pointee.pw_gid
+        guard uid != 0 else { fail("--user \(name) is root; name touchgated's own user", status: 64) }
+        for (directory, mode) in [(PathText.deletingLastComponent(of: socket), mode_t(0o755)), (stateDirectory, mode_t(0o700))]
+        where !directory.isEmpty {
+            let made = mkdir(directory, mode) == 0
+            if !made && errno != EEXIST {
+                fail("cannot make \(directory): \(String(cString: strerror(errno)))")
+            }
+            var info = stat()
+            guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                fail("\(directory) is not a directory (a symbolic link is not accepted); move it away")
+            }
+            if made {
+                guard chown(directory, uid, gid) == 0, chmod(directory, mode) == 0 else {
+                    fail("cannot give \(directory) to \(name): \(String(cString: strerror(errno)))")
+                }
+            } else if info.st_uid != uid {
+                fail("\(directory) belongs to uid \(info.st_uid), not to \(name) (uid \(uid)); if it is touchgated's: "
+                     + "sudo chown -R \(name): \(directory)")
+            }
+        }
+        // Groups first, then the group, then the uid: after setuid nothing else could change.
+        guard initgroups(name, gid) == 0, setgid(gid) == 0, setuid(uid) == 0,
+              getuid() == uid, geteuid() == uid, getegid() == gid, setuid(0) != 0 else {
+            fail("cannot become \(name): \(String(cString: strerror(errno)))")
+        }
     }
 
     /// Makes the directory `socket` goes in (mode 0755: every user's clients reach the socket

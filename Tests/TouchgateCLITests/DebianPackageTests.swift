@@ -286,25 +286,33 @@ struct DebianRoot {
 
     /// touchgated as its own user, on the socket its unit would give it, with libfprint's
     /// virtual_image reader at ``fingerSocket``.
+    /// touchgated started without systemd by the one documented command, as root:
+    /// `touchgated --user touchgated` makes /run/touchgate its user's and runs as that user.
     func startDaemon() async throws -> Daemon {
         let user = try #require(try passwdEntry("touchgated"), "the package made no touchgated user")
-        for directory in ["/run/touchgate", "/run/touchgate-finger"] {
-            try? FileManager.default.removeItem(atPath: path(directory))
-            try FileManager.default.createDirectory(atPath: path(directory), withIntermediateDirectories: true)
-            #expect(chown(path(directory), user.uid, user.uid) == 0 && chmod(path(directory), 0o755) == 0)
-        }
+        try? FileManager.default.removeItem(atPath: path("/run/touchgate"))
+        // Where the virtual reader's socket is made (by libfprint, in the daemon).
+        try? FileManager.default.removeItem(atPath: path("/run/touchgate-finger"))
+        try FileManager.default.createDirectory(atPath: path("/run/touchgate-finger"), withIntermediateDirectories: true)
+        #expect(chown(path("/run/touchgate-finger"), user.uid, user.uid) == 0 && chmod(path("/run/touchgate-finger"), 0o755) == 0)
         var environment = Self.environment(home: "/var/lib/touchgate")
         environment["FP_VIRTUAL_IMAGE"] = Self.fingerSocket
         environment["FP_DRIVERS_WHITELIST"] = "virtual_image"
         let log = LineCollector()
-        let full = command(["/usr/libexec/touchgated", "--socket", "/run/touchgate/socket", "--state-dir", "/var/lib/touchgate"],
-                           as: "touchgated")
+        let full = command(["/usr/sbin/touchgated", "--user", "touchgated"])
         let process = try await BackgroundProcess.start(full[0], Array(full.dropFirst()), environment: environment,
                                                         output: .lines { log.append($0) }, error: .lines { log.append($0) })
         for _ in 0..<200 where !FileManager.default.fileExists(atPath: path("/run/touchgate/socket")) && process.isRunning {
             try await Task.sleep(for: .milliseconds(50))
         }
         try #require(FileManager.default.fileExists(atPath: path("/run/touchgate/socket")), "touchgated did not start: \(log.lines.joined(separator: "\n"))")
+        var socketDirectory = stat()
+        #expect(stat(path("/run/touchgate"), &socketDirectory) == 0 && socketDirectory.st_uid == user.uid
+                && socketDirectory.st_mode & 0o777 == 0o755, "/run/touchgate is not touchgated's, mode 0755")
+        // It runs as its user, not as root.
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let uids = status.split(separator: "\n").first { $0.hasPrefix("Uid:") }?.split(whereSeparator: \.isWhitespace).dropFirst()
+        #expect(uids.map { Array($0) } == Array(repeating: Substring(String(user.uid)), count: 4), "touchgated runs as \(String(describing: uids))")
         return Daemon(process: process, logged: log)
     }
 
