@@ -262,6 +262,24 @@ public struct Touchgated: AsyncParsableCommand {
               getuid() == uid, geteuid() == uid, getegid() == gid, setuid(0) != 0 else {
             fail("cannot become \(name): \(String(cString: strerror(errno)))")
         }
+        // Then this program again, as the user, with the socket and state directory named: the
+        // Swift runtime's main thread has ended by now, and a thread that ended keeps the
+        // credentials it had (the process would show as root in /proc and ps).
+        var arguments: [String] = []
+        var words = CommandLine.arguments.dropFirst()[...]
+        while let word = words.popFirst() {
+            if word == "--user" { _ = words.popFirst(); continue }
+            if word.hasPrefix("--user=") { continue }
+            arguments.append(word)
+        }
+        if !arguments.contains(where: { $0 == "--socket" || $0.hasPrefix("--socket=") }) { arguments += ["--socket", socket] }
+        if !arguments.contains(where: { $0 == "--state-dir" || $0.hasPrefix("--state-dir=") }) {
+            arguments += ["--state-dir", stateDirectory]
+        }
+        let program = SiblingProgram.startedBy() ?? CommandLine.arguments[0]
+        var argv: [UnsafeMutablePointer<CChar>?] = ([CommandLine.arguments[0]] + arguments).map { strdup($0) } + [nil]
+        execv(program, &argv)
+        fail("cannot start \(program) again as \(name): \(String(cString: strerror(errno)))")
     }
 
     /// Makes the directory `socket` goes in (mode 0755: every user's clients reach the socket
