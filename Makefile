@@ -351,7 +351,7 @@ FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit f
 # secret memory compiles without its fatal-signal registry).
 BASICS_SOURCES = $(filter-out Sources/TouchgateBasics/ProcessProtection.swift Sources/TouchgateBasics/SystemThread.swift \
 	Sources/TouchgateBasics/DetachedProcess.swift Sources/TouchgateBasics/ProcessFacts.swift \
-	Sources/TouchgateBasics/AgentGroup.swift,\
+	Sources/TouchgateBasics/AgentGroup.swift Sources/TouchgateBasics/StartedName.swift,\
 	$(wildcard Sources/TouchgateBasics/*.swift))
 # TouchgateAPI's sources with those compiled in (one module here, so its re-export is left out).
 WIRE_SOURCES   = $(filter-out Sources/TouchgateAPI/Exports.swift,$(wildcard Sources/TouchgateAPI/*.swift)) $(BASICS_SOURCES)

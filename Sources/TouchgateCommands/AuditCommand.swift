@@ -197,7 +197,8 @@ struct Audit: AsyncParsableCommand {
 
         var cutoff: Date? {
             var calendar = Calendar(identifier: .gregorian)
-            calendar.timeZone = TimeZone(identifier: "UTC")!
+            // GMT by value: without ICU no zone is known by name (TimeZone(identifier: "UTC") is nil).
+            calendar.timeZone = .gmt
             let parts = before.split(separator: "-").compactMap { Int($0) }
             guard parts.count == 3,
                   let date = calendar.date(from: DateComponents(year: parts[0], month: parts[1], day: parts[2])),

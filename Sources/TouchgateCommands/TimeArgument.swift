@@ -69,7 +69,8 @@ enum TimeArgument {
             }
         }
         var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
+        // GMT by value: without ICU no zone is known by name (TimeZone(identifier: "UTC") is nil).
+        calendar.timeZone = .gmt
         guard let date = calendar.date(from: components),
               calendar.dateComponents([.year, .month, .day], from: date) == DateComponents(year: year, month: month, day: day)
         else { return nil }  // 2026-02-30 is not a day

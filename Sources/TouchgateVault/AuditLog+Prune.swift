@@ -5,7 +5,8 @@ extension AuditLog {
     /// `years` calendar years (UTC) before `now`, never fewer than ``retentionYears``.
     public static func retentionCutoff(now: Date, years: Int = retentionYears) -> Date {
         var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
+        // GMT by value: without ICU no zone is known by name (TimeZone(identifier: "UTC") is nil).
+        calendar.timeZone = .gmt
         return calendar.date(byAdding: .year, value: -max(years, retentionYears), to: now)!
     }
 
