@@ -29,6 +29,9 @@ package struct DatabaseError: Error, CustomStringConvertible, Sendable {
         "SQLite error \(resultCode)" + (message.map { ": \($0)" } ?? "")
     }
 
+    /// A connection, pool or queue used after it was closed (SQLITE_MISUSE).
+    package static let closed = DatabaseError(code: SQLITE_MISUSE, message: "the database connection was closed")
+
     package static let busy = SQLITE_BUSY, locked = SQLITE_LOCKED, full = SQLITE_FULL, ioError = SQLITE_IOERR,
                        cannotOpen = SQLITE_CANTOPEN, constraint = SQLITE_CONSTRAINT
 }
@@ -366,7 +369,7 @@ package final class Database: @unchecked Sendable {
     }
 
     private func prepare(_ sql: String) throws -> OpaquePointer {
-        guard let handle else { throw DatabaseError(code: SQLITE_MISUSE, message: "the connection is closed") }
+        guard let handle else { throw DatabaseError.closed }
         var statement: OpaquePointer?
         let status = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
         guard status == SQLITE_OK, let statement else {
@@ -378,7 +381,7 @@ package final class Database: @unchecked Sendable {
 
     /// Several statements in one text, none with parameters (a migration's).
     private func executeScript(_ sql: String) throws {
-        guard let handle else { throw DatabaseError(code: SQLITE_MISUSE, message: "the connection is closed") }
+        guard let handle else { throw DatabaseError.closed }
         guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else { throw lastError() }
     }
 
@@ -409,7 +412,7 @@ package final class Database: @unchecked Sendable {
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
     fileprivate func lastError() -> DatabaseError {
-        guard let handle else { return DatabaseError(code: SQLITE_MISUSE, message: "the connection is closed") }
+        guard let handle else { return DatabaseError.closed }
         return DatabaseError(code: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)))
     }
 }

@@ -59,13 +59,13 @@ package final class DatabasePool: DatabaseWriter {
 
     package func writeWithoutTransaction<T>(_ body: (Database) throws -> T) throws -> T {
         try writer.withLock { connection throws -> T in
-            guard let connection else { throw Self.closedError }
+            guard let connection else { throw DatabaseError.closed }
             return try body(connection)
         }
     }
 
     package func read<T>(_ body: (Database) throws -> T) throws -> T {
-        guard !closed.load(ordering: .acquiring) else { throw Self.closedError }
+        guard !closed.load(ordering: .acquiring) else { throw DatabaseError.closed }
         let connection: Database
         if let reused = idle.withLock({ $0.popLast() }) {
             connection = reused
@@ -91,8 +91,6 @@ package final class DatabasePool: DatabaseWriter {
             readers.removeAll()
         }
     }
-
-    private static var closedError: DatabaseError { DatabaseError(code: 21, message: "the database was closed") }
 }
 
 /// One connection, used by one caller at a time: a tool's or a test's view of a store.
@@ -107,7 +105,7 @@ package final class DatabaseQueue: DatabaseWriter {
     /// Runs `body` on the connection, outside any transaction.
     package func inDatabase<T>(_ body: (Database) throws -> T) throws -> T {
         try connection.withLock { connection throws -> T in
-            guard let connection else { throw DatabaseError(code: 21, message: "the database was closed") }
+            guard let connection else { throw DatabaseError.closed }
             return try body(connection)
         }
     }
@@ -151,7 +149,7 @@ package struct DatabaseMigrator {
     package func migrate(_ writer: some DatabaseWriter) throws {
         try writer.writeWithoutTransaction { db in
             try db.execute(sql: "CREATE TABLE IF NOT EXISTS \(Self.table) (identifier TEXT NOT NULL PRIMARY KEY)")
-            let applied = Set(try String.fetchAll(db, sql: "SELECT identifier FROM \(Self.table)"))
+            let applied = try appliedIdentifiers(db)
             for migration in migrations where !applied.contains(migration.identifier) {
                 try db.inTransaction(.immediate) {
                     try migration.migrate(db)
