@@ -100,13 +100,8 @@ public enum ProcessTable {
 
     /// Up to `limit` bytes of a small /proc file as UTF-8 text without its final newline.
     private static func read(_ path: String, limit: Int) -> String? {
-        let file = open(path, O_RDONLY | O_CLOEXEC)
-        guard file >= 0 else { return nil }
-        defer { close(file) }
-        var bytes = [UInt8](repeating: 0, count: limit)
-        let count = bytes.withUnsafeMutableBytes { Glibc.read(file, $0.baseAddress, limit) }
-        guard count > 0 else { return nil }
-        var text = String(decoding: bytes[..<count], as: UTF8.self)
+        guard let bytes = FileInput.read(path, upTo: limit), !bytes.isEmpty else { return nil }
+        var text = String(decoding: bytes, as: UTF8.self)
         while text.hasSuffix("\n") { text.removeLast() }
         return text
     }
