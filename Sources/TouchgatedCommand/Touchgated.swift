@@ -146,8 +146,8 @@ public struct Touchgated: AsyncParsableCommand {
     public func run() async throws {
         // With --user, the socket is the system's unless another is named.
         let socket = self.socket ?? (user != nil ? Invocation.systemSocket : nil)
-        if let user {
-            Self.become(user, socket: socket ?? Invocation.systemSocket,
+        if let user, let socket {
+            Self.become(user, socket: socket,
                         stateDirectory: stateDirectory ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]
                             ?? "/var/lib/touchgate")
         }
