@@ -1,4 +1,5 @@
 public import CNettle
+public import TouchgateBasics
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,12 +15,17 @@ public final class GMPInteger {
         __gmpz_init(&value)
     }
 
-    /// From big-endian bytes.
-    public convenience init(bytes: some Collection<UInt8>) {
+    /// From big-endian bytes, read in place (a secret scalar is copied nowhere else).
+    public convenience init(bytes: UnsafeRawBufferPointer) {
         self.init()
-        let contiguous = Array(bytes)
-        contiguous.withUnsafeBytes { buffer in
-            // count, most significant word first (1), one-byte words, big-endian (1), no nails
+        // count, most significant word first (1), one-byte words, big-endian (1), no nails
+        if let base = bytes.baseAddress { __gmpz_import(&value, bytes.count, 1, 1, 1, 0, base) }
+    }
+
+    /// From big-endian bytes (public values: a point's coordinates, a signature's halves).
+    public convenience init(bytes: some Collection<UInt8>) {
+        self.init(bytes: UnsafeRawBufferPointer(start: nil, count: 0))
+        Array(bytes).withUnsafeBytes { buffer in
             if let base = buffer.baseAddress { __gmpz_import(&value, buffer.count, 1, 1, 1, 0, base) }
         }
     }
@@ -37,6 +43,18 @@ public final class GMPInteger {
         var written = 0
         out.withUnsafeMutableBytes { buffer in _ = __gmpz_export(buffer.baseAddress, &written, 1, 1, 1, 0, &value) }
         return Array(out.prefix(written))
+    }
+
+    /// Its big-endian bytes left-padded with zeros to `width`, written straight into secret
+    /// memory (for a secret value: no array copy of it is left behind); nil when it needs more.
+    public func secretBytes(width: Int) -> SecretBytes? {
+        let size = (Int(__gmpz_sizeinbase(&value, 2)) + 7) / 8
+        guard size <= width else { return nil }
+        return SecretBytes.make(count: width) { out in
+            out.initializeMemory(as: UInt8.self, repeating: 0)
+            var written = 0
+            if let base = out.baseAddress { _ = __gmpz_export(base + (width - size), &written, 1, 1, 1, 0, &value) }
+        }
     }
 
     /// Its big-endian bytes left-padded with zeros to `width`; nil when it needs more.

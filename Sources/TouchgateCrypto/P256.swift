@@ -26,9 +26,8 @@ public enum P256 {
         nettle_ecdsa_generate_keypair(&point, &key, nil, nettleRandom)
         let value = GMPInteger()
         nettle_ecc_scalar_get(&key, &value.value)
-        var raw = value.bytes(width: scalarBytes) ?? []
-        defer { explicit_bzero(&raw, raw.count) }
-        return SecretBytes(copying: raw)
+        // A scalar below the group order always fits in 32 bytes.
+        return value.secretBytes(width: scalarBytes)!
     }
 
     /// The 65-byte uncompressed public point (0x04 ‖ X ‖ Y) of `scalar`; nil when `scalar`

@@ -43,7 +43,9 @@ public enum AES128CBC {
     public static func encrypt(_ plain: UnsafeRawBufferPointer, key: SecretBytes, iv: [UInt8]) -> [UInt8] {
         precondition(key.count == keyBytes && iv.count == blockBytes)
         let padding = blockBytes - plain.count % blockBytes
-        var padded = [UInt8](plain) + [UInt8](repeating: UInt8(padding), count: padding)
+        // One array, the value copied into it and wiped below (no intermediate copy).
+        var padded = [UInt8](repeating: UInt8(padding), count: plain.count + padding)
+        padded.withUnsafeMutableBytes { $0.copyMemory(from: plain) }
         defer { explicit_bzero(&padded, padded.count) }
         var context = aes128_ctx()
         defer { explicit_bzero(&context, MemoryLayout<aes128_ctx>.size) }

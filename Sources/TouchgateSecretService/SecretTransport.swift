@@ -65,7 +65,7 @@ enum SecretTransport: Sendable {
             var generator = SystemRandomNumberGenerator()
             for index in privateBytes.indices { privateBytes[index] = generator.next() }
             privateBytes[0] |= 1   // never zero
-            let mine = GMPInteger(bytes: privateBytes)
+            let mine = privateBytes.withUnsafeBytes { GMPInteger(bytes: $0) }
             privateBytes.withUnsafeMutableBytes { wipe($0) }
             let two = GMPInteger(), ours = GMPInteger(), common = GMPInteger()
             __gmpz_set_ui(&two.value, 2)
