@@ -91,11 +91,15 @@ let package = Package(
         // The SSH agent protocol without I/O: the wire format, requests and answers, what a
         // signature is for, Ed25519 key blobs. Pure Swift, fuzzed (fuzz/ssh-agent.swift).
         .target(name: "TouchgateSSH", dependencies: ["TouchgateBasics"]),
+        // The shipping use case's port and what the collector shares with it without the
+        // service (the collector's package must not need libfprint, GLib or libpwquality).
+        .target(name: "TouchgateShipping", dependencies: ["TouchgateVault", "TouchgatePolicy", "TouchgateAPI"]),
         // Every use case, for an explicit principal; the CLI and the daemon only adapt it.
         .target(
             name: "TouchgateService",
             dependencies: [
                 "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "TouchgateAPI", "TouchgateImageIO", "TouchgateSSH",
+                "TouchgateShipping",
                 "CTouchgateSys", "CSodium", "CPWQuality", "TouchgateCrypto", .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -103,7 +107,7 @@ let package = Package(
         // the collector's verify and query. Only `audit ship` and touchgate-collector use it.
         .target(
             name: "TouchgateFleet",
-            dependencies: ["CPQ", "TouchgateService", "TouchgateVault", "TouchgatePolicy", "TouchgateAPI"]
+            dependencies: ["CPQ", "TouchgateShipping", "TouchgateVault", "TouchgatePolicy", "TouchgateAPI"]
         ),
         // Both ends of the daemon's socket: listening, connecting, peer credentials, framing.
         .target(name: "TouchgateSocket", dependencies: ["TouchgateAPI", "TouchgateBasics", "CTouchgateSys"]),
@@ -111,7 +115,7 @@ let package = Package(
         .target(
             name: "TouchgateDaemon",
             dependencies: ["FingerprintKit", "TouchgateBasics", "TouchgatePolicy", "TouchgateService", "TouchgateSocket",
-                           "TouchgateAPI", "TouchgateVault", .product(name: "Logging", package: "swift-log")]
+                           "TouchgateAPI", "TouchgateVault", "TouchgateShipping", .product(name: "Logging", package: "swift-log")]
         ),
         // The Secret Service (org.freedesktop.secrets) on the user's session bus, over
         // `any TouchgateRequests`: touchgate agent's door for the desktop's keyring clients.
@@ -132,7 +136,7 @@ let package = Package(
         .target(
             name: "TouchgatedCommand",
             dependencies: [
-                "TouchgateBasics", "TouchgateDaemon", "TouchgateService", "TouchgateSocket", "TouchgateFleet",
+                "TouchgateBasics", "TouchgateDaemon", "TouchgateService", "TouchgateSocket", "TouchgateFleet", "TouchgateShipping",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -188,7 +192,7 @@ let package = Package(
         // when touchgated does not serve.
         .executableTarget(
             name: "touchgate-cli",
-            dependencies: ["TouchgateCommands", "TouchgateService", "TouchgateVault", "TouchgateAPI", "TouchgateFleet",
+            dependencies: ["TouchgateCommands", "TouchgateService", "TouchgateVault", "TouchgateAPI", "TouchgateFleet", "TouchgateShipping",
                            "TouchgateDaemon", "TouchgateSocket", "TouchgateSecretService", "TouchgatedCommand", "TouchgateBasics",
                            .product(name: "Logging", package: "swift-log")]
         ),
@@ -199,7 +203,7 @@ let package = Package(
         .executableTarget(
             name: "touchgate-collector",
             dependencies: [
-                "TouchgateFleet", "TouchgateService", "TouchgateVault", "TouchgateAPI",
+                "TouchgateFleet", "TouchgateShipping", "TouchgateVault", "TouchgateAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -225,7 +229,7 @@ let package = Package(
         ),
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy", "TouchgatePolicyTesting", .product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault", "TouchgateBasics", "TouchgatePolicy", "CSodium", "CTouchgateSys", "TouchgateTestSupport", .product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
-        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateAPI", "TouchgateSSH", "TouchgateVault", "TouchgateCrypto", "FingerprintKit", .product(name: "Logging", package: "swift-log"), "TouchgatePolicy", "TouchgatePolicyTesting", "TouchgateTerminal", .product(name: "Subprocess", package: "swift-subprocess")]),
+        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateShipping", "TouchgateAPI", "TouchgateSSH", "TouchgateVault", "TouchgateCrypto", "FingerprintKit", .product(name: "Logging", package: "swift-log"), "TouchgatePolicy", "TouchgatePolicyTesting", "TouchgateTerminal", .product(name: "Subprocess", package: "swift-subprocess")]),
         .testTarget(
             name: "TouchgateCLITests",
             dependencies: ["touchgate-cli", "touchgate-client", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateImageIO",

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Logging
 public import TouchgateService
+public import TouchgateShipping
 import TouchgateVault
 import TouchgateAPI
 

@@ -1,6 +1,6 @@
 public import FoundationEssentials
 import TouchgatePolicy
-public import TouchgateService
+public import TouchgateShipping
 public import TouchgateVault
 public import TouchgateAPI
 

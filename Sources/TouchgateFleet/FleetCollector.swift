@@ -1,6 +1,6 @@
 public import FoundationEssentials
 import TouchgatePolicy
-import TouchgateService
+import TouchgateShipping
 public import TouchgateVault
 public import TouchgateAPI
 

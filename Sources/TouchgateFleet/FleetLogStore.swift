@@ -1,6 +1,6 @@
 import FoundationEssentials
 import TouchgatePolicy
-import TouchgateService
+import TouchgateShipping
 import TouchgateVault
 import TouchgateAPI
 

@@ -1,7 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import Synchronization
-public import TouchgateService
+public import TouchgateShipping
 public import TouchgateVault
 public import TouchgateAPI
 

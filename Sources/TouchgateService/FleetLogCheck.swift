@@ -1,6 +1,7 @@
 import TouchgatePolicy
 import TouchgateVault
 import TouchgateAPI
+import TouchgateShipping
 
 /// What a machine checks of the collector's answer after each shipment, before it moves
 /// its cursor: that the newest checkpoint is of the same log as the one it accepted

@@ -1,6 +1,7 @@
 public import FoundationEssentials
 import TouchgatePolicy
 import TouchgateVault
+import TouchgateShipping
 public import TouchgateAPI
 
 extension TouchgateService {

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import TouchgatePolicy
 import TouchgateVault
+public import TouchgateShipping
 public import TouchgateAPI
 
 extension TouchgateService {

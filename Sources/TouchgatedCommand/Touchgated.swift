@@ -6,6 +6,7 @@ import TouchgateBasics
 import TouchgateDaemon
 import TouchgateFleet
 import TouchgateService
+import TouchgateShipping
 import TouchgateSocket
 import Glibc
 

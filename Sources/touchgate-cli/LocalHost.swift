@@ -6,6 +6,7 @@ import TouchgateSocket
 import Logging
 import TouchgateFleet
 import TouchgateService
+import TouchgateShipping
 import TouchgateSecretService
 import TouchgateVault
 #if canImport(Glibc)

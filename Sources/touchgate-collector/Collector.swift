@@ -1,7 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import TouchgateFleet
-import TouchgateService
+import TouchgateShipping
 import TouchgateVault
 import TouchgateAPI
 

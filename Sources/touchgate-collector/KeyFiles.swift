@@ -1,5 +1,5 @@
 import FoundationEssentials
-import TouchgateService
+import TouchgateShipping
 import TouchgateVault
 import TouchgateAPI
 import Glibc

@@ -41,6 +41,14 @@ struct DebianPackageTests {
         let machine = ["touchgate", "touchgated", "libpam-touchgate"].compactMap { installedKiB[$0] }.reduce(0, +)
         #expect(installedKiB.count == 4 && machine <= 60 * 1024, "installed sizes in KiB: \(installedKiB)")
         #expect((installedKiB["touchgate-collector"] ?? .max) <= 40 * 1024, "installed sizes in KiB: \(installedKiB)")
+        // An auditor's machine needs no reader: the collector's dependencies, as dpkg-shlibdeps
+        // computed them from what the program links, name none of the reader's libraries.
+        let collector = try #require(packages.first { $0.hasPrefix("touchgate-collector_") })
+        let depends = try await runProgram("/usr/bin/dpkg-deb", ["-f", work.path("dist/" + collector), "Depends"]).stdout
+        for library in ["libfprint", "libglib", "libgusb", "libpwquality", "libgudev"] {
+            #expect(!depends.contains(library), "touchgate-collector depends on \(library): \(depends)")
+        }
+        #expect(depends.contains("libpq5") && depends.contains("libsodium"), "touchgate-collector's dependencies: \(depends)")
 
         let root = try await DebianRoot.make(at: work.path("root"))
         // apt resolves every dependency from the archive: what dpkg-shlibdeps computed must be there.

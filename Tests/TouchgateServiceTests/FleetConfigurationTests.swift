@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import TouchgateService
 import TouchgateAPI
+@testable import TouchgateShipping
 
 /// `/etc/touchgate/fleet.conf`: what it may say, what it may not, and who may own it. It
 /// decides where every user's trail goes, so a file anyone else could have written is

@@ -36,12 +36,12 @@ public struct PublicAuditCheck: Sendable {
     public static func publicKey(fromFile path: String) throws(ServiceError) -> [UInt8] {
         // At most a line's worth is read: the path may name anything (/dev/zero, a FIFO, a huge file).
         guard let data = FileInput.read(path, upTo: 4096) else {
-            throw ServiceError.usage("cannot read the public key file \(StoredText.escaped(path)); give the file "
+            throw ServiceError(.usage, "cannot read the public key file \(StoredText.escaped(path)); give the file "
                                      + "`touchgate audit public-key` wrote on the machine whose trail this is")
         }
         let text = String(decoding: data, as: UTF8.self).trimmingWhitespace()
         guard text.count == 64, let key = Hex.decode(text.lowercased()) else {
-            throw ServiceError.usage("\(StoredText.escaped(path)) does not hold a public key (64 hex digits, as "
+            throw ServiceError(.usage, "\(StoredText.escaped(path)) does not hold a public key (64 hex digits, as "
                                      + "`touchgate audit public-key` prints)")
         }
         return key

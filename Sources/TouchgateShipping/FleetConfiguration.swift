@@ -90,30 +90,30 @@ public struct FleetConfiguration: Sendable, Equatable {
             let line = raw.trimmingSpaces()
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let equals = line.firstIndex(of: "=") else {
-                throw ServiceError.usage("\(path) line \(index + 1) is not `key = value`")
+                throw ServiceError(.usage, "\(path) line \(index + 1) is not `key = value`")
             }
             let key = line[..<equals].trimmingSpaces()
             let value = line[line.index(after: equals)...].trimmingSpaces()
             guard ["database", "machine", "backlog-limit", "batch-size", "ship-every"].contains(key) || tlsKeys.contains(key) else {
-                throw ServiceError.usage("\(path) line \(index + 1): unknown setting \(key.debugDescription); the settings "
+                throw ServiceError(.usage, "\(path) line \(index + 1): unknown setting \(key.debugDescription); the settings "
                                          + "are database, sslmode, sslrootcert, sslcert, sslkey, sslcrl, machine, "
                                          + "backlog-limit, batch-size, ship-every")
             }
             values[key] = value
         }
         guard let database = values["database"], !database.isEmpty else {
-            throw ServiceError.usage("\(path) names no database: add `database = postgresql://collector.example/touchgate`")
+            throw ServiceError(.usage, "\(path) names no database: add `database = postgresql://collector.example/touchgate`")
         }
         func number(_ key: String, default value: Int) throws(ServiceError) -> Int {
             guard let text = values[key] else { return value }
             guard let number = Int(text), number > 0 else {
-                throw ServiceError.usage("\(path): \(key) takes a whole number above 0, not \(text.debugDescription)")
+                throw ServiceError(.usage, "\(path): \(key) takes a whole number above 0, not \(text.debugDescription)")
             }
             return number
         }
         let machine = values["machine"].flatMap { $0.isEmpty ? nil : $0 }
         if let machine, let problem = StoredText.problem(withName: machine, what: "machine") {
-            throw ServiceError.usage("\(path): \(problem)")
+            throw ServiceError(.usage, "\(path): \(problem)")
         }
         return FleetConfiguration(database: database, tls: values.filter { tlsKeys.contains($0.key) }, machine: machine,
                                   backlogLimit: try number("backlog-limit", default: 100_000),

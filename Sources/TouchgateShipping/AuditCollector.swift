@@ -1,7 +1,7 @@
 public import TouchgateVault
 public import TouchgateAPI
 
-/// The fleet collector as the shipping use case needs it (``TouchgateService/shipAudit(to:configuration:)``):
+/// The fleet collector as the shipping use case needs it (`TouchgateService.shipAudit(to:configuration:)`):
 /// a store for records and seals that keeps an append-only log of every shipment, and
 /// proves what its log holds. The adapter in `touchgated` and `touchgate audit ship` is
 /// PostgreSQL (`TouchgateFleet`); nothing here trusts it: every answer is checked.
