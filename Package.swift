@@ -203,7 +203,7 @@ let package = Package(
         .executableTarget(
             name: "touchgate-collector",
             dependencies: [
-                "TouchgateFleet", "TouchgateShipping", "TouchgateVault", "TouchgateAPI",
+                "TouchgateFleet", "TouchgateShipping", "TouchgateVault", "TouchgateAPI", "TouchgateBasics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -493,7 +493,18 @@ setup swiftc -O -static-stdlib "$work/startup.swift" -o "$work/startup-static"
 c_true() { /bin/true; }
 swift_dynamic() { "$work/startup-dynamic"; }
 swift_static() { "$work/startup-static"; }
-measure 3 version:0:tg_version true:0:c_true startup-dynamic:0:swift_dynamic startup-static:0:swift_static
+# Every client program as installed: touchgate-client and touchgated are names of
+# touchgate-cli (it runs as the name it was started by), so they are started through links.
+mkdir -p "$work/installed"
+for name in touchgate-client touchgated; do ln -sf "$bin/touchgate-cli" "$work/installed/$name"; done
+direct start_front TOUCHGATE_SOCKET=/nonexistent -- "$touchgate" --version
+direct start_client -- "$work/installed/touchgate-client" --version
+direct start_cli -- "$bin/touchgate-cli" --version
+direct start_daemon -- "$work/installed/touchgated" --version
+direct start_collector -- "$bin/touchgate-collector" --version
+measure 3 version:0:tg_version true:0:c_true startup-dynamic:0:swift_dynamic startup-static:0:swift_static \
+  start-front:0:start_front start-client:0:start_client start-cli:0:start_cli start-daemon:0:start_daemon \
+  start-collector:0:start_collector
 XDG_DATA_HOME=$image_data peak rss-verify "$feeder" image "$prints/whorl.pgm" -- "${gnutime[@]}" "$touchgate" verify --user bench
 peak rss-verify-c "$feeder" image "$prints/whorl.pgm" -- "${gnutime[@]}" "$reference" verify "$work/verify-image.gallery"
 
@@ -834,6 +845,7 @@ rm -rf "$public"
 # --- report --------------------------------------------------------------------------
 
 kib() { cell "$1" " KiB"; }
+size_mib() { stat -c %s "$1" | awk '{ printf "%.1f MiB", $1 / 1048576 }'; }
 per_print() {  # per_print SIZE [-c]: (median at SIZE − median at 1) / (SIZE − 1)
   local a b
   a=$(median "identify-$1${2:-}")
@@ -1063,19 +1075,26 @@ out "| measure | value |"
 out "| --- | --- |"
 out "| \`touchgate --version\` | $(cell version) |"
 out "| \`/bin/true\` (process start floor) | $(cell true) |"
-out "| a two-line Swift program importing Foundation, dynamically linked (as touchgate is) | $(cell startup-dynamic) |"
+out "| the front, \`touchgate --version\` (one static executable: $(size_mib "$touchgate")) | $(cell start-front) |"
+out "| \`touchgate-client --version\` (every command the daemon serves; a name of touchgate-cli) | $(cell start-client) |"
+out "| \`touchgate-cli --version\` (every command of the personal mode; $(size_mib "$bin/touchgate-cli")) | $(cell start-cli) |"
+out "| \`touchgated --version\` (a name of touchgate-cli) | $(cell start-daemon) |"
+out "| \`touchgate-collector --version\` ($(size_mib "$bin/touchgate-collector")) | $(cell start-collector) |"
+out "| a two-line Swift program importing Foundation, dynamically linked | $(cell startup-dynamic) |"
 out "| the same program with \`-static-stdlib\` (Swift runtime and Foundation linked in) | $(cell startup-static) |"
 out "| peak RSS, \`touchgate verify\` (virtual_image, match) | $(kib rss-verify) |"
 out "| peak RSS, C reference verify | $(kib rss-verify-c) |"
 out "| peak RSS, \`touchgate secret get\` | $(kib rss-secret-get) |"
 out ""
-out "**Bound:** process start-up: the dynamic loader, the Swift runtime, Foundation and its ICU data (the" \
-  "binary links $(ldd "$touchgate" | wc -l) shared objects). \`--version\`, timed alongside them, is $(pct version-secret secret-get) % of" \
-  "\`secret get\` and $(pct version-verify verify-device-match) % of \`verify\` on virtual_device. The two small programs show how much of" \
-  "that is loading shared Swift libraries: building touchgate with \`--static-swift-stdlib\` (at the price" \
-  "of a larger binary), keeping Foundation out of the command-line target, or a resident agent would" \
-  "remove most of it. Memory: the Swift runtime and Foundation, the store's connection pool and" \
-  "libfprint's own (see the reference); nothing grows with the secret."
+out "Sizes are of this build's unstripped binaries (the packages strip them). The Swift runtime is linked" \
+  "into each program statically; the installed \`touchgate\` package holds two copies of it, the front's and" \
+  "touchgate-cli's, which every other installed program is a name of." ""
+out "**Bound:** process start-up: the dynamic loader and the shared libraries touchgate-cli links" \
+  "($(ldd "$bin/touchgate-cli" | wc -l) objects, libfprint and GLib among them), against none for the front," \
+  "which is why the front stays a program of its own. \`--version\`, timed alongside them, is $(pct version-secret secret-get) % of" \
+  "\`secret get\` and $(pct version-verify verify-device-match) % of \`verify\` on virtual_device." \
+  "Memory: the Swift runtime, the store's connection pool and libfprint's own (see the reference);" \
+  "nothing grows with the secret."
 fi  # the in-process sections' report
 
 # Section 7 goes to a file of its own: appended to the whole report, or, with

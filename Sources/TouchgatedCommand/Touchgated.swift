@@ -33,7 +33,8 @@ public struct Touchgated: AsyncParsableCommand {
             refuses to run as root unless --user or --allow-root is given.
             Exit status 64: a bad option, or root without --allow-root; 1: the daemon could not \
             start (the message says why).
-            """)
+            """,
+        version: Release.version)
 
     @Option(name: .customLong("user"),
             help: ArgumentHelp("Started as root: make the socket's directory (default /run/touchgate) and the state "

@@ -4,6 +4,7 @@ import TouchgateFleet
 import TouchgateShipping
 import TouchgateVault
 import TouchgateAPI
+import TouchgateBasics
 
 /// `touchgate-collector`: the fleet's central verifier and query tool (docs/FLEET.md).
 @main
@@ -17,6 +18,7 @@ struct Collector: ParsableCommand {
             variables. Exit status: 0 success; 6 verify found a broken trail or log, or a witness \
             refused to cosign; 64 usage; 69 the database cannot be reached or refused a statement.
             """,
+        version: Release.version,
         subcommands: [Init.self, Keygen.self, Register.self, Verify.self, Witness.self, ShowCheckpoint.self, Proof.self, Query.self])
 }
 

@@ -64,6 +64,11 @@ struct DebianPackageTests {
         let version = try await root.run(["/usr/bin/touchgate", "--version"])
         let debVersion = packages[0].components(separatedBy: "_")[1]
         #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == debVersion, "\(version)")
+        for program in ["/usr/sbin/touchgated", "/usr/bin/touchgate-collector"] {
+            let answered = try await root.run([program, "--version"])
+            #expect(answered.status == 0 && answered.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == debVersion,
+                    "\(program) --version: \(answered)")
+        }
         // touchgate-client and touchgated (in libexec for the unit, in sbin for the administrator)
         // are names of touchgate-cli.
         for name in ["/usr/libexec/touchgate/touchgate-client", "/usr/libexec/touchgated", "/usr/sbin/touchgated"] {
