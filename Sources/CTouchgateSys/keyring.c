@@ -45,6 +45,11 @@ long CTouchgateSys_key_restrict_to_user(int32_t serial) {
     return result < 0 ? -errno : result;
 }
 
+long CTouchgateSys_key_unlink_user(int32_t serial) {
+    long result = syscall(SYS_keyctl, KEYCTL_UNLINK, serial, KEY_SPEC_USER_KEYRING);
+    return result < 0 ? -errno : result;
+}
+
 long CTouchgateSys_key_invalidate(int32_t serial) {
     long result = syscall(SYS_keyctl, KEYCTL_INVALIDATE, serial);
     return result < 0 ? -errno : result;

@@ -105,12 +105,16 @@ public enum Invocation {
     /// name (a symlink): git runs `git-credential-touchgate OPERATION`, gpg-agent runs
     /// `pinentry-touchgate [--display …]`, and an SSH_ASKPASS may be `touchgate-askpass PROMPT`.
     /// Nil for any other name.
-    public static func helperPrefix(programName: String) -> [String]? {
+    /// `--help`, `-h` or `--version` alone asks about the helper itself, not a prompt or an
+    /// operation named so: those are answered by the helper's command without its default
+    /// subcommand (`touchgate-askpass --help` is `touchgate askpass --help`).
+    public static func helperPrefix(programName: String, arguments: [String] = []) -> [String]? {
+        let asksAboutItself = arguments.count == 1 && ["--help", "-h", "--version"].contains(arguments[0])
         switch programName {
-        case "git-credential-touchgate": ["git-credential"]
-        case "pinentry-touchgate": ["pinentry", "serve"]
-        case "touchgate-askpass": ["askpass", "ask"]
-        default: nil
+        case "git-credential-touchgate": return ["git-credential"]
+        case "pinentry-touchgate": return asksAboutItself ? ["pinentry"] : ["pinentry", "serve"]
+        case "touchgate-askpass": return asksAboutItself ? ["askpass"] : ["askpass", "ask"]
+        default: return nil
         }
     }
 

@@ -77,7 +77,8 @@ public enum CommandLineEntry {
 extension Touchgate {
     /// The command line, for touchgate run under a helper's name (``Invocation/helperPrefix(programName:)``).
     static func helperArguments(_ arguments: [String]) -> [String] {
-        (Invocation.helperPrefix(programName: Invocation.programName(CommandLine.arguments.first ?? "")) ?? []) + arguments
+        (Invocation.helperPrefix(programName: Invocation.programName(CommandLine.arguments.first ?? ""),
+                                 arguments: arguments) ?? []) + arguments
     }
 }
 

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Logging
-public import TouchgateService
+import TouchgateService
 public import TouchgateShipping
 import TouchgateVault
 import TouchgateAPI

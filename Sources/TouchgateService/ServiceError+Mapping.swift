@@ -105,7 +105,7 @@ extension ServiceError {
             return ServiceError(.integrity, error.description)
         case .invalidArgument:
             return .usage(error.description)
-        case .keyDerivationFailed, .system:
+        case .keyDerivationFailed, .system, .keyringUnusable:
             return ServiceError(.error, error.description)
         case .tpmLockedOut:
             return ServiceError(.lockedOut, error.description)

@@ -17,6 +17,8 @@ extension TouchgateService {
                 // Before anything is made: a vault meant for the TPM is not left without it.
                 _ = try TPMDevice.configured.dictionaryAttackState()
             }
+            // Nor is one made that could not be left unlocked (a revoked session keyring).
+            try custodyCheck()
             let secret = try await PassphraseEntry.new(interaction, prompt: "New vault passphrase: ",
                                                  user: principal.loginName)
             let kdf = stretching.parameters

@@ -20,6 +20,9 @@ public struct TouchgateService: Sendable {
     public let location: StoreLocation
     /// Where unlocked vault keys wait.
     let custody: @Sendable (Vault) -> any KeyCustody
+    /// Throws when ``custody`` could not hold a key now: checked before a vault is made,
+    /// so that `init` does not make one it then cannot leave unlocked.
+    let custodyCheck: @Sendable () throws -> Void
     /// Which process this service runs in: the user's own (personal) or touchgated (system).
     public let mode: ServiceMode
     /// How to reach the reader: `auto`, `libfprint` or `fprintd` (see ``ReaderBackendChoice``);
@@ -59,17 +62,20 @@ public struct TouchgateService: Sendable {
 
     /// A service for `principal` over `location`, keeping unlocked keys in the kernel keyring.
     public init(principal: Principal, location: StoreLocation) {
-        self.init(principal: principal, location: location, custody: { KernelKeyringCustody(vault: $0) })
+        self.init(principal: principal, location: location, custody: { KernelKeyringCustody(vault: $0) },
+                  custodyCheck: { try VaultSession.checkKeyringUsable() })
     }
 
     /// A service for `principal` over `location`, keeping unlocked keys where `custody`
     /// says (one custody per vault; a daemon keeps them in its own memory).
     public init(principal: Principal, location: StoreLocation, mode: ServiceMode = .personal,
-                custody: @escaping @Sendable (Vault) -> any KeyCustody) {
+                custody: @escaping @Sendable (Vault) -> any KeyCustody,
+                custodyCheck: @escaping @Sendable () throws -> Void = {}) {
         self.principal = principal
         self.location = location
         self.mode = mode
         self.custody = custody
+        self.custodyCheck = custodyCheck
         itemQuota = mode == .system ? ItemQuota() : nil
     }
 

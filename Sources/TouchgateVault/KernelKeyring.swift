@@ -22,9 +22,29 @@ enum KernelKeyring {
             _ = try check(CTouchgateSys_key_restrict_to_user(id), "set the permissions of the keyring key")
             _ = try check(CTouchgateSys_key_set_timeout(id, timeout), "set the keyring key's timeout")
         } catch {
-            _ = CTouchgateSys_key_invalidate(id)
+            // No key is left behind without its permissions and its timeout.
+            discard(id)
+            // The process does not possess what it just added to its user's keyring: its
+            // session keyring is gone (revoked when the login that made it ended).
+            if case VaultError.system(_, EACCES) = error { throw VaultError.keyringUnusable }
             throw error
         }
+    }
+
+    /// Fails with ``VaultError/keyringUnusable`` (or another system error) when this
+    /// process cannot keep a key here, leaving nothing: what `touchgate init` checks before
+    /// it makes a vault that it would then leave unlocked.
+    static func checkUsable() throws {
+        let description = "touchgate:probe:\(getpid())"
+        try store(description, payload: SecretBytes(copying: [0]), timeout: 5)
+        try remove(description)
+    }
+
+    /// Makes the key `serial` unreachable: invalidated, or, where this process may not
+    /// (it does not possess the key), unlinked from the user's keyring, which needs no
+    /// permission on the key.
+    private static func discard(_ serial: Int32) {
+        if CTouchgateSys_key_invalidate(serial) < 0 { _ = CTouchgateSys_key_unlink_user(serial) }
     }
 
     /// The key's serial and payload (at most `capacity` bytes), or `nil` when it is
@@ -61,7 +81,8 @@ enum KernelKeyring {
         let found = CTouchgateSys_key_search_user(description)
         if isGone(found) { return false }
         let serial = Int32(truncatingIfNeeded: try check(found, "search the kernel keyring"))
-        let result = CTouchgateSys_key_invalidate(serial)
+        var result = CTouchgateSys_key_invalidate(serial)
+        if result == -Int(EACCES) { result = CTouchgateSys_key_unlink_user(serial) }  // not possessed: see discard
         if isGone(result) { return false }
         _ = try check(result, "remove the key from the kernel keyring")
         return true

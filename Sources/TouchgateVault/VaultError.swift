@@ -36,6 +36,9 @@ public enum VaultError: Error, Equatable, CustomStringConvertible {
     /// The TPM's dictionary-attack lockout is on: it refuses even the right passphrase for
     /// now (the message says for about how long).
     case tpmLockedOut(String)
+    /// This process's kernel keyring cannot keep the vault key: its session keyring was
+    /// revoked (the login it belonged to ended, as under a tmux that outlived it).
+    case keyringUnusable
 
     /// A message for the user, saying what to do.
     public var description: String {
@@ -62,6 +65,11 @@ public enum VaultError: Error, Equatable, CustomStringConvertible {
             return "cannot \(operation): \(String(cString: strerror(code)))"
         case let .tpm(detail), let .tpmLockedOut(detail):
             return detail
+        case .keyringUnusable:
+            return "this session's kernel keyring cannot keep the vault key: the login session it belongs to has ended "
+                + "(a tmux or screen that outlived the login that started it keeps such a keyring); "
+                + "run the command again from a new login, or in a fresh session keyring (keyctl new_session, "
+                + "from the keyutils package)"
         }
     }
 }

@@ -138,6 +138,12 @@ public struct VaultSession: Sendable {
     /// The keyring timeout for `duration`. The kernel keeps expiry times in whole seconds
     /// of the wall clock (`now_seconds + timeout`), so a timeout of n seconds expires after
     /// anything between n-1 and n; one second more makes it "at least `duration`".
+    /// Fails with ``VaultError/keyringUnusable`` when this process's kernel keyring cannot
+    /// keep a vault key, leaving nothing behind.
+    public static func checkKeyringUsable() throws {
+        try KernelKeyring.checkUsable()
+    }
+
     private static func wholeSeconds(_ duration: Duration) -> UInt32 {
         UInt32(min(max(duration.timeInterval.rounded(.up), 1) + 1, Double(UInt32.max)))
     }

@@ -67,6 +67,23 @@ struct SSHAskpassTests {
         }
     }
 
+    @Test("touchgate-askpass and pinentry-touchgate answer --help and --version about themselves, not as a prompt or a session")
+    func helperNamesAnswerHelp() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        for (name, command) in [("touchgate-askpass", "askpass"), ("pinentry-touchgate", "pinentry")] {
+            let help = try await rig.run(rig.bin + "/" + name, ["--help"], stdin: Data())
+            #expect(help.status == 0 && help.stdout.contains("USAGE: touchgate \(command)"),
+                    "\(name) --help: \(help.status) \(help.stdout) \(help.stderrLines)")
+            let version = try await rig.run(rig.bin + "/" + name, ["--version"], stdin: Data())
+            #expect(version.status == 0 && version.stdout.split(separator: "\n").first?.first?.isNumber == true,
+                    "\(name) --version: \(version.status) \(version.stdout) \(version.stderrLines)")
+        }
+        // A real prompt is still a prompt: nothing is mapped to it.
+        let prompt = try await rig.run(rig.bin + "/touchgate-askpass", ["Enter passphrase for key '/x':"], stdin: Data())
+        #expect(prompt.status == 10, "\(prompt.stderrLines)")
+    }
+
     @Test func sshAddGetsThePassphraseAfterATouchAndTheAgentSigns() async throws {
         let rig = try HelperRig()
         defer { rig.home.remove() }

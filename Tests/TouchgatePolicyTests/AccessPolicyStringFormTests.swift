@@ -71,6 +71,20 @@ struct AccessPolicyStringFormTests {
         #expect(throws: expected) { try AccessPolicy(parsing: text) }
     }
 
+    @Test("messages name the character counting from 1, suggest the flag a typo is closest to, and say what a policy is made of")
+    func messagesForPeople() {
+        let typo = PolicyParseError.unknownFlag("biometry-anyy", at: 0).description
+        #expect(typo.hasPrefix("unknown access flag 'biometry-anyy' (did you mean biometry-any?); a policy is"), "\(typo)")
+        let second = PolicyParseError.unknownFlag("pasphrase", at: 13).description
+        #expect(second.hasPrefix("unknown access flag 'pasphrase' at character 14 (did you mean passphrase?)"), "\(second)")
+        // Nothing close: no guess.
+        #expect(!PolicyParseError.unknownFlag("fingerprint", at: 0).description.contains("did you mean"))
+        #expect(PolicyParseError.unexpectedCharacter(" ", at: 12).description.contains("at character 13"))
+        for error in [PolicyParseError.empty, .expectedFlag(at: 0), .unexpectedCharacter("!", at: 0), .unclosedParenthesis(at: 0)] {
+            #expect(!error.description.contains("offset"), "\(error.description)")
+        }
+    }
+
     @Test("nesting and length are bounded")
     func limits() {
         let deep = String(repeating: "(", count: 17) + "passphrase" + String(repeating: ")", count: 17)

@@ -74,6 +74,10 @@ long CTouchgateSys_key_set_timeout(int32_t serial, unsigned int seconds);
 /// keyctl(KEYCTL_SETPERM): possessor all, same uid view/read/write/search/setattr, nobody else. 0 or -errno.
 long CTouchgateSys_key_restrict_to_user(int32_t serial);
 
+/// keyctl(KEYCTL_UNLINK) from the calling user's keyring, which needs only write permission
+/// on that keyring, not a permission on the key. 0 or -errno.
+long CTouchgateSys_key_unlink_user(int32_t serial);
+
 /// keyctl(KEYCTL_INVALIDATE): the key becomes unreachable at once and is collected. 0 or -errno.
 long CTouchgateSys_key_invalidate(int32_t serial);
 
