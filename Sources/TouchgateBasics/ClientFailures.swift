@@ -22,3 +22,14 @@ extension ServiceError {
         ServiceError(.error, "touchgated asked a question this client does not know ('\(kind)'); update touchgate")
     }
 }
+
+extension ServiceError {
+    /// touchgated's `no-vault` as a client shows it: where the person's vault is still the
+    /// personal one in their home, the step is moving it in, not `touchgate init` (the
+    /// daemon cannot see the home; `status` words it the same way).
+    public static func fromDaemon(code: ErrorCode, message: String) -> String {
+        guard code == .noVault, let personal = Invocation.personalDatabase() else { return message }
+        return "touchgated holds no vault of yours yet; yours is still in your home (\(StoredText.escaped(personal))): "
+            + "move it in with touchgate migrate (or use it where it is: set TOUCHGATE_SOCKET= empty)"
+    }
+}

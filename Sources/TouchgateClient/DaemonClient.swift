@@ -116,7 +116,9 @@ public struct DaemonClient: TouchgateRequests {
                 let result = try frame.decode(ResultMessage<Report>.self)
                 return (result.result, frame.secret)
             case .failure:
-                throw message.error ?? ServiceError.daemonFailedUnsaid
+                guard var error = message.error else { throw ServiceError.daemonFailedUnsaid }
+                error.message = ServiceError.fromDaemon(code: error.code, message: error.message)
+                throw error
             }
         }
         try Task.checkCancellation()

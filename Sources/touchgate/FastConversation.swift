@@ -158,11 +158,16 @@ final class FastConversation {
         guard let code = error.string("code").flatMap(ErrorCode.init(rawValue:)), let message = error.string("message") else {
             return broken(.malformed("bad value at error"))
         }
+        let shown = ServiceError.fromDaemon(code: code, message: message)
         var members = [("error", JSONText.quoted(code.rawValue))]
         for key in ["message", "attempts-left", "retry-after-seconds"] {
-            if let raw = error.raw(key) { members.append((key, Array(raw))) }
+            if key == "message", shown != message {
+                members.append((key, JSONText.quoted(shown)))
+            } else if let raw = error.raw(key) {
+                members.append((key, Array(raw)))
+            }
         }
-        return report(code, message, members)
+        return report(code, shown, members)
     }
 
     /// A failure found here, reported as touchgate-cli reports it.

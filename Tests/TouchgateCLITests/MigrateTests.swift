@@ -106,6 +106,19 @@ struct MigrateTests {
         #expect(waiting.stdout.contains("move it in with touchgate migrate") && waiting.stdout.contains(personal.store),
                 "\(waiting.stdout)")
         #expect(!waiting.stdout.contains("touchgate init"), "\(waiting.stdout)")
+        // And so does a command the daemon refuses for want of a vault, through the front's own
+        // conversation and through touchgate-client alike, in words and in JSON.
+        for program in ["touchgate", "touchgate-client"] {
+            var client = rig.client()
+            client.binaryOverride = rig.binDirectory + "/" + program
+            let listed = try await client.run(["secret", "list"])
+            #expect(listed.status == 10, "\(program): \(listed.stderrLines)")
+            #expect(listed.stderrLines.joined().contains("move it in with touchgate migrate")
+                    && !listed.stderrLines.joined().contains("touchgate init"), "\(program): \(listed.stderrLines)")
+            let json = try await client.run(["secret", "list", "--json"])
+            #expect(json.json?["error"] as? String == "no-vault"
+                    && (json.json?["message"] as? String)?.contains("touchgate migrate") == true, "\(program): \(json.stdout)")
+        }
 
         let moved = try await rig.withPassphrase(["migrate", "--json"])
         #expect(moved.status == 0, "migrate: \(moved.stderrLines)\n\(rig.daemonLog)")
