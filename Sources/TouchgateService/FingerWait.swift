@@ -11,8 +11,9 @@ import TouchgateAPI
 /// nothing (no finger, no scan, no stage) for ``timeout``, the operation is cancelled and
 /// ends with `timed-out`. Every event of the reader starts the wait anew, so a slow
 /// enrollment of many scans is not cut short; while the reader says a finger is on it the
-/// wait is twice as long (matching a scan is work, not waiting, and a loaded machine may
-/// take seconds for it).
+/// wait is twice as long, and once the finger is lifted and the reader asks for none, the
+/// scan is being matched: that is work, not waiting, and the wait pauses until the reader
+/// reports again.
 public final class FingerWait: Sendable {
     /// The wait of every reader operation in this process: 60 s unless the host sets
     /// another (`touchgated --finger-timeout`, `TOUCHGATE_FINGER_TIMEOUT` for tests).
@@ -37,6 +38,12 @@ public final class FingerWait: Sendable {
         var last = ContinuousClock.now
         /// A finger is on the reader (or it asks for none): the wait is doubled.
         var paused = false
+        /// A finger was on the reader and has been lifted, and the reader asks for none:
+        /// the scan is taken and being matched, which is work, not a wait, and not bounded
+        /// here (its length grows with the gallery: a thousand prints take most of a minute
+        /// on an idle machine, more on a busy one).
+        var matching = false
+        var sawFinger = false
     }
 
     init(timeout: Duration, reader: String) {
@@ -48,7 +55,14 @@ public final class FingerWait: Sendable {
     func activity(_ event: ReaderEvent) {
         state.withLock { state in
             state.last = .now
-            if case .fingerStatus(let status) = event { state.paused = !status.isWaitingForFinger } else { state.paused = false }
+            if case .fingerStatus(let status) = event {
+                state.paused = !status.isWaitingForFinger
+                if status.contains(.present) { state.sawFinger = true }
+                state.matching = state.sawFinger && status.isEmpty
+            } else {
+                state.paused = false
+                state.matching = false
+            }
         }
     }
 
@@ -75,7 +89,11 @@ public final class FingerWait: Sendable {
         while true {
             // A finger on the reader earns one more timeout for the match, never more: a reader
             // stuck reporting a finger must not keep scanning either.
-            let (since, paused) = state.withLock { ($0.last, $0.paused) }
+            let (since, paused, matching) = state.withLock { ($0.last, $0.paused, $0.matching) }
+            if matching {
+                try await Task.sleep(for: timeout, clock: .continuous)
+                continue
+            }
             let deadline = since + (paused ? timeout * 2 : timeout)
             if ContinuousClock.now >= deadline { throw timedOut }
             try await Task.sleep(until: deadline, clock: .continuous)
