@@ -139,7 +139,9 @@ public final class VirtualImageFinger: @unchecked Sendable {
         prompts += 1
         do {
             let image = try Fixtures.print(name)
-            if client == nil { client = try VirtualImageClient(socketPath: socketPath) }
+            // A connection the driver closed (the reader was closed and opened again since, as
+            // the personal agent does between requests) would swallow the image: connect anew.
+            if client == nil || client?.isClosedByDriver == true { client = try VirtualImageClient(socketPath: socketPath) }
             do {
                 try client?.send(image: image)
             } catch {

@@ -38,10 +38,12 @@ func connectUnix(_ path: String, timeout: Duration = .seconds(5)) throws -> Int3
     }
 }
 
+/// Writes all of `bytes` to the socket `fd`. A peer that closed is an error (EPIPE), not
+/// SIGPIPE: the driver closes its end when the reader is closed, and the caller connects anew.
 func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws {
     var offset = 0
     while offset < bytes.count {
-        let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let written = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         if written < 0 {
             if errno == EINTR { continue }
             throw VirtualReaderError(description: "write: \(String(cString: strerror(errno)))")
@@ -68,6 +70,16 @@ public final class VirtualImageClient: @unchecked Sendable {
 
     /// The connection's descriptor, to see whether the driver closed it.
     var descriptor: Int32 { fd }
+
+    /// Whether the driver has closed its end (the reader was closed since): nothing sent
+    /// on this connection would reach a reader any more.
+    public var isClosedByDriver: Bool {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, 0) == 1 else { return false }
+        if poller.revents & Int16(POLLHUP | POLLERR) != 0 { return true }
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0
+    }
 
     private func send(_ first: Int32, _ second: Int32, payload: [UInt8] = []) throws {
         var bytes = [UInt8]()

@@ -83,6 +83,41 @@ struct VirtualFingerToolTests {
         #expect(session.output.contains("cannot run no-such-command-here"))
     }
 
+    @Test("--watch plays 20 touches in a row through the personal agent, which closes and opens the reader between requests")
+    func watchPlaysThePersonalAgentsReader() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        try await rig.vault.initAndUnlock()
+        try await rig.vault.enroll("whorl")
+        let socket = rig.home.path("agent/ssh")
+        try FileManager.default.createDirectory(atPath: rig.home.path("agent"), withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        // Nobody but the watcher answers the agent's reader; a touch it misses fails in 15 s.
+        let agent = try await BackgroundProgram(rig.bin + "/touchgate", ["agent", "--json", "--socket", socket],
+                                                environment: rig.environment.merging(["TOUCHGATE_FINGER_TIMEOUT": "15"]) { $1 },
+                                                finger: nil)
+        try await waitForSocket(socket)
+        let products = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent().path
+        let log = rig.home.path("virtual-finger.log")
+        let watcher = try await BackgroundProcess.start(
+            products + "/virtual-finger", ["--watch", "--socket", rig.vault.finger.socketPath, "--print", "whorl"],
+            environment: ["PATH": "/usr/bin:/bin"], output: .file(log), error: .file(log))
+        try await Task.sleep(for: .milliseconds(300))
+        var outcomes: [Int32] = []
+        for _ in 0..<20 {
+            let verified = try await rig.run(rig.bin + "/touchgate", ["verify", "--json"],
+                                             extra: ["TOUCHGATE_SOCKET": rig.home.path("agent/socket")])
+            outcomes.append(verified.status)
+            if verified.status != 0 { break }
+        }
+        let alive = watcher.isRunning
+        await watcher.terminate(signal: SIGTERM)
+        await agent.stop()
+        let played = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(outcomes == Array(repeating: 0, count: 20), "verify exit statuses: \(outcomes)\n\(played)")
+        #expect(alive, "virtual-finger --watch died: \(played)")
+    }
+
     @Test("--watch plays the finger on the daemon's reader: a PAM touch and verify through touchgated, a wrong print refused")
     func watchPlaysTheDaemonsReader() async throws {
         let pam = try await PAMRig()
