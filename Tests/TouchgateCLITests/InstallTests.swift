@@ -118,6 +118,11 @@ struct InstallTests {
         // The front finds every other command in ../libexec/touchgate/ (commandPaths runs it).
         #expect(FileManager.default.isExecutableFile(atPath: stage.path("usr/libexec/touchgate/touchgate-cli")))
         #expect(FileManager.default.isExecutableFile(atPath: stage.path("usr/libexec/touchgate/touchgate-client")))
+        // A --help that names a helper's path names it where this install put it (the stage's
+        // bin here, /usr/bin in the packages: DebianPackageTests).
+        let pinentryHelp = try await runProgram(binary, ["pinentry", "--help"])
+        let helpText = pinentryHelp.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(helpText.contains("pinentry-program \(stage.path("usr/bin/pinentry-touchgate"))"), "\(pinentryHelp.stdout)")
 
         // A page for every command and subcommand the binary has.
         let man1 = stage.path("usr/share/man/man1")
