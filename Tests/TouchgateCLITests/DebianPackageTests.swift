@@ -9,9 +9,11 @@ import Glibc
 /// this machine's own apt sources name, where apt installs them with the dependencies
 /// dpkg-shlibdeps computed, pam-auth-update enables their profile, touchgated serves a
 /// virtual reader, and pamtester authenticates through the real common-auth stack: with a
-/// touch, then with the password once the daemon is gone; every path of ours the docs give
-/// is where they put it. Then they are reinstalled (the maintainer scripts' upgrade path)
-/// and removed, and the password still works.
+/// touch, then with the password once the daemon is gone; the README's other recipes (the
+/// Secret Service, git, pass, ssh with the vault's key and with a security key) run as
+/// written against them, and every path of ours the docs give is where they put it. Then
+/// they are reinstalled (the maintainer scripts' upgrade path) and removed, and the password
+/// still works.
 ///
 /// Slow: building the packages is a release build (about 10 minutes on two cores), and the
 /// first debootstrap about 3 (its root is kept in .build-deb/ for the next run). It runs
@@ -21,7 +23,7 @@ struct DebianPackageTests {
     static let user = "ana"
     static let password = "login-password-of-ana"
 
-    @Test("make deb without network; lintian; apt installs the packages on a clean Debian root; the docs' paths are installed; the touch profile authenticates with a finger, the password without the daemon; remove keeps the password login")
+    @Test("make deb without network; lintian; apt installs the packages on a clean Debian root; the docs' paths are installed; the touch profile authenticates with a finger, the password without the daemon; the README's recipes run with the packaged paths; remove keeps the password login")
     func installEnableAuthenticateRemove() async throws {
         let work = try TemporaryDirectory("touchgate-deb")
         defer { work.remove() }
@@ -151,6 +153,11 @@ struct DebianPackageTests {
         #expect(try await typed.waitForLine(where: { $0.contains("Password or touch the reader:") }), "\(typed.output)")
         typed.type(Self.password + "\r")
         #expect(await typed.finish(timeout: 60) == 0, "\(typed.output)")
+
+        // The README's other recipes, with the packages' paths (DebianPackageRecipes.swift).
+        let recipesStarted = ContinuousClock.now
+        try await Self.runRecipes(in: root, finger: finger, daemon: daemon)
+        print("DebianPackageTests: the recipes, their tools' installation included, took \(ContinuousClock.now - recipesStarted)")
 
         // No daemon: no finger prompt at all, pam_unix asks, and only the right password passes.
         daemon.stop()
