@@ -45,6 +45,20 @@ public struct SiblingProgram: Sendable {
         exit(ExitStatus.commandNotRunnable)
     }
 
+    /// Where the helper link `name` (`pinentry-touchgate`, …) of the running installation is,
+    /// for a `--help` text that tells a user what to configure: the `bin` beside the
+    /// `libexec/touchgate` this program runs from (`/usr/bin` for the packages,
+    /// `/usr/local/bin` after a plain `make install`), this program's own directory elsewhere
+    /// (a build directory). Written into the manual (`--experimental-dump-help`, run from the
+    /// build directory), it is the packages' path, `/usr/bin/NAME`.
+    public static func helperPath(_ name: String) -> String {
+        if CommandLine.arguments.contains("--experimental-dump-help") { return "/usr/bin/" + name }
+        let directory = ownDirectory()
+        let libexec = "/libexec/touchgate"
+        guard directory.hasSuffix(libexec) else { return (directory == "/" ? "" : directory) + "/" + name }
+        return String(directory.dropLast(libexec.count)) + "/bin/" + name
+    }
+
     /// The directory of the running binary (symlinks resolved, as /proc/self/exe is).
     private static func ownDirectory() -> String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)

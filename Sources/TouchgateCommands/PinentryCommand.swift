@@ -7,11 +7,12 @@ import Glibc
 
 /// `touchgate pinentry` (and `pinentry-touchgate`, a symlink): gpg-agent's pinentry.
 struct Pinentry: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+    // Computed: the discussion names pinentry-touchgate where this installation has it.
+    static var configuration: CommandConfiguration { CommandConfiguration(
         commandName: "pinentry",
         abstract: "A pinentry for gpg-agent: gpg key passphrases released with a touch.",
         discussion: """
-            Put `pinentry-program /usr/local/bin/pinentry-touchgate` (a symlink to touchgate) in \
+            Put `pinentry-program \(SiblingProgram.helperPath("pinentry-touchgate"))` (a symlink to touchgate) in \
             ~/.gnupg/gpg-agent.conf. A key whose keygrip is mapped (touchgate pinentry map; see \
             gpg --list-secret-keys --with-keygrip) gets its passphrase from the vault after what \
             the item's policy asks for; everything else goes to the fallback pinentry \
@@ -19,7 +20,7 @@ struct Pinentry: AsyncParsableCommand {
             every release names gpg-agent in the audit trail.
             """,
         subcommands: [Serve.self, Map.self, Unmap.self, Fallback.self, List.self],
-        defaultSubcommand: Serve.self)
+        defaultSubcommand: Serve.self) }
 
     /// Speaks Assuan on standard input and output (what gpg-agent runs).
     struct Serve: AsyncParsableCommand {

@@ -9,8 +9,11 @@ import Glibc
 /// this machine's own apt sources name, where apt installs them with the dependencies
 /// dpkg-shlibdeps computed, pam-auth-update enables their profile, touchgated serves a
 /// virtual reader, and pamtester authenticates through the real common-auth stack: with a
-/// touch, then with the password once the daemon is gone. Then they are reinstalled (the
-/// maintainer scripts' upgrade path) and removed, and the password still works.
+/// touch, then with the password once the daemon is gone; the README's other recipes (the
+/// Secret Service, git, pass, ssh with the vault's key and with a security key) run as
+/// written against them, and every path of ours the docs give is where they put it. Then
+/// they are reinstalled (the maintainer scripts' upgrade path) and removed, and the password
+/// still works.
 ///
 /// Slow: building the packages is a release build (about 10 minutes on two cores), and the
 /// first debootstrap about 3 (its root is kept in .build-deb/ for the next run). It runs
@@ -20,7 +23,7 @@ struct DebianPackageTests {
     static let user = "ana"
     static let password = "login-password-of-ana"
 
-    @Test("make deb without network; lintian; apt installs the packages on a clean Debian root; the touch profile authenticates with a finger, the password without the daemon; remove keeps the password login")
+    @Test("make deb without network; lintian; apt installs the packages on a clean Debian root; the docs' paths are installed; the touch profile authenticates with a finger, the password without the daemon; the README's recipes run with the packaged paths; remove keeps the password login")
     func installEnableAuthenticateRemove() async throws {
         let work = try TemporaryDirectory("touchgate-deb")
         defer { work.remove() }
@@ -86,6 +89,16 @@ struct DebianPackageTests {
                     "ldd \(binary): \(linked.stdout)")
         }
         #expect(root.exists("/usr/share/pam-configs/touchgate") && root.exists("/usr/share/pam-configs/touchgate-unlock"))
+        // Every path of ours that the README, the docs, the man pages and the installed units
+        // give is where the packages put it (not /usr/local, where `make install` does).
+        for (path, places) in try await Self.documentedPaths(in: root).sorted(by: { $0.key < $1.key })
+        where !Self.madeByTheUser.contains(path) {
+            #expect(root.exists(path), "\(path), given in \(places.joined(separator: ", ")), is not installed")
+        }
+        // A --help that names the program's own path names the installed one.
+        let pinentryHelp = try await root.run(["/usr/bin/touchgate", "pinentry", "--help"])
+        #expect(pinentryHelp.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+                    .contains("pinentry-program /usr/bin/pinentry-touchgate"), "touchgate pinentry --help: \(pinentryHelp.stdout)")
         // touchgate agent's program, set-group-ID to the group that tells touchgated its connections apart.
         let agentGroup = try await root.run(["/usr/bin/getent", "group", "touchgate-agent"])
         let agentGID = agentGroup.stdout.split(separator: ":").dropFirst(2).first.flatMap { UInt32($0) }
@@ -154,6 +167,11 @@ struct DebianPackageTests {
         typed.type(Self.password + "\r")
         #expect(await typed.finish(timeout: 60) == 0, "\(typed.output)")
 
+        // The README's other recipes, with the packages' paths (DebianPackageRecipes.swift).
+        let recipesStarted = ContinuousClock.now
+        try await Self.runRecipes(in: root, finger: finger, daemon: daemon)
+        print("DebianPackageTests: the recipes, their tools' installation included, took \(ContinuousClock.now - recipesStarted)")
+
         // No daemon: no finger prompt at all, pam_unix asks, and only the right password passes.
         daemon.stop()
         let fallback = try await root.pamtester()
@@ -209,6 +227,53 @@ struct DebianPackageTests {
         #expect(purged.status == 0, "apt-get purge: \(purged.stdout)\(purged.stderr)")
         #expect((purged.stdout + purged.stderr).contains("purge deletes /var/lib/touchgate"), "\(purged.stdout)\(purged.stderr)")
         #expect(!root.exists("/var/lib/touchgate"))
+    }
+
+    /// Paths of ours the docs give that no package installs: files the administrator makes.
+    static let madeByTheUser: Set<String> = [
+        // The fleet's configuration and credentials (docs/FLEET.md), and its drop-in for the unit.
+        "/etc/touchgate/fleet.conf", "/etc/touchgate/fleet-ca.pem", "/etc/touchgate/fleet-client.pem",
+        "/etc/touchgate/fleet-client.key", "/etc/systemd/system/touchgated.service.d/fleet.conf",
+    ]
+
+    /// Every absolute path under /usr, /etc or /lib that names one of Touchgate's files in the
+    /// README, docs/*.md, man/extra/*.mdoc or the units installed in `root`, with the places
+    /// (file:line) that give it. The docs' amd64 multiarch directory stands for this machine's.
+    static func documentedPaths(in root: DebianRoot) async throws -> [String: [String]] {
+        let checkout = Fixtures.packageRoot.path
+        var files = ["README.md"].map { (checkout + "/" + $0, $0) }
+        for directory in ["docs", "man/extra"] {
+            for name in try FileManager.default.contentsOfDirectory(atPath: checkout + "/" + directory).sorted()
+            where name.hasSuffix(".md") || name.hasSuffix(".mdoc") {
+                files.append((checkout + "/" + directory + "/" + name, directory + "/" + name))
+            }
+        }
+        for directory in ["/lib/systemd/system", "/usr/lib/systemd/user"] {
+            for name in try FileManager.default.contentsOfDirectory(atPath: root.path(directory)).sorted()
+            where name.hasPrefix("touchgate") {
+                files.append((root.path(directory + "/" + name), "installed " + directory + "/" + name))
+            }
+        }
+        let multiarch = try await runProgram("/usr/bin/dpkg-architecture", ["-qDEB_HOST_MULTIARCH"]).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        // A path starts after a blank, a quote, a bracket or `=`: not inside a longer path,
+        // a URL or `$(PREFIX)/lib/…`.
+        let pattern = try NSRegularExpression(pattern: #"(?<![A-Za-z0-9_$)./~-])/(?:usr|etc|lib)/[A-Za-z0-9_.+@/-]*"#)
+        var found: [String: [String]] = [:]
+        for (file, name) in files {
+            let lines = try String(contentsOfFile: file, encoding: .utf8).components(separatedBy: "\n")
+            for (number, line) in lines.enumerated() {
+                for match in pattern.matches(in: line, range: NSRange(line.startIndex..., in: line)) {
+                    var path = String(line[Range(match.range, in: line)!])
+                    while path.hasSuffix(".") { path.removeLast() }
+                    guard path.contains("touchgate") else { continue }
+                    if !multiarch.isEmpty { path = path.replacingOccurrences(of: "/x86_64-linux-gnu/", with: "/\(multiarch)/") }
+                    found[path, default: []].append("\(name):\(number + 1)")
+                }
+            }
+        }
+        #expect(found.count >= 10, "the docs' paths were not found: \(found)")
+        return found
     }
 
     /// `locked` of `touchgate status --json`'s output.

@@ -118,6 +118,14 @@ struct InstallTests {
         // The front finds every other command in ../libexec/touchgate/ (commandPaths runs it).
         #expect(FileManager.default.isExecutableFile(atPath: stage.path("usr/libexec/touchgate/touchgate-cli")))
         #expect(FileManager.default.isExecutableFile(atPath: stage.path("usr/libexec/touchgate/touchgate-client")))
+        // A --help that names a helper's path names it where this install put it (the stage's
+        // bin here, /usr/bin in the packages: DebianPackageTests).
+        let pinentryHelp = try await runProgram(binary, ["pinentry", "--help"])
+        let helpText = pinentryHelp.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        // As /proc/self/exe gives it: canonical (TMPDIR may end in a slash).
+        let canonical = realpath(stage.url.path, nil).map { path in defer { free(path) }; return String(cString: path) }
+        let helper = (canonical ?? stage.url.path) + "/usr/bin/pinentry-touchgate"
+        #expect(helpText.contains("pinentry-program \(helper)"), "\(pinentryHelp.stdout)")
 
         // A page for every command and subcommand the binary has.
         let man1 = stage.path("usr/share/man/man1")

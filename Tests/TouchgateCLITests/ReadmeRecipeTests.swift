@@ -15,8 +15,10 @@ import Glibc
 /// pass a gpg key and a password store. A recipe line that cannot run here is swapped for
 /// the one it stands for, and the test checks that the README still says so:
 /// `systemctl --user` (no user manager here) for the alternative its comment gives, `git
-/// clone` of a server that does not exist for the store that clone makes, and the
-/// README's placeholder keygrip for the key's own.
+/// clone` of a server that does not exist for the store that clone makes, the
+/// README's placeholder keygrip for the key's own, and the packages' `/usr/bin` in a path
+/// for the `/usr/local/bin` of this install (DebianPackageTests runs the recipes as written,
+/// against the packages).
 @Suite(.serialized, .timeLimit(.minutes(10)))
 struct ReadmeRecipeTests {
     static let passphrase = "correct horse battery staple"
@@ -53,6 +55,8 @@ struct ReadmeRecipeTests {
         let run = try await Self.run("pass and gpg: a passphrase released by a touch", swapping: [
             ("touchgate pinentry map 0123456789ABCDEF0123456789ABCDEF01234567 gpg-main",
              "touchgate pinentry map \"$ENCRYPTION_KEYGRIP\" gpg-main"),
+            ("echo \"pinentry-program /usr/bin/pinentry-touchgate\" >> ~/.gnupg/gpg-agent.conf",
+             "echo \"pinentry-program /usr/local/bin/pinentry-touchgate\" >> ~/.gnupg/gpg-agent.conf"),
         ], prologue: [
             // A key with a passphrase and a store that uses it, as a pass user has them.
             "gpg --batch --pinentry-mode loopback --passphrase '\(keyPassphrase)' --quick-gen-key 'Ana <ana@example.org>' future-default default never 2>/dev/null",
