@@ -246,12 +246,17 @@ public struct Touchgated: AsyncParsableCommand {
             if !made && errno != EEXIST {
                 fail("cannot make \(directory): \(String(cString: strerror(errno)))")
             }
+            // Everything below acts on the directory opened once, without following a link: a
+            // path looked at and then changed could be swapped for a link to /etc in between
+            // by whoever may write its parent.
+            let opened = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             var info = stat()
-            guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+            guard opened >= 0, fstat(opened, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
                 fail("\(directory) is not a directory (a symbolic link is not accepted); move it away")
             }
+            defer { close(opened) }
             if made {
-                guard chown(directory, uid, gid) == 0, chmod(directory, mode) == 0 else {
+                guard info.st_uid == 0, fchown(opened, uid, gid) == 0, fchmod(opened, mode) == 0 else {
                     fail("cannot give \(directory) to \(name): \(String(cString: strerror(errno)))")
                 }
             } else if info.st_uid != uid {

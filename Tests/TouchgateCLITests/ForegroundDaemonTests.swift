@@ -92,6 +92,46 @@ struct ForegroundDaemonTests {
         #expect(listening)
     }
 
+    @Test("--user gives away only directories it made: a symbolic link or another user's directory is refused, its target untouched")
+    func userRefusesLinksAndOthersDirectories() async throws {
+        guard getuid() == 0 else { return }  // --user is for a start as root
+        let name = "nobody"
+        let user = try #require(getpwnam(name)?.pointee.pw_uid, "this test needs the user nobody (base-passwd)")
+        let rig = try await DaemonRig()
+        let socket = rig.home.path("user-run/socket")
+        // A state directory that is a link to a directory of root's: refused, and the target
+        // stays root's (a chown through the link would give it away).
+        let target = rig.home.path("roots-own")
+        try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let link = rig.home.path("state-link")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        let (linked, saidLinked) = try await Self.start(rig, wrapper: [], ["--user", name, "--socket", socket, "--state-dir", link])
+        #expect(await linked.ended() == 1, "\(saidLinked.lines)")
+        #expect(saidLinked.lines.joined().contains("is not a directory (a symbolic link is not accepted)"), "\(saidLinked.lines)")
+        var info = stat()
+        #expect(stat(target, &info) == 0 && info.st_uid == 0, "the link's target was given to uid \(info.st_uid)")
+
+        // One that belongs to another user: refused, left as it is.
+        let others = rig.home.path("others-state")
+        try FileManager.default.createDirectory(atPath: others, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        chown(others, DaemonRig.daemonUID, DaemonRig.daemonUID)
+        let (foreign, saidForeign) = try await Self.start(rig, wrapper: [], ["--user", name, "--socket", socket, "--state-dir", others])
+        #expect(await foreign.ended() == 1, "\(saidForeign.lines)")
+        #expect(saidForeign.lines.joined().contains("belongs to uid \(DaemonRig.daemonUID), not to \(name)"), "\(saidForeign.lines)")
+        #expect(stat(others, &info) == 0 && info.st_uid == DaemonRig.daemonUID)
+
+        // Missing ones are made its user's, the socket's 0755 and the state 0700, before it
+        // becomes that user (whatever happens after: this home is not nobody's to enter).
+        let fresh = rig.home.path("fresh-state")
+        let (made, _) = try await Self.start(rig, wrapper: [], ["--user", name, "--socket", socket, "--state-dir", fresh])
+        for _ in 0..<100 where made.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        await made.terminate(signal: SIGTERM)
+        #expect(lstat(fresh, &info) == 0 && info.st_uid == user && info.st_mode & 0o7777 == 0o700)
+        #expect(lstat(rig.home.path("user-run"), &info) == 0 && info.st_uid == user && info.st_mode & 0o7777 == 0o755)
+    }
+
     @Test("install-daemon.sh where systemd is not running installs nothing and prints the commands to run")
     func installDaemonWithoutSystemd() async throws {
         try #require(!FileManager.default.fileExists(atPath: "/run/systemd/system"),
