@@ -11,7 +11,20 @@ public struct ApplicationApprovals: Codable, Sendable, Equatable {
         public var item: String
         public var executable: String
         public var approvedAt: MonotonicInstant
+        /// Made with no reuse window: it stands for one use (``consume(item:executable:at:)``)
+        /// within ``ApplicationApprovals/singleUseLifetime``, not for a window. Nil in entries
+        /// written before it existed.
+        public var singleUse: Bool?
+
+        /// How long it stands when `window` is the reuse window.
+        func lifetime(_ window: Duration) -> Duration {
+            singleUse == true ? Swift.max(window, ApplicationApprovals.singleUseLifetime) : window
+        }
     }
+
+    /// How long an approval made with no reuse window waits for its one use: a program asks
+    /// to unlock an item (the touch) and reads it in a call of its own right after.
+    public static let singleUseLifetime = Duration.seconds(30)
 
     /// The approvals still kept, oldest first.
     public private(set) var entries: [Entry] = []
@@ -27,19 +40,32 @@ public struct ApplicationApprovals: Codable, Sendable, Equatable {
         entries.contains { entry in
             guard entry.item == item, entry.executable == executable,
                   let elapsed = now.elapsed(since: entry.approvedAt) else { return false }
-            return elapsed >= .zero && elapsed <= window
+            return elapsed >= .zero && elapsed <= entry.lifetime(window)
         }
     }
 
+    /// Spends the single-use approval of `executable` for `item` (made with no reuse window)
+    /// if one stands at `now`; true when one did. A window's approvals are not spent.
+    public mutating func consume(item: String, executable: String, at now: MonotonicInstant) -> Bool {
+        guard let index = entries.firstIndex(where: { $0.item == item && $0.executable == executable && $0.singleUse == true })
+        else { return false }
+        let entry = entries.remove(at: index)
+        guard let elapsed = now.elapsed(since: entry.approvedAt) else { return false }
+        return elapsed >= .zero && elapsed <= Self.singleUseLifetime
+    }
+
     /// Records that a touch at `now` approved `executable` for `item`, dropping what has
-    /// expired by `now`.
-    public mutating func approve(item: String, executable: String, at now: MonotonicInstant, window: Duration) {
+    /// expired by `now`. With no reuse window (`window` zero) and `singleUseWithoutWindow`,
+    /// the approval stands for one use instead (``consume(item:executable:at:)``).
+    public mutating func approve(item: String, executable: String, at now: MonotonicInstant, window: Duration,
+                                 singleUseWithoutWindow: Bool = false) {
         entries.removeAll { entry in
             if entry.item == item && entry.executable == executable { return true }
             guard let elapsed = now.elapsed(since: entry.approvedAt) else { return true }
-            return elapsed < .zero || elapsed > window
+            return elapsed < .zero || elapsed > entry.lifetime(window)
         }
-        entries.append(Entry(item: item, executable: executable, approvedAt: now))
+        let singleUse = singleUseWithoutWindow && window <= .zero
+        entries.append(Entry(item: item, executable: executable, approvedAt: now, singleUse: singleUse ? true : nil))
         if entries.count > Self.maximumEntries { entries.removeFirst(entries.count - Self.maximumEntries) }
     }
 

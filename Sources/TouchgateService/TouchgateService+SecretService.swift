@@ -110,12 +110,25 @@ extension TouchgateService {
                 let at = context.evaluator.clock.reading().monotonic
                 try context.stateStore.updateState(Self.approvalsStateKey) { data in
                     var approvals = Self.approvals(from: data)
-                    approvals.approve(item: info.name, executable: application.executable, at: at, window: window)
+                    // With no reuse window the touch stands for the one read that follows (a
+                    // program unlocks, then reads in a call of its own).
+                    approvals.approve(item: info.name, executable: application.executable, at: at, window: window,
+                                      singleUseWithoutWindow: true)
                     data = try JSONEncoder().encode(approvals)
                 }
                 approvedNow = true
             }
             if approveOnly { return nil }
+            if !approvedNow, window <= .zero {
+                // The read an unlock's touch was for: spent now, it was this read's touch.
+                var spent = false
+                try context.stateStore.updateState(Self.approvalsStateKey) { data in
+                    var approvals = Self.approvals(from: data)
+                    spent = approvals.consume(item: info.name, executable: application.executable, at: now)
+                    data = try JSONEncoder().encode(approvals)
+                }
+                approvedNow = spent
+            }
             if !approvedNow {
                 try await authorize(descriptor, .read, context: context, key: key, device: nil, interaction: interaction,
                                     purpose: "give '\(shown)' to \(program)")

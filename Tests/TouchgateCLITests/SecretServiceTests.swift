@@ -105,6 +105,25 @@ struct SecretServiceTests {
         (try? JSONSerialization.jsonObject(with: Data(output.utf8))) as? NSDictionary
     }
 
+    @Test("with no reuse window, the touch that unlocks an item for secret-tool gives it that one read, and the next read asks again")
+    func noReuseWindowStillReadsOncePerTouch() async throws {
+        try await Setup.run { setup in
+            let strict = try await setup.touchgate(["policy", "set", "--passphrase-fd", "0", "--session-timeout", "0"],
+                                                   stdin: VaultRig.lines(VaultRig.passphrase))
+            try #require(strict.status == 0, "policy set: \(strict.stderrLines)")
+            let stored = try await setup.secretTool(["store", "--label=Strict token", "service", "strict"], stdin: "one-touch")
+            #expect(stored.status == 0, "secret-tool store: \(stored.stderrLines)")
+            let before = setup.fingerPrompts
+            let read = try await setup.secretTool(["lookup", "service", "strict"], presenting: ["whorl"])
+            #expect(read.status == 0 && read.stdout == "one-touch", "secret-tool lookup: \(read.status) \(read.stderrLines)")
+            #expect(setup.fingerPrompts == before + 1)
+            // The touch was spent on that read: the next one asks again.
+            let again = try await setup.secretTool(["lookup", "service", "strict"], presenting: ["whorl"])
+            #expect(again.status == 0 && again.stdout == "one-touch", "\(again.stderrLines)")
+            #expect(setup.fingerPrompts == before + 2, "\(setup.agent.errorLines)")
+        }
+    }
+
     @Test func secretToolStoresAndReadsThroughATouchThatNamesIt() async throws {
         try await Setup.run { setup in
             let stored = try await setup.secretTool(["store", "--label=GitHub token", "service", "github", "user", "bob"],
