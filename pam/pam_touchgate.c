@@ -675,7 +675,8 @@ struct either {
     pthread_mutex_t lock;
     pthread_cond_t changed;  /* on CLOCK_MONOTONIC */
     const char *prompt;
-    int silent;     /* PAM_SILENT: nothing of ours on the terminal */
+    int silent;     /* PAM_SILENT: no notice of ours on the terminal (errors still are) */
+    int erred;      /* an error of the touch (a no-match, a lockout) was written under the prompt */
     int fd;         /* the touch's connection, once made (-1 before) */
     int ready;      /* the daemon asked for the finger */
     int asking;     /* the conversation is waiting for the password */
@@ -771,7 +772,7 @@ static int either_stopped(struct session *s) {
 static void either_ready(struct session *s) {
     struct either *e = s->either;
     pthread_mutex_lock(&e->lock);
-    int again = e->ready && e->asking && !e->silent;
+    int again = e->ready && e->asking && (!e->silent || e->erred);
     e->ready = 1;
     pthread_cond_broadcast(&e->changed);
     pthread_mutex_unlock(&e->lock);
@@ -783,15 +784,17 @@ static void either_ready(struct session *s) {
 }
 
 /* A message of the touch: on the terminal under the waiting prompt (written outside the
- * lock), or kept for the conversation when the prompt is not up. */
+ * lock), or kept for the conversation when the prompt is not up. Under PAM_SILENT only
+ * errors are written: sudo always authenticates with PAM_SILENT, and a person left at
+ * "Password or touch the reader:" after a wrong finger or a lockout would not know. */
 static void either_note(struct session *s, int style, const char *message) {
     struct either *e = s->either;
     char text[1400];
-    (void)style;
     text[0] = '\0';
     pthread_mutex_lock(&e->lock);
-    if (e->asking && !e->silent) {
+    if (e->asking && (!e->silent || style == PAM_ERROR_MSG)) {
         snprintf(text, sizeof text, "\r\n%s", message);
+        if (style == PAM_ERROR_MSG) e->erred = 1;
     } else if (!e->asking) {
         snprintf(e->pending, sizeof e->pending, "%s", message);
     }
@@ -852,7 +855,7 @@ static void *either_touch(void *argument) {
     if (result == PAM_SUCCESS) e->matched_at = now_ms();
     int end_prompt = result == PAM_SUCCESS && e->asking;
     /* No more touches: the prompt that stays up is for the password only. */
-    int password_only = result != PAM_SUCCESS && e->asking && !e->stopped && !e->silent;
+    int password_only = result != PAM_SUCCESS && e->asking && !e->stopped && (!e->silent || e->erred);
     pthread_cond_broadcast(&e->changed);
     pthread_mutex_unlock(&e->lock);
     if (end_prompt) end_password_read(e);

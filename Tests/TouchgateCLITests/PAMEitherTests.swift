@@ -145,6 +145,16 @@ struct PAMEitherTests {
         typed.type(Self.password + "\n")
         #expect(await typed.finish(timeout: 30) == 0, "\(typed.output)\n\(pam.rig.daemonLog)")
         #expect(typed.output.contains("sudo ran"), "\(typed.output)")
+
+        // sudo authenticates with PAM_SILENT: a wrong finger is still said under its prompt,
+        // the prompt is shown again, and the password still works.
+        let wrong = try await run()
+        #expect(try await wrong.waitForLine(timeout: 20) { $0.contains("Password or touch the reader:") }, "\(wrong.output)")
+        Self.touch(pam, "arch")
+        #expect(try await wrong.waitForLine(timeout: 20) { $0.contains("Fingerprint: no match") }, "\(wrong.output)")
+        wrong.type(Self.password + "\n")
+        #expect(await wrong.finish(timeout: 30) == 0, "\(wrong.output)\n\(pam.rig.daemonLog)")
+        #expect(wrong.output.contains("sudo ran"), "\(wrong.output)")
     }
 
     @Test("a greeter's conversation, with no terminal: the password works as typed; a touch counts when Enter is pressed")
