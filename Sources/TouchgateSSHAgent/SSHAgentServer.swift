@@ -467,12 +467,27 @@ public final class SSHAgentServer: Sendable {
         return (names, hashed)
     }
 
-    /// The terminal a client process writes its errors to, where the person who ran it
-    /// reads them (`ssh`, `ssh-keygen -Y sign` and git all leave standard error on it).
+    /// The terminal where the person who ran a client process reads what it says: its
+    /// standard error's (or input's) terminal, else the nearest parent's of the same user.
+    /// `ssh` leaves standard error on the terminal; git runs `ssh-keygen -Y sign` with
+    /// standard error on a pipe it reads, so for `git commit -S` it is git's terminal (the
+    /// request and its reason went only to the agent's log, and the screen stayed blank).
     static func terminal(of pid: Int32) -> String? {
-        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/2"),
-              target.hasPrefix("/dev/pts/") || target.hasPrefix("/dev/tty") else { return nil }
-        return target
+        guard let owner = ProcessTable.realUID(of: pid) else { return nil }
+        var current = pid
+        for _ in 0..<8 {
+            for descriptor in [2, 0] {
+                if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(current)/fd/\(descriptor)"),
+                   target.hasPrefix("/dev/pts/") || target.hasPrefix("/dev/tty") {
+                    return target
+                }
+            }
+            // Only the same user's parents: another user's terminal is not the requester's.
+            guard let parent = ProcessTable.parent(of: current), parent > 1,
+                  ProcessTable.realUID(of: parent) == owner else { return nil }
+            current = parent
+        }
+        return nil
     }
 }
 

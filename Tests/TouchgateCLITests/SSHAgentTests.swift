@@ -375,6 +375,34 @@ struct SSHAgentTests {
         await setup.agent.stop()
     }
 
+    @Test("git commit -S on a terminal: git reads ssh-keygen's errors, so the touch request and its outcome go to git's terminal")
+    func gitCommitSaysWhatItWaitsForOnTheTerminal() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        try HelperRig.require("/usr/bin/git", package: "git")
+        let setup = try await Setup.make(rig: rig, fresh: true)
+        let repository = rig.home.path("repository")
+        let made = try await rig.run("/usr/bin/git", ["init", "-q", repository])
+        try #require(made.status == 0, "\(made.stderrLines)")
+        var environment = rig.environment.merging(setup.sshEnvironment) { $1 }
+        environment["TERM"] = "xterm"
+        environment["HOME"] = rig.home.path("")
+        let git = "git -C \(repository) -c user.name=Tester -c user.email=tester@example.com -c gpg.format=ssh "
+            + "-c user.signingkey=\(setup.publicKeyPath) commit -q -S --allow-empty -m"
+        // A finger: the request names what it is for, on the terminal, before the touch.
+        rig.vault.finger.present(["whorl"])
+        let signed = try await TerminalSession("\(git) signed", directory: "/", environment: environment)
+        #expect(try await signed.waitForLine(timeout: 20) { $0.contains("to sign a git commit or tag") }, "\(signed.output)")
+        #expect(await signed.finish(timeout: 60) == 0, "\(signed.output)\n\(setup.agent.errorLines)")
+        // A finger that is not enrolled: the refusal is said there too, not only in the agent's log.
+        rig.vault.finger.present(["arch"])
+        let refused = try await TerminalSession("\(git) refused", directory: "/", environment: environment)
+        #expect(await refused.finish(timeout: 60) != 0)
+        #expect(refused.output.contains("to sign a git commit or tag") && refused.output.contains("touchgate agent:"),
+                "\(refused.output)")
+        await setup.agent.stop()
+    }
+
     @Test func startedBySystemdAtTheFirstConnectionItServesTheSocketItIsGiven() async throws {
         let rig = try HelperRig()
         defer { rig.home.remove() }
