@@ -211,7 +211,9 @@ public final class SSHAgentServer: Sendable {
     func answerAll(_ connection: AgentConnection, first: [UInt8], onWaitingThread: Bool) async {
         var body = first
         while true {
-            let response = await answer(body, bindings: &connection.bindings, requester: connection.requester)
+            let response = Self.isListing(body)
+                ? await answer(body, bindings: &connection.bindings, requester: connection.requester)
+                : await answerWhileConnected(connection, body)
             // An added key or a lock passphrase came in this message: its bytes are copied
             // into secret memory by the decoder and wiped here.
             _ = body.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
@@ -243,6 +245,32 @@ public final class SSHAgentServer: Sendable {
                 return
             }
         }
+    }
+
+    /// Answers `body`, cancelled when the client hangs up meanwhile (a cancelled ssh or
+    /// git): the wait for a finger ends at once and the trail says so, where it went on for
+    /// its minute for nobody and its message then landed in another command's output.
+    private func answerWhileConnected(_ connection: AgentConnection, _ body: [UInt8]) async -> AgentResponse {
+        let bindings = connection.bindings
+        let requester = connection.requester
+        let work = Task { () -> (AgentResponse, [SSHSessionBinding]) in
+            var bindings = bindings
+            let response = await self.answer(body, bindings: &bindings, requester: requester)
+            return (response, bindings)
+        }
+        let watcher = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(200))
+                if connection.clientHungUp {
+                    work.cancel()
+                    return
+                }
+            }
+        }
+        let (response, updated) = await work.value
+        watcher.cancel()
+        connection.bindings = updated
+        return response
     }
 
     /// Drops an ended connection from those the thread serves.
@@ -651,6 +679,19 @@ final class AgentConnection: @unchecked Sendable {
             return errno == EAGAIN || errno == EWOULDBLOCK ? .notReading : .gone
         }
         return .sent
+    }
+
+    /// Whether the client has closed its end (or the connection broke) while it waits for
+    /// an answer; false once the connection ended here.
+    var clientHungUp: Bool {
+        input.withLock { input in
+            guard !input.ended else { return false }
+            // POLLRDHUP (Linux's 0x2000): Glibc shows it to Swift only under _GNU_SOURCE.
+            let readHangUp: Int16 = 0x2000
+            var poller = pollfd(fd: descriptor, events: readHangUp, revents: 0)
+            guard poll(&poller, 1, 0) == 1 else { return false }
+            return poller.revents & (readHangUp | Int16(POLLHUP | POLLERR)) != 0
+        }
     }
 
     /// Closes the connection (by the answering task, or before it was ever served).

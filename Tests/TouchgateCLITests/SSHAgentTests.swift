@@ -403,6 +403,37 @@ struct SSHAgentTests {
         await setup.agent.stop()
     }
 
+    @Test("a client that hangs up while the agent waits for its finger (a cancelled ssh or git) ends the wait at once: the trail says cancelled, the reader is free")
+    func hangingUpCancelsTheWait() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig, fresh: true)
+        rig.vault.finger.present([])  // nobody touches
+        let message = rig.home.path("cancelled-message")
+        try Data("sign me\n".utf8).write(to: URL(fileURLWithPath: message))
+        let log = rig.home.path("cancelled-signer.log")
+        let signer = try await BackgroundProcess.start(
+            "/usr/bin/ssh-keygen", ["-Y", "sign", "-f", setup.publicKeyPath, "-n", "file", message],
+            environment: rig.environment.merging(setup.sshEnvironment) { $1 }, output: .file(log), error: .file(log))
+        for _ in 0..<200 where !setup.agent.errorLines.contains(where: VirtualImageFinger.isPrompt) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try #require(setup.agent.errorLines.contains(where: VirtualImageFinger.isPrompt), "\(setup.agent.errorLines)")
+        await signer.terminate(signal: SIGKILL)
+        // Recorded as cancelled within seconds, not as a timeout after the minute.
+        var cancelled: [[String: Any]] = []
+        for _ in 0..<50 where cancelled.isEmpty {
+            try await Task.sleep(for: .milliseconds(200))
+            cancelled = try await rig.auditRecords(mentioning: "cancelled")
+        }
+        let trail = try await rig.vault.auditTrail()
+        #expect(!cancelled.isEmpty, "\(trail)\n\(setup.agent.errorLines)")
+        // The reader is free for the next request at once.
+        let (signed, valid) = try await setup.sign(presenting: ["whorl"])
+        #expect(signed.status == 0 && valid, "\(signed.stderrLines)\n\(setup.agent.errorLines)")
+        await setup.agent.stop()
+    }
+
     @Test func startedBySystemdAtTheFirstConnectionItServesTheSocketItIsGiven() async throws {
         let rig = try HelperRig()
         defer { rig.home.remove() }
