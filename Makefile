@@ -318,7 +318,7 @@ $(SKBUILD)/libtouchgate-sk.so: sk/touchgate_sk.c sk/sk_wire.c sk/sk_wire.h sk/sk
 
 # Sections 1-7 in one run, then each later section by its own script, each replacing its
 # section of BENCHMARKS.md: every section is measured by `make bench`.
-BENCH_LATER = fleet ssh secret-service tpm agent
+BENCH_LATER = fleet ssh secret-service tpm agent install
 bench:
 	bench/run.sh
 	set -e; for section in $(BENCH_LATER); do BENCH_ONLY=$$section bench/run.sh; done

@@ -24,6 +24,7 @@
 #   BENCH_ONLY=secret-service      only section 10 (the Secret Service beside gnome-keyring, bench/secret-service.sh), likewise
 #   BENCH_ONLY=tpm                 only section 11 (unlock of a TPM-bound vault beside an unbound one, bench/tpm.sh), likewise
 #   BENCH_ONLY=agent               only section 12 (touchgate run beside secret exec and the command alone, bench/agent.sh), likewise
+#   BENCH_ONLY=install             only section 13 (each package's installed size beside fprintd's and gnome-keyring's, bench/install.sh)
 #   TOUCHGATE_FIXTURES             the NIST prints (default ../shared/fixtures)
 set -euo pipefail
 export LC_ALL=C
@@ -82,6 +83,8 @@ command -v swift >/dev/null 2>&1 || die "no Swift toolchain on PATH: run scripts
 
 # --- build ---------------------------------------------------------------------------
 
+# The installed size needs the packages, not this build: `make deb` makes its own.
+if [ "${BENCH_ONLY:-}" = install ]; then exec "$root/bench/install.sh"; fi
 say "building (release)"
 # Statically by default: what a statically linked release would give (`make` still links dynamically).
 static_stdlib=${BENCH_STATIC_STDLIB---static-swift-stdlib}
