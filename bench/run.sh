@@ -102,6 +102,18 @@ virtual_finger=$bin/virtual-finger
 export TOUCHGATE_FIXTURES=$fixtures
 
 work=$(mktemp -d /tmp/touchgate-bench.XXXXXX)
+# The programs laid out as the packages install them (make install's layout): the front in bin,
+# touchgate-cli in libexec/touchgate with touchgate-client a name of it, touchgated a name of it
+# in libexec. Every figure is of these, what people run, not of the build's separate targets.
+installed=$work/installed
+mkdir -p "$installed/bin" "$installed/libexec/touchgate"
+cp "$bin/touchgate" "$installed/bin/touchgate"
+cp "$bin/touchgate-cli" "$installed/libexec/touchgate/touchgate-cli"
+ln -s touchgate-cli "$installed/libexec/touchgate/touchgate-client"
+ln -s touchgate/touchgate-cli "$installed/libexec/touchgated"
+touchgate=$installed/bin/touchgate
+cli=$installed/libexec/touchgate/touchgate-cli
+client=$installed/libexec/touchgate/touchgate-client
 vaults=()
 attackers=()    # the attacker programs of section 7, each the leader of its process group
 bench_users=()  # the users section 7 makes
@@ -498,12 +510,10 @@ swift_dynamic() { "$work/startup-dynamic"; }
 swift_static() { "$work/startup-static"; }
 # Every client program as installed: touchgate-client and touchgated are names of
 # touchgate-cli (it runs as the name it was started by), so they are started through links.
-mkdir -p "$work/installed"
-for name in touchgate-client touchgated; do ln -sf "$bin/touchgate-cli" "$work/installed/$name"; done
 direct start_front TOUCHGATE_SOCKET=/nonexistent -- "$touchgate" --version
-direct start_client -- "$work/installed/touchgate-client" --version
-direct start_cli -- "$bin/touchgate-cli" --version
-direct start_daemon -- "$work/installed/touchgated" --version
+direct start_client TOUCHGATE_SOCKET=/nonexistent -- "$client" --version
+direct start_cli -- "$cli" --version
+direct start_daemon -- "$installed/libexec/touchgated" --version
 direct start_collector -- "$bin/touchgate-collector" --version
 measure 3 version:0:tg_version true:0:c_true startup-dynamic:0:swift_dynamic startup-static:0:swift_static \
   start-front:0:start_front start-client:0:start_client start-cli:0:start_cli start-daemon:0:start_daemon \
@@ -516,7 +526,7 @@ fi  # the in-process sections
 # --- 7. the system daemon ------------------------------------------------------------
 
 say "daemon: touchgated holding the reader open, against the reference and the in-process CLI"
-daemon_bin=$bin/touchgated
+daemon_bin=$installed/libexec/touchgated
 # touchgated refuses to run as root unless told to: the section measures it as root (its
 # synthetic users need setpriv), as its text says; the packaged daemon runs as its own user.
 daemon_root=--allow-root
@@ -526,7 +536,8 @@ c_client=$work/client
 # a copy of the CLI (the build directory may sit where only its owner can go).
 public=$(mktemp -d /tmp/touchgate-bench-daemon.XXXXXX)
 chmod 0755 "$public"
-cp "$touchgate" "$bin/touchgate-cli" "$bin/touchgate-client" "$public/"
+cp -a "$installed/bin" "$installed/libexec" "$public/"
+chmod -R go+rX "$public"
 daemon_socket=$public/socket
 daemon_reader=$work/daemon-reader.socket
 daemon_state=$work/daemon-state
@@ -575,8 +586,8 @@ direct daemon_secret TOUCHGATE_SOCKET="$daemon_socket" -- "$touchgate" secret ge
 direct inproc_secret XDG_DATA_HOME="$inproc" -- "$touchgate" secret get api-token
 direct c_secret -- "$c_client" "$daemon_socket" secret api-token
 direct tg_version_front TOUCHGATE_SOCKET="$daemon_socket" -- "$touchgate" --version
-direct tg_version TOUCHGATE_SOCKET="$daemon_socket" -- "$bin/touchgate-client" --version
-direct tg_version_personal TOUCHGATE_SOCKET= -- "$bin/touchgate-cli" --version
+direct tg_version TOUCHGATE_SOCKET="$daemon_socket" -- "$client" --version
+direct tg_version_personal TOUCHGATE_SOCKET= -- "$cli" --version
 direct tg_status TOUCHGATE_SOCKET="$daemon_socket" -- "$touchgate" status
 direct tg_list TOUCHGATE_SOCKET="$daemon_socket" -- "$touchgate" secret list
 runs=$((runs * 2)) measure 1 daemon-secret:0:daemon_secret inprocess-secret:0:inproc_secret \
@@ -587,7 +598,6 @@ runs=$((runs * 2)) measure 1 daemon-secret:0:daemon_secret inprocess-secret:0:in
 # touchgate-cli, which every other command runs, the shared libraries, those that are libfprint
 # and what it loads, and relocations.
 front_linking=$({ ldd "$touchgate" 2>&1 || true; } | head -1 | sed "s/^[[:space:]]*//")
-cli=$bin/touchgate-cli
 so_names() { ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// { print $1 }' | sort -u; }
 client_libs=$(so_names "$cli" | wc -l)
 fprint_so=$(ldd "$cli" | awk '$1 ~ /^libfprint-2/ { print $3 }')
@@ -598,7 +608,7 @@ loader_stats=$(LD_DEBUG=statistics "$cli" --version 2>&1 >/dev/null)
 client_relative=$(awk '/number of relative relocations/ { print $NF; exit }' <<<"$loader_stats")
 client_symbolic=$(awk '/final number of relocations:/ { print $NF; exit }' <<<"$loader_stats")
 # touchgate-client, what every other command through the daemon is: the same counts.
-thin_client=$bin/touchgate-client
+thin_client=$client
 thin_libs=$(so_names "$thin_client" | wc -l)
 thin_service_libs=$(so_names "$thin_client" | grep -cE '^lib(fprint-2|glib-2|gio-2|gobject-2|sqlite3|sodium|pwquality)' || true)
 
@@ -654,12 +664,12 @@ daemon_rss_1=$(rss_now)
 command -v setpriv >/dev/null || die "setpriv (util-linux) is needed for the 100-user figure"
 for ((uid = 61000; uid < 61099; uid++)); do
   HOME=/nonexistent TOUCHGATE_SOCKET=$daemon_socket setup setpriv --reuid=$uid --regid=$uid --clear-groups -- \
-    "$public/touchgate" init --kdf minimum --passphrase-fd 3 3<"$passphrase_file"
+    "$public/bin/touchgate" init --kdf minimum --passphrase-fd 3 3<"$passphrase_file"
 done
 through "$touchgate" status >/dev/null 2>>"$log"
 daemon_rss_100=$(rss_now)
 daemon_unlocked=$(HOME=/nonexistent TOUCHGATE_SOCKET=$daemon_socket setpriv --reuid=61098 --regid=61098 --clear-groups -- \
-  "$public/touchgate" status --json 2>>"$log" | grep -o '"locked" *: *[a-z]*' | head -1 || true)
+  "$public/bin/touchgate" status --json 2>>"$log" | grep -o '"locked" *: *[a-z]*' | head -1 || true)
 daemon_opened=$(grep -c "stays open for the next requests" "$work/touchgated.log" || true)
 kill "$daemon_pid" 2>/dev/null || true
 wait "$daemon_pid" 2>/dev/null || true
@@ -705,9 +715,9 @@ attack_daemon_stop() {
   daemon_pid=
 }
 as_victim=(env HOME=/nonexistent TOUCHGATE_SOCKET="$attack_socket"
-  setpriv --reuid="$victim_uid" --regid="$victim_gid" --clear-groups -- "$public/touchgate")
+  setpriv --reuid="$victim_uid" --regid="$victim_gid" --clear-groups -- "$public/bin/touchgate")
 as_attacker=(env HOME=/nonexistent TOUCHGATE_SOCKET="$attack_socket"
-  setpriv --reuid="$attacker_uid" --regid="$attacker_gid" --clear-groups -- "$public/touchgate")
+  setpriv --reuid="$attacker_uid" --regid="$attacker_gid" --clear-groups -- "$public/bin/touchgate")
 on_reader() { FEEDER_SOCKET=$attack_reader "$feeder" "$@"; }
 # The finger sent when the client prompts, not ahead: a SCAN queued ahead would go to whichever
 # request waits at the reader first, the attacker's included.
@@ -1080,7 +1090,7 @@ out "| \`touchgate --version\` | $(cell version) |"
 out "| \`/bin/true\` (process start floor) | $(cell true) |"
 out "| the front, \`touchgate --version\` (one static executable: $(size_mib "$touchgate")) | $(cell start-front) |"
 out "| \`touchgate-client --version\` (every command the daemon serves; a name of touchgate-cli) | $(cell start-client) |"
-out "| \`touchgate-cli --version\` (every command of the personal mode; $(size_mib "$bin/touchgate-cli")) | $(cell start-cli) |"
+out "| \`touchgate-cli --version\` (every command of the personal mode; $(size_mib "$cli")) | $(cell start-cli) |"
 out "| \`touchgated --version\` (a name of touchgate-cli) | $(cell start-daemon) |"
 out "| \`touchgate-collector --version\` ($(size_mib "$bin/touchgate-collector")) | $(cell start-collector) |"
 out "| a two-line Swift program importing Foundation, dynamically linked | $(cell startup-dynamic) |"
@@ -1093,7 +1103,7 @@ out "Sizes are of this build's unstripped binaries (the packages strip them). Th
   "into each program statically; the installed \`touchgate\` package holds two copies of it, the front's and" \
   "touchgate-cli's, which every other installed program is a name of." ""
 out "**Bound:** process start-up: the dynamic loader and the shared libraries touchgate-cli links" \
-  "($(ldd "$bin/touchgate-cli" | wc -l) objects, libfprint and GLib among them), against none for the front," \
+  "($(ldd "$cli" | wc -l) objects, libfprint and GLib among them), against none for the front," \
   "which is why the front stays a program of its own. \`--version\`, timed alongside them, is $(pct version-secret secret-get) % of" \
   "\`secret get\` and $(pct version-verify verify-device-match) % of \`verify\` on virtual_device." \
   "Memory: the Swift runtime, the store's connection pool and libfprint's own (see the reference);" \
@@ -1165,9 +1175,9 @@ dout ""
 rss_per_user=$(awk -v a="${daemon_rss_1:-0}" -v b="${daemon_rss_100:-0}" 'BEGIN { printf "%.0f", (b - a) / 99 }')
 dout "**The client.** \`touchgate\` is a front of about a thousand lines without Foundation or libfprint, linked as one" \
   "static executable: for \`verify\` and \`secret get\` through the daemon it sends the request itself and prints what" \
-  "\`touchgate-cli\` would. Every other command through the daemon is \`touchgate-client\`, which it execs: the" \
-  "commands and the socket client in Swift with Foundation, but no service under them (no libfprint, GLib, SQLite or" \
-  "libsodium); the personal mode is \`touchgate-cli\`, which links the service. So the per-touch requests pay about" \
+  "\`touchgate-cli\` would. Every other command through the daemon is \`touchgate-client\`, which it execs: installed," \
+  "a name of \`touchgate-cli\` (one copy of the Swift runtime in the package, section 13), so it loads the service's" \
+  "libraries at start (the rows above) though it uses none of them; the personal mode is \`touchgate-cli\` itself. So the per-touch requests pay about" \
   "what the C client pays ($(ratio daemon-verify daemon-verify-client) of its verify, $(ratio daemon-secret daemon-secret-c)" \
   "of its release), and every other command pays the front's start-up on top of \`touchgate-client\`'s" \
   "(\`--version\` above)." ""
