@@ -126,10 +126,17 @@ $(GENMAN): Package.swift
 # SIGCHLD and it hung (twice in a row in clean-clone package builds here).
 $(MANOUT)/touchgate.1: $(BINARY) $(CLI) $(DAEMON) $(COLLECTOR) $(GENMAN) man/extend.awk man/names.awk $(wildcard man/extra/*.mdoc)
 	rm -rf $(dir $(MANOUT))
+	# Each run takes about a second; one hung for good in a clean-clone package build (its
+	# child had exited, unreaped, while it still waited for it), so a run that takes a minute
+	# is stopped and tried again, twice at most.
 	for product in touchgate-cli touchgated touchgate-collector; do \
 		mkdir -p $(dir $(MANOUT))$$product && \
-		$(GENMAN) $(SCRATCH)/$(CONFIGURATION)/$$product --multi-page --date $(MANDATE) \
-			--output-directory $(dir $(MANOUT))$$product || exit 1; \
+		for attempt in 1 2 3; do \
+			timeout 60 $(GENMAN) $(SCRATCH)/$(CONFIGURATION)/$$product --multi-page --date $(MANDATE) \
+				--output-directory $(dir $(MANOUT))$$product && break; \
+			[ $$attempt -lt 3 ] || exit 1; \
+			echo "generate-manual for $$product did not finish; trying again" >&2; \
+		done || exit 1; \
 	done
 	# Names whatis can index, and no empty lines (man/names.awk).
 	for page in $(dir $(MANOUT))*/*.1; do awk -f man/names.awk $$page > $$page.new && mv $$page.new $$page || exit 1; done
