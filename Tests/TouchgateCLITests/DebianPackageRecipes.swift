@@ -143,14 +143,18 @@ extension DebianPackageTests {
         #expect(ssh.output.contains("Good \"file\" signature"), "\(ssh.output)")
         #expect(ssh.output.components(separatedBy: "\n").contains("logged-in"), "ssh logs in after whorl: \(ssh.output)")
         #expect(ssh.touches >= 2, "a signature and a login: \(ssh.touches) touches")
+        // `login` with arch, a finger that is not enrolled: whether it got in, and the output.
         // A verify first takes any image an earlier run's finger left queued on the virtual
-        // reader's socket (the daemon keeps the reader open), so the login below sees arch.
-        let drain = "touchgate verify >/dev/null 2>&1 || true"
-        let wrongFinger = try await recipes.run([
-            drain,
-            "if ssh \(server) -i ~/.ssh/work.pub echo logged-in; then echo '== in with arch'; else echo '== refused with arch'; fi",
-        ], prologue: agent, prints: ["arch"])
-        #expect(wrongFinger.output.contains("== refused with arch") && wrongFinger.touches >= 1,
+        // reader's socket (the daemon keeps the reader open), so the login sees arch.
+        func withArch(_ login: String, tag: String) async throws -> (refused: Bool, touches: Int, output: String) {
+            let ran = try await recipes.run([
+                "touchgate verify >/dev/null 2>&1 || true",
+                "if \(login); then echo '== \(tag)in with arch'; else echo '== \(tag)refused with arch'; fi",
+            ], prologue: agent, prints: ["arch"])
+            return (ran.output.contains("== \(tag)refused with arch"), ran.touches, ran.output)
+        }
+        let wrongFinger = try await withArch("ssh \(server) -i ~/.ssh/work.pub echo logged-in", tag: "")
+        #expect(wrongFinger.refused && wrongFinger.touches >= 1,
                 "ssh with the vault's key is refused for a finger that is not enrolled: \(wrongFinger.output)")
 
         let sk = try await recipes.run(securityKey, swapping: [
@@ -160,11 +164,8 @@ extension DebianPackageTests {
         ], prologue: agent, prints: ["whorl"])
         #expect(sk.status == 0 && sk.output.components(separatedBy: "\n").contains("sk-logged-in"),
                 "ssh logs in with the security key after whorl: \(sk.output)\n\(sshd.log)")
-        let skWrongFinger = try await recipes.run([
-            drain,
-            "if \(skLoginHere); then echo '== sk in with arch'; else echo '== sk refused with arch'; fi",
-        ], prologue: agent, prints: ["arch"])
-        #expect(skWrongFinger.output.contains("== sk refused with arch") && skWrongFinger.touches >= 1,
+        let skWrongFinger = try await withArch(skLoginHere, tag: "sk ")
+        #expect(skWrongFinger.refused && skWrongFinger.touches >= 1,
                 "a verify-required login is refused for a finger that is not enrolled: \(skWrongFinger.output)")
 
         // Back to the default window for the rest of the test.
