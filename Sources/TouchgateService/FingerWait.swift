@@ -91,6 +91,9 @@ public final class FingerWait: Sendable {
             // stuck reporting a finger must not keep scanning either.
             let (since, paused, matching) = state.withLock { ($0.last, $0.paused, $0.matching) }
             if matching {
+                // Work, not a wait, yet not for ever: a driver stuck after the scan must not hold
+                // the reader from everyone (a 1,000-print identify takes a minute or two).
+                if ContinuousClock.now >= since + timeout * Self.matchingAllowance { throw matchTooLong }
                 try await Task.sleep(for: timeout, clock: .continuous)
                 continue
             }
@@ -98,6 +101,15 @@ public final class FingerWait: Sendable {
             if ContinuousClock.now >= deadline { throw timedOut }
             try await Task.sleep(until: deadline, clock: .continuous)
         }
+    }
+
+    /// How many timeouts the match of a taken scan may last.
+    static let matchingAllowance = 10
+
+    private var matchTooLong: ServiceError {
+        ServiceError(.timedOut, "\(reader) took the finger but did not finish matching it within "
+                     + "\(Int(Double((timeout * Self.matchingAllowance).components.seconds))) s, so the operation was ended; "
+                     + "run the command again (unplug and plug in the reader if it happens again)")
     }
 
     private var timedOut: ServiceError {

@@ -26,7 +26,8 @@ struct FingerWaitTests {
             wait.activity(.fingerStatus(.needed))
             wait.activity(.fingerStatus([.needed, .present]))
             wait.activity(.fingerStatus([]))
-            try await Task.sleep(for: .seconds(2))
+            // Five timeouts: past the wait, inside the match's allowance of ten.
+            try await Task.sleep(for: .seconds(1))
             return 7
         }
         #expect(value == 7)
@@ -42,6 +43,21 @@ struct FingerWaitTests {
                 wait.activity(.fingerStatus([]))
                 wait.activity(.fingerStatus(.needed))
                 try await Task.sleep(for: .seconds(10))
+                return 1
+            }
+        }
+    }
+}
+
+extension FingerWaitTests {
+    @Test("a reader stuck after the scan (never finishing its match) is ended after ten timeouts")
+    func aStuckMatchEnds() async throws {
+        let wait = FingerWait(timeout: .milliseconds(100), reader: "test reader")
+        await #expect(throws: ServiceError.self) {
+            try await wait.bounding {
+                wait.activity(.fingerStatus(.present))
+                wait.activity(.fingerStatus([]))
+                try await Task.sleep(for: .seconds(30))
                 return 1
             }
         }
