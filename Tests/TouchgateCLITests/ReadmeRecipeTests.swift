@@ -239,6 +239,9 @@ struct ReadmeRecipeTests {
             "sleep 0.3",
             "touchgate enroll --finger right-index >/dev/null",
             "touchgate init --kdf minimum --passphrase-fd 3 3< <(printf '%s\\n' '\(passphrase)') >/dev/null",
+            // The prints played so far (the enrollment's, and a repeat when a loaded machine
+            // made the reader ask again) are not the recipe's.
+            "grep -c 'presented whorl' \"$HOME/finger.log\" >\"$HOME/before-recipe\" || true",
         ] + prologue + ["echo '== recipe'"] + lines + ["echo '== recipe done'"]
         let script = home.path("recipe.sh")
         try Data((setup.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: script))
@@ -259,8 +262,9 @@ struct ReadmeRecipeTests {
         let played = (try? String(contentsOfFile: home.path("finger.log"), encoding: .utf8)) ?? ""
         let output = session.output
         let recipe = output.range(of: "== recipe\n").map { String(output[$0.upperBound...]) } ?? output
-        // The five enrollment scans came before the recipe.
-        let presented = played.components(separatedBy: "presented whorl").count - 1 - 5
+        let before = Int(((try? String(contentsOfFile: home.path("before-recipe"), encoding: .utf8)) ?? "")
+            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        let presented = played.components(separatedBy: "presented whorl").count - 1 - before
         return Outcome(status: status, output: recipe + "\n(virtual-finger: \(played))", presented: presented)
     }
 }

@@ -131,6 +131,7 @@ func watch(socket: String, prints: [String]) -> Never {
         seen = now
         let name = queue.count > 1 ? queue.removeFirst() : queue[0]
         finger.presentNext()
-        FileHandle.standardError.write(Data("virtual-finger: presented \(name)\n".utf8))
+        // Which wait it answered, so that a log with one print too many says whose it was.
+        FileHandle.standardError.write(Data("virtual-finger: presented \(name) (wait \(now))\n".utf8))
     }
 }
