@@ -207,6 +207,9 @@ public struct DaemonMessage: Codable, Sendable, Equatable {
     public var id: UInt64
     /// Hello: the protocol versions the daemon speaks.
     public var versions: [Int]?
+    /// Hello from touchgate agent: the store it hosts, as ``Invocation/storeIdentity(of:)``
+    /// names it, so that a command with another data directory does not use it.
+    public var store: String?
     /// Event: the event.
     public var event: InteractionEvent?
     /// Ask: the question.

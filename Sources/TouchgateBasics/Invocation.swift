@@ -60,30 +60,89 @@ public enum Invocation {
     /// chosen (no `TOUCHGATE_SOCKET`, no touchgated): it holds the unlocked vault key in
     /// its own memory, so the personal mode's commands go to it. Checked by connecting, so
     /// a socket file left by an agent that was killed sends nothing there.
-    public static func agentSocket() -> String? {
+    ///
+    /// Only when the agent hosts this process's store: its hello names the store's directory
+    /// (``storeIdentity(of:)``), and a shell whose `XDG_DATA_HOME` points elsewhere (a demo's
+    /// throwaway directory, a second store) than the agent's keeps its commands in-process
+    /// rather than reaching another store. Decided once per process: the front, the client
+    /// and the command all ask.
+    public static func agentSocket() -> String? { decidedAgentSocket }
+
+    private static let decidedAgentSocket: String? = {
         guard getenv(socketVariable) == nil, daemonSocket() == nil, let path = agentServiceSocket() else { return nil }
         var status = stat()
         guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK, status.st_uid == getuid() else { return nil }
-        return isListening(path) ? path : nil
+        // The hello first: a socket-activated agent makes its store's directory before it.
+        guard let hello = firstLine(from: path),
+              let mine = personalStoreDirectory(environment, home: { nil }).flatMap(storeIdentity(of:)),
+              hello.contains("\"\(storeField)\":\"\(mine)\"") else { return nil }
+        return path
+    }()
+
+    /// The hello's field that names the store touchgate agent hosts.
+    public static let storeField = "store"
+
+    /// What names the store in `directory` in touchgate agent's hello: the directory's device
+    /// and inode (`DEV:INO`), so that two spellings of one path (a symbolic link, `..`) are
+    /// one store and a directory deleted and made again is another; nil when it is not there.
+    public static func storeIdentity(of directory: String) -> String? {
+        var status = stat()
+        guard stat(directory, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else { return nil }
+        return "\(status.st_dev):\(status.st_ino)"
+    }
+
+    /// The first line the Unix socket at `path` sends (without its newline), waiting at most
+    /// five seconds (an agent systemd starts at this connection first loads its store); nil
+    /// when nothing listens or no line came.
+    static func firstLine(from path: String) -> String? {
+        guard let descriptor = connected(path) else { return nil }
+        defer { close(descriptor) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var line: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while line.count < 4096 {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return nil }
+            if let newline = buffer[..<count].firstIndex(of: 0x0A) {
+                return String(decoding: line + buffer[..<newline], as: UTF8.self)
+            }
+            line += buffer[..<count]
+        }
+        return nil
     }
 
     /// Whether something accepts connections on the Unix socket at `path` now (a socket
     /// file left by a process that was killed does not).
     public static func isListening(_ path: String) -> Bool {
+        guard let descriptor = connected(path) else { return false }
+        close(descriptor)
+        return true
+    }
+
+    /// A descriptor connected to the Unix socket at `path`, or nil.
+    private static func connected(_ path: String) -> Int32? {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
+        guard descriptor >= 0 else { return nil }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            close(descriptor)
+            return nil
+        }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
-        return connected == 0
+        guard connected == 0 else {
+            close(descriptor)
+            return nil
+        }
+        return descriptor
     }
 
     /// The socket this process's commands go to: touchgated's (``daemonSocket()``), else

@@ -2,6 +2,7 @@ public import FoundationEssentials
 import Glibc
 public import Logging
 import Synchronization
+import TouchgateBasics
 import TouchgateService
 public import TouchgateSocket
 import TouchgateVault
@@ -152,6 +153,15 @@ public final class Daemon: Sendable {
         return DaemonProtocol.encode(hello)
     }()
 
+    /// touchgate agent's greeting: the versions, and the store it hosts as it is now (made
+    /// again since, it is another).
+    private static func hello(hosting personal: PersonalStore) -> [UInt8] {
+        var hello = DaemonMessage(kind: .hello, id: 0)
+        hello.versions = [DaemonProtocol.version]
+        hello.store = Invocation.storeIdentity(of: personal.location.directoryPath) ?? "none"
+        return DaemonProtocol.encode(hello)
+    }
+
     /// One connection: a hello, then requests one at a time, each answered once.
     ///
     /// Nothing here waits on the peer with a thread of the shared pool: its messages are
@@ -175,7 +185,7 @@ public final class Daemon: Sendable {
             return
         }
         defer { limit.release(bucket) }
-        guard socket.sendRaw(Self.hello) else { return socket.close() }
+        guard socket.sendRaw(handler.stores.personal.map(Self.hello(hosting:)) ?? Self.hello) else { return socket.close() }
         // Read once per connection: the kernel's credentials and what /proc says of the process.
         // The process is held by a pidfd for the connection's life, so what is read of its pid
         // later (its parents for the trail, its login session) is of this process or not kept.

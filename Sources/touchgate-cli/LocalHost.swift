@@ -46,6 +46,10 @@ struct LocalHost: CommandHost {
 
     func personalAgent(serviceSocket: UnixListener, log: @escaping @Sendable (String) -> Void) -> any AgentHosting {
         let logger = Logger(label: "touchgate-agent") { _ in ForwardingLogHandler(log: log) }
+        // The hello names the store by its directory, which a new user's first command (the one
+        // that started this agent through its socket) finds made; a directory that cannot be
+        // made or is not private names no store, and the commands meet the reason in-process.
+        _ = try? service.location.prepare()
         return PersonalAgent(daemon: Daemon(personal: PersonalStore(principal: service.principal, location: service.location),
                                             listener: serviceSocket, logger: logger))
     }

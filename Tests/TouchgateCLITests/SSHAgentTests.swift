@@ -647,6 +647,50 @@ struct SSHAgentTests {
                 && (status.json?["trust-boundary"] as? String ?? "").hasPrefix("touchgate agent"), "\(status.stdout)")
     }
 
+    /// The agent at `$XDG_RUNTIME_DIR/touchgate/socket` serves only the commands whose data
+    /// directory is the store it hosts: a shell pointing `XDG_DATA_HOME` at another (the
+    /// README's throwaway demo) keeps its commands in-process on its own store, and another
+    /// spelling of the agent's directory reaches the agent.
+    @Test func onlyCommandsOnTheAgentsOwnStoreReachIt() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        try await rig.vault.initAndUnlock()
+        let (runtime, shell) = try rig.shellEnvironment()
+        let agent = try await BackgroundProgram(rig.bin + "/touchgate", ["agent", "--json"], environment: shell,
+                                                finger: rig.vault.finger)
+        defer { SecurityKeyTests.killAgents(runningIn: runtime) }
+        try await waitForSocket(runtime + "/touchgate/socket")
+        func boundary(_ dataHome: String?) async throws -> String {
+            var environment = shell
+            environment["XDG_DATA_HOME"] = dataHome
+            var process = CLIProcess(environment: environment)
+            process.binaryOverride = rig.bin + "/touchgate"
+            let status = try await process.run(["status", "--json"])
+            return (status.json?["trust-boundary"] as? String ?? "") + " initialized=\(status.json?["initialized"] as? Bool ?? false)"
+        }
+        let own = try #require(shell["XDG_DATA_HOME"])
+        #expect(try await boundary(own).hasPrefix("touchgate agent"), "the agent's own store goes to the agent")
+
+        let elsewhere = rig.home.path("demo-data")
+        let demo = try await boundary(elsewhere)
+        #expect(demo.hasPrefix("in-process") && demo.hasSuffix("initialized=false"),
+                "another data directory stays in-process, on its own (empty) store: \(demo)")
+        #expect(FileManager.default.fileExists(atPath: rig.home.path("data/touchgate/touchgate.sqlite")))
+
+        try FileManager.default.createSymbolicLink(atPath: rig.home.path("data-link"), withDestinationPath: own)
+        #expect(try await boundary(rig.home.path("data-link")).hasPrefix("touchgate agent"),
+                "a symbolic link to the agent's directory is the same store")
+
+        // Moved away and a new directory made in its place: whichever serves it, the store is
+        // the new (empty) one, not the one the agent opened first.
+        try FileManager.default.moveItem(atPath: own + "/touchgate", toPath: rig.home.path("moved"))
+        try FileManager.default.createDirectory(atPath: own + "/touchgate", withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o700])
+        let remade = try await boundary(own)
+        #expect(remade.hasSuffix("initialized=false"), "\(remade)")
+        await agent.stop()
+    }
+
     /// In the personal mode the agent hosts the store: it takes the unlocked key out of the
     /// kernel keyring into its own memory, a shell's touchgate commands reach it at
     /// `$XDG_RUNTIME_DIR/touchgate/socket` without any setting, and the key ends with it.
