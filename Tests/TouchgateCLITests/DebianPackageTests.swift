@@ -108,6 +108,10 @@ struct DebianPackageTests {
                 "touchgate-cli: mode \(String(program.st_mode & 0o7777, radix: 8)), group \(program.st_gid); \(agentGroup.stdout)")
         let wanted = try? FileManager.default.destinationOfSymbolicLink(atPath: root.path("/etc/systemd/system/sockets.target.wants/touchgated.socket"))
         #expect(wanted == "/lib/systemd/system/touchgated.socket", "the socket is enabled")
+        // The per-user agent's sockets, in every user's session.
+        let agentWanted = try? FileManager.default.destinationOfSymbolicLink(
+            atPath: root.path("/etc/systemd/user/sockets.target.wants/touchgate-agent.socket"))
+        #expect(agentWanted == "/usr/lib/systemd/user/touchgate-agent.socket", "the agent's sockets are enabled for every user")
         let daemonUser = try root.passwdEntry("touchgated")
         #expect(daemonUser?.shell == "/usr/sbin/nologin", "\(String(describing: daemonUser))")
         let state = try FileManager.default.attributesOfItem(atPath: root.path("/var/lib/touchgate"))
