@@ -120,6 +120,7 @@ bench_users=()  # the users section 7 makes
 cleanup() {
   local status=$? pid user
   [ -z "${daemon_pid:-}" ] || { kill "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; } || true
+  [ -z "${agent_pid:-}" ] || { kill "$agent_pid" 2>/dev/null; wait "$agent_pid" 2>/dev/null; } || true
   for pid in "${attackers[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
   for user in "${bench_users[@]}"; do userdel "$user" >/dev/null 2>&1 || true; done
   [ -z "${public:-}" ] || rm -rf "$public"
@@ -573,11 +574,37 @@ setup through played device whorl -- "$touchgate" secret get api-token
 [ "$(timeout 60 "$c_client" "$daemon_socket" secret api-token 2>>"$log")" = bench-token-0123456789 ] ||
   die "the C client did not get the value from the daemon"
 
+# The personal mode as the packages set it up: touchgate agent (started here as systemd would
+# start it at the first connection) hosting the store, with a virtual_device reader of its own;
+# the commands find it at $XDG_RUNTIME_DIR/touchgate/socket, nothing set but the user's own
+# directories. Enrolled, initialised and unlocked the same way, through it.
+agent_run=$work/agent-run
+agent_data=$(data_dir agent-personal)
+vaults+=("$agent_data")
+agent_reader=$work/agent-reader.socket
+mkdir -p -m 0700 "$agent_run"
+personal() { XDG_RUNTIME_DIR=$agent_run XDG_DATA_HOME=$agent_data "$@"; }
+personal env FP_VIRTUAL_DEVICE="$agent_reader" FP_DRIVERS_WHITELIST=virtual_device TOUCHGATE_READER_BACKEND=libfprint \
+  DBUS_SESSION_BUS_ADDRESS= "$touchgate" agent >>"$work/agent.log" 2>&1 &
+agent_pid=$!
+for _ in $(seq 100); do [ -S "$agent_run/touchgate/socket" ] && break; sleep 0.05; done
+[ -S "$agent_run/touchgate/socket" ] || die "touchgate agent did not start: $(cat "$work/agent.log")"
+at_agent() { FEEDER_SOCKET=$agent_reader "$feeder" "$@"; }  # the finger of the agent's reader
+setup personal at_agent device whorl,whorl,whorl,whorl,whorl -- "$touchgate" enroll --finger right-index
+setup personal "$touchgate" init --kdf minimum --passphrase-fd 3 3<"$passphrase_file"
+setup personal "$touchgate" secret add api-token --policy biometry-any <"$work/secret"
+setup personal at_agent device whorl -- "$touchgate" secret get api-token
+personal "$touchgate" status --json 2>>"$log" | grep -q '"trust-boundary":"touchgate agent' ||
+  die "the personal mode's commands did not reach touchgate agent: $(personal "$touchgate" status 2>&1)"
+[ "$(personal timeout 60 "$touchgate" secret get api-token </dev/null 2>>"$log")" = bench-token-0123456789 ] ||
+  die "secret get through touchgate agent inside the reuse window did not return the value without a touch"
+
 daemon_verify() { through played device whorl -- "$touchgate" verify; }
+agent_verify() { personal at_agent device whorl -- "$touchgate" verify; }
 c_daemon_reference() { "$feeder" device whorl -- "$reference" verify "$work/daemon-device.gallery"; }
 c_daemon_verify() { played device whorl -- "$c_client" "$daemon_socket" verify; }
 runs=$((runs * 2)) measure 1 daemon-verify:0:daemon_verify daemon-verify-c:0:c_daemon_reference \
-  daemon-verify-client:0:c_daemon_verify
+  daemon-verify-client:0:c_daemon_verify agent-verify:0:agent_verify
 # `--version` is the front's own answer. Every other command through the daemon: the front
 # execs touchgate-client (no service under it), whose own start is `touchgate-client
 # --version`; in the personal mode it execs touchgate-cli.
@@ -590,9 +617,12 @@ direct tg_version TOUCHGATE_SOCKET="$daemon_socket" -- "$client" --version
 direct tg_version_personal TOUCHGATE_SOCKET= -- "$cli" --version
 direct tg_status TOUCHGATE_SOCKET="$daemon_socket" -- "$touchgate" status
 direct tg_list TOUCHGATE_SOCKET="$daemon_socket" -- "$touchgate" secret list
+direct agent_secret XDG_RUNTIME_DIR="$agent_run" XDG_DATA_HOME="$agent_data" -- "$touchgate" secret get api-token
+direct agent_status XDG_RUNTIME_DIR="$agent_run" XDG_DATA_HOME="$agent_data" -- "$touchgate" status
 runs=$((runs * 2)) measure 1 daemon-secret:0:daemon_secret inprocess-secret:0:inproc_secret \
   daemon-secret-c:0:c_secret version-front:0:tg_version_front version-daemon:0:tg_version \
-  version-personal:0:tg_version_personal status-daemon:0:tg_status list-daemon:0:tg_list
+  version-personal:0:tg_version_personal status-daemon:0:tg_status list-daemon:0:tg_list \
+  agent-secret:0:agent_secret agent-status:0:agent_status
 
 # What start-up loads (counts, not times): the front is one static executable (ldd says so); for
 # touchgate-cli, which every other command runs, the shared libraries, those that are libfprint
@@ -1159,6 +1189,16 @@ dout "| \`touchgate-client --version\` through the daemon (what every other comm
 dout "| \`touchgate status\` through the daemon (start, request, output) / \`touchgate-client --version\` | $(cell status-daemon) | $(cell version-daemon) | $(ratio status-daemon version-daemon) | $(under status-daemon 4) |"
 dout "| \`touchgate secret list\` through the daemon / \`touchgate-client --version\` | $(cell list-daemon) | $(cell version-daemon) | $(ratio list-daemon version-daemon) | $(under list-daemon 4) |"
 dout "| a two-line Swift program importing Foundation, dynamically linked / with \`-static-stdlib\` | $(cell daemon-tiny-dynamic) | $(cell daemon-tiny-static) | $(ratio daemon-tiny-dynamic daemon-tiny-static) | |"
+dout ""
+dout "The personal mode as the packages set it up: \`touchgate agent\` hosting the store (started here as a"
+dout "session's systemd starts it at the first connection), with a virtual_device reader of its own; the commands"
+dout "reach it at \`\$XDG_RUNTIME_DIR/touchgate/socket\` with nothing set, measured in the same runs as the rows above."
+dout ""
+dout "| measure | personal mode, through touchgate agent | beside it | ratio | target |"
+dout "| --- | --- | --- | --- | --- |"
+dout "| \`touchgate verify\`, match / C reference opening the reader per call | $(cell agent-verify) | $(cell daemon-verify-c) | $(ratio agent-verify daemon-verify-c) | $(verdict agent-verify daemon-verify-c 1.1) |"
+dout "| \`touchgate secret get\` in the reuse window / the same through touchgated | $(cell agent-secret) | $(cell daemon-secret) | $(ratio agent-secret daemon-secret) | $(verdict agent-secret daemon-secret 1.2) |"
+dout "| \`touchgate status\` / the same through touchgated | $(cell agent-status) | $(cell status-daemon) | $(ratio agent-status status-daemon) | $(verdict agent-status status-daemon 1.2) |"
 dout ""
 dout "| measure | value |"
 dout "| --- | --- |"
