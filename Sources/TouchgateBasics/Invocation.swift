@@ -70,14 +70,37 @@ public enum Invocation {
 
     private static let decidedAgentSocket: String? = {
         guard getenv(socketVariable) == nil, daemonSocket() == nil, let path = agentServiceSocket() else { return nil }
+        return agentHostsThisStore(at: path) ? path : nil
+    }()
+
+    /// Whether touchgate agent listens at `path` (a socket of this user's) and hosts the
+    /// store of this process's data directory, as its hello says. Asked anew on each call.
+    public static func agentHostsThisStore(at path: String) -> Bool {
         var status = stat()
-        guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK, status.st_uid == getuid() else { return nil }
+        guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK, status.st_uid == getuid() else { return false }
         // The hello first: a socket-activated agent makes its store's directory before it.
         guard let hello = firstLine(from: path),
-              let mine = personalStoreDirectory(environment, home: { nil }).flatMap(storeIdentity(of:)),
-              hello.contains("\"\(storeField)\":\"\(mine)\"") else { return nil }
+              let mine = personalStoreDirectory(environment, home: { nil }).flatMap(storeIdentity(of:)) else { return false }
+        return hello.contains("\"\(storeField)\":\"\(mine)\"")
+    }
+
+    /// Where the commands themselves may start touchgate agent for this process (nothing
+    /// listens at ``agentServiceSocket()``, no systemd started one): the service socket, when
+    /// nothing else was chosen (no `TOUCHGATE_SOCKET`, not even empty; no touchgated), the
+    /// runtime directory is this user's own (a login session's, mode 0700), and the data
+    /// directory is the default one (`XDG_DATA_HOME` unset, or `~/.local/share`): a shell
+    /// pointing at another store (a throwaway demo, a test) keeps the in-process mode rather
+    /// than leaving an agent behind for it. Nil otherwise.
+    public static func agentSocketToStart() -> String? {
+        guard getenv(socketVariable) == nil, daemonSocket() == nil, let path = agentServiceSocket(),
+              let runtime = environment("XDG_RUNTIME_DIR"), let home = environment("HOME"), home.hasPrefix("/") else { return nil }
+        var status = stat()
+        guard lstat(runtime, &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == getuid(),
+              status.st_mode & 0o077 == 0 else { return nil }
+        if let data = environment("XDG_DATA_HOME"), data.hasPrefix("/"),
+           data.split(separator: "/") != (home + "/.local/share").split(separator: "/") { return nil }
         return path
-    }()
+    }
 
     /// The hello's field that names the store touchgate agent hosts.
     public static let storeField = "store"

@@ -97,11 +97,14 @@ enum ApprovalPrompt {
         if Invocation.daemonSocket() != nil { _ = ServiceChoice.requiredHost }
     }
 
-    /// Where approvals are asked: touchgated, or in the personal mode this process's own
-    /// service (not touchgate agent's socket, which takes the agent's own requests only
-    /// from the verified program, and holds nothing a process of yours does not).
+    /// Where approvals are asked: touchgated, or in the personal mode touchgate agent when it
+    /// hosts the store (it holds the unlocked key: the keyring has none), else this
+    /// process's own service.
     static var service: any TouchgateRequests {
         if let path = Invocation.daemonSocket() { return DaemonClient(socketPath: path, requester: nil) }
+        if let path = ServiceChoice.personalAgentSocket {
+            return DaemonClient(socketPath: path, mode: .personal, requester: nil)
+        }
         return ServiceChoice.requiredHost.personal(for: .thisProcess())
     }
 

@@ -220,6 +220,24 @@ struct Agent: AsyncParsableCommand {
                                              console: console)
             let hosted = hosting
             let served = Task { await hosted?.serve() }
+            // Like gpg-agent: an agent whose store's directory went away or was made anew (a
+            // home or a test's directory deleted), or whose socket was taken away, stops,
+            // rather than serve nothing anyone can reach; the next command starts another.
+            let watched = hosting == nil ? nil : Invocation.personalStoreDirectory(Invocation.environment, home: { nil })
+            let watch = Task { [stamp = watched.flatMap(Invocation.storeIdentity(of:))] in
+                let sockets = [path] + (activated.isEmpty ? [chosenService ?? PathText.deletingLastComponent(of: path) + "/socket"] : [])
+                let bound = sockets.map(Self.inode(of:))
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(2))
+                    let gone = watched.map { Invocation.storeIdentity(of: $0) != stamp } == true ? watched
+                        : zip(sockets, bound).first { Self.inode(of: $0.0) != $0.1 }?.0
+                    guard let gone else { continue }
+                    log("\(gone) is gone or was replaced: stopping")
+                    server.stop()
+                    hosted?.stop()
+                    return
+                }
+            }
             let keyring = secretService ? try Self.serveSecretService(requests: requests, console: console) : nil
             await withTaskCancellationHandler {
                 await server.run()
@@ -227,6 +245,7 @@ struct Agent: AsyncParsableCommand {
                 server.stop()
                 hosted?.stop()
             }
+            watch.cancel()
             keyring?.stop()
             hosted?.stop()
             await served.value
@@ -255,19 +274,10 @@ struct Agent: AsyncParsableCommand {
     /// until it listens. The new agent's pid, or nil when one was running.
     static func launch(socket: String, chosen: String?, service: String?) async throws(ServiceError) -> Int32? {
         if Invocation.isListening(socket) { return nil }
-        guard let program = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
-            throw ServiceError(.error, "cannot find this program (/proc/self/exe) to start the agent")
-        }
-        let log = PathText.deletingLastComponent(of: socket) + "/agent.log"
-        let logDescriptor = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        defer { if logDescriptor >= 0 { close(logDescriptor) } }
-        var arguments = ["touchgate", "agent"]
+        var arguments: [String] = []
         if let chosen { arguments += ["--socket", chosen] }
         if let service { arguments += ["--service-socket", service] }
-        let pid = DetachedProcess.spawn(program, arguments, logDescriptor: logDescriptor)
-        guard pid > 0 else {
-            throw ServiceError(.error, "cannot start touchgate agent: \(String(cString: strerror(-pid)))")
-        }
+        let (pid, log) = try spawnDetached(arguments, logDirectory: PathText.deletingLastComponent(of: socket))
         var waited = 0
         while !Invocation.isListening(socket), waited < 250 {
             try? await Task.sleep(for: .milliseconds(20))
@@ -277,6 +287,28 @@ struct Agent: AsyncParsableCommand {
             throw ServiceError(.error, "touchgate agent (pid \(pid)) did not start listening at \(socket); see \(log)")
         }
         return pid
+    }
+
+    /// Starts this program as `touchgate agent` with `arguments`, detached (its own session,
+    /// no terminal), its log appended to `agent.log` in `logDirectory`: the pid and the log.
+    static func spawnDetached(_ arguments: [String], logDirectory: String) throws(ServiceError) -> (pid: Int32, log: String) {
+        guard let program = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
+            throw ServiceError(.error, "cannot find this program (/proc/self/exe) to start the agent")
+        }
+        let log = logDirectory + "/agent.log"
+        let logDescriptor = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        defer { if logDescriptor >= 0 { close(logDescriptor) } }
+        let pid = DetachedProcess.spawn(program, ["touchgate", "agent"] + arguments, logDescriptor: logDescriptor)
+        guard pid > 0 else {
+            throw ServiceError(.error, "cannot start touchgate agent: \(String(cString: strerror(-pid)))")
+        }
+        return (pid, log)
+    }
+
+    /// The inode of what is at `path` now (0: nothing).
+    static func inode(of path: String) -> UInt {
+        var status = stat()
+        return lstat(path, &status) == 0 ? UInt(status.st_ino) : 0
     }
 
     /// The service socket at `path`, private to its user.

@@ -229,8 +229,14 @@ public final class Daemon: Sendable {
                     var judged = caller
                     // The group the kernel recorded when the connection was made: an exec
                     // after connecting changes nothing of it.
+                    // touchgate agent in the personal mode, on a system without the agent's group
+                    // (a build run from its directory, `make install`): the user's own commands
+                    // (touchgate run, mcp, approve) ask it, as they would ask the service in-process,
+                    // which holds nothing against the user's own programs either. With the group
+                    // (the packages), only the set-group-ID program, as touchgated asks.
                     if operation.contract.callers == .agentOnly {
                         judged.isVerifiedAgent = agentProgram.made(withGroup: peer.gid)
+                            || (handler.stores.personal != nil && agentProgram.group == nil)
                     }
                     let caller = judged
                     let turn = ReaderTurns.Request(owner: Self.owner(of: bucket))

@@ -691,6 +691,63 @@ struct SSHAgentTests {
         await agent.stop()
     }
 
+    /// Where nothing listens (no systemd user manager started the agent), the first command
+    /// on the user's default store starts touchgate agent, as gpg starts gpg-agent, and every
+    /// later one reaches that one agent; `TOUCHGATE_SOCKET=` (empty) and another data
+    /// directory stay in-process and start nothing. The agent stops once its store's
+    /// directory is gone.
+    @Test func theFirstCommandOnTheDefaultStoreStartsTheAgent() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        var (runtime, shell) = try rig.shellEnvironment()
+        shell["XDG_DATA_HOME"] = nil  // the default: ~/.local/share
+        defer { SecurityKeyTests.killAgents(runningIn: runtime) }
+        func touchgate(_ arguments: [String], _ extra: [String: String?] = [:], stdin: Data? = nil) async throws -> CLIResult {
+            var environment = shell
+            for (name, value) in extra { environment[name] = value }
+            var process = CLIProcess(environment: environment)
+            process.binaryOverride = rig.bin + "/touchgate"
+            return try await process.run(arguments, stdin: stdin)
+        }
+        func agents() -> [Int32] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry in
+                guard let pid = Int32(entry),
+                      let environ = FileManager.default.contents(atPath: "/proc/\(entry)/environ"),
+                      environ.split(separator: 0).contains(where: { String(decoding: $0, as: UTF8.self) == "XDG_RUNTIME_DIR=" + runtime }),
+                      let command = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
+                      command.split(separator: 0).map({ String(decoding: $0, as: UTF8.self) }).dropFirst().first == "agent"
+                else { return nil }
+                return pid
+            }
+        }
+        let boundary = { (run: CLIResult) in run.json?["trust-boundary"] as? String ?? "\(run.stdout) \(run.stderrLines)" }
+
+        let forced = try await touchgate(["status", "--json"], ["TOUCHGATE_SOCKET": ""])
+        let elsewhere = try await touchgate(["status", "--json"], ["XDG_DATA_HOME": rig.home.path("demo")])
+        #expect(boundary(forced).hasPrefix("in-process") && boundary(elsewhere).hasPrefix("in-process"),
+                "\(boundary(forced)) / \(boundary(elsewhere))")
+        #expect(agents().isEmpty, "nothing started for an empty TOUCHGATE_SOCKET or another store")
+
+        let made = try await touchgate(["init", "--kdf", "minimum", "--passphrase-fd", "0"],
+                                       stdin: Data("\(ReadmeRecipeTests.passphrase)\n".utf8))
+        #expect(made.status == 0, "init, the first command on the default store: \(made.stderrLines)")
+        let status = try await touchgate(["status", "--json"])
+        #expect(boundary(status).hasPrefix("touchgate agent"), "the default store's commands go to the agent")
+        let started = agents()
+        #expect(started.count == 1, "one agent: \(started)")
+        let again = try await touchgate(["status", "--json"])
+        #expect(boundary(again).hasPrefix("touchgate agent") && agents() == started, "the same agent serves on")
+        let log = (try? String(contentsOfFile: runtime + "/touchgate/agent.log", encoding: .utf8)) ?? ""
+        #expect(FileManager.default.fileExists(atPath: runtime + "/touchgate/ssh-agent.sock"), "\(log)")
+
+        // Its store's directory deleted: it stops (within the two seconds it looks).
+        try FileManager.default.removeItem(atPath: rig.home.path(".local/share/touchgate"))
+        for _ in 0..<100 where !agents().isEmpty {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(agents().isEmpty, "the agent of a deleted store stopped: \((try? String(contentsOfFile: runtime + "/touchgate/agent.log", encoding: .utf8)) ?? "")")
+    }
+
     /// In the personal mode the agent hosts the store: it takes the unlocked key out of the
     /// kernel keyring into its own memory, a shell's touchgate commands reach it at
     /// `$XDG_RUNTIME_DIR/touchgate/socket` without any setting, and the key ends with it.

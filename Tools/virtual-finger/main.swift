@@ -132,6 +132,6 @@ func watch(socket: String, prints: [String]) -> Never {
         let name = queue.count > 1 ? queue.removeFirst() : queue[0]
         finger.presentNext()
         // Which wait it answered, so that a log with one print too many says whose it was.
-        FileHandle.standardError.write(Data("virtual-finger: presented \(name) (wait \(now))\n".utf8))
+        FileHandle.standardError.write(Data("virtual-finger: presented \(name) (wait \(now.trimmingCharacters(in: .whitespacesAndNewlines)))\n".utf8))
     }
 }
