@@ -133,7 +133,9 @@ struct Prompter: Sendable {
             await end(true)
             return value
         } catch {
-            await end(false)
+            // A poor scan ends a verify or identify with its scan taken: its prompt still
+            // comes before the hint.
+            if case FingerprintError.retry = error { await end(true) } else { await end(false) }
             throw error
         }
     }
@@ -144,8 +146,11 @@ struct Prompter: Sendable {
         var rule = PromptRule(stages: operation == "enroll" ? info.enrollStages : nil,
                               timely: info.features.contains(.capture))
         var timers: [Task<Void, Never>] = []
+        // The rule derives its grace periods from when the driver reported what.
+        let clock = ContinuousClock()
+        let began = clock.now
         for await input in inputs {
-            for output in rule.handle(input) {
+            for output in rule.handle(input, at: clock.now - began) {
                 switch output {
                 case let .prompt(stage, stages):
                     prompt(stage: stage, stages: stages)

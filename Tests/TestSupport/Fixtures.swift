@@ -31,6 +31,11 @@ public enum Fixtures {
     public static func recording(_ driver: String) -> URL {
         directory.appendingPathComponent("umockdev/\(driver)")
     }
+
+    /// A umockdev recording kept in the project (`Tests/Fixtures/umockdev`, see its README).
+    public static func projectRecording(_ driver: String) -> URL {
+        packageRoot.appendingPathComponent("Tests/Fixtures/umockdev/\(driver)")
+    }
 }
 
 /// A private temporary directory, removed by ``remove()``.

@@ -134,25 +134,117 @@ import Testing
 
     @Test func aDriverThatReportsFingerStatusGetsTheLongGraceAfterItsStages() {
         var rule = PromptRule(stages: 25)
-        #expect(rule.handle(.started) == [.startGrace(wait: 1, after: PromptRule.shortGrace)])
+        #expect(rule.handle(.started) == [.startGrace(wait: 1, after: PromptRule.initialGrace)])
         _ = rule.handle(.fingerStatus(.needed))
         // It reports status, so a scan that starts before the fallback is prompted by "present":
-        // the wait after a stage can afford the long safety net; a retry's wait cannot.
+        // the wait after a stage can afford the long safety net.
         #expect(rule.handle(.enrollStage(completed: 1, total: 25)).last
                 == .startGrace(wait: 2, after: PromptRule.longGrace))
         #expect(rule.handle(.fingerStatus(.needed)) == [.prompt(stage: 2, stages: 25)])
-        #expect(rule.handle(.retry(.general)).last == .startGrace(wait: 3, after: PromptRule.shortGrace))
+        // A retry while it still says "needed": it waits already and will say nothing more.
+        #expect(rule.handle(.retry(.general)) == [.retry(.general), .prompt(stage: 2, stages: 25)])
+        // A retry once it has said it no longer waits: its next "needed" is awaited, as
+        // long as its reports have taken.
+        _ = rule.handle(.fingerStatus([]))
+        #expect(rule.handle(.retry(.general)).last == .startGrace(wait: 4, after: rule.grace))
         // An image reader is known to report on time.
         var image = PromptRule(stages: 5, timely: true)
         #expect(image.handle(.started) == [.startGrace(wait: 1, after: PromptRule.longGrace)])
+        _ = image.handle(.fingerStatus(.needed))
+        #expect(image.handle(.retry(.general)).last == .startGrace(wait: 2, after: PromptRule.longGrace))
     }
 
-    @Test func aDriverThatReportsNoFingerStatusKeepsTheShortGrace() {
+    @Test func aDriverThatReportsNoFingerStatusIsPromptedAtEachStageAndRetry() {
         var rule = PromptRule(stages: 9)
-        #expect(rule.handle(.started) == [.startGrace(wait: 1, after: PromptRule.shortGrace)])
+        #expect(rule.handle(.started) == [.startGrace(wait: 1, after: PromptRule.initialGrace)])
         #expect(rule.handle(.graceElapsed(wait: 1)) == [.prompt(stage: 1, stages: 9)])
-        #expect(rule.handle(.enrollStage(completed: 1, total: 9)).last
-                == .startGrace(wait: 2, after: PromptRule.shortGrace))
+        #expect(rule.handle(.enrollStage(completed: 1, total: 9))
+                == [.progress(completed: 1, total: 9), .prompt(stage: 2, stages: 9)])
+        #expect(rule.handle(.retry(.centerFinger)) == [.retry(.centerFinger), .prompt(stage: 2, stages: 9)])
+    }
+
+    @Test func theGraceIsDerivedFromHowSoonTheDriverReportsNeeded() {
+        var rule = PromptRule(stages: 12)
+        #expect(rule.grace == PromptRule.initialGrace, "nothing measured yet")
+        _ = rule.handle(.started, at: .milliseconds(0))
+        _ = rule.handle(.fingerStatus(.needed), at: .milliseconds(30))
+        #expect(rule.grace == .milliseconds(30) * PromptRule.graceFactor)
+        _ = rule.handle(.fingerStatus([.needed, .present]), at: .milliseconds(900))
+        _ = rule.handle(.fingerStatus([]), at: .milliseconds(1000))
+        _ = rule.handle(.enrollStage(completed: 1, total: 12), at: .milliseconds(1100))
+        // The slowest report counts; the person's touch ("present") is not the driver's pace.
+        _ = rule.handle(.fingerStatus(.needed), at: .milliseconds(1150))
+        #expect(rule.grace == .milliseconds(50) * PromptRule.graceFactor)
+        _ = rule.handle(.fingerStatus([]), at: .milliseconds(2000))
+        #expect(rule.handle(.retry(.general), at: .milliseconds(2100)).last
+                == .startGrace(wait: 3, after: .milliseconds(200)))
+        // Bounded both ways.
+        var quick = PromptRule(stages: nil)
+        _ = quick.handle(.started, at: .zero)
+        _ = quick.handle(.fingerStatus(.needed), at: .milliseconds(1))
+        #expect(quick.grace == PromptRule.minimumGrace)
+        var slow = PromptRule(stages: nil)
+        _ = slow.handle(.started, at: .zero)
+        _ = slow.handle(.fingerStatus(.needed), at: .seconds(3))
+        #expect(slow.grace == PromptRule.longGrace)
+    }
+
+    /// elanmoc as libfprint 1.94.5's recording replays (tests/elanmoc): no finger status at
+    /// all, nine stages with a retry before the eighth and the ninth, all within
+    /// milliseconds (the grace period never ends first), then a verify and an identify.
+    @Test func theElanmocSequenceIsPromptedOncePerScan() {
+        var steps: [Step] = []
+        var expected: [String] = []
+        for stage in 1...9 {
+            if [8, 9].contains(stage) {
+                steps += [.retry]
+                expected += ["ask \(stage)/9", "retry"]
+            }
+            steps += [.stage(stage, of: 9)]
+            expected += ["ask \(stage)/9", "done \(stage)/9"]
+        }
+        let seen = Self.transcript(steps + [.succeeded], stages: 9)
+        #expect(seen == expected)
+        #expect(seen.filter { $0.hasPrefix("ask") }.count == 11, "9 stages and 2 retries")
+        #expect(Self.transcript([.succeeded], stages: nil) == ["ask"], "a verify's scan outran the grace period")
+        #expect(Self.transcript([.failed], stages: nil) == [], "no scan taken, no prompt after the fact")
+    }
+
+    /// goodixmoc as libfprint 1.94.5's recording replays (tests/goodixmoc): "needed" as each
+    /// capture starts, "present" once it has the finger; a retry may come with either and
+    /// is followed by no change at all (the next capture's "needed" and "present" are
+    /// already set); twelve stages and eight retries.
+    @Test func theGoodixmocSequenceIsPromptedOncePerScan() {
+        // The order of the driver's finger status and enroll progress reports in the replay.
+        let recorded: [Step] = [
+            .needed, .touched, .retry, .stage(1, of: 12),
+            .needed, .touched, .stage(2, of: 12),
+            .needed, .retry, .touched, .retry, .stage(3, of: 12),
+            .needed, .touched, .stage(4, of: 12),
+            .needed, .retry, .touched, .stage(5, of: 12),
+            .needed, .retry, .touched, .stage(6, of: 12),
+            .needed, .touched, .stage(7, of: 12),
+            .needed, .touched, .stage(8, of: 12),
+            .needed, .retry, .retry, .retry, .touched, .stage(9, of: 12),
+            .needed, .touched, .stage(10, of: 12),
+            .needed, .touched, .stage(11, of: 12),
+            .needed, .touched, .stage(12, of: 12),
+            .lifted, .succeeded,
+        ]
+        let seen = Self.transcript(recorded, stages: 12)
+        #expect(seen.filter { $0.hasPrefix("ask") }.count == 20, "12 stages and 8 retries: \(seen)")
+        #expect(seen.filter { $0 == "retry" }.count == 8)
+        // Every scan's prompt comes before its result, and only one.
+        var waiting = false
+        for line in seen {
+            if line.hasPrefix("ask") {
+                #expect(!waiting, "two prompts for one scan: \(seen)")
+                waiting = true
+            } else {
+                #expect(waiting, "a result without its prompt: \(seen)")
+                waiting = false
+            }
+        }
     }
 
     /// fpcmoc as its recording replays (no time passes between events): "needed" once at
