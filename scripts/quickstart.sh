@@ -23,9 +23,12 @@ bin=$(swift build --show-bin-path)
 touchgate="$bin/touchgate"
 
 demo=$(mktemp -d -t touchgate-demo-XXXXXX)
-# Leave nothing behind: the unlocked key goes from the kernel keyring, the data from the disk.
-trap '"$touchgate" lock >/dev/null 2>&1 || true; rm -rf "$demo"' EXIT
+# Leave nothing behind: the vault locked, the agent stopped, the data gone from the disk.
+trap '"$touchgate" lock >/dev/null 2>&1 || true; [ -z "${TOUCHGATE_AGENT_PID:-}" ] || kill "$TOUCHGATE_AGENT_PID" 2>/dev/null; rm -rf "$demo"' EXIT
 export XDG_DATA_HOME="$demo/data"
+# The demo's own session directory, where its agent listens (never your own agent's).
+export XDG_RUNTIME_DIR="$demo/run"
+mkdir -m 0700 "$XDG_RUNTIME_DIR"
 
 real_reader=""
 if [ -z "${FP_DRIVERS_WHITELIST:-}" ] && "$touchgate" devices --json 2>/dev/null | grep -q '"driver"'; then
@@ -34,19 +37,39 @@ fi
 
 step() { printf '\n== %s\n' "$*" >&2; }
 
+if [ -z "$real_reader" ]; then
+  # libfprint's virtual reader, in the agent: it listens on this socket for the finger's prints.
+  export FP_DRIVERS_WHITELIST=virtual_image FP_VIRTUAL_IMAGE="$demo/virtual-image.socket"
+fi
+# As the packages set up personal mode: touchgate agent keeps the store open and the unlocked
+# key in its own memory, and every command below goes to it (`touchgate status` says so).
+step "start touchgate agent (what your session's systemd, or your first command, starts)"
+eval "$("$touchgate" agent --launch)"
+
 if [ -n "$real_reader" ]; then
   step "reader found"; "$touchgate" devices
   step "enroll your right index finger"; "$touchgate" enroll --finger right-index
   step "verify: touch the reader with the same finger"; "$touchgate" verify
 else
   echo "No fingerprint reader found: using libfprint's virtual reader with the NIST prints." >&2
-  finger() { "$bin/virtual-finger" "$@"; }
+  # finger PRINT COMMAND...: the virtual finger presents PRINT each time the agent's reader
+  # waits while COMMAND runs.
+  finger() {
+    local print=$1 status=0 watcher
+    shift
+    "$bin/virtual-finger" --watch --socket "$FP_VIRTUAL_IMAGE" --print "$print" 2>/dev/null &
+    watcher=$!
+    sleep 0.3
+    "$@" || status=$?
+    kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null || true
+    return "$status"
+  }
   step "enroll: the virtual finger presents the whorl print five times"
-  finger --print whorl -- "$touchgate" enroll --finger right-index
+  finger whorl "$touchgate" enroll --finger right-index
   step "verify with whorl (expect: match)"
-  finger --print whorl -- "$touchgate" verify
+  finger whorl "$touchgate" verify
   step "verify with arch (expect: no match, exit 1)"
-  if finger --print arch -- "$touchgate" verify; then echo "unexpected match" >&2; exit 1; fi
+  if finger arch "$touchgate" verify; then echo "unexpected match" >&2; exit 1; fi
 fi
 
 # The secrets workflow: a vault, a secret guarded by the enrolled finger set, released by a touch.
@@ -63,10 +86,10 @@ else
   step "store a secret that only the enrolled finger set can release, with a touch every time"
   printf 'ghp_demo_%s\n' "$RANDOM$RANDOM" | "$touchgate" secret add demo-token --policy biometry-current-set --fresh
   step "release it with the whorl finger: the value alone goes to standard output"
-  value=$(finger --print whorl -- "$touchgate" secret get demo-token)
+  value=$(finger whorl "$touchgate" secret get demo-token)
   echo "secret get printed: $value" >&2
   step "the arch finger is refused (exit 1)"
-  if finger --print arch -- "$touchgate" secret get demo-token; then
+  if finger arch "$touchgate" secret get demo-token; then
     echo "unexpected release" >&2; exit 1
   fi
   step "status and the audit trail"

@@ -105,8 +105,9 @@ struct ReadmeWalkthroughTests {
         let status = await session.finish(timeout: 15 * 60)  // a backstop: 498 s were seen beside a full run
         let output = session.output
         #expect(status == 0, "\(command) failed (status \(status)):\n\(output)")
+        // Every command went to the demo's touchgate agent, as personal mode's commands do.
         for shown in ["Enrolled right-index of ", "match: right-index of ", "no match", "secret get printed: ghp_demo_",
-                      "audit log intact: ", "== done"] {
+                      "touchgate agent: the unlocked key is in the agent's memory", "audit log intact: ", "== done"] {
             #expect(output.contains(shown), "'\(shown)' not shown:\n\(output)")
         }
     }
