@@ -111,6 +111,22 @@ struct PolkitTests {
         #expect(Self.ranAsRoot(rooted.output), "\(rooted.output)")
     }
 
+    @Test("mode=touch: pkttyagent shows the daemon's request to touch, and the touch alone ends it")
+    func touchOnly() async throws {
+        let (pam, polkit) = try await Self.rig()
+        defer { polkit.stop() }
+        try polkit.setAdministrators(["nobody"])
+        try polkit.commonAuth(["auth\tsufficient\t\(pam.module) socket=\(pam.socket) timeout=20",
+                               "auth\trequired\tpam_unix.so nullok try_first_pass"])
+        let session = try await polkit.pkexec()
+        // The daemon's words for the virtual reader (a swipe sensor), as pkttyagent shows an info message.
+        #expect(try await session.waitForLine(timeout: 30) { $0.hasPrefix("Info: Swipe your right index finger") },
+                "\(session.output)\n\(polkit.logs)")
+        PAMEitherTests.touch(pam, "whorl")
+        #expect(await session.finish(timeout: 30) == 0, "\(session.output)\n\(pam.rig.daemonLog)")
+        #expect(Self.ranAsRoot(session.output) && !session.output.contains("Password"), "\(session.output)")
+    }
+
     /// Whether `id -u` printed 0: a line of its own, once pkttyagent's colours are taken out.
     static func ranAsRoot(_ output: String) -> Bool {
         output.replacing(/\u{1B}\[[0-9;]*m/, with: "").split(separator: "\n")
@@ -173,13 +189,12 @@ final class PolkitRig: Sendable {
         try #require(copied.status == 0, "cp /etc/pam.d: \(copied.stderr)")
         // What `pam-auth-update --enable touchgate` writes (debian/pam-configs/touchgate, its
         // `success=end` counted out), with the rig's module and daemon.
-        try """
-            auth\t[success=2 default=ignore]\t\(pam.module) mode=either socket=\(pam.socket) timeout=20
-            auth\t[success=1 default=ignore]\tpam_unix.so nullok try_first_pass
-            auth\trequisite\t\t\tpam_deny.so
-            auth\trequired\t\t\tpam_permit.so
-
-            """.write(toFile: confdir + "/common-auth", atomically: true, encoding: .utf8)
+        try Self.commonAuth(in: directory, [
+            "auth\t[success=2 default=ignore]\t\(pam.module) mode=either socket=\(pam.socket) timeout=20",
+            "auth\t[success=1 default=ignore]\tpam_unix.so nullok try_first_pass",
+            "auth\trequisite\t\t\tpam_deny.so",
+            "auth\trequired\t\t\tpam_permit.so",
+        ])
         try? FileManager.default.removeItem(atPath: confdir + "/polkit-1")  // Debian's, from /usr/lib/pam.d
 
         var shadow = try String(contentsOfFile: "/etc/shadow", encoding: .utf8).split(separator: "\n").map(String.init)
@@ -239,6 +254,18 @@ final class PolkitRig: Sendable {
             for process in started.reversed() { process.stop() }
             throw error
         }
+    }
+
+    /// Makes `lines` the namespace's /etc/pam.d/common-auth (the directory is bind-mounted: a
+    /// file replaced in it is seen at once).
+    func commonAuth(_ lines: [String]) throws {
+        try Self.commonAuth(in: directory, lines)
+    }
+
+    private static func commonAuth(in directory: String, _ lines: [String]) throws {
+        try (lines.joined(separator: "\n") + "\n").write(toFile: directory + "/pam.d/common-auth", atomically: true,
+                                                         encoding: .utf8)
+        chmod(directory + "/pam.d/common-auth", 0o644)
     }
 
     /// Makes `users` the members of group sudo, in place (the bind mount holds the file's inode).
