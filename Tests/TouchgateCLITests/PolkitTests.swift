@@ -73,11 +73,7 @@ struct PolkitTests {
     func administratorsFinger() async throws {
         let (pam, polkit) = try await Self.rig()
         defer { polkit.stop() }
-        // root enrolls another finger than nobody's whorl.
-        let enrolled = try await pam.rig.run(["enroll", "--json", "--finger", "right-index"], presenting: ["loop-right"])
-        #expect(enrolled.status == 0, "enroll: \(enrolled.stderrLines)\n\(pam.rig.daemonLog)")
-        let made = try await pam.rig.withPassphrase(["init", "--kdf", "minimum"])
-        #expect(made.status == 0, "init: \(made.stderrLines)")
+        try await Self.enrollRoot(pam)
         // Nobody is in sudo: polkit falls back to root (uid 0) as the administrator.
         try polkit.setAdministrators([])
 
@@ -111,6 +107,55 @@ struct PolkitTests {
         #expect(Self.ranAsRoot(rooted.output), "\(rooted.output)")
     }
 
+    @Test("with systemd-logind: for another user's finger, a pkexec in no login session gets the password only; in a local session at a seat, the touch")
+    func anotherUsersFingerNeedsASession() async throws {
+        let logind = try await LogindRig()
+        defer { logind.stop() }
+        let (pam, polkit) = try await Self.rig(logind: logind)
+        defer { polkit.stop() }
+        try await Self.enrollRoot(pam)
+        try polkit.setAdministrators([])
+
+        // The helper, started by nobody to ask for root's finger, is in no session logind
+        // knows (as from a cron job or a user service): no touch is asked, the password is.
+        let outside = try await polkit.pkexec()
+        #expect(try await outside.waitForLine(timeout: 30) { $0.hasPrefix("Password:") }, "\(outside.output)\n\(pam.rig.daemonLog)")
+        #expect(!outside.output.contains("touch the reader"), "\(outside.output)")
+        outside.type(Self.rootPassword + "\n")
+        #expect(await outside.finish(timeout: 30) == 0, "\(outside.output)")
+        #expect(Self.ranAsRoot(outside.output), "\(outside.output)")
+        #expect(pam.rig.daemonLog.contains("started by uid 65534, asks for another user's finger from no systemd-logind session; refused"),
+                "\(pam.rig.daemonLog)")
+        let denied = try await pam.auditReasons(event: "access.denied")
+        #expect(denied.last?.contains("no login session") == true, "in root's trail: \(denied)")
+
+        // In nobody's local session at seat0: the person asking is at the machine.
+        try await logind.addSession("c1", uid: DaemonRig.otherUID, user: "nobody", remote: false)
+        try logind.placeProcesses(named: "polkit-agent-he", inSession: "c1")
+        let seated = try await polkit.pkexec()
+        #expect(try await seated.waitForLine(timeout: 30) { $0.contains("Password or touch the reader:") }, "\(seated.output)")
+        PAMEitherTests.touch(pam, "loop-right")
+        #expect(await seated.finish(timeout: 30) == 0, "\(seated.output)\n\(pam.rig.daemonLog)")
+        #expect(Self.ranAsRoot(seated.output), "\(seated.output)")
+
+        // For the requester's own finger (nobody in sudo), no session is needed, as before.
+        try logind.placeProcesses(named: nil, inSession: nil)
+        try polkit.setAdministrators(["nobody"])
+        let own = try await polkit.pkexec()
+        #expect(try await own.waitForLine(timeout: 30) { $0.contains("Password or touch the reader:") }, "\(own.output)")
+        PAMEitherTests.touch(pam, "whorl")
+        #expect(await own.finish(timeout: 30) == 0, "\(own.output)\n\(pam.rig.daemonLog)")
+        #expect(Self.ranAsRoot(own.output), "\(own.output)")
+    }
+
+    /// root's vault, with loop-right enrolled (not nobody's whorl).
+    static func enrollRoot(_ pam: PAMRig) async throws {
+        let enrolled = try await pam.rig.run(["enroll", "--json", "--finger", "right-index"], presenting: ["loop-right"])
+        #expect(enrolled.status == 0, "enroll: \(enrolled.stderrLines)\n\(pam.rig.daemonLog)")
+        let made = try await pam.rig.withPassphrase(["init", "--kdf", "minimum"])
+        #expect(made.status == 0, "init: \(made.stderrLines)")
+    }
+
     @Test("mode=touch: pkttyagent shows the daemon's request to touch, and the touch alone ends it")
     func touchOnly() async throws {
         let (pam, polkit) = try await Self.rig()
@@ -133,10 +178,12 @@ struct PolkitTests {
             .contains { $0.trimmingCharacters(in: .whitespaces) == "0" }
     }
 
-    /// A daemon with nobody's whorl enrolled, and polkit on a private bus in front of it.
-    static func rig() async throws -> (PAMRig, PolkitRig) {
+    /// A daemon (on the bus of `logind`'s stand-in, if given) with nobody's whorl enrolled,
+    /// and polkit on a private bus in front of it.
+    static func rig(logind: LogindRig? = nil) async throws -> (PAMRig, PolkitRig) {
         try DaemonAttackTests.requireRoot()
         let pam = try await PAMRig()
+        if let logind { pam.rig.daemonEnvironment = logind.environment }
         try await pam.rig.start()
         try await pam.rig.initialize(as: DaemonRig.otherUID)
         let polkit = try await PolkitRig(pam: pam, passwords: ["nobody": password, "root": rootPassword])
