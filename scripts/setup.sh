@@ -18,6 +18,7 @@ tests=(
   umockdev udev systemd util-linux mount bsdutils sqlite3                             # tests: replays, udev rules, tampering, daemon units (systemd-analyze, systemd-socket-activate)
   fprintd python3-dbusmock dbus-daemon libglib2.0-bin                                 # tests: the real fprintd on a private bus
   libpam-modules db-util pamtester sudo                                               # tests: real PAM stacks (pam_userdb, pamtester, sudo)
+  polkitd pkexec openssl                                                              # tests: pkexec through Debian's polkitd and pkttyagent (openssl: the test's password hashes)
   gnome-keyring libpam-gnome-keyring                                                  # tests: the authtok hand-off unlocks a real keyring
   openssh-client openssh-server git python3 gnupg pass pinentry-tty python3-cryptography # tests: the helpers under ssh-agent, touchgate agent under sshd, git over HTTP, gpg-agent
   libpq5 postgresql                                                                   # fleet collection (libpq, loaded when shipping); tests: a real PostgreSQL 15 server

@@ -58,6 +58,16 @@ public struct Caller: Sendable, Equatable, CustomStringConvertible {
         return handle.whileRunning(ProcessTable.chain(above:)) ?? ["(it exited before its parents were read)"]
     }
     private let givenChain: [String]?
+    /// The real uid of its process (`/proc/PID/status`), read when asked for and kept only if
+    /// the process still ran after it was read; nil when it cannot be read. A set-user-ID root
+    /// program (su, polkit's agent helper) connects as root, ``uid`` 0, but keeps the real uid
+    /// of the user who started it.
+    public var realUID: UInt32? {
+        if let givenRealUID { return givenRealUID }
+        guard let handle else { return ProcessTable.realUID(of: pid) }
+        return handle.whileRunning(ProcessTable.realUID(of:)) ?? nil
+    }
+    private let givenRealUID: UInt32?
     /// The door it came through.
     public let door: Door
     /// What the door says of the program it serves beyond the process (`touchgate agent for
@@ -77,12 +87,13 @@ public struct Caller: Sendable, Equatable, CustomStringConvertible {
 
     /// A caller with these facts.
     public init(uid: UInt32, loginName: String, pid: Int32, executable: String?, processChain: [String]? = nil,
-                door: Door, requester: String? = nil) {
+                realUID: UInt32? = nil, door: Door, requester: String? = nil) {
         self.uid = uid
         self.loginName = loginName
         self.pid = pid
         self.executable = executable
         givenChain = processChain
+        givenRealUID = realUID
         self.door = door
         self.requester = requester
     }

@@ -13,6 +13,13 @@ public import TouchgateAPI
 /// in no session (a system service, a container), the request proceeds as it would without
 /// the argument and the daemon's log says so; the PAM module's own `PAM_RHOST` check still
 /// applies. Any other failure of logind refuses: the stack falls back to the password.
+///
+/// Except on someone else's behalf: a set-user-ID root program started by one user that asks
+/// for another user's finger (su, polkit's agent helper asking for an administrator) is
+/// refused when logind knows it in no session. A touch goes to whichever request holds the
+/// reader, so such a request from a cron job or a `systemd-run --user` service could take the
+/// touch its user meant for a prompt of their own; from a local session, the person asking
+/// is at the machine.
 public struct LocalSessionRule: Sendable {
     /// Where the session of a process is looked up: nil when the process is in none; throws
     /// ``LogindAbsent`` when logind cannot be asked or does not know the process.
@@ -56,8 +63,9 @@ public struct LocalSessionRule: Sendable {
     }
 
     /// Returns when the process `pid` (`caller` describes it in the log) may be asked for a
-    /// finger; throws `remote-session` otherwise, before any reader is used.
-    public func check(pid: Int32, caller: String) async throws(ServiceError) {
+    /// finger; throws `remote-session` otherwise, before any reader is used. `onBehalfOf` is
+    /// the real uid of a process that asks for another user's finger (``ServiceGate``).
+    public func check(pid: Int32, caller: String, onBehalfOf requester: UInt32? = nil) async throws(ServiceError) {
         let session: LogindSession?
         do {
             session = try await lookup(pid)
@@ -69,6 +77,12 @@ public struct LocalSessionRule: Sendable {
                                + "and see `journalctl -u systemd-logind`")
         }
         guard let session else {
+            if let requester {
+                logger.notice("\(caller): local-only: pid \(pid), started by uid \(requester), asks for another user's finger from no systemd-logind session; refused")
+                throw ServiceError(.remoteSession, "the process that asked (pid \(pid)) was started by another user "
+                                   + "(uid \(requester)) and is in no login session, so nobody at this machine is known "
+                                   + "to be asking: no finger is asked on their behalf; use the password instead")
+            }
             return logger.notice("""
                 \(caller): local-only: pid \(pid) is in no systemd-logind session; proceeding, \
                 the PAM module's PAM_RHOST check still applies

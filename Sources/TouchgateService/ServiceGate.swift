@@ -53,7 +53,8 @@ public struct ServiceGate: Sendable {
             }
             service = try self.service(for: caller, actingFor: namedUser)
             if localOnly {
-                try await sessions.check(pid: caller.pid, caller: caller.description)
+                try await sessions.check(pid: caller.pid, caller: caller.description,
+                                         onBehalfOf: Self.requester(of: caller, askingFor: namedUser))
                 // The session was looked up by pid: it was the caller's only if the caller still
                 // ran afterwards (a pid freed since may be another process's).
                 if caller.hasExited {
@@ -68,6 +69,15 @@ public struct ServiceGate: Sendable {
         }
         observer?(operation, caller)
         return try await body(service)
+    }
+
+    /// The real uid of `caller` when it is a set-user-ID root program that one user started to
+    /// ask about another (su for root, polkit's agent helper for an administrator); nil when it
+    /// asks about its own user, runs as root through and through, or its real uid is unknown.
+    static func requester(of caller: Caller, askingFor namedUser: String?) -> UInt32? {
+        guard caller.isRoot, let namedUser, let named = UserDatabase.uid(of: namedUser), let real = caller.realUID,
+              real != 0, real != named else { return nil }
+        return real
     }
 
     /// Records `refusal` of `operation` (a request refused before it reached the gate, such as

@@ -223,6 +223,45 @@ enum Released: Equatable {
         } } throws: { ($0 as? ServiceError)?.code == .remoteSession && "\($0)".contains("exited before its login session") }
         #expect(rig.reader.opens == opens + 1, "no reader was opened for a caller that is gone")
     }
+
+    @Test("on another user's behalf: su or polkit's helper started by one user, asking for another's finger from no login session, is refused; from a local one, or for its own user, it proceeds")
+    func onAnotherUsersBehalf() async throws {
+        let rig = GatedRig()
+        defer { rig.remove() }
+        _ = try await rig.gate.serve(.enroll, caller: rig.daemonUser, namedUser: nil, localOnly: false) { service in
+            _ = try await service.initialize(stretching: .minimum, interaction: ScriptedInteraction())
+            try await service.unlock(interaction: ScriptedInteraction())
+            return try await service.enroll(finger: "right-thumb", interaction: ScriptedInteraction())
+        }
+        let opens = rig.reader.opens
+        // Started by nobody (65534), asking for daemon's (uid 1) finger, in no session (a cron job, a user service).
+        let helper = Caller(uid: 0, loginName: "root", pid: GatedRig.noSessionPID, executable: nil, realUID: 65534, door: .daemon)
+        await #expect { _ = try await rig.gate.serve(.verify, caller: helper, namedUser: "daemon", localOnly: true) { service in
+            try await service.verify(interaction: ScriptedInteraction())
+        } } throws: { ($0 as? ServiceError)?.code == .remoteSession && "\($0)".contains("uid 65534") }
+        #expect(rig.reader.opens == opens, "no reader was opened")
+        let refusal = try #require(try await rig.services(Principal(uid: 1, loginName: "daemon")).auditShow().last)
+        #expect(refusal.event == "access.denied" && refusal.reason.contains("no login session"), "\(refusal.reason)")
+        // Without local-only (no PAM module asked), nothing changes.
+        #expect(try await rig.gate.serve(.status, caller: helper, namedUser: "daemon", localOnly: false) { _ in true })
+        // The same process for its own user, or run by root through and through (a greeter, a
+        // system service), proceeds as before.
+        for realUID: UInt32 in [1, 0] {
+            let own = Caller(uid: 0, loginName: "root", pid: GatedRig.noSessionPID, executable: nil, realUID: realUID, door: .daemon)
+            rig.reader.then(.finger("right-thumb"))
+            let matched = try await rig.gate.serve(.verify, caller: own, namedUser: "daemon", localOnly: true) { service in
+                try await service.verify(interaction: ScriptedInteraction())
+            }
+            #expect(matched.match, "real uid \(realUID)")
+        }
+        // On another user's behalf from a local session at a seat: the person asking is here.
+        let seated = Caller(uid: 0, loginName: "root", pid: GatedRig.consolePID, executable: nil, realUID: 65534, door: .daemon)
+        rig.reader.then(.finger("right-thumb"))
+        let matched = try await rig.gate.serve(.verify, caller: seated, namedUser: "daemon", localOnly: true) { service in
+            try await service.verify(interaction: ScriptedInteraction())
+        }
+        #expect(matched.match)
+    }
 }
 
 /// A held process that has exited.
@@ -236,6 +275,7 @@ private final class ExitedProcess: HeldProcess {
 /// logind's answers scripted by pid.
 private struct GatedRig {
     static let sshPID: Int32 = 20, consolePID: Int32 = 21, unknownPID: Int32 = 22, outsidePID: Int32 = 23, seatlessPID: Int32 = 24
+    static let noSessionPID: Int32 = 25
     let reader = ScriptedReader()
     let clock = ManualClock()
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("touchgate-gated-\(UUID().uuidString)")
@@ -263,6 +303,7 @@ private struct GatedRig {
             case Self.consolePID: LogindSession(id: "1", remote: false, remoteHost: "")
             case Self.seatlessPID: LogindSession(id: "c9", remote: false, remoteHost: "", seat: "")
             case Self.unknownPID: throw LogindBroke()
+            case Self.noSessionPID: nil
             default: throw LocalSessionRule.LogindAbsent("not in any session logind knows")
             }
         }
