@@ -75,13 +75,43 @@ public enum Invocation {
 
     /// Whether touchgate agent listens at `path` (a socket of this user's) and hosts the
     /// store of this process's data directory, as its hello says. Asked anew on each call.
+    ///
+    /// Read from the record the agent keeps beside its socket (``storeRecord(of:)``) when
+    /// there is one, with a bare connection to see that it listens: no conversation, which
+    /// would cost a command through the agent about a millisecond. Without a record (systemd
+    /// holds the socket, and the agent starts at this connection), from the agent's hello.
     public static func agentHostsThisStore(at path: String) -> Bool {
         var status = stat()
         guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK, status.st_uid == getuid() else { return false }
-        // The hello first: a socket-activated agent makes its store's directory before it.
-        guard let hello = firstLine(from: path),
-              let mine = personalStoreDirectory(environment, home: { nil }).flatMap(storeIdentity(of:)) else { return false }
+        if let recorded = readSmallFile(storeRecord(of: path)) {
+            // The record first: a socket-activated agent makes its store's directory before it.
+            guard let mine = thisStoreIdentity() else { return false }
+            return recorded == mine + "\n" && isListening(path)
+        }
+        guard let hello = firstLine(from: path), let mine = thisStoreIdentity() else { return false }
         return hello.contains("\"\(storeField)\":\"\(mine)\"")
+    }
+
+    /// ``storeIdentity(of:)`` of this process's personal data directory.
+    public static func thisStoreIdentity() -> String? {
+        personalStoreDirectory(environment, home: { nil }).flatMap(storeIdentity(of:))
+    }
+
+    /// Where touchgate agent serving at `socket` records the store it hosts (its identity and a
+    /// newline), for as long as it runs.
+    public static func storeRecord(of socket: String) -> String { socket + ".store" }
+
+    /// The bytes of a small regular file of this user's at `path` (at most 256), or nil.
+    private static func readSmallFile(_ path: String) -> String? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_uid == getuid() else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[..<count], as: UTF8.self)
     }
 
     /// Where the commands themselves may start touchgate agent for this process (nothing

@@ -95,6 +95,14 @@ public struct DaemonClient: TouchgateRequests {
                     throw ServiceError(.daemonUnavailable, "touchgated at \(socketPath) does not speak protocol version "
                                            + "\(DaemonProtocol.version); update touchgate and touchgated together")
                 }
+                if mode == .personal, let hosted = message.store, hosted != Invocation.thisStoreIdentity() {
+                    // A record left by an agent that was killed named this store; the agent now
+                    // there hosts another. Nothing was sent: the next command decides anew.
+                    unlink(Invocation.storeRecord(of: socketPath))
+                    throw ServiceError(.daemonUnavailable, "touchgate agent at \(socketPath) hosts another store than "
+                                       + "this command's data directory; run the command again (it will run in-process), "
+                                       + "or point XDG_DATA_HOME at the agent's store")
+                }
                 greeted = true
                 let sent = parties.descriptors.isEmpty
                     ? socket.send(request) : socket.send(request, descriptors: parties.descriptors)

@@ -202,6 +202,7 @@ struct Agent: AsyncParsableCommand {
             let log: @Sendable (String) -> Void = { line in console.event(InteractionEvent(.notice, line)) }
             let requests: RequestsForCaller
             var hosting: (any AgentHosting)?
+            var record: (path: String, contents: String)?
             if let daemon = Invocation.daemonSocket() {
                 // touchgated holds the keys and decides; this door only forwards, saying what it
                 // found of its caller (the daemon's own gate sees this agent as the caller).
@@ -210,6 +211,7 @@ struct Agent: AsyncParsableCommand {
                 let servicePath = chosenService ?? PathText.deletingLastComponent(of: path) + "/socket"
                 let serviceListener = activated.count > 1 ? activated[1] : try Self.bindService(servicePath)
                 let hosted = ServiceChoice.requiredHost.personalAgent(serviceSocket: serviceListener, log: log)
+                record = Self.recordStore(beside: servicePath)
                 if await hosted.takeOverKeyringKey() {
                     log("took the unlocked vault key out of the kernel keyring into this agent's memory")
                 }
@@ -249,6 +251,7 @@ struct Agent: AsyncParsableCommand {
             keyring?.stop()
             hosted?.stop()
             await served.value
+            if let record, Self.contents(of: record.path) == record.contents { unlink(record.path) }
             return ExitStatus.success
         }
     }
@@ -303,6 +306,30 @@ struct Agent: AsyncParsableCommand {
             throw ServiceError(.error, "cannot start touchgate agent: \(String(cString: strerror(-pid)))")
         }
         return (pid, log)
+    }
+
+    /// Records beside the service socket which store this agent hosts (what its hello says),
+    /// so that a command decides without a conversation (``Invocation/agentHostsThisStore(at:)``);
+    /// written whole (a new file renamed over the old). Nil when it could not be written.
+    static func recordStore(beside servicePath: String) -> (path: String, contents: String)? {
+        guard let identity = Invocation.thisStoreIdentity() else { return nil }
+        let path = Invocation.storeRecord(of: servicePath), contents = identity + "\n"
+        let staging = path + ".\(getpid())"
+        do {
+            try Array(contents.utf8).withUnsafeBytes { try PrivateFiles.create(staging, bytes: $0) }
+        } catch {
+            return nil
+        }
+        guard rename(staging, path) == 0 else {
+            unlink(staging)
+            return nil
+        }
+        return (path, contents)
+    }
+
+    /// What the small file at `path` holds, or nil.
+    static func contents(of path: String) -> String? {
+        FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// The inode of what is at `path` now (0: nothing).

@@ -46,20 +46,26 @@ public final class Daemon: Sendable {
     /// (locked, never dumped) instead of the kernel keyring.
     public convenience init(personal: PersonalStore, listener: UnixListener, settings: DaemonSettings = DaemonSettings(),
                             logger: Logger) {
-        self.init(listener: listener, settings: settings, logger: logger) { keys, pool in
+        self.init(listener: listener, settings: settings, logger: logger, readerLinger: Self.agentReaderLinger) { keys, pool in
             DaemonStores(directory: personal.location.directory, personal: personal, keys: keys, pool: pool,
                          open: OpenStores(), reserve: nil, fleet: nil)
         }
     }
 
+    /// How long touchgate agent keeps a reader open after a request: long enough for a run of
+    /// commands (a script, a benchmark, the next touch) to find it open, short enough that the
+    /// desktop's fprintd (a lock screen) gets it back at once to a person's eye.
+    public static let agentReaderLinger = Duration.seconds(30)
+
     /// What both hosts share: the held keys, one set of open readers for every request (a
     /// request holds them only while it uses one), the stores `stores` makes over them, and
     /// the bounds of `settings`.
-    private init(listener: UnixListener, settings: DaemonSettings, logger: Logger,
+    private init(listener: UnixListener, settings: DaemonSettings, logger: Logger, readerLinger: Duration? = nil,
                  stores: (HeldKeys, ReaderPool) -> DaemonStores) {
         self.listener = listener
         keys = HeldKeys()
-        let pool = ReaderPool(logger: logger, presence: ReaderPresence(placement: settings.readerPlacement, logger: logger))
+        let pool = ReaderPool(logger: logger, presence: ReaderPresence(placement: settings.readerPlacement, logger: logger),
+                              linger: readerLinger)
         handler = RequestHandler(stores: stores(keys, pool), sessions: LocalSessionRule(logger: logger))
         self.settings = settings
         agentProgram = AgentProgram(group: settings.agentGroup)

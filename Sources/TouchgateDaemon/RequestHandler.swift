@@ -219,10 +219,11 @@ struct DaemonStores: Sendable {
         let keys = self.keys
         if let personal {
             // The agent's own user's store: its door admits no other uid and the gate lets no
-            // one name another user. The reader is opened per request, as in-process, so other
-            // programs can use it between.
+            // one name another user. The reader stays open between requests for a while (the
+            // agent's pool lingers), then other programs can use it.
             var service = TouchgateService(principal: personal.principal, location: personal.location, mode: .personal,
                                            custody: { keys.custody(for: $0) })
+            service.readerPool = pool
             service.openStores = open
             service.hostedByAgent = true
             service.fprintdAbsence = fprintdAbsence

@@ -15,8 +15,11 @@ import TouchgateAPI
 ///
 /// Shared by every user's service in the process; a request holds a turn (``turns``) from
 /// ``take(device:)`` to ``giveBack(_:)``, so a reader is never handed out twice at once and
-/// only requests that use a reader wait for one. The personal mode has no pool: each
-/// request opens and closes the reader itself.
+/// only requests that use a reader wait for one. In-process commands have no pool: each
+/// request opens and closes the reader itself. touchgate agent's pool closes a reader
+/// ``linger`` after its last request: a run of commands pays the open (and the listing of a
+/// reader's own storage, which FingerprintKit keeps while the reader stays open) once, and
+/// the desktop's own programs (fprintd for a lock screen) get the reader back soon after.
 public actor ReaderPool {
     /// Whose turn it is at the readers.
     public let turns = ReaderTurns()
@@ -41,13 +44,19 @@ public actor ReaderPool {
     private let logger: Logger
     /// Whether a reader can be touched now, checked before a finger is asked for.
     nonisolated let presence: ReaderPresence?
+    /// How long a reader stays open after its last request; nil: until it goes away.
+    nonisolated let linger: Duration?
+    /// How many times each open reader was taken: a close scheduled after one request is
+    /// void once another took the reader since.
+    private var takes: [ObjectIdentifier: Int] = [:]
 
     /// A pool, empty until first used; `logger` gets one line per reader opened, closed,
     /// unplugged, plugged in, suspended or resumed. With `presence`, a request that needs a
     /// finger is refused at once when the reader cannot be touched (a closed lid).
-    public init(logger: Logger, presence: ReaderPresence? = nil) {
+    public init(logger: Logger, presence: ReaderPresence? = nil, linger: Duration? = nil) {
         self.logger = logger
         self.presence = presence
+        self.linger = linger
     }
 
     /// An open reader for one request (`device`: a device id or driver name; nil: the
@@ -61,6 +70,7 @@ public actor ReaderPool {
         do {
             let reader = try await open(device: device)
             inUse.append(reader)
+            takes[ObjectIdentifier(reader), default: 0] += 1
             return reader
         } catch {
             await turns.release()
@@ -89,7 +99,8 @@ public actor ReaderPool {
                                             + ReaderDiagnostics.openHint)
             }
             opened.append(reader)
-            logger.info("reader \(Self.name(reader.info)) opened; it stays open for the next requests")
+            let until = linger.map { " (closed after \($0) unused)" } ?? ""
+            logger.info("reader \(Self.name(reader.info)) opened; it stays open for the next requests\(until)")
         }
         return reader
     }
@@ -104,9 +115,22 @@ public actor ReaderPool {
             let open = await reader.isOpen
             if removed || !open {
                 await drop(reader, why: "it was unplugged")
+            } else if let linger {
+                let taken = takes[ObjectIdentifier(reader)]
+                Task { [weak self] in
+                    try? await Task.sleep(for: linger)
+                    await self?.closeIfUnused(reader, takenTimes: taken)
+                }
             }
         }
         await turns.release()
+    }
+
+    /// Closes `reader` when no request took it since it was given back after its
+    /// `takenTimes`-th one (``linger``).
+    private func closeIfUnused(_ reader: Reader, takenTimes: Int?) async {
+        guard takes[ObjectIdentifier(reader)] == takenTimes, !inUse.contains(where: { $0 === reader }) else { return }
+        await drop(reader, why: "unused for \(linger ?? .zero), so that other programs may use it")
     }
 
     /// The readers connected now (enumerating the first time, or anew when none is known
@@ -234,6 +258,7 @@ public actor ReaderPool {
     private func drop(_ reader: Reader, why: String) async {
         guard let index = opened.firstIndex(where: { $0 === reader }) else { return }
         opened.remove(at: index)
+        takes[ObjectIdentifier(reader)] = nil
         suspended.removeAll { $0 === reader }
         try? await reader.close()
         logger.info("reader \(Self.name(reader.info)) closed: \(why)")

@@ -27,7 +27,10 @@ final class FastConversation {
     static func run(_ request: FastRequest, socketPath: String) -> Int32? {
         guard let connection = Connection(path: socketPath), let hello = try? connection.line(),
               let greeting = JSONObject(line: hello), greeting.string("kind") == "hello",
-              greeting.integers("versions")?.contains(DaemonProtocol.version) == true
+              greeting.integers("versions")?.contains(DaemonProtocol.version) == true,
+              // touchgate agent for another store (a record left by a killed one misled the
+              // choice): touchgate-cli meets it and says so.
+              greeting.string(Invocation.storeField).map({ $0 == Invocation.thisStoreIdentity() }) ?? true
         else { return nil }
         let conversation = FastConversation(request, connection)
         guard connection.watchInterrupts() else { return nil }

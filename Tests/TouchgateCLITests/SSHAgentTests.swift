@@ -681,6 +681,28 @@ struct SSHAgentTests {
         #expect(try await boundary(rig.home.path("data-link")).hasPrefix("touchgate agent"),
                 "a symbolic link to the agent's directory is the same store")
 
+        // The record beside the socket (what a command decides by) lying, as one left by a
+        // killed agent would, that the agent hosts the demo's store: the agent's hello says
+        // otherwise, the command stops before sending anything and says so, and the record goes.
+        let record = runtime + "/touchgate/socket.store"
+        let recorded = try String(contentsOfFile: record, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: elsewhere + "/touchgate", withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        var demoStatus = stat()
+        try #require(stat(elsewhere + "/touchgate", &demoStatus) == 0)
+        try Data("\(demoStatus.st_dev):\(demoStatus.st_ino)\n".utf8).write(to: URL(fileURLWithPath: record))
+        var misled = shell
+        misled["XDG_DATA_HOME"] = elsewhere
+        var process = CLIProcess(environment: misled)
+        process.binaryOverride = rig.bin + "/touchgate"
+        let refused = try await process.run(["status"])
+        #expect(refused.status == 75 && refused.stderrLines.joined().contains("hosts another store"),
+                "\(refused.status) \(refused.stderrLines)")
+        #expect(!FileManager.default.fileExists(atPath: record), "the misleading record is gone")
+        #expect(try await boundary(elsewhere).hasPrefix("in-process"), "then the demo's commands stay in-process")
+        #expect(try await boundary(own).hasPrefix("touchgate agent"), "and the agent's own store's reach it, by its hello")
+        #expect(recorded.hasSuffix("\n") && recorded.contains(":"), "\(recorded)")
+
         // Moved away and a new directory made in its place: whichever serves it, the store is
         // the new (empty) one, not the one the agent opened first.
         try FileManager.default.moveItem(atPath: own + "/touchgate", toPath: rig.home.path("moved"))

@@ -83,7 +83,7 @@ struct VirtualFingerToolTests {
         #expect(session.output.contains("cannot run no-such-command-here"))
     }
 
-    @Test("--watch plays 20 touches in a row through the personal agent, which closes and opens the reader between requests")
+    @Test("--watch plays 20 touches in a row through the personal agent, which keeps the reader open between requests")
     func watchPlaysThePersonalAgentsReader() async throws {
         let rig = try HelperRig()
         defer { rig.home.remove() }
