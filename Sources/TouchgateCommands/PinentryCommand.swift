@@ -92,7 +92,10 @@ struct Pinentry: AsyncParsableCommand {
     struct Fallback: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "fallback",
-            abstract: "Set the pinentry that asks for what the vault does not hold (e.g. /usr/bin/pinentry-tty).")
+            abstract: "Show or set the pinentry that asks for what the vault does not hold (e.g. /usr/bin/pinentry-tty).",
+            discussion: "Without PROGRAM or --none, shows the one set.")
+
+        @OptionGroup var common: CommonOptions
 
         @Argument(help: "The absolute path of a pinentry program.")
         var program: String?
@@ -101,7 +104,7 @@ struct Pinentry: AsyncParsableCommand {
         var none = false
 
         func validate() throws {
-            guard none != (program != nil) else { throw ValidationError("give a PROGRAM or --none") }
+            guard !(none && program != nil) else { throw ValidationError("give a PROGRAM or --none, not both") }
             if let program {
                 guard program.hasPrefix("/"), FileManager.default.isExecutableFile(atPath: program) else {
                     throw ValidationError("'\(program)' is not an executable given by its absolute path "
@@ -111,12 +114,21 @@ struct Pinentry: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let program = program
-            try await CommandRunner.run(json: false) { _ in
-                try HelperSettings.update { $0.pinentryFallback = program }
+            let (program, changing) = (program, program != nil || none)
+            try await CommandRunner.run(json: common.json) { console in
+                if changing { try HelperSettings.update { $0.pinentryFallback = program } }
+                let fallback = try HelperSettings.load().pinentryFallback
+                console.result("pinentry", FallbackReport(fallback: fallback),
+                               text: "fallback: " + (fallback.map(StoredText.escaped)
+                                   ?? "none (keys with no mapping are refused; set one: touchgate pinentry fallback /usr/bin/pinentry-tty)"))
                 return ExitStatus.success
             }
         }
+    }
+
+    /// `{"fallback": …}` (null: none).
+    struct FallbackReport: Encodable {
+        let fallback: String?
     }
 
     /// `touchgate pinentry list`.

@@ -154,8 +154,14 @@ struct PinentryTests {
         try HelperRig.require("/usr/bin/script", package: "bsdutils")
         let rig = try HelperRig()
         defer { rig.home.remove() }
+        // Without a program it says what is set, so the person can check it before and after.
+        let before = try await rig.vault.run(["pinentry", "fallback"])
+        #expect(before.status == 0 && before.stdout.contains("fallback: none"), "\(before.stdout) \(before.stderrLines)")
         let set = try await rig.vault.run(["pinentry", "fallback", "/usr/bin/pinentry-tty"])
         try #require(set.status == 0, "\(set.stderrLines)")
+        #expect(set.stdout.contains("fallback: /usr/bin/pinentry-tty"), "the change is confirmed: \(set.stdout)")
+        let shown = try await rig.vault.run(["pinentry", "fallback", "--json"])
+        #expect(shown.json?["fallback"] as? String == "/usr/bin/pinentry-tty", "\(shown.stdout)")
         // The agent's side, as gpg-agent speaks it for a key with no mapping, on a terminal
         // script(1) provides; the passphrase is typed there once pinentry-tty asks.
         let answers = rig.home.path("answers")
