@@ -77,19 +77,29 @@ public enum Invocation {
     /// store of this process's data directory, as its hello says. Asked anew on each call.
     ///
     /// Read from the record the agent keeps beside its socket (``storeRecord(of:)``) when
-    /// there is one, with a bare connection to see that it listens: no conversation, which
-    /// would cost a command through the agent about a millisecond. Without a record (systemd
-    /// holds the socket, and the agent starts at this connection), from the agent's hello.
+    /// there is one, whose agent still runs (its pid and start time): no connection, which
+    /// would cost a command through the agent a millisecond of the agent's work. Without a
+    /// record (systemd holds the socket, and the agent starts at this connection), or with one
+    /// of an agent that is gone, from the agent's hello.
     public static func agentHostsThisStore(at path: String) -> Bool {
         var status = stat()
         guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK, status.st_uid == getuid() else { return false }
-        if let recorded = readSmallFile(storeRecord(of: path)) {
-            // The record first: a socket-activated agent makes its store's directory before it.
-            guard let mine = thisStoreIdentity() else { return false }
-            return recorded == mine + "\n" && isListening(path)
+        if let recorded = readSmallFile(storeRecord(of: path))?.split(separator: " "), recorded.count == 3,
+           let pid = Int32(recorded[1]), let started = UInt64(recorded[2].prefix { $0 != "\n" }),
+           ProcessFacts.startTime(of: pid) == started {
+            return String(recorded[0]) == thisStoreIdentity()
         }
+        // The hello first: a socket-activated agent makes its store's directory before it.
         guard let hello = firstLine(from: path), let mine = thisStoreIdentity() else { return false }
         return hello.contains("\"\(storeField)\":\"\(mine)\"")
+    }
+
+    /// What touchgate agent records beside its socket: the store it hosts, its pid and its
+    /// start time (``agentHostsThisStore(at:)``); nil when this process's store has no directory.
+    public static func storeRecordContents() -> String? {
+        let pid = getpid()
+        guard let identity = thisStoreIdentity(), let started = ProcessFacts.startTime(of: pid) else { return nil }
+        return "\(identity) \(pid) \(started)\n"
     }
 
     /// ``storeIdentity(of:)`` of this process's personal data directory.
@@ -97,8 +107,8 @@ public enum Invocation {
         personalStoreDirectory(environment, home: { nil }).flatMap(storeIdentity(of:))
     }
 
-    /// Where touchgate agent serving at `socket` records the store it hosts (its identity and a
-    /// newline), for as long as it runs.
+    /// Where touchgate agent serving at `socket` records the store it hosts
+    /// (``storeRecordContents()``), for as long as it runs.
     public static func storeRecord(of socket: String) -> String { socket + ".store" }
 
     /// The bytes of a small regular file of this user's at `path` (at most 256), or nil.

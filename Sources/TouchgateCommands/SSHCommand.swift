@@ -312,8 +312,8 @@ struct Agent: AsyncParsableCommand {
     /// so that a command decides without a conversation (``Invocation/agentHostsThisStore(at:)``);
     /// written whole (a new file renamed over the old). Nil when it could not be written.
     static func recordStore(beside servicePath: String) -> (path: String, contents: String)? {
-        guard let identity = Invocation.thisStoreIdentity() else { return nil }
-        let path = Invocation.storeRecord(of: servicePath), contents = identity + "\n"
+        guard let contents = Invocation.storeRecordContents() else { return nil }
+        let path = Invocation.storeRecord(of: servicePath)
         let staging = path + ".\(getpid())"
         do {
             try Array(contents.utf8).withUnsafeBytes { try PrivateFiles.create(staging, bytes: $0) }

@@ -690,7 +690,10 @@ struct SSHAgentTests {
                                                 attributes: [.posixPermissions: 0o700])
         var demoStatus = stat()
         try #require(stat(elsewhere + "/touchgate", &demoStatus) == 0)
-        try Data("\(demoStatus.st_dev):\(demoStatus.st_ino)\n".utf8).write(to: URL(fileURLWithPath: record))
+        let agentFields = recorded.split(separator: " ")
+        try #require(agentFields.count == 3, "the record: \(recorded)")
+        try Data("\(demoStatus.st_dev):\(demoStatus.st_ino) \(agentFields[1]) \(agentFields[2])".utf8)
+            .write(to: URL(fileURLWithPath: record))
         var misled = shell
         misled["XDG_DATA_HOME"] = elsewhere
         var process = CLIProcess(environment: misled)
@@ -701,7 +704,7 @@ struct SSHAgentTests {
         #expect(!FileManager.default.fileExists(atPath: record), "the misleading record is gone")
         #expect(try await boundary(elsewhere).hasPrefix("in-process"), "then the demo's commands stay in-process")
         #expect(try await boundary(own).hasPrefix("touchgate agent"), "and the agent's own store's reach it, by its hello")
-        #expect(recorded.hasSuffix("\n") && recorded.contains(":"), "\(recorded)")
+        #expect(recorded.hasSuffix("\n") && agentFields[0].contains(":"), "\(recorded)")
 
         // Moved away and a new directory made in its place: whichever serves it, the store is
         // the new (empty) one, not the one the agent opened first.

@@ -183,11 +183,7 @@ enum Released: Equatable {
     func remoteSession() async throws {
         let rig = GatedRig()
         defer { rig.remove() }
-        _ = try await rig.gate.serve(.enroll, caller: rig.daemonUser, namedUser: nil, localOnly: false) { service in
-            _ = try await service.initialize(stretching: .minimum, interaction: ScriptedInteraction())
-            try await service.unlock(interaction: ScriptedInteraction())
-            return try await service.enroll(finger: "right-thumb", interaction: ScriptedInteraction())
-        }
+        try await rig.daemonUserWithAVault()
         rig.reader.then(.finger("right-thumb"))
         let opens = rig.reader.opens
         await #expect { _ = try await rig.gate.serve(.verify, caller: rig.sshd, namedUser: "daemon", localOnly: true) { service in
@@ -228,11 +224,7 @@ enum Released: Equatable {
     func onAnotherUsersBehalf() async throws {
         let rig = GatedRig()
         defer { rig.remove() }
-        _ = try await rig.gate.serve(.enroll, caller: rig.daemonUser, namedUser: nil, localOnly: false) { service in
-            _ = try await service.initialize(stretching: .minimum, interaction: ScriptedInteraction())
-            try await service.unlock(interaction: ScriptedInteraction())
-            return try await service.enroll(finger: "right-thumb", interaction: ScriptedInteraction())
-        }
+        try await rig.daemonUserWithAVault()
         let opens = rig.reader.opens
         // Started by nobody (65534), asking for daemon's (uid 1) finger, in no session (a cron job, a user service).
         let helper = Caller(uid: 0, loginName: "root", pid: GatedRig.noSessionPID, executable: nil, realUID: 65534, door: .daemon)
@@ -308,6 +300,15 @@ private struct GatedRig {
             }
         }
         gate = ServiceGate(services: services, principals: { [] }, sessions: sessions)
+    }
+
+    /// The daemon user (uid 1) with a vault, unlocked, and right-thumb enrolled.
+    func daemonUserWithAVault() async throws {
+        _ = try await gate.serve(.enroll, caller: daemonUser, namedUser: nil, localOnly: false) { service in
+            _ = try await service.initialize(stretching: .minimum, interaction: ScriptedInteraction())
+            try await service.unlock(interaction: ScriptedInteraction())
+            return try await service.enroll(finger: "right-thumb", interaction: ScriptedInteraction())
+        }
     }
 
     func remove() { try? FileManager.default.removeItem(at: directory) }
