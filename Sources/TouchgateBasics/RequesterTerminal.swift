@@ -4,9 +4,9 @@ import Glibc
 #endif
 
 /// The terminal where the person who ran a requesting program reads what it says, and the
-/// user it must belong to. Agents run with no terminal of their own (touchgate agent is a
-/// daemon), so a wait for a finger is told there, or the screen stays blank while the
-/// reader waits.
+/// user it must belong to. Helpers and agents run with no terminal of their own (ssh-agent
+/// runs `touchgate askpass` with none; touchgate agent is a daemon), so a wait for a finger
+/// is told there, or the screen stays blank while the reader waits.
 ///
 /// Found from `/proc` alone and never trusted for a decision: it only says where to write.
 /// Written only when the terminal still belongs to ``owner`` and only without blocking.
@@ -43,6 +43,52 @@ public struct RequesterTerminal: Sendable, Equatable, CustomStringConvertible {
             current = parent
         }
         return nil
+    }
+
+    /// The terminal of the clients connected to the server `server` (an ssh-agent, which
+    /// runs `touchgate askpass` for `ssh-add -c` keys while a client waits for a signature):
+    /// the one terminal that the clients holding the other ends of its connections have
+    /// (``clients(of:)``, then ``of(_:)``). Clients without a terminal are passed over; nil
+    /// when none has one, or when they have different ones: the request could be any of
+    /// theirs, and an unrelated terminal is worse than none.
+    public static func ofClients(of server: Int32) -> RequesterTerminal? {
+        var found: [RequesterTerminal] = []
+        for client in clients(of: server) {
+            if let terminal = of(client), !found.contains(terminal) { found.append(terminal) }
+        }
+        return found.count == 1 ? found[0] : nil
+    }
+
+    /// The processes of the same user as `server` that hold the other end of one of its
+    /// connected Unix sockets (the kernel names each socket's peer: ``SocketHolders/peer(of:)``),
+    /// in pid order; empty when `server` cannot be read or has no connection.
+    public static func clients(of server: Int32) -> [Int32] {
+        guard let owner = ProcessTable.realUID(of: server), let held = SocketHolders.sockets(of: server) else { return [] }
+        let peers = Set(held.values.compactMap(SocketHolders.peer(of:)))
+        guard !peers.isEmpty, let directory = opendir("/proc") else { return [] }
+        defer { closedir(directory) }
+        var clients: [Int32] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let pid = Int32(name), pid != server, ProcessTable.realUID(of: pid) == owner,
+                  let sockets = SocketHolders.sockets(of: pid), sockets.values.contains(where: peers.contains) else { continue }
+            clients.append(pid)
+        }
+        return clients.sorted()
+    }
+
+    /// Where a helper run by `parent` (ssh-agent, ssh-add, ssh) tells what it waits for,
+    /// when its own standard error is no terminal: for ssh-agent, its clients' terminal
+    /// (``ofClients(of:)``), since ssh-agent asks on a client's behalf and has no terminal
+    /// itself; for another program, that program's (``of(_:)``). Nil when `parent` is not
+    /// this process's user's.
+    public static func forHelper(runBy parent: Int32) -> RequesterTerminal? {
+        guard parent > 1, ProcessTable.realUID(of: parent) == getuid() else { return nil }
+        if let executable = ProcessTable.executable(of: parent),
+           executable.split(separator: "/").last == "ssh-agent" {
+            return ofClients(of: parent)
+        }
+        return of(parent)
     }
 
     /// Shows `message` as one line on the terminal (escaped as ``StoredText/escaped(_:)``
