@@ -37,30 +37,46 @@ struct Askpass: AsyncParsableCommand {
             let kind = ProcessInfo.processInfo.environment["SSH_ASKPASS_PROMPT"] ?? ""
             try await CommandRunner.run(json: false) { console in
                 let helpers = HelperRequests.forThisProcess(requester: ProcessTable.describe(helper: "touchgate askpass", pid: getppid()))
-                let interaction = TerminalInteraction(console: console, assumeYes: true)
+                // With no terminal of its own (ssh-agent runs it with none), what it waits for is
+                // also told on the terminal of the command that asked: ssh-agent's client's.
+                let requester = isatty(STDERR_FILENO) == 1 ? nil : RequesterTerminal.forHelper(runBy: getppid())
+                let interaction = RequesterInteraction(base: TerminalInteraction(console: console, assumeYes: true),
+                                                       terminal: requester, speaker: "touchgate askpass")
                 switch kind {
                 case "confirm":
-                    console.event(InteractionEvent(.notice, StoredText.escaped(prompt)))
+                    // On the requester's terminal, the request to touch the reader names the question.
+                    console.event(InteractionEvent(.notice, StoredText.escaped(Askpass.oneLine(prompt))))
                     if isatty(STDERR_FILENO) == 1 {
                         try await helpers.approveKeyUse(prompt, interaction: interaction)
                     } else {
-                        // Run by ssh-agent, with no terminal: the person learns of the wait from the desktop.
+                        // Run by ssh-agent, with no terminal: the person learns of the wait on the
+                        // terminal of the command that asked, and from the desktop.
                         try await DesktopNotice.during(summary: "Touch the fingerprint reader to allow this use of an SSH key",
                                                        body: prompt) {
-                            try await helpers.approveKeyUse(prompt, interaction: interaction)
+                            try await interaction.tellingOutcome(done: "touched: this use of the key is allowed") {
+                                try await helpers.approveKeyUse(prompt, interaction: interaction)
+                            }
                         }
                     }
                 case "none":
                     // Information only (a security key waits for its own touch): show it, ask nothing.
-                    console.event(InteractionEvent(.notice, StoredText.escaped(prompt)))
+                    interaction.event(InteractionEvent(.notice, StoredText.escaped(Askpass.oneLine(prompt))))
                 default:
-                    let value = try await helpers.keyPassphrase(prompt: prompt, settings: try HelperSettings.load(),
-                                                                interaction: interaction)
+                    let value = try await interaction.tellingOutcome(done: "allowed: the key's passphrase was given") {
+                        try await helpers.keyPassphrase(prompt: prompt, settings: try HelperSettings.load(),
+                                                        interaction: interaction)
+                    }
                     try SecretValue.writeLine(value)
                 }
                 return ExitStatus.success
             }
         }
+    }
+
+    /// ssh-agent words its questions on two lines (`Allow use of key …?` and `Key fingerprint
+    /// …`): one line, for a terminal and a log.
+    static func oneLine(_ prompt: String) -> String {
+        prompt.split(whereSeparator: \.isNewline).joined(separator: " ")
     }
 
     /// `touchgate askpass map PATTERN ITEM`.

@@ -494,29 +494,6 @@ public final class SSHAgentServer: Sendable {
         }
         return (names, hashed)
     }
-
-    /// The terminal where the person who ran a client process reads what it says: its
-    /// standard error's (or input's) terminal, else the nearest parent's of the same user.
-    /// `ssh` leaves standard error on the terminal; git runs `ssh-keygen -Y sign` with
-    /// standard error on a pipe it reads, so for `git commit -S` it is git's terminal (the
-    /// request and its reason went only to the agent's log, and the screen stayed blank).
-    static func terminal(of pid: Int32) -> String? {
-        guard let owner = ProcessTable.realUID(of: pid) else { return nil }
-        var current = pid
-        for _ in 0..<8 {
-            for descriptor in [2, 0] {
-                if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(current)/fd/\(descriptor)"),
-                   target.hasPrefix("/dev/pts/") || target.hasPrefix("/dev/tty") {
-                    return target
-                }
-            }
-            // Only the same user's parents: another user's terminal is not the requester's.
-            guard let parent = ProcessTable.parent(of: current), parent > 1,
-                  ProcessTable.realUID(of: parent) == owner else { return nil }
-            current = parent
-        }
-        return nil
-    }
 }
 
 /// The process at the other end of a connection, described when a request first needs it:
@@ -552,8 +529,9 @@ final class ClientProcess: CustomStringConvertible {
         caller.handle = handle
         return caller
     }
-    /// Where the person who ran the client reads its errors.
-    lazy var terminal = SSHAgentServer.terminal(of: pid)
+    /// Where the person who ran the client reads its errors: for `git commit -S`, git's
+    /// terminal (git reads ssh-keygen's standard error, and the screen stayed blank).
+    lazy var terminal = RequesterTerminal.of(pid)
 }
 
 /// Runs the tasks given it on the agent's waiting thread, between two waits for clients.
@@ -786,12 +764,12 @@ struct ReceivedMessages: ~Copyable {
 /// says (touch the reader to sign …) goes to its log and to the terminal of the program
 /// that asked; it cannot ask for a passphrase or a confirmation.
 struct AgentInteraction: Interaction {
-    let terminal: String?
+    let terminal: RequesterTerminal?
     let console: Console
     /// The passphrase the client sent (`ssh-add -X`), the only one the agent can give.
     let given: SecretBytes?
 
-    init(terminal: String?, console: Console, passphrase: SecretBytes? = nil) {
+    init(terminal: RequesterTerminal?, console: Console, passphrase: SecretBytes? = nil) {
         self.terminal = terminal
         self.console = console
         given = passphrase
@@ -804,12 +782,7 @@ struct AgentInteraction: Interaction {
 
     /// Shows `message` on the requester's terminal.
     func tell(_ message: String) {
-        let shown = StoredText.escaped(message)
-        guard let terminal else { return }
-        let descriptor = open(terminal, O_WRONLY | O_NOCTTY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        defer { close(descriptor) }
-        Console.write(shown + "\r\n", to: descriptor)
+        terminal?.tell(message)
     }
 
     func passphrase(prompt: String, again: Bool) throws -> SecretBytes {

@@ -47,6 +47,8 @@ struct SSHAskpassTests {
             var environment = rig.environment
             environment["SSH_ASKPASS"] = rig.bin + "/touchgate-askpass"
             environment["SSH_ASKPASS_REQUIRE"] = "force"
+            // No session bus unless a test gives one: no desktop shows a notification.
+            environment.removeValue(forKey: "DBUS_SESSION_BUS_ADDRESS")
             environment.merge(agentEnvironment) { $1 }
             let agent = try await BackgroundProgram("/usr/bin/ssh-agent", ["-D", "-a", agentSocket], environment: environment,
                                               finger: rig.vault.finger)
@@ -65,6 +67,30 @@ struct SSHAskpassTests {
                                                        "sh", keyPath + ".pub", message + ".sig", message])
             return (signed, checked.status == 0 && checked.stdout.contains("Good \"file\" signature"))
         }
+
+        /// The environment of a person's shell on a terminal: the agent's, no session bus.
+        var terminalEnvironment: [String: String] {
+            var environment = rig.environment.merging(sshEnvironment) { $1 }
+            environment["TERM"] = "xterm"
+            environment["HOME"] = rig.home.path("")
+            environment.removeValue(forKey: "DBUS_SESSION_BUS_ADDRESS")
+            return environment
+        }
+
+        /// `ssh-keygen -Y sign` of a new message on a new terminal, as a person types it.
+        func signOnTerminal() async throws -> TerminalSession {
+            let message = rig.home.path("message-\(UUID().uuidString)")
+            try Data("sign me\n".utf8).write(to: URL(fileURLWithPath: message))
+            return try await TerminalSession("/usr/bin/ssh-keygen -Y sign -f '\(keyPath).pub' -n file '\(message)'",
+                                             directory: rig.home.path(""), environment: terminalEnvironment)
+        }
+    }
+
+    /// Seconds until `session` shows a line containing `text`; nil after `limit`.
+    static func seconds(until session: TerminalSession, shows text: String, limit: TimeInterval = 20) async throws -> TimeInterval? {
+        let start = Date()
+        guard try await session.waitForLine(timeout: limit, where: { $0.contains(text) }) else { return nil }
+        return Date().timeIntervalSince(start)
     }
 
     @Test("touchgate-askpass and pinentry-touchgate answer --help and --version about themselves, not as a prompt or a session")
@@ -177,6 +203,121 @@ struct SSHAskpassTests {
         #expect(refused.status != 0)
         #expect(notifications.calls("Notify").count == 2 && notifications.calls("CloseNotification").count == 2,
                 "\(notifications.calls("Notify"))\n\(notifications.calls("CloseNotification"))")
+        await setup.agent.stop()
+    }
+
+    @Test("no notification server: ssh-agent's askpass tells the terminal of the ssh-keygen that asked what it waits for, then touched or refused")
+    func aConfirmationIsToldOnTheTerminalOfTheCommandThatAsked() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig)
+        defer { Task { await setup.agent.stop() } }
+        let added = try await rig.run("/usr/bin/ssh-add", ["-c", setup.keyPath], extra: setup.sshEnvironment,
+                                      stdin: Data(), presenting: ["whorl"])
+        try #require(added.status == 0, "\(added.stderrLines)")
+        let fingerprint = try await rig.run("/usr/bin/ssh-keygen", ["-l", "-f", setup.keyPath + ".pub"])
+        let sha256 = try #require(fingerprint.stdout.split(separator: " ").first { $0.hasPrefix("SHA256:") }.map(String.init),
+                                  "\(fingerprint.stdout)")
+
+        // The enrolled finger: the request names the key (comment and fingerprint) and says
+        // to touch the reader, at once; the outcome follows the touch.
+        rig.vault.finger.present(["whorl"])
+        let signed = try await setup.signOnTerminal()
+        let asked = try await Self.seconds(until: signed, shows: "touchgate askpass: Touch the fingerprint reader to approve")
+        #expect(asked != nil, "\(signed.output)\n\(setup.agent.errorLines)")
+        let touch = try await Self.seconds(until: signed, shows: " your right index finger")
+        #expect(touch.map { $0 < 2 } == true, "the reader's prompt within 2 s of the request: \(signed.output)")
+        let outcome = try await Self.seconds(until: signed, shows: "touchgate askpass: touched")
+        #expect(outcome.map { $0 < 2 } == true, "the outcome within 2 s of the touch: \(signed.output)")
+        #expect(await signed.finish(timeout: 60) == 0, "\(signed.output)\n\(setup.agent.errorLines)")
+        let lines = signed.output.split(separator: "\n").filter { $0.hasPrefix("touchgate askpass: ") }
+        #expect(lines.first?.contains("Allow use of key touchgate-test?") == true && lines.first?.contains(sha256) == true,
+                "which key, by comment and fingerprint: \(lines)")
+        #expect(lines.last?.hasPrefix("touchgate askpass: touched") == true, "the outcome comes last: \(lines)")
+
+        // A finger that is not enrolled: refused, said there too, and the signature is not made.
+        rig.vault.finger.present(["arch"])
+        let refused = try await setup.signOnTerminal()
+        let refusal = try await Self.seconds(until: refused, shows: "touchgate askpass: refused: the finger did not match")
+        #expect(refusal != nil, "\(refused.output)\n\(setup.agent.errorLines)")
+        #expect(await refused.finish(timeout: 60) != 0, "\(refused.output)")
+        #expect(refused.output.contains("agent refused operation"), "\(refused.output)")
+        #expect(!refused.output.contains("touchgate askpass: touched"), "\(refused.output)")
+        await setup.agent.stop()
+    }
+
+    @Test("ssh-add on a terminal with its errors elsewhere: askpass tells the terminal ssh-add reads from what it waits for and how it ended")
+    func aPassphrasePromptIsToldOnTheTerminalOfSshAdd() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig)
+        defer { Task { await setup.agent.stop() } }
+        // askpass's standard error (ssh-add's) is no terminal: the finger cannot read the prompt
+        // there, so it touches once the terminal shows it.
+        rig.vault.finger.present(["whorl"])
+        let adding = try await TerminalSession("/usr/bin/ssh-add '\(setup.keyPath)' 2>/dev/null", directory: rig.home.path(""),
+                                               environment: setup.terminalEnvironment)
+        #expect(try await adding.waitForLine(timeout: 20) { $0.contains("touchgate askpass: ") && $0.contains(" your right index finger") },
+                "\(adding.output)")
+        rig.vault.finger.presentNext()
+        #expect(await adding.finish(timeout: 60) == 0, "\(adding.output)\n\(setup.agent.errorLines)")
+        #expect(adding.output.contains("touchgate askpass: allowed: the key's passphrase was given"), "\(adding.output)")
+        #expect(!adding.output.contains(Self.keyPassphrase), "\(adding.output)")
+        let listed = try await rig.run("/usr/bin/ssh-add", ["-l"], extra: setup.sshEnvironment)
+        #expect(listed.stdout.contains("touchgate-test"), "\(listed.stdout)")
+        await setup.agent.stop()
+    }
+
+    @Test("nobody touches: the terminal of the command that asked says the wait timed out")
+    func anUntouchedConfirmationTimesOutOnTheTerminal() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig, agentEnvironment: ["TOUCHGATE_FINGER_TIMEOUT": "2"])
+        defer { Task { await setup.agent.stop() } }
+        let added = try await rig.run("/usr/bin/ssh-add", ["-c", setup.keyPath], extra: setup.sshEnvironment,
+                                      stdin: Data(), presenting: ["whorl"])
+        try #require(added.status == 0, "\(added.stderrLines)")
+        rig.vault.finger.present([])
+        let waited = try await setup.signOnTerminal()
+        #expect(try await waited.waitForLine(timeout: 20) { $0.contains("touchgate askpass: Touch the fingerprint reader") },
+                "\(waited.output)")
+        let ended = try await Self.seconds(until: waited, shows: "touchgate askpass: timed out: no finger")
+        #expect(ended.map { $0 < 5 } == true, "said when the 2 s wait ends: \(waited.output)\n\(setup.agent.errorLines)")
+        #expect(await waited.finish(timeout: 30) != 0, "\(waited.output)")
+        await setup.agent.stop()
+    }
+
+    @Test("two clients of ssh-agent on two terminals: the request could be either's, so askpass writes to neither; the touch still decides")
+    func aConfirmationIsToldOnNoTerminalWhenTheRequesterCannotBeTold() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig)
+        defer { Task { await setup.agent.stop() } }
+        let added = try await rig.run("/usr/bin/ssh-add", ["-c", setup.keyPath], extra: setup.sshEnvironment,
+                                      stdin: Data(), presenting: ["whorl"])
+        try #require(added.status == 0, "\(added.stderrLines)")
+        // ssh-add connects to the agent, then asks for the key's passphrase on its terminal,
+        // holding the connection while nobody types.
+        var idleEnvironment = setup.terminalEnvironment
+        idleEnvironment["SSH_ASKPASS_REQUIRE"] = "never"
+        let idle = try await TerminalSession("/usr/bin/ssh-add '\(setup.keyPath)'", directory: rig.home.path(""),
+                                             environment: idleEnvironment)
+        #expect(try await idle.waitForLine(timeout: 20) { $0.contains("Enter passphrase") }, "\(idle.output)")
+
+        rig.vault.finger.present(["whorl"])
+        let signed = try await setup.signOnTerminal()
+        #expect(await signed.finish(timeout: 60) == 0, "the touch still approves: \(signed.output)\n\(setup.agent.errorLines)")
+        #expect(setup.agent.errorLines.contains { $0.contains("Allow use of key touchgate-test?") }, "\(setup.agent.errorLines)")
+        #expect(!signed.output.contains("touchgate askpass:") && !idle.output.contains("touchgate askpass:"),
+                "\(signed.output)\n---\n\(idle.output)")
+        idle.type("\u{03}")
+        _ = await idle.finish(timeout: 10)
+
+        // With the idle client gone, the requester is told again.
+        rig.vault.finger.present(["whorl"])
+        let alone = try await setup.signOnTerminal()
+        #expect(await alone.finish(timeout: 60) == 0, "\(alone.output)")
+        #expect(alone.output.contains("touchgate askpass: touched"), "\(alone.output)")
         await setup.agent.stop()
     }
 
