@@ -627,6 +627,13 @@ struct SSHAgentTests {
         defer { rig.home.remove() }
         try await rig.vault.initAndUnlock()
         let (runtime, environment) = try rig.shellEnvironment()
+        // Without a runtime directory there is no private place: an error and a failing status,
+        // nothing for `eval` to run (a profile's `eval "$(…)"` then leaves SSH_AUTH_SOCK alone).
+        var nowhere = CLIProcess(environment: environment.filter { $0.key != "XDG_RUNTIME_DIR" })
+        nowhere.binaryOverride = rig.bin + "/touchgate"
+        let refused = try await nowhere.run(["agent", "--launch"])
+        #expect(refused.status == 64 && refused.stdout.isEmpty
+                    && refused.stderrLines.joined().contains("XDG_RUNTIME_DIR is not set"), "\(refused.status) \(refused.stderrLines)")
         var launcher = CLIProcess(environment: environment)
         launcher.binaryOverride = rig.bin + "/touchgate"
         let first = try await launcher.run(["agent", "--launch"])
