@@ -358,11 +358,13 @@ FUZZ_RUNS     ?=
 FUZZ_OPTIMIZE ?= -O
 FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json pam-reader ssh-agent sk-reader tpm-blob
 # The Foundation-free TouchgateBasics without what needs the C module CTouchgateSys (the
-# process protections, threads, detached processes and the kernel's facts about sockets;
+# process protections, threads, detached processes, the kernel's facts about sockets and
+# the requester's terminal found through them;
 # secret memory compiles without its fatal-signal registry).
 BASICS_SOURCES = $(filter-out Sources/TouchgateBasics/ProcessProtection.swift Sources/TouchgateBasics/SystemThread.swift \
 	Sources/TouchgateBasics/DetachedProcess.swift Sources/TouchgateBasics/ProcessFacts.swift \
-	Sources/TouchgateBasics/AgentGroup.swift Sources/TouchgateBasics/StartedName.swift,\
+	Sources/TouchgateBasics/AgentGroup.swift Sources/TouchgateBasics/StartedName.swift \
+	Sources/TouchgateBasics/RequesterTerminal.swift,\
 	$(wildcard Sources/TouchgateBasics/*.swift))
 # TouchgateAPI's sources with those compiled in (one module here, so its re-export is left out).
 WIRE_SOURCES   = $(filter-out Sources/TouchgateAPI/Exports.swift,$(wildcard Sources/TouchgateAPI/*.swift)) $(BASICS_SOURCES)

@@ -86,7 +86,7 @@ public enum Invocation {
         guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK, status.st_uid == getuid() else { return false }
         if let recorded = readSmallFile(storeRecord(of: path))?.split(separator: " "), recorded.count == 3,
            let pid = Int32(recorded[1]), let started = UInt64(recorded[2].prefix { $0 != "\n" }),
-           ProcessFacts.startTime(of: pid) == started {
+           ProcessTable.startTime(of: pid) == started {
             return String(recorded[0]) == thisStoreIdentity()
         }
         // The hello first: a socket-activated agent makes its store's directory before it.
@@ -98,7 +98,7 @@ public enum Invocation {
     /// start time (``agentHostsThisStore(at:)``); nil when this process's store has no directory.
     public static func storeRecordContents() -> String? {
         let pid = getpid()
-        guard let identity = thisStoreIdentity(), let started = ProcessFacts.startTime(of: pid) else { return nil }
+        guard let identity = thisStoreIdentity(), let started = ProcessTable.startTime(of: pid) else { return nil }
         return "\(identity) \(pid) \(started)\n"
     }
 

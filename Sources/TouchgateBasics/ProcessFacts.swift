@@ -76,20 +76,7 @@ public struct ProcessFacts: Sendable, Equatable {
             && userNamespace != nil && userNamespace == other.userNamespace
     }
 
-    /// The 22nd field of `/proc/PID/stat` (after the command name in parentheses, which may
-    /// itself hold spaces and parentheses: the last `)` ends it).
-    static func startTime(of pid: Int32) -> UInt64? {
-        let file = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
-        guard file >= 0 else { return nil }
-        defer { close(file) }
-        var bytes = [UInt8](repeating: 0, count: 1024)
-        let count = bytes.withUnsafeMutableBytes { read(file, $0.baseAddress, $0.count) }
-        guard count > 0, let close = bytes[..<count].lastIndex(of: UInt8(ascii: ")")) else { return nil }
-        // Fields from the state (the 3rd) on, separated by single spaces.
-        let fields = bytes[(close + 1)..<count].split(separator: UInt8(ascii: " "))
-        guard fields.count > 19 else { return nil }
-        return UInt64(String(decoding: fields[19], as: UTF8.self))
-    }
+    static func startTime(of pid: Int32) -> UInt64? { ProcessTable.startTime(of: pid) }
 }
 
 /// Whether a user could change the program at a path: the file, or a directory on the way

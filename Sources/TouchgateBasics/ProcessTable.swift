@@ -9,6 +9,22 @@ public enum ProcessTable {
     /// The most ancestors ``chain(above:)`` follows.
     public static let maximumChain = 8
 
+    /// When `pid` started (clock ticks after boot): the 22nd field of `/proc/PID/stat`
+    /// (after the command name in parentheses, which may itself hold spaces and parentheses:
+    /// the last `)` ends it). With the pid, what names one process: a pid used again is another.
+    public static func startTime(of pid: Int32) -> UInt64? {
+        let file = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { return nil }
+        defer { close(file) }
+        var bytes = [UInt8](repeating: 0, count: 1024)
+        let count = bytes.withUnsafeMutableBytes { Glibc.read(file, $0.baseAddress, $0.count) }
+        guard count > 0, let name = bytes[..<count].lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        // Fields from the state (the 3rd) on, separated by single spaces.
+        let fields = bytes[(name + 1)..<count].split(separator: UInt8(ascii: " "))
+        guard fields.count > 19 else { return nil }
+        return UInt64(String(decoding: fields[19], as: UTF8.self))
+    }
+
     /// The executable of `pid` (`/proc/PID/exe`) when it can be read (a process of the same
     /// user, or root, may read another's), else its command name in parentheses
     /// (`/proc/PID/comm`, readable by all, chosen by the process itself: kept printable and
