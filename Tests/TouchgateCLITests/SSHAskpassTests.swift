@@ -20,6 +20,14 @@ struct SSHAskpassTests {
             ["SSH_AUTH_SOCK": agentSocket, "SSH_ASKPASS": rig.bin + "/touchgate-askpass", "SSH_ASKPASS_REQUIRE": "force"]
         }
 
+        /// `ssh-add -c` of the key (its passphrase released by the whorl finger): each use
+        /// of it is then confirmed through askpass.
+        func addConfirmed() async throws {
+            let added = try await rig.run("/usr/bin/ssh-add", ["-c", keyPath], extra: sshEnvironment,
+                                          stdin: Data(), presenting: ["whorl"])
+            try #require(added.status == 0, "\(added.stderrLines)")
+        }
+
         /// `agentEnvironment` is added to the agent's (and so its askpass's) environment.
         static func make(rig: HelperRig, agentEnvironment: [String: String] = [:]) async throws -> Setup {
             for tool in ["/usr/bin/ssh-agent", "/usr/bin/ssh-add", "/usr/bin/ssh-keygen"] {
@@ -154,9 +162,7 @@ struct SSHAskpassTests {
         let setup = try await Setup.make(rig: rig)
         defer { Task { await setup.agent.stop() } }
 
-        let added = try await rig.run("/usr/bin/ssh-add", ["-c", setup.keyPath], extra: setup.sshEnvironment,
-                                      stdin: Data(), presenting: ["whorl"])
-        #expect(added.status == 0, "\(added.stderrLines)")
+        try await setup.addConfirmed()
 
         // Each use asks the agent's askpass (SSH_ASKPASS_PROMPT=confirm): a matching touch approves.
         let (approved, verifies) = try await setup.sign(presenting: ["whorl"])
@@ -184,9 +190,7 @@ struct SSHAskpassTests {
         defer { rig.home.remove() }
         let setup = try await Setup.make(rig: rig, agentEnvironment: notifications.environment)
         defer { Task { await setup.agent.stop() } }
-        let added = try await rig.run("/usr/bin/ssh-add", ["-c", setup.keyPath], extra: setup.sshEnvironment,
-                                      stdin: Data(), presenting: ["whorl"])
-        #expect(added.status == 0, "\(added.stderrLines)")
+        try await setup.addConfirmed()
         #expect(notifications.calls("Notify").isEmpty, "ssh-add asks the passphrase with its own standard error")
 
         let (approved, verifies) = try await setup.sign(presenting: ["whorl"])
@@ -212,9 +216,7 @@ struct SSHAskpassTests {
         defer { rig.home.remove() }
         let setup = try await Setup.make(rig: rig)
         defer { Task { await setup.agent.stop() } }
-        let added = try await rig.run("/usr/bin/ssh-add", ["-c", setup.keyPath], extra: setup.sshEnvironment,
-                                      stdin: Data(), presenting: ["whorl"])
-        try #require(added.status == 0, "\(added.stderrLines)")
+        try await setup.addConfirmed()
         let fingerprint = try await rig.run("/usr/bin/ssh-keygen", ["-l", "-f", setup.keyPath + ".pub"])
         let sha256 = try #require(fingerprint.stdout.split(separator: " ").first { $0.hasPrefix("SHA256:") }.map(String.init),
                                   "\(fingerprint.stdout)")
@@ -276,9 +278,7 @@ struct SSHAskpassTests {
         defer { rig.home.remove() }
         let setup = try await Setup.make(rig: rig, agentEnvironment: ["TOUCHGATE_FINGER_TIMEOUT": "2"])
         defer { Task { await setup.agent.stop() } }
-        let added = try await rig.run("/usr/bin/ssh-add", ["-c", setup.keyPath], extra: setup.sshEnvironment,
-                                      stdin: Data(), presenting: ["whorl"])
-        try #require(added.status == 0, "\(added.stderrLines)")
+        try await setup.addConfirmed()
         rig.vault.finger.present([])
         let waited = try await setup.signOnTerminal()
         #expect(try await waited.waitForLine(timeout: 20) { $0.contains("touchgate askpass: Touch the fingerprint reader") },
@@ -295,9 +295,7 @@ struct SSHAskpassTests {
         defer { rig.home.remove() }
         let setup = try await Setup.make(rig: rig)
         defer { Task { await setup.agent.stop() } }
-        let added = try await rig.run("/usr/bin/ssh-add", ["-c", setup.keyPath], extra: setup.sshEnvironment,
-                                      stdin: Data(), presenting: ["whorl"])
-        try #require(added.status == 0, "\(added.stderrLines)")
+        try await setup.addConfirmed()
         // ssh-add connects to the agent, then asks for the key's passphrase on its terminal,
         // holding the connection while nobody types.
         var idleEnvironment = setup.terminalEnvironment
