@@ -326,9 +326,10 @@ $(SKBUILD)/libtouchgate-sk.so: sk/touchgate_sk.c sk/sk_wire.c sk/sk_wire.h sk/sk
 # Sections 1-7 in one run, then each later section by its own script, each replacing its
 # section of BENCHMARKS.md: every section is measured by `make bench`.
 BENCH_LATER = fleet ssh secret-service tpm agent install
+# BENCH_ONLY=SECTION runs that section alone (bench/run.sh); without it, every section.
 bench:
 	bench/run.sh
-	set -e; for section in $(BENCH_LATER); do BENCH_ONLY=$$section bench/run.sh; done
+	set -e; [ -n "$$BENCH_ONLY" ] || for section in $(BENCH_LATER); do BENCH_ONLY=$$section bench/run.sh; done
 
 # Debian packages (debian/): dpkg-buildpackage writes them beside the checkout, from where
 # they are moved into $(DEBOUT) with the .changes and .buildinfo that list them.
