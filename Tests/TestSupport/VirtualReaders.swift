@@ -125,6 +125,10 @@ public struct VirtualDeviceClient: Sendable {
         defer { close(fd) }
         try writeAll(fd, Array(command.utf8))
         guard expectReply else { return "" }
+        // Bounded: callers wait here on a thread of the shared pool (a prompt's handler), and a
+        // driver that never closes would hold that thread, and every test waiting for one.
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var reply = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
