@@ -34,6 +34,16 @@ struct ProcessHandleTests {
         return (child, accepted, child.processIdentifier)
     }
 
+    /// Ends `child` and waits for it. SIGKILL, not Process.terminate(): under the test runner
+    /// that left the child to sleep its whole 60 s (measured: this suite took 60.1 s every
+    /// time, 0.12 s with SIGKILL), while waitUntilExit held a thread of the shared pool; with
+    /// both tests at it, on two cores, every other test of the run stalled for that minute
+    /// (ReaderPresenceTests' one-second deadline took 61 s in CI).
+    private static func end(_ child: Process) {
+        kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+    }
+
     @Test("the connected process is held: its facts while it runs, nothing read of its pid once it exited")
     func theConnectedProcessIsHeld() throws {
         let (child, accepted, pid) = try Self.connectedChild()
@@ -44,8 +54,7 @@ struct ProcessHandleTests {
         var caller = Caller.connected(uid: getuid(), gid: getgid(), pid: pid, executable: nil, door: .daemon, handle: handle)
         #expect(!caller.hasExited && !caller.processChain.isEmpty)
 
-        child.terminate()
-        child.waitUntilExit()
+        Self.end(child)
         #expect(!handle.isRunning && caller.hasExited)
         #expect(caller.processChain == ["(it exited before its parents were read)"])
         #expect(caller.session == nil)
@@ -58,8 +67,7 @@ struct ProcessHandleTests {
         let (child, accepted, pid) = try Self.connectedChild()
         defer {
             close(accepted)
-            child.terminate()
-            child.waitUntilExit()
+            Self.end(child)
         }
         #expect(ProcessHandle.opened(checking: accepted, pid: pid)?.pid == pid, "the connected process holds its end")
         #expect(ProcessHandle.opened(checking: accepted, pid: getpid()) == nil, "this process holds only the accepted end")
