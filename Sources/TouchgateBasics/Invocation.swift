@@ -84,7 +84,7 @@ public enum Invocation {
     public static func agentHostsThisStore(at path: String) -> Bool {
         var status = stat()
         guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK, status.st_uid == getuid() else { return false }
-        if let recorded = readSmallFile(storeRecord(of: path))?.split(separator: " "), recorded.count == 3,
+        if let recorded = recordedStore(beside: path)?.split(separator: " "), recorded.count == 3,
            let pid = Int32(recorded[1]), let started = UInt64(recorded[2].prefix { $0 != "\n" }),
            ProcessTable.startTime(of: pid) == started {
             return String(recorded[0]) == thisStoreIdentity()
@@ -111,9 +111,10 @@ public enum Invocation {
     /// (``storeRecordContents()``), for as long as it runs.
     public static func storeRecord(of socket: String) -> String { socket + ".store" }
 
-    /// The bytes of a small regular file of this user's at `path` (at most 256), or nil.
-    private static func readSmallFile(_ path: String) -> String? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    /// What the record beside the agent's socket at `socket` holds (``storeRecord(of:)``,
+    /// a small regular file of this user's: at most 256 bytes read), or nil.
+    public static func recordedStore(beside socket: String) -> String? {
+        let descriptor = open(storeRecord(of: socket), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var status = stat()

@@ -202,7 +202,7 @@ struct Agent: AsyncParsableCommand {
             let log: @Sendable (String) -> Void = { line in console.event(InteractionEvent(.notice, line)) }
             let requests: RequestsForCaller
             var hosting: (any AgentHosting)?
-            var record: (path: String, contents: String)?
+            var record: (socket: String, contents: String)?
             if let daemon = Invocation.daemonSocket() {
                 // touchgated holds the keys and decides; this door only forwards, saying what it
                 // found of its caller (the daemon's own gate sees this agent as the caller).
@@ -251,7 +251,9 @@ struct Agent: AsyncParsableCommand {
             keyring?.stop()
             hosted?.stop()
             await served.value
-            if let record, Self.contents(of: record.path) == record.contents { unlink(record.path) }
+            if let record, Invocation.recordedStore(beside: record.socket) == record.contents {
+                unlink(Invocation.storeRecord(of: record.socket))
+            }
             return ExitStatus.success
         }
     }
@@ -311,7 +313,7 @@ struct Agent: AsyncParsableCommand {
     /// Records beside the service socket which store this agent hosts (what its hello says),
     /// so that a command decides without a conversation (``Invocation/agentHostsThisStore(at:)``);
     /// written whole (a new file renamed over the old). Nil when it could not be written.
-    static func recordStore(beside servicePath: String) -> (path: String, contents: String)? {
+    static func recordStore(beside servicePath: String) -> (socket: String, contents: String)? {
         guard let contents = Invocation.storeRecordContents() else { return nil }
         let path = Invocation.storeRecord(of: servicePath)
         let staging = path + ".\(getpid())"
@@ -324,12 +326,7 @@ struct Agent: AsyncParsableCommand {
             unlink(staging)
             return nil
         }
-        return (path, contents)
-    }
-
-    /// What the small file at `path` holds, or nil.
-    static func contents(of path: String) -> String? {
-        FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }
+        return (servicePath, contents)
     }
 
     /// The inode of what is at `path` now (0: nothing).
