@@ -31,6 +31,7 @@ static struct {
     FN(Esys_NV_DefineSpace) FN(Esys_NV_Increment) FN(Esys_NV_Read)
     FN(Esys_NV_UndefineSpace) FN(Esys_TR_FromTPMPublic) FN(Esys_TR_Close)
     FN(Esys_ReadClock) FN(Esys_Free) FN(Esys_TRSess_SetAttributes)
+    FN(Esys_PolicySecret) FN(Esys_PolicyGetDigest) FN(Esys_NV_Write) FN(Esys_TR_GetName)
     FN(Tss2_TctiLdr_Initialize) FN(Tss2_TctiLdr_Finalize)
     FN(Tss2_MU_TPM2B_PUBLIC_Marshal) FN(Tss2_MU_TPM2B_PUBLIC_Unmarshal)
     FN(Tss2_MU_TPM2B_PRIVATE_Marshal) FN(Tss2_MU_TPM2B_PRIVATE_Unmarshal)
@@ -56,7 +57,8 @@ static const struct {
      "Esys_Unseal Esys_StartAuthSession Esys_PolicyAuthValue Esys_TR_SetAuth "
      "Esys_FlushContext Esys_GetCapability Esys_NV_DefineSpace Esys_NV_Increment "
      "Esys_NV_Read Esys_NV_UndefineSpace Esys_TR_FromTPMPublic Esys_TR_Close "
-     "Esys_ReadClock Esys_Free Esys_TRSess_SetAttributes"},
+     "Esys_ReadClock Esys_Free Esys_TRSess_SetAttributes Esys_PolicySecret "
+     "Esys_PolicyGetDigest Esys_NV_Write Esys_TR_GetName"},
 };
 
 /* Where each symbol goes in T (same order as the names in LIBS). */
@@ -71,6 +73,7 @@ static void *const SLOTS[] = {
     &T.Esys_NV_DefineSpace, &T.Esys_NV_Increment, &T.Esys_NV_Read,
     &T.Esys_NV_UndefineSpace, &T.Esys_TR_FromTPMPublic, &T.Esys_TR_Close,
     &T.Esys_ReadClock, &T.Esys_Free, &T.Esys_TRSess_SetAttributes,
+    &T.Esys_PolicySecret, &T.Esys_PolicyGetDigest, &T.Esys_NV_Write, &T.Esys_TR_GetName,
 };
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -165,12 +168,6 @@ struct tg_tpm {
     ESYS_CONTEXT *esys;
     TSS2_TCTI_CONTEXT *tcti;
 };
-
-/* SHA-256(32 zero bytes || TPM2_CC_PolicyAuthValue (0x0000016B, big endian)):
- * the policy digest after a single TPM2_PolicyAuthValue in a fresh session. */
-static const uint8_t POLICY_AUTHVALUE[32] = {
-    0x8f, 0xcd, 0x21, 0x69, 0xab, 0x92, 0x69, 0x4e, 0x0c, 0x63, 0x3f, 0x1a, 0xb7, 0x72, 0x84, 0x2b,
-    0x82, 0x41, 0xbb, 0xc2, 0x02, 0x88, 0x98, 0x1f, 0xc7, 0xac, 0x1e, 0xdd, 0xc1, 0xfd, 0xdb, 0x0e};
 
 static const uint8_t MAGIC[4] = {'T', 'G', 'S', 1}; /* Touchgate sealed, version 1 */
 
@@ -288,7 +285,10 @@ static int start_session(tg_tpm *t, ESYS_TR tpmkey, TPM2_SE type, TPMA_SESSION a
     return TG_TPM_OK;
 }
 
-/* Message for a DA-counted refusal or a lockout; reads the DA state. */
+/* Message for a refusal counted by the TPM's machine-wide dictionary-attack logic
+ * (a first-format sealed key) or for that logic's lockout; reads the DA state. The
+ * lockout is the whole TPM's: its count comes from wrong authorizations by any
+ * program, and from TPM boots after an unclean shutdown, so it is named as such. */
 static int da_fail(tg_tpm *t, uint32_t b, char *err, size_t errlen)
 {
     tg_tpm_da da;
@@ -297,27 +297,29 @@ static int da_fail(tg_tpm *t, uint32_t b, char *err, size_t errlen)
     if (b == TPM2_RC_LOCKOUT) {
         if (!have)
             return fail(err, errlen, TG_TPM_LOCKOUT,
-                        "the TPM is locked out after too many wrong passphrases; wait and "
+                        "the TPM's machine-wide dictionary-attack lockout is on; wait and "
                         "try again later");
         if (da.interval_seconds == 0)
             return fail(err, errlen, TG_TPM_LOCKOUT,
-                        "the TPM is locked out after too many wrong passphrases and does not "
-                        "recover by itself; the TPM owner must reset it "
-                        "(tpm2_dictionarylockout -c)");
+                        "the TPM's machine-wide dictionary-attack lockout is on (%u failed "
+                        "authorizations counted, by any program or from unclean TPM "
+                        "shutdowns) and does not end by itself; the TPM owner must reset it "
+                        "(tpm2_dictionarylockout -c)", da.failures);
         /* The TPM forgets one failure per interval and accepts again once
          * failures < max_failures. */
         uint64_t left = da.failures >= da.max_failures
                             ? (uint64_t)(da.failures - da.max_failures + 1) * da.interval_seconds
                             : da.interval_seconds;
         return fail(err, errlen, TG_TPM_LOCKOUT,
-                    "the TPM is locked out after too many wrong passphrases; it accepts "
-                    "again in about %llu seconds (one failure is forgotten every %u seconds)",
-                    (unsigned long long)left, da.interval_seconds);
+                    "the TPM's machine-wide dictionary-attack lockout is on (%u failed "
+                    "authorizations counted, by any program or from unclean TPM shutdowns); "
+                    "it accepts again in about %llu seconds (one failure is forgotten every "
+                    "%u seconds)", da.failures, (unsigned long long)left, da.interval_seconds);
     }
     if (!have)
         return fail(err, errlen, TG_TPM_WRONG_AUTH, "the TPM refused the passphrase");
     return fail(err, errlen, TG_TPM_WRONG_AUTH,
-                "the TPM refused the passphrase (%u of %u failures before its "
+                "the TPM refused the passphrase (%u of %u failures before its machine-wide "
                 "dictionary-attack lockout)", da.failures, da.max_failures);
 }
 
@@ -378,17 +380,39 @@ void tg_tpm_close(tg_tpm *t)
 
 /* ------------------------------------------------------------ seal/unseal */
 
-static int parse_blob(const uint8_t *b, size_t n, TPM2B_PUBLIC *pub, TPM2B_PRIVATE *priv)
+/* Blob: MAGIC (version 1: PolicyAuthValue, counted by the TPM's dictionary-attack
+ * logic) or MAGIC2 and the guard's NV index (4 bytes, big endian: PolicySecret on
+ * that guard, noDA), then TPM2B_PUBLIC and TPM2B_PRIVATE as tss2 marshals them. */
+static const uint8_t MAGIC2[4] = {'T', 'G', 'S', 2};
+
+static int nv_open(tg_tpm *t, uint32_t index, const TPM2B_AUTH *a, ESYS_TR *nv, char *err,
+                   size_t errlen);
+static void nv_close(tg_tpm *t, ESYS_TR *nv);
+
+static int parse_blob(const uint8_t *b, size_t n, TPM2B_PUBLIC *pub, TPM2B_PRIVATE *priv,
+                      uint32_t *guard)
 {
     memset(pub, 0, sizeof *pub);
     memset(priv, 0, sizeof *priv);
-    if (!b || n < sizeof MAGIC + 4 || n > TG_TPM_BLOB_MAX || memcmp(b, MAGIC, sizeof MAGIC))
+    *guard = 0;
+    if (!b || n < sizeof MAGIC + 4 || n > TG_TPM_BLOB_MAX)
         return TG_TPM_BAD_INPUT;
     size_t off = sizeof MAGIC;
+    if (!memcmp(b, MAGIC2, sizeof MAGIC2)) {
+        if (n < sizeof MAGIC2 + 4 + 4)
+            return TG_TPM_BAD_INPUT;
+        *guard = (uint32_t)b[4] << 24 | (uint32_t)b[5] << 16 | (uint32_t)b[6] << 8 | b[7];
+        if (*guard < TG_TPM_NV_FIRST || *guard > TG_TPM_NV_LAST)
+            return TG_TPM_BAD_INPUT;
+        off += 4;
+    } else if (memcmp(b, MAGIC, sizeof MAGIC)) {
+        return TG_TPM_BAD_INPUT;
+    }
+    size_t start = off;
     if (T.Tss2_MU_TPM2B_PUBLIC_Unmarshal(b, n, &off, pub))
         return TG_TPM_BAD_INPUT;
     /* the TPM2B's size field must cover exactly the parsed TPMT_PUBLIC */
-    if (off - sizeof MAGIC - 2 != (size_t)((b[4] << 8) | b[5]))
+    if (off - start - 2 != (size_t)((b[start] << 8) | b[start + 1]))
         return TG_TPM_BAD_INPUT;
     if (T.Tss2_MU_TPM2B_PRIVATE_Unmarshal(b, n, &off, priv) || off != n || priv->size == 0)
         return TG_TPM_BAD_INPUT;
@@ -405,11 +429,87 @@ int tg_tpm_blob_check(const uint8_t *blob, size_t bloblen)
         return TG_TPM_UNAVAILABLE;
     TPM2B_PUBLIC pub;
     TPM2B_PRIVATE priv;
-    return parse_blob(blob, bloblen, &pub, &priv);
+    uint32_t guard;
+    return parse_blob(blob, bloblen, &pub, &priv, &guard);
 }
 
-int tg_tpm_seal(tg_tpm *t, const uint8_t *auth, size_t authlen, const uint8_t *secret,
-                size_t secretlen, uint8_t *blob, size_t *bloblen, char *err, size_t errlen)
+/* The guard's count and limit, read with the owner's (empty) authorization, which
+ * the index allows (OWNERREAD) so that reading never touches the count. */
+static int guard_read(tg_tpm *t, ESYS_TR nv, uint32_t *count, uint32_t *limit, char *err,
+                      size_t errlen)
+{
+    TPM2B_MAX_NV_BUFFER *data = NULL;
+    TSS2_RC rc = T.Esys_NV_Read(t->esys, ESYS_TR_RH_OWNER, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE,
+                                ESYS_TR_NONE, 8, 0, &data);
+    if (rc)
+        return rc_fail(err, errlen, "reading the TPM passphrase guard", rc);
+    int r = TG_TPM_OK;
+    if (data->size != 8) {
+        r = fail(err, errlen, TG_TPM_ERROR, "the TPM passphrase guard returned %u bytes, not 8",
+                 data->size);
+    } else { /* TPMS_NV_PIN_COUNTER_PARAMETERS: pinCount, pinLimit, big endian */
+        const uint8_t *d = data->buffer;
+        *count = (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
+        *limit = (uint32_t)d[4] << 24 | (uint32_t)d[5] << 16 | (uint32_t)d[6] << 8 | d[7];
+    }
+    T.Esys_Free(data);
+    return r;
+}
+
+static int guard_open(tg_tpm *t, uint32_t index, const TPM2B_AUTH *a, ESYS_TR *nv, char *err,
+                      size_t errlen)
+{
+    int r = nv_open(t, index, a, nv, err, errlen);
+    if (r == TG_TPM_FOREIGN)
+        return fail(err, errlen, TG_TPM_FOREIGN,
+                    "the TPM has no passphrase guard at NV index 0x%08x: the TPM was cleared "
+                    "or replaced, or the index was removed; `touchgate tpm recover` binds the "
+                    "vault again with its recovery key", index);
+    return r;
+}
+
+/* TPM2_PolicySecret on the guard in `policy`, authorized by an HMAC session salted to
+ * `primary` (the guard's auth value never crosses the bus). The guard is a PIN Fail
+ * index: a wrong auth value adds one to its count and nothing to the TPM's
+ * dictionary-attack counter; the right one sets its count back to 0; once the count
+ * reaches its limit the TPM refuses even the right one. */
+static int guard_secret(tg_tpm *t, ESYS_TR primary, ESYS_TR guard, ESYS_TR policy, char *err,
+                        size_t errlen)
+{
+    ESYS_TR hmac = ESYS_TR_NONE;
+    int r = start_session(t, primary, TPM2_SE_HMAC, TPMA_SESSION_CONTINUESESSION, &hmac, err,
+                          errlen);
+    if (r)
+        return r;
+    TSS2_RC rc = T.Esys_PolicySecret(t->esys, guard, policy, hmac, ESYS_TR_NONE, ESYS_TR_NONE,
+                                     NULL, NULL, NULL, 0, NULL, NULL);
+    flush(t, &hmac);
+    if (rc == TSS2_RC_SUCCESS)
+        return TG_TPM_OK;
+    uint32_t b = tpm_rc(rc);
+    uint32_t count = 0, limit = 0;
+    char ignore[8];
+    int have = guard_read(t, guard, &count, &limit, ignore, sizeof ignore) == TG_TPM_OK;
+    if (b == TPM2_RC_AUTH_UNAVAILABLE || (have && count >= limit && is_auth_failure(b)))
+        return fail(err, errlen, TG_TPM_EXHAUSTED,
+                    "the TPM refuses this vault's passphrase after %u wrong ones in a row; "
+                    "only the recovery key opens it now (`touchgate tpm recover`)",
+                    have ? limit : 0);
+    if (is_auth_failure(b)) {
+        if (!have)
+            return fail(err, errlen, TG_TPM_WRONG_AUTH, "the TPM refused the passphrase");
+        return fail(err, errlen, TG_TPM_WRONG_AUTH,
+                    "the TPM refused the passphrase (%u of %u wrong in a row; at %u only the "
+                    "recovery key opens the vault)", count, limit, limit);
+    }
+    if (b == TPM2_RC_LOCKOUT)
+        return da_fail(t, b, err, errlen);
+    return rc_fail(err, errlen, "TPM2_PolicySecret on the passphrase guard", rc);
+}
+
+int tg_tpm_seal(tg_tpm *t, uint32_t guard_index, const uint8_t *auth, size_t authlen,
+                const uint8_t *secret, size_t secretlen, uint8_t *blob, size_t *bloblen,
+                char *err, size_t errlen)
 {
     int r = load(err, errlen);
     if (r)
@@ -420,54 +520,82 @@ int tg_tpm_seal(tg_tpm *t, const uint8_t *auth, size_t authlen, const uint8_t *s
         return fail(err, errlen, TG_TPM_BAD_INPUT,
                     "tg_tpm_seal: auth must be 1..%d bytes and the secret 1..%d bytes",
                     AUTH_MAX, SECRET_MAX);
+    if (guard_index < TG_TPM_NV_FIRST || guard_index > TG_TPM_NV_LAST)
+        return fail(err, errlen, TG_TPM_BAD_INPUT, "tg_tpm_seal: 0x%08x is not a guard index",
+                    guard_index);
 
     /* Sealed-data object: keyedhash with NULL scheme and caller data.
      * fixedTPM|fixedParent: cannot be duplicated off this TPM.
-     * No userWithAuth: the auth value is accepted only through a policy
-     * session, and the policy is exactly TPM2_PolicyAuthValue.
-     * No noDA: wrong auth values are counted by the dictionary-attack logic. */
+     * No userWithAuth and an empty auth value: it opens only through a policy
+     * session, and the policy is exactly TPM2_PolicySecret on the guard.
+     * noDA: a wrong passphrase is counted by the guard, per vault, never by the
+     * TPM's machine-wide dictionary-attack counter. */
     TPM2B_SENSITIVE_CREATE sens;
     TPM2B_PUBLIC pub;
     TPM2B_DATA outside;
     TPML_PCR_SELECTION pcrs;
+    TPM2B_AUTH a;
     memset(&sens, 0, sizeof sens);
     memset(&pub, 0, sizeof pub);
     memset(&outside, 0, sizeof outside);
     memset(&pcrs, 0, sizeof pcrs);
+    memset(&a, 0, sizeof a);
+    a.size = (UINT16)authlen;
+    memcpy(a.buffer, auth, authlen);
     pub.publicArea.type = TPM2_ALG_KEYEDHASH;
     pub.publicArea.nameAlg = TPM2_ALG_SHA256;
-    pub.publicArea.objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT;
-    pub.publicArea.authPolicy.size = sizeof POLICY_AUTHVALUE;
-    memcpy(pub.publicArea.authPolicy.buffer, POLICY_AUTHVALUE, sizeof POLICY_AUTHVALUE);
+    pub.publicArea.objectAttributes =
+        TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_NODA;
     pub.publicArea.parameters.keyedHashDetail.scheme.scheme = TPM2_ALG_NULL;
-    sens.sensitive.userAuth.size = (UINT16)authlen;
-    memcpy(sens.sensitive.userAuth.buffer, auth, authlen);
     sens.sensitive.data.size = (UINT16)secretlen;
     memcpy(sens.sensitive.data.buffer, secret, secretlen);
 
-    ESYS_TR primary = ESYS_TR_NONE, sess = ESYS_TR_NONE;
+    ESYS_TR primary = ESYS_TR_NONE, sess = ESYS_TR_NONE, trial = ESYS_TR_NONE,
+            nv = ESYS_TR_NONE;
     TPM2B_PRIVATE *opriv = NULL;
     TPM2B_PUBLIC *opub = NULL;
+    TPM2B_DIGEST *policy = NULL;
+    TSS2_RC rc;
     r = create_primary(t, &primary, err, errlen);
-    /* Salted HMAC session with decrypt: the first command parameter
-     * (inSensitive = auth + secret) travels AES-CFB encrypted. */
     if (!r)
+        r = guard_open(t, guard_index, &a, &nv, err, errlen);
+    /* The policy digest covers the guard's Name, which covers its attributes (and so
+     * whether it was written): the TPM computes it in a trial session. The trial's
+     * authorization is real, so it needs the auth value too. */
+    if (!r)
+        r = start_session(t, ESYS_TR_NONE, TPM2_SE_TRIAL, TPMA_SESSION_CONTINUESESSION, &trial,
+                          err, errlen);
+    if (!r)
+        r = guard_secret(t, primary, nv, trial, err, errlen);
+    if (!r && (rc = T.Esys_PolicyGetDigest(t->esys, trial, ESYS_TR_NONE, ESYS_TR_NONE,
+                                          ESYS_TR_NONE, &policy)))
+        r = rc_fail(err, errlen, "TPM2_PolicyGetDigest", rc);
+    flush(t, &trial);
+    if (!r) {
+        pub.publicArea.authPolicy = *policy;
+        /* Salted HMAC session with decrypt: the first command parameter
+         * (inSensitive, the secret) travels AES-CFB encrypted. */
         r = start_session(t, primary, TPM2_SE_HMAC,
                           TPMA_SESSION_DECRYPT | TPMA_SESSION_CONTINUESESSION, &sess, err,
                           errlen);
+    }
     if (!r) {
-        TSS2_RC rc = T.Esys_Create(t->esys, primary, sess, ESYS_TR_NONE, ESYS_TR_NONE, &sens,
-                                   &pub, &outside, &pcrs, &opriv, &opub, NULL, NULL, NULL);
+        rc = T.Esys_Create(t->esys, primary, sess, ESYS_TR_NONE, ESYS_TR_NONE, &sens, &pub,
+                           &outside, &pcrs, &opriv, &opub, NULL, NULL, NULL);
         if (rc)
             r = rc_fail(err, errlen, "sealing (TPM2_Create)", rc);
     }
     if (!r) {
         size_t off = 0, cap = *bloblen;
-        if (cap < sizeof MAGIC) {
+        if (cap < sizeof MAGIC2 + 4) {
             r = fail(err, errlen, TG_TPM_BAD_INPUT, "tg_tpm_seal: blob buffer too small");
         } else {
-            memcpy(blob, MAGIC, sizeof MAGIC);
-            off = sizeof MAGIC;
+            memcpy(blob, MAGIC2, sizeof MAGIC2);
+            blob[4] = (uint8_t)(guard_index >> 24);
+            blob[5] = (uint8_t)(guard_index >> 16);
+            blob[6] = (uint8_t)(guard_index >> 8);
+            blob[7] = (uint8_t)guard_index;
+            off = sizeof MAGIC2 + 4;
             if (T.Tss2_MU_TPM2B_PUBLIC_Marshal(opub, blob, cap, &off) ||
                 T.Tss2_MU_TPM2B_PRIVATE_Marshal(opriv, blob, cap, &off))
                 r = fail(err, errlen, TG_TPM_BAD_INPUT,
@@ -478,8 +606,11 @@ int tg_tpm_seal(tg_tpm *t, const uint8_t *auth, size_t authlen, const uint8_t *s
         }
     }
     explicit_bzero(&sens, sizeof sens);
+    explicit_bzero(&a, sizeof a);
+    nv_close(t, &nv);
     flush(t, &sess);
     flush(t, &primary);
+    T.Esys_Free(policy);
     T.Esys_Free(opriv);
     T.Esys_Free(opub);
     return r;
@@ -498,7 +629,8 @@ int tg_tpm_unseal(tg_tpm *t, const uint8_t *blob, size_t bloblen, const uint8_t 
                     AUTH_MAX);
     TPM2B_PUBLIC pub;
     TPM2B_PRIVATE priv;
-    if (parse_blob(blob, bloblen, &pub, &priv))
+    uint32_t guard_index;
+    if (parse_blob(blob, bloblen, &pub, &priv, &guard_index))
         return fail(err, errlen, TG_TPM_BAD_INPUT,
                     "the sealed key blob is damaged or not a Touchgate TPM blob");
 
@@ -506,7 +638,7 @@ int tg_tpm_unseal(tg_tpm *t, const uint8_t *blob, size_t bloblen, const uint8_t 
     memset(&a, 0, sizeof a);
     a.size = (UINT16)authlen;
     memcpy(a.buffer, auth, authlen);
-    ESYS_TR primary = ESYS_TR_NONE, obj = ESYS_TR_NONE, sess = ESYS_TR_NONE;
+    ESYS_TR primary = ESYS_TR_NONE, obj = ESYS_TR_NONE, sess = ESYS_TR_NONE, nv = ESYS_TR_NONE;
     TPM2B_SENSITIVE_DATA *out = NULL;
     TSS2_RC rc;
 
@@ -534,11 +666,20 @@ int tg_tpm_unseal(tg_tpm *t, const uint8_t *blob, size_t bloblen, const uint8_t 
         r = start_session(t, primary, TPM2_SE_POLICY,
                           TPMA_SESSION_ENCRYPT | TPMA_SESSION_CONTINUESESSION, &sess, err,
                           errlen);
-    if (!r && (rc = T.Esys_PolicyAuthValue(t->esys, sess, ESYS_TR_NONE, ESYS_TR_NONE,
-                                          ESYS_TR_NONE)))
-        r = rc_fail(err, errlen, "TPM2_PolicyAuthValue", rc);
-    if (!r && (rc = T.Esys_TR_SetAuth(t->esys, obj, &a)))
-        r = rc_fail(err, errlen, "setting the auth value", rc);
+    if (guard_index) {
+        if (!r)
+            r = guard_open(t, guard_index, &a, &nv, err, errlen);
+        if (!r)
+            r = guard_secret(t, primary, nv, sess, err, errlen);
+    } else {
+        /* Version 1: the auth value is the object's own, counted by the TPM's
+         * dictionary-attack logic (kept only to open vaults bound before guards). */
+        if (!r && (rc = T.Esys_PolicyAuthValue(t->esys, sess, ESYS_TR_NONE, ESYS_TR_NONE,
+                                              ESYS_TR_NONE)))
+            r = rc_fail(err, errlen, "TPM2_PolicyAuthValue", rc);
+        if (!r && (rc = T.Esys_TR_SetAuth(t->esys, obj, &a)))
+            r = rc_fail(err, errlen, "setting the auth value", rc);
+    }
     if (!r && (rc = T.Esys_Unseal(t->esys, obj, sess, ESYS_TR_NONE, ESYS_TR_NONE, &out))) {
         uint32_t b = tpm_rc(rc);
         if (b == TPM2_RC_LOCKOUT || is_auth_failure(b))
@@ -561,11 +702,22 @@ int tg_tpm_unseal(tg_tpm *t, const uint8_t *blob, size_t bloblen, const uint8_t 
         explicit_bzero(out, sizeof *out);
         T.Esys_Free(out);
     }
+    nv_close(t, &nv);
     forget_auth(t, obj);
     flush(t, &sess);
     flush(t, &obj);
     flush(t, &primary);
     return r;
+}
+
+int tg_tpm_blob_guard(const uint8_t *blob, size_t bloblen, uint32_t *guard)
+{
+    char e[8];
+    if (!guard || load(e, sizeof e))
+        return TG_TPM_UNAVAILABLE;
+    TPM2B_PUBLIC pub;
+    TPM2B_PRIVATE priv;
+    return parse_blob(blob, bloblen, &pub, &priv, guard);
 }
 
 /* --------------------------------------------------------------- status */
@@ -790,6 +942,49 @@ static int free_index(tg_tpm *t, uint32_t *idx, char *err, size_t errlen)
                 TG_TPM_NV_FIRST, TG_TPM_NV_LAST);
 }
 
+/* Defines `np` at the lowest free index of Touchgate's range with auth value `a`,
+ * through a session salted to the primary key with decrypt, so the auth value (first
+ * parameter of TPM2_NV_DefineSpace) is encrypted on the bus. The primary is only the
+ * salt key and goes as soon as the session exists. */
+static int define_index(tg_tpm *t, const TPM2B_AUTH *a, TPM2B_NV_PUBLIC *np, uint32_t *index,
+                        char *err, size_t errlen)
+{
+    ESYS_TR primary = ESYS_TR_NONE, s = ESYS_TR_NONE, nv = ESYS_TR_NONE;
+    int r = create_primary(t, &primary, err, errlen);
+    if (!r)
+        r = start_session(t, primary, TPM2_SE_HMAC,
+                          TPMA_SESSION_DECRYPT | TPMA_SESSION_CONTINUESESSION, &s, err, errlen);
+    flush(t, &primary);
+    for (int tries = 0; !r && tries < 4; tries++) {
+        if ((r = free_index(t, &np->nvPublic.nvIndex, err, errlen)))
+            break;
+        TSS2_RC rc = T.Esys_NV_DefineSpace(t->esys, ESYS_TR_RH_OWNER, s, ESYS_TR_NONE,
+                                           ESYS_TR_NONE, a, np, &nv);
+        if (rc == TSS2_RC_SUCCESS)
+            break;
+        nv = ESYS_TR_NONE;
+        uint32_t b = tpm_rc(rc);
+        if (b == TPM2_RC_NV_DEFINED) /* someone took it meanwhile */
+            continue;
+        if (is_auth_failure(b) || b == TPM2_RC_LOCKOUT)
+            r = fail(err, errlen, TG_TPM_ERROR,
+                     "the TPM owner hierarchy has a password (or is locked out); Touchgate "
+                     "needs an empty owner password (tpm2_changeauth -c o)");
+        else if (b == TPM2_RC_NV_SPACE)
+            r = fail(err, errlen, TG_TPM_ERROR,
+                     "the TPM has no NV space left for another index");
+        else
+            r = rc_fail(err, errlen, "defining a TPM NV index (TPM2_NV_DefineSpace)", rc);
+    }
+    flush(t, &s);
+    if (!r && nv == ESYS_TR_NONE)
+        r = fail(err, errlen, TG_TPM_ERROR, "could not find a free TPM NV index");
+    if (!r)
+        *index = np->nvPublic.nvIndex;
+    nv_close(t, &nv);
+    return r;
+}
+
 int tg_tpm_counter_define(tg_tpm *t, const uint8_t *auth, size_t authlen, uint32_t *index,
                           uint64_t *value, char *err, size_t errlen)
 {
@@ -816,42 +1011,11 @@ int tg_tpm_counter_define(tg_tpm *t, const uint8_t *auth, size_t authlen, uint32
     np.nvPublic.attributes = (TPM2_NT_COUNTER << TPMA_NV_TPM2_NT_SHIFT) | TPMA_NV_AUTHWRITE |
                              TPMA_NV_AUTHREAD | TPMA_NV_NO_DA | TPMA_NV_ORDERLY;
     np.nvPublic.dataSize = 8;
-
-    ESYS_TR primary = ESYS_TR_NONE, s = ESYS_TR_NONE, nv = ESYS_TR_NONE;
-    /* Salted session with decrypt so the new auth value (first parameter of
-     * TPM2_NV_DefineSpace) is encrypted on the bus. The primary is only the
-     * salt key and can go as soon as the session exists. */
-    r = create_primary(t, &primary, err, errlen);
+    uint32_t defined = 0;
+    ESYS_TR nv = ESYS_TR_NONE;
+    r = define_index(t, &a, &np, &defined, err, errlen);
     if (!r)
-        r = start_session(t, primary, TPM2_SE_HMAC,
-                          TPMA_SESSION_DECRYPT | TPMA_SESSION_CONTINUESESSION, &s, err, errlen);
-    flush(t, &primary);
-    for (int tries = 0; !r && tries < 4; tries++) {
-        if ((r = free_index(t, &np.nvPublic.nvIndex, err, errlen)))
-            break;
-        TSS2_RC rc = T.Esys_NV_DefineSpace(t->esys, ESYS_TR_RH_OWNER, s, ESYS_TR_NONE,
-                                           ESYS_TR_NONE, &a, &np, &nv);
-        if (rc == TSS2_RC_SUCCESS)
-            break;
-        nv = ESYS_TR_NONE;
-        uint32_t b = tpm_rc(rc);
-        if (b == TPM2_RC_NV_DEFINED) /* someone took it meanwhile */
-            continue;
-        if (is_auth_failure(b) || b == TPM2_RC_LOCKOUT)
-            r = fail(err, errlen, TG_TPM_ERROR,
-                     "the TPM owner hierarchy has a password (or is locked out); Touchgate "
-                     "needs an empty owner password (tpm2_changeauth -c o)");
-        else if (b == TPM2_RC_NV_SPACE)
-            r = fail(err, errlen, TG_TPM_ERROR,
-                     "the TPM has no NV space left for another counter");
-        else
-            r = rc_fail(err, errlen, "defining a TPM counter (TPM2_NV_DefineSpace)", rc);
-    }
-    flush(t, &s);
-    if (!r && nv == ESYS_TR_NONE)
-        r = fail(err, errlen, TG_TPM_ERROR, "could not find a free TPM NV index");
-    if (!r && T.Esys_TR_SetAuth(t->esys, nv, &a) != TSS2_RC_SUCCESS)
-        r = fail(err, errlen, TG_TPM_ERROR, "setting the counter auth failed");
+        r = nv_open(t, defined, &a, &nv, err, errlen);
     /* A counter cannot be read before its first increment. */
     if (!r) {
         TSS2_RC irc = T.Esys_NV_Increment(t->esys, nv, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE,
@@ -859,15 +1023,14 @@ int tg_tpm_counter_define(tg_tpm *t, const uint8_t *auth, size_t authlen, uint32
         r = irc ? nv_fail(t, irc, "incrementing the new TPM counter", err, errlen)
                 : nv_op(t, nv, 0, value, err, errlen);
     }
-    if (!r) {
-        *index = np.nvPublic.nvIndex;
-    } else if (nv != ESYS_TR_NONE) {
-        /* do not leave a half-made index behind */
-        if (T.Esys_NV_UndefineSpace(t->esys, ESYS_TR_RH_OWNER, nv, ESYS_TR_PASSWORD,
-                                    ESYS_TR_NONE, ESYS_TR_NONE) == TSS2_RC_SUCCESS)
-            nv = ESYS_TR_NONE; /* ESYS closed it */
-    }
     nv_close(t, &nv);
+    if (!r) {
+        *index = defined;
+    } else if (defined) {
+        /* do not leave a half-made index behind */
+        char ignore[8];
+        tg_tpm_counter_undefine(t, defined, ignore, sizeof ignore);
+    }
     explicit_bzero(&a, sizeof a);
     return r;
 }
@@ -897,6 +1060,103 @@ int tg_tpm_counter_undefine(tg_tpm *t, uint32_t index, char *err, size_t errlen)
         return rc_fail(err, errlen, "removing the TPM counter (TPM2_NV_UndefineSpace)", rc);
     }
     return TG_TPM_OK; /* ESYS closed nv */
+}
+
+/* ---------------------------------------------------------------- guards */
+
+int tg_tpm_guard_define(tg_tpm *t, const uint8_t *auth, size_t authlen, uint32_t limit,
+                        uint32_t *index, char *err, size_t errlen)
+{
+    int r = load(err, errlen);
+    if (r)
+        return r;
+    if (!t || !index)
+        return fail(err, errlen, TG_TPM_BAD_INPUT, "tg_tpm_guard_define: NULL argument");
+    if (limit < 1)
+        return fail(err, errlen, TG_TPM_BAD_INPUT, "tg_tpm_guard_define: limit must be >= 1");
+    TPM2B_AUTH a;
+    if ((r = check_auth(auth, authlen, &a, err, errlen)))
+        return r;
+    TPM2B_NV_PUBLIC np;
+    memset(&np, 0, sizeof np);
+    np.nvPublic.nameAlg = TPM2_ALG_SHA256;
+    /* PIN_FAIL: 8 bytes, pinCount then pinLimit. A wrong auth value adds one to
+     *   pinCount; the right one sets it to 0; at pinLimit the auth value is refused.
+     * NO_DA (required for PIN_FAIL): the machine-wide counter never sees it.
+     * AUTHREAD: TPM2_PolicySecret with the auth value is a read-role use.
+     * OWNERREAD|OWNERWRITE: the count is read, and the limit written once, with the
+     *   owner hierarchy, never with the auth value (AUTHWRITE is not allowed). */
+    np.nvPublic.attributes = (TPM2_NT_PIN_FAIL << TPMA_NV_TPM2_NT_SHIFT) | TPMA_NV_NO_DA |
+                             TPMA_NV_AUTHREAD | TPMA_NV_OWNERREAD | TPMA_NV_OWNERWRITE;
+    np.nvPublic.dataSize = 8;
+    r = define_index(t, &a, &np, index, err, errlen);
+    explicit_bzero(&a, sizeof a);
+    if (r)
+        return r;
+    ESYS_TR nv = ESYS_TR_NONE;
+    r = nv_open(t, *index, NULL, &nv, err, errlen);
+    if (!r) {
+        TPM2B_MAX_NV_BUFFER data;
+        memset(&data, 0, sizeof data);
+        data.size = 8;
+        data.buffer[4] = (uint8_t)(limit >> 24);
+        data.buffer[5] = (uint8_t)(limit >> 16);
+        data.buffer[6] = (uint8_t)(limit >> 8);
+        data.buffer[7] = (uint8_t)limit;
+        TSS2_RC rc = T.Esys_NV_Write(t->esys, ESYS_TR_RH_OWNER, nv, ESYS_TR_PASSWORD,
+                                     ESYS_TR_NONE, ESYS_TR_NONE, &data, 0);
+        if (rc)
+            r = rc_fail(err, errlen, "setting the passphrase guard's limit (TPM2_NV_Write)", rc);
+    }
+    nv_close(t, &nv);
+    if (r) {
+        char ignore[8];
+        tg_tpm_counter_undefine(t, *index, ignore, sizeof ignore);
+        *index = 0;
+    }
+    return r;
+}
+
+int tg_tpm_guard_status(tg_tpm *t, uint32_t index, uint32_t *count, uint32_t *limit,
+                        char *err, size_t errlen)
+{
+    int r = load(err, errlen);
+    if (r)
+        return r;
+    if (!t || !count || !limit)
+        return fail(err, errlen, TG_TPM_BAD_INPUT, "tg_tpm_guard_status: NULL argument");
+    ESYS_TR nv = ESYS_TR_NONE;
+    r = guard_open(t, index, NULL, &nv, err, errlen);
+    if (!r)
+        r = guard_read(t, nv, count, limit, err, errlen);
+    nv_close(t, &nv);
+    return r;
+}
+
+int tg_tpm_identity(tg_tpm *t, uint8_t *name, size_t *namelen, char *err, size_t errlen)
+{
+    int r = load(err, errlen);
+    if (r)
+        return r;
+    if (!t || !name || !namelen)
+        return fail(err, errlen, TG_TPM_BAD_INPUT, "tg_tpm_identity: NULL argument");
+    ESYS_TR primary = ESYS_TR_NONE;
+    TPM2B_NAME *n = NULL;
+    r = create_primary(t, &primary, err, errlen);
+    if (!r) {
+        TSS2_RC rc = T.Esys_TR_GetName(t->esys, primary, &n);
+        if (rc)
+            r = rc_fail(err, errlen, "reading the primary key's name", rc);
+        else if (n->size > *namelen)
+            r = fail(err, errlen, TG_TPM_BAD_INPUT, "tg_tpm_identity: name buffer too small");
+        else {
+            memcpy(name, n->name, n->size);
+            *namelen = n->size;
+        }
+    }
+    T.Esys_Free(n);
+    flush(t, &primary);
+    return r;
 }
 
 /* Test hook (not in the public header): CreatePrimary + FlushContext once. */

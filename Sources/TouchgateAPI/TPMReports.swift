@@ -1,4 +1,4 @@
-import FoundationEssentials
+public import FoundationEssentials
 
 /// `touchgate tpm status`: whether the TPM guards the vault key, its counter against the
 /// store's, and its dictionary-attack state.
@@ -21,10 +21,26 @@ public struct TPMStatusReport: Codable, Sendable, Equatable {
     public var lockoutRemainingSeconds: Int?
     /// Why the TPM could not be reached, when it could not.
     public var problem: String?
+    /// The vault's passphrase guard (hex), its wrong passphrases in a row and its limit
+    /// (nil for a binding made before guards: its wrong passphrases count on the TPM's
+    /// machine-wide lockout above).
+    public var guardIndex: String?
+    public var guardFailures: Int?
+    public var guardLimit: Int?
+    /// When the store last adopted the TPM's counter after an unclean TPM boot, and how
+    /// many changes the TPM had lost.
+    public var counterAdoptedAt: Date?
+    public var counterAdoptedChanges: UInt64?
 
     public init(bound: Bool, counterIndex: String?, storeCounter: UInt64?, tpmCounter: UInt64?, manufacturer: String?,
                 failures: Int?, maximumFailures: Int?, forgetsOneEverySeconds: Int?, lockedOut: Bool?,
-                lockoutRemainingSeconds: Int?, problem: String?) {
+                lockoutRemainingSeconds: Int?, problem: String?, guardIndex: String? = nil, guardFailures: Int? = nil,
+                guardLimit: Int? = nil, counterAdoptedAt: Date? = nil, counterAdoptedChanges: UInt64? = nil) {
+        self.guardIndex = guardIndex
+        self.guardFailures = guardFailures
+        self.guardLimit = guardLimit
+        self.counterAdoptedAt = counterAdoptedAt
+        self.counterAdoptedChanges = counterAdoptedChanges
         self.bound = bound
         self.counterIndex = counterIndex
         self.storeCounter = storeCounter
@@ -47,9 +63,15 @@ public struct TPMStatusReport: Codable, Sendable, Equatable {
             parts.append(tpmCounter == storeCounter ? "rollback counter \(tpmCounter), in step"
                                                     : "rollback counter: TPM \(tpmCounter), store \(storeCounter)")
         }
-        if let failures, let maximumFailures {
+        if let guardFailures, let guardLimit {
+            parts.append(guardFailures >= guardLimit ? "passphrase refused after \(guardLimit) wrong ones: recovery key needed"
+                                                     : "\(guardFailures) of \(guardLimit) wrong passphrases in a row")
+        } else if let failures, let maximumFailures {
             parts.append(lockedOut == true ? "LOCKED OUT for about \(lockoutRemainingSeconds ?? 0) s more"
                                            : "\(failures) of \(maximumFailures) wrong passphrases counted")
+        }
+        if let counterAdoptedAt, let counterAdoptedChanges {
+            parts.append("counter adopted after an unclean TPM boot (\(counterAdoptedChanges) ahead) at \(WireCoding.iso8601(counterAdoptedAt))")
         }
         return parts.joined(separator: "; ")
     }
@@ -66,13 +88,25 @@ public struct TPMStatusReport: Codable, Sendable, Equatable {
             lines.append("  rollback counter \(counterIndex): TPM \(tpm), store \(store)"
                          + (tpmCounter != nil && tpmCounter == storeCounter ? " (in step)" : ""))
         }
+        if let guardIndex {
+            let count = guardFailures.map(String.init) ?? "?", limit = guardLimit.map(String.init) ?? "?"
+            lines.append("  passphrase guard \(guardIndex): \(count) of \(limit) wrong passphrases in a row (this vault's own; at \(limit) only the recovery key opens it)")
+            if let guardFailures, let guardLimit, guardFailures >= guardLimit {
+                lines.append("  REFUSING the passphrase: run `touchgate tpm recover` with the recovery key")
+            }
+        } else if bound {
+            lines.append("  no passphrase guard (bound by an earlier release): wrong passphrases count on the TPM's machine-wide lockout; `touchgate passphrase change` moves the vault to a guard of its own")
+        }
         if let failures, let maximumFailures {
-            var line = "  dictionary-attack protection: \(failures) of \(maximumFailures) wrong passphrases counted"
+            var line = "  TPM's machine-wide dictionary-attack counter: \(failures) of \(maximumFailures)"
             if let forgetsOneEverySeconds { line += ", one forgotten every \(forgetsOneEverySeconds) s" }
             lines.append(line)
         }
         if lockedOut == true {
-            lines.append("  LOCKED OUT: the TPM refuses every passphrase for about \(lockoutRemainingSeconds ?? 0) s more")
+            lines.append("  the TPM's machine-wide lockout is on for about \(lockoutRemainingSeconds ?? 0) s more" + (guardIndex == nil ? ": it refuses this vault's passphrase meanwhile" : " (this vault's guard does not depend on it)"))
+        }
+        if let counterAdoptedAt, let counterAdoptedChanges {
+            lines.append("  counter adopted after an unclean TPM boot at \(WireCoding.iso8601(counterAdoptedAt)): the TPM was \(counterAdoptedChanges) ahead of the store (see `touchgate audit show --event tpm.counter`)")
         }
         return lines
     }

@@ -74,6 +74,9 @@ extension TPMStatusReport {
                   storeCounter: status.storeCounter, tpmCounter: status.tpmCounter, manufacturer: da?.manufacturer,
                   failures: da?.failures, maximumFailures: da?.maximumFailures,
                   forgetsOneEverySeconds: da?.forgetsOneEverySeconds, lockedOut: da?.isLockedOut,
-                  lockoutRemainingSeconds: da.map(\.secondsUntilAccepting), problem: status.problem)
+                  lockoutRemainingSeconds: da.map(\.secondsUntilAccepting), problem: status.problem,
+                  guardIndex: status.guardIndex.map { "0x" + String($0, radix: 16) }, guardFailures: status.guardFailures,
+                  guardLimit: status.guardLimit, counterAdoptedAt: status.adoptedAt,
+                  counterAdoptedChanges: status.adoptedChanges)
     }
 }

@@ -17,10 +17,17 @@ import TouchgatePolicy
 /// - the store ahead: a process stopped between its commit and the increment (kill -9,
 ///   a crash), and the increments are made now;
 /// - the store behind: an older copy was put back (the whole directory, the database, or
-///   its WAL cut), refused with ``IntegrityError/rolledBack(detail:)`` — unless this
-///   TPM boot began without an orderly shutdown and the gap is within the TPM's orderly
-///   count: an orderly (hybrid) counter jumps that far forward after a power loss, so the
-///   store adopts the TPM's value, with an audit record saying so.
+///   its WAL cut), refused with ``IntegrityError/rolledBack(detail:)``, with one
+///   exception, a power loss (``PowerLoss``): right after a TPM boot that did not follow
+///   an orderly shutdown, an orderly (hybrid) counter stands past every value it may have
+///   had, so the store adopts it, with an audit record saying so — only while the
+///   counter has not moved since that boot, and only when the store is no older than the
+///   TPM's last save of it.
+///
+/// The TPM must be the one the vault was bound to: its storage key's name is compared
+/// with the binding's once per process and TPM (``TPMIdentityMemo``), so a software TPM
+/// started to stand in for it, with a counter at the same index raised to an older
+/// copy's value, is refused.
 /// Both steps run under an exclusive lock on `tpm.lock` in the data directory, so two
 /// processes never increment past the store's value between them.
 extension AuditLog {
@@ -75,11 +82,12 @@ extension AuditLog {
             guard let (_, expected) = try counterState() else { return nil }
             // Read, and brought up to the store when it is behind (a commit whose increment
             // never happened): one call. Beyond the store is what needs a reason.
+            try requireBoundTPM(binding, device: device)
             let value = try Self.counterCall { try device.counter(binding.counter, auth: auth, advancingTo: expected) }
             TPMCounterMemo.saw(value, index: binding.counter, on: device)
             if value == expected { return nil }
             let boot = try Vault.tpm { try device.bootInfo() }
-            guard !boot.orderly, value - expected <= boot.orderlyCount else {
+            guard PowerLoss(boot: boot, counter: value).explains(expected: expected) else {
                 let detail = "the store is older than the TPM's counter says (it expects \(expected), the TPM is at \(value)): an older copy of it was put back, or its WAL file was cut. Restore the newest copy of the data directory; to accept this one, run `touchgate repair` with the passphrase"
                 journal.send(Self.record(AuditMAC.Fields(
                     sequence: 0, unixTime: now().timeIntervalSince1970, bootTime: SystemClock.readBootTime().timeInterval,
@@ -93,8 +101,37 @@ extension AuditLog {
             return (expected, value)
         }
         if let jump {
-            try append(.tpmCounter, .success, reason: "the TPM's counter was \(jump.to - jump.from) ahead of the store (\(jump.from) → \(jump.to)) after a power loss (the TPM's boot was not orderly): adopted")
+            try append(.tpmCounter, .success, reason: "\(Self.adoptionPrefix)\(jump.to - jump.from) ahead of the store (\(jump.from) → \(jump.to)) after a power loss (the TPM's boot was not orderly and its counter had not moved since): adopted")
         }
+    }
+
+    /// How an adoption's audit reason begins (``lastCounterAdoption()`` looks for it).
+    static let adoptionPrefix = "the TPM's counter was "
+
+    /// The TPM must be the one the binding names (when it names one): its storage key's
+    /// name, compared once per process and TPM.
+    /// - Throws: ``VaultError/tpm(_:)`` naming both.
+    private func requireBoundTPM(_ binding: TPMBinding, device: TPMDevice) throws {
+        guard let expected = binding.tpmName, !TPMIdentityMemo.verified(expected, on: device) else { return }
+        let actual = try Vault.tpm { try device.identity() }
+        guard actual == expected else {
+            throw VaultError.tpm("\(device.name) is not the TPM this vault is bound to (its storage key differs: another TPM, a software one, or this one cleared); point TOUCHGATE_TPM_TCTI at the TPM the vault was bound to, or, if that TPM is gone, bind the vault to this one with `touchgate tpm recover` and the recovery key")
+        }
+        TPMIdentityMemo.verify(expected, on: device)
+    }
+
+    /// The newest adoption of the TPM's counter after a power loss, from the trail: when,
+    /// and by how many changes.
+    func lastCounterAdoption() throws -> (time: Date, changes: UInt64)? {
+        let row = try database.writer.read { db in
+            try Row.fetchOne(db, sql: """
+                SELECT wallTime, reason FROM audit WHERE event = ? AND outcome = ? AND reason LIKE ? ORDER BY seq DESC LIMIT 1
+                """, arguments: [AuditEvent.tpmCounter.rawValue, AuditOutcome.success.rawValue, Self.adoptionPrefix + "%"])
+        }
+        guard let row else { return nil }
+        let time: Double = row["wallTime"], reason: String = row["reason"]
+        let changes = UInt64(reason.dropFirst(Self.adoptionPrefix.count).prefix { $0.isNumber }) ?? 0
+        return (Date(timeIntervalSince1970: time), changes)
     }
 
     /// The state entry that makes the store expect the TPM's counter as it is now, for
@@ -129,6 +166,48 @@ extension AuditLog {
             _ = try StateStore.update(db, TPMBinding.counterStateKey) { $0 = TPMCounter.encode(value) }
             try saveState(db, head: head)
         }
+    }
+}
+
+/// When a counter ahead of the store is a power loss's doing, not an older copy's.
+///
+/// An orderly (hybrid) counter lives in the TPM's RAM and is saved to NV each time its
+/// low bits wrap (every `orderlyCount + 1` increments) and at an orderly shutdown. After a
+/// TPM boot that followed no orderly shutdown, the TPM sets it to its last saved value
+/// with the low bits all ones (`saved | orderlyCount`, TPM 2.0 reference code,
+/// `NvEntityStartup`), past anything it may have returned. So:
+/// - the boot must not be orderly;
+/// - the counter must still stand where that boot put it (its low bits all ones): the
+///   first increment since (the adoption's own audit record, or any change) saves it
+///   and ends the exception, so a copy put back later is refused;
+/// - the store must expect at least the saved value (`counter - orderlyCount`): the TPM
+///   never loses a saved value, so only the changes after it may have been lost.
+/// A root who restarts the TPM uncleanly and puts a copy back before the store is next
+/// opened can still roll back those few changes; SECURITY.md says so.
+struct PowerLoss {
+    let boot: TPMBootInfo
+    let counter: UInt64
+
+    func explains(expected: UInt64) -> Bool {
+        let span = boot.orderlyCount
+        guard !boot.orderly, span > 0, span < UInt64.max, counter > expected else { return false }
+        let untouchedSinceBoot = counter % (span + 1) == span
+        return untouchedSinceBoot && counter - expected <= span
+    }
+}
+
+/// The TPMs whose storage key this process has compared with a binding's and found
+/// equal, by TCTI: the name does not change while the TPM is not cleared, and the
+/// comparison costs a TPM2_CreatePrimary.
+enum TPMIdentityMemo {
+    private static let verifiedNames = Mutex<[String: [UInt8]]>([:])
+
+    static func verified(_ name: [UInt8], on device: TPMDevice) -> Bool {
+        verifiedNames.withLock { $0[device.tcti ?? ""] == name }
+    }
+
+    static func verify(_ name: [UInt8], on device: TPMDevice) {
+        verifiedNames.withLock { $0[device.tcti ?? ""] = name }
     }
 }
 

@@ -19,14 +19,22 @@ extension AuditLog {
     /// store API (``StateStore``, ``Vault``, ``PrintStore``, ``AuditLog``) from `body`:
     /// the database is not reentrant and such a call traps.
     public func atomically<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
-        let (result, records) = try database.writeImmediately { db in
-            let transaction = StoreTransaction(db: db, log: self)
-            defer { transaction.close() }
-            let result = try body(transaction)
-            return (result, transaction.records)
+        let outcome = StoreTransaction.Outcome()
+        let result: T, records: [AuditRecord]
+        do {
+            (result, records) = try database.writeImmediately { db in
+                let transaction = StoreTransaction(db: db, log: self, outcome: outcome)
+                defer { transaction.close() }
+                let result = try body(transaction)
+                return (result, transaction.records)
+            }
+        } catch {
+            for undo in outcome.ifRolledBack { undo() }
+            throw error
         }
         for record in records { journal.send(record) }
         syncTPMCounter()
+        for action in outcome.ifCommitted { action() }
         return result
     }
 }
@@ -45,10 +53,20 @@ public final class StoreTransaction {
     /// The records appended so far, for the journal after the commit.
     private(set) var records: [AuditRecord] = []
     private var isOpen = true
+    private let outcome: Outcome
 
-    init(db: Database, log: AuditLog) {
+    /// What to do outside the database once the transaction is over: TPM indices that
+    /// the change made useless (after a commit) or that it would have used (after a
+    /// rollback).
+    final class Outcome {
+        var ifCommitted: [() -> Void] = []
+        var ifRolledBack: [() -> Void] = []
+    }
+
+    init(db: Database, log: AuditLog, outcome: Outcome) {
         self.db = db
         self.log = log
+        self.outcome = outcome
     }
 
     func close() {
@@ -192,6 +210,11 @@ public final class StoreTransaction {
     ///   (compare-and-swap on the wrapped vault key).
     public func changePassphrase(_ change: PassphraseChange, in vault: Vault) throws {
         requireSameStore(vault.database)
+        if let guards = change.guards {
+            let device = TPMDevice.configured
+            outcome.ifRolledBack.append { try? device.removeIndex(guards.new) }
+            if let retired = guards.retired { outcome.ifCommitted.append { try? device.removeIndex(retired) } }
+        }
         try changingAuthenticatedState { db in try vault.apply(db, change) }
     }
 

@@ -1,5 +1,5 @@
 import CSodium
-import FoundationEssentials
+public import FoundationEssentials
 public import TouchgateBasics
 
 /// What binds a vault to a TPM (`vault_meta.tpm_binding`, JSON; covered by the state
@@ -8,27 +8,49 @@ public import TouchgateBasics
 ///
 /// ## Keys
 /// `base = Argon2id(passphrase, salt)`; the TPM releases a random 32-byte secret `s` only
-/// for `auth = BLAKE2b(key: base, "touchgate/tpm-auth/v1")`, through a PolicyAuthValue
-/// policy on a salted session, and counts every wrong `auth` toward its dictionary-attack
-/// lockout; the vault key is wrapped under `BLAKE2b(key: base, "touchgate/tpm-kek/v1" ‖ s)`.
-/// So a copy of the store is no use without this TPM, and every guess at the passphrase
-/// costs a TPM authorization, which the TPM rations. The recovery key (32 random bytes
-/// shown once) wraps the vault key too, for a cleared or replaced TPM.
+/// after `auth = BLAKE2b(key: base, "touchgate/tpm-auth/v1")` is given to the vault's
+/// passphrase guard (a PIN Fail NV index, TPM2_PolicySecret on a salted session); the
+/// vault key is wrapped under `BLAKE2b(key: base, "touchgate/tpm-kek/v1" ‖ s)`. So a copy
+/// of the store is no use without this TPM, and every guess at the passphrase costs a TPM
+/// authorization, which the guard counts: after ``guardLimit`` wrong ones in a row the TPM
+/// refuses even the right one, and only the recovery key (32 random bytes shown once,
+/// which wraps the vault key too, for a cleared or replaced TPM) opens the vault.
+///
+/// The guard is the vault's own, and the sealed object is `noDA`: one user's wrong
+/// passphrases never reach the TPM's machine-wide dictionary-attack counter, which would
+/// lock every other user's vault too. Format 1 (no guard) sealed under PolicyAuthValue and
+/// counted on that machine-wide counter; such a binding still opens, and moves to a guard
+/// at the next passphrase change.
+///
+/// ## Which TPM
+/// `tpmName` is the name of the TPM's storage primary key when the vault was bound: it
+/// derives from the TPM's owner seed, so another TPM (or a software one started to stand
+/// in for this one) has another, and the store refuses it (``AuditLog``).
 ///
 /// ## Counter
 /// An orderly (hybrid) NV counter, whose reads and increments need a key derived from
 /// `audit.key`, and the value the store expects (`vault.tpm-counter` in `vault_state`,
 /// authenticated with the rest). See ``AuditLog`` for how they move together.
 struct TPMBinding: Codable, Equatable {
-    var format = 1
+    var format = 2
     /// The sealed secret (the shim's blob).
     var sealed: [UInt8]
     /// The NV index of the counter.
     var counter: UInt32
     /// The vault key wrapped under the recovery key.
     var recovery: [UInt8]
+    /// The NV index of the passphrase guard (nil in format 1).
+    var guardIndex: UInt32?
+    /// The name of the TPM's storage primary key when bound (nil in format 1).
+    var tpmName: [UInt8]?
 
     static let counterStateKey = "vault.tpm-counter"
+
+    /// Wrong passphrases in a row after which the guard refuses even the right one. Ten,
+    /// as a phone allows before it wipes: a person mistypes a few times; a thief holding
+    /// the running machine gets ten guesses at an Argon2id-stretched passphrase, then
+    /// needs the recovery key.
+    static let guardLimit: UInt32 = 10
 
     func encoded() throws -> Data { try JSONEncoder().encode(self) }
 
@@ -127,6 +149,16 @@ public struct TPMStatus: Sendable, Equatable, Codable {
     /// The counter value the store expects, and the TPM's (nil when the TPM was not reached).
     public var storeCounter: UInt64?
     public var tpmCounter: UInt64?
+    /// The passphrase guard's index, its count of wrong passphrases in a row and its limit
+    /// (nil for a format-1 binding, whose wrong passphrases count on the TPM's
+    /// machine-wide dictionary-attack counter).
+    public var guardIndex: UInt32?
+    public var guardFailures: Int?
+    public var guardLimit: Int?
+    /// When the store last adopted the TPM's counter after an unclean TPM boot, and by how
+    /// many changes (from the trail; nil when it never did).
+    public var adoptedAt: Date?
+    public var adoptedChanges: UInt64?
     /// The TPM's dictionary-attack state (nil when no TPM was reached).
     public var dictionaryAttack: TPMDictionaryAttackState?
     /// Why the TPM could not be reached, when it could not.

@@ -86,16 +86,17 @@ public struct TPMDevice: Sendable, Equatable {
         throw TPMError(status: status, message: text.isEmpty ? "the TPM failed (status \(status))" : text)
     }
 
-    /// Seals `secret` so that only `auth` (32 bytes, a KDF output) gets it back; the TPM
-    /// counts every wrong `auth` toward its dictionary-attack lockout.
-    func seal(_ secret: SecretBytes, auth: SecretBytes) throws -> [UInt8] {
+    /// Seals `secret` so that it opens only after `auth` is given to `guard` (a passphrase
+    /// guard of ``defineGuard(auth:limit:)``): the guard counts every wrong `auth`, the
+    /// TPM's machine-wide dictionary-attack counter none.
+    func seal(_ secret: SecretBytes, auth: SecretBytes, guard index: UInt32) throws -> [UInt8] {
         try withTPM { tpm in
             var blob = [UInt8](repeating: 0, count: Int(TG_TPM_BLOB_MAX))
             var length = blob.count
             _ = try auth.withUnsafeBytes { a in
                 try secret.withUnsafeBytes { s in
                     try Self.call { err, size in
-                        tg_tpm_seal(tpm, a.baseAddress?.assumingMemoryBound(to: UInt8.self), a.count,
+                        tg_tpm_seal(tpm, index, a.baseAddress?.assumingMemoryBound(to: UInt8.self), a.count,
                                     s.baseAddress?.assumingMemoryBound(to: UInt8.self), s.count,
                                     &blob, &length, err, size)
                     }
@@ -105,9 +106,52 @@ public struct TPMDevice: Sendable, Equatable {
         }
     }
 
+    /// Defines a passphrase guard (a PIN Fail NV index) for `auth`: after `limit` wrong
+    /// ones in a row the TPM refuses even the right one (``TPMError/exhausted(_:)``).
+    func defineGuard(auth: SecretBytes, limit: UInt32) throws -> UInt32 {
+        try withTPM(retrying: false) { tpm in
+            var index: UInt32 = 0
+            _ = try auth.withUnsafeBytes { a in
+                try Self.call { err, size in
+                    tg_tpm_guard_define(tpm, a.baseAddress?.assumingMemoryBound(to: UInt8.self), a.count, limit,
+                                        &index, err, size)
+                }
+            }
+            return index
+        }
+    }
+
+    /// How many wrong passphrases in a row the guard has counted, and its limit.
+    func guardStatus(_ index: UInt32) throws -> (count: Int, limit: Int) {
+        try withTPM { tpm in
+            var count: UInt32 = 0, limit: UInt32 = 0
+            try Self.call { err, size in tg_tpm_guard_status(tpm, index, &count, &limit, err, size) }
+            return (Int(count), Int(limit))
+        }
+    }
+
+    /// The name of the TPM's storage primary key: the same until the TPM is cleared, and
+    /// different on every other TPM (it derives from the TPM's owner seed).
+    func identity() throws -> [UInt8] {
+        try withTPM { tpm in
+            var name = [UInt8](repeating: 0, count: 64)
+            var length = name.count
+            try Self.call { err, size in tg_tpm_identity(tpm, &name, &length, err, size) }
+            return Array(name.prefix(length))
+        }
+    }
+
+    /// The guard a sealed blob needs (nil for a blob sealed before guards existed).
+    static func guardOf(_ blob: [UInt8]) -> UInt32? {
+        var index: UInt32 = 0
+        guard tg_tpm_blob_guard(blob, blob.count, &index) == Int32(TG_TPM_OK), index != 0 else { return nil }
+        return index
+    }
+
     /// The secret sealed in `blob`, for the right `auth`.
-    /// - Throws: ``TPMError/wrongAuth(_:)`` (counted by the TPM), ``TPMError/lockout(_:)``,
-    ///   ``TPMError/foreign(_:)`` (another TPM, a cleared one, or a damaged blob).
+    /// - Throws: ``TPMError/wrongAuth(_:)`` (counted by the guard), ``TPMError/exhausted(_:)``,
+    ///   ``TPMError/lockout(_:)``, ``TPMError/foreign(_:)`` (another TPM, a cleared one, or
+    ///   a damaged blob).
     func unseal(_ blob: [UInt8], auth: SecretBytes) throws -> SecretBytes {
         try withTPM { tpm in
             try SecretBytes.make(count: 64) { out in
@@ -170,8 +214,8 @@ public struct TPMDevice: Sendable, Equatable {
         }
     }
 
-    /// Removes a counter (a vault unbound from the TPM, or a failed enrollment).
-    func undefineCounter(_ index: UInt32) throws {
+    /// Removes a counter or a guard (a vault bound anew, or a failed enrollment).
+    func removeIndex(_ index: UInt32) throws {
         try withTPM { tpm in _ = try Self.call { err, size in tg_tpm_counter_undefine(tpm, index, err, size) } }
     }
 
@@ -182,7 +226,7 @@ public struct TPMDevice: Sendable, Equatable {
             var boot = tg_tpm_boot()
             try Self.call { err, size in tg_tpm_boot_info(tpm, &boot, err, size) }
             return TPMBootInfo(orderly: boot.orderly != 0, resetCount: boot.reset_count,
-                               orderlyCount: UInt64(boot.orderly_count))
+                               restartCount: boot.restart_count, orderlyCount: UInt64(boot.orderly_count))
         }
     }
 
@@ -227,6 +271,8 @@ struct TPMBootInfo: Sendable, Equatable {
     var orderly: Bool
     /// Counts TPM resets (boots).
     var resetCount: UInt32
+    /// Counts TPM restarts (resumes from hibernation) since the last reset.
+    var restartCount: UInt32
     /// An orderly counter jumps forward by at most this after a power loss.
     var orderlyCount: UInt64
 }
@@ -238,8 +284,11 @@ public enum TPMError: Error, Equatable, CustomStringConvertible {
     case unavailable(String)
     /// The authorization (derived from the passphrase) was refused, and counted.
     case wrongAuth(String)
-    /// The TPM's dictionary-attack lockout is on.
+    /// The TPM's machine-wide dictionary-attack lockout is on.
     case lockout(String)
+    /// The vault's passphrase guard counted its limit of wrong passphrases in a row: only
+    /// the recovery key opens the vault now.
+    case exhausted(String)
     /// The sealed key or the counter belongs to another TPM, a cleared one, or is damaged.
     case foreign(String)
     /// Malformed input.
@@ -254,14 +303,15 @@ public enum TPMError: Error, Equatable, CustomStringConvertible {
         case TG_TPM_LOCKOUT: self = .lockout(message)
         case TG_TPM_FOREIGN: self = .foreign(message)
         case TG_TPM_BAD_INPUT: self = .badInput(message)
+        case TG_TPM_EXHAUSTED: self = .exhausted(message)
         default: self = .failed(message)
         }
     }
 
     public var description: String {
         switch self {
-        case let .unavailable(message), let .wrongAuth(message), let .lockout(message), let .foreign(message),
-             let .badInput(message), let .failed(message):
+        case let .unavailable(message), let .wrongAuth(message), let .lockout(message), let .exhausted(message),
+             let .foreign(message), let .badInput(message), let .failed(message):
             return message
         }
     }

@@ -55,10 +55,15 @@ extension Vault {
     private func bind(_ key: VaultKey, meta: MetaRecord, passphrase: SecretBytes, recovery: [UInt8], device: TPMDevice,
                       log: AuditLog, recording event: AuditEvent, _ reason: String) throws {
         let counterAuth = log.tpmCounterAuth
+        let identity = try Self.tpm { try device.identity() }
         let (index, value) = try Self.tpm { try device.defineCounter(auth: counterAuth) }
+        var guardIndex: UInt32?
         do {
-            let (salt, wrapped, sealed) = try Self.sealForTPM(key, meta: meta, passphrase: passphrase, device: device)
-            let binding = TPMBinding(sealed: sealed, counter: index, recovery: recovery)
+            let (salt, wrapped, sealed, guarded) = try Self.sealForTPM(key, meta: meta, passphrase: passphrase,
+                                                                      device: device)
+            guardIndex = guarded
+            let binding = TPMBinding(sealed: sealed, counter: index, recovery: recovery, guardIndex: guarded,
+                                     tpmName: identity)
             try log.atomically { transaction in
                 try transaction.changingAuthenticatedState { db in
                     try Self.store(db, vaultID: vaultID, salt: salt, wrappedKey: wrapped, binding: binding,
@@ -69,8 +74,13 @@ extension Vault {
                                        reason: reason + "; rollback counter 0x" + String(index, radix: 16))
             }
         } catch {
-            try? device.undefineCounter(index)
+            try? device.removeIndex(index)
+            if let guardIndex { try? device.removeIndex(guardIndex) }
             throw error
+        }
+        // The old binding's guard, when it is on this same TPM, guards nothing now.
+        if let old = meta.tpm, let oldGuard = old.guardIndex, old.tpmName == identity {
+            try? device.removeIndex(oldGuard)
         }
     }
 
@@ -84,11 +94,21 @@ extension Vault {
     public func tpmStatus(device: TPMDevice, log: AuditLog) throws -> TPMStatus {
         let meta = try currentMeta()
         let stored = try StateStore(log: log).state(TPMBinding.counterStateKey).flatMap(TPMCounter.decode)
-        var status = TPMStatus(bound: meta.tpm != nil, counterIndex: meta.tpm?.counter, storeCounter: stored)
+        var status = TPMStatus(bound: meta.tpm != nil, counterIndex: meta.tpm?.counter, storeCounter: stored,
+                               guardIndex: meta.tpm?.guardIndex)
+        if let adoption = try log.lastCounterAdoption() {
+            status.adoptedAt = adoption.time
+            status.adoptedChanges = adoption.changes
+        }
         do {
             status.dictionaryAttack = try device.dictionaryAttackState()
             if let index = meta.tpm?.counter {
                 status.tpmCounter = try device.counter(index, auth: log.tpmCounterAuth)
+            }
+            if let guardIndex = meta.tpm?.guardIndex {
+                let (count, limit) = try device.guardStatus(guardIndex)
+                status.guardFailures = count
+                status.guardLimit = limit
             }
         } catch let error as TPMError {
             status.problem = error.description
@@ -96,19 +116,33 @@ extension Vault {
         return status
     }
 
-    /// A new salt, the TPM's new secret sealed under the passphrase's authorization, and
-    /// the vault key wrapped under both.
-    private static func sealForTPM(_ key: VaultKey, meta: MetaRecord, passphrase: SecretBytes,
-                                   device: TPMDevice) throws -> (salt: [UInt8], wrapped: [UInt8], sealed: [UInt8]) {
+    /// A new salt, a new passphrase guard, the TPM's new secret sealed behind it, and the
+    /// vault key wrapped under both.
+    private static func sealForTPM(_ key: VaultKey, meta: MetaRecord, passphrase: SecretBytes, device: TPMDevice)
+        throws -> (salt: [UInt8], wrapped: [UInt8], sealed: [UInt8], guardIndex: UInt32) {
         let salt = Sodium.randomBytes(count: Int(crypto_pwhash_saltbytes()))
         let base = try meta.kdf.deriveKey(passphrase: passphrase, salt: salt)
         let secret = SecretBytes.random(count: SecretBox.keyBytes)
-        let sealed = try tpm { try device.seal(secret, auth: TPMBinding.auth(base: base)) }
+        let (sealed, guardIndex) = try sealGuarded(secret, base: base, device: device)
         let next = MetaRecord(vaultID: meta.vaultID, kdf: meta.kdf, salt: salt, wrappedKey: [],
                               templatesSealed: meta.templatesSealed)
         let wrapped = SecretBox.wrap(key.bytes, under: TPMBinding.kek(base: base, secret: secret),
                                      associatedData: next.associatedData)
-        return (salt, wrapped, sealed)
+        return (salt, wrapped, sealed, guardIndex)
+    }
+
+    /// Defines a guard for the passphrase's key `base` and seals `secret` behind it; the
+    /// guard is removed again when sealing fails.
+    static func sealGuarded(_ secret: SecretBytes, base: SecretBytes,
+                            device: TPMDevice) throws -> (sealed: [UInt8], guardIndex: UInt32) {
+        let auth = TPMBinding.auth(base: base)
+        let guardIndex = try tpm { try device.defineGuard(auth: auth, limit: TPMBinding.guardLimit) }
+        do {
+            return (try tpm { try device.seal(secret, auth: auth, guard: guardIndex) }, guardIndex)
+        } catch {
+            try? device.removeIndex(guardIndex)
+            throw error
+        }
     }
 
     /// Writes a new wrapping and binding, compare-and-swap on the wrapping it replaces.
@@ -130,6 +164,7 @@ extension Vault {
         } catch let error as TPMError {
             if case .wrongAuth = error { throw VaultError.wrongPassphrase }
             if case .lockout = error { throw VaultError.tpmLockedOut(error.description) }
+            if case .exhausted = error { throw VaultError.tpmLockedOut(error.description) }
             throw VaultError.tpm(error.description)
         }
     }

@@ -155,10 +155,18 @@ public struct Vault: Sendable {
         let salt = Sodium.randomBytes(count: Int(crypto_pwhash_saltbytes()))
         var kek = try parameters.deriveKey(passphrase: new, salt: salt)
         var binding: Data?
+        var guards: (new: UInt32, retired: UInt32?)?
         if var tpm = meta.tpm {
-            // Bound: the new passphrase's authorization guards a new secret in the same TPM.
+            // Bound: a new guard for the new passphrase's authorization guards a new secret
+            // in the same TPM (a format-1 binding moves to a guard here).
             let secret = SecretBytes.random(count: SecretBox.keyBytes)
-            tpm.sealed = try Self.tpm { try TPMDevice.configured.seal(secret, auth: TPMBinding.auth(base: kek)) }
+            let device = TPMDevice.configured
+            let (sealed, guardIndex) = try Self.sealGuarded(secret, base: kek, device: device)
+            guards = (guardIndex, tpm.guardIndex)
+            tpm.sealed = sealed
+            tpm.guardIndex = guardIndex
+            if tpm.tpmName == nil { tpm.tpmName = try? device.identity() }
+            tpm.format = 2
             kek = TPMBinding.kek(base: kek, secret: secret)
             binding = try tpm.encoded()
         }
@@ -166,7 +174,7 @@ public struct Vault: Sendable {
                               templatesSealed: meta.templatesSealed)
         let wrapped = SecretBox.wrap(key.bytes, under: kek, associatedData: next.associatedData)
         return PassphraseChange(vaultID: vaultID, parameters: parameters, salt: salt, wrappedKey: wrapped,
-                                replacing: meta.wrappedKey, binding: binding)
+                                replacing: meta.wrappedKey, binding: binding, guards: guards)
     }
 
     /// Stores a prepared change inside the caller's transaction.
@@ -241,6 +249,10 @@ public struct PassphraseChange: Sendable {
     let replacing: [UInt8]
     /// For a vault bound to a TPM: the binding with the secret sealed under the new passphrase.
     var binding: Data?
+    /// For a vault bound to a TPM: the new passphrase's guard, and the old one's, which
+    /// guards nothing once the change is stored (removed then; the new one is removed
+    /// instead when the change is not stored).
+    var guards: (new: UInt32, retired: UInt32?)?
 }
 
 /// The `vault_meta` row.

@@ -69,32 +69,126 @@ final class TPMBindingTests {
         #expect(events.contains(.tpmEnroll))
     }
 
-    @Test("wrong passphrases reach the TPM's lockout: the right one is then refused in plain words, and works after it")
-    func dictionaryAttackLockout() throws {
-        _ = try bind()
-        try tpm.setDictionaryAttack(tries: 3, interval: 3)
-        for attempt in 1...3 {
+    @Test("wrong passphrases count on the vault's own guard, never on the TPM's machine-wide counter; at ten only the recovery key opens it")
+    func guardLimit() throws {
+        let recovery = try bind()
+        let limit = Int(TPMBinding.guardLimit)
+        for attempt in 1..<limit {
             #expect(throws: VaultError.wrongPassphrase, "attempt \(attempt)") {
                 try self.vault.unlock(passphrase: secret("guess \(attempt)"))
             }
         }
+        // The right one before the limit sets the count back to zero.
+        _ = try vault.unlock(passphrase: secret(VaultFixture.passphrase))
+        var status = try vault.tpmStatus(device: device, log: fixture.log)
+        #expect(status.guardFailures == 0 && status.guardLimit == limit, "\(status)")
+        for attempt in 1...limit {
+            do {
+                _ = try vault.unlock(passphrase: secret("guess \(attempt)"))
+                Issue.record("guess \(attempt) opened the vault")
+            } catch VaultError.wrongPassphrase {
+                #expect(attempt < limit, "guess \(attempt)")
+            } catch let VaultError.tpmLockedOut(message) {
+                #expect(attempt == limit && message.contains("recovery key"), "guess \(attempt): \(message)")
+            }
+        }
+        status = try vault.tpmStatus(device: device, log: fixture.log)
+        #expect(status.guardFailures == limit, "\(status)")
+        // Not one of those reached the TPM's machine-wide dictionary-attack counter.
+        #expect(try device.dictionaryAttackState().failures == 0)
         var refusal: VaultError?
         do { _ = try vault.unlock(passphrase: secret(VaultFixture.passphrase)) } catch let error as VaultError { refusal = error }
         guard case let .tpmLockedOut(message)? = refusal else {
-            Issue.record("the right passphrase during a lockout gave \(String(describing: refusal))")
+            Issue.record("the right passphrase after the limit gave \(String(describing: refusal))")
             return
         }
-        #expect(message.contains("locked out") && message.contains("seconds"), "\(message)")
-        let state = try device.dictionaryAttackState()
-        #expect(state.isLockedOut && state.failures >= 3 && state.secondsUntilAccepting > 0, "\(state)")
-        // One failure is forgotten every 3 s: the right passphrase works again.
-        let deadline = Date().addingTimeInterval(20)
-        var opened = false
-        while !opened, Date() < deadline {
-            sleep(1)
-            opened = (try? vault.unlock(passphrase: secret(VaultFixture.passphrase))) != nil
+        #expect(message.contains("after \(limit) wrong") && message.contains("touchgate tpm recover"), "\(message)")
+        // The recovery key binds it again, under a new guard; the old one is gone from the TPM.
+        let oldGuard = try #require(status.guardIndex)
+        try vault.recoverTPM(recoveryKey: recovery, passphrase: secret("new one"), device: device, log: fixture.log)
+        #expect(try vault.unlock(passphrase: secret("new one")).bytes.constantTimeEquals(fixture.vault.key.bytes))
+        let recovered = try vault.tpmStatus(device: device, log: fixture.log)
+        #expect(recovered.guardIndex != nil && recovered.guardFailures == 0, "\(recovered)")
+        #expect(throws: TPMError.self) { _ = try self.device.guardStatus(oldGuard) }
+    }
+
+    @Test("one vault's wrong passphrases leave another vault on the same TPM opening; the TPM's own lockout stops neither")
+    func guardsAreSeparate() throws {
+        _ = try bind()
+        let other = try StateFixture()
+        try other.vault.vault.bindToTPM(passphrase: secret(VaultFixture.passphrase), device: device, log: other.log)
+        try tpm.setDictionaryAttack(tries: 3, interval: 1000)
+        for attempt in 1...Int(TPMBinding.guardLimit) {
+            #expect(throws: VaultError.self, "attempt \(attempt)") { try self.vault.unlock(passphrase: secret("guess \(attempt)")) }
         }
-        #expect(opened)
+        #expect(try other.vault.vault.unlock(passphrase: secret(VaultFixture.passphrase)).bytes
+            .constantTimeEquals(other.vault.key.bytes))
+        // Something else trips the TPM's machine-wide lockout (a DA-counted index, wrong auth).
+        try tpm.tool("tpm2_nvdefine", ["0x01500010", "-C", "o", "-s", "8", "-a", "authread|authwrite", "-p", "right"])
+        for _ in 0..<3 { try? tpm.tool("tpm2_nvread", ["0x01500010", "-C", "0x01500010", "-P", "wrong"]) }
+        #expect(try device.dictionaryAttackState().isLockedOut)
+        #expect(try other.vault.vault.unlock(passphrase: secret(VaultFixture.passphrase)).bytes
+            .constantTimeEquals(other.vault.key.bytes))
+        #expect(try vault.tpmStatus(device: device, log: fixture.log).guardFailures == Int(TPMBinding.guardLimit))
+    }
+
+    @Test("a software TPM started in the bound one's place, its counter raised to an older copy's value, is refused")
+    func standInTPMRefused() throws {
+        _ = try bind()
+        let copy = try copyOfStore()
+        defer { try? FileManager.default.removeItem(at: copy.directory) }
+        let expected = try #require(try vault.tpmStatus(device: device, log: fixture.log).storeCounter)
+        for index in 0..<3 { try fixture.log.append(.itemRead, .success, vaultUser: "alice", reason: "use \(index)") }
+        // The stand-in: a counter at the same index, with the same key (from audit.key), at the copy's value.
+        let standIn = try SwtpmRig()
+        let fake = TPMDevice(tcti: standIn.tcti)
+        let auth = try AuditLog(database: try TouchgateDatabase(location: copy), checkingTPMCounter: false).tpmCounterAuth
+        let (index, _) = try fake.defineCounter(auth: auth)
+        #expect(index == (try vault.tpmStatus(device: device, log: fixture.log).counterIndex))
+        #expect(try fake.counter(index, auth: auth, advancingTo: expected) == expected)
+        setenv("TOUCHGATE_TPM_TCTI", standIn.tcti, 1)
+        defer { setenv("TOUCHGATE_TPM_TCTI", tpm.tcti, 1) }
+        var refusal: (any Error)?
+        do { _ = try AuditLog(database: try TouchgateDatabase(location: copy), journal: .disabled) } catch { refusal = error }
+        guard case let VaultError.tpm(message)? = refusal else {
+            Issue.record("the copy against a stand-in TPM gave \(String(describing: refusal))")
+            return
+        }
+        #expect(message.contains("not the TPM this vault is bound to"), "\(message)")
+    }
+
+    @Test("after an unclean TPM restart the first open adopts the counter; a copy put back after that is refused")
+    func copyAfterPowerLossRefused() throws {
+        _ = try bind()
+        let copy = try copyOfStore()
+        defer { try? FileManager.default.removeItem(at: copy.directory) }
+        for index in 0..<5 { try fixture.log.append(.itemRead, .success, vaultUser: "alice", reason: "use \(index)") }
+        tpm.kill9()
+        try tpm.start()
+        let reopened = try fixture.reopen()
+        #expect(try reopened.records().last?.event == .tpmCounter)
+        let status = try vault.tpmStatus(device: device, log: reopened)
+        #expect(status.adoptedAt != nil && (status.adoptedChanges ?? 0) > 0, "\(status)")
+        // Five changes older: within the TPM's orderly count, but the counter moved since the boot.
+        var detail: String?
+        do {
+            _ = try AuditLog(database: try TouchgateDatabase(location: copy), journal: .disabled)
+        } catch let IntegrityError.rolledBack(found) {
+            detail = found
+        }
+        #expect(detail?.contains("older than the TPM's counter") == true, "\(detail ?? "the copy was adopted")")
+    }
+
+    @Test("the power-loss rule: only right after an unclean boot, only back to the TPM's last save")
+    func powerLossRule() {
+        let unclean = TPMBootInfo(orderly: false, resetCount: 3, restartCount: 0, orderlyCount: 255)
+        #expect(PowerLoss(boot: unclean, counter: 0x1FF).explains(expected: 0x1FF - 6))
+        #expect(PowerLoss(boot: unclean, counter: 0x1FF).explains(expected: 0x100))
+        #expect(!PowerLoss(boot: unclean, counter: 0x1FF).explains(expected: 0xFF), "older than the last save")
+        #expect(!PowerLoss(boot: unclean, counter: 0x205).explains(expected: 0x200), "the counter moved since the boot")
+        #expect(!PowerLoss(boot: unclean, counter: 0x1FF).explains(expected: 0x1FF), "nothing to adopt")
+        let orderly = TPMBootInfo(orderly: true, resetCount: 3, restartCount: 0, orderlyCount: 255)
+        #expect(!PowerLoss(boot: orderly, counter: 0x1FF).explains(expected: 0x1FE))
     }
 
     @Test("a copy taken before a lockout, put back afterwards, is refused as rolled back; so is one from before an item was destroyed")

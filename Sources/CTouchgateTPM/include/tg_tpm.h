@@ -23,7 +23,8 @@ enum {
     TG_TPM_LOCKOUT = 3,     /* TPM is in dictionary-attack lockout */
     TG_TPM_FOREIGN = 4,     /* blob / NV index does not belong to this TPM */
     TG_TPM_BAD_INPUT = 5,   /* malformed blob or arguments */
-    TG_TPM_ERROR = 6        /* anything else; message carries the decoded rc */
+    TG_TPM_ERROR = 6,       /* anything else; message carries the decoded rc */
+    TG_TPM_EXHAUSTED = 7    /* the passphrase guard reached its limit: recovery key only */
 };
 
 /* NV indices used for counters (TPM owner range 0x01000000..0x013FFFFF). */
@@ -40,14 +41,28 @@ typedef struct tg_tpm tg_tpm;
 int tg_tpm_open(const char *tcti, tg_tpm **out, char *err, size_t errlen);
 void tg_tpm_close(tg_tpm *tpm); /* NULL allowed */
 
-/* secret: 1..64 bytes, auth: 1..32 bytes (the TPM refuses an authValue longer than
- * the object's SHA-256 name hash, and ignores trailing zero bytes: pass a 32-byte
- * KDF output). blob capacity in *bloblen,
- * set to the bytes written (TG_TPM_BLOB_MAX is always enough). */
-int tg_tpm_seal(tg_tpm *tpm, const uint8_t *auth, size_t authlen,
+/* A passphrase guard: a PIN Fail NV index whose auth value is auth (1..32 bytes).
+ * Each wrong auth value adds one to its count, never to the TPM's machine-wide
+ * dictionary-attack counter; the right one sets the count to 0; at `limit` the TPM
+ * refuses even the right one (TG_TPM_EXHAUSTED). Remove it with
+ * tg_tpm_counter_undefine. */
+int tg_tpm_guard_define(tg_tpm *tpm, const uint8_t *auth, size_t authlen, uint32_t limit,
+                        uint32_t *index, char *err, size_t errlen);
+/* The guard's count of wrong auth values in a row, and its limit (no auth needed). */
+int tg_tpm_guard_status(tg_tpm *tpm, uint32_t index, uint32_t *count, uint32_t *limit,
+                        char *err, size_t errlen);
+
+/* Seals secret (1..64 bytes) so that it opens only after TPM2_PolicySecret on the
+ * guard with its auth value (auth, as given to tg_tpm_guard_define; the seal itself
+ * uses it once, which sets the guard's count to 0). The sealed object is noDA.
+ * blob capacity in *bloblen, set to the bytes written (TG_TPM_BLOB_MAX is always
+ * enough). */
+int tg_tpm_seal(tg_tpm *tpm, uint32_t guard, const uint8_t *auth, size_t authlen,
                 const uint8_t *secret, size_t secretlen,
                 uint8_t *blob, size_t *bloblen, char *err, size_t errlen);
-/* secret capacity in *secretlen (64 is always enough), set to the length. */
+/* Opens a blob of tg_tpm_seal, or of the first format (the auth value the object's
+ * own, counted by the TPM's dictionary-attack logic). secret capacity in *secretlen
+ * (64 is always enough), set to the length. */
 int tg_tpm_unseal(tg_tpm *tpm, const uint8_t *blob, size_t bloblen,
                   const uint8_t *auth, size_t authlen,
                   uint8_t *secret, size_t *secretlen, char *err, size_t errlen);
@@ -79,6 +94,14 @@ typedef struct {
                                    forward by at most this much after a power loss */
 } tg_tpm_boot;
 int tg_tpm_boot_info(tg_tpm *tpm, tg_tpm_boot *out, char *err, size_t errlen);
+
+/* The name of the TPM's storage primary key (derived from the owner seed: the same
+ * until the TPM is cleared, different on any other TPM). *namelen: capacity (34 is
+ * enough), set to the length. */
+int tg_tpm_identity(tg_tpm *tpm, uint8_t *name, size_t *namelen, char *err, size_t errlen);
+
+/* The guard index a blob names (0 for a first-format blob), without a TPM. */
+int tg_tpm_blob_guard(const uint8_t *blob, size_t bloblen, uint32_t *guard);
 
 /* Parse a blob exactly as tg_tpm_unseal does, without a TPM. Returns
  * TG_TPM_OK, TG_TPM_BAD_INPUT, or TG_TPM_UNAVAILABLE (libtss2-mu missing). */
