@@ -39,6 +39,12 @@ public final class SwtpmRig {
         }
     }
 
+    /// Lets `uid` (a daemon running as its own user) connect: the sockets become its.
+    public func allowConnections(from uid: UInt32) {
+        chmod(directory.path, 0o755)
+        for path in [socket, socket + ".ctrl"] { chown(path, uid, uid) }
+    }
+
     /// A power loss: swtpm killed without TPM2_Shutdown.
     public func kill9() {
         let pidPath = directory.appendingPathComponent("pid").path

@@ -5,7 +5,7 @@ import TouchgateTestSupport
 /// `touchgate tpm` end to end, in the personal mode, against swtpm on a Unix socket.
 @Suite("touchgate tpm", .serialized)
 struct TPMCommandTests {
-    @Test("enroll, status, unlock through the TPM; a restored older copy refused (exit 6) until repair; the TPM's lockout is exit 7")
+    @Test("enroll, status, unlock through the TPM; a restored older copy refused (exit 6) until repair; ten wrong passphrases are exit 7 until tpm recover")
     func personalMode() async throws {
         let tpm = try SwtpmRig()
         var vault = try VaultRig()
@@ -46,19 +46,27 @@ struct TPMCommandTests {
         let listed = try await vault.run(["secret", "list", "--json"])
         #expect(listed.status == 0 && listed.stdout.contains("gone"), "\(listed.stdout)")
 
-        // Every wrong passphrase is the TPM's to count; at its limit even the right one waits.
-        try tpm.setDictionaryAttack(tries: 2, interval: 2)
+        // Every wrong passphrase is the vault's guard's to count, never the TPM's machine-wide
+        // counter; at its limit even the right one is refused, and the recovery key binds anew.
+        try tpm.setDictionaryAttack(tries: 2, interval: 1000)
         #expect(try await vault.run(["lock"]).status == 0)
-        for guess in ["wrong one", "wrong two"] {
-            #expect(try await vault.withPassphrase(["unlock"], guess).status == 8)
+        for attempt in 1...9 {
+            let wrong = try await vault.withPassphrase(["unlock", "--json"], "wrong \(attempt)")
+            #expect(wrong.status == 8, "attempt \(attempt): \(wrong.stdout)")
         }
+        let guarded = try await vault.run(["tpm", "status", "--json"])
+        #expect(guarded.json?["guard-failures"] as? Int == 9 && guarded.json?["guard-limit"] as? Int == 10
+                && guarded.json?["failures"] as? Int == 0, "\(guarded.stdout)")
+        #expect(try await vault.withPassphrase(["unlock"], "wrong 10").status != 0)
         let locked = try await vault.withPassphrase(["unlock", "--json"])
         #expect(locked.status == 7 && locked.errorCode == "locked-out", "\(locked.stdout)")
-        #expect((locked.json?["message"] as? String)?.contains("locked out") == true, "\(locked.stdout)")
-        let lockedStatus = try await vault.run(["tpm", "status", "--json"])
-        #expect(lockedStatus.json?["locked-out"] as? Bool == true, "\(lockedStatus.stdout)")
-        try await Task.sleep(for: .seconds(5))
-        #expect(try await vault.withPassphrase(["unlock"]).status == 0)
+        #expect((locked.json?["message"] as? String)?.contains("touchgate tpm recover") == true, "\(locked.stdout)")
+        let lockedStatus = try await vault.run(["tpm", "status"])
+        #expect(lockedStatus.stdout.contains("REFUSING the passphrase"), "\(lockedStatus.stdout)")
+        let recovered = try await vault.run(["tpm", "recover", "--passphrase-fd", "0"],
+                                            stdin: Data("\(recovery)\nQuartz-Lantern-Otter-4827\nQuartz-Lantern-Otter-4827\n".utf8))
+        #expect(recovered.status == 0, "\(recovered.stdout) \(recovered.stderrLines)")
+        #expect(try await vault.withPassphrase(["unlock"], "Quartz-Lantern-Otter-4827").status == 0)
     }
 
     @Test("init --tpm binds at once and shows the recovery key; without a TPM it makes no vault (exit 69)")

@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The TPM is shared by every user of touchgated (issue 46): run as installed (its own
+/// uid, users the test makes, swtpm), one user's wrong passphrases must not lock another
+/// user's TPM-bound vault, and where the TPM is is the daemon's setting, not a client's.
+@Suite("touchgated: one TPM, many users", .serialized)
+struct DaemonTPMTests {
+    @Test("one user's wrong passphrases leave another user's TPM-bound unlock working; a client's TOUCHGATE_TPM_TCTI is ignored")
+    func wrongPassphrasesStayWithTheirVault() async throws {
+        try DaemonAttackTests.requireRoot()
+        let users = try await TestUsers()
+        let tpm = try SwtpmRig()
+        tpm.allowConnections(from: DaemonRig.daemonUID)
+        // The machine-wide lockout as tight as Debian's swtpm default is loose: three wrong
+        // authorizations it counts would lock the whole TPM for the test's length.
+        try tpm.setDictionaryAttack(tries: 3, interval: 1000)
+        let rig = try await DaemonRig()
+        rig.daemonEnvironment["TOUCHGATE_TPM_TCTI"] = tpm.tcti
+        rig.daemonArguments = ["--request-burst", "1000", "--requests-per-minute", "60000"]
+        try await rig.start()
+        for user in [users.attacker, users.victim] {
+            try await rig.initialize(as: user.uid)
+            let bound = try await rig.withPassphrase(["tpm", "enroll", "--json"], as: user.uid)
+            #expect(bound.status == 0, "tpm enroll: \(bound.stdout) \(bound.stderrLines)\n\(rig.logTail)")
+        }
+        let item = try await rig.run(["secret", "add", "kept", "--policy", "passphrase"],
+                                     stdin: Data("victim's value\n".utf8), as: users.victim.uid)
+        #expect(item.status == 0, "\(item.stderrLines)")
+
+        // The attacker guesses at her own vault until its guard refuses everything.
+        #expect(try await rig.run(["lock"], as: users.attacker.uid).status == 0)
+        for attempt in 1...12 {
+            let guess = try await rig.run(["unlock", "--json", "--passphrase-fd", "0"],
+                                          stdin: Data("guess \(attempt)\n".utf8), as: users.attacker.uid)
+            #expect(guess.status == (attempt < 10 ? 8 : 7), "guess \(attempt): \(guess.stdout) \(guess.stderrLines)")
+        }
+        // The victim's vault opens with her passphrase, through the same TPM.
+        #expect(try await rig.run(["lock"], as: users.victim.uid).status == 0)
+        let unlocked = try await rig.withPassphrase(["unlock", "--json"], as: users.victim.uid)
+        #expect(unlocked.status == 0, "the victim's unlock: \(unlocked.stdout) \(unlocked.stderrLines)\n\(rig.logTail)")
+        let got = try await rig.run(["secret", "get", "kept", "--passphrase-fd", "0"],
+                                    stdin: Data((DaemonRig.passphrase + "\n").utf8), as: users.victim.uid)
+        #expect(got.status == 0 && got.stdout.contains("victim's value"), "\(got.stderrLines)")
+        // The TPM's own counter saw none of it; each vault shows its own guard.
+        var misdirected = rig.client(as: users.victim.uid)
+        misdirected.environment["TOUCHGATE_TPM_TCTI"] = "swtpm:path=/nonexistent/tpm.sock"
+        let victimStatus = try await misdirected.run(["tpm", "status", "--json"])
+        #expect(victimStatus.status == 0 && victimStatus.json?["problem"] == nil
+                && victimStatus.json?["failures"] as? Int == 0 && victimStatus.json?["guard-failures"] as? Int == 0,
+                "\(victimStatus.stdout) \(victimStatus.stderrLines)")
+        let attackerStatus = try await rig.run(["tpm", "status", "--json"], as: users.attacker.uid)
+        #expect(attackerStatus.json?["guard-failures"] as? Int == 10, "\(attackerStatus.stdout)")
+    }
+}
