@@ -103,7 +103,8 @@ extension DaemonOperation {
         case .tpmEnroll:
             OperationContract("`{\"recovery-key\": …, \"counter-index\": …}` (asks `passphrase`; the recovery key is shown once)")
         case .tpmRecover:
-            OperationContract("`{}` (asks `passphrase` for the recovery key, then `new-passphrase` and `repeat-passphrase`)")
+            OperationContract(["checkpoint"], "`{}` (asks `confirm` with the store's state and what vouches for it, then "
+                              + "`passphrase` for the recovery key, then `new-passphrase` and `repeat-passphrase`)")
         case .secretGet:
             OperationContract(["item", "device", "fresh"], "`{}` and the value as secret bytes (`fresh`: a touch made "
                               + "for this release, no reuse session; refused for an item releasable without a finger)")

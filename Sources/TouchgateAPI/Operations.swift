@@ -415,12 +415,17 @@ public enum Operations {
     }
 
     public enum TpmRecover: ServedOperation {
-        public typealias Arguments = NoArguments
+        public struct Arguments: Codable, Sendable, Equatable {
+            /// A seal the owner exported earlier (`audit export`'s last line), which the
+            /// store is compared with before anything is accepted.
+            public var checkpoint: AuditSealReport?
+            public init(checkpoint: AuditSealReport?) { self.checkpoint = checkpoint }
+        }
         public typealias Result = EmptyReport
         public static let operation = DaemonOperation.tpmRecover
-        public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
+        public static func perform(_ arguments: Arguments, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> EmptyReport {
-            try await requests.tpmRecover(interaction: interaction)
+            try await requests.tpmRecover(checkpoint: arguments.checkpoint, interaction: interaction)
         }
     }
 

@@ -84,7 +84,7 @@ public protocol TouchgateRequests: Sendable {
     func tpmEnroll(interaction: any Interaction) async throws(ServiceError) -> TPMEnrollReport
     /// Binds the vault to this TPM again with the recovery key (a cleared or replaced TPM,
     /// another machine), under a new passphrase.
-    func tpmRecover(interaction: any Interaction) async throws(ServiceError) -> EmptyReport
+    func tpmRecover(checkpoint: AuditSealReport?, interaction: any Interaction) async throws(ServiceError) -> EmptyReport
 
     /// The value of item `name`, once its policy is satisfied (a touch on `device`, the
     /// passphrase, or the reuse window). The grant is audited before the value is decrypted.

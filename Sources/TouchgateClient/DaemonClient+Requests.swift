@@ -103,8 +103,8 @@ extension DaemonClient {
         try await call(Operations.TpmEnroll.self, NoArguments(), asking(interaction)).0
     }
 
-    public func tpmRecover(interaction: any Interaction) async throws(ServiceError) -> EmptyReport {
-        try await call(Operations.TpmRecover.self, NoArguments(), asking(interaction)).0
+    public func tpmRecover(checkpoint: AuditSealReport?, interaction: any Interaction) async throws(ServiceError) -> EmptyReport {
+        try await call(Operations.TpmRecover.self, .init(checkpoint: checkpoint), asking(interaction)).0
     }
 
     public func secretGet(_ name: String, touchNow: Bool, device: String?,

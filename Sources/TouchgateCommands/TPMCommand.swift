@@ -1,3 +1,4 @@
+import FoundationEssentials
 import ArgumentParser
 import TouchgateAPI
 import TouchgateTerminal
@@ -71,22 +72,46 @@ struct TPM: AsyncParsableCommand {
             commandName: "recover",
             abstract: "Bind the vault to this TPM again with the recovery key, under a new passphrase.",
             discussion: """
-                For a TPM that was cleared or replaced, or a store moved to another machine. Asks for the \
-                recovery key, then the new passphrase twice (with --passphrase-fd N: one line each from N). \
-                Exit status 8 for a wrong recovery key (nothing changes).
+                For a TPM that was cleared or replaced, or a store moved to another machine. First shows \
+                the store's newest change and what vouches for a newer one (the TPM's counter if it still \
+                answers, the fleet collector's confirmations, the seal of an `audit export` given with \
+                --checkpoint), and asks whether to accept the store in that state (--yes: accept without \
+                asking). Then asks for the recovery key, then the new passphrase twice (with \
+                --passphrase-fd N: one line each from N). Exit status 8 for a wrong recovery key, 130 when \
+                the state is not accepted (nothing changes either way).
                 """)
 
         @OptionGroup var common: CommonOptions
         @OptionGroup var passphrase: PassphraseOptions
+        @Option(help: ArgumentHelp("A file `touchgate audit export` wrote earlier: its seal is compared with the store.",
+                                   valueName: "file"))
+        var checkpoint: String?
+        @Flag(help: "Accept the store's state without asking (after reading what it shows).")
+        var yes = false
 
         func run() async throws {
             let input = passphrase.input()
+            let seal = try checkpoint.map(Self.seal(in:))
             try await CommandRunner.run(json: common.json) { console in
-                let report = try await service.tpmRecover(interaction: TerminalInteraction(console: console, input: input))
+                let report = try await service.tpmRecover(checkpoint: seal,
+                                                          interaction: TerminalInteraction(console: console, input: input,
+                                                                                           assumeYes: yes))
                 console.result("recovered", report,
                                text: "The vault is bound to this TPM again; unlock it with the new passphrase.")
                 return ExitStatus.success
             }
+        }
+
+        /// The seal line of an `audit export` file (its last line of that form).
+        static func seal(in path: String) throws -> AuditSealReport {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw ValidationError("cannot read \(path): give the file `touchgate audit export` wrote")
+            }
+            let decoder = WireCoding.decoder()
+            for line in text.split(separator: "\n").reversed() where line.hasPrefix("{\"seal\"") {
+                if let sealed = try? decoder.decode(AuditSealLine.self, from: Data(line.utf8)) { return sealed.seal }
+            }
+            throw ValidationError("\(path) has no seal line: give the JSON file `touchgate audit export` wrote (its last line is {\"seal\": …})")
         }
     }
 }

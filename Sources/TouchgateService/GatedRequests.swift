@@ -146,8 +146,10 @@ public struct GatedRequests: TouchgateRequests {
         try await gated(.tpmEnroll) { service throws(ServiceError) in try await service.tpmEnroll(interaction: interaction) }
     }
 
-    public func tpmRecover(interaction: any Interaction) async throws(ServiceError) -> EmptyReport {
-        try await gated(.tpmRecover) { service throws(ServiceError) in try await service.tpmRecover(interaction: interaction) }
+    public func tpmRecover(checkpoint: AuditSealReport?, interaction: any Interaction) async throws(ServiceError) -> EmptyReport {
+        try await gated(.tpmRecover) { service throws(ServiceError) in
+            try await service.tpmRecover(checkpoint: checkpoint, interaction: interaction)
+        }
     }
 
     public func secretGet(_ name: String, touchNow: Bool, device: String?,

@@ -230,3 +230,79 @@ enum TPMCounterMemo {
         "\(device.tcti ?? "")#\(index)"
     }
 }
+
+/// What `touchgate tpm recover` accepts when it binds a vault again: the store as it is
+/// now, set beside what vouches for a newer state (the TPM's counter when it is still
+/// there, the fleet collector's confirmations, a seal the owner exported earlier), so
+/// that a rollback hidden behind a lost counter is named before anyone accepts it.
+public struct TPMRecoveryState: Sendable {
+    /// The store's newest record: its sequence, time and event (nil for an empty trail).
+    public var newest: (sequence: Int64, time: Date, event: String)?
+    /// The counter value the store expects, and the TPM's (nil: gone or unreachable, with why).
+    public var storeCounter: UInt64?
+    public var tpmCounter: UInt64?
+    public var counterProblem: String?
+    /// The last record the fleet collector confirmed, as this store remembers it (0: none).
+    public var shippedThrough: Int64
+    /// What an exported seal says of this store, when one was given.
+    public var checkpoint: CheckpointFinding?
+
+    public enum CheckpointFinding: Sendable, Equatable {
+        /// The seal is not this trail's, or not signed by its key.
+        case foreign
+        /// The store holds the sealed record, with the same link: at least as new.
+        case holds(sequence: Int64)
+        /// The store has the sealed record's sequence but another record there: a fork.
+        case differs(sequence: Int64)
+        /// The store ends before the sealed record: older than the export (a rollback).
+        case older(sequence: Int64)
+    }
+
+    /// Whether something outside the store shows it is older than it was.
+    public var isRollback: Bool {
+        switch checkpoint {
+        case .older?, .differs?: return true
+        default: break
+        }
+        if let storeCounter, let tpmCounter, tpmCounter > storeCounter { return true }
+        return shippedThrough > (newest?.sequence ?? 0)
+    }
+}
+
+extension AuditLog {
+    /// The state `tpm recover` would accept, against `seal` (an `audit export`'s last line)
+    /// when given, and the TPM's counter when it still answers.
+    public func recoveryState(checkingAgainst seal: AuditSeal?) throws -> TPMRecoveryState {
+        let (newest, storedSeal, binding, expected) = try database.writer.read { db in
+            let row = try Row.fetchOne(db, sql: "SELECT seq, wallTime, event FROM audit ORDER BY seq DESC LIMIT 1")
+            let newest = row.map { (sequence: $0["seq"] as Int64, time: Date(timeIntervalSince1970: $0["wallTime"]),
+                                    event: $0["event"] as String) }
+            let binding = try MetaRecord.fetch(db)?.tpm
+            let expected = try StateStore.value(db, TPMBinding.counterStateKey).flatMap(TPMCounter.decode)
+            return (newest, try? Self.storedSeal(db), binding, expected)
+        }
+        var state = TPMRecoveryState(newest: newest, storeCounter: expected, shippedThrough: 0)
+        if let trail = storedSeal?.trail { state.shippedThrough = (try? shippedThrough(trail: trail)) ?? 0 }
+        if let binding {
+            do {
+                state.tpmCounter = try TPMDevice.configured.counter(binding.counter, auth: tpmCounterAuth)
+            } catch let error as TPMError {
+                state.counterProblem = error.description
+            }
+        }
+        if let seal {
+            if seal.trail != storedSeal?.trail || !seal.isSigned(by: signer.publicKey) {
+                state.checkpoint = .foreign
+            } else if seal.sequence > (newest?.sequence ?? 0) {
+                state.checkpoint = .older(sequence: seal.sequence)
+            } else {
+                let link = try database.writer.read { db in
+                    try Data.fetchOne(db, sql: "SELECT chain FROM audit WHERE seq = ?", arguments: [seal.sequence])
+                }
+                state.checkpoint = link.map(Array.init) == seal.chain || (seal.sequence == 0 && seal.chain == AuditSeal.genesis)
+                    ? .holds(sequence: seal.sequence) : .differs(sequence: seal.sequence)
+            }
+        }
+        return state
+    }
+}

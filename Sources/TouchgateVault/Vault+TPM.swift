@@ -34,7 +34,7 @@ extension Vault {
     ///   vault (nothing changes), ``VaultError/invalidArgument(_:)`` when the vault is not
     ///   bound, ``VaultError/tpm(_:)``.
     public func recoverTPM(recoveryKey: RecoveryKey, passphrase: SecretBytes, device: TPMDevice,
-                           log: AuditLog) throws {
+                           log: AuditLog, accepting state: String? = nil) throws {
         guard passphrase.count > 0 else { throw VaultError.invalidArgument("the passphrase must not be empty") }
         let meta = try currentMeta()
         guard let old = meta.tpm else {
@@ -46,7 +46,8 @@ extension Vault {
         }
         let key = VaultKey(bytes: bytes, vaultID: vaultID)
         try bind(key, meta: meta, passphrase: passphrase, recovery: old.recovery, device: device, log: log,
-                 recording: .tpmRecover, "bound again to the TPM (\(device.name)) with the recovery key; a new passphrase was set")
+                 recording: .tpmRecover, (state.map { "\($0); " } ?? "")
+                    + "bound again to the TPM (\(device.name)) with the recovery key; a new passphrase was set")
     }
 
     /// Defines a counter on `device`, seals a new secret there under `passphrase`, and stores

@@ -63,10 +63,53 @@ struct TPMCommandTests {
         #expect((locked.json?["message"] as? String)?.contains("touchgate tpm recover") == true, "\(locked.stdout)")
         let lockedStatus = try await vault.run(["tpm", "status"])
         #expect(lockedStatus.stdout.contains("REFUSING the passphrase"), "\(lockedStatus.stdout)")
-        let recovered = try await vault.run(["tpm", "recover", "--passphrase-fd", "0"],
+        let recovered = try await vault.run(["tpm", "recover", "--yes", "--passphrase-fd", "0"],
                                             stdin: Data("\(recovery)\nQuartz-Lantern-Otter-4827\nQuartz-Lantern-Otter-4827\n".utf8))
         #expect(recovered.status == 0, "\(recovered.stdout) \(recovered.stderrLines)")
         #expect(try await vault.withPassphrase(["unlock"], "Quartz-Lantern-Otter-4827").status == 0)
+    }
+
+    @Test("a deleted counter and an older copy put back: tpm recover names the rollback against an export, and binds only once it is accepted")
+    func recoverNamesRollback() async throws {
+        let tpm = try SwtpmRig()
+        var vault = try VaultRig()
+        vault.rig.process.environment["TOUCHGATE_TPM_TCTI"] = tpm.tcti
+        try await vault.initAndUnlock()
+        let enrolled = try await vault.withPassphrase(["tpm", "enroll", "--json"])
+        let recovery = try #require(enrolled.json?["recovery-key"] as? String, "\(enrolled.stdout)")
+        let counter = try #require(enrolled.json?["counter-index"] as? String, "\(enrolled.stdout)")
+        try await vault.add("kept", "k", policy: "passphrase")
+        let data = vault.rig.dataDirectory, backup = vault.home.path("backup")
+        try FileManager.default.copyItem(atPath: data, toPath: backup)
+        #expect(try await vault.run(["secret", "rm", "kept", "--yes"]).status == 0)
+        let exported = try await vault.run(["audit", "export"])
+        #expect(exported.status == 0 && exported.stdout.contains("{\"seal\""), "\(exported.stderrLines)")
+        let exportPath = vault.home.path("kept-export.json")
+        try Data(exported.stdout.utf8).write(to: URL(fileURLWithPath: exportPath))
+
+        // Root deletes the counter and puts the older copy back: nothing in the TPM refuses it now.
+        try tpm.tool("tpm2_nvundefine", [counter, "-C", "o"])
+        try FileManager.default.removeItem(atPath: data)
+        try FileManager.default.copyItem(atPath: backup, toPath: data)
+        let blocked = try await vault.run(["secret", "list", "--json"])
+        #expect(blocked.status != 0 && (blocked.json?["message"] as? String)?.contains("cleared or replaced") == true,
+                "\(blocked.stdout)")
+        let answers = Data("\(recovery)\nQuartz-Lantern-Otter-4827\nQuartz-Lantern-Otter-4827\n".utf8)
+        // Nobody to answer: the state is shown, named a rollback, and not accepted.
+        let declined = try await vault.run(["tpm", "recover", "--checkpoint", exportPath, "--passphrase-fd", "0"],
+                                           stdin: answers)
+        let shown = declined.stderrLines.joined(separator: "\n")
+        #expect(declined.status == 130, "\(declined.stdout) \(shown)")
+        #expect(shown.contains("newest change: record #") && shown.contains("OLDER copy: a rollback")
+                && shown.contains("counter cannot vouch"), "\(shown)")
+        #expect(try await vault.run(["secret", "list", "--json"]).status != 0, "nothing was bound")
+        // Accepted on purpose: bound again, and the trail says what was accepted.
+        let accepted = try await vault.run(["tpm", "recover", "--checkpoint", exportPath, "--yes", "--passphrase-fd", "0"],
+                                           stdin: answers)
+        #expect(accepted.status == 0, "\(accepted.stdout) \(accepted.stderrLines)")
+        #expect(try await vault.withPassphrase(["unlock"], "Quartz-Lantern-Otter-4827").status == 0)
+        let trail = try await vault.run(["audit", "show", "--json"])
+        #expect(trail.stdout.contains("\"reason\":\"rollback accepted: newest record #7"), "\(trail.stdout.suffix(600))")
     }
 
     @Test("init --tpm binds at once and shows the recovery key; without a TPM it makes no vault (exit 69)")
