@@ -13,6 +13,11 @@ import Glibc
 /// (``init(perUser:total:)``), and each user's share is bounded so that
 /// no user takes the others' connections.
 ///
+/// Root's own share is kept inside the total (``rootReserve``): everyone else together is
+/// refused once they hold all but that many, so root's own requests (an administrator's
+/// command, root's own sudo) are served however many users fill their shares, and still
+/// fit in locked memory.
+///
 /// Connections are counted against the user they serve (``Bucket``), never simply against
 /// the uid that opened them: the PAM module runs inside sudo, su, sshd and login as root,
 /// and counting all of those as root's would let sixteen sudo prompts of one user take the
@@ -52,6 +57,9 @@ public final class ConnectionLimit: Sendable {
 
     let perUser: Int
     let total: Int
+    /// Connections only root's own requests may take: root's whole share, or half the total
+    /// when locked memory allows fewer than two shares.
+    let rootReserve: Int
     /// Why ``total`` is lower than asked, when it is (said once, at start).
     let lowered: String?
     // The connections counted, by bucket and in all, only touched under their lock.
@@ -70,14 +78,15 @@ public final class ConnectionLimit: Sendable {
         let room = limit > UInt64(Self.reservedLockedBytes)
             ? Int(min((limit - UInt64(Self.reservedLockedBytes)) / UInt64(Self.lockedBytesPerConnection), UInt64(Int32.max)))
             : 0
+        // Fewer connections rather than buffers the kernel may swap out with secrets in them.
+        self.total = room < total ? max(room, 4) : total
+        rootReserve = min(perUser, self.total / 2)
         if room < total {
-            // Fewer connections rather than buffers the kernel may swap out with secrets in them.
-            self.total = max(room, 4)
             lowered = "the locked-memory limit (\(limit / 1024) KiB, LimitMEMLOCK) has room for \(room) connections' "
-                + "buffers, so at most \(max(room, 4)) are served at once (not \(total))"
+                + "buffers, so at most \(self.total) are served at once (not \(total)), \(rootReserve) of them kept "
+                + "for root's own requests"
                 + (room < 4 ? "; below 4 the buffers may not all be locked: raise LimitMEMLOCK" : "")
         } else {
-            self.total = total
             lowered = nil
         }
     }
@@ -98,7 +107,12 @@ public final class ConnectionLimit: Sendable {
     func move(from old: Bucket, to new: Bucket) -> ServiceError? {
         guard old != new else { return nil }
         return counts.withLock { counts in
-            if counts.open[new, default: 0] >= perUser { return refusal(new, counts) }
+            // Leaving root's share for another's is a new connection of that share: root's
+            // reserve never ends up held for other users (sshd running PAM for many of them).
+            var without = counts
+            without.open[old, default: 0] -= 1
+            without.all -= 1
+            if let refusal = refusal(new, without) { return refusal }
             counts.open[new, default: 0] += 1
             let count = counts.open[old, default: 0] - 1
             counts.open[old] = count > 0 ? count : nil
@@ -124,6 +138,12 @@ public final class ConnectionLimit: Sendable {
         if counts.all >= total {
             return ServiceError(.limit, "touchgated serves \(total) connections already, the most it holds at once; "
                                 + "try again in a moment (an administrator can see who holds them in its log)")
+        }
+        let others = counts.all - counts.open[.root, default: 0]
+        if bucket != .root, others >= total - rootReserve {
+            return ServiceError(.limit, "touchgated serves \(others) connections already, the most it holds at once "
+                                + "(\(rootReserve) more are kept for root's own requests); try again in a moment "
+                                + "(an administrator can see who holds them in its log)")
         }
         return nil
     }

@@ -74,7 +74,7 @@ extension TouchgateService {
                 throw ServiceError.usage("the private key does not belong to the public key sent with it; nothing was stored")
             }
             let value = application.map { SecuredKey.value(seed: seed, application: $0) } ?? seed
-            try context.audit.atomically { transaction in
+            try atomicallyWithinQuota(context, item: name) { transaction in
                 try transaction.setItem(named: name, value: value, kind: secured.kind,
                                         policy: policy.description, freshTouch: fresh, enrollmentDigest: digest, key: key,
                                         expecting: .absent, in: context.vault)

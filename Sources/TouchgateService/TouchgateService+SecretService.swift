@@ -181,7 +181,7 @@ extension TouchgateService {
                                     : "let \(program) read '\(shown)' without a touch, for good")
             let value = try context.vault.item(named: info.name, key: key).value
             let encoded = try Self.encoded(details)
-            try context.audit.atomically { transaction in
+            try atomicallyWithinQuota(context, item: info.name) { transaction in
                 try transaction.setItem(named: info.name, value: value, policy: info.policy, freshTouch: info.freshTouch,
                                         enrollmentDigest: info.enrollmentDigest, details: encoded, key: key,
                                         expecting: .version(info.version), in: context.vault)
@@ -233,7 +233,8 @@ extension TouchgateService {
                                 purpose: "import \(plan.count) item\(plan.count == 1 ? "" : "s") from the Secret Service")
             let unpacked = try PackedValues.unpack(try await values(), count: details.count)
             let policy = try AccessPolicy(parsing: Self.secretServicePolicy).description
-            try context.audit.atomically { transaction in
+            // All or nothing, the quota included.
+            try atomicallyWithinQuota(context, item: nil) { transaction in
                 for entry in plan {
                     let encoded = try Self.encoded(entry.details)
                     try transaction.setItem(named: entry.name, value: unpacked[entry.index], policy: policy, freshTouch: false,

@@ -112,13 +112,11 @@ extension TouchgateService {
                 try await authorize(try Self.descriptor(of: old), .write, context: context, key: key, device: device,
                                     interaction: interaction)
             }
-            if let quota = itemQuota {
-                try Self.requireRoom(quota, for: value, named: name, replacing: old, context: context)
-            }
             let oldPolicy = old.flatMap { AccessPolicy($0.policy) }
             // The write happens only if the item is still the one authorized (or still absent),
-            // together with its records: concurrent writers cannot skip the authorization.
-            try context.audit.atomically { transaction in
+            // together with its records: concurrent writers cannot skip the authorization. Past
+            // the quota, none of it is kept.
+            try atomicallyWithinQuota(context, item: name) { transaction in
                 var expecting: ItemExpectation = old.map { .version($0.version) } ?? .absent
                 if let old, !Self.sameBytes(old.name, name) {
                     // The old spelling goes in the same transaction; the item lives on under the NFC one.
@@ -131,10 +129,6 @@ extension TouchgateService {
                                         expecting: expecting, in: context.vault)
                 // A new item under a name used before starts with no program approved for it.
                 if old == nil { try Self.forgetApprovals(of: name, in: transaction) }
-                if itemQuota != nil, try transaction.state(ItemQuota.refusedStateKey) != nil {
-                    // Stored within the quota again: the next refusal is a new crossing, recorded.
-                    try transaction.updateState(ItemQuota.refusedStateKey) { $0 = nil }
-                }
                 try transaction.append(.itemWrite, .success, vaultUser: context.vault.owner, item: name,
                                        reason: old == nil ? "created (\(policy)\(fresh ? ", fresh touch" : ""))"
                                            : old!.isInvalidated ? "replaced an invalidated item" : "replaced")
@@ -145,27 +139,6 @@ extension TouchgateService {
             }
             return StoredReport(name: name, policy: policy.description, fresh: fresh, replaced: old != nil)
         }
-    }
-
-    /// Refuses a store that would pass `quota`; records the first refusal of a crossing only.
-    /// The usage is read just before the write, not in its transaction: two stores of one
-    /// user racing may pass the bound by one value, which the bound (about a disk, not an
-    /// exact figure) tolerates.
-    private static func requireRoom(_ quota: ItemQuota, for value: SecretBytes, named name: String,
-                                    replacing old: VaultItemInfo?, context: VaultContext) throws {
-        let problem: String? = try context.audit.atomically { transaction in
-            let usage = try transaction.itemUsage(in: context.vault, excluding: old?.name)
-            guard let problem = quota.problem(usage: usage, adding: value.count) else { return nil }
-            if try transaction.state(ItemQuota.refusedStateKey) == nil {
-                try transaction.updateState(ItemQuota.refusedStateKey) { $0 = Data("1".utf8) }
-                try transaction.append(.itemWrite, .denied, vaultUser: context.vault.owner, item: name,
-                                       reason: "over the quota (\(usage.items) items, \(usage.valueBytes) bytes; at most "
-                                           + "\(quota.maximumItems) items, \(quota.maximumValueBytes) bytes); further "
-                                           + "refusals are not recorded until a store succeeds")
-            }
-            return problem
-        }
-        if let problem { throw ServiceError(.quota, problem) }
     }
 
     /// Every stored secret: names and policies, never values. Works while locked.

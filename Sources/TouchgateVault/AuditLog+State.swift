@@ -33,7 +33,7 @@ extension AuditLog {
         }
         guard AuditMAC.equal(try StateDigest.compute(db), digest) else {
             return StateCheck(authenticHead: head,
-                              problem: "the stored values do not match the digest in the audit head: the lockout, settings or enrollment state, the passphrase or an item was edited outside touchgate, or put back from an older copy")
+                              problem: "the stored values do not match the digest in the audit head: the lockout, settings or enrollment state, the passphrase, an enrolled print or an item was edited outside touchgate, or put back from an older copy")
         }
         return StateCheck(authenticHead: head)
     }
@@ -97,6 +97,8 @@ extension AuditLog {
         case upgrade(AuditHead)
         /// A head whose digest is of the first format (state rows and marker only).
         case coverItems(AuditHead)
+        /// A head whose digest is of the second format (no prints).
+        case coverPrints(AuditHead)
     }
 
     /// Creates the head of a fresh log and upgrades a first-format head; throws
@@ -127,7 +129,12 @@ extension AuditLog {
                     try saveState(db, head: head)
                     record = try insert(AuditEntry(
                         event: .auditUpgrade, outcome: .success,
-                        reason: "the audit head now also covers every item's version and the passphrase wrapping, so an older copy of one is refused; the items found now were adopted as genuine (trust on first use)"), db)
+                        reason: "the audit head now also covers every item's version, the passphrase wrapping and the enrolled prints, so an older copy of one is refused; the items and prints found now were adopted as genuine (trust on first use)"), db)
+                case let .coverPrints(head):
+                    try saveState(db, head: head)
+                    record = try insert(AuditEntry(
+                        event: .auditUpgrade, outcome: .success,
+                        reason: "the audit head now also covers the enrolled prints, so a print added, removed or put back from an older copy is refused; the prints found now were adopted as genuine (trust on first use)"), db)
                 }
                 return .commit
             }
@@ -157,6 +164,11 @@ extension AuditLog {
         if let digest = head.stateDigest, try AuditMAC.equal(StateDigest.computeFirstFormat(db), digest),
            try Self.lastRecordProblem(db, head: head) == nil {
             return .coverItems(head)
+        }
+        // Likewise a second-format digest (issue 46: prints were not covered).
+        if let digest = head.stateDigest, try AuditMAC.equal(StateDigest.computeSecondFormat(db), digest),
+           try Self.lastRecordProblem(db, head: head) == nil {
+            return .coverPrints(head)
         }
         return .nothing
     }

@@ -76,7 +76,7 @@ extension AuditLog {
             return .broken(at: last + 1, reason: "the audit head does not cover the lockout, settings and enrollment state (an older format that was not upgraded); run `touchgate repair`")
         }
         guard AuditMAC.equal(try StateDigest.compute(db), digest) else {
-            return .broken(at: last + 1, reason: "the lockout, settings or enrollment state, the passphrase or an item was edited outside touchgate or put back from an older copy (it does not match the digest in the audit head); run `touchgate repair`")
+            return .broken(at: last + 1, reason: "the lockout, settings or enrollment state, the passphrase, an enrolled print or an item was edited outside touchgate or put back from an older copy (it does not match the digest in the audit head); run `touchgate repair`")
         }
         return .intact(count: count)
     }

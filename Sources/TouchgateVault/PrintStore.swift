@@ -61,10 +61,12 @@ public struct PrintStore: Sendable {
     /// Stores `print`. With `replace` an existing print for the same key is overwritten;
     /// without it, an existing one throws ``StoreError/alreadyEnrolled(user:finger:)``.
     ///
-    /// One transaction; to store the print together with the enrollment counter and its
-    /// audit record, use ``StoreTransaction/save(_:replace:in:)``.
+    /// One transaction, authenticated like every print write (the state digest covers the
+    /// prints: ``StateDigest``); to store the print together with the enrollment counter and
+    /// its audit record, use ``StoreTransaction/save(_:replace:in:)``.
+    /// - Throws: ``IntegrityError/stateTampered(detail:)`` when the state was edited.
     public func save(_ print: StoredPrint, replace: Bool) throws {
-        try database.writeImmediately { db in try save(db, print, replace: replace) }
+        try AuditLog(database: database).atomically { try $0.save(print, replace: replace, in: self) }
     }
 
     /// The write itself, inside the caller's transaction.
@@ -133,8 +135,8 @@ public struct PrintStore: Sendable {
     /// Deletes the print for this key; returns whether one was there.
     @discardableResult
     public func delete(user: String, finger: String, driver: String, deviceID: String) throws -> Bool {
-        try database.writeImmediately { db in
-            try Self.delete(db, user: user, finger: finger, driver: driver, deviceID: deviceID)
+        try AuditLog(database: database).atomically {
+            try $0.deletePrint(user: user, finger: finger, driver: driver, deviceID: deviceID)
         }
     }
 
@@ -150,7 +152,7 @@ public struct PrintStore: Sendable {
     /// Deletes every print made on one reader; returns how many.
     @discardableResult
     public func deleteAll(driver: String, deviceID: String) throws -> Int {
-        try database.writeImmediately { db in try Self.deleteAll(db, driver: driver, deviceID: deviceID) }
+        try AuditLog(database: database).atomically { try $0.deleteAllPrints(driver: driver, deviceID: deviceID) }
     }
 
     /// The deletion itself, inside the caller's transaction.

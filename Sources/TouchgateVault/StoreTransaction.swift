@@ -179,7 +179,7 @@ public final class StoreTransaction {
     /// - Throws: ``StoreError/alreadyEnrolled(user:finger:)`` without `replace` when one is stored.
     public func save(_ print: StoredPrint, replace: Bool, in prints: PrintStore) throws {
         requireSameStore(prints.database)
-        try prints.save(database, print, replace: replace)
+        try changingAuthenticatedState { db in try prints.save(db, print, replace: replace) }
     }
 
     /// The stored prints as `prints` reads them (its sealing opens the templates; a sealing
@@ -194,13 +194,15 @@ public final class StoreTransaction {
     /// Deletes the print for this key; returns whether one was there.
     @discardableResult
     public func deletePrint(user: String, finger: String, driver: String, deviceID: String) throws -> Bool {
-        try PrintStore.delete(database, user: user, finger: finger, driver: driver, deviceID: deviceID)
+        try changingAuthenticatedState { db in
+            try PrintStore.delete(db, user: user, finger: finger, driver: driver, deviceID: deviceID)
+        }
     }
 
     /// Deletes every print made on one reader; returns how many.
     @discardableResult
     public func deleteAllPrints(driver: String, deviceID: String) throws -> Int {
-        try PrintStore.deleteAll(database, driver: driver, deviceID: deviceID)
+        try changingAuthenticatedState { db in try PrintStore.deleteAll(db, driver: driver, deviceID: deviceID) }
     }
 
     // MARK: Passphrase
@@ -218,8 +220,8 @@ public final class StoreTransaction {
         try changingAuthenticatedState { db in try vault.apply(db, change) }
     }
 
-    /// Runs `body`, a write of something the state digest covers (items, the passphrase
-    /// wrapping), between the check of the authenticated state and the save of its new
+    /// Runs `body`, a write of something the state digest covers (items, prints, the
+    /// passphrase wrapping), between the check of the authenticated state and the save of its new
     /// digest: a store edited outside touchgate is refused before anything is written,
     /// and what `body` writes is authenticated with the rest.
     /// - Throws: ``IntegrityError/stateTampered(detail:)`` before `body` runs.

@@ -434,6 +434,76 @@ struct DaemonAttackTests {
         #expect(!reasons.contains { $0.contains("touchgate agent's own request") }, "the agent was refused: \(reasons)")
     }
 
+    /// Issue 46: attributes and labels were not counted by the 4 MiB quota, so one user
+    /// stored 5.6 MB past it in 18 s with one-byte values through the Secret Service. The
+    /// user's own agent, through touchgated, stores items of 14 attributes of 4,000 bytes and
+    /// a 1,000-byte label (about 58 KB each, within the 64 KiB line) until refused.
+    @Test("Secret Service items with huge attributes and labels are refused at the quota, and the store stays bounded")
+    func secretServiceAttributesCountAgainstTheQuota() async throws {
+        try Self.requireRoot()
+        for (tool, package) in [("/usr/bin/secret-tool", "libsecret-tools"), ("/usr/bin/dbus-daemon", "dbus-daemon"),
+                                ("/usr/bin/sqlite3", "sqlite3")] {
+            try #require(FileManager.default.isExecutableFile(atPath: tool), "this test needs \(tool): apt-get install \(package)")
+        }
+        let rig = try await DaemonRig()
+        try Self.installAgentProgram(in: rig)
+        // Root's own requests are not rate-limited; the user's are, and a hundred stores pass a burst of 100.
+        rig.daemonArguments += ["--request-burst", "1000"]
+        try await rig.start()
+        try await rig.initialize(as: Self.user)
+        let uid = Self.user
+        let (home, runtime) = try Self.privateHome(rig.home.path("bus-home"), of: uid)
+        let asUser = ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--"]
+        let busSocket = runtime + "/bus"
+        try FprintdRig.busConfiguration(socket: busSocket, type: "session").write(toFile: home + "/bus.conf", atomically: true,
+                                                                                  encoding: .utf8)
+        let bus = try await BackgroundProgram(asUser[0], Array(asUser.dropFirst())
+                                                  + ["/usr/bin/dbus-daemon", "--config-file=\(home)/bus.conf", "--nofork"],
+                                              environment: [:], finger: nil)
+        defer { Task { await bus.stop() } }
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: busSocket) { try await Task.sleep(for: .milliseconds(50)) }
+        let environment = ["HOME": home, "XDG_RUNTIME_DIR": runtime, "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(busSocket)",
+                           "TOUCHGATE_SOCKET": rig.socketPath]
+        let agent = try await BackgroundProgram(asUser[0], Array(asUser.dropFirst())
+                                                    + [rig.binDirectory + "/touchgate", "agent", "--json", "--socket",
+                                                       runtime + "/agent.sock", "--secret-service"],
+                                                environment: environment, finger: rig.finger)
+        defer { Task { await agent.stop() } }
+        for _ in 0..<100 where !agent.errorLines.contains(where: { $0.contains("serving the Secret Service") }) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        var secretTool = CLIProcess(environment: environment)
+        secretTool.binaryOverride = "/usr/bin/secret-tool"
+        secretTool.wrapper = asUser
+        var stored = 0, refusals: [String] = []
+        for index in 0..<100 where refusals.count < 3 {
+            let attributes = (0..<14).flatMap { ["a\(index)-\($0)", String(repeating: "x", count: 4000)] }
+            let result = try await secretTool.run(["store", "--label=" + String(repeating: "L", count: 1000)] + attributes,
+                                                  stdin: Data("v".utf8))
+            if result.status == 0 { stored += 1 } else { refusals.append(result.stderrLines.joined(separator: " ")) }
+        }
+        // About 58 KB an item: some seventy fit in 4 MiB, and then no more.
+        #expect((60...75).contains(stored), "\(stored) stored: \(refusals) \(agent.errorLines.suffix(6))")
+        #expect(refusals.count == 3 && refusals.allSatisfy { $0.contains("over the 4194304 bytes one user may keep")
+                                                             && $0.contains("nothing was stored") }, "\(refusals)")
+        let listed = try await rig.run(["secret", "list", "--json"], as: uid)
+        #expect(listed.status == 0 && listed.stdout.components(separatedBy: "\"name\"").count - 1 == stored,
+                "nothing past the bound was kept: \(listed.stdout.prefix(200))")
+        // What the store holds: values, names and details within the 4 MiB, and the file
+        // (once its write-ahead log is folded in) within it and what each item holds besides.
+        let database = rig.stateDirectory + "/users/\(uid)/touchgate.sqlite"
+        let held = try await Self.run(as: 0, ["/usr/bin/sqlite3", database, """
+            PRAGMA wal_checkpoint(TRUNCATE);
+            SELECT sum(length(ciphertext) + length(CAST(name AS BLOB)) + coalesce(length(CAST(details AS BLOB)), 0))
+            FROM vault_item;
+            """])
+        let bytes = try #require(held.stdout.split(separator: "\n").last.flatMap { Int($0) }, "\(held)")
+        #expect(bytes <= 4 << 20, "the items hold \(bytes) bytes")
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: database)[.size] as? Int)
+        #expect(size <= 6 << 20, "the store is \(size) bytes on disk")
+        print("quota: \(stored) items of about 58 KB stored, \(bytes) bytes held, \(size) bytes on disk")
+    }
+
     /// The group the test installs the agent's program set-group-ID to, as the packages do
     /// with touchgate-agent: a group no user is a member of (it needs no name).
     static let agentGroup: gid_t = 2718

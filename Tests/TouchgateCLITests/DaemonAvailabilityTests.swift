@@ -330,15 +330,15 @@ struct DaemonAvailabilityTests {
         rig.daemonArguments = ["--connections-per-user", "100"]
         try await rig.start()
         let said = try #require(await rig.awaitLogLine(containing: "locked memory:"), "\(rig.logTail)")
-        let room = try #require(said.split(separator: " ").firstIndex(of: "most").map { Int(said.split(separator: " ")[$0 + 1]) }
-                                ?? nil, "\(said)")
-        #expect((15...25).contains(room), "\(said)")
+        let (room, reserve) = try #require(Self.connectionBounds(said), "\(said)")
+        #expect((15...25).contains(room) && reserve == room / 2, "\(said)")
+        // Everyone but root together: the total less root's reserve.
         let flood = try await Attacker(["idle", "40"], socket: rig.socketPath, uid: users.attacker.uid)
         defer { flood.stop() }
         let counted = try #require(await flood.line("idle"), "\(flood.output)")
-        #expect(counted == "idle \(room) \(40 - room)", "\(counted)")
+        #expect(counted == "idle \(room - reserve) \(40 - room + reserve)", "\(counted)")
         let refusal = flood.output.first { $0.hasPrefix("refusal") } ?? ""
-        #expect(refusal.contains("serves \(room) connections already"), "\(refusal)")
+        #expect(refusal.contains("serves \(room - reserve) connections already"), "\(refusal)")
         let pid = try #require(rig.daemonPID)
         #expect(try DaemonAttackTests.lockedKilobytes(of: pid) <= 4096)
         // Everyone else is refused too, in words, until the attacker lets go.
@@ -351,6 +351,66 @@ struct DaemonAvailabilityTests {
             again = try await rig.run(["status", "--json"], as: users.victim.uid).status
         }
         #expect(again == 0)
+    }
+
+    /// The total and root's reserve from the daemon's "locked memory:" line ("at most N are
+    /// served at once (not 256), R of them kept for root's own requests").
+    static func connectionBounds(_ said: Substring) -> (total: Int, reserve: Int)? {
+        let words = said.split(separator: " ")
+        guard let most = words.firstIndex(of: "most"), most + 1 < words.count, let total = Int(words[most + 1]),
+              let kept = words.firstIndex(of: "kept"), kept >= 3, let reserve = Int(words[kept - 3]) else { return nil }
+        return (total, reserve)
+    }
+
+    /// Issue 46: at the plain install's 8 MiB of locked memory (49 connections), the attacker,
+    /// the victim and root acting for the attacker filled the total, and root's own requests
+    /// were refused. Root's share is kept inside the total: the others are refused first.
+    @Test("other users holding every connection they may: root's own requests are still served, within locked memory")
+    func rootShareIsKeptInsideTheTotal() async throws {
+        try DaemonAttackTests.requireRoot()
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"),
+                     "this test needs prlimit from util-linux: apt-get install util-linux")
+        let users = try await TestUsers()
+        let rig = try await DaemonRig()
+        // RLIMIT_MEMLOCK's default (8 MiB) is what touchgated has when started without the unit.
+        rig.daemonPrefix = ["/usr/bin/prlimit", "--memlock=8388608:8388608", "--"]
+        try await rig.start()
+        let said = try #require(await rig.awaitLogLine(containing: "locked memory:"), "\(rig.logTail)")
+        let (total, reserve) = try #require(Self.connectionBounds(said), "\(said)")
+        #expect(reserve == 16, "root's whole share is kept: \(said)")
+        let others = total - reserve
+        try #require((17...48).contains(others), "two users' shares and root's for one fill what is left: \(said)")
+        let attacker = try await Attacker(["idle", "16"], socket: rig.socketPath, uid: users.attacker.uid)
+        defer { attacker.stop() }
+        #expect(await attacker.line("idle") == "idle 16 0", "\(attacker.output)")
+        let victim = try await Attacker(["idle", "16"], socket: rig.socketPath, uid: users.victim.uid)
+        defer { victim.stop() }
+        #expect(await victim.line("idle") == "idle \(min(others - 16, 16)) \(16 - min(others - 16, 16))", "\(victim.output)")
+        // Root's connections for the attacker (sshd or login running the PAM module) are the
+        // others' too: those past what is left are refused at their first request, leaving
+        // root's reserve as it was.
+        let forAttacker = try await Attacker(["held", "status", #"{"user":"\#(users.attacker.name)"}"#, "16"],
+                                             socket: rig.socketPath, uid: 0)
+        defer { forAttacker.stop() }
+        #expect(await forAttacker.line("stalled") != nil, "\(forAttacker.output)")
+        var refusedForAttacker = 0
+        let left = 16 - max(others - 32, 0)
+        for _ in 0..<100 where refusedForAttacker < left {
+            try await Task.sleep(for: .milliseconds(100))
+            refusedForAttacker = rig.logLines(containing: "refused (root for uid \(users.attacker.uid): connection limit)").count
+        }
+        #expect(refusedForAttacker == left, "\(rig.logTail)")
+        let third = try await rig.run(["status", "--json"], as: DaemonRig.otherUID)
+        #expect(third.status == 75 && third.stderrLines.joined().contains("kept for root's own requests"),
+                "\(third.stderrLines)")
+        // Root's own: its whole share at once, the last one a request answered.
+        let root = try await Attacker(["idle", String(reserve - 1)], socket: rig.socketPath, uid: 0)
+        defer { root.stop() }
+        #expect(await root.line("idle") == "idle \(reserve - 1) 0", "\(root.output)")
+        let status = try await rig.run(["status", "--json"])
+        #expect(status.status == 0, "root's request while the others hold every other connection: \(status.stderrLines)")
+        let pid = try #require(rig.daemonPID)
+        #expect(try DaemonAttackTests.lockedKilobytes(of: pid) <= 8192, "every buffer fits in locked memory")
     }
 
     @Test("kill -9 of the daemon in the middle of requests, trial after trial: no audit gap, nothing lost, no false record")

@@ -28,14 +28,17 @@ import TouchgateAPI
     }
 
     @Test func theDefaultsAreAThousandItemsAndFourMebibytesAndThePersonalModeHasNone() throws {
-        #expect(ItemQuota().maximumItems == 1000 && ItemQuota().maximumValueBytes == 4 * 1024 * 1024)
+        #expect(ItemQuota().maximumItems == 1000 && ItemQuota().maximumStoredBytes == 4 * 1024 * 1024)
         let rig = try ServiceRig()
         defer { rig.remove() }
         #expect(rig.service.itemQuota == nil)
     }
 
     @Test func storesPastTheBytesAreRefusedAndAuditedOncePerCrossing() async throws {
-        let (rig, service) = try systemRig(ItemQuota(maximumItems: 100, maximumValueBytes: 1000))
+        // Room for "a" with 600 bytes and "b" with 400, and what each is counted for besides.
+        let room = ItemUsage.storedBytes(value: 600, name: "a", policy: "passphrase", details: nil)
+            + ItemUsage.storedBytes(value: 400, name: "b", policy: "passphrase", details: nil)
+        let (rig, service) = try systemRig(ItemQuota(maximumItems: 100, maximumStoredBytes: room))
         defer { rig.remove() }
         _ = try await service.initialize(stretching: .minimum, interaction: ScriptedInteraction())
         try await store(service, "a", bytes: 600)
@@ -46,7 +49,7 @@ import TouchgateAPI
                 Issue.record("stored past the quota")
             } catch {
                 #expect(error.code == .quota && error.exitStatus == 13, "\(error)")
-                #expect(error.message.contains("over the 1000 bytes") && error.message.contains("touchgate secret rm"),
+                #expect(error.message.contains("over the \(room) bytes") && error.message.contains("touchgate secret rm"),
                         "\(error.message)")
             }
         }
@@ -63,7 +66,7 @@ import TouchgateAPI
     }
 
     @Test func storesPastTheItemCountAreRefused() async throws {
-        let (rig, service) = try systemRig(ItemQuota(maximumItems: 2, maximumValueBytes: 1 << 20))
+        let (rig, service) = try systemRig(ItemQuota(maximumItems: 2, maximumStoredBytes: 1 << 20))
         defer { rig.remove() }
         _ = try await service.initialize(stretching: .minimum, interaction: ScriptedInteraction())
         try await store(service, "one", bytes: 1)
@@ -76,5 +79,38 @@ import TouchgateAPI
         }
         try await store(service, "two", bytes: 5, replace: true)
         #expect(try await service.secretList().count == 2)
+    }
+
+    /// Issue 46: attributes and labels were not counted, so one user stored 5.6 MB past the
+    /// 4 MiB bound in 18 s through the Secret Service with one-byte values.
+    @Test func secretServiceAttributesAndLabelsCountAgainstTheBytes() async throws {
+        let (rig, service) = try systemRig(ItemQuota(maximumItems: 1000, maximumStoredBytes: 120_000))
+        defer { rig.remove() }
+        _ = try await service.initialize(stretching: .minimum, interaction: ScriptedInteraction())
+        let program = ApplicationIdentity(executable: "/usr/bin/secret-tool", chain: "pid 10 /usr/bin/secret-tool")
+        func details(_ index: Int) -> ItemDetails {
+            ItemDetails(collection: "login", label: String(repeating: "L", count: 1000),
+                        attributes: (0..<8).map { SecretAttribute("a\(index)-\($0)", String(repeating: "x", count: 4000)) },
+                        contentType: "text/plain")
+        }
+        var stored = 0, refusal: ServiceError?
+        for index in 0..<10 {
+            do {
+                _ = try await service.secretServiceStore(details(index), value: { SecretBytes(copying: [1]) }, replace: false,
+                                                         application: program, interaction: ScriptedInteraction())
+                stored += 1
+            } catch {
+                refusal = error
+                break
+            }
+        }
+        // Each item is about 34 KB of attributes, label and name around a one-byte value: three fit, not four.
+        #expect(stored == 3, "\(stored) stored: \(String(describing: refusal))")
+        let refused = try #require(refusal)
+        #expect(refused.code == .quota && refused.message.contains("over the 120000 bytes")
+                && refused.message.contains("nothing was stored"), "\(refused)")
+        #expect(try await service.secretList().count == 3, "nothing stored past the bound")
+        #expect(try await refusals(service) == 1)
+        #expect(try await service.auditVerify() > 0, "the rolled-back write left the trail whole")
     }
 }

@@ -138,4 +138,92 @@ struct RowRollbackTests {
         #expect(last.event == .auditUpgrade && last.reason.contains("every item's version"))
         #expect(try reopened.verify() == .intact(count: try reopened.records().count))
     }
+
+    // MARK: Prints (issue 46)
+
+    /// The fixture's prints, sealed under its vault key as touchgate stores them.
+    private func prints(_ fixture: StateFixture) throws -> PrintStore {
+        PrintStore(database: fixture.database, sealing: try fixture.vault.vault.templateSealing(key: fixture.vault.key))
+    }
+
+    private func enroll(_ fixture: StateFixture, _ finger: String, _ template: String) throws {
+        try prints(fixture).save(StoredPrint(user: "alice", finger: finger, driver: "virtual_image", deviceID: "0",
+                                             enrolledAt: Date(), onDevice: false, template: Array(template.utf8)),
+                                 replace: true)
+    }
+
+    @Test("an older print row put back (a finger since re-enrolled) is refused, and verify reports it")
+    func olderPrintRow() throws {
+        let fixture = try StateFixture()
+        try enroll(fixture, "right-index", "FP3 old right index")
+        let copy = try backup(fixture)
+        try enroll(fixture, "right-index", "FP3 new right index")
+        try restore(fixture, from: copy, """
+            UPDATE print SET template = (SELECT template FROM old.print WHERE finger = 'right-index')
+            WHERE finger = 'right-index'
+            """)
+        let detail = tamperDetail { try fixture.state.state("policy.state") }
+        #expect(detail?.contains("an enrolled print") == true && detail?.contains("put back from an older copy") == true,
+                "\(detail ?? "")")
+        #expect(tamperDetail { try prints(fixture).save(StoredPrint(user: "alice", finger: "left-index",
+                                                                     driver: "virtual_image", deviceID: "0",
+                                                                     enrolledAt: Date(), onDevice: false,
+                                                                     template: Array("FP3 l".utf8)), replace: false) } != nil,
+                "no print is written over a tampered store")
+        guard case let .broken(_, reason) = try fixture.reopen().verify() else {
+            Issue.record("verify passed a rolled-back print")
+            return
+        }
+        #expect(reason.contains("an enrolled print"), "\(reason)")
+    }
+
+    @Test("a deleted print brought back from a copy is refused; taking it out again restores the store")
+    func deletedPrintBack() throws {
+        let fixture = try StateFixture()
+        try enroll(fixture, "right-index", "FP3 right")
+        try enroll(fixture, "left-thumb", "FP3 thumb")
+        let copy = try backup(fixture)
+        #expect(try prints(fixture).delete(user: "alice", finger: "left-thumb", driver: "virtual_image", deviceID: "0"))
+        try restore(fixture, from: copy, "INSERT INTO print SELECT * FROM old.print WHERE finger = 'left-thumb'")
+        #expect(tamperDetail { try fixture.state.state("policy.state") } != nil)
+        try fixture.sqlite3("DELETE FROM print WHERE finger = 'left-thumb'")
+        #expect(try fixture.state.state("policy.state") == StateFixture.policyState)
+    }
+
+    @Test("a print row deleted, or added from another store, is refused")
+    func printDeletedOrAdded() throws {
+        let fixture = try StateFixture()
+        try enroll(fixture, "right-index", "FP3 right")
+        try fixture.sqlite3("DELETE FROM print")
+        #expect(tamperDetail { try fixture.state.state("policy.state") } != nil, "a deleted print")
+
+        let other = try StateFixture()
+        try enroll(other, "right-index", "FP3 right")
+        let fresh = try StateFixture()
+        try restore(fresh, from: try backup(other), "INSERT INTO print SELECT * FROM old.print")
+        #expect(tamperDetail { try fresh.state.state("policy.state") } != nil, "a print copied from another store")
+    }
+
+    @Test("a head of the second format (no prints) is upgraded once to cover the prints, and audited")
+    func secondFormatUpgrade() throws {
+        let fixture = try StateFixture()
+        try enroll(fixture, "right-index", "FP3 right")
+        // Rewrite the head as the release before this one left it: the second format's digest.
+        let log = fixture.log
+        try fixture.database.writer.write { db in
+            let head = try #require(try AuditHead.fetch(db) ?? nil)
+            try head.with(stateDigest: try StateDigest.computeSecondFormat(db), key: log.key).save(db)
+        }
+        #expect(tamperDetail { try fixture.state.state("policy.state") } != nil, "not upgraded before an open")
+        let reopened = try fixture.reopen()
+        #expect(try fixture.state.state("policy.state") == StateFixture.policyState)
+        let last = try #require(try reopened.records().last)
+        #expect(last.event == .auditUpgrade && last.reason.contains("enrolled prints"), "\(last.reason)")
+        #expect(try reopened.verify() == .intact(count: try reopened.records().count))
+        // Once: the next open writes nothing, and a print put back is refused from now on.
+        let count = try reopened.records().count
+        #expect(try fixture.reopen().records().count == count)
+        try fixture.sqlite3("UPDATE print SET onDevice = 1")
+        #expect(tamperDetail { try fixture.state.state("policy.state") } != nil)
+    }
 }

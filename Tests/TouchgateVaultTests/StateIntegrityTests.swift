@@ -55,7 +55,7 @@ struct StateIntegrityTests {
         #expect(try fixture.rawState() == before, "nothing may be written after a failed check")
 
         let reason = brokenReason(try fixture.log.verify())
-        #expect(reason.contains("the lockout, settings or enrollment state, the passphrase or an item was edited outside touchgate"))
+        #expect(reason.contains("the lockout, settings or enrollment state, the passphrase, an enrolled print or an item was edited outside touchgate"))
         #expect(reason.contains("touchgate repair"))
     }
 
