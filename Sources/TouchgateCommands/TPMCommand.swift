@@ -77,7 +77,7 @@ struct TPM: AsyncParsableCommand {
                 answers, the fleet collector's confirmations, the seal of an `audit export` given with \
                 --checkpoint), and asks whether to accept the store in that state (--yes: accept without \
                 asking). Then asks for the recovery key, then the new passphrase twice (with \
-                --passphrase-fd N: one line each from N). Exit status 8 for a wrong recovery key, 130 when \
+                --passphrase-fd N: one line each from N). Exit status 8 for a wrong recovery key, 11 when \
                 the state is not accepted (nothing changes either way).
                 """)
 

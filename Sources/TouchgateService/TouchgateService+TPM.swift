@@ -57,7 +57,7 @@ extension TouchgateService {
             // Shown whether or not anyone can answer (a script with --yes reads it too).
             for line in shown.lines { interaction.notice(line) }
             guard try await interaction.confirm(shown.question, details: []) else {
-                throw ServiceError(.cancelled, "nothing was changed: the store's state was not accepted (\(shown.summary)). Put back the newest copy of the data directory, or run `touchgate tpm recover` again and accept this state (--yes without a terminal)")
+                throw ServiceError(.declined, "nothing was changed: the store's state was not accepted (\(shown.summary)). Put back the newest copy of the data directory, or run `touchgate tpm recover` again and accept this state (--yes without a terminal)")
             }
             let typed = try await interaction.passphrase(prompt: "Recovery key (64 hex digits): ", again: false)
             guard let recovery = RecoveryKey(parsing: typed) else {
