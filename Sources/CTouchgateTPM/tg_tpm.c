@@ -468,22 +468,16 @@ static int guard_open(tg_tpm *t, uint32_t index, const TPM2B_AUTH *a, ESYS_TR *n
     return r;
 }
 
-/* TPM2_PolicySecret on the guard in `policy`, authorized by an HMAC session salted to
- * `primary` (the guard's auth value never crosses the bus). The guard is a PIN Fail
- * index: a wrong auth value adds one to its count and nothing to the TPM's
+/* TPM2_PolicySecret on the guard in `policy`, authorized by `hmac`, an HMAC session
+ * salted to the primary key (the guard's auth value never crosses the bus). The guard is
+ * a PIN Fail index: a wrong auth value adds one to its count and nothing to the TPM's
  * dictionary-attack counter; the right one sets its count back to 0; once the count
  * reaches its limit the TPM refuses even the right one. */
-static int guard_secret(tg_tpm *t, ESYS_TR primary, ESYS_TR guard, ESYS_TR policy, char *err,
+static int guard_secret(tg_tpm *t, ESYS_TR guard, ESYS_TR policy, ESYS_TR hmac, char *err,
                         size_t errlen)
 {
-    ESYS_TR hmac = ESYS_TR_NONE;
-    int r = start_session(t, primary, TPM2_SE_HMAC, TPMA_SESSION_CONTINUESESSION, &hmac, err,
-                          errlen);
-    if (r)
-        return r;
     TSS2_RC rc = T.Esys_PolicySecret(t->esys, guard, policy, hmac, ESYS_TR_NONE, ESYS_TR_NONE,
                                      NULL, NULL, NULL, 0, NULL, NULL);
-    flush(t, &hmac);
     if (rc == TSS2_RC_SUCCESS)
         return TG_TPM_OK;
     uint32_t b = tpm_rc(rc);
@@ -562,23 +556,24 @@ int tg_tpm_seal(tg_tpm *t, uint32_t guard_index, const uint8_t *auth, size_t aut
     /* The policy digest covers the guard's Name, which covers its attributes (and so
      * whether it was written): the TPM computes it in a trial session. The trial's
      * authorization is real, so it needs the auth value too. */
+    /* Salted HMAC session: it authorizes the trial's PolicySecret, then, with decrypt,
+     * carries the first parameter of TPM2_Create (inSensitive, the secret) AES-CFB
+     * encrypted. */
+    if (!r)
+        r = start_session(t, primary, TPM2_SE_HMAC,
+                          TPMA_SESSION_DECRYPT | TPMA_SESSION_CONTINUESESSION, &sess, err,
+                          errlen);
     if (!r)
         r = start_session(t, ESYS_TR_NONE, TPM2_SE_TRIAL, TPMA_SESSION_CONTINUESESSION, &trial,
                           err, errlen);
     if (!r)
-        r = guard_secret(t, primary, nv, trial, err, errlen);
+        r = guard_secret(t, nv, trial, sess, err, errlen);
     if (!r && (rc = T.Esys_PolicyGetDigest(t->esys, trial, ESYS_TR_NONE, ESYS_TR_NONE,
                                           ESYS_TR_NONE, &policy)))
         r = rc_fail(err, errlen, "TPM2_PolicyGetDigest", rc);
     flush(t, &trial);
-    if (!r) {
+    if (!r)
         pub.publicArea.authPolicy = *policy;
-        /* Salted HMAC session with decrypt: the first command parameter
-         * (inSensitive, the secret) travels AES-CFB encrypted. */
-        r = start_session(t, primary, TPM2_SE_HMAC,
-                          TPMA_SESSION_DECRYPT | TPMA_SESSION_CONTINUESESSION, &sess, err,
-                          errlen);
-    }
     if (!r) {
         rc = T.Esys_Create(t->esys, primary, sess, ESYS_TR_NONE, ESYS_TR_NONE, &sens, &pub,
                            &outside, &pcrs, &opriv, &opub, NULL, NULL, NULL);
@@ -660,18 +655,29 @@ int tg_tpm_unseal(tg_tpm *t, const uint8_t *blob, size_t bloblen, const uint8_t 
                 r = rc_fail(err, errlen, "loading the sealed key (TPM2_Load)", rc);
         }
     }
-    /* Salted policy session; encrypt makes the TPM encrypt the response
-     * parameter (the secret) with the session key. */
-    if (!r)
-        r = start_session(t, primary, TPM2_SE_POLICY,
-                          TPMA_SESSION_ENCRYPT | TPMA_SESSION_CONTINUESESSION, &sess, err,
-                          errlen);
+    ESYS_TR hmac = ESYS_TR_NONE;
     if (guard_index) {
+        /* One salted session, with encrypt: it authorizes PolicySecret on the guard and
+         * makes the TPM encrypt the response parameter of TPM2_Unseal (the secret). The
+         * policy session needs no salt of its own: it authorizes nothing by a secret. */
+        if (!r)
+            r = start_session(t, primary, TPM2_SE_HMAC,
+                              TPMA_SESSION_ENCRYPT | TPMA_SESSION_CONTINUESESSION, &hmac, err,
+                              errlen);
+        if (!r)
+            r = start_session(t, ESYS_TR_NONE, TPM2_SE_POLICY, TPMA_SESSION_CONTINUESESSION,
+                              &sess, err, errlen);
         if (!r)
             r = guard_open(t, guard_index, &a, &nv, err, errlen);
         if (!r)
-            r = guard_secret(t, primary, nv, sess, err, errlen);
+            r = guard_secret(t, nv, sess, hmac, err, errlen);
     } else {
+        /* Salted policy session; encrypt makes the TPM encrypt the response
+         * parameter (the secret) with the session key. */
+        if (!r)
+            r = start_session(t, primary, TPM2_SE_POLICY,
+                              TPMA_SESSION_ENCRYPT | TPMA_SESSION_CONTINUESESSION, &sess, err,
+                              errlen);
         /* Version 1: the auth value is the object's own, counted by the TPM's
          * dictionary-attack logic (kept only to open vaults bound before guards). */
         if (!r && (rc = T.Esys_PolicyAuthValue(t->esys, sess, ESYS_TR_NONE, ESYS_TR_NONE,
@@ -680,7 +686,7 @@ int tg_tpm_unseal(tg_tpm *t, const uint8_t *blob, size_t bloblen, const uint8_t 
         if (!r && (rc = T.Esys_TR_SetAuth(t->esys, obj, &a)))
             r = rc_fail(err, errlen, "setting the auth value", rc);
     }
-    if (!r && (rc = T.Esys_Unseal(t->esys, obj, sess, ESYS_TR_NONE, ESYS_TR_NONE, &out))) {
+    if (!r && (rc = T.Esys_Unseal(t->esys, obj, sess, hmac, ESYS_TR_NONE, &out))) {
         uint32_t b = tpm_rc(rc);
         if (b == TPM2_RC_LOCKOUT || is_auth_failure(b))
             r = da_fail(t, b, err, errlen);
@@ -704,6 +710,7 @@ int tg_tpm_unseal(tg_tpm *t, const uint8_t *blob, size_t bloblen, const uint8_t 
     }
     nv_close(t, &nv);
     forget_auth(t, obj);
+    flush(t, &hmac);
     flush(t, &sess);
     flush(t, &obj);
     flush(t, &primary);
@@ -1133,6 +1140,12 @@ int tg_tpm_guard_status(tg_tpm *t, uint32_t index, uint32_t *count, uint32_t *li
     return r;
 }
 
+/* The TPM's identity: the Name of a keyed-hash primary key in the owner hierarchy made
+ * from a fixed template. Its public area carries a digest of key material derived from
+ * the owner seed, so the Name is the same until the TPM is cleared and differs on every
+ * other TPM. A keyed-hash primary, not the ECC storage key: measured, making it costs
+ * the TPM a key derivation only, where the ECC key's point multiplication made the check
+ * at each process's first open cost a bound unlock its budget (make bench, section 11). */
 int tg_tpm_identity(tg_tpm *t, uint8_t *name, size_t *namelen, char *err, size_t errlen)
 {
     int r = load(err, errlen);
@@ -1140,13 +1153,47 @@ int tg_tpm_identity(tg_tpm *t, uint8_t *name, size_t *namelen, char *err, size_t
         return r;
     if (!t || !name || !namelen)
         return fail(err, errlen, TG_TPM_BAD_INPUT, "tg_tpm_identity: NULL argument");
-    ESYS_TR primary = ESYS_TR_NONE;
+    TPM2B_SENSITIVE_CREATE sens;
+    TPM2B_PUBLIC pub;
+    TPM2B_DATA outside;
+    TPML_PCR_SELECTION pcrs;
+    memset(&sens, 0, sizeof sens);
+    memset(&pub, 0, sizeof pub);
+    memset(&outside, 0, sizeof outside);
+    memset(&pcrs, 0, sizeof pcrs);
+    TPMT_PUBLIC *p = &pub.publicArea;
+    p->type = TPM2_ALG_KEYEDHASH;
+    p->nameAlg = TPM2_ALG_SHA256;
+    p->objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT |
+                          TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH |
+                          TPMA_OBJECT_SIGN_ENCRYPT | TPMA_OBJECT_NODA;
+    p->parameters.keyedHashDetail.scheme.scheme = TPM2_ALG_HMAC;
+    p->parameters.keyedHashDetail.scheme.details.hmac.hashAlg = TPM2_ALG_SHA256;
+    /* Touchgate's own template: a unique field of our own keeps this key apart from
+     * any other program's keyed-hash primary. */
+    static const char label[] = "touchgate/tpm-identity/v1";
+    p->unique.keyedHash.size = sizeof label - 1;
+    memcpy(p->unique.keyedHash.buffer, label, sizeof label - 1);
+
+    ESYS_TR key = ESYS_TR_NONE;
     TPM2B_NAME *n = NULL;
-    r = create_primary(t, &primary, err, errlen);
+    TSS2_RC rc = T.Esys_CreatePrimary(t->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE,
+                                      ESYS_TR_NONE, &sens, &pub, &outside, &pcrs, &key, NULL,
+                                      NULL, NULL, NULL);
+    if (rc) {
+        key = ESYS_TR_NONE;
+        uint32_t b = tpm_rc(rc);
+        if (b == TPM2_RC_LOCKOUT || is_auth_failure(b))
+            r = fail(err, errlen, TG_TPM_ERROR,
+                     "the TPM owner hierarchy has a password (or is locked out); "
+                     "Touchgate needs an empty owner password (tpm2_changeauth -c o)");
+        else
+            r = rc_fail(err, errlen, "making the TPM's identity key", rc);
+    }
     if (!r) {
-        TSS2_RC rc = T.Esys_TR_GetName(t->esys, primary, &n);
+        rc = T.Esys_TR_GetName(t->esys, key, &n);
         if (rc)
-            r = rc_fail(err, errlen, "reading the primary key's name", rc);
+            r = rc_fail(err, errlen, "reading the identity key's name", rc);
         else if (n->size > *namelen)
             r = fail(err, errlen, TG_TPM_BAD_INPUT, "tg_tpm_identity: name buffer too small");
         else {
@@ -1155,7 +1202,7 @@ int tg_tpm_identity(tg_tpm *t, uint8_t *name, size_t *namelen, char *err, size_t
         }
     }
     T.Esys_Free(n);
-    flush(t, &primary);
+    flush(t, &key);
     return r;
 }
 

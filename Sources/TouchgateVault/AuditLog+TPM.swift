@@ -61,15 +61,24 @@ extension AuditLog {
 
     /// After a commit: increments the TPM's counter up to the store's value. Best effort: a
     /// TPM that cannot be reached now leaves the store ahead, which the next open repairs.
+    ///
+    /// A counter found past the store here is a TPM that lost power while this process
+    /// kept the store open (a long-running touchgated): it gets the check an open would
+    /// give, at once, so the adoption is recorded and the counter moves on from where the
+    /// unclean boot put it. Left alone, the counter would stay there, ahead of the store,
+    /// for hundreds of changes, and every copy put back meanwhile would pass as that power
+    /// loss.
     func syncTPMCounter() {
         guard let (binding, expected) = try? counterState(),
               expected > TPMCounterMemo.highest(binding.counter, on: TPMDevice.configured) else { return }
         let auth = tpmCounterAuth, device = TPMDevice.configured
-        _ = try? withTPMLock {
-            guard let (_, expected) = try counterState() else { return }
+        let ahead = (try? withTPMLock { () throws -> Bool in
+            guard let (_, expected) = try counterState() else { return false }
             let value = try device.counter(binding.counter, auth: auth, advancingTo: expected)
             TPMCounterMemo.saw(value, index: binding.counter, on: device)
-        }
+            return value > expected
+        }) ?? false
+        if ahead { try? checkTPMCounter() }
     }
 
     /// Opening the log: the store must not be older than the TPM's counter says.

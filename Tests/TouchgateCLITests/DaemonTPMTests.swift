@@ -56,4 +56,46 @@ struct DaemonTPMTests {
         let attackerStatus = try await rig.run(["tpm", "status", "--json"], as: users.attacker.uid)
         #expect(attackerStatus.json?["guard-failures"] as? Int == 10, "\(attackerStatus.stdout)")
     }
+
+    @Test("after an unclean TPM restart under a running touchgated, an older copy of a user's store put back by root is refused")
+    func olderCopyAfterUncleanRestart() async throws {
+        try DaemonAttackTests.requireRoot()
+        let users = try await TestUsers()
+        let tpm = try SwtpmRig()
+        tpm.allowConnections(from: DaemonRig.daemonUID)
+        let rig = try await DaemonRig()
+        rig.daemonEnvironment["TOUCHGATE_TPM_TCTI"] = tpm.tcti
+        try await rig.start()
+        let user = users.victim
+        try await rig.initialize(as: user.uid)
+        #expect(try await rig.withPassphrase(["tpm", "enroll"], as: user.uid).status == 0, "\(rig.logTail)")
+        for name in ["kept", "gone"] {
+            let added = try await rig.run(["secret", "add", name, "--policy", "passphrase"],
+                                          stdin: Data("value of \(name)\n".utf8), as: user.uid)
+            #expect(added.status == 0, "\(added.stderrLines)")
+        }
+        // Root keeps a copy of the user's store; then the user deletes a secret.
+        let store = rig.stateDirectory + "/users/\(user.uid)", copy = rig.home.path("copy-of-store")
+        #expect(try await runProgram("/bin/cp", ["-a", store, copy]).status == 0)
+        #expect(try await rig.run(["secret", "rm", "gone", "--yes"], as: user.uid).status == 0)
+        // The TPM loses power while the daemon runs; the next change adopts its counter's jump.
+        tpm.kill9()
+        try tpm.start()
+        tpm.allowConnections(from: DaemonRig.daemonUID)
+        let after = try await rig.run(["secret", "add", "after", "--policy", "passphrase"],
+                                      stdin: Data("later\n".utf8), as: user.uid)
+        #expect(after.status == 0, "\(after.stderrLines)\n\(rig.logTail)")
+        let adopted = try await rig.run(["tpm", "status", "--json"], as: user.uid)
+        #expect(adopted.json?["counter-adopted-at"] != nil && adopted.json?["store-counter"] as? Int == adopted.json?["tpm-counter"] as? Int,
+                "\(adopted.stdout)")
+        // Later, root puts the older copy back and the daemon starts again.
+        rig.stop()
+        #expect(try await runProgram("/bin/rm", ["-rf", store]).status == 0)
+        #expect(try await runProgram("/bin/cp", ["-a", copy, store]).status == 0)
+        try await rig.start()
+        let refused = try await rig.run(["secret", "list", "--json"], as: user.uid)
+        #expect(refused.status == 6 && (refused.json?["message"] as? String)?.contains("older than the TPM's counter") == true,
+                "the older copy: \(refused.stdout) \(refused.stderrLines)\n\(rig.logTail)")
+        #expect(!refused.stdout.contains("\"gone\""))
+    }
 }

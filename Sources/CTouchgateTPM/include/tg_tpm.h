@@ -95,7 +95,7 @@ typedef struct {
 } tg_tpm_boot;
 int tg_tpm_boot_info(tg_tpm *tpm, tg_tpm_boot *out, char *err, size_t errlen);
 
-/* The name of the TPM's storage primary key (derived from the owner seed: the same
+/* The name of a keyed-hash primary key of Touchgate's template (derived from the owner seed: the same
  * until the TPM is cleared, different on any other TPM). *namelen: capacity (34 is
  * enough), set to the length. */
 int tg_tpm_identity(tg_tpm *tpm, uint8_t *name, size_t *namelen, char *err, size_t errlen);
