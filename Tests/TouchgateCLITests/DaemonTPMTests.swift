@@ -98,4 +98,36 @@ struct DaemonTPMTests {
                 "the older copy: \(refused.stdout) \(refused.stderrLines)\n\(rig.logTail)")
         #expect(!refused.stdout.contains("\"gone\""))
     }
+
+    @Test("a TPM-bound personal vault migrated into touchgated on the same TPM keeps its guard, its counter and its secrets")
+    func migrateBoundVault() async throws {
+        let tpm = try SwtpmRig()
+        tpm.allowConnections(from: DaemonRig.daemonUID)
+        let rig = try await DaemonRig()
+        rig.daemonEnvironment["TOUCHGATE_TPM_TCTI"] = tpm.tcti
+        var personal = PersonalSide(rig)
+        personal.environment["TOUCHGATE_TPM_TCTI"] = tpm.tcti
+        try await personal.makeVault()
+        let bound = try await personal.run(["tpm", "enroll", "--json", "--passphrase-fd", "0"],
+                                           stdin: Data((DaemonRig.passphrase + "\n").utf8))
+        #expect(bound.status == 0, "\(bound.stdout) \(bound.stderrLines)")
+        try await rig.start()
+        var client = rig.client()
+        client.environment["TOUCHGATE_TPM_TCTI"] = tpm.tcti
+        let moved = try await client.run(["migrate", "--json", "--passphrase-fd", "0"],
+                                         stdin: Data((DaemonRig.passphrase + "\n").utf8))
+        #expect(moved.status == 0, "migrate: \(moved.stdout) \(moved.stderrLines)\n\(rig.daemonLog)")
+        // Through the daemon: bound, in step, the guard at zero; the passphrase opens it through the TPM.
+        let status = try await rig.run(["tpm", "status", "--json"])
+        #expect(status.json?["bound"] as? Bool == true && status.json?["problem"] == nil
+                && status.json?["store-counter"] as? Int == status.json?["tpm-counter"] as? Int
+                && status.json?["guard-failures"] as? Int == 0, "\(status.stdout) \(status.stderrLines)\n\(rig.logTail)")
+        #expect(try await rig.run(["lock"]).status == 0)
+        let wrong = try await rig.run(["unlock", "--json", "--passphrase-fd", "0"], stdin: Data("not it\n".utf8))
+        #expect(wrong.status == 8, "\(wrong.stdout)")
+        let unlocked = try await rig.withPassphrase(["unlock", "--json"])
+        #expect(unlocked.status == 0, "\(unlocked.stdout) \(unlocked.stderrLines)\n\(rig.logTail)")
+        let api = try await rig.run(["secret", "get", "api", "--json"], presenting: ["whorl"])
+        #expect(api.status == 0 && api.json?["value"] as? String == "token-123", "\(api.stderrLines)\n\(rig.logTail)")
+    }
 }

@@ -12,6 +12,8 @@ import Glibc
 struct PersonalSide {
     let rig: DaemonRig
     let finger: VirtualImageFinger
+    /// More environment for the personal side's commands (`TOUCHGATE_TPM_TCTI`, say).
+    var environment: [String: String] = [:]
 
     init(_ rig: DaemonRig) {
         self.rig = rig
@@ -27,6 +29,7 @@ struct PersonalSide {
         process.environment["TOUCHGATE_SOCKET"] = ""
         process.environment["FP_VIRTUAL_IMAGE"] = finger.socketPath
         process.environment["FP_DRIVERS_WHITELIST"] = "virtual_image"
+        process.environment.merge(environment) { $1 }
         finger.present(prints)
         let finger = self.finger
         return try await process.run(arguments, stdin: stdin) { line, _ in finger.handle(line) }
