@@ -949,6 +949,16 @@ static int free_index(tg_tpm *t, uint32_t *idx, char *err, size_t errlen)
                 TG_TPM_NV_FIRST, TG_TPM_NV_LAST);
 }
 
+/* The public area of an 8-byte SHA-256 index of ours with `attributes`; the index
+ * itself is chosen by define_index. */
+static void nv_public(TPM2B_NV_PUBLIC *np, TPMA_NV attributes)
+{
+    memset(np, 0, sizeof *np);
+    np->nvPublic.nameAlg = TPM2_ALG_SHA256;
+    np->nvPublic.attributes = attributes;
+    np->nvPublic.dataSize = 8;
+}
+
 /* Defines `np` at the lowest free index of Touchgate's range with auth value `a`,
  * through a session salted to the primary key with decrypt, so the auth value (first
  * parameter of TPM2_NV_DefineSpace) is encrypted on the bus. The primary is only the
@@ -1005,8 +1015,6 @@ int tg_tpm_counter_define(tg_tpm *t, const uint8_t *auth, size_t authlen, uint32
         return r;
 
     TPM2B_NV_PUBLIC np;
-    memset(&np, 0, sizeof np);
-    np.nvPublic.nameAlg = TPM2_ALG_SHA256;
     /* COUNTER: 8 bytes, only ever incremented, starts at the highest value
      *   any counter on this TPM ever had (so a re-created index cannot roll back).
      * ORDERLY: the value lives in RAM and reaches NV only every few
@@ -1015,9 +1023,8 @@ int tg_tpm_counter_define(tg_tpm *t, const uint8_t *auth, size_t authlen, uint32
      * AUTHREAD|AUTHWRITE: the index's own authValue guards read and increment.
      * NO_DA: that auth is a high-entropy key, so failures need not be
      *   counted and the counter stays usable during a DA lockout. */
-    np.nvPublic.attributes = (TPM2_NT_COUNTER << TPMA_NV_TPM2_NT_SHIFT) | TPMA_NV_AUTHWRITE |
-                             TPMA_NV_AUTHREAD | TPMA_NV_NO_DA | TPMA_NV_ORDERLY;
-    np.nvPublic.dataSize = 8;
+    nv_public(&np, (TPM2_NT_COUNTER << TPMA_NV_TPM2_NT_SHIFT) | TPMA_NV_AUTHWRITE | TPMA_NV_AUTHREAD |
+                       TPMA_NV_NO_DA | TPMA_NV_ORDERLY);
     uint32_t defined = 0;
     ESYS_TR nv = ESYS_TR_NONE;
     r = define_index(t, &a, &np, &defined, err, errlen);
@@ -1085,17 +1092,14 @@ int tg_tpm_guard_define(tg_tpm *t, const uint8_t *auth, size_t authlen, uint32_t
     if ((r = check_auth(auth, authlen, &a, err, errlen)))
         return r;
     TPM2B_NV_PUBLIC np;
-    memset(&np, 0, sizeof np);
-    np.nvPublic.nameAlg = TPM2_ALG_SHA256;
     /* PIN_FAIL: 8 bytes, pinCount then pinLimit. A wrong auth value adds one to
      *   pinCount; the right one sets it to 0; at pinLimit the auth value is refused.
      * NO_DA (required for PIN_FAIL): the machine-wide counter never sees it.
      * AUTHREAD: TPM2_PolicySecret with the auth value is a read-role use.
      * OWNERREAD|OWNERWRITE: the count is read, and the limit written once, with the
      *   owner hierarchy, never with the auth value (AUTHWRITE is not allowed). */
-    np.nvPublic.attributes = (TPM2_NT_PIN_FAIL << TPMA_NV_TPM2_NT_SHIFT) | TPMA_NV_NO_DA |
-                             TPMA_NV_AUTHREAD | TPMA_NV_OWNERREAD | TPMA_NV_OWNERWRITE;
-    np.nvPublic.dataSize = 8;
+    nv_public(&np, (TPM2_NT_PIN_FAIL << TPMA_NV_TPM2_NT_SHIFT) | TPMA_NV_NO_DA | TPMA_NV_AUTHREAD |
+                       TPMA_NV_OWNERREAD | TPMA_NV_OWNERWRITE);
     r = define_index(t, &a, &np, index, err, errlen);
     explicit_bzero(&a, sizeof a);
     if (r)

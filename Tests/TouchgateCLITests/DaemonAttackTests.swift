@@ -384,6 +384,41 @@ struct DaemonAttackTests {
         #expect(rig.daemonPID != nil, "the daemon died:\n\(rig.daemonLog)")
     }
 
+    /// The user's session bus, run by the user as a desktop session's is, the user's own
+    /// `touchgate agent --secret-service` on it through touchgated, and secret-tool as that
+    /// user on that bus.
+    static func usersSecretServiceAgent(_ rig: DaemonRig, uid: UInt32) async throws
+        -> (bus: BackgroundProgram, agent: BackgroundProgram, secretTool: CLIProcess) {
+        let (home, runtime) = try privateHome(rig.home.path("bus-home"), of: uid)
+        let asUser = ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--"]
+        let busSocket = runtime + "/bus"
+        try FprintdRig.busConfiguration(socket: busSocket, type: "session").write(toFile: home + "/bus.conf", atomically: true,
+                                                                                  encoding: .utf8)
+        let bus = try await BackgroundProgram(asUser[0], Array(asUser.dropFirst())
+                                                  + ["/usr/bin/dbus-daemon", "--config-file=\(home)/bus.conf", "--nofork"],
+                                              environment: [:], finger: nil)
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: busSocket) { try await Task.sleep(for: .milliseconds(50)) }
+        let environment = ["HOME": home, "XDG_RUNTIME_DIR": runtime, "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(busSocket)",
+                           "TOUCHGATE_SOCKET": rig.socketPath]
+        let agent: BackgroundProgram
+        do {
+            agent = try await BackgroundProgram(asUser[0], Array(asUser.dropFirst())
+                                                    + [rig.binDirectory + "/touchgate", "agent", "--json", "--socket",
+                                                       runtime + "/agent.sock", "--secret-service"],
+                                                environment: environment, finger: rig.finger)
+        } catch {
+            await bus.stop()
+            throw error
+        }
+        for _ in 0..<100 where !agent.errorLines.contains(where: { $0.contains("serving the Secret Service") }) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        var secretTool = CLIProcess(environment: environment)
+        secretTool.binaryOverride = "/usr/bin/secret-tool"
+        secretTool.wrapper = asUser
+        return (bus, agent, secretTool)
+    }
+
     /// The other side of the rule above: the user's own `touchgate agent --secret-service`,
     /// through touchgated, is the agent's program as the daemon verifies it (the installed
     /// file, not dumpable), so secret-tool stores and, with the enrolled finger, reads.
@@ -398,30 +433,8 @@ struct DaemonAttackTests {
         try await rig.start()
         try await rig.initialize(as: Self.user)
         let uid = Self.user
-        let (home, runtime) = try Self.privateHome(rig.home.path("bus-home"), of: uid)
-        let asUser = ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--"]
-        // The user's session bus, run by the user, as a desktop session's is.
-        let busSocket = runtime + "/bus"
-        try FprintdRig.busConfiguration(socket: busSocket, type: "session").write(toFile: home + "/bus.conf", atomically: true,
-                                                                                  encoding: .utf8)
-        let bus = try await BackgroundProgram(asUser[0], Array(asUser.dropFirst())
-                                                  + ["/usr/bin/dbus-daemon", "--config-file=\(home)/bus.conf", "--nofork"],
-                                              environment: [:], finger: nil)
-        defer { Task { await bus.stop() } }
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: busSocket) { try await Task.sleep(for: .milliseconds(50)) }
-        let environment = ["HOME": home, "XDG_RUNTIME_DIR": runtime, "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(busSocket)",
-                           "TOUCHGATE_SOCKET": rig.socketPath]
-        let agent = try await BackgroundProgram(asUser[0], Array(asUser.dropFirst())
-                                                    + [rig.binDirectory + "/touchgate", "agent", "--json", "--socket",
-                                                       runtime + "/agent.sock", "--secret-service"],
-                                                environment: environment, finger: rig.finger)
-        defer { Task { await agent.stop() } }
-        for _ in 0..<100 where !agent.errorLines.contains(where: { $0.contains("serving the Secret Service") }) {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        var secretTool = CLIProcess(environment: environment)
-        secretTool.binaryOverride = "/usr/bin/secret-tool"
-        secretTool.wrapper = asUser
+        let (bus, agent, secretTool) = try await Self.usersSecretServiceAgent(rig, uid: uid)
+        defer { Task { await agent.stop(); await bus.stop() } }
         let stored = try await secretTool.run(["store", "--label=Deploy", "service", "deploy"], stdin: Data("deploy-key".utf8))
         #expect(stored.status == 0,
                 "secret-tool store through the agent and touchgated: \(stored.stderrLines) \(agent.errorLines.suffix(6))")
@@ -452,29 +465,8 @@ struct DaemonAttackTests {
         try await rig.start()
         try await rig.initialize(as: Self.user)
         let uid = Self.user
-        let (home, runtime) = try Self.privateHome(rig.home.path("bus-home"), of: uid)
-        let asUser = ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--"]
-        let busSocket = runtime + "/bus"
-        try FprintdRig.busConfiguration(socket: busSocket, type: "session").write(toFile: home + "/bus.conf", atomically: true,
-                                                                                  encoding: .utf8)
-        let bus = try await BackgroundProgram(asUser[0], Array(asUser.dropFirst())
-                                                  + ["/usr/bin/dbus-daemon", "--config-file=\(home)/bus.conf", "--nofork"],
-                                              environment: [:], finger: nil)
-        defer { Task { await bus.stop() } }
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: busSocket) { try await Task.sleep(for: .milliseconds(50)) }
-        let environment = ["HOME": home, "XDG_RUNTIME_DIR": runtime, "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(busSocket)",
-                           "TOUCHGATE_SOCKET": rig.socketPath]
-        let agent = try await BackgroundProgram(asUser[0], Array(asUser.dropFirst())
-                                                    + [rig.binDirectory + "/touchgate", "agent", "--json", "--socket",
-                                                       runtime + "/agent.sock", "--secret-service"],
-                                                environment: environment, finger: rig.finger)
-        defer { Task { await agent.stop() } }
-        for _ in 0..<100 where !agent.errorLines.contains(where: { $0.contains("serving the Secret Service") }) {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        var secretTool = CLIProcess(environment: environment)
-        secretTool.binaryOverride = "/usr/bin/secret-tool"
-        secretTool.wrapper = asUser
+        let (bus, agent, secretTool) = try await Self.usersSecretServiceAgent(rig, uid: uid)
+        defer { Task { await agent.stop(); await bus.stop() } }
         var stored = 0, refusals: [String] = []
         for index in 0..<100 where refusals.count < 3 {
             let attributes = (0..<14).flatMap { ["a\(index)-\($0)", String(repeating: "x", count: 4000)] }
