@@ -164,7 +164,7 @@ public struct ReaderShare: Sendable {
             let wait = heat.cooling(downTo: target, at: now)
             let who = elsewhere ? "for requests from outside a session at this machine's seat" : "for now"
             return .refuse(Self.refusal("the fingerprint reader has been in use so much lately that libfprint would soon "
-                                        + "call it too hot; it is kept cooler \(who)", retryAfter: wait))
+                                        + "call it too hot, so it is kept cooler \(who)", retryAfter: wait))
         }
         if elsewhere {
             let left = settings.budget - used(by: owner, at: now)

@@ -160,6 +160,77 @@ struct DaemonAvailabilityTests {
         print("availability: behind a queue of eight untouched verifies: \(times)")
     }
 
+    @Test("another user loops untouched verifies for five minutes: the seat's user's finger release is served within 5 s each time, the reader never hot",
+          .timeLimit(.minutes(10)))
+    func seatUserServedWhileAnotherLoopsVerifies() async throws {
+        try DaemonAttackTests.requireRoot()
+        let users = try await TestUsers()
+        let logind = try await LogindRig()
+        defer { logind.stop() }
+        // The attacker logged in over ssh; the victim sits at seat0 (added last: the seat's active session).
+        try await logind.addSession("ssh\(users.attacker.uid)", uid: users.attacker.uid, user: users.attacker.name, remote: true)
+        try await logind.addSession("seat\(users.victim.uid)", uid: users.victim.uid, user: users.victim.name, remote: false)
+        let rig = try await DaemonRig()
+        rig.daemonEnvironment = logind.environment
+        try await rig.start()
+        let victim = try await Victim.prepare(rig, users.victim)
+        try await rig.initialize(as: users.attacker.uid)
+        let unattacked = try await Self.fingerRelease(victim, times: 3)
+
+        // Sixteen connections (the attacker's whole share), each asking for a touch nobody makes
+        // as soon as the last one ended, for five minutes: unbounded, each held the reader for the
+        // 60 s finger wait, the seat's user waited for the holder's end, and the reader ran hot.
+        let attackSeconds = Double(ProcessInfo.processInfo.environment["TOUCHGATE_SEAT_ATTACK_SECONDS"] ?? "") ?? 300
+        let attack = try await Attacker(["repeat", "verify", "{}", String(attackSeconds), "16"],
+                                        socket: rig.socketPath, uid: users.attacker.uid)
+        defer { attack.stop() }
+        #expect(await attack.line("started") != nil, "\(attack.output)")
+        let began = ContinuousClock.now
+        var releases: [Double] = []
+        var temperatures: [String] = []
+        while began.duration(to: .now) < .seconds(attackSeconds - 10) {
+            // Between releases: the attacker's turns run, and the reader's temperature is read.
+            for _ in 0..<4 {
+                try await Task.sleep(for: .seconds(5))
+                let status = try await rig.run(["status", "--json"], as: users.victim.uid)
+                for reader in status.json?["readers"] as? [[String: Any]] ?? [] {
+                    temperatures.append(reader["temperature"] as? String ?? "unreported")
+                }
+            }
+            let release = try await rig.timed(["secret", "get", "by-finger"], presenting: ["whorl"], as: users.victim.uid)
+            #expect(release.result.status == 0 && release.result.stdout.contains("value-of-by-finger"),
+                    "at \(began.duration(to: .now)): \(release.result.stderrLines)\n\(rig.logTail)")
+            #expect(release.seconds < 5, "at \(began.duration(to: .now)) the seat's user waited \(release.seconds) s\n\(rig.logTail)")
+            releases.append(release.seconds)
+        }
+        let codes = try #require(await attack.line("codes", within: 90), "\(attack.output)\n\(rig.logTail)")
+        print("availability: seat user's finger release, unattacked \(unattacked) s; while another user loops untouched "
+              + "verifies \(releases) s; attacker's answers \(codes); temperatures \(Set(temperatures))")
+        #expect(releases.count >= 8, "the release was measured \(releases.count) times")
+        #expect(!temperatures.isEmpty && !temperatures.contains("hot") && !temperatures.contains("unreported"),
+                "\(temperatures)")
+        // libfprint's refusal ("Device disabled to prevent overheating") reached nobody.
+        let others = attack.output.filter { $0.hasPrefix("other") }
+        #expect(!others.contains { $0.contains("hot") }, "\(others)")
+        #expect(!rig.daemonLog.contains("overheating") && !rig.daemonLog.contains("too hot;"), "\(rig.logTail)")
+        // The attacker was served its share, and refused beyond it in words that say when to try again.
+        #expect(codes.contains("\"limit\""), "\(codes)")
+        // And the reader is usable by anyone right after.
+        let after = try await rig.run(["verify", "--json"], presenting: ["whorl"], as: users.victim.uid)
+        #expect(after.status == 0, "\(after.stderrLines)\n\(rig.logTail)")
+    }
+
+    /// The victim's finger release `times` times; each one's seconds.
+    static func fingerRelease(_ victim: Victim, times: Int) async throws -> [Double] {
+        var seconds: [Double] = []
+        for _ in 0..<times {
+            let release = try await victim.rig.timed(["secret", "get", "by-finger"], presenting: ["whorl"], as: victim.user.uid)
+            #expect(release.result.status == 0, "\(release.result.stderrLines)")
+            seconds.append(release.seconds)
+        }
+        return seconds
+    }
+
     @Test("sudo-like root processes count against the user who started them; root's own requests and PAM for others are served")
     func rootShareIsNotEveryonesPAM() async throws {
         try DaemonAttackTests.requireRoot()
