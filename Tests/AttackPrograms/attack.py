@@ -13,7 +13,7 @@ keeps its connections open until its standard input closes or it is killed.
     attack.py SOCKET loop OP ARGS N         N requests one after another, counted by answer code
     attack.py SOCKET repeat OP ARGS S N     N connections, each repeating the request for S seconds
                                             (a pause of 0.25 s after an answer that came at once);
-                                            then the answers by code, and each other failure
+                                            then the answers by code, and each failure's words
 """
 import json, socket, sys, time
 path, mode = sys.argv[1], sys.argv[2]
@@ -124,8 +124,9 @@ elif mode == "repeat":
             with lock:
                 code = error.get("code", "ok")
                 codes[code] = codes.get(code, 0) + 1
-                if code not in ("ok", "limit", "timed-out", "cancelled"):
-                    hot.append(code + ": " + error.get("message", ""))
+                if code != "ok":
+                    # Told apart by their words, not their figures ("try again in 12 s").
+                    hot.append(code + ": " + "".join("#" if c.isdigit() else c for c in error.get("message", "")))
             if time.monotonic() - asked < 1:
                 time.sleep(0.25)
         held.append(s)
@@ -137,6 +138,6 @@ elif mode == "repeat":
         thread.join()
     say("codes", json.dumps(codes, sort_keys=True))
     for message in sorted(set(hot)):
-        say("other", json.dumps(message))
+        say("answer", json.dumps(message))
 say("ready")
 sys.stdin.read()

@@ -210,14 +210,47 @@ struct DaemonAvailabilityTests {
         #expect(!temperatures.isEmpty && !temperatures.contains("hot") && !temperatures.contains("unreported"),
                 "\(temperatures)")
         // libfprint's refusal ("Device disabled to prevent overheating") reached nobody.
-        let others = attack.output.filter { $0.hasPrefix("other") }
-        #expect(!others.contains { $0.contains("hot") }, "\(others)")
+        let answers = attack.output.filter { $0.hasPrefix("answer") }
+        #expect(!answers.contains { $0.contains("overheating") || $0.contains("reader-error") }, "\(answers)")
         #expect(!rig.daemonLog.contains("overheating") && !rig.daemonLog.contains("too hot;"), "\(rig.logTail)")
-        // The attacker was served its share, and refused beyond it in words that say when to try again.
+        // The attacker was served its share, ended for the seat's user, and refused beyond its
+        // share in words that say why and when to try again.
         #expect(codes.contains("\"limit\""), "\(codes)")
+        #expect(answers.contains { $0.contains("the person at this machine's seat needs the fingerprint reader") },
+                "the attacker's turn was ended for the seat's user: \(answers)")
+        #expect(answers.contains { $0.contains("you used your share of the fingerprint reader") && $0.contains("try again in") },
+                "\(answers)")
         // And the reader is usable by anyone right after.
         let after = try await rig.run(["verify", "--json"], presenting: ["whorl"], as: users.victim.uid)
         #expect(after.status == 0, "\(after.stderrLines)\n\(rig.logTail)")
+    }
+
+    @Test("a PAM request waits for the reader no longer than its module does: behind another user's untouched verify, refused within half its timeout")
+    func pamRequestFitsItsTimeout() async throws {
+        try DaemonAttackTests.requireRoot()
+        let users = try await TestUsers()
+        let pam = try await PAMRig()
+        // A finger wait longer than the module's: without the module's word, its request would
+        // queue behind the attacker's until the module gave up.
+        pam.rig.daemonArguments = ["--finger-timeout", "40"]
+        try await pam.rig.start()
+        _ = try await Victim.prepare(pam.rig, users.victim)
+        try await pam.rig.initialize(as: users.attacker.uid)
+        let untouched = try await Attacker(["await", "verify", "{}"], socket: pam.socket, uid: users.attacker.uid)
+        defer { untouched.stop() }
+        try await Task.sleep(for: .seconds(1))
+        // timeout=16: the daemon queues it at most min(16 / 2, 16 - 10) = 6 s, then refuses.
+        let touch = try pam.stack("fit", ["auth required \(pam.module) socket=\(pam.socket) timeout=16"])
+        let started = ContinuousClock.now
+        let refused = try await pam.authenticate(touch, user: users.victim.name, presenting: ["whorl"])
+        let took = started.duration(to: .now)
+        #expect(refused.result == "PAM_AUTHINFO_UNAVAIL" && refused.prompts == 0, "\(refused)\n\(pam.rig.logTail)")
+        #expect(took >= .seconds(5.5) && took < .seconds(12), "refused after \(took): the queue bound is 6 s, the module waits 16 s")
+        #expect(!refused.messages.contains { $0.contains("timed out") }, "the daemon answered before the module gave up: \(refused)")
+        untouched.stop()
+        // With the reader free, the same stack is served at once.
+        let served = try await pam.authenticate(touch, user: users.victim.name, presenting: ["whorl"])
+        #expect(served.result == "PAM_SUCCESS" && served.prompts == 1, "\(served)\n\(pam.rig.logTail)")
     }
 
     /// The victim's finger release `times` times; each one's seconds.
