@@ -87,6 +87,8 @@ public actor ReaderTurns {
         var depth: Int
         var ended: [CheckedContinuation<Void, Never>]
         var grant: UInt64
+        /// Ends the turn when its limit passes; cancelled when the turn is given back first.
+        var timer: Task<Void, Never>? = nil
     }
 
     private var holder: Holding?
@@ -158,6 +160,7 @@ public actor ReaderTurns {
             return
         }
         holder = nil
+        held.timer?.cancel()
         share.ended(at: .now)
         for continuation in held.ended { continuation.resume() }
         handOver()
@@ -210,8 +213,8 @@ public actor ReaderTurns {
         let grant = turnsGiven
         // The seat's user arrived between this request's wake and now: it gives way at once.
         if standing == .elsewhere, waiting.contains(where: { $0.standing == .atSeat }) { request?.interrupt(Self.preempted) }
-        Task { [weak self] in
-            try? await Task.sleep(for: limit)
+        holder?.timer = Task { [weak self] in
+            guard (try? await Task.sleep(for: limit)) != nil else { return }
             await self?.expire(grant, after: limit)
         }
     }
