@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import Synchronization
 import Testing
 @testable import TouchgateService
 import TouchgateAPI
@@ -128,5 +130,54 @@ struct ReaderShareTests {
             let bound = ReaderShare.queueBound(clientWait: .seconds(timeout))
             #expect(bound <= .seconds(timeout) - .seconds(10) || bound == .zero)
         }
+    }
+}
+
+/// ReaderTurns applying the share: the seat's user's request ends a remote holder's turn,
+/// and a request whose client waits a short time is refused rather than queued past it.
+@Suite("turns at touchgated's reader")
+struct ReaderTurnsShareTests {
+    static let seatUser: UInt32 = 1000, remoteUser: UInt32 = 1001
+
+    @Test("a request of the seat's user ends the turn of a holder who is elsewhere, who is told why, and is served next")
+    func seatUserPreempts() async throws {
+        let standings = SeatStandings(logger: Logger(label: "test")) { [Self.seatUser] }
+        let turns = ReaderTurns(standings: standings)
+        let remote = ReaderTurns.Request(owner: Self.remoteUser)
+        let cancelled = Mutex(false)
+        remote.onCancel { cancelled.withLock { $0 = true } }
+        try await ReaderTurns.$request.withValue(remote) { try await turns.acquire() }
+        let seat = ReaderTurns.Request(owner: Self.seatUser)
+        let served = Task { try await ReaderTurns.$request.withValue(seat) { try await turns.acquire() } }
+        for _ in 0..<100 where !cancelled.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(cancelled.withLock { $0 }, "the holder's request was cancelled")
+        #expect(remote.interruption == ReaderTurns.preempted)
+        #expect(remote.interruption?.code == .limit, "a temporary failure, exit 75")
+        // The cancelled request gives its turn back, as its task does on cancellation.
+        await turns.release()
+        try await served.value
+        #expect(seat.interruption == nil)
+        await turns.release()
+    }
+
+    @Test("a holder at the seat keeps its turn; a request whose client waits 11 s is refused after 1 s in the queue")
+    func seatHolderKeepsItsTurn() async throws {
+        let standings = SeatStandings(logger: Logger(label: "test")) { [Self.seatUser] }
+        let turns = ReaderTurns(standings: standings)
+        let seat = ReaderTurns.Request(owner: Self.seatUser)
+        try await ReaderTurns.$request.withValue(seat) { try await turns.acquire() }
+        let remote = ReaderTurns.Request(owner: Self.remoteUser, clientWait: .seconds(11))
+        let started = ContinuousClock.now
+        // Its client waits 11 s: it may queue min(5.5, 1) = 1 s, then is refused.
+        do {
+            try await ReaderTurns.$request.withValue(remote) { try await turns.acquire() }
+            Issue.record("a turn was given while the seat's user held the reader")
+        } catch let error as ServiceError {
+            #expect(error.code == .limit && error.message.contains("waits only 11 s"), "\(error)")
+        }
+        let waited = started.duration(to: .now)
+        #expect(waited >= .seconds(0.9) && waited < .seconds(5), "refused after \(waited)")
+        #expect(seat.interruption == nil)
+        await turns.release()
     }
 }
