@@ -116,12 +116,14 @@ cli=$installed/libexec/touchgate/touchgate-cli
 client=$installed/libexec/touchgate/touchgate-client
 vaults=()
 attackers=()    # the attacker programs of section 7, each the leader of its process group
+seat_pids=()    # section 7's private bus and logind stand-in
 bench_users=()  # the users section 7 makes
 cleanup() {
   local status=$? pid user
   [ -z "${daemon_pid:-}" ] || { kill "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; } || true
   [ -z "${agent_pid:-}" ] || { kill "$agent_pid" 2>/dev/null; wait "$agent_pid" 2>/dev/null; } || true
   for pid in "${attackers[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+  for pid in "${seat_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for user in "${bench_users[@]}"; do userdel "$user" >/dev/null 2>&1 || true; done
   [ -z "${public:-}" ] || rm -rf "$public"
   for data in "${vaults[@]}"; do
@@ -733,7 +735,7 @@ attack_daemon() {  # attack_daemon TAG OPTION...: touchgated on the attack state
   attack_reader=$work/attack-reader-$tag.socket
   rm -f "$attack_socket"
   env FP_VIRTUAL_DEVICE="$attack_reader" FP_DRIVERS_WHITELIST=virtual_device TOUCHGATE_READER_BACKEND=libfprint \
-    DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/touchgate-bench "$daemon_bin" --socket "$attack_socket" \
+    DBUS_SYSTEM_BUS_ADDRESS="${attack_bus:-unix:path=/nonexistent/touchgate-bench}" "$daemon_bin" --socket "$attack_socket" \
     --state-dir "$attack_state" $daemon_root "$@" >>"$work/attack-daemon.log" 2>&1 &
   daemon_pid=$!
   for _ in $(seq 100); do [ -S "$attack_socket" ] && break; sleep 0.05; done
@@ -855,6 +857,63 @@ loop_counts=$(grep -o '"[a-z-]*": [0-9]*' "$work/attack-loop.out" | tr -d '":' |
   awk '{ n[$1] += $2 } END { for (c in n) { printf "%s%d %s", sep, n[c], c; sep = ", " } }')
 loop_rounds=$(grep -c '^codes' "$work/attack-loop.out" || true)
 attack_daemon_stop
+
+# The seat's user while another user asks for touches nobody makes (issue 46): logind's
+# stand-in (python3-dbusmock's template, as the tests' LogindRig) on a private bus says the
+# victim is at seat0 and the attacker logged in over ssh. The attacker's program repeats an
+# untouched `verify` on 16 connections (its whole share) for as long as the victim is measured.
+[ -x /usr/bin/dbus-daemon ] && /usr/bin/python3 -c 'import dbusmock' 2>/dev/null ||
+  die "the seat figures need a logind stand-in: apt-get install python3-dbusmock dbus-daemon"
+seat_bus=$work/seat-bus.socket
+cat >"$work/seat-bus.conf" <<EOF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$seat_bus</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/><allow own="*"/>
+    <allow send_type="method_call"/><allow send_type="signal"/><allow send_type="method_return"/><allow send_type="error"/>
+    <allow receive_type="method_call"/><allow receive_type="signal"/><allow receive_type="method_return"/><allow receive_type="error"/>
+  </policy>
+</busconfig>
+EOF
+/usr/bin/dbus-daemon --config-file="$work/seat-bus.conf" --nofork >>"$work/seat-bus.log" 2>&1 &
+seat_pids+=($!)
+for _ in $(seq 100); do [ -S "$seat_bus" ] && break; sleep 0.05; done
+DBUS_SYSTEM_BUS_ADDRESS=unix:path=$seat_bus /usr/bin/python3 -m dbusmock --system --template logind >>"$work/seat-bus.log" 2>&1 &
+seat_pids+=($!)
+seat_sessions="
+import dbus, sys, time
+for _ in range(100):
+    try:
+        manager = dbus.SystemBus().get_object('org.freedesktop.login1', '/org/freedesktop/login1')
+        manager.ListSessions(dbus_interface='org.freedesktop.login1.Manager')
+        break
+    except dbus.exceptions.DBusException:
+        time.sleep(0.1)
+mock = 'org.freedesktop.DBus.Mock'
+ssh = manager.AddSession('ssh1', 'seat0', dbus.UInt32(int(sys.argv[1])), sys.argv[2], True, dbus_interface=mock)
+dbus.SystemBus().get_object('org.freedesktop.login1', ssh).UpdateProperties('org.freedesktop.login1.Session',
+    {'Remote': True, 'RemoteHost': 'far.example.org'}, dbus_interface=mock)
+manager.AddSession('seat1', 'seat0', dbus.UInt32(int(sys.argv[3])), sys.argv[4], True, dbus_interface=mock)
+"
+DBUS_SYSTEM_BUS_ADDRESS=unix:path=$seat_bus /usr/bin/python3 -c "$seat_sessions" "$attacker_uid" "tgbench-a$$" \
+  "$victim_uid" "tgbench-v$$" >>"$work/seat-bus.log" 2>&1 || die "logind's stand-in did not take the sessions: $(tail -5 "$work/seat-bus.log")"
+attack_bus=unix:path=$seat_bus attack_daemon seat
+setup "${as_victim[@]}" unlock --passphrase-fd 3 3<"$passphrase_file"
+setup "${as_attacker[@]}" unlock --passphrase-fd 3 3<"$passphrase_file"
+victims_releases_work "at the seat"
+measure_here 1 "seat-none-finger:0:victim_finger:"
+attack "$work/attack-seat.out" user repeat verify '{}' 100000 16
+attack_wait "$work/attack-seat.out" started
+sleep 5  # the attacker's untouched verifies hold the reader by turns
+measure_here 1 "seat-loop-finger:0:victim_finger:"
+attack_stop
+attack_daemon_stop
+for pid in "${seat_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+seat_pids=()
 
 # Short deadlines, and room for the attacker to restart its attacks before every request and
 # write its long trail: the same state, so both users unlock again (unlocking lifts the lockout).
@@ -1282,6 +1341,8 @@ dout "| an unanswered \`secret.add\` and an untouched \`verify\` † | $(cell at
 dout "| a queue of six untouched \`verify\`s † | $(cell attack-queue-status) | $(cell attack-queue-passphrase) | $(cell attack-queue-finger) |"
 dout "| 20 idle connections from sudo-like processes (real uid the attacker's, effective uid 0) † | $(cell attack-idle-status) | $(cell attack-idle-passphrase) | $(cell attack-idle-finger) |"
 dout "| a locked-out attacker's request loop, \`loop verify {} 400\` over and over (as shipped) | $(cell attack-loop-status) | $(cell attack-loop-passphrase) | $(cell attack-loop-finger) |"
+dout "| none, the victim at seat0 by logind's stand-in (as shipped) | | | $(cell seat-none-finger) |"
+dout "| another user, logged in over ssh, asking for untouched \`verify\`s on 16 connections, the victim at seat0 (as shipped) | | | $(cell seat-loop-finger) |"
 dout ""
 dout "† touchgated restarted on the same state with \`$attack_options\`: deadlines of 3 s for a" \
   "finger and for an answer (60 s and 120 s as shipped), and a request rate that lets the attacker write its trail" \
@@ -1300,6 +1361,11 @@ dout "**What bounds the victim.** \`status\` and the passphrase release need no 
   "request. The finger release needs the reader: behind an untouched \`verify\` it waits for the request holding" \
   "the reader to reach its finger deadline (3 s here, \`--finger-timeout\`; 60 s as shipped; the attack starts" \
   "about half a second before each timed request, hence about 2.5 s), then gets the next turn, the turns going to the user served least recently, so a queue of six waits no longer than one touch." \
+  "Those users have no login session at this machine's seat (no logind here), so nobody is put first. With logind" \
+  "saying the victim is at seat0 (the last two rows), the victim's request ends the turn of the attacker, who is" \
+  "elsewhere, at once, and the attacker gets at most 20 s of the reader in any minute over its 16 connections" \
+  "(refused with \`limit\` beyond that): the finger deadline no longer bounds the victim, the cancelling of the attacker's" \
+  "operation and the victim's own touch do (docs/PROTOCOL.md, \"Sharing the daemon\")." \
   "Under the request loop every request shares the CPU with the loop and the daemon's answers to it ($(nproc) CPUs here)." \
   "The rows are taken one after another, not interleaved with each other, on a machine others use (load average" \
   "at the top of this section): a difference of a few tens of milliseconds between two rows' \`status\` or" \

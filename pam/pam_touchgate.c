@@ -534,12 +534,16 @@ static void set_authtok(struct session *s, const struct reply *reply) {
 }
 
 /* The request a touch sends, into `arguments`: a plain `verify`, or with authtok-from the
- * release of that item. NULL when the arguments do not fit. */
+ * release of that item. NULL when the arguments do not fit. `wait-seconds` tells the daemon
+ * how long this module waits for the answer (timeout=), so that it never queues the request
+ * behind others for longer, nor holds the reader for a module that has given up. */
 static const char *touch_request(struct session *s, const char *user, char *arguments, size_t size) {
-    char who[512];
+    char who[512], wait[64];
     size_t used = 0;
     arguments[0] = '\0';
     if (!user_argument(user, who, sizeof who)) return NULL;
+    snprintf(wait, sizeof wait, "\"wait-seconds\":%d,", s->options->timeout);
+    if (!append_text(arguments, size, &used, wait)) return NULL;
     if (s->options->authtok_from) {
         /* The release is the touch: `fresh` makes the daemon demand one now, never a reused
          * session, and refuse an item that could be released without a finger. */

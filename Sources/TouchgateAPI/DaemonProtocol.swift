@@ -119,6 +119,10 @@ public struct RequestArguments: Codable, Sendable, Equatable {
     /// session as remote. The daemon looks the session up from the peer's pid
     /// (`SO_PEERCRED`), never from anything the request says.
     public var localOnly: Bool?
+    /// How long the client waits for the answer, in seconds (the PAM module sends its
+    /// `timeout=`): the daemon neither queues the request for the reader nor holds the reader
+    /// for it longer than that, and refuses with `limit` rather than keep it waiting in vain.
+    public var waitSeconds: Int?
 
     /// No arguments.
     public init() {}

@@ -48,7 +48,7 @@ public struct OperationContract: Sendable, Equatable {
     }
 
     /// Arguments any request may carry (docs/PROTOCOL.md, after the table).
-    public static let commonArguments = ["can-ask-again", "assume-yes", "requester", "local-only"]
+    public static let commonArguments = ["can-ask-again", "assume-yes", "requester", "local-only", "wait-seconds"]
 }
 
 extension DaemonOperation {

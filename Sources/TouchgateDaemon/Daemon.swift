@@ -30,7 +30,7 @@ public final class Daemon: Sendable {
         chmod(stateDirectory.path, 0o700)
         let reserve = SpaceReserve(path: stateDirectory.appendingPathComponent("disk-reserve").path,
                                    bytes: settings.diskReserve, logger: logger)
-        self.init(listener: listener, settings: settings, logger: logger) { keys, pool in
+        self.init(listener: listener, settings: settings, logger: logger, standings: SeatStandings(logger: logger)) { keys, pool in
             DaemonStores(directory: stateDirectory, keys: keys, pool: pool, open: OpenStores(), reserve: reserve, fleet: fleet)
         }
         if !reserve.replenish() {
@@ -60,12 +60,13 @@ public final class Daemon: Sendable {
     /// What both hosts share: the held keys, one set of open readers for every request (a
     /// request holds them only while it uses one), the stores `stores` makes over them, and
     /// the bounds of `settings`.
+    /// With `standings` (touchgated), the user at the machine's seat goes first at the reader.
     private init(listener: UnixListener, settings: DaemonSettings, logger: Logger, readerLinger: Duration? = nil,
-                 stores: (HeldKeys, ReaderPool) -> DaemonStores) {
+                 standings: SeatStandings? = nil, stores: (HeldKeys, ReaderPool) -> DaemonStores) {
         self.listener = listener
         keys = HeldKeys()
         let pool = ReaderPool(logger: logger, presence: ReaderPresence(placement: settings.readerPlacement, logger: logger),
-                              linger: readerLinger)
+                              linger: readerLinger, standings: standings)
         handler = RequestHandler(stores: stores(keys, pool), sessions: LocalSessionRule(logger: logger))
         self.settings = settings
         agentProgram = AgentProgram(group: settings.agentGroup)
@@ -245,7 +246,8 @@ public final class Daemon: Sendable {
                             || (handler.stores.personal != nil && agentProgram.group == nil)
                     }
                     let caller = judged
-                    let turn = ReaderTurns.Request(owner: Self.owner(of: bucket))
+                    let turn = ReaderTurns.Request(owner: Self.owner(of: bucket),
+                                                   clientWait: message.arguments?.waitSeconds.map { .seconds($0) })
                     guard await slot.start(id: message.id, answers: interaction.answers, turn: turn, { [slot] in
                         let reply = await ReaderTurns.$request.withValue(turn) {
                             await handler.respond(to: message, frame: frame, caller: caller, interaction: interaction)

@@ -38,8 +38,9 @@ struct RequestHandler: Sendable {
         } catch {
             var failure = DaemonMessage(kind: .failure, id: request.id)
             if error is CancellationError || (error as? ServiceError)?.code == .cancelled,
-               ReaderTurns.request?.wasInterruptedForSleep == true {
-                failure.error = ReaderTurns.sleepError
+               let interruption = ReaderTurns.request?.interruption {
+                // Its turn was ended under it (sleep, the seat's user, its share spent): that is why.
+                failure.error = interruption
             } else {
                 failure.error = error as? ServiceError
                     ?? (error is CancellationError ? .cancelled : ServiceError(.error, String(describing: error)))

@@ -22,7 +22,7 @@ import TouchgateAPI
 /// the desktop's own programs (fprintd for a lock screen) get the reader back soon after.
 public actor ReaderPool {
     /// Whose turn it is at the readers.
-    public let turns = ReaderTurns()
+    public let turns: ReaderTurns
     private var context: FingerprintContext?
     /// Readers opened by the pool, in the current context.
     private var opened: [Reader] = []
@@ -52,8 +52,10 @@ public actor ReaderPool {
 
     /// A pool, empty until first used; `logger` gets one line per reader opened, closed,
     /// unplugged, plugged in, suspended or resumed. With `presence`, a request that needs a
-    /// finger is refused at once when the reader cannot be touched (a closed lid).
-    public init(logger: Logger, presence: ReaderPresence? = nil, linger: Duration? = nil) {
+    /// finger is refused at once when the reader cannot be touched (a closed lid). With
+    /// `standings`, the user at the machine's seat goes first (``ReaderTurns``).
+    public init(logger: Logger, presence: ReaderPresence? = nil, linger: Duration? = nil, standings: SeatStandings? = nil) {
+        turns = ReaderTurns(standings: standings)
         self.logger = logger
         self.presence = presence
         self.linger = linger

@@ -11,6 +11,9 @@ keeps its connections open until its standard input closes or it is killed.
                                             answer to the one before has arrived (up to 5 s)
     attack.py SOCKET await OP ARGS          one request read to its end, answering nothing asked
     attack.py SOCKET loop OP ARGS N         N requests one after another, counted by answer code
+    attack.py SOCKET repeat OP ARGS S N     N connections, each repeating the request for S seconds
+                                            (a pause of 0.25 s after an answer that came at once);
+                                            then the answers by code, and each failure's words
 """
 import json, socket, sys, time
 path, mode = sys.argv[1], sys.argv[2]
@@ -88,5 +91,53 @@ elif mode == "loop":
         code = message.get("error", {}).get("code", "ok") if message["kind"] == "failure" else "ok"
         codes[code] = codes.get(code, 0) + 1
     say("codes", json.dumps(codes, sort_keys=True))
+elif mode == "repeat":
+    # N connections at once, each sending the request again as soon as it is answered, for S
+    # seconds. An answer that came within a second (a refusal) is followed by a pause of a
+    # quarter second: the daemon's rate admits about one a second anyway, and spinning faster
+    # would only load the machine the test measures on.
+    import threading
+    op, arguments, seconds, count = args[0], json.loads(args[1]), float(args[2]), int(args[3])
+    codes, hot, lock = {}, [], threading.Lock()
+    until = time.monotonic() + seconds
+    def repeat():
+        try:
+            s, f = connect()
+            f.readline()
+        except OSError as error:
+            with lock:
+                codes["connect-" + type(error).__name__] = codes.get("connect-" + type(error).__name__, 0) + 1
+            return
+        ident = 0
+        while time.monotonic() < until:
+            ident += 1
+            asked = time.monotonic()
+            request(s, op, arguments, ident)
+            while True:
+                line = f.readline().decode()
+                if not line:
+                    return
+                message = json.loads(line)
+                if message["kind"] in ("result", "failure") and message.get("id") == ident:
+                    break
+            error = message.get("error", {}) if message["kind"] == "failure" else {}
+            with lock:
+                code = error.get("code", "ok")
+                codes[code] = codes.get(code, 0) + 1
+                if code != "ok":
+                    # Told apart by their words, not their figures ("try again in 12 s").
+                    hot.append(code + ": " + "".join("#" if c.isdigit() else c for c in error.get("message", "")))
+            if time.monotonic() - asked < 1:
+                time.sleep(0.25)
+        held.append(s)
+    threads = [threading.Thread(target=repeat) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    say("started", count)
+    for thread in threads:
+        thread.join()
+    say("codes", json.dumps(codes, sort_keys=True))
+    for message in sorted(set(hot)):
+        say("answer", json.dumps(message))
 say("ready")
 sys.stdin.read()

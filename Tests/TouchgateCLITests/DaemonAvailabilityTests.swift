@@ -160,6 +160,110 @@ struct DaemonAvailabilityTests {
         print("availability: behind a queue of eight untouched verifies: \(times)")
     }
 
+    @Test("another user loops untouched verifies for five minutes: the seat's user's finger release is served within 5 s each time, the reader never hot",
+          .timeLimit(.minutes(10)))
+    func seatUserServedWhileAnotherLoopsVerifies() async throws {
+        try DaemonAttackTests.requireRoot()
+        let users = try await TestUsers()
+        let logind = try await LogindRig()
+        defer { logind.stop() }
+        // The attacker logged in over ssh; the victim sits at seat0 (added last: the seat's active session).
+        try await logind.addSession("ssh\(users.attacker.uid)", uid: users.attacker.uid, user: users.attacker.name, remote: true)
+        try await logind.addSession("seat\(users.victim.uid)", uid: users.victim.uid, user: users.victim.name, remote: false)
+        let rig = try await DaemonRig()
+        rig.daemonEnvironment = logind.environment
+        try await rig.start()
+        let victim = try await Victim.prepare(rig, users.victim)
+        try await rig.initialize(as: users.attacker.uid)
+        let unattacked = try await Self.fingerRelease(victim, times: 3)
+
+        // Sixteen connections (the attacker's whole share), each asking for a touch nobody makes
+        // as soon as the last one ended, for five minutes: unbounded, each held the reader for the
+        // 60 s finger wait, the seat's user waited for the holder's end, and the reader ran hot.
+        let attackSeconds = Double(ProcessInfo.processInfo.environment["TOUCHGATE_SEAT_ATTACK_SECONDS"] ?? "") ?? 300
+        let attack = try await Attacker(["repeat", "verify", "{}", String(attackSeconds), "16"],
+                                        socket: rig.socketPath, uid: users.attacker.uid)
+        defer { attack.stop() }
+        #expect(await attack.line("started") != nil, "\(attack.output)")
+        let began = ContinuousClock.now
+        var releases: [Double] = []
+        var temperatures: [String] = []
+        while began.duration(to: .now) < .seconds(attackSeconds - 10) {
+            // Between releases: the attacker's turns run, and the reader's temperature is read.
+            for _ in 0..<4 {
+                try await Task.sleep(for: .seconds(5))
+                let status = try await rig.run(["status", "--json"], as: users.victim.uid)
+                for reader in status.json?["readers"] as? [[String: Any]] ?? [] {
+                    temperatures.append(reader["temperature"] as? String ?? "unreported")
+                }
+            }
+            let release = try await rig.timed(["secret", "get", "by-finger"], presenting: ["whorl"], as: users.victim.uid)
+            #expect(release.result.status == 0 && release.result.stdout.contains("value-of-by-finger"),
+                    "at \(began.duration(to: .now)): \(release.result.stderrLines)\n\(rig.logTail)")
+            #expect(release.seconds < 5, "at \(began.duration(to: .now)) the seat's user waited \(release.seconds) s\n\(rig.logTail)")
+            releases.append(release.seconds)
+        }
+        let codes = try #require(await attack.line("codes", within: 90), "\(attack.output)\n\(rig.logTail)")
+        print("availability: seat user's finger release, unattacked \(unattacked) s; while another user loops untouched "
+              + "verifies \(releases) s; attacker's answers \(codes); temperatures \(Set(temperatures))")
+        #expect(releases.count >= 8, "the release was measured \(releases.count) times")
+        #expect(!temperatures.isEmpty && !temperatures.contains("hot") && !temperatures.contains("unreported"),
+                "\(temperatures)")
+        // libfprint's refusal ("Device disabled to prevent overheating") reached nobody.
+        let answers = attack.output.filter { $0.hasPrefix("answer") }
+        #expect(!answers.contains { $0.contains("overheating") || $0.contains("reader-error") }, "\(answers)")
+        #expect(!rig.daemonLog.contains("overheating") && !rig.daemonLog.contains("too hot;"), "\(rig.logTail)")
+        // The attacker was served its share, ended for the seat's user, and refused beyond its
+        // share in words that say why and when to try again.
+        #expect(codes.contains("\"limit\""), "\(codes)")
+        #expect(answers.contains { $0.contains("the person at this machine's seat needs the fingerprint reader") },
+                "the attacker's turn was ended for the seat's user: \(answers)")
+        #expect(answers.contains { $0.contains("you used your share of the fingerprint reader") && $0.contains("try again in") },
+                "\(answers)")
+        // And the reader is usable by anyone right after.
+        let after = try await rig.run(["verify", "--json"], presenting: ["whorl"], as: users.victim.uid)
+        #expect(after.status == 0, "\(after.stderrLines)\n\(rig.logTail)")
+    }
+
+    @Test("a PAM request waits for the reader no longer than its module does: behind another user's untouched verify, refused within half its timeout")
+    func pamRequestFitsItsTimeout() async throws {
+        try DaemonAttackTests.requireRoot()
+        let users = try await TestUsers()
+        let pam = try await PAMRig()
+        // A finger wait longer than the module's: without the module's word, its request would
+        // queue behind the attacker's until the module gave up.
+        pam.rig.daemonArguments = ["--finger-timeout", "40"]
+        try await pam.rig.start()
+        _ = try await Victim.prepare(pam.rig, users.victim)
+        try await pam.rig.initialize(as: users.attacker.uid)
+        let untouched = try await Attacker(["await", "verify", "{}"], socket: pam.socket, uid: users.attacker.uid)
+        defer { untouched.stop() }
+        try await Task.sleep(for: .seconds(1))
+        // timeout=16: the daemon queues it at most min(16 / 2, 16 - 10) = 6 s, then refuses.
+        let touch = try pam.stack("fit", ["auth required \(pam.module) socket=\(pam.socket) timeout=16"])
+        let started = ContinuousClock.now
+        let refused = try await pam.authenticate(touch, user: users.victim.name, presenting: ["whorl"])
+        let took = started.duration(to: .now)
+        #expect(refused.result == "PAM_AUTHINFO_UNAVAIL" && refused.prompts == 0, "\(refused)\n\(pam.rig.logTail)")
+        #expect(took >= .seconds(5.5) && took < .seconds(12), "refused after \(took): the queue bound is 6 s, the module waits 16 s")
+        #expect(!refused.messages.contains { $0.contains("timed out") }, "the daemon answered before the module gave up: \(refused)")
+        untouched.stop()
+        // With the reader free, the same stack is served at once.
+        let served = try await pam.authenticate(touch, user: users.victim.name, presenting: ["whorl"])
+        #expect(served.result == "PAM_SUCCESS" && served.prompts == 1, "\(served)\n\(pam.rig.logTail)")
+    }
+
+    /// The victim's finger release `times` times; each one's seconds.
+    static func fingerRelease(_ victim: Victim, times: Int) async throws -> [Double] {
+        var seconds: [Double] = []
+        for _ in 0..<times {
+            let release = try await victim.rig.timed(["secret", "get", "by-finger"], presenting: ["whorl"], as: victim.user.uid)
+            #expect(release.result.status == 0, "\(release.result.stderrLines)")
+            seconds.append(release.seconds)
+        }
+        return seconds
+    }
+
     @Test("sudo-like root processes count against the user who started them; root's own requests and PAM for others are served")
     func rootShareIsNotEveryonesPAM() async throws {
         try DaemonAttackTests.requireRoot()

@@ -191,6 +191,20 @@ enum Variant {
         return result
     }
 
+    /// Child `index` of a tuple as an array of tuples (`a(susso)`), each as its members.
+    static func rows(_ value: OpaquePointer, _ index: Int) -> [[Value]] {
+        guard g_variant_is_container(value) != 0, index < Int(g_variant_n_children(value)) else { return [] }
+        let array = g_variant_get_child_value(value, gsize(index))!
+        defer { g_variant_unref(array) }
+        guard g_variant_is_container(array) != 0 else { return [] }
+        return (0..<Int(g_variant_n_children(array))).map { item in
+            let row = g_variant_get_child_value(array, gsize(item))!
+            defer { g_variant_unref(row) }
+            guard g_variant_is_container(row) != 0 else { return [] }
+            return (0..<Int(g_variant_n_children(row))).map { child(row, $0) }
+        }
+    }
+
     /// A basic value, unboxing a `v` first.
     static func read(_ value: OpaquePointer) -> Value {
         if isOfType(value, "v") {
@@ -201,6 +215,9 @@ enum Variant {
         if isOfType(value, "s") || isOfType(value, "o") { return .string(String(cString: g_variant_get_string(value, nil))) }
         // logind's `Seat` of a session: its id and object path; the id is what is read.
         if isOfType(value, "(so)") { return child(value, 0) }
+        // logind's `User` of a session: its uid and object path; the uid is what is read.
+        if isOfType(value, "(uo)") { return child(value, 0) }
+        if isOfType(value, "u") { return .int(Int(g_variant_get_uint32(value))) }
         if isOfType(value, "b") { return .bool(g_variant_get_boolean(value) != 0) }
         if isOfType(value, "i") { return .int(Int(g_variant_get_int32(value))) }
         return .other

@@ -92,3 +92,30 @@ extension LogindClient {
         }
     }
 }
+
+extension LogindClient {
+    /// The users at the machine: the uid of every session logind lists that sits at a seat,
+    /// is active (in the foreground of its seat) and is not remote (`ListSessions`, then each
+    /// such session's properties). Empty when nobody is at any seat.
+    /// - Throws: ``LogindError`` when logind is absent (``LogindError/isAbsent``) or fails.
+    public func activeSeatUsers() async throws(LogindError) -> Set<UInt32> {
+        let sessions: [[Variant.Value]]
+        do {
+            sessions = try await bus.call(Self.service, Self.managerPath, Self.managerInterface, "ListSessions") { reply in
+                Variant.rows(reply, 0)
+            }
+        } catch {
+            throw LogindError(error)
+        }
+        var users: Set<UInt32> = []
+        // (id, uid, user name, seat id, object path)
+        for session in sessions where session.count == 5 {
+            guard case .int(let uid) = session[1], case .string(let seat) = session[3], !seat.isEmpty,
+                  case .string(let path) = session[4] else { continue }
+            let properties = try await properties(of: path, Self.sessionInterface)
+            guard case .bool(true)? = properties["Active"], case .bool(false)? = properties["Remote"] else { continue }
+            users.insert(UInt32(truncatingIfNeeded: uid))
+        }
+        return users
+    }
+}
