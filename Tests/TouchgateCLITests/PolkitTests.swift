@@ -192,8 +192,12 @@ struct PolkitTests {
 }
 
 /// Debian's polkitd on a system bus of the test's own, in a mount namespace of the test's own
-/// (the machine's files and buses are left alone):
-/// - `/etc/pam.d` is a copy with common-auth as the `touchgate` pam-auth-update profile makes
+/// (the machine's files and buses are left alone). `/etc` there is a copy of the machine's,
+/// bound over it whole: a bind mount over /etc/shadow or /etc/group alone vanished as soon
+/// as a test running beside this one made or removed a user (useradd renames a new file over
+/// them, and a mount on a path renamed over is taken away), and pam_unix then read the
+/// machine's passwords. In that copy:
+/// - `/etc/pam.d` is with common-auth as the `touchgate` pam-auth-update profile makes
 ///   it (the rig's module and socket); polkit-1 itself is Debian's, from /usr/lib/pam.d.
 /// - `/etc/group` is a copy whose `sudo` line names the test's administrators (Debian's polkit
 ///   rule: the administrators are group sudo; none there, root), `/etc/shadow` a copy with
@@ -231,12 +235,16 @@ final class PolkitRig: Sendable {
         directory = pam.rig.home.path("polkit")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o755])
-        let confdir = directory + "/pam.d"
-        let copied = try await runProgram("/bin/cp", ["-a", "/etc/pam.d", confdir])
-        try #require(copied.status == 0, "cp /etc/pam.d: \(copied.stderr)")
+        let etc = directory + "/etc", confdir = etc + "/pam.d"
+        // A file that vanishes while it is copied (the lock files of a useradd running beside
+        // this test) is no loss: only such refusals are let through.
+        let copied = try await runProgram("/bin/cp", ["-a", "/etc", etc])
+        let refusals = copied.stderr.split(separator: "\n").filter { !$0.contains("No such file or directory") }
+        try #require(copied.status == 0 || (refusals.isEmpty && FileManager.default.fileExists(atPath: etc + "/passwd")),
+                     "cp -a /etc: \(copied.stderr)")
         // What `pam-auth-update --enable touchgate` writes (debian/pam-configs/touchgate, its
         // `success=end` counted out), with the rig's module and daemon.
-        try Self.commonAuth(in: directory, [
+        try Self.commonAuth(in: etc, [
             "auth\t[success=2 default=ignore]\t\(pam.module) mode=either socket=\(pam.socket) timeout=20",
             "auth\t[success=1 default=ignore]\tpam_unix.so nullok try_first_pass",
             "auth\trequisite\t\t\tpam_deny.so",
@@ -252,11 +260,8 @@ final class PolkitRig: Sendable {
             shadow.removeAll { $0.hasPrefix(user + ":") }
             shadow.append(entry)
         }
-        try (shadow.joined(separator: "\n") + "\n").write(toFile: directory + "/shadow", atomically: true, encoding: .utf8)
-        chmod(directory + "/shadow", 0o600)
-        try String(contentsOfFile: "/etc/group", encoding: .utf8).write(toFile: directory + "/group", atomically: true,
-                                                                       encoding: .utf8)
-        chmod(directory + "/group", 0o644)
+        try (shadow.joined(separator: "\n") + "\n").write(toFile: etc + "/shadow", atomically: true, encoding: .utf8)
+        chmod(etc + "/shadow", 0o600)
         for (name, script) in [("recipe.sh", Self.recipe), ("alone.sh", "pkexec /usr/bin/id -u")] {
             try script.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
             chmod(directory + "/" + name, 0o644)
@@ -264,8 +269,7 @@ final class PolkitRig: Sendable {
 
         let environment = ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]
         let mounted = directory + "/mounted"
-        let setup = "set -e; mount --bind \(confdir) /etc/pam.d; mount --bind \(directory)/group /etc/group; "
-            + "mount --bind \(directory)/shadow /etc/shadow; [ -d /run/dbus ] || mkdir /run/dbus; "
+        let setup = "set -e; mount --bind \(etc) /etc; [ -d /run/dbus ] || mkdir /run/dbus; "
             + "mount -t tmpfs -o mode=0755 touchgate-test-bus /run/dbus; touch \(mounted); exec sleep infinity"
         holder = try await BackgroundProcess.start("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", setup],
                                                    environment: environment, output: .file(directory + "/holder.log"),
@@ -306,7 +310,7 @@ final class PolkitRig: Sendable {
     /// Makes `lines` the namespace's /etc/pam.d/common-auth (the directory is bind-mounted: a
     /// file replaced in it is seen at once).
     func commonAuth(_ lines: [String]) throws {
-        try Self.commonAuth(in: directory, lines)
+        try Self.commonAuth(in: directory + "/etc", lines)
     }
 
     private static func commonAuth(in directory: String, _ lines: [String]) throws {
@@ -315,9 +319,9 @@ final class PolkitRig: Sendable {
         chmod(directory + "/pam.d/common-auth", 0o644)
     }
 
-    /// Makes `users` the members of group sudo, in place (the bind mount holds the file's inode).
+    /// Makes `users` the members of group sudo, in the namespace's copy of /etc.
     func setAdministrators(_ users: [String]) throws {
-        let path = directory + "/group"
+        let path = directory + "/etc/group"
         let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { line -> String in
             guard line.hasPrefix("sudo:") else { return String(line) }
             let fields = line.split(separator: ":", omittingEmptySubsequences: false)
