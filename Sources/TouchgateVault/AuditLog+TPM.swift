@@ -106,16 +106,17 @@ extension AuditLog {
                     mac: AuditMAC.genesis, links: (AuditMAC.genesis, AuditMAC.genesis)))
                 throw IntegrityError.rolledBack(detail: detail)
             }
-            try adoptTPMCounter(value)
+            try adoptTPMCounter(value, afterPowerLossFrom: expected)
             return (expected, value)
         }
         if let jump {
-            try append(.tpmCounter, .success, reason: "\(Self.adoptionPrefix)\(jump.to - jump.from) ahead of the store (\(jump.from) → \(jump.to)) after a power loss (the TPM's boot was not orderly and its counter had not moved since): adopted")
+            try append(.tpmCounter, .success, reason: "the TPM's counter was \(jump.to - jump.from) ahead of the store (\(jump.from) → \(jump.to)) after a power loss (the TPM's boot was not orderly and its counter had not moved since): adopted")
         }
     }
 
-    /// How an adoption's audit reason begins (``lastCounterAdoption()`` looks for it).
-    static let adoptionPrefix = "the TPM's counter was "
+    /// Where the store keeps its newest power-loss adoption (when, and how many changes):
+    /// one authenticated row, so that `status` reads it without searching the trail.
+    static let adoptionStateKey = "vault.tpm-adopted"
 
     /// The TPM must be the one the binding names (when it names one): its storage key's
     /// name, compared once per process and TPM.
@@ -129,18 +130,13 @@ extension AuditLog {
         TPMIdentityMemo.verify(expected, on: device)
     }
 
-    /// The newest adoption of the TPM's counter after a power loss, from the trail: when,
-    /// and by how many changes.
+    /// The newest adoption of the TPM's counter after a power loss: when, and by how many
+    /// changes (its `tpm.counter` record says the same in words).
     func lastCounterAdoption() throws -> (time: Date, changes: UInt64)? {
-        let row = try database.writer.read { db in
-            try Row.fetchOne(db, sql: """
-                SELECT wallTime, reason FROM audit WHERE event = ? AND outcome = ? AND reason LIKE ? ORDER BY seq DESC LIMIT 1
-                """, arguments: [AuditEvent.tpmCounter.rawValue, AuditOutcome.success.rawValue, Self.adoptionPrefix + "%"])
-        }
-        guard let row else { return nil }
-        let time: Double = row["wallTime"], reason: String = row["reason"]
-        let changes = UInt64(reason.dropFirst(Self.adoptionPrefix.count).prefix { $0.isNumber }) ?? 0
-        return (Date(timeIntervalSince1970: time), changes)
+        let stored = try database.writer.read { db in try StateStore.value(db, Self.adoptionStateKey) }
+        guard let stored, stored.count == 16, let seconds = TPMCounter.decode(stored.prefix(8)),
+              let changes = TPMCounter.decode(stored.suffix(8)) else { return nil }
+        return (Date(timeIntervalSince1970: Double(bitPattern: seconds)), changes)
     }
 
     /// The state entry that makes the store expect the TPM's counter as it is now, for
@@ -168,11 +164,16 @@ extension AuditLog {
         }
     }
 
-    /// Sets the store's expected value to `value` (a power loss's jump, or a repair).
-    func adoptTPMCounter(_ value: UInt64) throws {
+    /// Sets the store's expected value to `value`, a power loss's jump from `expected`, and
+    /// keeps when that was and how far.
+    func adoptTPMCounter(_ value: UInt64, afterPowerLossFrom expected: UInt64) throws {
+        let at = now().timeIntervalSince1970.bitPattern
         try database.writeImmediately { db in
             let head = try requireAuthenticState(db)
             _ = try StateStore.update(db, TPMBinding.counterStateKey) { $0 = TPMCounter.encode(value) }
+            _ = try StateStore.update(db, Self.adoptionStateKey) {
+                $0 = TPMCounter.encode(at) + TPMCounter.encode(value - expected)
+            }
             try saveState(db, head: head)
         }
     }
