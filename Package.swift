@@ -107,7 +107,7 @@ let package = Package(
         // the collector's verify and query. Only `audit ship` and touchgate-collector use it.
         .target(
             name: "TouchgateFleet",
-            dependencies: ["CPQ", "TouchgateShipping", "TouchgateVault", "TouchgatePolicy", "TouchgateAPI"]
+            dependencies: ["CPQ", "TouchgateShipping", "TouchgateVault", "TouchgatePolicy", "TouchgateAPI", "TouchgateBasics"]
         ),
         // Both ends of the daemon's socket: listening, connecting, peer credentials, framing.
         .target(name: "TouchgateSocket", dependencies: ["TouchgateAPI", "TouchgateBasics", "CTouchgateSys"]),

@@ -36,6 +36,7 @@ static void load(void) {
     resolve(library, "PQexecParams", (void **)&tg_pq.execParams);
     resolve(library, "PQresultStatus", (void **)&tg_pq.resultStatus);
     resolve(library, "PQresultErrorMessage", (void **)&tg_pq.resultErrorMessage);
+    resolve(library, "PQresultErrorField", (void **)&tg_pq.resultErrorField);
     resolve(library, "PQclear", (void **)&tg_pq.clear);
     resolve(library, "PQntuples", (void **)&tg_pq.ntuples);
     resolve(library, "PQnfields", (void **)&tg_pq.nfields);

@@ -143,6 +143,13 @@ public struct FleetLogReport: Codable, Sendable, Equatable {
     public var witnesses: [WitnessReport]
     /// Every key registration in the log, in order: a key added or swapped shows here.
     public var registrations: [RegistrationReport]
+    /// With a witness quorum (`--witness-quorum N`): N, and the largest size that N of the
+    /// witnesses given cosigned (nil: none, and the log is reported broken: a split view
+    /// cannot be ruled out).
+    public var quorum: Int?
+    public var witnessedThrough: Int64?
+    /// Checkpoints checked against the log's key (`--log-key`), when it was given.
+    public var logSigned: Int?
 
     /// One key registration entry.
     public struct RegistrationReport: Codable, Sendable, Equatable {

@@ -14,18 +14,29 @@ public struct FleetTrust: Sendable {
     /// Checkpoints the auditor kept from earlier (a witness's state, an earlier verify):
     /// the log must still agree with each.
     public var checkpoints: [Checkpoint]
+    /// How many of ``witnesses`` must have cosigned one size of the log (0: none need to).
+    /// Without it, a database administrator can show an auditor a branch of the log of its
+    /// own (a fork) that no witness but one of the administrator's choosing ever saw.
+    public var quorum: Int
+    /// The log's key (`touchgate-collector publish`): checkpoints under its name must be its.
+    public var log: NoteVerifier?
 
-    public init(enrollment: NoteVerifier? = nil, witnesses: [NoteVerifier] = [], checkpoints: [Checkpoint] = []) {
+    public init(enrollment: NoteVerifier? = nil, witnesses: [NoteVerifier] = [], checkpoints: [Checkpoint] = [],
+                quorum: Int = 0, log: NoteVerifier? = nil) {
         self.enrollment = enrollment
         self.witnesses = witnesses
         self.checkpoints = checkpoints
+        self.quorum = quorum
+        self.log = log
     }
 }
 
-/// A shipment entry of the log, with its index.
+/// A shipment or batch head entry of the log, with its index; `signed` is false for a batch
+/// head that is not signed by the key it names (forged).
 struct LoggedShipment {
     var leaf: Int64
     var shipment: FleetEntry.Shipment
+    var signed = true
 }
 
 extension FleetCollector {
@@ -59,6 +70,9 @@ extension FleetCollector {
         cosignatures.sort { $0.size < $1.size }
         var pendingCosignatures = cosignatures[...]
         var vouched: [String: Int64] = [:]
+        /// The witnesses whose valid cosignature each size has.
+        var cosignedBy: [Int64: Set<String>] = [:]
+        var logSigned = 0
         var lastShipment: FleetEntry.Shipment?
         /// The size whose checkpoint was found and checked (every shipment must have one).
         var signedSize: Int64 = -1
@@ -94,6 +108,12 @@ extension FleetCollector {
                         + "rewritten after it was made"
                 }
                 signedSize = size
+                if let log = trust.log, signatures.contains(where: { $0.name == log.name }) {
+                    guard log.verifiedBody(note) == body else {
+                        return "the checkpoint of size \(size) is not signed by the log's key \(log.name): forged"
+                    }
+                    logSigned += 1
+                }
                 if let shipment = lastShipment, machine == nil || shipment.machine == machine {
                     let name = SignedNote.keyName(shipment.machine)
                     let id = SignedNote.keyID(name: name, type: SignedNote.ed25519, publicKey: shipment.publicKey)
@@ -123,6 +143,7 @@ extension FleetCollector {
                         + "was rewritten after the witness saw it (or the cosignature was forged)"
                 }
                 vouched[cosigned.witness.name] = max(vouched[cosigned.witness.name] ?? 0, size)
+                cosignedBy[size, default: []].insert(cosigned.witness.name)
             }
             return nil
         }
@@ -164,6 +185,15 @@ extension FleetCollector {
                             break walking
                         }
                         lastShipment = shipment
+                    case .batch(let batch):
+                        let shipment = batch.shipment
+                        guard row[1] == "batch", row[2] == shipment.machine, Bytea.bytes(row[3]) == shipment.trail,
+                              row[4] == String(shipment.first), row[5] == String(shipment.last) else {
+                            problem = "entry \(leaf) of the fleet log is filed under other columns than its text says: edited"
+                            break walking
+                        }
+                        // Its machine's signature is in the entry itself (checked with its trail).
+                        lastShipment = nil
                     case .registration(let registration):
                         guard row[1] == "registration", row[2] == registration.machine else {
                             problem = "entry \(leaf) of the fleet log is filed under other columns than its text says: edited"
@@ -227,22 +257,42 @@ extension FleetCollector {
             problem = "witness \(cosigned.witness.name) cosigned the log at \(cosigned.size) entries but it holds "
                 + "\(tree.size): it was cut back"
         }
-        let report = FleetLogReport(size: tree.size, root: Data(tree.root).base64EncodedString(), checkpoints: checkpoints,
+        // With a quorum, the log as this auditor sees it must be the one the witnesses saw:
+        // its head cosigned by enough of them. A branch shown to this auditor alone (a fork)
+        // never gets an honest witness's cosignature past the point where it split.
+        var witnessed: Int64?
+        if trust.quorum > 0 {
+            witnessed = cosignedBy.filter { $0.value.count >= trust.quorum }.keys.max()
+            if problem == nil, tree.size > 0, witnessed != tree.size {
+                let through = trust.witnesses.map { "\($0.name) through \(vouched[$0.name].map(String.init) ?? "none")" }
+                problem = "the log's head (\(tree.size) entries) is not cosigned by \(trust.quorum) of the witnesses given "
+                    + "(" + through.joined(separator: ", ") + "; all \(trust.quorum) together through "
+                    + (witnessed.map(String.init) ?? "none") + "): run the witnesses (touchgate-collector witness) and "
+                    + "verify again; a witness that then refuses saw another branch of this log (a fork)"
+            }
+        }
+        var report = FleetLogReport(size: tree.size, root: Data(tree.root).base64EncodedString(), checkpoints: checkpoints,
                                     status: problem == nil ? .intact : .broken, problem: problem,
                                     registrationsChecked: trust.enrollment != nil,
                                     witnesses: trust.witnesses.map { .init(name: $0.name, vouchedThrough: vouched[$0.name]) },
                                     registrations: registrations)
+        if trust.quorum > 0 {
+            report.quorum = trust.quorum
+            report.witnessedThrough = witnessed
+        }
+        if trust.log != nil { report.logSigned = logSigned }
         return (report, registered)
     }
 
     /// The shipments the log holds of one trail, in order of their last record.
     func loggedShipments(machine: String, trail: [UInt8]) throws(ServiceError) -> [LoggedShipment] {
         try connection.execute("""
-            SELECT leaf, body FROM log_entries WHERE kind = 'shipment' AND machine = $1 AND trail = $2
+            SELECT leaf, body FROM log_entries WHERE kind IN ('shipment', 'batch') AND machine = $1 AND trail = $2
             ORDER BY last_seq, leaf
             """, [machine, Bytea.text(trail)]).rows.compactMap { row in
-            guard let leaf = row[0].flatMap({ Int64($0) }), let body = row[1],
-                  case .shipment(let shipment)? = FleetEntry(text: body) else { return nil }
+            guard let leaf = row[0].flatMap({ Int64($0) }), let body = row[1], let entry = FleetEntry(text: body),
+                  let shipment = entry.shipped else { return nil }
+            if case .batch = entry { return LoggedShipment(leaf: leaf, shipment: shipment, signed: entry.isSignedBatch) }
             return LoggedShipment(leaf: leaf, shipment: shipment)
         }
     }
@@ -251,7 +301,7 @@ extension FleetCollector {
     func vanishedTrails(machine: String?) throws(ServiceError) -> [FleetTrailReport] {
         try connection.execute("""
             SELECT e.machine, e.trail, min(e.first_seq), max(e.last_seq), count(*) FROM log_entries e
-            WHERE e.kind = 'shipment' AND ($1::text IS NULL OR e.machine = $1)
+            WHERE e.kind IN ('shipment', 'batch') AND ($1::text IS NULL OR e.machine = $1)
               AND NOT EXISTS (SELECT 1 FROM trails t WHERE t.machine = e.machine AND t.trail = e.trail)
             GROUP BY e.machine, e.trail ORDER BY e.machine, e.trail
             """, [machine]).rows.map { row in
@@ -264,49 +314,49 @@ extension FleetCollector {
 }
 
 extension FleetCollector {
-    /// A witness's round: takes the log's newest checkpoint, checks that it is the tree the
-    /// log's nodes give and that it extends `previous` (the checkpoint this witness
-    /// cosigned last, kept by the witness outside the database), then cosigns it
-    /// (`cosignature/v1`) and files the cosignature in the database. Returns the checkpoint.
+    /// The log's tree head, once checked to extend `previous` (a checkpoint vouched for
+    /// earlier, kept outside the database) and to hold, past it, the entries its leaves
+    /// hash: what a witness cosigns and the log's key signs.
+    /// - Throws: ``ServiceError`` `audit-broken` (`who` is not given the head) when the log
+    ///   was cut, rewritten or replaced since `previous`.
+    func checkedHead(since previous: Checkpoint?, who: String) throws(ServiceError) -> Checkpoint {
+        let store = FleetLogStore(connection)
+        let head = try store.head()
+        if let previous {
+            guard previous.origin == head.origin else {
+                throw ServiceError(.auditBroken, "log damaged: the collector's log is another log (\(head.origin)) than "
+                                   + "the one \(who) (\(previous.origin)): it was replaced")
+            }
+            guard head.size >= previous.size else {
+                throw ServiceError(.auditBroken, "log damaged: the collector's log holds \(head.size) entries, fewer than "
+                                   + "the \(previous.size) \(who): it was cut back")
+            }
+            let proof = try store.consistencyProof(old: previous.size, size: head.size)
+            guard MerkleTree.verifyConsistency(old: previous.size, oldRoot: previous.root, size: head.size,
+                                               root: head.root, proof: proof) else {
+                throw ServiceError(.auditBroken, "log damaged: the collector's log (\(head.size) entries) does not extend "
+                                   + "the one \(who) (\(previous.size) entries): entries were changed or removed")
+            }
+        }
+        // The entries not vouched for yet must be the leaves the tree holds: what is vouched
+        // for is what the log says, not only its hashes.
+        try store.checkEntries(from: previous?.size ?? 0, to: head.size)
+        return head
+    }
+
+    /// A witness's round: takes the log's tree head, checks it (``checkedHead(since:who:)``)
+    /// against `previous` (the checkpoint this witness cosigned last, kept by the witness
+    /// outside the database), then cosigns it (`cosignature/v1`) and files the cosignature
+    /// in the database. Returns the checkpoint.
     /// - Throws: ``ServiceError`` `audit-broken` when the log was cut, rewritten or
     ///   replaced since `previous`: nothing is cosigned.
     public func witness(signer: NoteSigner, previous: Checkpoint?, now: Date = Date()) throws(ServiceError) -> Checkpoint {
-        let store = FleetLogStore(connection)
-        let (_, note) = try store.newestCheckpoint()
-        guard let body = SignedNote.parse(note)?.body, let checkpoint = Checkpoint(body: body) else {
-            throw ServiceError(.auditBroken, "the collector's newest checkpoint is malformed: the log was edited; not cosigned")
-        }
-        let frontier = try store.hashes(MerkleTree.frontier(size: checkpoint.size))
-        let root: [UInt8]
-        do throws(MerkleTree.MissingNode) {
-            root = try MerkleTree.rangeHash(0, checkpoint.size, FleetLogStore.lookup(frontier))
+        let checkpoint: Checkpoint
+        do throws(ServiceError) {
+            checkpoint = try checkedHead(since: previous, who: "this witness cosigned")
         } catch {
-            throw FleetLogStore.missing(error)
+            throw ServiceError(error.code, error.message + "; not cosigned")
         }
-        guard root == checkpoint.root else {
-            throw ServiceError(.auditBroken, "the collector's newest checkpoint (\(checkpoint.size) entries) names another "
-                               + "root than its own tree: the log was edited; not cosigned")
-        }
-        if let previous {
-            guard previous.origin == checkpoint.origin else {
-                throw ServiceError(.auditBroken, "the collector's log is another log (\(checkpoint.origin)) than the one "
-                                   + "this witness cosigned (\(previous.origin)): it was replaced; not cosigned")
-            }
-            guard checkpoint.size >= previous.size else {
-                throw ServiceError(.auditBroken, "the collector's log holds \(checkpoint.size) entries, fewer than the "
-                                   + "\(previous.size) this witness cosigned: it was cut back; not cosigned")
-            }
-            let proof = try store.consistencyProof(old: previous.size, size: checkpoint.size)
-            guard MerkleTree.verifyConsistency(old: previous.size, oldRoot: previous.root, size: checkpoint.size,
-                                               root: checkpoint.root, proof: proof) else {
-                throw ServiceError(.auditBroken, "the collector's log (\(checkpoint.size) entries) does not extend the "
-                                   + "one this witness cosigned (\(previous.size) entries): entries were changed or "
-                                   + "removed; not cosigned")
-            }
-        }
-        // The entries it has not seen yet must be the leaves the tree holds: a witness vouches
-        // for what the log says, not only for its hashes.
-        try store.checkEntries(from: previous?.size ?? 0, to: checkpoint.size)
         guard checkpoint.size > 0 else { return checkpoint }
         let line = signer.cosign(checkpoint.body, time: UInt64(max(0, now.timeIntervalSince1970)))
         let stored = try connection.execute("""
@@ -318,6 +368,50 @@ extension FleetCollector {
                                + "cosignatures swallowed it): it was tampered with; the state file is left as it was")
         }
         return checkpoint
+    }
+
+    /// Signs the log's tree head with the log's key (a C2SP checkpoint), after checking it
+    /// extends the newest checkpoint that key signed before (``checkedHead(since:who:)``),
+    /// and files it in `checkpoints`; with `tiles`, also writes the log there as C2SP
+    /// tlog-tiles (``FleetTiles``), its `checkpoint` carrying the witnesses' cosignatures
+    /// of that size. Returns the checkpoint note and how many tile files were written.
+    /// - Throws: ``ServiceError`` `audit-broken` when the log no longer extends what the
+    ///   key signed: nothing is signed.
+    public func publish(signer: NoteSigner, tiles: String?) throws(ServiceError) -> (note: String, files: Int) {
+        let verifier = NoteVerifier(name: signer.name, type: signer.type, publicKey: signer.publicKey)
+        var previous: Checkpoint?
+        for row in try connection.execute("SELECT note FROM checkpoints WHERE strpos(note, $1) > 0 ORDER BY size DESC",
+                                          ["\n\u{2014} " + signer.name + " "]).rows {
+            if let note = row[0], let body = verifier.verifiedBody(note), let checkpoint = Checkpoint(body: body) {
+                previous = checkpoint
+                break
+            }
+        }
+        let head: Checkpoint
+        do throws(ServiceError) {
+            head = try checkedHead(since: previous, who: "the log's key signed last")
+        } catch {
+            throw ServiceError(error.code, error.message + "; not signed")
+        }
+        var note = signer.signNote(head.body)
+        if head.size > 0 {
+            // One row a size: a schema-2 checkpoint of that size (signed by a machine) keeps
+            // its signature and gains the log's.
+            let held = try connection.execute("SELECT note FROM checkpoints WHERE size = $1", [String(head.size)]).scalar
+            if let held, SignedNote.parse(held)?.body == head.body {
+                note = verifier.verifiedBody(held) != nil ? held : held + signer.signatureLine(Array(head.body.utf8))
+            }
+            try connection.execute("""
+                INSERT INTO checkpoints (size, note, signer) VALUES ($1, $2, $3)
+                ON CONFLICT (size) DO UPDATE SET note = excluded.note
+                """, [String(head.size), note, signer.name])
+        }
+        guard let tiles else { return (note, 0) }
+        let cosignatures = try connection.execute("SELECT line FROM cosignatures WHERE size = $1 ORDER BY witness",
+                                                  [String(head.size)]).rows.compactMap { $0[0] }
+        let files = try FleetTiles(store: FleetLogStore(connection), directory: tiles)
+            .write(size: head.size, checkpoint: note + cosignatures.joined())
+        return (note + cosignatures.joined(), files)
     }
 
     /// The proofs a machine checks after a shipment (``AuditCollector/proofs(leaf:from:)``),

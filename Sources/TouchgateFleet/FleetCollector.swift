@@ -147,6 +147,11 @@ public final class FleetCollector {
             return broken(foreign.shipment.last, "the fleet log's entry \(foreign.leaf) names key "
                           + "\(Hex.encode(foreign.shipment.publicKey)) for this trail, not the trail's key: replaced")
         }
+        if let forged = shipments.first(where: { !$0.signed }) {
+            return broken(forged.shipment.first, "the fleet log's entry \(forged.leaf), a batch head of records "
+                          + "\(forged.shipment.first)…\(forged.shipment.last), is not signed by the key it names: forged "
+                          + "(by the database's administrator or with this machine's credentials)")
+        }
         if firstLogged != firstShipped {
             return broken(firstLogged, "the fleet log's first shipment of this trail starts at record \(firstLogged), "
                           + "the collector's row says \(firstShipped): the first records were deleted or the row edited")

@@ -18,10 +18,6 @@ struct FleetLogStore {
         self.connection = connection
     }
 
-    /// The key of the transaction-scoped advisory lock every append holds: appends to the
-    /// one tree are serialised, while records of different machines go in side by side.
-    static let appendLock = "7301955104"
-
     /// The log's origin line, made by `touchgate-collector init`.
     func origin() throws(ServiceError) -> String {
         guard let origin = try connection.execute("SELECT origin FROM fleet_log").scalar,
@@ -76,122 +72,77 @@ struct FleetLogStore {
                      + "\(error.node.index): the log's tables were edited")
     }
 
-    /// How long an append waits for the append lock before giving up: a session that took
-    /// it and went silent (a stalled shipper, or anyone with the credentials holding it on
-    /// purpose) must not stop every machine's shipping for good.
-    static let lockTimeout = "15s"
-
-    /// Takes the append lock for the rest of the caller's transaction, waiting at most
-    /// ``lockTimeout`` (then `collector-unavailable`: the records stay queued).
-    private func lock() throws(ServiceError) {
-        try connection.execute("SET LOCAL lock_timeout = '\(Self.lockTimeout)'")
-        try connection.execute("SELECT pg_advisory_xact_lock(\(Self.appendLock))")
-    }
-
-    /// Appends `entry` unless the log already names the same shipment; returns its index.
-    /// Inside the caller's transaction; holds the append lock until it ends.
-    func append(_ entry: FleetEntry.Shipment, accepted: Int64?,
-                signCheckpoint: (Checkpoint, [[UInt8]]) throws(ServiceError) -> String) throws(ServiceError) -> Int64 {
-        try lock()
-        for row in try connection.execute("""
-            SELECT leaf, body FROM log_entries WHERE machine = $1 AND trail = $2 AND last_seq = $3 ORDER BY leaf
-            """, [entry.machine, Bytea.text(entry.trail), String(entry.last)]).rows {
-            if let leaf = row[0].flatMap({ Int64($0) }), let body = row[1], case .shipment(let held)? = FleetEntry(text: body),
-               held.chain == entry.chain, held.publicKey == entry.publicKey, held.first <= entry.first {
-                return leaf
-            }
-        }
-        return try appendLeaf(.shipment(entry)) { checkpoint throws(ServiceError) in
-            // The machine signs only a tree it has checked extends the one it accepted before.
-            let proof = try accepted.map { old throws(ServiceError) in
-                try consistencyProof(old: old, size: checkpoint.size)
-            } ?? []
-            return try signCheckpoint(checkpoint, proof)
-        }
+    /// Has the collector's definer function append `batch` (a machine's signed head) unless
+    /// the log already names the same batch; returns its index. Inside the caller's
+    /// transaction, after the rows it names were stored; the function holds the append lock
+    /// until the transaction ends (waiting for it at most 15 s: then `collector-unavailable`,
+    /// the records stay queued). A state of the log no append can make is `audit-broken`.
+    func append(batch: FleetEntry.Batch) throws(ServiceError) -> Int64 {
+        let shipment = batch.shipment
+        guard let leaf = Int64(try connection.execute("SELECT touchgate_ship_batch($1, $2, $3, $4, $5)", [
+            shipment.machine, Bytea.text(shipment.trail), String(shipment.first), String(shipment.last), batch.note,
+        ]).scalar ?? ""), MerkleTree.isValid(size: leaf) else { throw Self.edited("an append gave no index") }
+        return leaf
     }
 
     /// Appends a key registration (the administrator's, through `touchgate-collector
-    /// register`) with an unsigned checkpoint; returns its index.
+    /// register`) through the same function; returns its index.
     func append(registration: FleetEntry) throws(ServiceError) -> Int64 {
-        try lock()
-        return try appendLeaf(registration) { _ throws(ServiceError) in "" }
+        guard case .registration(let registration) = registration else { preconditionFailure("not a registration") }
+        guard let leaf = Int64(try connection.execute("""
+            SELECT touchgate_log_append('registration', $1, NULL, NULL, NULL, $2)
+            """, [registration.machine, registration.note]).scalar ?? ""), MerkleTree.isValid(size: leaf)
+        else { throw Self.edited("an append gave no index") }
+        return leaf
     }
 
-    /// Appends `entry` as the next leaf (the lock held): the entry's row, the nodes it
-    /// completes and the checkpoint after it, with the signature line `sign` gives.
-    private func appendLeaf(_ entry: FleetEntry,
-                            sign: (Checkpoint) throws(ServiceError) -> String) throws(ServiceError) -> Int64 {
-        var tree = try self.tree()
-        let size = tree.size
-        let text = entry.text
-        let completed = tree.append(MerkleTree.leafHash(Array(text.utf8)))
-        switch entry {
-        case .shipment(let shipment):
-            try connection.execute("""
-                INSERT INTO log_entries (leaf, kind, machine, trail, first_seq, last_seq, body)
-                VALUES ($1, 'shipment', $2, $3, $4, $5, $6)
-                """, [String(size), shipment.machine, Bytea.text(shipment.trail), String(shipment.first),
-                      String(shipment.last), text])
-        case .registration(let registration):
-            try connection.execute("""
-                INSERT INTO log_entries (leaf, kind, machine, body) VALUES ($1, 'registration', $2, $3)
-                """, [String(size), registration.machine, text])
-        }
-        try insert(completed)
-        let checkpoint = Checkpoint(origin: try origin(), size: tree.size, root: tree.root)
-        let signer: String
-        switch entry {
-        case .shipment(let shipment): signer = shipment.machine
-        case .registration: signer = ""
-        }
-        try connection.execute("INSERT INTO checkpoints (size, note, signer) VALUES ($1, $2, $3)",
-                               [String(tree.size), checkpoint.body + "\n" + (try sign(checkpoint)), signer])
-        return size
-    }
-
-    /// The tree as stored, ready to grow: its size and frontier.
-    private func tree() throws(ServiceError) -> MerkleTree.Builder {
+    /// The tree as stored: its size and root, from its frontier's nodes.
+    func head() throws(ServiceError) -> Checkpoint {
         let size = try size()
-        let frontier = MerkleTree.frontier(size: size)
-        let found = try hashes(frontier)
-        var hashes: [[UInt8]] = []
-        for node in frontier {
-            guard let hash = found[node] else { throw Self.missing(MerkleTree.MissingNode(node: node)) }
-            hashes.append(hash)
+        let found = try hashes(MerkleTree.frontier(size: size))
+        let origin = try origin()
+        do throws(MerkleTree.MissingNode) {
+            return Checkpoint(origin: origin, size: size, root: try MerkleTree.rangeHash(0, size, Self.lookup(found)))
+        } catch {
+            throw Self.missing(error)
         }
-        return MerkleTree.Builder(size: size, frontier: hashes)
     }
 
-    private func insert(_ nodes: [(MerkleTree.Node, [UInt8])]) throws(ServiceError) {
-        var values: [String] = []
-        var parameters: [String?] = []
-        for (node, hash) in nodes {
-            values.append("($\(parameters.count + 1)::smallint, $\(parameters.count + 2)::bigint, $\(parameters.count + 3)::bytea)")
-            parameters += [String(node.level), String(node.index), Bytea.text(hash)]
-        }
-        try connection.execute("INSERT INTO log_nodes (level, idx, hash) VALUES " + values.joined(separator: ", "),
-                               parameters)
-    }
-
-    /// The newest checkpoint's note; an empty log's unsigned checkpoint when there is none.
+    /// The tree head as a checkpoint note: the one stored for its size when it names this
+    /// head (signed by the log's key, `touchgate-collector publish`, or from schema 2 by the
+    /// machine whose shipment made it), else the head unsigned (a body and a blank line).
     func newestCheckpoint() throws(ServiceError) -> (size: Int64, note: String) {
-        if let row = try connection.execute("SELECT size, note FROM checkpoints ORDER BY size DESC LIMIT 1").rows.first {
-            guard let size = row[0].flatMap({ Int64($0) }), MerkleTree.isValid(size: size), let note = row[1] else {
-                throw Self.edited("its newest checkpoint's size is out of range")
-            }
-            return (size, note)
+        let head = try head()
+        if let note = try connection.execute("SELECT note FROM checkpoints WHERE size = $1", [String(head.size)]).scalar,
+           SignedNote.parse(note)?.body == head.body {
+            return (head.size, note)
         }
-        return (0, Checkpoint(origin: try origin(), size: 0, root: MerkleTree.emptyRoot).body + "\n")
+        return (head.size, head.body + "\n")
     }
 
     /// The proofs ``AuditCollector/proofs(leaf:from:)`` promises, against the newest checkpoint.
     func proofs(leaf: Int64?, from old: Int64?) throws(ServiceError) -> FleetProofs {
         let (size, note) = try newestCheckpoint()
-        let leaf = leaf.flatMap { $0 >= 0 && $0 < size ? $0 : nil }
-        let old = old.flatMap { $0 >= 0 && $0 <= size ? $0 : nil }
+        if let leaf, leaf < 0 || leaf >= size {
+            throw ServiceError(.notFound, "the fleet log holds \(size) entries (0…\(size - 1)): there is no entry \(leaf)")
+        }
+        if let old, old > size {
+            throw ServiceError(.auditBroken, "the collector's fleet log holds \(size) entries, fewer than the \(old) of "
+                               + "the checkpoint to prove consistency from: it was cut back")
+        }
+        if let old, old < 0 { throw ServiceError(.usage, "a log size is 0 or more, not \(old)") }
         let lookup = Self.lookup(try hashes(MerkleTree.nodesForProofs(index: leaf, old: old, size: size)))
         var entry: String?
-        if let leaf { entry = try connection.execute("SELECT body FROM log_entries WHERE leaf = $1", [String(leaf)]).scalar }
+        if let leaf {
+            // No proof for an entry that is not there: a leaf without its entry, or with
+            // another text than its hash, is a damaged log, not a proof of anything.
+            entry = try connection.execute("SELECT body FROM log_entries WHERE leaf = $1", [String(leaf)]).scalar
+            guard let entry, try hashes([MerkleTree.Node(level: 0, index: leaf)]).first?.value
+                    == MerkleTree.leafHash(Array(entry.utf8)) else {
+                throw Self.edited("entry \(leaf) is " + (entry == nil ? "missing, though its tree holds a leaf there"
+                                                          : "not the leaf its tree holds: the entry was changed"))
+            }
+        }
         do throws(MerkleTree.MissingNode) {
             var inclusion: [[UInt8]] = []
             if let leaf { inclusion = try MerkleTree.inclusionProof(index: leaf, size: size, lookup) }

@@ -5,7 +5,7 @@ import TouchgateAPI
 /// `schema_version`. A migration, once released, is never edited: a change is a new one.
 public enum FleetSchema {
     /// Every migration: its number and its SQL.
-    public static let migrations: [(version: Int, sql: String)] = [(1, version1), (2, version2)]
+    public static let migrations: [(version: Int, sql: String)] = [(1, version1), (2, version2), (3, version3)]
 
     /// The newest version.
     public static var current: Int { migrations.last!.version }
@@ -136,6 +136,165 @@ public enum FleetSchema {
         CREATE POLICY read_log ON log_entries FOR SELECT TO touchgate_shipper USING (true);
         CREATE POLICY own_shipments ON log_entries FOR INSERT TO touchgate_shipper
             WITH CHECK (kind = 'shipment' AND machine = current_user);
+        """
+
+    /// Version 3: the log is written by the collector's own code alone. A machine's role
+    /// keeps its INSERT on its own records, seals and trails, and loses it on the log's
+    /// tables: it hands its signed batch head to `touchgate_ship_batch`, a function that runs
+    /// with the rights of the role that ran `init` (SECURITY DEFINER), checks that the head
+    /// names rows this machine stored, and appends it through `touchgate_log_append`, the one
+    /// place that writes entries and nodes (SHA-256 in SQL, RFC 9162's hashing). So a
+    /// machine's credentials can neither plant a node, an entry nor a checkpoint, nor append
+    /// an entry naming records it did not store. A state the append finds impossible (a node
+    /// or entry in its way, one missing) is raised as SQLSTATE TG001, "log damaged", never
+    /// as an outage. Checkpoints are now made by the log's key (`touchgate-collector
+    /// publish`); witnesses cosign the tree head.
+    static let version3 = """
+        ALTER TABLE log_entries DROP CONSTRAINT log_entries_kind_check;
+        ALTER TABLE log_entries ADD CONSTRAINT log_entries_kind_check
+            CHECK (kind IN ('shipment', 'registration', 'batch'));
+        REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON log_entries, log_nodes, checkpoints, cosignatures, fleet_log
+            FROM touchgate_shipper;
+        DROP POLICY own_shipments ON log_entries;
+        ALTER TABLE checkpoints ALTER COLUMN signer SET DEFAULT '';
+
+        -- A machine's name as a note's key name: SignedNote.keyName's escaping.
+        CREATE FUNCTION touchgate_key_name(name text) RETURNS text
+        LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+        DECLARE
+            bytes bytea := convert_to(name, 'UTF8');
+            escaped text := '';
+            byte int;
+        BEGIN
+            FOR i IN 0 .. length(bytes) - 1 LOOP
+                byte := get_byte(bytes, i);
+                IF byte BETWEEN 33 AND 126 AND byte <> 43 AND byte <> 37 THEN
+                    escaped := escaped || chr(byte);
+                ELSE
+                    escaped := escaped || '%' || upper(lpad(to_hex(byte), 2, '0'));
+                END IF;
+            END LOOP;
+            RETURN escaped;
+        END $$;
+
+        DO $do$ BEGIN
+        -- The one append: the entry, its leaf and the nodes it completes. Serialised by the
+        -- append lock (waiting at most 15 s: a session holding it cannot stop shipping).
+        EXECUTE format($f$
+        CREATE FUNCTION touchgate_log_append(entry_kind text, entry_machine text, entry_trail bytea,
+                                             entry_first bigint, entry_last bigint, entry_body text) RETURNS bigint
+        LANGUAGE plpgsql SECURITY DEFINER SET search_path = %I, pg_temp AS $$
+        DECLARE
+            v_size bigint;
+            v_height int := 0;
+            v_index bigint;
+            v_hash bytea;
+            v_sibling bytea;
+        BEGIN
+            PERFORM set_config('lock_timeout', '15s', true);
+            PERFORM pg_advisory_xact_lock(7301955104);
+            SELECT coalesce(max(idx) + 1, 0) INTO v_size FROM log_nodes n WHERE n.level = 0;
+            IF v_size >= 281474976710656 THEN
+                RAISE EXCEPTION USING ERRCODE = 'TG001',
+                    MESSAGE = 'the collector''s fleet log holds a leaf at an index past 2^48: its tables were edited';
+            END IF;
+            IF v_size > 0 AND NOT EXISTS (SELECT 1 FROM log_entries WHERE leaf = v_size - 1) THEN
+                RAISE EXCEPTION USING ERRCODE = 'TG001', MESSAGE = format('the collector''s fleet log holds a leaf at '
+                    '%%s without its entry: its tables were edited', v_size - 1);
+            END IF;
+            IF EXISTS (SELECT 1 FROM log_entries WHERE leaf >= v_size) THEN
+                RAISE EXCEPTION USING ERRCODE = 'TG001', MESSAGE = format('the collector''s fleet log holds entries '
+                    'past the %%s leaves of its tree: its tables were edited', v_size);
+            END IF;
+            v_hash := sha256(decode('00', 'hex') || convert_to(entry_body, 'UTF8'));
+            v_index := v_size;
+            BEGIN
+                INSERT INTO log_entries (leaf, kind, machine, trail, first_seq, last_seq, body)
+                VALUES (v_size, entry_kind, entry_machine, entry_trail, entry_first, entry_last, entry_body);
+                INSERT INTO log_nodes (level, idx, hash) VALUES (0, v_index, v_hash);
+                WHILE v_index %% 2 = 1 LOOP
+                    SELECT n.hash INTO v_sibling FROM log_nodes n WHERE n.level = v_height AND n.idx = v_index - 1;
+                    IF v_sibling IS NULL THEN
+                        RAISE EXCEPTION USING ERRCODE = 'TG001', MESSAGE = format('the collector''s fleet log lacks '
+                            'its node at level %%s, index %%s: its tables were edited', v_height, v_index - 1);
+                    END IF;
+                    v_hash := sha256(decode('01', 'hex') || v_sibling || v_hash);
+                    v_height := v_height + 1;
+                    v_index := v_index / 2;
+                    INSERT INTO log_nodes (level, idx, hash) VALUES (v_height, v_index, v_hash);
+                END LOOP;
+            EXCEPTION WHEN unique_violation THEN
+                RAISE EXCEPTION USING ERRCODE = 'TG001', MESSAGE = format('the collector''s fleet log already holds '
+                    'a node where entry %%s''s go: its tables were edited', v_size);
+            END;
+            RETURN v_size;
+        END $$;
+        $f$, current_schema());
+
+        -- A machine's batch head, appended unless the log already names the batch. The
+        -- head must be the one the rows it names make, signed under the machine's key name
+        -- (the signature itself is checked by every auditor: SQL has no Ed25519).
+        EXECUTE format($f$
+        CREATE FUNCTION touchgate_ship_batch(batch_machine text, batch_trail bytea, batch_first bigint,
+                                             batch_last bigint, head text) RETURNS bigint
+        LANGUAGE plpgsql SECURITY DEFINER SET search_path = %I, pg_temp AS $$
+        DECLARE
+            v_key bytea;
+            v_previous bytea;
+            v_chain bytea;
+            v_stored bigint;
+            v_name text;
+            v_body text;
+            v_line text;
+            v_held bigint;
+        BEGIN
+            -- A machine's role ships as itself; the role that ran init (or a superuser) may
+            -- ship for any machine, as it may write any row.
+            IF batch_machine IS DISTINCT FROM session_user AND session_user <> current_user
+               AND NOT (SELECT rolsuper FROM pg_roles WHERE rolname = session_user) THEN
+                RAISE EXCEPTION USING ERRCODE = '42501',
+                    MESSAGE = format('role %%s may ship only as machine %%s', session_user, session_user);
+            END IF;
+            SELECT t.public_key INTO v_key FROM trails t WHERE t.machine = batch_machine AND t.trail = batch_trail;
+            SELECT r.prev_chain INTO v_previous FROM records r
+                WHERE r.machine = batch_machine AND r.trail = batch_trail AND r.seq = batch_first;
+            SELECT r.chain INTO v_chain FROM records r
+                WHERE r.machine = batch_machine AND r.trail = batch_trail AND r.seq = batch_last;
+            SELECT count(*) INTO v_stored FROM records r
+                WHERE r.machine = batch_machine AND r.trail = batch_trail AND r.seq BETWEEN batch_first AND batch_last;
+            IF v_key IS NULL OR v_previous IS NULL OR v_chain IS NULL OR batch_first < 1 OR batch_last < batch_first
+               OR v_stored <> batch_last - batch_first + 1 THEN
+                RAISE EXCEPTION USING ERRCODE = 'TG002', MESSAGE = format('the batch head names records %%s…%%s of '
+                    'a trail the collector does not hold whole for machine %%s', batch_first, batch_last, batch_machine);
+            END IF;
+            v_name := touchgate_key_name(batch_machine);
+            v_body := 'touchgate.fleet/batch/v1' || E'\n' || 'machine ' || v_name || E'\n'
+                || 'trail ' || encode(batch_trail, 'hex') || E'\n' || 'records ' || batch_first || ' ' || batch_last || E'\n'
+                || 'previous ' || encode(v_previous, 'hex') || E'\n' || 'chain ' || encode(v_chain, 'hex') || E'\n'
+                || 'key ' || encode(v_key, 'hex') || E'\n';
+            v_line := substr(head, length(v_body) + 2);
+            IF left(head, length(v_body) + 1) <> v_body || E'\n'
+               OR left(v_line, length(v_name) + 3) <> '— ' || v_name || ' '
+               OR substr(v_line, length(v_name) + 4) !~ '^[A-Za-z0-9+/]{91}=\n$' THEN
+                RAISE EXCEPTION USING ERRCODE = 'TG002', MESSAGE = format('the batch head of records %%s…%%s is not the '
+                    'one the stored rows make, signed under the name %%s', batch_first, batch_last, v_name);
+            END IF;
+            PERFORM set_config('lock_timeout', '15s', true);
+            PERFORM pg_advisory_xact_lock(7301955104);
+            SELECT e.leaf INTO v_held FROM log_entries e
+                WHERE e.kind IN ('batch', 'shipment') AND e.machine = batch_machine AND e.trail = batch_trail
+                  AND e.last_seq = batch_last AND e.first_seq <= batch_first
+                ORDER BY e.leaf LIMIT 1;
+            IF v_held IS NOT NULL THEN
+                RETURN v_held;
+            END IF;
+            RETURN touchgate_log_append('batch', batch_machine, batch_trail, batch_first, batch_last, head);
+        END $$;
+        $f$, current_schema());
+        END $do$;
+        REVOKE ALL ON FUNCTION touchgate_log_append(text, text, bytea, bigint, bigint, text) FROM PUBLIC;
+        REVOKE ALL ON FUNCTION touchgate_ship_batch(text, bytea, bigint, bigint, text) FROM PUBLIC;
+        GRANT EXECUTE ON FUNCTION touchgate_ship_batch(text, bytea, bigint, bigint, text) TO touchgate_shipper;
         """
 
     /// Applies the migrations `connection`'s database lacks; returns the version before.

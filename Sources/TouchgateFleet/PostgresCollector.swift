@@ -38,15 +38,13 @@ public final class PostgresCollector: AuditCollector, Sendable {
     }
 
     public func store(machine: String, trail: [UInt8], publicKey: [UInt8], records: [AuditRecord], seal: AuditSeal?,
-                      entry: FleetEntry.Shipment?, accepted: Int64?,
-                      signCheckpoint: @escaping @Sendable (Checkpoint, [[UInt8]]) throws(ServiceError) -> String)
-        async throws(ServiceError) -> Int64? {
+                      batch: FleetEntry.Batch?) async throws(ServiceError) -> Int64? {
         try await onConnection("the collector did not take the records") { connection throws(ServiceError) in
             try connection.transaction { () throws(ServiceError) -> Int64? in
                 try Self.insert(machine: machine, trail: trail, publicKey: publicKey, records: records, seal: seal,
                                 connection)
-                guard let entry else { return nil }
-                return try FleetLogStore(connection).append(entry, accepted: accepted, signCheckpoint: signCheckpoint)
+                guard let batch else { return nil }
+                return try FleetLogStore(connection).append(batch: batch)
             }
         }
     }
@@ -85,7 +83,9 @@ public final class PostgresCollector: AuditCollector, Sendable {
             }
             do throws(ServiceError) {
                 return try body(connection)
-            } catch where error.code == .auditBroken {
+            } catch where error.code != .collectorUnavailable {
+                // What the database holds is wrong (`audit-broken`), or not there: passed on as
+                // it is, for the shipping use case to say as a damaged log.
                 throw error
             } catch {
                 connection.close()

@@ -75,19 +75,21 @@ final class PostgresConnection {
             : PQexecParams(handle, sql, Int32(parameters.count), nil, pointers, nil, nil, 0)
         defer { PQclear(result) }
         let status = PQresultStatus(result)
-        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            let reason = result.flatMap { PQresultErrorMessage($0) }.map { String(cString: $0) } ?? ""
-            throw ServiceError(.collectorUnavailable, (reason.isEmpty ? Self.message(handle) : reason)
-                .trimmingWhitespace())
-        }
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else { throw failure(handle, result) }
         return PostgresRows(result)
     }
 
     /// The server's reason for a failed result, else libpq's.
+    /// `audit-broken` for the collector's own "log damaged" states (SQLSTATE class TG,
+    /// raised by the log's functions, FleetSchema version 3); `collector-unavailable` else.
     private func failure(_ handle: OpaquePointer, _ result: OpaquePointer?) -> ServiceError {
         let reason = result.flatMap { PQresultErrorMessage($0) }.map { String(cString: $0) } ?? ""
-        return ServiceError(.collectorUnavailable, (reason.isEmpty ? Self.message(handle) : reason)
-            .trimmingWhitespace())
+        let state = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map { String(cString: $0) }
+        let text = (reason.isEmpty ? Self.message(handle) : reason).trimmingWhitespace()
+        guard state?.hasPrefix("TG") == true else { return ServiceError(.collectorUnavailable, text) }
+        // The server's "ERROR:  " prefix and context lines add nothing to what the function says.
+        let first = text.split(separator: "\n").first.map(String.init) ?? text
+        return ServiceError(.auditBroken, first.hasPrefix("ERROR:  ") ? String(first.dropFirst(8)) : first)
     }
 
     /// Runs `sql` with `parameters` sent in PostgreSQL's binary format (``BinaryParameter``;

@@ -10,8 +10,16 @@ import TouchgateShipping
 /// replaced by another, or a batch stored as something else fails here with `audit-broken`.
 enum FleetLogCheck {
     static func broken(_ reason: String) -> ServiceError {
-        ServiceError(.auditBroken, "\(reason); nothing was marked shipped. Tell the collector's auditor: the "
-                     + "records are safe here and go again with the next `touchgate audit ship`")
+        ServiceError(.auditBroken, "log damaged: \(reason); nothing was marked shipped. Tell the collector's auditor: "
+                     + "the records are safe here and go again with the next `touchgate audit ship`")
+    }
+
+    /// `error` from the collector, other than an outage, said as a damaged log (`audit-broken`):
+    /// a collector that will not prove what it holds is one the machine cannot trust.
+    static func damaged(_ error: ServiceError) -> ServiceError {
+        guard error.code != .collectorUnavailable, error.code != .backlogFull,
+              !(error.code == .auditBroken && error.message.hasPrefix("log damaged")) else { return error }
+        return broken(error.message)
     }
 
     /// Throws unless `checkpoint` is of the same log as `accepted` and `proof` shows it only
@@ -36,12 +44,21 @@ enum FleetLogCheck {
 
     static func check(_ proofs: FleetProofs, leaf: Int64?, shipment: FleetEntry.Shipment?,
                       accepted: Checkpoint?) throws(ServiceError) -> Checkpoint {
+        do throws(ServiceError) {
+            return try checked(proofs, leaf: leaf, shipment: shipment, accepted: accepted)
+        } catch {
+            throw damaged(error)
+        }
+    }
+
+    private static func checked(_ proofs: FleetProofs, leaf: Int64?, shipment: FleetEntry.Shipment?,
+                                accepted: Checkpoint?) throws(ServiceError) -> Checkpoint {
         guard let body = SignedNote.parse(proofs.checkpoint)?.body, let checkpoint = Checkpoint(body: body) else {
             throw broken("the collector's newest checkpoint is not a checkpoint")
         }
         try extends(checkpoint, accepted, proof: proofs.consistency)
         if let shipment {
-            guard let leaf, let text = proofs.entry, case .shipment(let stored)? = FleetEntry(text: text),
+            guard let leaf, let text = proofs.entry, let stored = FleetEntry(text: text)?.shipped,
                   stored.machine.utf8.elementsEqual(shipment.machine.utf8), stored.trail == shipment.trail, stored.last == shipment.last,
                   stored.chain == shipment.chain, stored.publicKey == shipment.publicKey, stored.first <= shipment.first
             else {

@@ -46,23 +46,24 @@ extension TouchgateService {
                 repeat {
                     let batch = try log.linkedRecords(after: cursor, through: seal.sequence, limit: configuration.batchSize)
                     let last = batch.last?.sequence ?? seal.sequence
-                    let entry = batch.first.flatMap { first in
-                        batch.last?.chain.map {
-                            FleetEntry.Shipment(machine: machine, trail: seal.trail, first: first.sequence, last: last,
-                                                chain: $0, publicKey: seal.publicKey)
+                    // The batch head: what the log will hold of this batch, signed here.
+                    let head = batch.first.flatMap { first in
+                        batch.last?.chain.flatMap { chain in
+                            first.previousChain.map { previous in
+                                let shipment = FleetEntry.Shipment(machine: machine, trail: seal.trail, first: first.sequence,
+                                                                   last: last, chain: chain, publicKey: seal.publicKey)
+                                return FleetEntry.Batch(
+                                    shipment: shipment, previous: previous,
+                                    note: log.signFleetNote(FleetEntry.batchBody(shipment, previous: previous), machine: machine))
+                            }
                         }
                     }
                     let leaf: Int64?
                     let proofs: FleetProofs
                     do throws(ServiceError) {
-                        let kept = accepted?.checkpoint
                         leaf = try await collector.store(
                             machine: machine, trail: seal.trail, publicKey: seal.publicKey, records: batch,
-                            seal: last == seal.sequence ? seal : nil, entry: entry, accepted: kept?.size,
-                            signCheckpoint: { checkpoint, proof throws(ServiceError) in
-                                try FleetLogCheck.extends(checkpoint, kept, proof: proof)
-                                return log.signCheckpoint(checkpoint, machine: machine)
-                            })
+                            seal: last == seal.sequence ? seal : nil, batch: head)
                     } catch {
                         throw Self.undelivered(error, waiting: seal.sequence - cursor, limit: configuration.backlogLimit)
                     }
@@ -76,7 +77,7 @@ extension TouchgateService {
                                                    + "but did not give its log's proofs: \(error.message)")
                         throw Self.undelivered(error, waiting: seal.sequence - cursor, limit: configuration.backlogLimit)
                     }
-                    let checkpoint = try FleetLogCheck.check(proofs, leaf: leaf, shipment: entry, accepted: accepted?.checkpoint)
+                    let checkpoint = try FleetLogCheck.check(proofs, leaf: leaf, shipment: head?.shipment, accepted: accepted?.checkpoint)
                     // Only now, with the collector's log proved to hold the batch and to have
                     // only grown since the checkpoint kept here, does the cursor move.
                     try log.accept(checkpoint: proofs.checkpoint, size: checkpoint.size, trail: seal.trail, shippedThrough: last)
@@ -119,9 +120,14 @@ extension TouchgateService {
     }
 
     /// A failed delivery, with how many records wait and whether that is over the limit.
+    /// Its message starts with what it is: "outage" (the collector is away or refused the
+    /// transaction: nothing is wrong with what it holds) or "log damaged" (``FleetLogCheck``).
     static func undelivered(_ error: ServiceError, waiting: Int64, limit: Int) -> ServiceError {
-        guard error.code == .collectorUnavailable else { return error }
+        guard error.code == .collectorUnavailable else { return FleetLogCheck.damaged(error) }
         let queued = "\(waiting) record\(waiting == 1 ? "" : "s") wait to be shipped and stay queued here"
+        // Which of the two it is, said first: an outage passes; a damaged log needs its auditor.
+        let error = error.message.hasPrefix("outage") ? error
+            : ServiceError(.collectorUnavailable, "outage: \(error.message)")
         if waiting > Int64(limit) {
             return ServiceError(.backlogFull, "\(error.message). Warning: \(queued), more than the backlog limit of "
                                 + "\(limit): the collector has been away too long; fix the connection (fleet.conf) and run "

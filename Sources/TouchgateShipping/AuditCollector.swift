@@ -7,26 +7,26 @@ public import TouchgateAPI
 /// PostgreSQL (`TouchgateFleet`); nothing here trusts it: every answer is checked.
 public protocol AuditCollector: Sendable {
     /// Stores `records` (consecutive, oldest first, with their public links) of `trail`
-    /// from `machine`, then `seal` when given, and appends `entry` (the shipment naming
-    /// them) to the fleet log with a new checkpoint that `signCheckpoint` signs, all in one
-    /// transaction: all of them or none. `signCheckpoint` is given the consistency proof
-    /// from the tree of `accepted` entries (the checkpoint the machine accepted last) to the
-    /// new one, and throws, undoing everything, when the machine will not sign that tree. Returns the log index of the entry that names the
-    /// batch (an identical one already in the log is not appended again: a batch sent
-    /// twice after an interruption is stored once), or nil when `entry` is nil.
+    /// from `machine`, then `seal` when given, and has the collector append `batch` (the
+    /// head naming them, signed by this machine) to the fleet log, all in one transaction:
+    /// all of them or none. The machine never writes the log itself: the collector's own
+    /// code checks that the head names the rows just stored and computes the tree. Returns
+    /// the log index of the entry that names the batch (an identical one already in the log
+    /// is not appended again: a batch sent twice after an interruption is stored once), or
+    /// nil when `batch` is nil.
     ///
     /// Returns once committed; an adapter that blocks (a database client library) does so
     /// off the cooperative pool, so a collector that is slow to answer never stalls the
     /// daemon's other requests.
     /// - Throws: ``ServiceError`` `collector-unavailable` when the database cannot be
-    ///   reached or the transaction does not commit; `audit-broken` when the collector
-    ///   already holds other records at these sequence numbers (squatted), naming them.
+    ///   reached or the transaction does not commit (an outage); `audit-broken` when the
+    ///   collector already holds other records at these sequence numbers (squatted), or its
+    ///   log is damaged, naming what.
     func store(machine: String, trail: [UInt8], publicKey: [UInt8], records: [AuditRecord], seal: AuditSeal?,
-               entry: FleetEntry.Shipment?, accepted: Int64?,
-               signCheckpoint: @escaping @Sendable (Checkpoint, [[UInt8]]) throws(ServiceError) -> String)
-        async throws(ServiceError) -> Int64?
+               batch: FleetEntry.Batch?) async throws(ServiceError) -> Int64?
 
-    /// The log's newest checkpoint (a signed note), with the entry at `leaf` and its
+    /// The log's tree head as a checkpoint (a note; signed by the log's key when the
+    /// collector published one at that size), with the entry at `leaf` and its
     /// inclusion proof, and the consistency proof from the tree of `old` entries, each
     /// against that checkpoint.
     /// - Throws: ``ServiceError`` `collector-unavailable`, or `audit-broken` when the log

@@ -71,15 +71,16 @@ extension AuditLog {
         try database.writer.write { db in try db.execute(sql: "DELETE FROM auditFleetCheckpoint") }
     }
 
-    /// The signature line of this store's signing key over a fleet log checkpoint, under
-    /// the key name of `machine`. Only checkpoints are signed (their origin line starts
-    /// with ``Checkpoint/originPrefix``, which no seal message can), so the key's
-    /// signatures on seals and on checkpoints can never be taken for one another.
-    public func signCheckpoint(_ checkpoint: Checkpoint, machine: String) -> String {
-        precondition(checkpoint.origin.hasPrefix(Checkpoint.originPrefix))
+    /// `body` signed by this store's signing key under the key name of `machine`: a batch
+    /// head of the fleet log (``FleetEntry/batchBody(_:previous:)``), a signed note. Only
+    /// fleet notes are signed (their first line starts with ``Checkpoint/originPrefix``,
+    /// which no seal message can), so the key's signatures on seals and on batch heads can
+    /// never be taken for one another.
+    public func signFleetNote(_ body: String, machine: String) -> String {
+        precondition(body.hasPrefix(Checkpoint.originPrefix) && body.hasSuffix("\n"))
         let name = SignedNote.keyName(machine)
-        return SignedNote.line(name: name, keyID: SignedNote.keyID(name: name, type: SignedNote.ed25519,
-                                                                   publicKey: signer.publicKey),
-                               payload: signer.sign(Array(checkpoint.body.utf8)))
+        return body + "\n" + SignedNote.line(name: name, keyID: SignedNote.keyID(name: name, type: SignedNote.ed25519,
+                                                                                publicKey: signer.publicKey),
+                                             payload: signer.sign(Array(body.utf8)))
     }
 }

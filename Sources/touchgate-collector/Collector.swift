@@ -19,7 +19,8 @@ struct Collector: ParsableCommand {
             refused to cosign; 64 usage; 69 the database cannot be reached or refused a statement.
             """,
         version: Release.version,
-        subcommands: [Init.self, Keygen.self, Register.self, Verify.self, Witness.self, ShowCheckpoint.self, Proof.self, Query.self])
+        subcommands: [Init.self, Keygen.self, Register.self, Verify.self, Witness.self, Publish.self, ShowCheckpoint.self, Proof.self,
+                      Query.self])
 }
 
 /// The options every subcommand shares.
@@ -182,6 +183,20 @@ extension Collector {
                                    + "checkpoint` output): the log must still agree with it (repeat for several).",
                                    valueName: "FILE"))
         var checkpoint: [String] = []
+        @Option(help: ArgumentHelp("How many of the --witness-key witnesses must have cosigned one size of the log "
+                                   + "(default: none): the log fails unless they did, so a fork shown to you alone "
+                                   + "cannot pass.", valueName: "N"))
+        var witnessQuorum: Int?
+        @Option(help: ArgumentHelp("The log's public key (`publish --key`): checkpoints it signed must verify.",
+                                   valueName: "FILE"))
+        var logKey: String?
+
+        func validate() throws {
+            if let witnessQuorum, witnessQuorum < 1 || witnessQuorum > witnessKey.count {
+                throw ValidationError("--witness-quorum takes 1 up to the number of --witness-key files given "
+                                      + "(\(witnessKey.count))")
+            }
+        }
 
         func run() throws {
             try options.run { collector throws(ServiceError) in
@@ -190,7 +205,10 @@ extension Collector {
                         try KeyFiles.verifier(file, type: SignedNote.ed25519, what: "enrollment") },
                     witnesses: try witnessKey.map { file throws(ServiceError) in
                         try KeyFiles.verifier(file, type: SignedNote.cosignature, what: "witness") },
-                    checkpoints: try checkpoint.map { file throws(ServiceError) in try KeyFiles.checkpoint(file) })
+                    checkpoints: try checkpoint.map { file throws(ServiceError) in try KeyFiles.checkpoint(file) },
+                    quorum: witnessQuorum ?? 0,
+                    log: try logKey.map { file throws(ServiceError) in
+                        try KeyFiles.verifier(file, type: SignedNote.ed25519, what: "log") })
                 let (reports, log) = try collector.verify(machine: machine, trust: trust) { trail in
                     if options.json {
                         options.say(WireCoding.line(trail))
@@ -211,6 +229,14 @@ extension Collector {
                         options.say("witness \(witness.name) "
                                     + (witness.vouchedThrough.map { "vouched through \($0) of \(log.size) entries" }
                                        ?? "has cosigned nothing"))
+                    }
+                    if let quorum = log.quorum {
+                        options.say(log.witnessedThrough.map { "quorum of \(quorum) witnesses: through \($0) of \(log.size) "
+                                                               + "entries" + ($0 < log.size ? " (the rest not yet witnessed)" : "") }
+                                    ?? "quorum of \(quorum) witnesses: not met at any size")
+                    }
+                    if let signed = log.logSigned {
+                        options.say("\(signed) checkpoint(s) signed by the log's key")
                     }
                     // A machine with more than one key: keys added or swapped, each attributable.
                     let byMachine = Dictionary(grouping: log.registrations, by: \.machine)
@@ -265,6 +291,43 @@ extension Collector {
                 } else {
                     options.say("cosigned the fleet log at \(checkpoint.size) entries"
                                 + (previous.map { " (it held \($0.size) when this witness last cosigned)" } ?? ""))
+                }
+                return 0
+            }
+        }
+    }
+
+    /// `touchgate-collector publish`.
+    struct Publish: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Sign the fleet log's tree head with the log's key; write the log as C2SP tiles.",
+            discussion: """
+                Run by the collector's operator (from a timer), with the log's key (`keygen --name \
+                NAME --out FILE`; give FILE.pub to auditors and witnesses). Checks that the tree \
+                extends the checkpoint the key signed last and that its new entries are the leaves \
+                it holds, signs it (a C2SP checkpoint) and files it. With --tiles DIR, writes the log \
+                there as C2SP tlog-tiles (checkpoint, tile/<L>/<N>, tile/entries/<N>) for any web \
+                server to serve: full tiles once, the right edge anew; the checkpoint file carries \
+                the witnesses' cosignatures of that size. Exit status 6 when the log no longer extends \
+                what the key signed (nothing is signed).
+                """)
+
+        @OptionGroup var options: DatabaseOptions
+        @Option(help: ArgumentHelp("The log's private key file.", valueName: "FILE"))
+        var key: String
+        @Option(help: ArgumentHelp("Where to write the tiles.", valueName: "DIR"))
+        var tiles: String?
+
+        func run() throws {
+            try options.run { collector throws(ServiceError) in
+                let signer = try KeyFiles.signer(key, type: SignedNote.ed25519, what: "log")
+                let (note, files) = try collector.publish(signer: signer, tiles: tiles)
+                let checkpoint = SignedNote.parse(note).flatMap { Checkpoint(body: $0.body) }
+                if options.json {
+                    options.say(WireCoding.line(["size": String(checkpoint?.size ?? 0), "files": String(files)]))
+                } else {
+                    options.say("signed the fleet log at \(checkpoint?.size ?? 0) entries"
+                                + (tiles.map { "; wrote \(files) file(s) to \($0)" } ?? ""))
                 }
                 return 0
             }

@@ -90,8 +90,8 @@ struct FleetTests {
         let server = try await PostgresRig()
         let initialised = try await collector(server, ["init"])
         try #require(initialised.status == 0, "\(initialised.stderrLines)")
-        #expect(initialised.stdout.contains("from version 0 to 2"))
-        #expect(try await collector(server, ["init"]).stdout.contains("already at version 2"))
+        #expect(initialised.stdout.contains("from version 0 to 3"))
+        #expect(try await collector(server, ["init"]).stdout.contains("already at version 3"))
         var machines: [Machine] = []
         for name in names {
             let machine = try Machine(name, database: server.database, batchSize: batchSize)
@@ -414,7 +414,7 @@ struct FleetTests {
             // (libpq's messages span lines: the two parts are looked for in the whole log.)
             let log = rig.daemonLog
             #expect(log.contains("stay queued")
-                    && (log.contains("fleet: root's trail: cannot connect") || log.contains("server closed the connection")),
+                    && (log.contains("fleet: root's trail: outage: cannot connect") || log.contains("server closed the connection")),
                     "\(log)")
             rig.stop()
         }

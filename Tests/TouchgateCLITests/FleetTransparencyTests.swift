@@ -42,9 +42,9 @@ struct FleetTransparencyTests {
     /// smaller database: nothing in it shows the cut.
     static func rollBack(_ server: PostgresRig, to size: Int) async throws {
         try await server.psql("""
-            DELETE FROM records r USING log_entries e WHERE e.leaf >= \(size) AND e.kind = 'shipment'
+            DELETE FROM records r USING log_entries e WHERE e.leaf >= \(size) AND e.kind = 'batch'
                 AND r.machine = e.machine AND r.trail = e.trail AND r.seq BETWEEN e.first_seq AND e.last_seq;
-            DELETE FROM seals s USING log_entries e WHERE e.leaf >= \(size) AND e.kind = 'shipment'
+            DELETE FROM seals s USING log_entries e WHERE e.leaf >= \(size) AND e.kind = 'batch'
                 AND s.machine = e.machine AND s.trail = e.trail AND s.seq BETWEEN e.first_seq AND e.last_seq;
             DELETE FROM log_entries WHERE leaf >= \(size);
             DELETE FROM log_nodes WHERE ((idx + 1) << level) > \(size);
@@ -242,8 +242,8 @@ struct FleetTransparencyTests {
             #expect(update.status != 0 && update.output.contains("permission denied"), "\(update.output)")
             let delete = try await Self.psql(server, as: "m2", "DELETE FROM log_entries")
             #expect(delete.status != 0 && delete.output.contains("permission denied"), "\(delete.output)")
-            let entry = try await Self.psql(server, as: "m2", "INSERT INTO log_entries (leaf, kind, machine, body) VALUES (1000, 'shipment', 'm1', 'x')")
-            #expect(entry.status != 0 && entry.output.contains("row-level security"), "\(entry.output)")
+            let entry = try await Self.psql(server, as: "m2", "INSERT INTO log_entries (leaf, kind, machine, body) VALUES (1000, 'batch', 'm2', 'x')")
+            #expect(entry.status != 0 && entry.output.contains("permission denied"), "\(entry.output)")
 
             // The administrator takes m1's next sequence numbers with records of its own.
             try await server.psql("""
@@ -319,7 +319,7 @@ struct FleetTransparencyTests {
             try await server.psql("UPDATE log_entries SET first_seq = 2, body = replace(body, 'records 1 5', 'records 2 5') WHERE leaf = 1")
             let rewritten = try await Self.collector(server, ["verify", "--witness-key", w1.pub])
             #expect(rewritten.status == 6 && rewritten.stdout.contains("fleet log broken")
-                    && rewritten.stdout.contains("another root"), "\(rewritten.stdout)")
+                    && rewritten.stdout.contains("does not match the log"), "\(rewritten.stdout)")
         }
     }
 
@@ -346,7 +346,7 @@ struct FleetTransparencyTests {
             #expect(final.status == 0, "\(final.stdout) \(final.stderrLines)")
             #expect(try await FleetTests.collected(server)["m1"] == [400, 1, 400, 400])
             #expect(try await server.psql("""
-                SELECT count(*) FROM (SELECT last_seq FROM log_entries WHERE kind = 'shipment' GROUP BY machine, trail, last_seq
+                SELECT count(*) FROM (SELECT last_seq FROM log_entries WHERE kind = 'batch' GROUP BY machine, trail, last_seq
                 HAVING count(*) > 1) AS repeated
                 """) == "0")
             let enrollment = try await FleetTests.enrollmentKey(server)
@@ -356,7 +356,7 @@ struct FleetTransparencyTests {
         }
     }
 
-    @Test("an entry overwritten with another's while the stored nodes stay (the first records then deleted) is caught by verify and by a witness; an entry without its machine's signed checkpoint is caught by verify")
+    @Test("an entry overwritten with another's while the stored nodes stay (the first records then deleted) is caught by verify and by a witness")
     func rewrittenEntriesAreCaught() async throws {
         let (server, machines) = try await FleetTests.fleet(["m1", "m2"], records: 15)
         defer { machines.forEach { $0.remove() } }
@@ -377,30 +377,52 @@ struct FleetTransparencyTests {
             let witnessed = try await Self.collector(server, ["witness", "--key", witness.key, "--state", witness.state])
             #expect(witnessed.status == 6 && witnessed.stderrLines.joined().contains("entry 2 is not the leaf its tree holds"),
                     "\(witnessed.stdout) \(witnessed.stderrLines)")
-            // Its checkpoints deleted too, to hide the changed root: that is an entry without one.
-            try await server.psql("DELETE FROM checkpoints WHERE size > 2")
-            let hidden = try await Self.collector(server, ["verify", "--enrollment-key", enrollment.pub])
-            #expect(hidden.status == 6 && hidden.stdout.contains("entry 2 of the fleet log")
-                    && hidden.stdout.contains("has no checkpoint signed by that machine"), "\(hidden.stdout)")
             #expect(!FileManager.default.fileExists(atPath: witness.state))
         }
     }
 
-    @Test("a shipment entry whose signed checkpoint is gone reads as appended outside a shipment")
-    func unsignedEntriesAreCaught() async throws {
-        let (server, machines) = try await FleetTests.fleet(["m1"], records: 10)
-        defer { machines.forEach { $0.remove() } }
+    @Test("a batch head a machine's credentials append with a forged signature breaks that machine's trail alone: the log and every other machine stay intact and keep shipping")
+    func forgedBatchHeadStaysWithItsMachine() async throws {
+        let server = try await PostgresRig()
         try await server.removing { server in
-            #expect(try await machines[0].ship().status == 0)
-            try await server.psql("DELETE FROM checkpoints WHERE size = (SELECT max(size) FROM checkpoints)")
-            let verified = try await Self.collector(server, ["verify"])
-            #expect(verified.status == 6 && verified.stdout.contains("has no checkpoint signed by that machine"),
-                    "\(verified.stdout)")
+            #expect(try await Self.collector(server, ["init"]).status == 0)
+            try await server.shipperRoles("m1", "m2")
+            let m1 = try Machine("m1", database: server.database(as: "m1"))
+            let m2 = try Machine("m2", database: server.database(as: "m2"))
+            defer { [m1, m2].forEach { $0.remove() } }
+            for machine in [m1, m2] {
+                try machine.write(10)
+                #expect(try await machine.ship().status == 0)
+                try await FleetTests.register(server, machine: machine.name, publicKeyFile: machine.publicKeyFile)
+            }
+            // m2's credentials copy its own records 6…10 to sequences 11…15 and append a batch
+            // head naming them, whose signature line has the right form and the wrong bytes.
+            let forged = try await Self.psql(server, as: "m2", """
+                INSERT INTO records SELECT machine, trail, seq + 5, unix_time, boot_time, boot_id, uid, login, vault_user,
+                    event, item, outcome, reason, prev_mac, mac, prev_chain, chain FROM records WHERE seq > 5;
+                SELECT touchgate_ship_batch('m2', r.trail, 11, 15,
+                    'touchgate.fleet/batch/v1' || E'\\n' || 'machine m2' || E'\\n' || 'trail ' || encode(r.trail, 'hex') || E'\\n'
+                    || 'records 11 15' || E'\\n' || 'previous ' || encode(r.prev_chain, 'hex') || E'\\n'
+                    || 'chain ' || encode(l.chain, 'hex') || E'\\n' || 'key ' || encode(t.public_key, 'hex') || E'\\n\\n'
+                    || '\u{2014} m2 ' || repeat('A', 91) || '=' || E'\\n')
+                FROM records r JOIN records l ON l.trail = r.trail AND l.seq = 15 JOIN trails t ON t.trail = r.trail
+                WHERE r.seq = 11;
+                """)
+            #expect(forged.status == 0, "\(forged.output)")
+            let enrollment = try await FleetTests.enrollmentKey(server)
+            let verified = try await Self.collector(server, ["verify", "--enrollment-key", enrollment.pub])
+            #expect(verified.status == 6 && verified.stdout.contains("fleet log intact")
+                    && verified.stdout.contains("is not signed by the key it names: forged")
+                    && verified.stdout.contains("1 of 2 trail(s) broken, on m2"), "\(verified.stdout)")
+            try m1.write(3)
+            #expect(try await m1.ship().status == 0)
+            let alone = try await Self.collector(server, ["verify", "--enrollment-key", enrollment.pub, "--machine", "m1"])
+            #expect(alone.status == 0 && alone.stdout.contains("none broken"), "\(alone.stdout)")
         }
     }
 
-    @Test("a machine's credentials cannot plant out-of-range sizes; a planted checkpoint or node makes shipments fail (6) at once, never hang or crash, and verify names it")
-    func plantedLogRowsAreContained() async throws {
+    @Test("a machine's credentials cannot plant a node, an entry or a checkpoint (the attacks that broke the log for good), nor append for another machine or for rows it did not store; a node the administrator plants makes shipments fail as a damaged log (6), never as an outage, and verify names it")
+    func plantedLogRowsAreRefused() async throws {
         let server = try await PostgresRig()
         try await server.removing { server in
             #expect(try await Self.collector(server, ["init"]).status == 0)
@@ -409,31 +431,45 @@ struct FleetTransparencyTests {
             defer { m1.remove() }
             try m1.write(10)
             #expect(try await m1.ship().status == 0)
-            let huge = try await Self.psql(server, as: "m2", "INSERT INTO checkpoints VALUES (4611686018427387905, 'x', 'x')")
-            #expect(huge.status != 0 && huge.output.contains("check constraint"), "\(huge.output)")
-            let far = try await Self.psql(server, as: "m2", "INSERT INTO log_nodes VALUES (0, 4611686018427387904, decode(repeat('00', 32), 'hex'))")
-            #expect(far.status != 0 && far.output.contains("check constraint"), "\(far.output)")
-
-            // The largest size allowed, planted: m1's next shipment stops at once, exit 6.
-            await #expect(try Self.psql(server, as: "m2", "INSERT INTO checkpoints VALUES (281474976710656, 'x', 'm2')").status == 0)
+            try await FleetTests.register(server, machine: "m1", publicKeyFile: m1.publicKeyFile)
+            let size = try await server.psql("SELECT count(*) FROM log_entries")
+            for attack in [
+                "INSERT INTO log_nodes VALUES (0, \(size), decode(repeat('00', 32), 'hex'))",
+                "INSERT INTO log_entries (leaf, kind, machine, body) VALUES (\(size), 'batch', 'm2', 'x')",
+                "INSERT INTO checkpoints VALUES (281474976710656, 'x', 'm2')",
+                "INSERT INTO cosignatures VALUES ('w', 1, 'x')",
+                "UPDATE fleet_log SET origin = 'touchgate.fleet/x'",
+                "SELECT touchgate_log_append('batch', 'm2', NULL, NULL, NULL, 'x')",
+            ] {
+                let refused = try await Self.psql(server, as: "m2", attack)
+                #expect(refused.status != 0 && refused.output.contains("permission denied"), "\(attack): \(refused.output)")
+            }
+            let foreign = try await Self.psql(server, as: "m2", "SELECT touchgate_ship_batch('m1', decode(repeat('00', 16), 'hex'), 1, 5, 'x')")
+            #expect(foreign.status != 0 && foreign.output.contains("may ship only as machine m2"), "\(foreign.output)")
+            let unstored = try await Self.psql(server, as: "m2", "SELECT touchgate_ship_batch('m2', decode(repeat('00', 16), 'hex'), 1, 5, 'x')")
+            #expect(unstored.status != 0 && unstored.output.contains("does not hold whole"), "\(unstored.output)")
+            #expect(try await server.psql("SELECT count(*) FROM log_entries") == size)
             try m1.write(1)
-            let started = Date()
-            let refused = try await m1.ship()
-            #expect(refused.status == 6 && Date().timeIntervalSince(started) < 30, "\(refused.stdout) \(refused.stderrLines)")
-            let verified = try await Self.collector(server, ["verify"])
-            #expect(verified.status == 6 && verified.stdout.contains("fleet log broken"), "\(verified.stdout)")
-            try await server.psql("DELETE FROM checkpoints WHERE size = 281474976710656")
+            #expect(try await m1.ship().status == 0)
+            let clean = try await Self.collector(server, ["verify"])
+            #expect(clean.status == 0, "\(clean.stdout)")
 
-            // A node planted past the end: appends fail (6) until it is removed; verify names it.
-            await #expect(try Self.psql(server, as: "m2", "INSERT INTO log_nodes VALUES (0, 1000, decode(repeat('00', 32), 'hex'))").status == 0)
-            try m1.write(1)
-            let blocked = try await m1.ship()
-            #expect(blocked.status == 6 && blocked.stdout.contains("audit-broken"), "\(blocked.stdout)")
+            // The administrator plants a node where the next append's leaf goes: the shipment
+            // fails at once as a damaged log (not an outage), and verify names it.
+            let next = try await server.psql("SELECT count(*) FROM log_entries")
+            try await server.psql("INSERT INTO log_nodes VALUES (0, \(next), decode(repeat('00', 32), 'hex'))")
             let planted = try await Self.collector(server, ["verify"])
             #expect(planted.status == 6 && planted.stdout.contains("fleet log broken"), "\(planted.stdout)")
-            try await server.psql("DELETE FROM log_nodes WHERE level = 0 AND idx = 1000")
+            try m1.write(1)
+            let started = Date()
+            let blocked = try await m1.ship()
+            #expect(blocked.status == 6 && blocked.stdout.contains("audit-broken") && blocked.stdout.contains("log damaged")
+                    && Date().timeIntervalSince(started) < 30, "\(blocked.stdout)")
+            try await server.psql("DELETE FROM log_nodes WHERE level = 0 AND idx = \(next)")
             let resumed = try await m1.ship()
             #expect(resumed.status == 0, "\(resumed.stdout)")
+            let after = try await Self.collector(server, ["verify"])
+            #expect(after.status == 0, "\(after.stdout)")
         }
     }
 

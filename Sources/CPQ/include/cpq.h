@@ -38,6 +38,7 @@ struct tg_pq_api {
                             const char *const *values, const int *lengths, const int *formats, int resultFormat);
     ExecStatusType (*resultStatus)(const PGresult *result);
     char *(*resultErrorMessage)(const PGresult *result);
+    char *(*resultErrorField)(const PGresult *result, int field);
     void (*clear)(PGresult *result);
     int (*ntuples)(const PGresult *result);
     int (*nfields)(const PGresult *result);
@@ -77,6 +78,11 @@ static inline PGresult *PQexecParams(PGconn *conn, const char *command, int coun
 }
 static inline ExecStatusType PQresultStatus(const PGresult *result) { return tg_pq.resultStatus(result); }
 static inline char *PQresultErrorMessage(const PGresult *result) { return tg_pq.resultErrorMessage(result); }
+/* PQresultErrorField(): PG_DIAG_SQLSTATE ('C') is the only field read. */
+#define PG_DIAG_SQLSTATE 'C'
+static inline char *PQresultErrorField(const PGresult *result, int field) {
+    return tg_pq.resultErrorField(result, field);
+}
 static inline void PQclear(PGresult *result) { if (result) tg_pq.clear(result); }
 static inline int PQntuples(const PGresult *result) { return tg_pq.ntuples(result); }
 static inline int PQnfields(const PGresult *result) { return tg_pq.nfields(result); }

@@ -6,13 +6,34 @@ import TouchgatePolicy
 /// - A **shipment**: a batch of one machine's trail, named by its first and last sequence
 ///   and the public link (``AuditSeal``'s chain) of its last record, which commits to every
 ///   record of the trail up to it. Appended in the transaction that stores the batch.
+/// - A **batch head** (schema 3 on): the same, plus the link before the batch's first
+///   record, as a note signed by the machine's seal key: the collector's own code appends
+///   it (a definer function that checks it names the rows the machine stored), and only the
+///   machine could have signed it.
+/// - A **shipment** (schema 2, kept readable): the same fields unsigned, vouched for by a
+///   checkpoint the machine signed.
 /// - A **key registration**: a note signed by the administrator's enrollment key saying
 ///   which public key signs a machine's trails, from when.
 ///
 /// The leaf hash is RFC 9162's over the entry's UTF-8 text.
 public enum FleetEntry: Sendable, Equatable {
+    case batch(Batch)
     case shipment(Shipment)
     case registration(Registration)
+
+    /// A batch head: the shipment it names, the public link before its first record, and
+    /// the whole signed note.
+    public struct Batch: Sendable, Equatable {
+        public var shipment: Shipment
+        public var previous: [UInt8]
+        public var note: String
+
+        public init(shipment: Shipment, previous: [UInt8], note: String) {
+            self.shipment = shipment
+            self.previous = previous
+            self.note = note
+        }
+    }
 
     public struct Shipment: Sendable, Equatable {
         public var machine: String
@@ -40,6 +61,7 @@ public enum FleetEntry: Sendable, Equatable {
         public var note: String
     }
 
+    static let batchHeader = "touchgate.fleet/batch/v1"
     static let shipmentHeader = "touchgate.fleet/shipment/v1"
     static let registrationHeader = "touchgate.fleet/registration/v1"
 
@@ -52,7 +74,35 @@ public enum FleetEntry: Sendable, Equatable {
                 + "key \(Hex.encode(shipment.publicKey))\n"
         case .registration(let registration):
             registration.note
+        case .batch(let batch):
+            batch.note
         }
+    }
+
+    /// The batch of one trail a batch head or a shipment names.
+    public var shipped: Shipment? {
+        switch self {
+        case .batch(let batch): batch.shipment
+        case .shipment(let shipment): shipment
+        case .registration: nil
+        }
+    }
+
+    /// The body of a batch head, for the machine to sign. The collector's definer function
+    /// `touchgate_ship_batch` builds the same text from the rows stored (FleetSchema, version
+    /// 3): the two must stay letter for letter alike.
+    public static func batchBody(_ shipment: Shipment, previous: [UInt8]) -> String {
+        "\(batchHeader)\nmachine \(SignedNote.keyName(shipment.machine))\ntrail \(Hex.encode(shipment.trail))\n"
+            + "records \(shipment.first) \(shipment.last)\nprevious \(Hex.encode(previous))\n"
+            + "chain \(Hex.encode(shipment.chain))\nkey \(Hex.encode(shipment.publicKey))\n"
+    }
+
+    /// Whether this is a batch head signed by the key it names, under its machine's name.
+    public var isSignedBatch: Bool {
+        guard case .batch(let batch) = self else { return false }
+        let verifier = NoteVerifier(name: SignedNote.keyName(batch.shipment.machine), type: SignedNote.ed25519,
+                                    publicKey: batch.shipment.publicKey)
+        return verifier.verifiedBody(batch.note) == Self.batchBody(batch.shipment, previous: batch.previous)
     }
 
     /// RFC 9162's leaf hash of ``text``.
@@ -77,7 +127,19 @@ public enum FleetEntry: Sendable, Equatable {
             guard index < lines.count, lines[index].hasPrefix(key + " ") else { return nil }
             return String(lines[index].dropFirst(key.count + 1))
         }
-        if lines.first == Self.shipmentHeader {
+        if lines.first == Self.batchHeader {
+            guard let (body, _) = SignedNote.parse(text), body.split(separator: "\n").count == 7,
+                  let machine = field(1, "machine").flatMap(Self.unescaped), let trail = field(2, "trail").flatMap(Hex.decode),
+                  let range = field(3, "records")?.split(separator: " "), range.count == 2,
+                  let first = Int64(range[0]), let last = Int64(range[1]),
+                  let previous = field(4, "previous").flatMap(Hex.decode),
+                  let chain = field(5, "chain").flatMap(Hex.decode), let key = field(6, "key").flatMap(Hex.decode),
+                  body == Self.batchBody(.init(machine: machine, trail: trail, first: first, last: last, chain: chain,
+                                               publicKey: key), previous: previous)
+            else { return nil }
+            self = .batch(Batch(shipment: Shipment(machine: machine, trail: trail, first: first, last: last, chain: chain,
+                                                   publicKey: key), previous: previous, note: text))
+        } else if lines.first == Self.shipmentHeader {
             guard let machine = field(1, "machine").flatMap(Self.unescaped), let trail = field(2, "trail").flatMap(Hex.decode),
                   let range = field(3, "records")?.split(separator: " "), range.count == 2,
                   let first = Int64(range[0]), let last = Int64(range[1]),

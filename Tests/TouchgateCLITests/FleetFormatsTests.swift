@@ -1,0 +1,166 @@
+import Foundation
+import Testing
+import TouchgatePolicy
+import TouchgateTestSupport
+import TouchgateVault
+
+/// The fleet log in shared formats (docs/FLEET.md): checked by a verifier that shares no
+/// code with the collector, a fork refused under a witness quorum, and no proof for an
+/// entry that is not there. Each against a real PostgreSQL server.
+@Suite(.serialized, .timeLimit(.minutes(4)))
+struct FleetFormatsTests {
+    typealias Machine = FleetTests.Machine
+
+    static func collector(_ server: PostgresRig, _ arguments: [String]) async throws -> CLIResult {
+        try await FleetTests.collector(server, arguments)
+    }
+
+    /// The independent verifier: written in Python from the C2SP and RFC 9162 texts alone.
+    static let verifier = Fixtures.packageRoot.appendingPathComponent("Tests/Fixtures/fleet/tlogcheck.py").path
+
+    static func python(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let result = try await runProgram("/usr/bin/python3", [verifier] + arguments)
+        if result.stderr.contains("No module named 'cryptography'") {
+            Issue.record("the independent verifier needs python3-cryptography (apt-get install python3-cryptography)")
+        }
+        return result
+    }
+
+    /// A note key of the collector (a log key, or a witness's with `witness`).
+    static func key(_ server: PostgresRig, _ name: String, witness: Bool = false) async throws -> (key: String, pub: String) {
+        let key = server.directory + "/\(name).key"
+        let made = try await collector(server, ["keygen"] + (witness ? ["--witness"] : []) + ["--name", name, "--out", key])
+        try #require(made.status == 0, "\(made.stderrLines)")
+        return (key, key + ".pub")
+    }
+
+    static func vkey(_ file: String) throws -> String {
+        try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test("the log as C2SP tiles, its checkpoint signed by the log's key and cosigned by two witnesses, passes a verifier written from the C2SP and RFC 9162 texts alone (which also passes C2SP's own published vectors); a flipped byte in an entry, a tile or a cosignature fails it")
+    func independentVerifierReadsTheTiles() async throws {
+        let vectors = try await Self.python(["vectors"])
+        #expect(vectors.status == 0 && vectors.stdout.contains("passed"), "\(vectors.stdout) \(vectors.stderr)")
+
+        let (server, machines) = try await FleetTests.fleet(["m1", "m2"], records: 270, batchSize: 1)
+        defer { machines.forEach { $0.remove() } }
+        try await server.removing { server in
+            #expect(try await machines[0].ship().status == 0)
+            let log = try await Self.key(server, "log.fleet.test")
+            let (w1, w2) = (try await Self.key(server, "w1.fleet.test", witness: true),
+                            try await Self.key(server, "w2.fleet.test", witness: true))
+            let tiles = server.directory + "/tiles"
+            let first = try await Self.collector(server, ["publish", "--key", log.key, "--tiles", tiles])
+            #expect(first.status == 0 && first.stdout.contains("signed the fleet log at 272 entries"), "\(first.stdout) \(first.stderrLines)")
+            let old = server.directory + "/old.checkpoint"
+            try FileManager.default.copyItem(atPath: tiles + "/checkpoint", toPath: old)
+            #expect(FileManager.default.fileExists(atPath: tiles + "/tile/0/000"))
+            #expect(FileManager.default.fileExists(atPath: tiles + "/tile/0/001.p/16"))
+            #expect(FileManager.default.fileExists(atPath: tiles + "/tile/entries/001.p/16"))
+            #expect(FileManager.default.fileExists(atPath: tiles + "/tile/1/000.p/1"))
+
+            #expect(try await machines[1].ship().status == 0)
+            for witness in [w1, w2] {
+                let cosigned = try await Self.collector(server, ["witness", "--key", witness.key, "--state", witness.key + ".state"])
+                #expect(cosigned.status == 0, "\(cosigned.stdout) \(cosigned.stderrLines)")
+            }
+            let second = try await Self.collector(server, ["publish", "--key", log.key, "--tiles", tiles])
+            #expect(second.status == 0 && second.stdout.contains("signed the fleet log at 542 entries"), "\(second.stdout) \(second.stderrLines)")
+            let checkpoint = try String(contentsOfFile: tiles + "/checkpoint", encoding: .utf8)
+            #expect(checkpoint.components(separatedBy: "\n\u{2014} ").count == 4, "\(checkpoint)")
+
+            let arguments = ["check", "--tiles", tiles, "--log-key", try Self.vkey(log.pub), "--witness-key", try Self.vkey(w1.pub),
+                             "--witness-key", try Self.vkey(w2.pub), "--quorum", "2", "--old-checkpoint", old, "--json"]
+            let checked = try await Self.python(arguments)
+            #expect(checked.status == 0, "\(checked.stdout) \(checked.stderr)")
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(checked.stdout.utf8)) as? [String: Any],
+                                      "\(checked.stdout)")
+            #expect(report["size"] as? Int == 542 && report["entries"] as? Int == 542)
+            #expect(Set(report["cosigned_by"] as? [String] ?? []) == ["w1.fleet.test", "w2.fleet.test"])
+            #expect(report["consistency_checked"] as? Int == 1 && (report["inclusion_checked"] as? Int ?? 0) >= 542)
+            // The collector's own verify agrees, with the log's key and the quorum.
+            let verified = try await Self.collector(server, ["verify", "--log-key", log.pub, "--witness-key", w1.pub,
+                                                             "--witness-key", w2.pub, "--witness-quorum", "2"])
+            #expect(verified.status == 0 && verified.stdout.contains("quorum of 2 witnesses: through 542 of 542")
+                    && verified.stdout.contains("2 checkpoint(s) signed by the log's key"), "\(verified.stdout)")
+
+            // Each of these, changed by one byte, fails the independent check.
+            for (path, reason) in [("tile/entries/001", "leaf hash"), ("tile/0/000", "tile"), ("checkpoint", "cosignature")] {
+                let file = tiles + "/" + path
+                let original = try Data(contentsOf: URL(fileURLWithPath: file))
+                var bytes = [UInt8](original)
+                let at = path == "checkpoint" ? bytes.count - 10 : 40
+                bytes[at] = bytes[at] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+                try Data(bytes).write(to: URL(fileURLWithPath: file))
+                let tampered = try await Self.python(arguments)
+                #expect(tampered.status == 1 && tampered.stderr.contains(reason), "\(path): \(tampered.stderr)")
+                try original.write(to: URL(fileURLWithPath: file))
+            }
+        }
+    }
+
+    @Test("a fork: the administrator rolls the log back and lets another machine ship on a branch of its own; one witness saw each branch. Without a quorum verify passes (today's attack); with a quorum of two it fails, and the witness of the first branch refuses the second")
+    func forkFailsUnderAQuorum() async throws {
+        let (server, machines) = try await FleetTests.fleet(["m1", "m2"], records: 10)
+        defer { machines.forEach { $0.remove() } }
+        try await server.removing { server in
+            for machine in machines { #expect(try await machine.ship().status == 0) }
+            let (w1, w2) = (try await Self.key(server, "w1.fleet.test", witness: true),
+                            try await Self.key(server, "w2.fleet.test", witness: true))
+            let common = try await server.psql("SELECT count(*) FROM log_entries")
+            // Branch A: m1 ships on; w1 sees it.
+            try machines[0].write(5)
+            #expect(try await machines[0].ship().status == 0)
+            #expect(try await Self.collector(server, ["witness", "--key", w1.key, "--state", w1.key + ".state"]).status == 0)
+            // Branch B: the administrator cuts A off (and w1's cosignature with it), m2 ships on,
+            // and a witness of its choosing, w2, cosigns it.
+            try await FleetTransparencyTests.rollBack(server, to: Int(common)!)
+            try await server.psql("DELETE FROM cosignatures")
+            try machines[1].write(5)
+            #expect(try await machines[1].ship().status == 0)
+            #expect(try await Self.collector(server, ["witness", "--key", w2.key, "--state", w2.key + ".state"]).status == 0)
+
+            let alone = try await Self.collector(server, ["verify", "--witness-key", w1.pub, "--witness-key", w2.pub,
+                                                          "--machine", "m2"])
+            #expect(alone.status == 0, "without a quorum the branch passes: \(alone.stdout)")
+            let quorum = try await Self.collector(server, ["verify", "--witness-key", w1.pub, "--witness-key", w2.pub,
+                                                           "--witness-quorum", "2", "--machine", "m2"])
+            #expect(quorum.status == 6 && quorum.stdout.contains("fleet log broken")
+                    && quorum.stdout.contains("is not cosigned by 2 of the witnesses given")
+                    && quorum.stdout.contains("quorum of 2 witnesses: not met"), "\(quorum.stdout)")
+            let refused = try await Self.collector(server, ["witness", "--key", w1.key, "--state", w1.key + ".state"])
+            #expect(refused.status == 6 && refused.stderrLines.joined().contains("does not extend"), "\(refused.stderrLines)")
+            let bad = try await Self.collector(server, ["verify", "--witness-key", w1.pub, "--witness-quorum", "2"])
+            #expect(bad.status == 64, "\(bad.stderrLines)")
+        }
+    }
+
+    @Test("an entry deleted with its nodes kept has no proof (exit 6, not an empty entry); an entry past the end is not found; the next append, the log's key and the witnesses refuse to build on or sign the damaged log")
+    func deletedEntryHasNoProof() async throws {
+        let (server, machines) = try await FleetTests.fleet(["m1"], records: 10)
+        defer { machines.forEach { $0.remove() } }
+        try await server.removing { server in
+            #expect(try await machines[0].ship().status == 0)
+            let log = try await Self.key(server, "log.fleet.test")
+            let proof = try await Self.collector(server, ["proof", "--leaf", "2"])
+            #expect(proof.status == 0 && (proof.json?["entry"] as? String)?.hasPrefix("touchgate.fleet/batch/v1") == true,
+                    "\(proof.stdout)")
+            try await server.psql("DELETE FROM log_entries WHERE leaf = 2")
+            let missing = try await Self.collector(server, ["proof", "--leaf", "2"])
+            #expect(missing.status == 6 && missing.stderrLines.joined().contains("entry 2 is missing"), "\(missing.stdout) \(missing.stderrLines)")
+            let past = try await Self.collector(server, ["proof", "--leaf", "99"])
+            #expect(past.status == 10 && past.stderrLines.joined().contains("there is no entry 99"), "\(past.stderrLines)")
+            try machines[0].write(5)
+            let appended = try await machines[0].ship()
+            // The newest entry deleted: the next append refuses to build on it, as a damaged log.
+            #expect(appended.status == 6 && appended.stdout.contains("log damaged")
+                    && appended.stdout.contains("a leaf at 2 without its entry"), "\(appended.stdout)")
+            let signed = try await Self.collector(server, ["publish", "--key", log.key])
+            #expect(signed.status == 6 && signed.stderrLines.joined().contains("not signed"), "\(signed.stderrLines)")
+            let witness = try await Self.key(server, "w1.fleet.test", witness: true)
+            let cosigned = try await Self.collector(server, ["witness", "--key", witness.key, "--state", witness.key + ".state"])
+            #expect(cosigned.status == 6 && cosigned.stderrLines.joined().contains("entry 2 is missing"), "\(cosigned.stderrLines)")
+        }
+    }
+}
