@@ -93,7 +93,7 @@ let package = Package(
         .target(name: "TouchgateSSH", dependencies: ["TouchgateBasics"]),
         // The shipping use case's port and what the collector shares with it without the
         // service (the collector's package must not need libfprint, GLib or libpwquality).
-        .target(name: "TouchgateShipping", dependencies: ["TouchgateVault", "TouchgatePolicy", "TouchgateAPI"]),
+        .target(name: "TouchgateShipping", dependencies: ["TouchgateVault", "TouchgatePolicy", "TouchgateAPI", "TouchgateBasics", "CSodium"]),
         // Every use case, for an explicit principal; the CLI and the daemon only adapt it.
         .target(
             name: "TouchgateService",
@@ -229,11 +229,12 @@ let package = Package(
         ),
         .testTarget(name: "TouchgatePolicyTests", dependencies: ["TouchgatePolicy", "TouchgatePolicyTesting", .product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "TouchgateVaultTests", dependencies: ["TouchgateVault", "TouchgateBasics", "TouchgatePolicy", "CSodium", "CTouchgateSys", "TouchgateTestSupport", .product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
-        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateShipping", "TouchgateAPI", "TouchgateSSH", "TouchgateVault", "TouchgateCrypto", "FingerprintKit", .product(name: "Logging", package: "swift-log"), "TouchgatePolicy", "TouchgatePolicyTesting", "TouchgateTerminal", .product(name: "Subprocess", package: "swift-subprocess")]),
+        .testTarget(name: "TouchgateServiceTests", dependencies: ["TouchgateService", "TouchgateShipping", "TouchgateBasics", "TouchgateAPI", "TouchgateSSH", "TouchgateVault", "TouchgateCrypto", "FingerprintKit", .product(name: "Logging", package: "swift-log"), "TouchgatePolicy", "TouchgatePolicyTesting", "TouchgateTerminal", .product(name: "Subprocess", package: "swift-subprocess")]),
         .testTarget(
             name: "TouchgateCLITests",
             dependencies: ["touchgate-cli", "touchgate-client", "touchgated", "touchgate-collector", "virtual-finger", "TouchgateImageIO",
-                           "TouchgatePolicy", "TouchgateVault", "TouchgateTestSupport", "TouchgateSocket", "TouchgateAPI", "TouchgateDaemon"],
+                           "TouchgatePolicy", "TouchgateVault", "TouchgateShipping", "TouchgateTestSupport", "TouchgateSocket", "TouchgateAPI",
+                           "TouchgateDaemon"],
             // The Python clients the Secret Service tests run, read from the source tree.
             exclude: ["SecretServiceClients"]
         ),

@@ -1,7 +1,7 @@
 public import FoundationEssentials
 import TouchgatePolicy
 public import TouchgateShipping
-public import TouchgateVault
+import TouchgateVault
 public import TouchgateAPI
 
 /// What an auditor brings to `touchgate-collector verify` from outside the database: the

@@ -1,7 +1,7 @@
 public import FoundationEssentials
 import TouchgatePolicy
-import TouchgateShipping
-public import TouchgateVault
+public import TouchgateShipping
+import TouchgateVault
 public import TouchgateAPI
 
 /// The central side of fleet collection (`touchgate-collector`): applies the schema,

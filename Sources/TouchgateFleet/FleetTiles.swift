@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import TouchgateAPI
 import TouchgateBasics
+import TouchgateShipping
 import TouchgateVault
 
 /// The fleet log written out as C2SP tlog-tiles (c2sp.org/tlog-tiles): static files any

@@ -52,9 +52,7 @@ extension TouchgateService {
                             first.previousChain.map { previous in
                                 let shipment = FleetEntry.Shipment(machine: machine, trail: seal.trail, first: first.sequence,
                                                                    last: last, chain: chain, publicKey: seal.publicKey)
-                                return FleetEntry.Batch(
-                                    shipment: shipment, previous: previous,
-                                    note: log.signFleetNote(FleetEntry.batchBody(shipment, previous: previous), machine: machine))
+                                return FleetEntry.signedBatch(shipment, previous: previous, sign: log.signFleetMessage)
                             }
                         }
                     }

@@ -71,16 +71,15 @@ extension AuditLog {
         try database.writer.write { db in try db.execute(sql: "DELETE FROM auditFleetCheckpoint") }
     }
 
-    /// `body` signed by this store's signing key under the key name of `machine`: a batch
-    /// head of the fleet log (``FleetEntry/batchBody(_:previous:)``), a signed note. Only
-    /// fleet notes are signed (their first line starts with ``Checkpoint/originPrefix``,
-    /// which no seal message can), so the key's signatures on seals and on batch heads can
-    /// never be taken for one another.
-    public func signFleetNote(_ body: String, machine: String) -> String {
-        precondition(body.hasPrefix(Checkpoint.originPrefix) && body.hasSuffix("\n"))
-        let name = SignedNote.keyName(machine)
-        return body + "\n" + SignedNote.line(name: name, keyID: SignedNote.keyID(name: name, type: SignedNote.ed25519,
-                                                                                publicKey: signer.publicKey),
-                                             payload: signer.sign(Array(body.utf8)))
+    /// The fleet log's prefix: every message this key signs for the fleet starts with it
+    /// (a batch head's first line), and no seal message can (they start `TGAUDH01`).
+    public static let fleetMessagePrefix = Array("touchgate.fleet/".utf8)
+
+    /// `message` (a batch head of the fleet log) signed by this store's signing key. Only
+    /// fleet messages are signed here (they start with ``fleetMessagePrefix``), so the key's
+    /// signatures on seals and on batch heads can never be taken for one another.
+    public func signFleetMessage(_ message: [UInt8]) -> [UInt8] {
+        precondition(message.starts(with: Self.fleetMessagePrefix))
+        return signer.sign(message)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TouchgatePolicy
 import TouchgateTestSupport
+import TouchgateShipping
 import TouchgateVault
 
 /// The fleet log in shared formats (docs/FLEET.md): checked by a verifier that shares no

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TouchgatePolicy
 import TouchgateTestSupport
+import TouchgateShipping
 import TouchgateVault
 
 /// The fleet's audit trail against its own database administrator (docs/FLEET.md: what

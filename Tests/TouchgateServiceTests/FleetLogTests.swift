@@ -2,7 +2,8 @@ import Foundation
 import Testing
 import TouchgateBasics
 import TouchgatePolicy
-@testable import TouchgateVault
+@testable import TouchgateShipping
+import TouchgateVault
 
 /// RFC 9162 trees computed the slow, obvious way: the reference the stored-node code is
 /// checked against.

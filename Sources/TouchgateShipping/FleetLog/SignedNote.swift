@@ -2,9 +2,11 @@ import CSodium
 import FoundationEssentials
 public import TouchgateBasics
 import TouchgatePolicy
+import TouchgateVault
 
 /// C2SP's signed notes (c2sp.org/signed-note) with Ed25519, as the fleet log uses them:
-/// checkpoints signed by the machine that appended, cosigned by witnesses
+/// batch heads signed by the machine that shipped them, checkpoints signed by the log's
+/// key (and, from schema 2, by the machine that appended), cosigned by witnesses
 /// (c2sp.org/tlog-cosignature, `cosignature/v1`), and key registrations signed by the
 /// administrator's enrollment key.
 ///
@@ -15,6 +17,9 @@ public enum SignedNote {
     public static let ed25519: UInt8 = 0x01
     /// Signature type of an Ed25519 `cosignature/v1` (timestamped).
     public static let cosignature: UInt8 = 0x04
+    /// Ed25519's sizes, in bytes.
+    public static let publicKeyLength = Int(crypto_sign_PUBLICKEYBYTES)
+    public static let signatureLength = Int(crypto_sign_BYTES)
     /// What starts a signature line: an em dash and a space.
     static let dash = "\u{2014} "
 
@@ -69,7 +74,10 @@ public enum SignedNote {
 
     /// Whether `signature` is the Ed25519 signature of `message` by `publicKey`.
     public static func isValid(_ signature: [UInt8], of message: [UInt8], publicKey: [UInt8]) -> Bool {
-        AuditSigner.isValid(signature: signature, of: message, publicKey: publicKey)
+        guard signature.count == signatureLength, publicKey.count == publicKeyLength, sodium_init() >= 0 else {
+            return false
+        }
+        return crypto_sign_verify_detached(signature, message, UInt64(message.count), publicKey) == 0
     }
 
     /// The bytes a `cosignature/v1` signs: its header, the time, then the checkpoint body.
@@ -118,7 +126,7 @@ public final class NoteSigner: Sendable {
     private let secretKey: SecretBytes
 
     private init(name: String, type: UInt8, seed: UnsafeRawBufferPointer) {
-        var publicKey = [UInt8](repeating: 0, count: AuditSigner.publicKeyLength)
+        var publicKey = [UInt8](repeating: 0, count: SignedNote.publicKeyLength)
         _ = sodium_init()
         secretKey = SecretBytes.make(count: Int(crypto_sign_SECRETKEYBYTES)) { secret in
             _ = crypto_sign_seed_keypair(&publicKey, secret.baseAddress!.assumingMemoryBound(to: UInt8.self),
@@ -167,7 +175,7 @@ public final class NoteSigner: Sendable {
 
     /// The detached Ed25519 signature of `message`.
     public func sign(_ message: [UInt8]) -> [UInt8] {
-        var signature = [UInt8](repeating: 0, count: AuditSigner.signatureLength)
+        var signature = [UInt8](repeating: 0, count: SignedNote.signatureLength)
         secretKey.withUnsafeBytes { secret in
             _ = crypto_sign_detached(&signature, nil, message, UInt64(message.count),
                                      secret.baseAddress!.assumingMemoryBound(to: UInt8.self))
@@ -205,7 +213,7 @@ public struct NoteVerifier: Sendable, Equatable {
         let fields = text.trimmingWhitespace()
             .split(separator: "+", maxSplits: 2, omittingEmptySubsequences: false)
         guard fields.count == 3, !fields[0].isEmpty, let data = Data(base64Encoded: String(fields[2])),
-              data.count == 1 + AuditSigner.publicKeyLength else { return nil }
+              data.count == 1 + SignedNote.publicKeyLength else { return nil }
         self.init(name: String(fields[0]), type: data.first!, publicKey: Array(data.dropFirst()))
         guard Hex.encode(keyID) == fields[1] else { return nil }
     }
@@ -227,7 +235,7 @@ public struct NoteVerifier: Sendable, Equatable {
     /// The time of this witness's valid `cosignature/v1` of `body` in `line`, or nil.
     public func cosignatureTime(_ signature: SignedNote.Signature, body: String) -> UInt64? {
         guard type == SignedNote.cosignature, signature.name == name, signature.keyID == keyID,
-              signature.payload.count == 8 + AuditSigner.signatureLength else { return nil }
+              signature.payload.count == 8 + SignedNote.signatureLength else { return nil }
         let time = signature.payload.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let valid = SignedNote.isValid(Array(signature.payload.dropFirst(8)),
                                        of: SignedNote.cosignedMessage(body: body, time: time), publicKey: publicKey)

@@ -97,6 +97,16 @@ public enum FleetEntry: Sendable, Equatable {
             + "chain \(Hex.encode(shipment.chain))\nkey \(Hex.encode(shipment.publicKey))\n"
     }
 
+    /// The batch head of `shipment`, signed by `sign` (the machine's seal key, whose public
+    /// half the shipment names) under the machine's key name.
+    public static func signedBatch(_ shipment: Shipment, previous: [UInt8], sign: ([UInt8]) -> [UInt8]) -> Batch {
+        let body = batchBody(shipment, previous: previous)
+        let name = SignedNote.keyName(shipment.machine)
+        let id = SignedNote.keyID(name: name, type: SignedNote.ed25519, publicKey: shipment.publicKey)
+        return Batch(shipment: shipment, previous: previous,
+                     note: body + "\n" + SignedNote.line(name: name, keyID: id, payload: sign(Array(body.utf8))))
+    }
+
     /// Whether this is a batch head signed by the key it names, under its machine's name.
     public var isSignedBatch: Bool {
         guard case .batch(let batch) = self else { return false }
