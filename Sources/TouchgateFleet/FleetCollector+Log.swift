@@ -372,12 +372,15 @@ extension FleetCollector {
 
     /// Signs the log's tree head with the log's key (a C2SP checkpoint), after checking it
     /// extends the newest checkpoint that key signed before (``checkedHead(since:who:)``),
-    /// and files it in `checkpoints`; with `tiles`, also writes the log there as C2SP
-    /// tlog-tiles (``FleetTiles``), its `checkpoint` carrying the witnesses' cosignatures
-    /// of that size. Returns the checkpoint note and how many tile files were written.
+    /// and files it in `checkpoints`; asks each of `witnesses` to cosign it by the C2SP
+    /// tlog-witness protocol and files their cosignatures; with `tiles`, also writes the log
+    /// there as C2SP tlog-tiles (``FleetTiles``), its `checkpoint` carrying the witnesses'
+    /// cosignatures of that size. Returns the checkpoint note, how many tile files were
+    /// written, and each witness's outcome (nil: it cosigned).
     /// - Throws: ``ServiceError`` `audit-broken` when the log no longer extends what the
     ///   key signed: nothing is signed.
-    public func publish(signer: NoteSigner, tiles: String?) throws(ServiceError) -> (note: String, files: Int) {
+    public func publish(signer: NoteSigner, tiles: String?, witnesses: [(url: String, key: NoteVerifier)] = [])
+        throws(ServiceError) -> (note: String, files: Int, witnessed: [(name: String, failure: ServiceError?)]) {
         let verifier = NoteVerifier(name: signer.name, type: signer.type, publicKey: signer.publicKey)
         var previous: Checkpoint?
         for row in try connection.execute("SELECT note FROM checkpoints WHERE strpos(note, $1) > 0 ORDER BY size DESC",
@@ -406,12 +409,52 @@ extension FleetCollector {
                 ON CONFLICT (size) DO UPDATE SET note = excluded.note
                 """, [String(head.size), note, signer.name])
         }
-        guard let tiles else { return (note, 0) }
+        var witnessed: [(name: String, failure: ServiceError?)] = []
+        if head.size > 0 {
+            for witness in witnesses {
+                do throws(ServiceError) {
+                    try cosign(WitnessClient(url: witness.url, verifier: witness.key), note: note, head: head)
+                    witnessed.append((witness.key.name, nil))
+                } catch {
+                    witnessed.append((witness.key.name, error))
+                }
+            }
+        }
+        guard let tiles else { return (note, 0, witnessed) }
         let cosignatures = try connection.execute("SELECT line FROM cosignatures WHERE size = $1 ORDER BY witness",
                                                   [String(head.size)]).rows.compactMap { $0[0] }
         let files = try FleetTiles(store: FleetLogStore(connection), directory: tiles)
             .write(size: head.size, checkpoint: note + cosignatures.joined())
-        return (note + cosignatures.joined(), files)
+        return (note + cosignatures.joined(), files, witnessed)
+    }
+
+    /// Has `witness` cosign `head` (signed as `note`) by tlog-witness's add-checkpoint,
+    /// from the size it cosigned last (as the database remembers it; once more from the
+    /// size the witness names, when it says it is another), and files the cosignature.
+    private func cosign(_ witness: WitnessClient, note: String, head: Checkpoint) throws(ServiceError) {
+        let store = FleetLogStore(connection)
+        var old = Int64(try connection.execute("SELECT coalesce(max(size), 0) FROM cosignatures WHERE witness = $1",
+                                               [witness.verifier.name]).scalar ?? "") ?? 0
+        for attempt in 0..<2 {
+            guard old <= head.size else {
+                throw ServiceError(.auditBroken, "witness \(witness.verifier.name) cosigned \(old) entries of this log, "
+                                   + "which now holds \(head.size): it was cut back")
+            }
+            let proof = old == 0 ? [] : try store.consistencyProof(old: old, size: head.size)
+            switch try witness.addCheckpoint(note, checkpoint: head, old: old, proof: proof) {
+            case .cosigned(let line):
+                try connection.execute("""
+                    INSERT INTO cosignatures (witness, size, line) VALUES ($1, $2, $3)
+                    ON CONFLICT (witness, size) DO UPDATE SET line = excluded.line, received = now()
+                    """, [witness.verifier.name, String(head.size), line])
+                return
+            case .conflict(let size) where attempt == 0:
+                old = size
+            case .conflict(let size):
+                throw ServiceError(.collectorUnavailable, "witness \(witness.verifier.name) changed the size it names "
+                                   + "twice (now \(size)): try again")
+            }
+        }
     }
 
     /// The proofs a machine checks after a shipment (``AuditCollector/proofs(leaf:from:)``),

@@ -308,8 +308,11 @@ extension Collector {
                 it holds, signs it (a C2SP checkpoint) and files it. With --tiles DIR, writes the log \
                 there as C2SP tlog-tiles (checkpoint, tile/<L>/<N>, tile/entries/<N>) for any web \
                 server to serve: full tiles once, the right edge anew; the checkpoint file carries \
-                the witnesses' cosignatures of that size. Exit status 6 when the log no longer extends \
-                what the key signed (nothing is signed).
+                the witnesses' cosignatures of that size. With --witness URL and --witness-key FILE \
+                (repeat), asks each witness to cosign by the C2SP tlog-witness protocol (add-checkpoint, \
+                with a consistency proof from the size it cosigned last) and files its cosignature. \
+                Exit status 6 when the log no longer extends what the key signed (nothing is signed) or \
+                a witness refused it; 69 when a witness could not be reached.
                 """)
 
         @OptionGroup var options: DatabaseOptions
@@ -317,20 +320,52 @@ extension Collector {
         var key: String
         @Option(help: ArgumentHelp("Where to write the tiles.", valueName: "DIR"))
         var tiles: String?
+        @Option(help: ArgumentHelp("A witness's submission URL (http://host:port/prefix) to ask for a cosignature by "
+                                   + "the C2SP tlog-witness protocol; repeat, each with its --witness-key.", valueName: "URL"))
+        var witness: [String] = []
+        @Option(help: ArgumentHelp("The public key of the --witness at the same position.", valueName: "FILE"))
+        var witnessKey: [String] = []
+
+        func validate() throws {
+            if witness.count != witnessKey.count {
+                throw ValidationError("give one --witness-key FILE for each --witness URL (\(witness.count) URL(s), "
+                                      + "\(witnessKey.count) key(s))")
+            }
+        }
 
         func run() throws {
             try options.run { collector throws(ServiceError) in
                 let signer = try KeyFiles.signer(key, type: SignedNote.ed25519, what: "log")
-                let (note, files) = try collector.publish(signer: signer, tiles: tiles)
+                var witnesses: [(url: String, key: NoteVerifier)] = []
+                for (url, file) in zip(witness, witnessKey) {
+                    witnesses.append((url, try KeyFiles.verifier(file, type: SignedNote.cosignature, what: "witness")))
+                }
+                let (note, files, witnessed) = try collector.publish(signer: signer, tiles: tiles, witnesses: witnesses)
                 let checkpoint = SignedNote.parse(note).flatMap { Checkpoint(body: $0.body) }
+                let size = checkpoint?.size ?? 0
                 if options.json {
-                    options.say(WireCoding.line(["size": String(checkpoint?.size ?? 0), "files": String(files)]))
+                    options.say(WireCoding.line(PublishReport(size: size, files: files, cosignedBy: witnessed.filter { $0.failure == nil }.map(\.name),
+                                                              refusals: witnessed.compactMap { $0.failure?.message })))
                 } else {
-                    options.say("signed the fleet log at \(checkpoint?.size ?? 0) entries"
-                                + (tiles.map { "; wrote \(files) file(s) to \($0)" } ?? ""))
+                    options.say("signed the fleet log at \(size) entries" + (tiles.map { "; wrote \(files) file(s) to \($0)" } ?? ""))
+                    for (name, failure) in witnessed {
+                        options.say(failure.map { "witness \(name) did not cosign: \($0.message)" } ?? "witness \(name) cosigned it")
+                    }
+                }
+                // A refusal (the log is not what the witness saw) outweighs an outage.
+                let failures = witnessed.compactMap(\.failure)
+                if let refused = failures.first(where: { $0.code == .auditBroken }) ?? failures.first {
+                    return refused.exitStatus
                 }
                 return 0
             }
+        }
+
+        struct PublishReport: Encodable {
+            var size: Int64
+            var files: Int
+            var cosignedBy: [String]
+            var refusals: [String]
         }
     }
 

@@ -18,6 +18,8 @@ struct FleetFormatsTests {
 
     /// The independent verifier: written in Python from the C2SP and RFC 9162 texts alone.
     static let verifier = Fixtures.packageRoot.appendingPathComponent("Tests/Fixtures/fleet/tlogcheck.py").path
+    /// An independent tlog-witness, written in Python from the C2SP texts alone.
+    static let witnessProgram = Fixtures.packageRoot.appendingPathComponent("Tests/Fixtures/fleet/tlogwitness.py").path
 
     static func python(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
         let result = try await runProgram("/usr/bin/python3", [verifier] + arguments)
@@ -162,6 +164,60 @@ struct FleetFormatsTests {
             let witness = try await Self.key(server, "w1.fleet.test", witness: true)
             let cosigned = try await Self.collector(server, ["witness", "--key", witness.key, "--state", witness.key + ".state"])
             #expect(cosigned.status == 6 && cosigned.stderrLines.joined().contains("entry 2 is missing"), "\(cosigned.stderrLines)")
+        }
+    }
+
+    @Test("tlog-witness: publish asks a witness written from the C2SP texts alone to cosign by add-checkpoint, from the size it cosigned last; verify and the independent verifier accept its cosignature under a quorum; after the administrator forks the log, the witness refuses (exit 6)")
+    func witnessProtocol() async throws {
+        let (server, machines) = try await FleetTests.fleet(["m1", "m2"], records: 10)
+        defer { machines.forEach { $0.remove() } }
+        try await server.removing { server in
+            for machine in machines { #expect(try await machine.ship().status == 0) }
+            let log = try await Self.key(server, "log.fleet.test")
+            let witnessKey = server.directory + "/independent.key"
+            let made = try await runProgram("/usr/bin/python3", [Self.witnessProgram, "keygen", "--name", "independent.witness.test",
+                                                                 "--out", witnessKey])
+            try #require(made.status == 0, "\(made.stderr)")
+            let origin = try #require(try await Self.collector(server, ["checkpoint"]).stdout.split(separator: "\n").first)
+            let portFile = server.directory + "/witness.port"
+            let witness = try await BackgroundProcess.start(
+                "/usr/bin/python3", [Self.witnessProgram, "serve", "--key", witnessKey, "--log", "\(origin)=\(try Self.vkey(log.pub))",
+                                     "--state", server.directory + "/witness-state", "--listen", "127.0.0.1:0", "--port-file", portFile],
+                environment: ProcessInfo.processInfo.environment)
+            defer { witness.stop(signal: SIGTERM) }
+            var port = ""
+            for _ in 0..<100 where port.isEmpty {
+                port = ((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try #require(!port.isEmpty, "the witness did not start")
+            let url = "http://127.0.0.1:\(port)"
+            let tiles = server.directory + "/tiles"
+            let publish = ["publish", "--key", log.key, "--tiles", tiles, "--witness", url, "--witness-key", witnessKey + ".pub"]
+            let first = try await Self.collector(server, publish)
+            #expect(first.status == 0 && first.stdout.contains("witness independent.witness.test cosigned it"),
+                    "\(first.stdout) \(first.stderrLines)")
+            try machines[0].write(10)
+            #expect(try await machines[0].ship().status == 0)
+            let second = try await Self.collector(server, publish)
+            #expect(second.status == 0 && second.stdout.contains("cosigned it"), "\(second.stdout) \(second.stderrLines)")
+            let verified = try await Self.collector(server, ["verify", "--log-key", log.pub, "--witness-key", witnessKey + ".pub",
+                                                             "--witness-quorum", "1"])
+            #expect(verified.status == 0 && verified.stdout.contains("quorum of 1 witnesses: through"), "\(verified.stdout)")
+            let checked = try await Self.python(["check", "--tiles", tiles, "--log-key", try Self.vkey(log.pub),
+                                                 "--witness-key", try Self.vkey(witnessKey + ".pub"), "--quorum", "1"])
+            #expect(checked.status == 0, "\(checked.stdout) \(checked.stderr)")
+
+            // The administrator forks: m1's last shipment cut off with its cosignatures, m2
+            // ships on. The witness, which saw the other branch, refuses to cosign it.
+            let common = try await server.psql("SELECT count(*) FROM log_entries WHERE kind <> 'batch' OR last_seq <= 10")
+            try await FleetTransparencyTests.rollBack(server, to: Int(common)!)
+            try await server.psql("DELETE FROM cosignatures; DELETE FROM checkpoints WHERE size > \(common)")
+            try machines[1].write(20)
+            #expect(try await machines[1].ship().status == 0)
+            let forked = try await Self.collector(server, publish)
+            #expect(forked.status == 6 && forked.stdout.contains("did not cosign") && forked.stdout.contains("HTTP 422"),
+                    "\(forked.stdout) \(forked.stderrLines)")
         }
     }
 }
