@@ -73,6 +73,9 @@ public struct FleetTrailReport: Codable, Sendable, Equatable {
     public var status: Status
     /// For `broken` and `unsealed`: what, at which record.
     public var problem: String?
+    /// The last record archived (`touchgate-collector archive`): records up to it left the
+    /// database and are checked from the archive (`verify --archive`); nil: none.
+    public var archivedThrough: Int64?
 
     /// A report.
     public init(machine: String, trail: String, records: Int, first: Int64?, last: Int64?, signedThrough: Int64?,

@@ -83,6 +83,16 @@ public final class FleetCollector {
             SELECT machine, trail, public_key, first_seq FROM trails WHERE $1::text IS NULL OR machine = $1
             ORDER BY machine, trail
             """, [machine]).rows
+        // Where archived trails are taken up (`archive`): the last record archived and its link.
+        var anchors: [String: (through: Int64, chain: [UInt8])] = [:]
+        for row in try connection.execute("""
+            SELECT machine, trail, through_seq, chain FROM archived_trails WHERE $1::text IS NULL OR machine = $1
+            """, [machine]).rows {
+            if let name = row[0], let trail = Bytea.bytes(row[1]), let through = row[2].flatMap({ Int64($0) }),
+               let chain = Bytea.bytes(row[3]) {
+                anchors[name + " " + Hex.encode(trail)] = (through, chain)
+            }
+        }
         var reports: [FleetTrailReport] = []
         for row in trails {
             let result: FleetTrailReport
@@ -90,7 +100,8 @@ public final class FleetCollector {
                let firstShipped = row[3].flatMap({ Int64($0) }) {
                 result = try verify(machine: name, trail: trail, key: key, firstShipped: firstShipped,
                                     registered: registered[name] ?? [],
-                                    shipments: try loggedShipments(machine: name, trail: trail))
+                                    shipments: try loggedShipments(machine: name, trail: trail),
+                                    archived: anchors[name + " " + Hex.encode(trail)])
             } else {
                 // Never skipped: a row the schema forbids means the table itself was altered.
                 result = FleetTrailReport(machine: row[0] ?? "?", trail: Bytea.bytes(row[1]).map(Hex.encode) ?? "?", records: 0, first: nil, last: nil,
@@ -108,11 +119,17 @@ public final class FleetCollector {
         return (reports, log)
     }
 
-    private func verify(machine: String, trail: [UInt8], key: [UInt8], firstShipped: Int64,
-                        registered: [[UInt8]], shipments: [LoggedShipment]) throws(ServiceError) -> FleetTrailReport {
+    private func verify(machine: String, trail: [UInt8], key: [UInt8], firstShipped shippedFirst: Int64,
+                        registered: [[UInt8]], shipments allShipments: [LoggedShipment],
+                        archived: (through: Int64, chain: [UInt8])?) throws(ServiceError) -> FleetTrailReport {
         let trailText = Bytea.text(trail)
         var result = FleetTrailReport(machine: machine, trail: Hex.encode(trail), records: 0, first: nil, last: nil,
                                       signedThrough: nil, status: .intact, problem: nil)
+        result.archivedThrough = archived?.through
+        // Records up to the last one archived left the database (`verify --archive` checks
+        // them); the chain is taken up after it, and shipments wholly before it are archived.
+        let firstShipped = archived.map { $0.through + 1 } ?? shippedFirst
+        let shipments = allShipments.filter { $0.shipment.last >= firstShipped }
         func broken(_ sequence: Int64, _ reason: String) -> FleetTrailReport {
             var broken = result
             broken.status = .broken
@@ -136,8 +153,14 @@ public final class FleetCollector {
                           + "\(machine)" + (registered.isEmpty && shipments.isEmpty ? "" : " by the enrollment key")
                           + " (touchgate-collector register)")
         }
+        seals.removeAll { $0.sequence < firstShipped }
         for seal in seals where !seal.isSigned(by: key) {
             return broken(seal.sequence, "the seal naming it is not signed by the registered key: forged or edited")
+        }
+        if archived != nil, shipments.isEmpty {
+            // Wholly archived (or nothing shipped since): nothing is left here to check.
+            result.signedThrough = seals.last?.sequence
+            return result
         }
         guard let firstLogged = shipments.map(\.shipment.first).min() else {
             return broken(firstShipped, "no shipment of this trail is in the fleet log: its records were written outside "
@@ -152,12 +175,13 @@ public final class FleetCollector {
                           + "\(forged.shipment.first)…\(forged.shipment.last), is not signed by the key it names: forged "
                           + "(by the database's administrator or with this machine's credentials)")
         }
-        if firstLogged != firstShipped {
+        if archived == nil, firstLogged != firstShipped {
             return broken(firstLogged, "the fleet log's first shipment of this trail starts at record \(firstLogged), "
                           + "the collector's row says \(firstShipped): the first records were deleted or the row edited")
         }
         var pendingShipments = shipments[...]
-        var verifier = AuditChainVerifier(publicKey: key)
+        var verifier = archived.map { AuditChainVerifier(publicKey: key, after: $0.through, chain: $0.chain) }
+            ?? AuditChainVerifier(publicKey: key)
         var pendingSeals = seals[...]
         var problem: (Int64, String)?
         try connection.transaction { () throws(ServiceError) in

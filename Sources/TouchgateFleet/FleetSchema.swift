@@ -5,7 +5,7 @@ import TouchgateAPI
 /// `schema_version`. A migration, once released, is never edited: a change is a new one.
 public enum FleetSchema {
     /// Every migration: its number and its SQL.
-    public static let migrations: [(version: Int, sql: String)] = [(1, version1), (2, version2), (3, version3)]
+    public static let migrations: [(version: Int, sql: String)] = [(1, version1), (2, version2), (3, version3), (4, version4)]
 
     /// The newest version.
     public static var current: Int { migrations.last!.version }
@@ -295,6 +295,123 @@ public enum FleetSchema {
         REVOKE ALL ON FUNCTION touchgate_log_append(text, text, bytea, bigint, bigint, text) FROM PUBLIC;
         REVOKE ALL ON FUNCTION touchgate_ship_batch(text, bytea, bigint, bigint, text) FROM PUBLIC;
         GRANT EXECUTE ON FUNCTION touchgate_ship_batch(text, bytea, bigint, bigint, text) TO touchgate_shipper;
+        """
+
+    /// Version 4: retention. `records` is partitioned by the month of `unix_time` (one
+    /// partition a month, `records_YYYY_MM`, and `records_other` for times outside them: a
+    /// machine whose clock is far off), so a query by machine and month reads one partition
+    /// through (machine, unix_time), and a month past the retention floor leaves with
+    /// `touchgate-collector archive` as a whole partition. The primary key holds `unix_time`,
+    /// as partitioning requires; a sequence number held twice is caught by the shipper's
+    /// check and by verify. `archived_trails` keeps, per trail, the last record archived and
+    /// its public link (where verify takes the chain up), `archives` each month archived.
+    static let version4 = """
+        ALTER TABLE records RENAME TO records_v3;
+        ALTER TABLE records_v3 RENAME CONSTRAINT records_pkey TO records_v3_pkey;
+        ALTER INDEX records_time RENAME TO records_v3_time;
+        ALTER INDEX records_login RENAME TO records_v3_login;
+        ALTER INDEX records_item RENAME TO records_v3_item;
+        CREATE TABLE records (
+            machine text NOT NULL,
+            trail bytea NOT NULL,
+            seq bigint NOT NULL,
+            unix_time double precision NOT NULL,
+            boot_time double precision NOT NULL,
+            boot_id text NOT NULL,
+            uid bigint NOT NULL,
+            login text NOT NULL,
+            vault_user text,
+            event text NOT NULL,
+            item text,
+            outcome text NOT NULL,
+            reason text NOT NULL,
+            prev_mac bytea NOT NULL,
+            mac bytea NOT NULL,
+            prev_chain bytea,
+            chain bytea,
+            received timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (machine, trail, seq, unix_time)
+        ) PARTITION BY RANGE (unix_time);
+        CREATE TABLE records_other PARTITION OF records DEFAULT;
+        CREATE INDEX records_time ON records (unix_time);
+        CREATE INDEX records_machine_time ON records (machine, unix_time);
+        CREATE INDEX records_login ON records (login, unix_time);
+        CREATE INDEX records_item ON records (item, unix_time);
+
+        -- Makes the monthly partitions of `months` months from `first` that do not exist yet,
+        -- moving their records out of records_other; returns how many it made.
+        CREATE FUNCTION touchgate_record_months(from_month date, months int) RETURNS int
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            month date;
+            low double precision;
+            high double precision;
+            made int := 0;
+        BEGIN
+            FOR step IN 0 .. months - 1 LOOP
+                month := (date_trunc('month', from_month) + make_interval(months => step))::date;
+                CONTINUE WHEN to_regclass(format('records_%s', to_char(month, 'YYYY_MM'))) IS NOT NULL;
+                low := extract(epoch FROM month::timestamp);
+                high := extract(epoch FROM (month + interval '1 month')::timestamp);
+                IF EXISTS (SELECT 1 FROM records_other WHERE unix_time >= low AND unix_time < high) THEN
+                    ALTER TABLE records DETACH PARTITION records_other;
+                    EXECUTE format('CREATE TABLE %I PARTITION OF records FOR VALUES FROM (%s) TO (%s)',
+                                   format('records_%s', to_char(month, 'YYYY_MM')), low, high);
+                    INSERT INTO records SELECT * FROM records_other WHERE unix_time >= low AND unix_time < high;
+                    DELETE FROM records_other WHERE unix_time >= low AND unix_time < high;
+                    ALTER TABLE records ATTACH PARTITION records_other DEFAULT;
+                ELSE
+                    EXECUTE format('CREATE TABLE %I PARTITION OF records FOR VALUES FROM (%s) TO (%s)',
+                                   format('records_%s', to_char(month, 'YYYY_MM')), low, high);
+                END IF;
+                made := made + 1;
+            END LOOP;
+            RETURN made;
+        END $$;
+        REVOKE ALL ON FUNCTION touchgate_record_months(date, int) FROM PUBLIC;
+
+        -- The partitions every month from the oldest record held in records_other (at most ten
+        -- years back) or last month, to three months ahead: what init and publish keep.
+        CREATE FUNCTION touchgate_keep_months() RETURNS int
+        LANGUAGE sql AS $$
+            SELECT touchgate_record_months(first_month,
+                ((extract(year FROM last_month) - extract(year FROM first_month)) * 12
+                 + extract(month FROM last_month) - extract(month FROM first_month))::int + 1)
+            FROM (SELECT date_trunc('month', greatest(least(coalesce(min(to_timestamp(unix_time) AT TIME ZONE 'UTC'),
+                                                                     now() AT TIME ZONE 'UTC'),
+                                                            now() AT TIME ZONE 'UTC' - interval '1 month'),
+                                                      now() AT TIME ZONE 'UTC' - interval '10 years'))::date AS first_month,
+                         date_trunc('month', now() AT TIME ZONE 'UTC' + interval '3 months')::date AS last_month
+                  FROM records_other WHERE unix_time > 0) AS span
+        $$;
+        REVOKE ALL ON FUNCTION touchgate_keep_months() FROM PUBLIC;
+        INSERT INTO records SELECT * FROM records_v3;
+        DROP TABLE records_v3;
+        SELECT touchgate_keep_months();
+        ALTER TABLE records ENABLE ROW LEVEL SECURITY;
+        CREATE POLICY own_records ON records TO touchgate_shipper
+            USING (machine = current_user) WITH CHECK (machine = current_user);
+        GRANT SELECT, INSERT ON records TO touchgate_shipper;
+
+        -- Per trail, the last record archived and its public link: verify takes the chain up there.
+        CREATE TABLE archived_trails (
+            machine text NOT NULL,
+            trail bytea NOT NULL,
+            through_seq bigint NOT NULL,
+            chain bytea NOT NULL CHECK (octet_length(chain) = 32),
+            month date NOT NULL,
+            PRIMARY KEY (machine, trail)
+        );
+        -- Each month archived: its file's name, rows and SHA-256, and the manifest written beside it.
+        CREATE TABLE archives (
+            month date PRIMARY KEY,
+            file text NOT NULL,
+            rows bigint NOT NULL,
+            sha256 bytea NOT NULL,
+            manifest text NOT NULL,
+            made timestamptz NOT NULL DEFAULT now()
+        );
+        GRANT SELECT ON archived_trails, archives TO touchgate_shipper;
         """
 
     /// Applies the migrations `connection`'s database lacks; returns the version before.

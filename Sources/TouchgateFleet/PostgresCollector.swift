@@ -111,7 +111,6 @@ public final class PostgresCollector: AuditCollector, Sendable {
             """, [machine, trailText, Bytea.text(publicKey), String(first)])
         // The whole batch is one statement of 17 binary arrays, zipped by unnest; a row the
         // collector already holds is left as it is (checked below).
-        var inserted = 0
         if !records.isEmpty {
             typealias Binary = BinaryParameter
             func column(_ type: UInt32, bytes: Int, _ add: (inout Binary.ArrayBuilder, AuditRecord) -> Void) -> [UInt8]? {
@@ -119,12 +118,12 @@ public final class PostgresCollector: AuditCollector, Sendable {
                 for record in records { add(&array, record) }
                 return array.finished
             }
-            inserted = try connection.executeBinary("""
+            try connection.executeBinary("""
                 INSERT INTO records (\(columns))
                 SELECT $1::text, $2::bytea, * FROM unnest($3::int8[], $4::float8[], $5::float8[], $6::text[], $7::int8[],
                     $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bytea[], $15::bytea[],
                     $16::bytea[], $17::bytea[])
-                ON CONFLICT (machine, trail, seq) DO NOTHING
+                ON CONFLICT (machine, trail, seq, unix_time) DO NOTHING
                 """, [
                     Binary.text(machine), trail,
                     column(Binary.int8, bytes: 8) { $0.int64($1.sequence) },
@@ -144,7 +143,10 @@ public final class PostgresCollector: AuditCollector, Sendable {
                     column(Binary.bytea, bytes: 32) { $0.bytea($1.chain) },
                 ])
         }
-        if inserted < records.count, let first = records.first, let last = records.last {
+        // Checked whatever was inserted: the key holds the time too (the table is partitioned
+        // by month), so another writer's record at one of these sequence numbers with another
+        // time does not conflict; it shows here, held beside ours.
+        if let first = records.first, let last = records.last {
             try checkHeld(machine: machine, trail: trail, records: records, from: first.sequence, through: last.sequence,
                           connection)
         }
@@ -160,15 +162,15 @@ public final class PostgresCollector: AuditCollector, Sendable {
     /// Checks that the records the collector already held in this batch's range are ours.
     private static func checkHeld(machine: String, trail: [UInt8], records: [AuditRecord], from first: Int64,
                                   through last: Int64, _ connection: PostgresConnection) throws(ServiceError) {
-        var held: [Int64: (mac: [UInt8]?, chain: [UInt8]?)] = [:]
+        var held: [Int64: [(mac: [UInt8]?, chain: [UInt8]?)]] = [:]
         for row in try connection.execute("""
             SELECT seq, mac, chain FROM records WHERE machine = $1 AND trail = $2 AND seq BETWEEN $3 AND $4
             """, [machine, Bytea.text(trail), String(first), String(last)]).rows {
-            if let seq = row[0].flatMap({ Int64($0) }) { held[seq] = (Bytea.bytes(row[1]), Bytea.bytes(row[2])) }
+            if let seq = row[0].flatMap({ Int64($0) }) { held[seq, default: []].append((Bytea.bytes(row[1]), Bytea.bytes(row[2]))) }
         }
         let foreign = records.filter { record in
             guard let stored = held[record.sequence] else { return true }
-            return stored.mac != record.mac || stored.chain != record.chain
+            return stored.contains { $0.mac != record.mac || $0.chain != record.chain }
         }.map(\.sequence)
         guard let low = foreign.min(), let high = foreign.max() else { return }
         throw ServiceError(.auditBroken, "the collector already holds other records than this machine's at "

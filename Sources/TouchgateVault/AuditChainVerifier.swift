@@ -20,6 +20,14 @@ public struct AuditChainVerifier: Sendable {
         self.publicKey = publicKey
     }
 
+    /// A verifier that takes a trail up after record `sequence`, whose public link was
+    /// `chain`: the records before it were archived (and are checked from the archive).
+    public init(publicKey: [UInt8], after sequence: Int64, chain: [UInt8]) {
+        self.publicKey = publicKey
+        lastSequence = sequence
+        previous = chain
+    }
+
     /// Checks the next record of trail `trail`; returns what is wrong with it, or nil.
     public mutating func add(_ record: AuditRecord, trail: [UInt8]) -> (sequence: Int64, reason: String)? {
         let sequence = record.sequence

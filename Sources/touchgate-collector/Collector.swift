@@ -20,7 +20,7 @@ struct Collector: ParsableCommand {
             """,
         version: Release.version,
         subcommands: [Init.self, Keygen.self, Register.self, Verify.self, Witness.self, Publish.self, ShowCheckpoint.self, Proof.self,
-                      Query.self])
+                      Query.self, Archive.self])
 }
 
 /// The options every subcommand shares.
@@ -78,6 +78,7 @@ extension Collector {
                 let (before, after) = try collector.initialize()
                 options.say(before == after ? "schema already at version \(after)"
                             : "schema upgraded from version \(before) to \(after)")
+                try collector.keepMonths()
                 return 0
             }
         }
@@ -190,6 +191,9 @@ extension Collector {
         @Option(help: ArgumentHelp("The log's public key (`publish --key`): checkpoints it signed must verify.",
                                    valueName: "FILE"))
         var logKey: String?
+        @Option(help: ArgumentHelp("Where archived months are (`archive --out`): each is checked against the log and "
+                                   + "the database.", valueName: "DIR"))
+        var archive: String?
 
         func validate() throws {
             if let witnessQuorum, witnessQuorum < 1 || witnessQuorum > witnessKey.count {
@@ -214,13 +218,17 @@ extension Collector {
                         options.say(WireCoding.line(trail))
                         return
                     }
-                    let range = trail.first.map { "records \($0)…\(trail.last!)" } ?? "no records"
+                    let range = (trail.first.map { "records \($0)…\(trail.last!)" } ?? "no records")
+                        + (trail.archivedThrough.map { ", records up to \($0) archived" } ?? "")
                     let detail = trail.problem.map { ": \(StoredText.escaped($0))" } ?? ""
                     options.say("\(StoredText.escaped(trail.machine)) trail \(trail.trail) \(trail.status.rawValue) "
                                 + "(\(trail.records) records, \(range))\(detail)")
                 }
-                let broken = reports.filter { $0.status == .broken }
+                var broken = reports.filter { $0.status == .broken }.map(\.machine)
+                let archives = try archive.map { directory throws(ServiceError) in try collector.checkArchives(in: directory) } ?? []
+                broken += archives.filter { $0.status == .broken }.map { "archive \($0.month)" }
                 if options.json {
+                    for check in archives { options.say(WireCoding.line(["archive": check])) }
                     options.say(WireCoding.line(["log": log]))
                 } else {
                     options.say("fleet log \(log.status.rawValue): \(log.size) entries, \(log.checkpoints) checkpoints, "
@@ -250,10 +258,15 @@ extension Collector {
                                     + "trust only those the enrollment key registered")
                     }
                     let machines = Set(reports.map(\.machine)).count
+                    for check in archives {
+                        options.say("archive \(check.month) \(check.status.rawValue) (\(check.rows) records)"
+                                    + (check.problem.map { ": \(StoredText.escaped($0))" } ?? ""))
+                    }
                     options.say(broken.isEmpty
                                 ? "\(reports.count) trail(s) of \(machines) machine(s) verified: none broken"
-                                : "\(broken.count) of \(reports.count) trail(s) broken, on "
-                                    + Set(broken.map(\.machine)).sorted().joined(separator: ", "))
+                                : "\(broken.count) of \(reports.count + archives.count) trail(s)"
+                                    + (archives.isEmpty ? "" : " and archive(s)") + " broken, on "
+                                    + Set(broken).sorted().joined(separator: ", "))
                 }
                 return broken.isEmpty && log.status != .broken ? 0 : ExitStatus.dataError
             }
@@ -340,6 +353,7 @@ extension Collector {
                 for (url, file) in zip(witness, witnessKey) {
                     witnesses.append((url, try KeyFiles.verifier(file, type: SignedNote.cosignature, what: "witness")))
                 }
+                try collector.keepMonths()
                 let (note, files, witnessed) = try collector.publish(signer: signer, tiles: tiles, witnesses: witnesses)
                 let checkpoint = SignedNote.parse(note).flatMap { Checkpoint(body: $0.body) }
                 let size = checkpoint?.size ?? 0
@@ -366,6 +380,41 @@ extension Collector {
             var files: Int
             var cosignedBy: [String]
             var refusals: [String]
+        }
+    }
+
+    /// `touchgate-collector archive`.
+    struct Archive: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Take the months before a retention floor out of the database, into files an auditor keeps.",
+            discussion: """
+                Records are kept in one partition a month. Each month before --before, oldest first, \
+                goes to DIR/records-YYYY-MM.jsonl (one JSON object a record, as stored) with \
+                DIR/archive-YYYY-MM.json beside it (the file's SHA-256, each trail's first and last \
+                record archived with its public link, the log's tree head); then the month's \
+                partition is dropped, in one transaction. Log entries and nodes stay, so every proof \
+                still verifies; `verify` takes each trail up after its last record archived, and \
+                `verify --archive DIR` checks the files. A month is archived only whole: every record \
+                named by a batch head in the log, and no trail with earlier records in a later month \
+                (exit 11, nothing touched).
+                """)
+
+        @OptionGroup var options: DatabaseOptions
+        @Option(help: ArgumentHelp("The retention floor: months before it are archived.", valueName: "YYYY-MM"))
+        var before: String
+        @Option(help: ArgumentHelp("Where to write the archive files (kept by the auditor).", valueName: "DIR"))
+        var out: String
+
+        func run() throws {
+            try options.run { collector throws(ServiceError) in
+                let reports = try collector.archive(before: before, directory: out)
+                for report in reports {
+                    options.say(options.json ? WireCoding.line(report)
+                                : "archived \(report.month): \(report.rows) records of \(report.trails) trail(s) to \(report.file)")
+                }
+                if reports.isEmpty, !options.json { options.say("nothing to archive before \(before)") }
+                return 0
+            }
         }
     }
 

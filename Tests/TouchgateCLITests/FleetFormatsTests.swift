@@ -220,4 +220,89 @@ struct FleetFormatsTests {
                     "\(forked.stdout) \(forked.stderrLines)")
         }
     }
+
+    @Test("retention: records are kept a partition a month; a query by machine and month reads that month; archive takes the months before a floor out into files (nothing of a month not yet in the log), verify takes each trail up after its archive and verify --archive checks the files; records deleted and called archived, or an archive file changed, are caught")
+    func monthsArchiveAndVerify() async throws {
+        let server = try await PostgresRig()
+        try await server.removing { server in
+            #expect(try await Self.collector(server, ["init"]).status == 0)
+            // Thirty records three days apart: January to March 2026.
+            let machine = try Machine("m1", database: server.database, minutesBetweenRecords: 3 * 24 * 60)
+            defer { machine.remove() }
+            try machine.write(30)
+            try await FleetTests.register(server, machine: "m1", publicKeyFile: machine.publicKeyFile)
+            let shipped = try await machine.ship()
+            #expect(shipped.status == 0, "\(shipped.stdout)")
+            #expect(try await Self.collector(server, ["init"]).status == 0, "init again makes the months held")
+            let partitions = try await server.psql("""
+                SELECT string_agg(c.relname || ':' || (SELECT count(*) FROM records r WHERE r.tableoid = c.oid), ' ' ORDER BY c.relname)
+                FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'records'::regclass
+                  AND c.relname LIKE 'records_2026_0%'
+                """)
+            #expect(partitions.hasPrefix("records_2026_01:11 records_2026_02:9 records_2026_03:10 "), "\(partitions)")
+            let february = try await Self.collector(server, ["query", "--machine", "m1", "--since", "2026-02-01",
+                                                             "--until", "2026-03-01", "--json"])
+            #expect(february.status == 0 && february.stdout.split(separator: "\n").count == 9, "\(february.stdout)")
+            let plan = try await server.psql("""
+                EXPLAIN SELECT * FROM records WHERE machine = 'm1' AND unix_time >= 1769904000 AND unix_time < 1772323200
+                """)
+            #expect(plan.contains("records_2026_02") && !plan.contains("records_2026_01") && !plan.contains("records_other"), "\(plan)")
+
+            let archives = server.directory + "/archives"
+            try FileManager.default.createDirectory(atPath: archives, withIntermediateDirectories: true)
+            let archived = try await Self.collector(server, ["archive", "--before", "2026-03", "--out", archives])
+            #expect(archived.status == 0 && archived.stdout.contains("archived 2026-01: 11 records")
+                    && archived.stdout.contains("archived 2026-02: 9 records"), "\(archived.stdout) \(archived.stderrLines)")
+            #expect(try await server.psql("SELECT count(*) FROM records") == "10")
+            let verified = try await Self.collector(server, ["verify", "--archive", archives])
+            #expect(verified.status == 0 && verified.stdout.contains("records 21…30, records up to 20 archived")
+                    && verified.stdout.contains("archive 2026-01 intact (11 records)")
+                    && verified.stdout.contains("archive 2026-02 intact (9 records)"), "\(verified.stdout)")
+            // Shipping goes on; proofs over the whole log still verify.
+            try machine.write(2)
+            #expect(try await machine.ship().status == 0)
+            #expect(try await Self.collector(server, ["proof", "--leaf", "1"]).status == 0)
+            #expect(try await Self.collector(server, ["verify", "--archive", archives]).status == 0)
+
+            // The administrator deletes March and says it was archived: verify alone cannot
+            // tell, the archives can.
+            try await server.psql("""
+                UPDATE archived_trails SET through_seq = 30, chain = (SELECT chain FROM records WHERE seq = 30);
+                DELETE FROM records WHERE seq <= 30;
+                """)
+            let hidden = try await Self.collector(server, ["verify", "--archive", archives])
+            #expect(hidden.status == 6 && hidden.stdout.contains("where no archive ends"), "\(hidden.stdout)")
+            // An archive file changed by a byte.
+            let file = archives + "/records-2026-01.jsonl"
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
+            bytes[bytes.count / 2] ^= 1
+            try Data(bytes).write(to: URL(fileURLWithPath: file))
+            let changed = try await Self.collector(server, ["verify", "--archive", archives])
+            #expect(changed.status == 6 && changed.stdout.contains("archive 2026-01 broken"), "\(changed.stdout)")
+        }
+    }
+
+    @Test("a collector of schema 3 with records upgrades to monthly partitions: every record lands in its month's partition, none is lost")
+    func upgradeMovesRecordsIntoMonths() async throws {
+        let server = try await PostgresRig()
+        try await server.removing { server in
+            let printed = try await Self.collector(server, ["init", "--print"])
+            let upToThree = try #require(printed.stdout.components(separatedBy: "-- version 4\n").first)
+            try await server.psql("CREATE TABLE schema_version (version integer PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())")
+            try await server.psql(upToThree)
+            try await server.psql("INSERT INTO schema_version (version) VALUES (1), (2), (3)")
+            try await server.psql("""
+                INSERT INTO records (machine, trail, seq, unix_time, boot_time, boot_id, uid, login, event, outcome, reason,
+                                     prev_mac, mac)
+                SELECT 'old', decode(repeat('01', 16), 'hex'), n, 1735689600 + n * 86400 * 10, 1, 'b', 0, 'root',
+                       'item.read', 'success', 'r', decode(repeat('00', 32), 'hex'), decode(repeat('00', 32), 'hex')
+                FROM generate_series(1, 40) AS n
+                """)
+            let upgraded = try await Self.collector(server, ["init"])
+            #expect(upgraded.status == 0 && upgraded.stdout.contains("from version 3 to 4"), "\(upgraded.stdout) \(upgraded.stderrLines)")
+            #expect(try await server.psql("SELECT count(*) FROM records") == "40")
+            #expect(try await server.psql("SELECT count(*) FROM records_other") == "0")
+            #expect(try await server.psql("SELECT count(DISTINCT tableoid) FROM records") == "14")
+        }
+    }
 }

@@ -22,8 +22,13 @@ struct FleetTests {
         let written = Mutex<[AuditRecord]>([])
         let publicKeyFile: String
 
-        init(_ name: String, database: String, batchSize: Int = 5, backlogLimit: Int = 100_000, settings: String = "") throws {
+        /// Minutes of the machine's clock between two records.
+        let step: Double
+
+        init(_ name: String, database: String, batchSize: Int = 5, backlogLimit: Int = 100_000, settings: String = "",
+             minutesBetweenRecords step: Double = 1) throws {
             self.name = name
+            self.step = step
             home = FileManager.default.temporaryDirectory.appendingPathComponent("tg-fleet-\(name)-\(UUID().uuidString.prefix(6))").path
             try FileManager.default.createDirectory(atPath: home + "/data", withIntermediateDirectories: true)
             config = home + "/fleet.conf"
@@ -45,8 +50,9 @@ struct FleetTests {
             defer { try? database.closeConnections() }
             let minute = Mutex(0)
             let offset = Double(name.utf8.last ?? 0) / 100
+            let step = step
             let log = try AuditLog(database: database, journal: .disabled) {
-                Date(timeIntervalSince1970: FleetTests.base + offset + Double(minute.withLock { $0 }) * 60)
+                Date(timeIntervalSince1970: FleetTests.base + offset + Double(minute.withLock { $0 }) * 60 * step)
             }
             return try body(log, minute)
         }
@@ -90,8 +96,8 @@ struct FleetTests {
         let server = try await PostgresRig()
         let initialised = try await collector(server, ["init"])
         try #require(initialised.status == 0, "\(initialised.stderrLines)")
-        #expect(initialised.stdout.contains("from version 0 to 3"))
-        #expect(try await collector(server, ["init"]).stdout.contains("already at version 3"))
+        #expect(initialised.stdout.contains("from version 0 to 4"))
+        #expect(try await collector(server, ["init"]).stdout.contains("already at version 4"))
         var machines: [Machine] = []
         for name in names {
             let machine = try Machine(name, database: server.database, batchSize: batchSize)

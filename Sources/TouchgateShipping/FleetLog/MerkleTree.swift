@@ -278,3 +278,24 @@ public enum MerkleTree {
         }
     }
 }
+
+/// SHA-256 over data given in pieces (libsodium's): an archive's file, hashed as it is written
+/// or read, without holding it.
+public struct SHA256Stream {
+    private var state = crypto_hash_sha256_state()
+
+    public init() {
+        _ = sodium_init()
+        crypto_hash_sha256_init(&state)
+    }
+
+    public mutating func update(_ bytes: [UInt8]) {
+        crypto_hash_sha256_update(&state, bytes, UInt64(bytes.count))
+    }
+
+    public mutating func finish() -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: MerkleTree.hashLength)
+        crypto_hash_sha256_final(&state, &digest)
+        return digest
+    }
+}
