@@ -28,7 +28,7 @@
 #
 # Disk: about 0.7 GB per million records with their indexes (schema 4), some 80 GB at the
 # default sizes; a sample is measured first, and the run refuses to start when the disk
-# holding /tmp has too little room. Time: one to two hours at the default sizes on two cores,
+# holding /tmp has too little room. Time: one to three hours at the default sizes on two cores,
 # most of it the query store and the peak runs (each run ships 100,000 machines).
 set -euo pipefail
 export LC_ALL=C
