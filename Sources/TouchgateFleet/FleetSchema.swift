@@ -311,25 +311,9 @@ public enum FleetSchema {
         ALTER INDEX records_time RENAME TO records_v3_time;
         ALTER INDEX records_login RENAME TO records_v3_login;
         ALTER INDEX records_item RENAME TO records_v3_item;
+        -- The same columns, in the same order (so rows copy as they are), keyed with the time.
         CREATE TABLE records (
-            machine text NOT NULL,
-            trail bytea NOT NULL,
-            seq bigint NOT NULL,
-            unix_time double precision NOT NULL,
-            boot_time double precision NOT NULL,
-            boot_id text NOT NULL,
-            uid bigint NOT NULL,
-            login text NOT NULL,
-            vault_user text,
-            event text NOT NULL,
-            item text,
-            outcome text NOT NULL,
-            reason text NOT NULL,
-            prev_mac bytea NOT NULL,
-            mac bytea NOT NULL,
-            prev_chain bytea,
-            chain bytea,
-            received timestamptz NOT NULL DEFAULT now(),
+            LIKE records_v3 INCLUDING DEFAULTS INCLUDING CONSTRAINTS,
             PRIMARY KEY (machine, trail, seq, unix_time)
         ) PARTITION BY RANGE (unix_time);
         CREATE TABLE records_other PARTITION OF records DEFAULT;

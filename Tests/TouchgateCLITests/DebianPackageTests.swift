@@ -240,6 +240,8 @@ struct DebianPackageTests {
         // The fleet's configuration and credentials (docs/FLEET.md), and its drop-in for the unit.
         "/etc/touchgate/fleet.conf", "/etc/touchgate/fleet-ca.pem", "/etc/touchgate/fleet-client.pem",
         "/etc/touchgate/fleet-client.key", "/etc/systemd/system/touchgated.service.d/fleet.conf",
+        // The collector's own key, on the collector's host (`touchgate-collector publish`).
+        "/etc/touchgate/log.key",
     ]
 
     /// Every absolute path under /usr, /etc or /lib that names one of Touchgate's files in the
