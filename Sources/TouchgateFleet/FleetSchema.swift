@@ -179,7 +179,9 @@ public enum FleetSchema {
 
         DO $do$ BEGIN
         -- The one append: the entry, its leaf and the nodes it completes. Serialised by the
-        -- append lock (waiting at most 15 s: a session holding it cannot stop shipping).
+        -- append lock, the row of fleet_log taken FOR UPDATE: a machine's role has no UPDATE
+        -- on it, so only these functions can take it (an advisory lock anyone may take), and
+        -- an append waits for it at most 15 s (the administrator's session holding it).
         EXECUTE format($f$
         CREATE FUNCTION touchgate_log_append(entry_kind text, entry_machine text, entry_trail bytea,
                                              entry_first bigint, entry_last bigint, entry_body text) RETURNS bigint
@@ -192,7 +194,7 @@ public enum FleetSchema {
             v_sibling bytea;
         BEGIN
             PERFORM set_config('lock_timeout', '15s', true);
-            PERFORM pg_advisory_xact_lock(7301955104);
+            PERFORM 1 FROM fleet_log FOR UPDATE;
             SELECT coalesce(max(idx) + 1, 0) INTO v_size FROM log_nodes n WHERE n.level = 0;
             IF v_size >= 281474976710656 THEN
                 RAISE EXCEPTION USING ERRCODE = 'TG001',
@@ -280,7 +282,7 @@ public enum FleetSchema {
                     'one the stored rows make, signed under the name %%s', batch_first, batch_last, v_name);
             END IF;
             PERFORM set_config('lock_timeout', '15s', true);
-            PERFORM pg_advisory_xact_lock(7301955104);
+            PERFORM 1 FROM fleet_log FOR UPDATE;
             SELECT e.leaf INTO v_held FROM log_entries e
                 WHERE e.kind IN ('batch', 'shipment') AND e.machine = batch_machine AND e.trail = batch_trail
                   AND e.last_seq = batch_last AND e.first_seq <= batch_first

@@ -474,7 +474,7 @@ struct FleetTransparencyTests {
         }
     }
 
-    @Test("a session holding the append lock and going silent (another machine's credentials) delays shipments by the lock timeout at most: they fail (69, records queued) and go through once it lets go")
+    @Test("a machine's login cannot take the append lock (FOR UPDATE on fleet_log is refused), and the advisory lock it once could hold delays nobody; the administrator's session holding the lock delays shipments by the lock timeout at most: they fail (69, records queued) and go through once it lets go")
     func heldAppendLockHasADeadline() async throws {
         let server = try await PostgresRig()
         try await server.removing { server in
@@ -483,29 +483,45 @@ struct FleetTransparencyTests {
             let m1 = try Machine("m1", database: server.database(as: "m1"))
             defer { m1.remove() }
             try m1.write(10)
-            let holder = try await BackgroundProcess.start(
+            let take = try await Self.psql(server, as: "m2", "BEGIN; SELECT 1 FROM fleet_log FOR UPDATE; COMMIT;")
+            #expect(take.status != 0 && take.output.contains("permission denied"), "\(take.output)")
+            // The lock appends took before schema 3, held by m2's login: it no longer stops anyone.
+            let advisory = try await BackgroundProcess.start(
                 "/usr/bin/psql", [server.database(as: "m2", local: true), "-X", "-q",
                                   "-c", "BEGIN; SELECT pg_advisory_xact_lock(7301955104); SELECT pg_sleep(90); COMMIT;"],
+                environment: ProcessInfo.processInfo.environment)
+            defer { advisory.stop(signal: SIGTERM) }
+            let quick = Date()
+            #expect(try await m1.ship().status == 0)
+            #expect(Date().timeIntervalSince(quick) < 10)
+
+            let holder = try await BackgroundProcess.start(
+                "/usr/bin/psql", [server.localDatabase, "-X", "-q",
+                                  "-c", "BEGIN; SELECT 1 FROM fleet_log FOR UPDATE; SELECT pg_sleep(90); COMMIT;"],
                 environment: ProcessInfo.processInfo.environment)
             defer { holder.stop(signal: SIGTERM) }
             var held = ""
             for _ in 0..<100 where held != "1" {
-                held = try await server.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")
+                held = try await server.psql("""
+                    SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%FOR UPDATE%pg_sleep(90)%' AND pid <> pg_backend_pid()
+                    """)
                 try await Task.sleep(for: .milliseconds(100))
             }
             #expect(held == "1")
+            try m1.write(1)
             let started = Date()
             let waited = try await m1.ship()
             let seconds = Date().timeIntervalSince(started)
             #expect(waited.status == 69 && waited.stdout.contains("lock timeout") && waited.stdout.contains("stay queued"),
                     "\(waited.stdout)")
             #expect(seconds >= 14 && seconds < 60, "waited \(seconds) s")
-            // The silent session ends (its backend ended by the administrator): the lock is free.
-            try await server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'm2'")
+            try await server.psql("""
+                SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%FOR UPDATE%' AND pid <> pg_backend_pid()
+                """)
             await holder.exited()
             let shipped = try await m1.ship()
             #expect(shipped.status == 0, "\(shipped.stdout)")
-            #expect(try await FleetTests.collected(server)["m1"] == [10, 1, 10, 10])
+            #expect(try await FleetTests.collected(server)["m1"] == [11, 1, 11, 11])
         }
     }
 }
