@@ -57,9 +57,11 @@ else
   finger() {
     local print=$1 status=0 watcher
     shift
-    "$bin/virtual-finger" --watch --socket "$FP_VIRTUAL_IMAGE" --print "$print" 2>/dev/null &
+    rm -f "$demo/finger.log"
+    "$bin/virtual-finger" --watch --socket "$FP_VIRTUAL_IMAGE" --print "$print" 2>"$demo/finger.log" &
     watcher=$!
-    sleep 0.3
+    # It answers only waits announced after it started: wait for its first line (at most 10 s).
+    for _ in $(seq 100); do grep -q presenting "$demo/finger.log" 2>/dev/null && break; sleep 0.1; done
     "$@" || status=$?
     kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null || true
     return "$status"

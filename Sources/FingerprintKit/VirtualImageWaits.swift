@@ -30,9 +30,12 @@ enum VirtualImageWaits {
         defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(),
-              info.st_nlink == 1, ftruncate(descriptor, 0) == 0 else { return }
+              info.st_nlink == 1 else { return }
         // Readable by whoever may use the socket, whatever this process's umask.
         _ = fchmod(descriptor, 0o644)
-        _ = text.withCString { write(descriptor, $0, strlen($0)) }
+        // The new line over the old one, then cut to its length: a reader never finds the file
+        // empty (as it did between a truncation and the write, and took that for a new wait).
+        let length = text.withCString { pwrite(descriptor, $0, strlen($0), 0) }
+        if length > 0 { _ = ftruncate(descriptor, off_t(length)) }
     }
 }

@@ -270,15 +270,14 @@ final class FingerWatch: @unchecked Sendable {
 
     init(finger: VirtualImageFinger, marker: String) {
         self.finger = finger
-        func announced() -> String? { try? String(contentsOfFile: marker, encoding: .utf8) }
-        let initial = announced()
+        let initial = VirtualImageWait.announced(in: marker)
         task = Task { [weak self] in
             var seen = initial
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(50))
-                guard let now = announced(), now != seen else { continue }
-                // "PID COUNT": a wait in another process than the last is on another listener.
-                if now.split(separator: " ").first != seen?.split(separator: " ").first { finger.reconnect() }
+                guard let now = VirtualImageWait.announced(in: marker), now != seen else { continue }
+                // A wait in another process than the last is on another listener.
+                if now.process != seen?.process { finger.reconnect() }
                 seen = now
                 finger.presentNext()
                 guard let self else { return }

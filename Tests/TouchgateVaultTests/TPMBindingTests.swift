@@ -116,7 +116,7 @@ final class TPMBindingTests {
     func guardsAreSeparate() throws {
         _ = try bind()
         let other = try StateFixture()
-        try other.vault.vault.bindToTPM(passphrase: secret(VaultFixture.passphrase), device: device, log: other.log)
+        _ = try other.vault.vault.bindToTPM(passphrase: secret(VaultFixture.passphrase), device: device, log: other.log)
         try tpm.setDictionaryAttack(tries: 3, interval: 1000)
         for attempt in 1...Int(TPMBinding.guardLimit) {
             #expect(throws: VaultError.self, "attempt \(attempt)") { try self.vault.unlock(passphrase: secret("guess \(attempt)")) }

@@ -113,11 +113,10 @@ exit(status)
 /// were announced before it started are not answered.
 func watch(socket: String, prints: [String]) -> Never {
     let marker = socket + ".waiting"
-    func announced() -> String? { try? String(contentsOfFile: marker, encoding: .utf8) }
     let finger = VirtualImageFinger(socketPath: socket)
     finger.present(prints == ["none"] ? [] : prints)
     var queue = prints
-    var seen = announced()
+    var seen = VirtualImageWait.announced(in: marker)
     FileHandle.standardError.write(Data("""
         virtual-finger: presenting \(prints.joined(separator: ", ")) each time a program waits on \(socket); \
         Ctrl-C stops
@@ -125,13 +124,13 @@ func watch(socket: String, prints: [String]) -> Never {
         """.utf8))
     while true {
         usleep(50_000)
-        guard let now = announced(), now != seen else { continue }
-        // "PID COUNT": a wait in another process than the last is on another listener.
-        if now.split(separator: " ").first != seen?.split(separator: " ").first { finger.reconnect() }
+        guard let now = VirtualImageWait.announced(in: marker), now != seen else { continue }
+        // A wait in another process than the last is on another listener.
+        if now.process != seen?.process { finger.reconnect() }
         seen = now
         let name = queue.count > 1 ? queue.removeFirst() : queue[0]
         finger.presentNext()
         // Which wait it answered, so that a log with one print too many says whose it was.
-        FileHandle.standardError.write(Data("virtual-finger: presented \(name) (wait \(now.trimmingCharacters(in: .whitespacesAndNewlines)))\n".utf8))
+        FileHandle.standardError.write(Data("virtual-finger: presented \(name) (wait \(now.process) \(now.count))\n".utf8))
     }
 }
