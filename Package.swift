@@ -236,7 +236,7 @@ let package = Package(
                            "TouchgatePolicy", "TouchgateVault", "TouchgateShipping", "TouchgateTestSupport", "TouchgateSocket", "TouchgateAPI",
                            "TouchgateDaemon"],
             // The Python clients the Secret Service tests run, read from the source tree.
-            exclude: ["SecretServiceClients"]
+            exclude: ["SecretServiceClients", "MCPClients"]
         ),
         .testTarget(name: "TouchgateCommandsTests", dependencies: [
             "TouchgateCommands", "TouchgateHelpers", "TouchgateTerminal", "TouchgateAPI", "TouchgateTestSupport",

@@ -1,7 +1,9 @@
 -- One machine's morning shipment as the collector receives it, for pgbench (bench/fleet.sh,
 -- "morning peak"): in one transaction, its trail row, all its morning records in one
--- INSERT, its seal, and its batch head appended to the fleet log by touchgate_ship_batch,
--- which checks the head against the rows just stored. The records' public links (chain,
+-- INSERT, the count of its range that finds a squatted sequence number (in the months its
+-- records are in, as the shipper does), its seal, and its batch head appended to the fleet
+-- log by touchgate_ship_batch, which checks the head against the rows just stored (in the
+-- time its records span, which the shipper names). The records' public links (chain,
 -- prev_chain) are SHA-256 of the machine's name and sequence, so the head built here names
 -- exactly what was stored; its signature line has the right form (SQL does not check the
 -- Ed25519 signature: verify does). @RECORDS_KEY@ is the records table's primary key,
@@ -28,6 +30,12 @@ SELECT name, decode(md5(name), 'hex'), i, :morning::float8 + :m::bigint % 3600 +
        sha256(convert_to(name || '/' || (i - 1), 'UTF8')), sha256(convert_to(name || '/' || i, 'UTF8'))
 FROM (VALUES (:prefix::text || :m::bigint)) AS a(name), generate_series(1, :records::bigint) AS i
 ON CONFLICT (@RECORDS_KEY@) DO NOTHING;
+SELECT count(*) FROM records
+WHERE machine = :prefix::text || :m::bigint AND trail = decode(md5(:prefix::text || :m::bigint), 'hex')
+  AND seq BETWEEN 1 AND :records::bigint
+  AND unix_time >= extract(epoch FROM date_trunc('month', to_timestamp(:morning::float8) AT TIME ZONE 'UTC'))
+  AND unix_time < extract(epoch FROM date_trunc('month', to_timestamp(:morning::float8 + 3600 + :records::bigint * 2.5)
+                                                AT TIME ZONE 'UTC') + interval '1 month');
 INSERT INTO seals (machine, trail, seq, chain, public_key, signature)
 SELECT name, decode(md5(name), 'hex'), :records::bigint, sha256(convert_to(name || '/' || :records::bigint, 'UTF8')),
        sha256(convert_to('key/' || name, 'UTF8')), sha512(convert_to(name, 'UTF8'))
@@ -39,7 +47,8 @@ SELECT touchgate_ship_batch(name, decode(md5(name), 'hex'), 1, :records::bigint,
     || 'previous ' || encode(sha256(convert_to(name || '/0', 'UTF8')), 'hex') || E'\n'
     || 'chain ' || encode(sha256(convert_to(name || '/' || :records::bigint, 'UTF8')), 'hex') || E'\n'
     || 'key ' || encode(sha256(convert_to('key/' || name, 'UTF8')), 'hex') || E'\n'
-    || E'\n' || chr(8212) || ' ' || touchgate_key_name(name) || ' ' || repeat('A', 91) || '=' || E'\n')
+    || E'\n' || chr(8212) || ' ' || touchgate_key_name(name) || ' ' || repeat('A', 91) || '=' || E'\n',
+    :morning::float8 + :m::bigint % 3600 + 2.5, :morning::float8 + :m::bigint % 3600 + :records::bigint * 2.5)
 FROM (VALUES (:prefix::text || :m::bigint)) AS a(name);
 END;
 \endif

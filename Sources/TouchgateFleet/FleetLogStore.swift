@@ -77,10 +77,15 @@ struct FleetLogStore {
     /// transaction, after the rows it names were stored; the function holds the append lock
     /// until the transaction ends (waiting for it at most 15 s: then `collector-unavailable`,
     /// the records stay queued). A state of the log no append can make is `audit-broken`.
-    func append(batch: FleetEntry.Batch) throws(ServiceError) -> Int64 {
+    ///
+    /// `span` is the first and last `unix_time` of the batch's records, when the caller has
+    /// them all: the function's checks then read the months they are in, not every month.
+    func append(batch: FleetEntry.Batch, span: ClosedRange<Double>? = nil) throws(ServiceError) -> Int64 {
         let shipment = batch.shipment
-        guard let leaf = Int64(try connection.execute("SELECT touchgate_ship_batch($1, $2, $3, $4, $5)", [
+        guard let leaf = Int64(try connection.execute("SELECT touchgate_ship_batch($1, $2, $3, $4, $5, $6, $7)", [
             shipment.machine, Bytea.text(shipment.trail), String(shipment.first), String(shipment.last), batch.note,
+            span.map { PostgresCollector.exact($0.lowerBound) } ?? "-Infinity",
+            span.map { PostgresCollector.exact($0.upperBound) } ?? "Infinity",
         ]).scalar ?? ""), MerkleTree.isValid(size: leaf) else { throw Self.edited("an append gave no index") }
         return leaf
     }

@@ -5,7 +5,8 @@ import TouchgateAPI
 /// `schema_version`. A migration, once released, is never edited: a change is a new one.
 public enum FleetSchema {
     /// Every migration: its number and its SQL.
-    public static let migrations: [(version: Int, sql: String)] = [(1, version1), (2, version2), (3, version3), (4, version4)]
+    public static let migrations: [(version: Int, sql: String)] = [(1, version1), (2, version2), (3, version3), (4, version4),
+                                                                          (5, version5)]
 
     /// The newest version.
     public static var current: Int { migrations.last!.version }
@@ -398,6 +399,97 @@ public enum FleetSchema {
             made timestamptz NOT NULL DEFAULT now()
         );
         GRANT SELECT ON archived_trails, archives TO touchgate_shipper;
+        """
+
+    /// Version 5: a batch head's checks read the month its records are in, not every month.
+    /// The morning peak measured 65 heads a second on a store of 41 million records: each
+    /// head's four checks (the trail's key, the first record's link, the last one's, the
+    /// count) probed every monthly partition's index, most of them out of memory. The
+    /// shipper now names the time its batch's records span (the first and last `unix_time`),
+    /// and the checks, one query, read those partitions alone. The bounds cannot make a check
+    /// pass that would fail: they only hide rows, and a head whose rows are hidden is
+    /// refused as naming records not held. Machines of before (five arguments) keep working
+    /// with every month read.
+    ///
+    /// The function plans its queries anew each call (`plan_cache_mode`), with the bounds'
+    /// values: PL/pgSQL's cached generic plan, from the sixth call on, holds every partition
+    /// and locks each of them and their indexes on every call, past the lock manager's fast
+    /// path (measured: 4.8 ms a head alone, 1.2 ms with the plan made each time).
+    static let version5 = """
+        DO $do$ BEGIN
+        EXECUTE format($f$
+        CREATE FUNCTION touchgate_ship_batch(batch_machine text, batch_trail bytea, batch_first bigint,
+                                             batch_last bigint, head text, batch_since double precision,
+                                             batch_until double precision) RETURNS bigint
+        LANGUAGE plpgsql SECURITY DEFINER SET search_path = %I, pg_temp SET plan_cache_mode = force_custom_plan AS $$
+        DECLARE
+            v_key bytea;
+            v_previous bytea;
+            v_chain bytea;
+            v_stored bigint;
+            v_name text;
+            v_body text;
+            v_line text;
+            v_held bigint;
+        BEGIN
+            -- A machine's role ships as itself; the role that ran init (or a superuser) may
+            -- ship for any machine, as it may write any row.
+            IF batch_machine IS DISTINCT FROM session_user AND session_user <> current_user
+               AND NOT (SELECT rolsuper FROM pg_roles WHERE rolname = session_user) THEN
+                RAISE EXCEPTION USING ERRCODE = '42501',
+                    MESSAGE = format('role %%s may ship only as machine %%s', session_user, session_user);
+            END IF;
+            SELECT t.public_key INTO v_key FROM trails t WHERE t.machine = batch_machine AND t.trail = batch_trail;
+            SELECT (array_agg(r.prev_chain) FILTER (WHERE r.seq = batch_first))[1],
+                   (array_agg(r.chain) FILTER (WHERE r.seq = batch_last))[1], count(*)
+              INTO v_previous, v_chain, v_stored
+              FROM records r
+             WHERE r.machine = batch_machine AND r.trail = batch_trail AND r.seq BETWEEN batch_first AND batch_last
+               AND r.unix_time BETWEEN batch_since AND batch_until;
+            IF v_key IS NULL OR v_previous IS NULL OR v_chain IS NULL OR batch_first < 1 OR batch_last < batch_first
+               OR v_stored <> batch_last - batch_first + 1 THEN
+                RAISE EXCEPTION USING ERRCODE = 'TG002', MESSAGE = format('the batch head names records %%s…%%s of '
+                    'a trail the collector does not hold whole for machine %%s', batch_first, batch_last, batch_machine);
+            END IF;
+            v_name := touchgate_key_name(batch_machine);
+            v_body := 'touchgate.fleet/batch/v1' || E'\\n' || 'machine ' || v_name || E'\\n'
+                || 'trail ' || encode(batch_trail, 'hex') || E'\\n' || 'records ' || batch_first || ' ' || batch_last || E'\\n'
+                || 'previous ' || encode(v_previous, 'hex') || E'\\n' || 'chain ' || encode(v_chain, 'hex') || E'\\n'
+                || 'key ' || encode(v_key, 'hex') || E'\\n';
+            v_line := substr(head, length(v_body) + 2);
+            IF left(head, length(v_body) + 1) <> v_body || E'\\n'
+               OR left(v_line, length(v_name) + 3) <> '— ' || v_name || ' '
+               OR substr(v_line, length(v_name) + 4) !~ '^[A-Za-z0-9+/]{91}=\\n$' THEN
+                RAISE EXCEPTION USING ERRCODE = 'TG002', MESSAGE = format('the batch head of records %%s…%%s is not the '
+                    'one the stored rows make, signed under the name %%s', batch_first, batch_last, v_name);
+            END IF;
+            PERFORM set_config('lock_timeout', '15s', true);
+            PERFORM 1 FROM fleet_log FOR UPDATE;
+            SELECT e.leaf INTO v_held FROM log_entries e
+                WHERE e.kind IN ('batch', 'shipment') AND e.machine = batch_machine AND e.trail = batch_trail
+                  AND e.last_seq = batch_last AND e.first_seq <= batch_first
+                ORDER BY e.leaf LIMIT 1;
+            IF v_held IS NOT NULL THEN
+                RETURN v_held;
+            END IF;
+            RETURN touchgate_log_append('batch', batch_machine, batch_trail, batch_first, batch_last, head);
+        END $$;
+        $f$, current_schema());
+
+        -- A machine of before: every month is read.
+        EXECUTE format($f$
+        CREATE OR REPLACE FUNCTION touchgate_ship_batch(batch_machine text, batch_trail bytea, batch_first bigint,
+                                                        batch_last bigint, head text) RETURNS bigint
+        LANGUAGE sql SECURITY DEFINER SET search_path = %I, pg_temp AS $$
+            SELECT touchgate_ship_batch(batch_machine, batch_trail, batch_first, batch_last, head,
+                                        '-Infinity'::double precision, 'Infinity'::double precision)
+        $$;
+        $f$, current_schema());
+        END $do$;
+        REVOKE ALL ON FUNCTION touchgate_ship_batch(text, bytea, bigint, bigint, text, double precision, double precision)
+            FROM PUBLIC;
+        GRANT EXECUTE ON FUNCTION touchgate_ship_batch(text, bytea, bigint, bigint, text, double precision, double precision)
+            TO touchgate_shipper;
         """
 
     /// Applies the migrations `connection`'s database lacks; returns the version before.

@@ -299,7 +299,7 @@ struct FleetFormatsTests {
                 FROM generate_series(1, 40) AS n
                 """)
             let upgraded = try await Self.collector(server, ["init"])
-            #expect(upgraded.status == 0 && upgraded.stdout.contains("from version 3 to 4"), "\(upgraded.stdout) \(upgraded.stderrLines)")
+            #expect(upgraded.status == 0 && upgraded.stdout.contains("from version 3 to 5"), "\(upgraded.stdout) \(upgraded.stderrLines)")
             #expect(try await server.psql("SELECT count(*) FROM records") == "40")
             #expect(try await server.psql("SELECT count(*) FROM records_other") == "0")
             #expect(try await server.psql("SELECT count(DISTINCT tableoid) FROM records") == "14")

@@ -96,8 +96,8 @@ struct FleetTests {
         let server = try await PostgresRig()
         let initialised = try await collector(server, ["init"])
         try #require(initialised.status == 0, "\(initialised.stderrLines)")
-        #expect(initialised.stdout.contains("from version 0 to 4"))
-        #expect(try await collector(server, ["init"]).stdout.contains("already at version 4"))
+        #expect(initialised.stdout.contains("from version 0 to 5"))
+        #expect(try await collector(server, ["init"]).stdout.contains("already at version 5"))
         var machines: [Machine] = []
         for name in names {
             let machine = try Machine(name, database: server.database, batchSize: batchSize)

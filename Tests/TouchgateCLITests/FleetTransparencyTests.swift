@@ -422,6 +422,58 @@ struct FleetTransparencyTests {
         }
     }
 
+    @Test("the time a batch head's records span, which the machine names so that the checks read only their months, only narrows the checks: a span that misses the rows is refused as naming records not held, one that holds them appends; the five-argument call of machines of before still appends")
+    func batchSpanOnlyNarrowsTheChecks() async throws {
+        let server = try await PostgresRig()
+        try await server.removing { server in
+            #expect(try await Self.collector(server, ["init"]).status == 0)
+            try await server.shipperRoles("m2")
+            let m2 = try Machine("m2", database: server.database(as: "m2"))
+            defer { m2.remove() }
+            try m2.write(10)
+            #expect(try await m2.ship().status == 0)
+            // m2's login copies its records 1…10 to 11…20 (a month later), and names them in heads.
+            let copied = try await Self.psql(server, as: "m2", """
+                INSERT INTO records SELECT machine, trail, seq + 10, unix_time + 2678400, boot_time, boot_id, uid, login,
+                    vault_user, event, item, outcome, reason, prev_mac, mac, prev_chain, chain FROM records
+                """)
+            #expect(copied.status == 0, "\(copied.output)")
+            func head(_ first: Int, _ last: Int, _ span: String?) -> String {
+                """
+                SELECT touchgate_ship_batch('m2', r.trail, \(first), \(last),
+                    'touchgate.fleet/batch/v1' || E'\\n' || 'machine m2' || E'\\n' || 'trail ' || encode(r.trail, 'hex') || E'\\n'
+                    || 'records \(first) \(last)' || E'\\n' || 'previous ' || encode(r.prev_chain, 'hex') || E'\\n'
+                    || 'chain ' || encode(l.chain, 'hex') || E'\\n' || 'key ' || encode(t.public_key, 'hex') || E'\\n\\n'
+                    || '\u{2014} m2 ' || repeat('A', 91) || '=' || E'\\n'\(span.map { ", " + $0 } ?? ""))
+                FROM records r JOIN records l ON l.trail = r.trail AND l.seq = \(last) JOIN trails t ON t.trail = r.trail
+                WHERE r.seq = \(first)
+                """
+            }
+            let times = "(SELECT min(unix_time) FROM records WHERE seq BETWEEN 11 AND 15)"
+            let timesEnd = "(SELECT max(unix_time) FROM records WHERE seq BETWEEN 11 AND 15)"
+            let size = try await server.psql("SELECT count(*) FROM log_entries")
+            for (what, span) in [
+                ("a span a month early", "\(times) - 2678400, \(timesEnd) - 2678400"),
+                ("an empty span", "'Infinity', '-Infinity'"),
+                ("a span of no number", "'NaN', 'NaN'"),
+            ] {
+                let refused = try await Self.psql(server, as: "m2", head(11, 15, span))
+                #expect(refused.status != 0 && refused.output.contains("does not hold whole"), "\(what): \(refused.output)")
+            }
+            #expect(try await server.psql("SELECT count(*) FROM log_entries") == size)
+            let spanned = try await Self.psql(server, as: "m2", head(11, 15, "\(times), \(timesEnd)"))
+            #expect(spanned.status == 0 && spanned.output.trimmingCharacters(in: .whitespacesAndNewlines) == size,
+                    "\(spanned.output)")
+            let before = try await Self.psql(server, as: "m2", head(16, 20, nil))
+            #expect(before.status == 0 && Int(before.output.trimmingCharacters(in: .whitespacesAndNewlines)) == Int(size)! + 1,
+                    "\(before.output)")
+            // The heads' signatures are forged: m2's trail is broken, the log is not.
+            let verified = try await Self.collector(server, ["verify"])
+            #expect(verified.status == 6 && verified.stdout.contains("fleet log intact")
+                    && verified.stdout.contains("trail(s) broken, on m2"), "\(verified.stdout)")
+        }
+    }
+
     @Test("a machine's credentials cannot plant a node, an entry or a checkpoint (the attacks that broke the log for good), nor append for another machine or for rows it did not store; a node the administrator plants makes shipments fail as a damaged log (6), never as an outage, and verify names it")
     func plantedLogRowsAreRefused() async throws {
         let server = try await PostgresRig()
