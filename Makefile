@@ -357,7 +357,8 @@ FUZZDIR       ?= .build-fuzz
 FUZZ_SECONDS  ?= 60
 FUZZ_RUNS     ?=
 FUZZ_OPTIMIZE ?= -O
-FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json pam-reader ssh-agent sk-reader tpm-blob
+FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json pam-reader ssh-agent sk-reader tpm-blob \
+                 fleet-formats
 # The Foundation-free TouchgateBasics without what needs the C module CTouchgateSys (the
 # process protections, threads, detached processes, the kernel's facts about sockets and
 # the requester's terminal found through them;
@@ -426,6 +427,13 @@ $(FUZZDIR)/fuzz-frame-buffer: fuzz/frame-buffer.swift $(WIRE_LIBRARY)
 $(FUZZDIR)/fuzz-ssh-agent: fuzz/ssh-agent.swift $(wildcard Sources/TouchgateSSH/*.swift) $(BASICS_LIBRARY)
 	@mkdir -p $(FUZZDIR)
 	$(call FUZZ_SWIFTC,$@,TouchgateSSH,-I $(FUZZDIR)/basics $^)
+
+# The fleet log's formats: TouchgateShipping's FleetLog sources compiled with the target, over
+# TouchgatePolicy, TouchgateBasics and libsodium.
+$(FUZZDIR)/fuzz-fleet-formats: fuzz/fleet-formats.swift $(wildcard Sources/TouchgateShipping/FleetLog/*.swift) \
+		$(POLICY_LIBRARY) $(BASICS_LIBRARY)
+	@mkdir -p $(FUZZDIR)
+	$(call FUZZ_SWIFTC,$@,TouchgateShipping,-I $(FUZZDIR)/policy -I $(FUZZDIR)/basics -I Sources/CSodium $^)
 
 # The thin front's JSON reader and writer (no imports), against Foundation's and WireCoding's.
 $(FUZZDIR)/fuzz-front-json: fuzz/front-json.swift Sources/touchgate/JSONText.swift $(WIRE_LIBRARY)

@@ -8,14 +8,15 @@ import Testing
 /// buffer, the policy string parser, the stored policy-state and reader-ledger decoders,
 /// the audit records' cleaning and encoding, the thin front's JSON and the PAM module's C
 /// reader against Foundation's, the SSH agent protocol's messages, the security-key
-/// provider's C reader; see fuzz/) is built with
+/// provider's C reader, the TPM shim's blob reader, the fleet log's notes, checkpoints,
+/// entries and proofs; see fuzz/) is built with
 /// `swiftc -sanitize=fuzzer,address` and runs its seed corpus plus a few thousand
 /// mutations. Fails when a target crashes, breaks a round trip, or cannot be built.
 @Suite("Fuzzing", .serialized, .timeLimit(.minutes(15)))
 struct FuzzTests {
     static let runs = 20_000
     static let targets = ["protocol", "policy", "stored-state", "frame-buffer", "reader-ledger", "audit", "front-json", "pam-reader",
-                          "ssh-agent", "sk-reader"]
+                          "ssh-agent", "sk-reader", "tpm-blob", "fleet-formats"]
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

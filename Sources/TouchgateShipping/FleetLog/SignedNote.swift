@@ -2,7 +2,6 @@ import CSodium
 import FoundationEssentials
 public import TouchgateBasics
 import TouchgatePolicy
-import TouchgateVault
 
 /// C2SP's signed notes (c2sp.org/signed-note) with Ed25519, as the fleet log uses them:
 /// batch heads signed by the machine that shipped them, checkpoints signed by the log's
@@ -139,7 +138,8 @@ public final class NoteSigner: Sendable {
 
     /// A new random key; returns it and the text of its private key file.
     public static func generate(name: String, type: UInt8) -> (NoteSigner, SecretBytes) {
-        let seed = SecretBytes.random(count: Int(crypto_sign_SEEDBYTES))
+        _ = sodium_init()
+        let seed = SecretBytes.make(count: Int(crypto_sign_SEEDBYTES)) { randombytes_buf($0.baseAddress!, $0.count) }
         let signer = seed.withUnsafeBytes { NoteSigner(name: name, type: type, seed: $0) }
         let prefix = "PRIVATE+KEY+\(name)+\(Hex.encode(signer.keyID))+"
         let encoded = seed.withUnsafeBytes { Data([type] + Array($0)).base64EncodedString() }
