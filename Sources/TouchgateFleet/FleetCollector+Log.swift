@@ -376,11 +376,12 @@ extension FleetCollector {
     /// tlog-witness protocol and files their cosignatures; with `tiles`, also writes the log
     /// there as C2SP tlog-tiles (``FleetTiles``), its `checkpoint` carrying the witnesses'
     /// cosignatures of that size. Returns the checkpoint note, how many tile files were
-    /// written, and each witness's outcome (nil: it cosigned).
+    /// written, and each witness's outcome. A witness exchange takes `witnessTimeout`
+    /// seconds at most, whole.
     /// - Throws: ``ServiceError`` `audit-broken` when the log no longer extends what the
     ///   key signed: nothing is signed.
-    public func publish(signer: NoteSigner, tiles: String?, witnesses: [(url: String, key: NoteVerifier)] = [])
-        throws(ServiceError) -> (note: String, files: Int, witnessed: [(name: String, failure: ServiceError?)]) {
+    public func publish(signer: NoteSigner, tiles: String?, witnesses: [(url: String, key: NoteVerifier)] = [],
+                        witnessTimeout: Int = 30) throws(ServiceError) -> FleetPublication {
         let verifier = NoteVerifier(name: signer.name, type: signer.type, publicKey: signer.publicKey)
         var previous: Checkpoint?
         for row in try connection.execute("SELECT note FROM checkpoints WHERE strpos(note, $1) > 0 ORDER BY size DESC",
@@ -413,19 +414,20 @@ extension FleetCollector {
         if head.size > 0 {
             for witness in witnesses {
                 do throws(ServiceError) {
-                    try cosign(WitnessClient(url: witness.url, verifier: witness.key), note: note, head: head)
+                    try cosign(WitnessClient(url: witness.url, verifier: witness.key, timeout: witnessTimeout), note: note,
+                               head: head)
                     witnessed.append((witness.key.name, nil))
                 } catch {
                     witnessed.append((witness.key.name, error))
                 }
             }
         }
-        guard let tiles else { return (note, 0, witnessed) }
+        guard let tiles else { return FleetPublication(note: note, files: 0, witnessed: witnessed) }
         let cosignatures = try connection.execute("SELECT line FROM cosignatures WHERE size = $1 ORDER BY witness",
                                                   [String(head.size)]).rows.compactMap { $0[0] }
         let files = try FleetTiles(store: FleetLogStore(connection), directory: tiles)
             .write(size: head.size, checkpoint: note + cosignatures.joined())
-        return (note + cosignatures.joined(), files, witnessed)
+        return FleetPublication(note: note + cosignatures.joined(), files: files, witnessed: witnessed)
     }
 
     /// Has `witness` cosign `head` (signed as `note`) by tlog-witness's add-checkpoint,
@@ -466,5 +468,22 @@ extension FleetCollector {
     /// The log's newest checkpoint, as stored (a signed note).
     public func newestCheckpoint() throws(ServiceError) -> String {
         try FleetLogStore(connection).newestCheckpoint().note
+    }
+}
+
+/// What ``FleetCollector/publish(signer:tiles:witnesses:witnessTimeout:)`` did.
+public struct FleetPublication: Sendable {
+    /// The checkpoint signed, with the cosignatures of its size.
+    public var note: String
+    /// Tile files written.
+    public var files: Int
+    /// Each witness asked, by name, and why it did not cosign (nil: it did).
+    public var witnessed: [(name: String, failure: ServiceError?)]
+
+    /// What the run as a whole failed with, if a witness did not cosign: a refusal (the log
+    /// is not what that witness saw, `audit-broken`) outweighs a witness out of reach.
+    public var failure: ServiceError? {
+        let failures = witnessed.compactMap(\.failure)
+        return failures.first(where: { $0.code == .auditBroken }) ?? failures.first
     }
 }

@@ -271,29 +271,28 @@ extension FleetCollector {
                 }
             }
             let path = directory + "/" + (row[1] ?? "")
-            guard let data = FileManager.default.contents(atPath: path) else {
-                broken("the database says month \(month) was archived to \(row[1] ?? "?"), which \(directory) lacks: "
-                       + "its records were deleted, or the archive lost")
+            let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                broken(errno == ENOENT
+                       ? "the database says month \(month) was archived to \(row[1] ?? "?"), which \(directory) lacks: "
+                         + "its records were deleted, or the archive lost"
+                       : "cannot read \(path): \(String(cString: strerror(errno)))")
                 checks.append(check)
                 continue
             }
-            let bytes = Array(data)
-            var digest = SHA256Stream()
-            digest.update(bytes)
-            if "\\x" + Hex.encode(digest.finish()) != row[3] {
-                broken("\(row[1] ?? "?") is not the file archived (its SHA-256 differs from the one the database keeps)")
-            }
+            defer { Glibc.close(descriptor) }
             var verifier: AuditChainVerifier?
             var current = ""
             var logged: [LoggedShipment] = []
             var count: Int64 = 0
             let decoder = JSONDecoder()
-            for line in bytes.split(separator: 0x0a) where check.status == .intact {
+            // One record a line, checked as it is read.
+            func take(_ line: ArraySlice<UInt8>) throws(ServiceError) {
+                guard check.status == .intact else { return }
                 guard let archived = try? decoder.decode(ArchivedRecord.self, from: Data(line)), let record = archived.record,
                       let trail = Hex.decode(archived.trail), let (key, first) = keys[archived.machine + " " + archived.trail]
                 else {
-                    broken("line \(count + 1) of \(row[1] ?? "?") is not a record of a trail the collector knows")
-                    break
+                    return broken("line \(count + 1) of \(row[1] ?? "?") is not a record of a trail the collector knows")
                 }
                 let name = archived.machine + " " + archived.trail
                 if name != current {
@@ -303,16 +302,14 @@ extension FleetCollector {
                     } else {
                         verifier = AuditChainVerifier(publicKey: key)
                         if record.sequence != first {
-                            broken("machine \(archived.machine)'s trail starts at record \(first), its archive at "
-                                   + "\(record.sequence): records \(first)…\(record.sequence - 1) are in no archive")
-                            break
+                            return broken("machine \(archived.machine)'s trail starts at record \(first), its archive at "
+                                          + "\(record.sequence): records \(first)…\(record.sequence - 1) are in no archive")
                         }
                     }
                     logged = try loggedShipments(machine: archived.machine, trail: trail)
                 }
                 if let problem = verifier?.add(record, trail: trail) {
-                    broken("machine \(archived.machine): \(problem.reason)")
-                    break
+                    return broken("machine \(archived.machine): \(problem.reason)")
                 }
                 for shipment in logged where shipment.shipment.last == record.sequence && shipment.shipment.chain != record.chain {
                     broken("machine \(archived.machine): record \(record.sequence) is not the one the log's entry "
@@ -320,6 +317,41 @@ extension FleetCollector {
                 }
                 links[name] = (record.sequence, record.chain ?? [])
                 count += 1
+            }
+            // Read in chunks, hashed as they come: a month of a large fleet is gigabytes, and
+            // memory stays that of one chunk and one line.
+            var digest = SHA256Stream()
+            var chunk = [UInt8](repeating: 0, count: 1 << 20)
+            var partial: [UInt8] = []
+            var unreadable: String?
+            while true {
+                let got = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+                if got < 0 && errno == EINTR { continue }
+                if got < 0 { unreadable = String(cString: strerror(errno)); break }
+                if got == 0 { break }
+                let bytes = chunk[..<got]
+                digest.update(Array(bytes))
+                var start = bytes.startIndex
+                while let newline = bytes[start...].firstIndex(of: 0x0a) {
+                    if partial.isEmpty {
+                        try take(bytes[start..<newline])
+                    } else {
+                        partial += bytes[start..<newline]
+                        try take(partial[...])
+                        partial.removeAll(keepingCapacity: true)
+                    }
+                    start = newline + 1
+                }
+                partial += bytes[start...]
+            }
+            if !partial.isEmpty { try take(partial[...]) }
+            // A file that is not the one archived says so first, whatever its lines hold.
+            if let unreadable {
+                check.status = .broken
+                check.problem = "cannot read \(path): \(unreadable)"
+            } else if "\\x" + Hex.encode(digest.finish()) != row[3] {
+                check.status = .broken
+                check.problem = "\(row[1] ?? "?") is not the file archived (its SHA-256 differs from the one the database keeps)"
             }
             if check.status == .intact, count != check.rows {
                 broken("\(row[1] ?? "?") holds \(count) records, the database says \(check.rows) were archived")

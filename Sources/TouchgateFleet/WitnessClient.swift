@@ -17,7 +17,8 @@ struct WitnessClient {
     /// `http://host[:port][/prefix]`: the witness's submission prefix.
     let url: String
     let verifier: NoteVerifier
-    /// How long connecting, sending and each read may take.
+    /// How long the whole exchange may take: connecting, sending and reading the answer (a
+    /// witness that answers a byte at a time does not hold the collector past it).
     var timeout: Int = 30
 
     enum Answer {
@@ -87,9 +88,18 @@ struct WitnessClient {
         let socket = Glibc.socket(address.pointee.ai_family, address.pointee.ai_socktype, address.pointee.ai_protocol)
         guard socket >= 0 else { throw unreachable(String(cString: strerror(errno))) }
         defer { Glibc.close(socket) }
-        var limit = timeval(tv_sec: timeout, tv_usec: 0)
-        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        // Each blocking call may take what is left of the exchange's time, and no more.
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        func limitToDeadline() throws(ServiceError) {
+            let left = ContinuousClock.now.duration(to: deadline).components
+            guard left.seconds > 0 || (left.seconds == 0 && left.attoseconds > 0) else {
+                throw unreachable("no whole answer within \(timeout) s")
+            }
+            var limit = timeval(tv_sec: Int(left.seconds), tv_usec: Int(left.attoseconds / 1_000_000_000_000) + 1)
+            setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        }
+        try limitToDeadline()
         guard connect(socket, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 else {
             throw unreachable(String(cString: strerror(errno)))
         }
@@ -97,6 +107,7 @@ struct WitnessClient {
                              + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n").utf8) + body
         var sent = 0
         while sent < request.count {
+            try limitToDeadline()
             let wrote = request[sent...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             guard wrote > 0 else { throw unreachable(String(cString: strerror(errno))) }
             sent += wrote
@@ -105,6 +116,7 @@ struct WitnessClient {
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16_384)
         while answer.count < 1 << 20 {
+            try limitToDeadline()
             let read = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
             if read == 0 { break }
             guard read > 0 else { throw unreachable("no answer: \(String(cString: strerror(errno)))") }

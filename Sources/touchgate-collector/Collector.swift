@@ -338,8 +338,14 @@ extension Collector {
         var witness: [String] = []
         @Option(help: ArgumentHelp("The public key of the --witness at the same position.", valueName: "FILE"))
         var witnessKey: [String] = []
+        @Option(help: ArgumentHelp("How long one witness may take to answer, whole, before it counts as out of reach.",
+                                   valueName: "SECONDS"))
+        var witnessTimeout = 30
 
         func validate() throws {
+            if witnessTimeout < 1 || witnessTimeout > 3600 {
+                throw ValidationError("--witness-timeout takes 1 to 3600 seconds, not \(witnessTimeout)")
+            }
             if witness.count != witnessKey.count {
                 throw ValidationError("give one --witness-key FILE for each --witness URL (\(witness.count) URL(s), "
                                       + "\(witnessKey.count) key(s))")
@@ -354,24 +360,22 @@ extension Collector {
                     witnesses.append((url, try KeyFiles.verifier(file, type: SignedNote.cosignature, what: "witness")))
                 }
                 try collector.keepMonths()
-                let (note, files, witnessed) = try collector.publish(signer: signer, tiles: tiles, witnesses: witnesses)
-                let checkpoint = SignedNote.parse(note).flatMap { Checkpoint(body: $0.body) }
-                let size = checkpoint?.size ?? 0
+                let published = try collector.publish(signer: signer, tiles: tiles, witnesses: witnesses,
+                                                      witnessTimeout: witnessTimeout)
+                let size = SignedNote.parse(published.note).flatMap { Checkpoint(body: $0.body) }?.size ?? 0
                 if options.json {
-                    options.say(WireCoding.line(PublishReport(size: size, files: files, cosignedBy: witnessed.filter { $0.failure == nil }.map(\.name),
-                                                              refusals: witnessed.compactMap { $0.failure?.message })))
+                    options.say(WireCoding.line(PublishReport(
+                        size: size, files: published.files,
+                        cosignedBy: published.witnessed.filter { $0.failure == nil }.map(\.name),
+                        refusals: published.witnessed.compactMap { $0.failure?.message })))
                 } else {
-                    options.say("signed the fleet log at \(size) entries" + (tiles.map { "; wrote \(files) file(s) to \($0)" } ?? ""))
-                    for (name, failure) in witnessed {
+                    options.say("signed the fleet log at \(size) entries"
+                                + (tiles.map { "; wrote \(published.files) file(s) to \($0)" } ?? ""))
+                    for (name, failure) in published.witnessed {
                         options.say(failure.map { "witness \(name) did not cosign: \($0.message)" } ?? "witness \(name) cosigned it")
                     }
                 }
-                // A refusal (the log is not what the witness saw) outweighs an outage.
-                let failures = witnessed.compactMap(\.failure)
-                if let refused = failures.first(where: { $0.code == .auditBroken }) ?? failures.first {
-                    return refused.exitStatus
-                }
-                return 0
+                return published.failure?.exitStatus ?? 0
             }
         }
 

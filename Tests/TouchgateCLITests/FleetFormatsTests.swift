@@ -221,6 +221,46 @@ struct FleetFormatsTests {
         }
     }
 
+    @Test("a witness that answers a byte at a time holds publish no longer than --witness-timeout, whole: it counts as out of reach (69), and the log's checkpoint is signed all the same")
+    func slowWitnessHasADeadline() async throws {
+        let (server, machines) = try await FleetTests.fleet(["m1"], records: 5)
+        defer { machines.forEach { $0.remove() } }
+        try await server.removing { server in
+            #expect(try await machines[0].ship().status == 0)
+            let log = try await Self.key(server, "log.fleet.test")
+            let witness = try await FleetTransparencyTests.witness(server, "w1")
+            // Reads the request, then sends an HTTP answer's first bytes, one every half second.
+            let portFile = server.directory + "/drip.port"
+            let drip = try await BackgroundProcess.start("/usr/bin/python3", ["-c", """
+                import socket, sys, time
+                s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(4)
+                open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+                while True:
+                    c, _ = s.accept(); c.recv(65536)
+                    for b in b"HTTP/1.1 200 OK\\r\\nContent-Type: text/plain\\r\\n" * 1000:
+                        c.send(bytes([b])); time.sleep(0.5)
+                """, portFile], environment: ProcessInfo.processInfo.environment)
+            defer { drip.stop(signal: SIGKILL) }
+            var port = ""
+            for _ in 0..<100 where port.isEmpty {
+                port = ((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try #require(!port.isEmpty, "the dripping witness did not start")
+            let started = Date()
+            let published = try await Self.collector(server, ["publish", "--key", log.key, "--witness", "http://127.0.0.1:\(port)",
+                                                              "--witness-key", witness.pub, "--witness-timeout", "3"])
+            let took = Date().timeIntervalSince(started)
+            #expect(published.status == 69 && published.stdout.contains("no whole answer within 3 s"),
+                    "\(published.stdout) \(published.stderrLines)")
+            #expect(took < 15, "publish took \(took) s against a 3 s witness timeout")
+            #expect(published.stdout.contains("signed the fleet log at"), "\(published.stdout)")
+            let bad = try await Self.collector(server, ["publish", "--key", log.key, "--witness-timeout", "0"])
+            #expect(bad.status == 64 && bad.stderrLines.joined().contains("--witness-timeout takes 1 to 3600 seconds"),
+                    "\(bad.stderrLines)")
+        }
+    }
+
     @Test("retention: records are kept a partition a month; a query by machine and month reads that month; archive takes the months before a floor out into files (nothing of a month not yet in the log), verify takes each trail up after its archive and verify --archive checks the files; records deleted and called archived, or an archive file changed, are caught")
     func monthsArchiveAndVerify() async throws {
         let server = try await PostgresRig()
