@@ -56,7 +56,7 @@ public func touchgateFuzzFleetFormats(_ data: UnsafePointer<UInt8>, _ size: Int)
         let note = signer.signNote(body)
         if signer.type == SignedNote.ed25519 {
             guard verifier.verifiedBody(note) == body else { fatalError("a key refuses its own signature") }
-            let changed = note.replacingOccurrences(of: "fuzz", with: "fuzZ")
+            let changed = "touchgate.fleet/fuzZ" + note.dropFirst("touchgate.fleet/fuzz".count)
             guard verifier.verifiedBody(changed) == nil else { fatalError("a key accepts a changed body") }
         } else {
             guard verifier.verifiedBody(note) == nil else { fatalError("a cosignature key verified a plain note") }
