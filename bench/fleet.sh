@@ -393,9 +393,10 @@ section=$work/fleet.md
     echo "The morning peak (issue 49: a fleet of 100,000 workstations logging in within the hour): $peak_machines" \
       "machines each ship their morning's $peak_records records in one shipment, all at once. pgbench runs" \
       "\`bench/fleet-peak.sql\`, one transaction per machine doing what the collector does for a shipment: its trail" \
-      "row, its records in one \`INSERT … SELECT\` (\`ON CONFLICT ($records_key) DO NOTHING\`, the records' key), its" \
-      "seal, and \`touchgate_ship_batch\` with a batch head naming exactly those rows (its signature only of the right" \
-      "form: SQL does not check it, verify does). Each machine ships once (numbered from pgbench's client and the" \
+      "row, its records in one \`INSERT … SELECT\` (\`ON CONFLICT ($records_key) DO NOTHING\`, the records' key), the" \
+      "count of their range that finds a squatted sequence number (in their months), its seal, and" \
+      "\`touchgate_ship_batch\` with a batch head naming exactly those rows and the time they span (its signature" \
+      "only of the right form: SQL does not check it, verify does). Each machine ships once (numbered from pgbench's client and the" \
       "client's own count), which the records, trails and log leaves counted after each run confirm; every run" \
       "ships $peak_machines new machines. Connections held open are what a pooler (PgBouncer) in front of the" \
       "collector gives the machines; FLEET_PEAK_RECONNECT adds runs with a new connection per machine. Not" \
@@ -407,12 +408,14 @@ section=$work/fleet.md
     printf '%s\n' "${peak_rows[@]}"
     echo
     echo "After the peak runs the fleet log held $log_entries entries, $(gigabytes "$log_size") in \`log_entries\`," \
-      "\`log_nodes\` and \`checkpoints\` ($((log_size / log_entries)) bytes an entry). How it grows: every append" \
-      "takes the log's one lock (an advisory lock in \`touchgate_ship_batch\`) and holds it until its transaction has" \
-      "committed, so batch heads are appended one at a time, each with its commit's WAL flush inside the lock: heads" \
-      "per second stay near one over the time of one append and commit, however many connections, and more" \
-      "connections only queue for the lock (the time of one shipment grows with them). Records per second grow" \
-      "with the records in each shipment; the log grows by one leaf per shipment, whatever its size."
+      "\`log_nodes\` and \`checkpoints\` ($((log_size / log_entries)) bytes an entry). How it grows: a shipment's" \
+      "records, its count of the range and its batch head's checks read the months its records are in (schema 5)," \
+      "then the append takes the log's one lock (the \`fleet_log\` row, \`FOR UPDATE\`) and holds it until its" \
+      "transaction has committed, so batch heads are appended one at a time, each with its commit's WAL flush" \
+      "inside the lock: heads per second are bounded by one over the time of one append and commit, and below that" \
+      "by the CPU the shipments' statements take (two cores here); more connections only queue (the time of one" \
+      "shipment grows with them). Records per second grow with the records in each shipment; the log grows by one" \
+      "leaf per shipment, whatever its size."
   fi
   echo
   if ((skip_query)); then
