@@ -30,6 +30,17 @@ struct FleetFormatsTests {
     }
 
     /// A note key of the collector (a log key, or a witness's with `witness`).
+    /// The port a server started by the test writes to `file` once it listens (5 s at most).
+    static func port(written file: String, by server: String) async throws -> String {
+        var port = ""
+        for _ in 0..<100 where port.isEmpty {
+            port = ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            if port.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        try #require(!port.isEmpty, "\(server) did not start")
+        return port
+    }
+
     static func key(_ server: PostgresRig, _ name: String, witness: Bool = false) async throws -> (key: String, pub: String) {
         let key = server.directory + "/\(name).key"
         let made = try await collector(server, ["keygen"] + (witness ? ["--witness"] : []) + ["--name", name, "--out", key])
@@ -185,12 +196,7 @@ struct FleetFormatsTests {
                                      "--state", server.directory + "/witness-state", "--listen", "127.0.0.1:0", "--port-file", portFile],
                 environment: ProcessInfo.processInfo.environment)
             defer { witness.stop(signal: SIGTERM) }
-            var port = ""
-            for _ in 0..<100 where port.isEmpty {
-                port = ((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            try #require(!port.isEmpty, "the witness did not start")
+            let port = try await Self.port(written: portFile, by: "the witness")
             let url = "http://127.0.0.1:\(port)"
             let tiles = server.directory + "/tiles"
             let publish = ["publish", "--key", log.key, "--tiles", tiles, "--witness", url, "--witness-key", witnessKey + ".pub"]
@@ -241,12 +247,7 @@ struct FleetFormatsTests {
                         c.send(bytes([b])); time.sleep(0.5)
                 """, portFile], environment: ProcessInfo.processInfo.environment)
             defer { drip.stop(signal: SIGKILL) }
-            var port = ""
-            for _ in 0..<100 where port.isEmpty {
-                port = ((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            try #require(!port.isEmpty, "the dripping witness did not start")
+            let port = try await Self.port(written: portFile, by: "the dripping witness")
             let started = Date()
             let published = try await Self.collector(server, ["publish", "--key", log.key, "--witness", "http://127.0.0.1:\(port)",
                                                               "--witness-key", witness.pub, "--witness-timeout", "3"])
