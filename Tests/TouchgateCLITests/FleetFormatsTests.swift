@@ -323,6 +323,33 @@ struct FleetFormatsTests {
         }
     }
 
+    @Test("a machine of this release against a collector still at schema 4 fails its shipment as an outage (69, records queued) whose message says to run init; after init it ships and verify says intact")
+    func newerMachineAgainstAnOlderSchema() async throws {
+        let server = try await PostgresRig()
+        try await server.removing { server in
+            let printed = try await Self.collector(server, ["init", "--print"])
+            let upToFour = try #require(printed.stdout.components(separatedBy: "-- version 5\n").first)
+            try await server.psql("CREATE TABLE schema_version (version integer PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())")
+            try await server.psql(upToFour)
+            try await server.psql("INSERT INTO schema_version (version) VALUES (1), (2), (3), (4)")
+            let machine = try Machine("m1", database: server.database)
+            defer { machine.remove() }
+            try machine.write(5)
+            try await FleetTests.register(server, machine: "m1", publicKeyFile: machine.publicKeyFile)
+            let refused = try await machine.ship()
+            #expect(refused.status == 69 && refused.stdout.contains("outage")
+                    && refused.stdout.contains("run `touchgate-collector init` on the database"), "\(refused.stdout)")
+            #expect(try await server.psql("SELECT count(*) FROM records") == "0", "nothing of the failed shipment stays")
+            let upgraded = try await Self.collector(server, ["init"])
+            #expect(upgraded.status == 0 && upgraded.stdout.contains("from version 4 to 5"), "\(upgraded.stdout)")
+            let shipped = try await machine.ship()
+            #expect(shipped.status == 0, "\(shipped.stdout)")
+            #expect(try await server.psql("SELECT count(*) FROM records") == "5")
+            let verified = try await Self.collector(server, ["verify"])
+            #expect(verified.status == 0, "\(verified.stdout)")
+        }
+    }
+
     @Test("a collector of schema 3 with records upgrades to monthly partitions: every record lands in its month's partition, none is lost")
     func upgradeMovesRecordsIntoMonths() async throws {
         let server = try await PostgresRig()
