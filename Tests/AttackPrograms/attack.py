@@ -12,7 +12,9 @@ keeps its connections open until its standard input closes or it is killed.
     attack.py SOCKET await OP ARGS          one request read to its end, answering nothing asked
     attack.py SOCKET loop OP ARGS N         N requests one after another, counted by answer code
     attack.py SOCKET repeat OP ARGS S N     N connections, each repeating the request for S seconds
-                                            (a pause of 0.25 s after an answer that came at once);
+                                            (a pause of 0.25 s after an answer that came at once),
+                                            "waiting" each time the reader waits for its finger and
+                                            "turn-ended" when that request is answered;
                                             then the answers by code, and each failure's words
 """
 import json, socket, sys, time
@@ -113,6 +115,7 @@ elif mode == "repeat":
             ident += 1
             asked = time.monotonic()
             request(s, op, arguments, ident)
+            turn = False
             while True:
                 line = f.readline().decode()
                 if not line:
@@ -120,7 +123,15 @@ elif mode == "repeat":
                 message = json.loads(line)
                 if message["kind"] in ("result", "failure") and message.get("id") == ident:
                     break
+                if message["kind"] == "event" and (message.get("event") or {}).get("event") == "finger-needed":
+                    # The reader waits for this request's finger: its turn has begun.
+                    turn = True
+                    with lock:
+                        say("waiting")
             error = message.get("error", {}) if message["kind"] == "failure" else {}
+            if turn:
+                with lock:
+                    say("turn-ended")
             with lock:
                 code = error.get("code", "ok")
                 codes[code] = codes.get(code, 0) + 1

@@ -188,13 +188,29 @@ struct DaemonAvailabilityTests {
         let began = ContinuousClock.now
         var releases: [Double] = []
         var temperatures: [String] = []
+        // The first release is asked for while a turn of the attacker's is under way (the daemon
+        // told it the reader waits for its finger, and has not answered it yet), so the seat's
+        // claim meets a turn at least once however the turns and the load fall: in CI once,
+        // fourteen releases at a fixed pace all fell between turns, and no turn was ended.
+        func turnUnderWay() -> Bool {
+            let lines = attack.output
+            return lines.count(where: { $0 == "waiting" }) > lines.count(where: { $0 == "turn-ended" })
+        }
+        var first = true
         while began.duration(to: .now) < .seconds(attackSeconds - 10) {
-            // Between releases: the attacker's turns run, and the reader's temperature is read.
-            for _ in 0..<4 {
-                try await Task.sleep(for: .seconds(5))
-                let status = try await rig.run(["status", "--json"], as: users.victim.uid)
-                for reader in status.json?["readers"] as? [[String: Any]] ?? [] {
-                    temperatures.append(reader["temperature"] as? String ?? "unreported")
+            if first {
+                first = false
+                let patience = ContinuousClock.now + .seconds(70)
+                while !turnUnderWay(), ContinuousClock.now < patience { try await Task.sleep(for: .milliseconds(20)) }
+                #expect(turnUnderWay(), "no turn of the attacker's began within 70 s: \(attack.output.suffix(5))")
+            } else {
+                // Between releases: the attacker's turns run, and the reader's temperature is read.
+                for _ in 0..<4 {
+                    try await Task.sleep(for: .seconds(5))
+                    let status = try await rig.run(["status", "--json"], as: users.victim.uid)
+                    for reader in status.json?["readers"] as? [[String: Any]] ?? [] {
+                        temperatures.append(reader["temperature"] as? String ?? "unreported")
+                    }
                 }
             }
             let release = try await rig.timed(["secret", "get", "by-finger"], presenting: ["whorl"], as: users.victim.uid)
