@@ -91,6 +91,9 @@ let package = Package(
         // The SSH agent protocol without I/O: the wire format, requests and answers, what a
         // signature is for, Ed25519 key blobs. Pure Swift, fuzzed (fuzz/ssh-agent.swift).
         .target(name: "TouchgateSSH", dependencies: ["TouchgateBasics"]),
+        // FIDO2 without I/O: CBOR, CTAPHID framing, CTAP 2.1's requests and answers,
+        // authenticator data. Pure Swift, fuzzed (fuzz/ctap.swift).
+        .target(name: "TouchgateFIDO"),
         // The shipping use case's port and what the collector shares with it without the
         // service (the collector's package must not need libfprint, GLib or libpwquality).
         .target(name: "TouchgateShipping", dependencies: ["TouchgateVault", "TouchgatePolicy", "TouchgateAPI", "TouchgateBasics", "CSodium"]),
@@ -99,7 +102,7 @@ let package = Package(
             name: "TouchgateService",
             dependencies: [
                 "FingerprintKit", "TouchgatePolicy", "TouchgateVault", "TouchgateAPI", "TouchgateImageIO", "TouchgateSSH",
-                "TouchgateShipping",
+                "TouchgateShipping", "TouchgateFIDO",
                 "CTouchgateSys", "CSodium", "CPWQuality", "TouchgateCrypto", .product(name: "Logging", package: "swift-log"),
             ]
         ),

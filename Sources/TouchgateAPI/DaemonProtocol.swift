@@ -88,6 +88,12 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     /// What Touchgate's OpenSSH security-key provider asks (through the agent): make an
     /// `sk-ssh-ed25519` key in the vault, and sign with one, FIDO-style.
     case sshSkEnroll = "ssh.sk-enroll", sshSkSign = "ssh.sk-sign"
+    /// What the passkey authenticator asks (CTAP 2.1): a user verification for one ceremony
+    /// at one site, answered with a single-use ticket; a new credential, assertions, each
+    /// with such a ticket; and the listing and removal `touchgate passkey` and credential
+    /// management use.
+    case passkeyVerify = "passkey.verify", passkeyMake = "passkey.make", passkeyAssert = "passkey.assert"
+    case passkeyList = "passkey.list", passkeyDelete = "passkey.delete"
     /// Which of the vault's SSH keys the agents offer: withdrawn (`ssh-add -d`, `-D`), offered
     /// again, for a while (`ssh-add -t`); recorded.
     case sshOffer = "ssh.offer"

@@ -179,6 +179,22 @@ extension DaemonOperation {
         case .sshSkSign:
             OperationContract(["application", "key-handle", "flags", "data", "bindings"], "`{\"signature\": …, \"flags\": N, "
                               + "\"counter\": N, \"purpose\": …}`")
+        case .passkeyVerify:
+            OperationContract(["rp-id", "ceremony"], "`{\"match\": …, \"ticket\": …, \"attempts-left\": N}`: a touch of an "
+                              + "enrolled finger for one ceremony at one site, and the single-use ticket it gives")
+        case .passkeyMake:
+            OperationContract(["rp-id", "rp-name", "user-id", "user-name", "display-name", "algorithms", "exclude-list",
+                               "discoverable", "client-data-hash", "ticket"],
+                              "`{\"credential-id\": …, \"authenticator-data\": …, \"passkey\": …}`")
+        case .passkeyAssert:
+            OperationContract(["rp-id", "client-data-hash", "allow-list", "ticket"],
+                              "`{\"assertions\": […]}`: every matching credential's signed assertion")
+        case .passkeyList:
+            OperationContract(["rp-id", "credential-ids"], "`{\"passkeys\": […]}`: passkey reports, no private key",
+                              writesRecords: false)
+        case .passkeyDelete:
+            OperationContract(["name", "credential-id", "ticket"], "the removed passkey's report (asks `confirm` "
+                              + "without a ticket)")
         case .auditPublicKey:
             OperationContract("`{\"public-key\":\"…\"}`: the machine key that signs every trail the daemon holds",
                               writesRecords: false)

@@ -95,6 +95,7 @@ public enum Operations {
         AuditVerify.self, AuditPublicKey.self, SshKeygen.self, SshList.self, SshSign.self,
         SshSkEnroll.self, SshSkSign.self, SshOffer.self, SshConfirm.self, VerifyUnused.self, SecretAllow.self, SecretServiceSearch.self, SecretServiceDelete.self,
         TpmStatus.self, TpmEnroll.self, TpmRecover.self, AuditPrune.self,
+        PasskeyVerify.self, PasskeyMake.self, PasskeyAssert.self, PasskeyList.self, PasskeyDelete.self,
     ]
 
     /// The operations that carry more through their door (``RequestExchange``): secret
@@ -914,6 +915,58 @@ public enum Operations {
         public static func perform(_ arguments: SSHSecurityKeySignRequest, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> SSHSecurityKeySignature {
             try await requests.sshSkSign(arguments, interaction: interaction)
+        }
+    }
+
+    // MARK: Passkeys
+
+    public enum PasskeyVerify: ServedOperation {
+        public typealias Arguments = PasskeyVerifyRequest
+        public typealias Result = PasskeyVerification
+        public static let operation = DaemonOperation.passkeyVerify
+        public static func perform(_ arguments: PasskeyVerifyRequest, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> PasskeyVerification {
+            try await requests.passkeyVerify(arguments, interaction: interaction)
+        }
+    }
+
+    public enum PasskeyMake: ServedOperation {
+        public typealias Arguments = PasskeyMakeRequest
+        public typealias Result = PasskeyMade
+        public static let operation = DaemonOperation.passkeyMake
+        public static func perform(_ arguments: PasskeyMakeRequest, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> PasskeyMade {
+            try await requests.passkeyMake(arguments)
+        }
+    }
+
+    public enum PasskeyAssert: ServedOperation {
+        public typealias Arguments = PasskeyAssertRequest
+        public typealias Result = PasskeyAssertions
+        public static let operation = DaemonOperation.passkeyAssert
+        public static func perform(_ arguments: PasskeyAssertRequest, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> PasskeyAssertions {
+            try await requests.passkeyAssert(arguments)
+        }
+    }
+
+    public enum PasskeyList: ServedOperation {
+        public typealias Arguments = PasskeyListRequest
+        public typealias Result = PasskeyListing
+        public static let operation = DaemonOperation.passkeyList
+        public static func perform(_ arguments: PasskeyListRequest, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> PasskeyListing {
+            try await requests.passkeyList(arguments)
+        }
+    }
+
+    public enum PasskeyDelete: ServedOperation {
+        public typealias Arguments = PasskeyDeleteRequest
+        public typealias Result = PasskeyReport
+        public static let operation = DaemonOperation.passkeyDelete
+        public static func perform(_ arguments: PasskeyDeleteRequest, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> PasskeyReport {
+            try await requests.passkeyDelete(arguments, interaction: interaction)
         }
     }
 

@@ -203,6 +203,23 @@ public protocol TouchgateRequests: Sendable {
     ///   and what a release throws.
     func sshSkSign(_ request: SSHSecurityKeySignRequest,
                             interaction: any Interaction) async throws(ServiceError) -> SSHSecurityKeySignature
+    /// Asks for a touch of an enrolled finger for one passkey ceremony at one site
+    /// (lockout applies; a no-match is an answer, not an error), recorded; a match gives a
+    /// single-use ticket for that ceremony.
+    /// - Throws: `locked-out`, `vault-locked`, `no-vault`, and the reader's failures.
+    func passkeyVerify(_ request: PasskeyVerifyRequest, interaction: any Interaction) async throws(ServiceError) -> PasskeyVerification
+    /// Makes a passkey in the vault with a registration ticket, and signs nothing.
+    /// - Throws: `already-exists` when a credential of `excludeList` is here, `usage` for no
+    ///   algorithm offered, `forbidden` for a ticket that is not valid for this.
+    func passkeyMake(_ request: PasskeyMakeRequest) async throws(ServiceError) -> PasskeyMade
+    /// Signs assertions with a sign-in ticket: the allowed credential held here, or every
+    /// discoverable one of the site.
+    /// - Throws: `not-found` when none is held, `item-invalidated`, `forbidden` for a bad ticket.
+    func passkeyAssert(_ request: PasskeyAssertRequest) async throws(ServiceError) -> PasskeyAssertions
+    /// The passkeys held, without a touch.
+    func passkeyList(_ request: PasskeyListRequest) async throws(ServiceError) -> PasskeyListing
+    /// Removes one passkey: with a manage ticket, or confirmed by the person.
+    func passkeyDelete(_ request: PasskeyDeleteRequest, interaction: any Interaction) async throws(ServiceError) -> PasskeyReport
 }
 
 extension TouchgateRequests {

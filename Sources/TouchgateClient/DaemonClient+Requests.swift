@@ -219,6 +219,28 @@ extension DaemonClient {
         try await call(Operations.SshSkSign.self, request, asking(interaction)).0
     }
 
+    public func passkeyVerify(_ request: PasskeyVerifyRequest,
+                              interaction: any Interaction) async throws(ServiceError) -> PasskeyVerification {
+        try await call(Operations.PasskeyVerify.self, request, asking(interaction)).0
+    }
+
+    public func passkeyMake(_ request: PasskeyMakeRequest) async throws(ServiceError) -> PasskeyMade {
+        try await call(Operations.PasskeyMake.self, request).0
+    }
+
+    public func passkeyAssert(_ request: PasskeyAssertRequest) async throws(ServiceError) -> PasskeyAssertions {
+        try await call(Operations.PasskeyAssert.self, request).0
+    }
+
+    public func passkeyList(_ request: PasskeyListRequest) async throws(ServiceError) -> PasskeyListing {
+        try await call(Operations.PasskeyList.self, request).0
+    }
+
+    public func passkeyDelete(_ request: PasskeyDeleteRequest,
+                              interaction: any Interaction) async throws(ServiceError) -> PasskeyReport {
+        try await call(Operations.PasskeyDelete.self, request, asking(interaction)).0
+    }
+
     /// The daemon streams the records one `output` line each (a trail of any length, never
     /// one oversized line), then their count.
     public func auditShow(_ filter: AuditFilter) async throws(ServiceError) -> [AuditRecordReport] {

@@ -293,4 +293,26 @@ public struct GatedRequests: TouchgateRequests {
                           interaction: any Interaction) async throws(ServiceError) -> SSHSecurityKeySignature {
         try await gated(.sshSkSign) { service throws(ServiceError) in try await service.sshSkSign(request, interaction: interaction) }
     }
+
+    public func passkeyVerify(_ request: PasskeyVerifyRequest,
+                              interaction: any Interaction) async throws(ServiceError) -> PasskeyVerification {
+        try await gated(.passkeyVerify) { service throws(ServiceError) in try await service.passkeyVerify(request, interaction: interaction) }
+    }
+
+    public func passkeyMake(_ request: PasskeyMakeRequest) async throws(ServiceError) -> PasskeyMade {
+        try await gated(.passkeyMake) { service throws(ServiceError) in try await service.passkeyMake(request) }
+    }
+
+    public func passkeyAssert(_ request: PasskeyAssertRequest) async throws(ServiceError) -> PasskeyAssertions {
+        try await gated(.passkeyAssert) { service throws(ServiceError) in try await service.passkeyAssert(request) }
+    }
+
+    public func passkeyList(_ request: PasskeyListRequest) async throws(ServiceError) -> PasskeyListing {
+        try await gated(.passkeyList) { service throws(ServiceError) in try await service.passkeyList(request) }
+    }
+
+    public func passkeyDelete(_ request: PasskeyDeleteRequest,
+                              interaction: any Interaction) async throws(ServiceError) -> PasskeyReport {
+        try await gated(.passkeyDelete) { service throws(ServiceError) in try await service.passkeyDelete(request, interaction: interaction) }
+    }
 }

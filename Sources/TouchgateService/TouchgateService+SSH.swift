@@ -95,7 +95,7 @@ extension TouchgateService {
             let vault = try store.snapshot("ssh.list.vault", at: stamp) { try Vault.open(database: store.database, owner: owner) }
             // The public half is derived from the sealed seed, so listing needs the key held.
             guard let key = try store.custody(vault).currentKey() else {
-                guard try vault.items().contains(where: { $0.kind != .secret }) else { return [] }
+                guard try vault.items().contains(where: { $0.kind.isSSHKey }) else { return [] }
                 throw ServiceError.vaultLocked
             }
             return Self.expiring(try Self.keyReports(store, vault: vault, key: key, at: stamp), at: clock.reading().wall)
@@ -135,7 +135,7 @@ extension TouchgateService {
             // the store but no key, and unsealing each key for each listing was most of it.
             let earlier = store.lastSnapshot("ssh.list.keys", as: [String: KeptKeyReport].self) ?? [:]
             var kept: [String: KeptKeyReport] = [:]
-            let reports = try vault.items().filter { $0.kind != .secret && !$0.isInvalidated }.map { info in
+            let reports = try vault.items().filter { $0.kind.isSSHKey && !$0.isInvalidated }.map { info in
                 if let known = earlier[info.name], known.info == info {
                     kept[info.name] = known
                     return known.report

@@ -165,7 +165,7 @@ extension TouchgateService {
             let name = found?.name ?? Self.storedName(name)
             let shown = StoredText.escaped(name)
             if let found {
-                let what = found.kind == .secret ? "secret" : "SSH key"
+                let what = found.kind == .secret ? "secret" : found.kind == .passkey ? "passkey" : "SSH key"
                 guard try await interaction.confirm("Delete the \(what) '\(shown)'? It cannot be recovered.", details: []) else {
                     throw ServiceError(.declined, "not confirmed, so '\(shown)' was not deleted (\(Self.withoutTerminal))")
                 }

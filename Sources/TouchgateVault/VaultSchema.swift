@@ -97,4 +97,11 @@ public enum ItemKind: String, Sendable, Equatable, Codable {
     /// An ECDSA P-256 SSH private key (`ecdsa-sha2-nistp256`): the value is the 32-byte
     /// scalar; it signs like ``sshKey`` and is never released.
     case sshECDSAKey = "ssh-ecdsa-p256"
+    /// A passkey (a FIDO2 credential): the value is the version, the algorithm, the private
+    /// key and the account it is for (site, user); it signs WebAuthn assertions inside the
+    /// service after a verification, and is never released.
+    case passkey
+
+    /// Whether it is one of the SSH keys the agent offers and `ssh list` shows.
+    public var isSSHKey: Bool { self == .sshKey || self == .sshSecurityKey || self == .sshECDSAKey }
 }

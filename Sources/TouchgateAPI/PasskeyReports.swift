@@ -1,0 +1,206 @@
+public import FoundationEssentials
+
+/// Passkeys: FIDO2 credentials in the vault, used through the authenticator door (CTAP 2.1
+/// over CTAPHID) and listed or removed with `touchgate passkey`. A door asks for a user
+/// verification first (``PasskeyVerifyRequest``, one touch of an enrolled finger for one
+/// relying party), and hands the ticket it gets to the one ceremony it is for: the service
+/// keeps the ticket, so a door cannot make one up, reuse one, or move one to another site.
+
+/// What a ceremony is for.
+public enum PasskeyCeremony: String, Codable, Sendable, Equatable {
+    /// A new credential (WebAuthn registration).
+    case register
+    /// An assertion (WebAuthn sign-in).
+    case signIn = "sign-in"
+    /// Listing or removing credentials through the authenticator (credential management).
+    case manage
+    /// A touch that only picks this authenticator among several (no site is asked for).
+    case select
+}
+
+/// Asks for one user verification: a touch of an enrolled finger, for one ceremony at one site.
+public struct PasskeyVerifyRequest: Codable, Sendable, Equatable {
+    /// The relying party (`example.org`); nil only for ``PasskeyCeremony/manage`` and ``PasskeyCeremony/select``.
+    public var rpId: String?
+    public var ceremony: PasskeyCeremony
+
+    public init(rpId: String?, ceremony: PasskeyCeremony) {
+        self.rpId = rpId
+        self.ceremony = ceremony
+    }
+}
+
+/// A user verification's outcome.
+public struct PasskeyVerification: Codable, Sendable, Equatable {
+    /// Whether an enrolled finger matched.
+    public var match: Bool
+    /// For a match: the ticket the ceremony is asked with (single use, for this user, site
+    /// and ceremony, for a short while).
+    public var ticket: Data?
+    /// After a no-match: failed touches left before a lockout starts.
+    public var attemptsLeft: Int?
+
+    public init(match: Bool, ticket: Data?, attemptsLeft: Int?) {
+        self.match = match
+        self.ticket = ticket
+        self.attemptsLeft = attemptsLeft
+    }
+}
+
+/// authenticatorMakeCredential, as the service takes it.
+public struct PasskeyMakeRequest: Codable, Sendable, Equatable {
+    public var rpId: String
+    public var rpName: String?
+    public var userId: Data
+    public var userName: String?
+    public var displayName: String?
+    /// COSE algorithm identifiers in the relying party's order of preference.
+    public var algorithms: [Int]
+    /// Credentials the account already has: none of them may be in this vault.
+    public var excludeList: [Data]
+    /// A discoverable (resident) credential.
+    public var discoverable: Bool
+    public var clientDataHash: Data
+    /// The ticket of a ``PasskeyVerifyRequest`` for ``PasskeyCeremony/register`` at `rpId`.
+    public var ticket: Data
+
+    public init(rpId: String, rpName: String?, userId: Data, userName: String?, displayName: String?, algorithms: [Int],
+                excludeList: [Data], discoverable: Bool, clientDataHash: Data, ticket: Data) {
+        self.rpId = rpId
+        self.rpName = rpName
+        self.userId = userId
+        self.userName = userName
+        self.displayName = displayName
+        self.algorithms = algorithms
+        self.excludeList = excludeList
+        self.discoverable = discoverable
+        self.clientDataHash = clientDataHash
+        self.ticket = ticket
+    }
+}
+
+/// A new credential: its id and the authenticator data with its public key (attestation `none`).
+public struct PasskeyMade: Codable, Sendable, Equatable {
+    public var credentialId: Data
+    public var authenticatorData: Data
+    public var passkey: PasskeyReport
+
+    public init(credentialId: Data, authenticatorData: Data, passkey: PasskeyReport) {
+        self.credentialId = credentialId
+        self.authenticatorData = authenticatorData
+        self.passkey = passkey
+    }
+}
+
+/// authenticatorGetAssertion, as the service takes it.
+public struct PasskeyAssertRequest: Codable, Sendable, Equatable {
+    public var rpId: String
+    public var clientDataHash: Data
+    /// The credentials the relying party accepts; empty: any discoverable one of `rpId`.
+    public var allowList: [Data]
+    /// The ticket of a ``PasskeyVerifyRequest`` for ``PasskeyCeremony/signIn`` at `rpId`.
+    public var ticket: Data
+
+    public init(rpId: String, clientDataHash: Data, allowList: [Data], ticket: Data) {
+        self.rpId = rpId
+        self.clientDataHash = clientDataHash
+        self.allowList = allowList
+        self.ticket = ticket
+    }
+}
+
+/// One signed assertion.
+public struct PasskeyAssertion: Codable, Sendable, Equatable {
+    public var credentialId: Data
+    public var authenticatorData: Data
+    public var signature: Data
+    /// The account, for a discoverable credential (the user id; its names too when several answer).
+    public var userId: Data?
+    public var userName: String?
+    public var displayName: String?
+
+    public init(credentialId: Data, authenticatorData: Data, signature: Data, userId: Data?, userName: String?,
+                displayName: String?) {
+        self.credentialId = credentialId
+        self.authenticatorData = authenticatorData
+        self.signature = signature
+        self.userId = userId
+        self.userName = userName
+        self.displayName = displayName
+    }
+}
+
+/// The assertions of one ceremony: every matching credential's, most recently made first.
+public struct PasskeyAssertions: Codable, Sendable, Equatable {
+    public var assertions: [PasskeyAssertion]
+    public init(assertions: [PasskeyAssertion]) { self.assertions = assertions }
+}
+
+/// Which passkeys a listing shows.
+public struct PasskeyListRequest: Codable, Sendable, Equatable {
+    /// Only this relying party's.
+    public var rpId: String?
+    /// Only these credentials.
+    public var credentialIds: [Data]?
+
+    public init(rpId: String? = nil, credentialIds: [Data]? = nil) {
+        self.rpId = rpId
+        self.credentialIds = credentialIds
+    }
+}
+
+/// A passkey, never its private key.
+public struct PasskeyReport: Codable, Sendable, Equatable {
+    /// The vault item that holds it.
+    public var name: String
+    public var rpId: String
+    public var rpName: String?
+    public var userId: Data
+    public var userName: String?
+    public var displayName: String?
+    public var credentialId: Data
+    /// `es256` or `eddsa`.
+    public var algorithm: String
+    /// The COSE_Key of its public key.
+    public var publicKey: Data
+    public var discoverable: Bool
+    public var policy: String
+    /// False when an enrollment change invalidated it (a `biometry-current-set` passkey).
+    public var usable: Bool
+
+    public init(name: String, rpId: String, rpName: String?, userId: Data, userName: String?, displayName: String?,
+                credentialId: Data, algorithm: String, publicKey: Data, discoverable: Bool, policy: String, usable: Bool) {
+        self.name = name
+        self.rpId = rpId
+        self.rpName = rpName
+        self.userId = userId
+        self.userName = userName
+        self.displayName = displayName
+        self.credentialId = credentialId
+        self.algorithm = algorithm
+        self.publicKey = publicKey
+        self.discoverable = discoverable
+        self.policy = policy
+        self.usable = usable
+    }
+}
+
+/// The passkeys of a listing.
+public struct PasskeyListing: Codable, Sendable, Equatable {
+    public var passkeys: [PasskeyReport]
+    public init(passkeys: [PasskeyReport]) { self.passkeys = passkeys }
+}
+
+/// Removes one passkey, named by its item name or its credential id.
+public struct PasskeyDeleteRequest: Codable, Sendable, Equatable {
+    public var name: String?
+    public var credentialId: Data?
+    /// Through the authenticator: the ticket of a verification for ``PasskeyCeremony/manage``.
+    public var ticket: Data?
+
+    public init(name: String? = nil, credentialId: Data? = nil, ticket: Data? = nil) {
+        self.name = name
+        self.credentialId = credentialId
+        self.ticket = ticket
+    }
+}
