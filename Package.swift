@@ -168,6 +168,12 @@ let package = Package(
         // A door: the SSH agent protocol on touchgate agent's socket, over the service as each
         // client's Caller reaches it (the contract and the caller alone).
         .target(name: "TouchgateSSHAgent", dependencies: ["TouchgateAPI", "TouchgateSSH", "TouchgateSocket", "TouchgateTerminal"]),
+        // A door: the passkey authenticator (CTAP 2.1 over CTAPHID) on /dev/uhid or a socket,
+        // over the service as the device's Caller reaches it; PIN/UV auth protocol 2's
+        // crypto from TouchgateCrypto.
+        .target(name: "TouchgatePasskeys", dependencies: [
+            "TouchgateFIDO", "TouchgateAPI", "TouchgateCrypto", "TouchgateBasics", "TouchgateSocket",
+        ]),
         // The helpers' doors: what askpass, pinentry (gpg-agent's Assuan) and git's credential
         // protocol ask, turned into requests for the program the helper acts for.
         .target(
@@ -185,7 +191,7 @@ let package = Package(
             name: "TouchgateCommands",
             dependencies: [
                 "TouchgateAPI", "TouchgateTerminal", "TouchgateClient", "TouchgatePolicy", "TouchgateSSH", "TouchgateSocket",
-                "TouchgateSSHAgent", "TouchgateHelpers", "CTouchgateSys",
+                "TouchgateSSHAgent", "TouchgateHelpers", "TouchgatePasskeys", "CTouchgateSys",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -239,7 +245,7 @@ let package = Package(
                            "TouchgatePolicy", "TouchgateVault", "TouchgateShipping", "TouchgateTestSupport", "TouchgateSocket", "TouchgateAPI",
                            "TouchgateDaemon"],
             // The Python clients the Secret Service tests run, read from the source tree.
-            exclude: ["SecretServiceClients", "MCPClients"]
+            exclude: ["SecretServiceClients", "MCPClients", "PasskeyClients"]
         ),
         .testTarget(name: "TouchgateCommandsTests", dependencies: [
             "TouchgateCommands", "TouchgateHelpers", "TouchgateTerminal", "TouchgateAPI", "TouchgateTestSupport",

@@ -23,6 +23,9 @@ public struct Caller: Sendable, Equatable, CustomStringConvertible {
         case ssh
         /// The Secret Service on the session bus (`org.freedesktop.secrets`).
         case secretService = "secret-service"
+        /// The passkey authenticator (CTAP 2.1 over CTAPHID): the browser or FIDO tool that
+        /// opened its device or socket.
+        case passkey
 
         /// How a record names the door: `at touchgated's socket`.
         public var words: String {
@@ -32,6 +35,7 @@ public struct Caller: Sendable, Equatable, CustomStringConvertible {
             case .agent: "at touchgate agent's socket"
             case .ssh: "at touchgate agent's SSH socket"
             case .secretService: "on the Secret Service"
+            case .passkey: "at the passkey authenticator"
             }
         }
 

@@ -98,14 +98,20 @@ public struct PasskeyAssertRequest: Codable, Sendable, Equatable {
     public var clientDataHash: Data
     /// The credentials the relying party accepts; empty: any discoverable one of `rpId`.
     public var allowList: [Data]
-    /// The ticket of a ``PasskeyVerifyRequest`` for ``PasskeyCeremony/signIn`` at `rpId`.
-    public var ticket: Data
+    /// The ticket of a ``PasskeyVerifyRequest`` for ``PasskeyCeremony/signIn`` at `rpId`;
+    /// nil for a check without presence.
+    public var ticket: Data?
+    /// False for a platform's silent check of which credential is held (CTAP's `up: false`):
+    /// signed with neither the presence nor the verification flag, which no relying party
+    /// accepts as a sign-in (WebAuthn §7.2), and recorded as such.
+    public var presence: Bool
 
-    public init(rpId: String, clientDataHash: Data, allowList: [Data], ticket: Data) {
+    public init(rpId: String, clientDataHash: Data, allowList: [Data], ticket: Data?, presence: Bool = true) {
         self.rpId = rpId
         self.clientDataHash = clientDataHash
         self.allowList = allowList
         self.ticket = ticket
+        self.presence = presence
     }
 }
 

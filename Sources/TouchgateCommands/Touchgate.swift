@@ -29,7 +29,7 @@ struct Touchgate: AsyncParsableCommand {
             Init.self, Unlock.self, Lock.self, Passphrase.self, Status.self, Secret.self, Audit.self, Policy.self, Repair.self,
             Devices.self, Enroll.self, Verify.self, Identify.self, Prints.self, Capture.self, Import.self, Migrate.self,
             Askpass.self, GitCredentialHelper.self, Pinentry.self, SSH.self, Agent.self, SecretServiceCommand.self, TPM.self,
-            Run.self, Approve.self, MCPServe.self, ReceiptCommand.self,
+            Run.self, Approve.self, MCPServe.self, ReceiptCommand.self, PasskeyCommand.self,
         ]
     )
 }

@@ -106,7 +106,9 @@ extension TouchgateService {
             try context.requireIntactState()
             let key = try context.requireKey()
             let site = StoredText.escaped(request.rpId)
-            try redeem([UInt8](request.ticket), rpId: request.rpId, ceremony: .signIn, context: context)
+            if request.presence {
+                try redeem(request.ticket.map { [UInt8]($0) } ?? [], rpId: request.rpId, ceremony: .signIn, context: context)
+            }
             let allowed = request.allowList.map { [UInt8]($0) }
             let candidates = try Self.passkeys(in: context, key: key).filter { held in
                 allowed.isEmpty ? held.passkey?.discoverable == true && held.passkey?.rpId == request.rpId
@@ -128,14 +130,16 @@ extension TouchgateService {
             // With an allow list, one assertion (CTAP 2.1 §6.2.2); without, each account, newest first.
             let chosen = allowed.isEmpty ? Array(usable.sorted { $0.info.createdAt > $1.info.createdAt }.prefix(Self.maximumAssertions))
                 : [usable[0]]
-            let data = AuthenticatorData(rpIdHash: SHA256.digest(Array(request.rpId.utf8)), flags: [.userPresent, .userVerified],
-                                         signCount: 0).bytes
+            let data = AuthenticatorData(rpIdHash: SHA256.digest(Array(request.rpId.utf8)),
+                                         flags: request.presence ? [.userPresent, .userVerified] : [], signCount: 0).bytes
             var assertions: [PasskeyAssertion] = []
             for held in chosen {
                 guard let passkey = held.passkey else { continue }
                 let signature = try passkey.sign(data + [UInt8](request.clientDataHash))
                 try context.record(.itemRead, .success, item: held.info.name,
-                                   reason: "passkey sign-in at \(site)\(Self.account(passkey)) (user verified)")
+                                   reason: request.presence ? "passkey sign-in at \(site)\(Self.account(passkey)) (user verified)"
+                                       : "passkey checked by a platform at \(site)\(Self.account(passkey)) (no touch: signed "
+                                       + "without presence, which no site accepts as a sign-in)")
                 // The account is named for a discoverable credential: its id, and its names when several answer.
                 let names = chosen.count > 1
                 assertions.append(PasskeyAssertion(credentialId: Data(held.credentialId), authenticatorData: Data(data),

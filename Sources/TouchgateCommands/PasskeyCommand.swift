@@ -1,0 +1,164 @@
+import ArgumentParser
+import FoundationEssentials
+import TouchgateAPI
+import TouchgatePasskeys
+import TouchgatePolicy
+import TouchgateTerminal
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `touchgate passkey`: the vault's passkeys, and the authenticator browsers and FIDO tools use.
+struct PasskeyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "passkey",
+        abstract: "Passkeys: sign in to websites with your finger (a FIDO2 authenticator over your vault).",
+        discussion: """
+            The authenticator speaks CTAP 2.1 as a USB security key would; every registration \
+            and sign-in asks for a touch of an enrolled finger, names the site, and is recorded \
+            in the audit trail. Passkeys are vault items (kind passkey): listed here, removed \
+            here, never exported but for their public keys.
+            """,
+        subcommands: [List.self, Delete.self, ExportPublic.self, Serve.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List the passkeys: site, account, algorithm, item name.",
+            discussion: "--json also gives each credential id and COSE public key (base64).")
+
+        @OptionGroup var common: CommonOptions
+
+        @Option(help: ArgumentHelp("Only this site's (relying party id, as example.org).", valueName: "SITE"))
+        var site: String?
+
+        func run() async throws {
+            let site = site
+            try await CommandRunner.run(json: common.json) { console in
+                let listing = try await service.passkeyList(PasskeyListRequest(rpId: site))
+                console.result("passkeys", listing, text: listing.passkeys.isEmpty
+                               ? "No passkeys\(site.map { " for \(StoredText.escaped($0))" } ?? "") (a site makes one when "
+                                   + "you register with a security key while touchgate passkey serve runs)."
+                               : listing.passkeys.map(Self.line).joined(separator: "\n"))
+                return ExitStatus.success
+            }
+        }
+
+        static func line(_ passkey: PasskeyReport) -> String {
+            "\(StoredText.escaped(passkey.rpId))  \(passkey.userName.map(StoredText.escaped) ?? "(no name)")  "
+                + "\(passkey.algorithm)  \(StoredText.escaped(passkey.name))"
+                + (passkey.discoverable ? "" : "  (server-side)") + (passkey.usable ? "" : "  (invalidated)")
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "delete", abstract: "Remove a passkey (by the item name passkey list shows).",
+            discussion: "Asks for confirmation (--yes to skip). The site keeps its public key: remove it there too.")
+
+        @OptionGroup var common: CommonOptions
+
+        @Argument(help: ArgumentHelp("The passkey's item name (passkey-…).", valueName: "NAME"))
+        var name: String
+
+        @Flag(name: .shortAndLong, help: "Do not ask for confirmation.")
+        var yes = false
+
+        func run() async throws {
+            let (name, yes) = (name, yes)
+            try await CommandRunner.run(json: common.json) { console in
+                let removed = try await service.passkeyDelete(PasskeyDeleteRequest(name: name),
+                                                              interaction: TerminalInteraction(console: console, assumeYes: yes))
+                console.result("passkey", removed, text: "Deleted the passkey for \(StoredText.escaped(removed.rpId))"
+                               + (removed.userName.map { " (\(StoredText.escaped($0)))" } ?? "") + ".")
+                return ExitStatus.success
+            }
+        }
+    }
+
+    struct ExportPublic: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "export-public", abstract: "Print a passkey's public key (COSE, base64) and credential id.",
+            discussion: "What a site stores of it: for checking a site's record, or moving an account by hand.")
+
+        @OptionGroup var common: CommonOptions
+
+        @Argument(help: ArgumentHelp("The passkey's item name (passkey-…).", valueName: "NAME"))
+        var name: String
+
+        func run() async throws {
+            let name = name
+            try await CommandRunner.run(json: common.json) { console in
+                guard let passkey = try await service.passkeyList(PasskeyListRequest()).passkeys.first(where: { $0.name == name })
+                else {
+                    throw ServiceError(.notFound, "no passkey named '\(StoredText.escaped(name))'; touchgate passkey list "
+                                       + "shows their names")
+                }
+                console.result("passkey", passkey, text: "site: \(StoredText.escaped(passkey.rpId))\n"
+                               + "credential-id: \(Self.base64URL(passkey.credentialId))\n"
+                               + "algorithm: \(passkey.algorithm)\n"
+                               + "public-key: \(passkey.publicKey.base64EncodedString())")
+                return ExitStatus.success
+            }
+        }
+
+        /// WebAuthn names a credential id in base64url without padding.
+        static func base64URL(_ data: Data) -> String {
+            String(data.base64EncodedString().compactMap { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 == "=" ? nil : $0 })
+        }
+    }
+
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "serve",
+            abstract: "Serve the passkey authenticator until stopped.",
+            discussion: """
+                On --socket PATH (a SOCK_SEQPACKET socket, one 64-byte CTAPHID report per \
+                message; only you can connect): for FIDO tools with transport hooks (libfido2's \
+                fido_dev_set_io_functions, python-fido2's CtapHidConnection) and for tests. \
+                Requests go where your other commands' go: touchgated, else touchgate agent, \
+                else the store in this process (unlock it first: touchgate unlock). Every \
+                registration and sign-in waits for a touch of an enrolled finger; what it waits \
+                for is printed here.
+                """)
+
+        @OptionGroup var common: CommonOptions
+
+        @Option(help: ArgumentHelp("The socket to listen on.", valueName: "PATH"))
+        var socket: String
+
+        func run() async throws {
+            let path = socket
+            try await CommandRunner.run(json: common.json) { console in
+                let log: @Sendable (String) -> Void = { console.event(InteractionEvent(.notice, $0)) }
+                let server = try PasskeySocketServer(path: path, requests: { ServiceChoice.resolve(for: $0) },
+                                                     interaction: { _ in PasskeyInteraction(console: console) }, log: log)
+                console.event(InteractionEvent(.notice, "passkey authenticator listening at \(path)"))
+                let serving = Task { await server.run() }
+                await SecretServiceCommand.Serve.waitForStop { true }
+                server.stop()
+                await serving.value
+                return ExitStatus.success
+            }
+        }
+    }
+}
+
+/// The authenticator's side of a ceremony: it has no terminal of its own, so what the
+/// service says (touch the reader to sign in to example.org) goes to its output and to a
+/// desktop notification; it cannot ask for a passphrase or a confirmation.
+struct PasskeyInteraction: Interaction {
+    let console: Console
+
+    func event(_ event: InteractionEvent) {
+        console.event(event)
+    }
+
+    func passphrase(prompt: String, again: Bool) throws -> SecretBytes { throw Self.cannotAsk }
+    func newPassphrase(prompt: String) throws -> SecretBytes { throw Self.cannotAsk }
+    func repeatPassphrase(prompt: String) throws -> SecretBytes { throw Self.cannotAsk }
+    var canAskAgain: Bool { false }
+    func confirm(_ question: String, details: [String]) async throws -> Bool { false }
+
+    static let cannotAsk = ServiceError(.passphraseRequired, "the passkey authenticator cannot ask for the passphrase; "
+                                        + "run touchgate unlock, then try again")
+}

@@ -1,0 +1,119 @@
+import Synchronization
+import TouchgateBasics
+import TouchgateFIDO
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a device's reports come from and go to: the uhid device, or a socket of the
+/// authenticator's for tests and tools.
+public protocol ReportChannel: Sendable {
+    /// The next 64-byte report, or nil when the device or connection is gone. Blocks.
+    func read() -> [UInt8]?
+    /// Sends one 64-byte report.
+    func write(_ report: [UInt8])
+}
+
+/// CTAPHID over a ``ReportChannel``: INIT, PING, WINK, CANCEL and CBOR, one transaction at a
+/// time, KEEPALIVE every 100 ms while a command waits (Firefox gives up after 2 s of
+/// silence, python-fido2 can cancel only when a packet arrives), and ERROR for what the
+/// framing refuses.
+public final class CTAPHIDServer: Sendable {
+    private let channel: any ReportChannel
+    private let authenticator: PasskeyAuthenticator
+    private let framer: Mutex<CTAPHIDFramer>
+    /// The transaction under way: its channel and task.
+    private let busy = Mutex<(channel: UInt32, task: Task<Void, Never>)?>(nil)
+    private let writing = Mutex(())
+
+    public init(channel: any ReportChannel, authenticator: PasskeyAuthenticator) {
+        self.channel = channel
+        self.authenticator = authenticator
+        framer = Mutex(CTAPHIDFramer { UInt32.random(in: 1..<UInt32.max) })
+    }
+
+    /// Serves until the channel ends (call from a thread of its own: reads block).
+    public func serve() {
+        while let report = channel.read() {
+            let event = framer.withLock { $0.receive(report, at: Self.milliseconds()) }
+            switch event {
+            case .pending: continue
+            case .failure(let id, let failure): send(id, .error, [failure.rawValue])
+            case .message(let message): handle(message)
+            }
+        }
+        busy.withLock { $0?.task.cancel() }
+    }
+
+    private func handle(_ message: CTAPHIDMessage) {
+        let id = message.channel
+        guard let command = CTAPHID.Command(rawValue: message.command) else {
+            send(id, .error, [CTAPHID.Failure.invalidCommand.rawValue])
+            return
+        }
+        switch command {
+        case .initialize:
+            guard message.payload.count == 8 else {
+                send(id, .error, [CTAPHID.Failure.invalidLength.rawValue])
+                return
+            }
+            let assigned = id == CTAPHID.broadcast ? framer.withLock { $0.allocate(at: Self.milliseconds()) } : id
+            if id != CTAPHID.broadcast { cancel(on: id) }
+            send(id, .initialize, CTAPHIDFramer.initAnswer(nonce: message.payload, channel: assigned, version: (1, 0, 0)))
+        case .ping:
+            send(id, .ping, message.payload)
+        case .wink:
+            send(id, .wink, [])
+        case .cancel:
+            // No answer: the cancelled command answers KEEPALIVE_CANCEL itself.
+            cancel(on: id)
+        case .cbor:
+            guard !message.payload.isEmpty else {
+                send(id, .error, [CTAPHID.Failure.invalidLength.rawValue])
+                return
+            }
+            let started: Bool = busy.withLock { busy in
+                if busy != nil { return false }
+                let task = Task { [authenticator] in
+                    let keepalive = Task {
+                        while !Task.isCancelled {
+                            try? await Task.sleep(for: .milliseconds(100))
+                            if Task.isCancelled { break }
+                            self.send(id, .keepalive, [CTAPHID.KeepaliveStatus.userPresenceNeeded.rawValue])
+                        }
+                    }
+                    var answer = await authenticator.perform(message.payload)
+                    keepalive.cancel()
+                    if Task.isCancelled, answer.first != 0 { answer = [CTAP2.Status.keepaliveCancel.rawValue] }
+                    self.send(id, .cbor, answer)
+                    self.busy.withLock { $0 = nil }
+                }
+                busy = (id, task)
+                return true
+            }
+            if !started { send(id, .error, [CTAPHID.Failure.channelBusy.rawValue]) }
+        case .msg, .lock, .keepalive, .error:
+            send(id, .error, [CTAPHID.Failure.invalidCommand.rawValue])
+        }
+    }
+
+    private func cancel(on id: UInt32) {
+        busy.withLock { busy in
+            if let running = busy, running.channel == id { running.task.cancel() }
+        }
+    }
+
+    private func send(_ id: UInt32, _ command: CTAPHID.Command, _ payload: [UInt8]) {
+        writing.withLock { _ in
+            for report in CTAPHIDFramer.packets(channel: id, command: command.rawValue, payload: payload) {
+                channel.write(report)
+            }
+        }
+    }
+
+    static func milliseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000 + UInt64(now.tv_nsec) / 1_000_000
+    }
+}
