@@ -251,6 +251,7 @@ let package = Package(
             "TouchgateCommands", "TouchgateHelpers", "TouchgateTerminal", "TouchgateAPI", "TouchgateTestSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        .testTarget(name: "TouchgateFIDOTests", dependencies: ["TouchgateFIDO", "TouchgateCrypto", "TouchgateBasics"]),
         .testTarget(name: "UdevTests", dependencies: [.product(name: "Subprocess", package: "swift-subprocess"), .product(name: "SystemPackage", package: "swift-system")]),
     ]
 )

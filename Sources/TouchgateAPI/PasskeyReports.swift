@@ -21,11 +21,11 @@ public enum PasskeyCeremony: String, Codable, Sendable, Equatable {
 /// Asks for one user verification: a touch of an enrolled finger, for one ceremony at one site.
 public struct PasskeyVerifyRequest: Codable, Sendable, Equatable {
     /// The relying party (`example.org`); nil only for ``PasskeyCeremony/manage`` and ``PasskeyCeremony/select``.
-    public var rpId: String?
+    public var rpID: String?
     public var ceremony: PasskeyCeremony
 
-    public init(rpId: String?, ceremony: PasskeyCeremony) {
-        self.rpId = rpId
+    public init(rpID: String?, ceremony: PasskeyCeremony) {
+        self.rpID = rpID
         self.ceremony = ceremony
     }
 }
@@ -49,9 +49,9 @@ public struct PasskeyVerification: Codable, Sendable, Equatable {
 
 /// authenticatorMakeCredential, as the service takes it.
 public struct PasskeyMakeRequest: Codable, Sendable, Equatable {
-    public var rpId: String
+    public var rpID: String
     public var rpName: String?
-    public var userId: Data
+    public var userID: Data
     public var userName: String?
     public var displayName: String?
     /// COSE algorithm identifiers in the relying party's order of preference.
@@ -61,14 +61,14 @@ public struct PasskeyMakeRequest: Codable, Sendable, Equatable {
     /// A discoverable (resident) credential.
     public var discoverable: Bool
     public var clientDataHash: Data
-    /// The ticket of a ``PasskeyVerifyRequest`` for ``PasskeyCeremony/register`` at `rpId`.
+    /// The ticket of a ``PasskeyVerifyRequest`` for ``PasskeyCeremony/register`` at `rpID`.
     public var ticket: Data
 
-    public init(rpId: String, rpName: String?, userId: Data, userName: String?, displayName: String?, algorithms: [Int],
+    public init(rpID: String, rpName: String?, userID: Data, userName: String?, displayName: String?, algorithms: [Int],
                 excludeList: [Data], discoverable: Bool, clientDataHash: Data, ticket: Data) {
-        self.rpId = rpId
+        self.rpID = rpID
         self.rpName = rpName
-        self.userId = userId
+        self.userID = userID
         self.userName = userName
         self.displayName = displayName
         self.algorithms = algorithms
@@ -81,12 +81,12 @@ public struct PasskeyMakeRequest: Codable, Sendable, Equatable {
 
 /// A new credential: its id and the authenticator data with its public key (attestation `none`).
 public struct PasskeyMade: Codable, Sendable, Equatable {
-    public var credentialId: Data
+    public var credentialID: Data
     public var authenticatorData: Data
     public var passkey: PasskeyReport
 
-    public init(credentialId: Data, authenticatorData: Data, passkey: PasskeyReport) {
-        self.credentialId = credentialId
+    public init(credentialID: Data, authenticatorData: Data, passkey: PasskeyReport) {
+        self.credentialID = credentialID
         self.authenticatorData = authenticatorData
         self.passkey = passkey
     }
@@ -94,11 +94,11 @@ public struct PasskeyMade: Codable, Sendable, Equatable {
 
 /// authenticatorGetAssertion, as the service takes it.
 public struct PasskeyAssertRequest: Codable, Sendable, Equatable {
-    public var rpId: String
+    public var rpID: String
     public var clientDataHash: Data
-    /// The credentials the relying party accepts; empty: any discoverable one of `rpId`.
+    /// The credentials the relying party accepts; empty: any discoverable one of `rpID`.
     public var allowList: [Data]
-    /// The ticket of a ``PasskeyVerifyRequest`` for ``PasskeyCeremony/signIn`` at `rpId`;
+    /// The ticket of a ``PasskeyVerifyRequest`` for ``PasskeyCeremony/signIn`` at `rpID`;
     /// nil for a check without presence.
     public var ticket: Data?
     /// False for a platform's silent check of which credential is held (CTAP's `up: false`):
@@ -106,8 +106,8 @@ public struct PasskeyAssertRequest: Codable, Sendable, Equatable {
     /// accepts as a sign-in (WebAuthn §7.2), and recorded as such.
     public var presence: Bool
 
-    public init(rpId: String, clientDataHash: Data, allowList: [Data], ticket: Data?, presence: Bool = true) {
-        self.rpId = rpId
+    public init(rpID: String, clientDataHash: Data, allowList: [Data], ticket: Data?, presence: Bool = true) {
+        self.rpID = rpID
         self.clientDataHash = clientDataHash
         self.allowList = allowList
         self.ticket = ticket
@@ -117,20 +117,20 @@ public struct PasskeyAssertRequest: Codable, Sendable, Equatable {
 
 /// One signed assertion.
 public struct PasskeyAssertion: Codable, Sendable, Equatable {
-    public var credentialId: Data
+    public var credentialID: Data
     public var authenticatorData: Data
     public var signature: Data
     /// The account, for a discoverable credential (the user id; its names too when several answer).
-    public var userId: Data?
+    public var userID: Data?
     public var userName: String?
     public var displayName: String?
 
-    public init(credentialId: Data, authenticatorData: Data, signature: Data, userId: Data?, userName: String?,
+    public init(credentialID: Data, authenticatorData: Data, signature: Data, userID: Data?, userName: String?,
                 displayName: String?) {
-        self.credentialId = credentialId
+        self.credentialID = credentialID
         self.authenticatorData = authenticatorData
         self.signature = signature
-        self.userId = userId
+        self.userID = userID
         self.userName = userName
         self.displayName = displayName
     }
@@ -145,13 +145,13 @@ public struct PasskeyAssertions: Codable, Sendable, Equatable {
 /// Which passkeys a listing shows.
 public struct PasskeyListRequest: Codable, Sendable, Equatable {
     /// Only this relying party's.
-    public var rpId: String?
+    public var rpID: String?
     /// Only these credentials.
-    public var credentialIds: [Data]?
+    public var credentialIDs: [Data]?
 
-    public init(rpId: String? = nil, credentialIds: [Data]? = nil) {
-        self.rpId = rpId
-        self.credentialIds = credentialIds
+    public init(rpID: String? = nil, credentialIDs: [Data]? = nil) {
+        self.rpID = rpID
+        self.credentialIDs = credentialIDs
     }
 }
 
@@ -159,12 +159,12 @@ public struct PasskeyListRequest: Codable, Sendable, Equatable {
 public struct PasskeyReport: Codable, Sendable, Equatable {
     /// The vault item that holds it.
     public var name: String
-    public var rpId: String
+    public var rpID: String
     public var rpName: String?
-    public var userId: Data
+    public var userID: Data
     public var userName: String?
     public var displayName: String?
-    public var credentialId: Data
+    public var credentialID: Data
     /// `es256` or `eddsa`.
     public var algorithm: String
     /// The COSE_Key of its public key.
@@ -174,15 +174,15 @@ public struct PasskeyReport: Codable, Sendable, Equatable {
     /// False when an enrollment change invalidated it (a `biometry-current-set` passkey).
     public var usable: Bool
 
-    public init(name: String, rpId: String, rpName: String?, userId: Data, userName: String?, displayName: String?,
-                credentialId: Data, algorithm: String, publicKey: Data, discoverable: Bool, policy: String, usable: Bool) {
+    public init(name: String, rpID: String, rpName: String?, userID: Data, userName: String?, displayName: String?,
+                credentialID: Data, algorithm: String, publicKey: Data, discoverable: Bool, policy: String, usable: Bool) {
         self.name = name
-        self.rpId = rpId
+        self.rpID = rpID
         self.rpName = rpName
-        self.userId = userId
+        self.userID = userID
         self.userName = userName
         self.displayName = displayName
-        self.credentialId = credentialId
+        self.credentialID = credentialID
         self.algorithm = algorithm
         self.publicKey = publicKey
         self.discoverable = discoverable
@@ -200,13 +200,13 @@ public struct PasskeyListing: Codable, Sendable, Equatable {
 /// Removes one passkey, named by its item name or its credential id.
 public struct PasskeyDeleteRequest: Codable, Sendable, Equatable {
     public var name: String?
-    public var credentialId: Data?
+    public var credentialID: Data?
     /// Through the authenticator: the ticket of a verification for ``PasskeyCeremony/manage``.
     public var ticket: Data?
 
-    public init(name: String? = nil, credentialId: Data? = nil, ticket: Data? = nil) {
+    public init(name: String? = nil, credentialID: Data? = nil, ticket: Data? = nil) {
         self.name = name
-        self.credentialId = credentialId
+        self.credentialID = credentialID
         self.ticket = ticket
     }
 }

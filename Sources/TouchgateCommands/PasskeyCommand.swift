@@ -34,7 +34,7 @@ struct PasskeyCommand: AsyncParsableCommand {
         func run() async throws {
             let site = site
             try await CommandRunner.run(json: common.json) { console in
-                let listing = try await service.passkeyList(PasskeyListRequest(rpId: site))
+                let listing = try await service.passkeyList(PasskeyListRequest(rpID: site))
                 console.result("passkeys", listing, text: listing.passkeys.isEmpty
                                ? "No passkeys\(site.map { " for \(StoredText.escaped($0))" } ?? "") (a site makes one when "
                                    + "you register with a security key while touchgate passkey serve runs)."
@@ -44,7 +44,7 @@ struct PasskeyCommand: AsyncParsableCommand {
         }
 
         static func line(_ passkey: PasskeyReport) -> String {
-            "\(StoredText.escaped(passkey.rpId))  \(passkey.userName.map(StoredText.escaped) ?? "(no name)")  "
+            "\(StoredText.escaped(passkey.rpID))  \(passkey.userName.map(StoredText.escaped) ?? "(no name)")  "
                 + "\(passkey.algorithm)  \(StoredText.escaped(passkey.name))"
                 + (passkey.discoverable ? "" : "  (server-side)") + (passkey.usable ? "" : "  (invalidated)")
         }
@@ -68,7 +68,7 @@ struct PasskeyCommand: AsyncParsableCommand {
             try await CommandRunner.run(json: common.json) { console in
                 let removed = try await service.passkeyDelete(PasskeyDeleteRequest(name: name),
                                                               interaction: TerminalInteraction(console: console, assumeYes: yes))
-                console.result("passkey", removed, text: "Deleted the passkey for \(StoredText.escaped(removed.rpId))"
+                console.result("passkey", removed, text: "Deleted the passkey for \(StoredText.escaped(removed.rpID))"
                                + (removed.userName.map { " (\(StoredText.escaped($0)))" } ?? "") + ".")
                 return ExitStatus.success
             }
@@ -93,8 +93,8 @@ struct PasskeyCommand: AsyncParsableCommand {
                     throw ServiceError(.notFound, "no passkey named '\(StoredText.escaped(name))'; touchgate passkey list "
                                        + "shows their names")
                 }
-                console.result("passkey", passkey, text: "site: \(StoredText.escaped(passkey.rpId))\n"
-                               + "credential-id: \(Self.base64URL(passkey.credentialId))\n"
+                console.result("passkey", passkey, text: "site: \(StoredText.escaped(passkey.rpID))\n"
+                               + "credential-id: \(Self.base64URL(passkey.credentialID))\n"
                                + "algorithm: \(passkey.algorithm)\n"
                                + "public-key: \(passkey.publicKey.base64EncodedString())")
                 return ExitStatus.success

@@ -45,6 +45,7 @@ public actor PasskeyAuthenticator {
             let answer = try await perform(command, parameters)
             return [CTAP2.Status.ok.rawValue] + (answer?.encoded ?? [])
         } catch {
+            if ![.noCredentials, .uvInvalid, .keepaliveCancel, .pinNotSet].contains(error) { log("\(command) refused: \(error)") }
             return [error.rawValue]
         }
     }
@@ -111,12 +112,12 @@ public actor PasskeyAuthenticator {
         let made: PasskeyMade
         do {
             made = try await requests.passkeyMake(PasskeyMakeRequest(
-                rpId: request.rpId, rpName: request.rpName, userId: Data(request.user.id), userName: request.user.name,
+                rpID: request.rpId, rpName: request.rpName, userID: Data(request.user.id), userName: request.user.name,
                 displayName: request.user.displayName, algorithms: request.algorithms,
                 excludeList: request.excludeList.map { Data($0.id) }, discoverable: request.residentKey,
                 clientDataHash: Data(request.clientDataHash), ticket: Data(ticket)))
         } catch {
-            throw Self.status(error, ceremony: "registration at \(request.rpId)")
+            throw failure(error, ceremony: "registration at \(request.rpId)")
         }
         return CTAP2Answer.madeCredential(authenticatorData: [UInt8](made.authenticatorData))
     }
@@ -128,9 +129,9 @@ public actor PasskeyAuthenticator {
         let held: PasskeyListing
         do {
             held = try await requests.passkeyList(PasskeyListRequest(
-                rpId: request.rpId, credentialIds: request.allowList.isEmpty ? nil : request.allowList.map { Data($0.id) }))
+                rpID: request.rpId, credentialIDs: request.allowList.isEmpty ? nil : request.allowList.map { Data($0.id) }))
         } catch {
-            throw Self.status(error, ceremony: "sign-in at \(request.rpId)")
+            throw failure(error, ceremony: "sign-in at \(request.rpId)")
         }
         let usable = held.passkeys.filter { $0.usable && (request.allowList.isEmpty ? $0.discoverable : true) }
         guard !usable.isEmpty else { throw .noCredentials }
@@ -148,16 +149,16 @@ public actor PasskeyAuthenticator {
         let signed: PasskeyAssertions
         do {
             signed = try await requests.passkeyAssert(PasskeyAssertRequest(
-                rpId: request.rpId, clientDataHash: Data(request.clientDataHash),
+                rpID: request.rpId, clientDataHash: Data(request.clientDataHash),
                 allowList: request.allowList.map { Data($0.id) }, ticket: ticket.map { Data($0) }, presence: request.userPresence))
         } catch {
-            throw Self.status(error, ceremony: "sign-in at \(request.rpId)")
+            throw failure(error, ceremony: "sign-in at \(request.rpId)")
         }
         let answers = signed.assertions.enumerated().map { index, assertion in
             CTAP2Answer.assertion(
-                credentialId: [UInt8](assertion.credentialId), authenticatorData: [UInt8](assertion.authenticatorData),
+                credentialId: [UInt8](assertion.credentialID), authenticatorData: [UInt8](assertion.authenticatorData),
                 signature: [UInt8](assertion.signature),
-                user: assertion.userId.map { CredentialUser(id: [UInt8]($0), name: assertion.userName,
+                user: assertion.userID.map { CredentialUser(id: [UInt8]($0), name: assertion.userName,
                                                             displayName: assertion.displayName) },
                 count: index == 0 && signed.assertions.count > 1 ? signed.assertions.count : nil)
         }
@@ -204,10 +205,10 @@ public actor PasskeyAuthenticator {
     private func verify(rpId: String?, ceremony: PasskeyCeremony) async throws(CTAP2.Status) -> [UInt8] {
         let verification: PasskeyVerification
         do {
-            verification = try await requests.passkeyVerify(PasskeyVerifyRequest(rpId: rpId, ceremony: ceremony),
+            verification = try await requests.passkeyVerify(PasskeyVerifyRequest(rpID: rpId, ceremony: ceremony),
                                                             interaction: interaction)
         } catch {
-            throw Self.status(error, ceremony: "user verification\(rpId.map { " for \($0)" } ?? "")")
+            throw failure(error, ceremony: "user verification\(rpId.map { " for \($0)" } ?? "")")
         }
         guard verification.match, let ticket = verification.ticket else {
             // Chromium and python-fido2 read UV_INVALID as "wrong finger, try again" and
@@ -215,6 +216,14 @@ public actor PasskeyAuthenticator {
             throw verification.attemptsLeft == 0 ? .uvBlocked : .uvInvalid
         }
         return [UInt8](ticket)
+    }
+
+    /// The CTAP status for a service failure, said in the log with the service's message
+    /// (what to do next: unlock the vault, enroll a finger), which CTAP has no room for.
+    private func failure(_ error: ServiceError, ceremony: String) -> CTAP2.Status {
+        let status = Self.status(error, ceremony: ceremony)
+        if error.code != .cancelled { log("\(ceremony): \(error.message)") }
+        return status
     }
 
     /// The CTAP status a browser acts on for a service failure.
@@ -281,6 +290,15 @@ public actor PasskeyAuthenticator {
 
     // MARK: Credential management
 
+    /// The discoverable passkeys credential management shows.
+    private func discoverablePasskeys() async throws(CTAP2.Status) -> [PasskeyReport] {
+        do {
+            return try await requests.passkeyList(PasskeyListRequest()).passkeys.filter { $0.usable && $0.discoverable }
+        } catch {
+            throw failure(error, ceremony: "credential management")
+        }
+    }
+
     private var enumeration: (parties: [CBOR], credentials: [CBOR])  = ([], [])
 
     private func manageCredentials(_ request: CredentialManagementRequest) async throws(CTAP2.Status) -> CBOR? {
@@ -296,21 +314,14 @@ public actor PasskeyAuthenticator {
             }
             guard token.permissions.contains(.credentialManagement) else { throw .unauthorizedPermission }
         }
-        let listing = { [requests] () async throws(CTAP2.Status) -> [PasskeyReport] in
-            do throws(ServiceError) {
-                return try await requests.passkeyList(PasskeyListRequest()).passkeys.filter { $0.usable && $0.discoverable }
-            } catch {
-                throw Self.status(error, ceremony: "credential management")
-            }
-        }
         switch subcommand {
         case .getCredsMetadata:
-            let count = try await listing().count
+            let count = try await discoverablePasskeys().count
             return CTAP2Answer.credentialsMetadata(existing: count, remaining: max(0, 1_000 - count))
         case .enumerateRPsBegin:
-            let passkeys = try await listing()
+            let passkeys = try await discoverablePasskeys()
             var sites: [String] = []
-            for passkey in passkeys where !sites.contains(passkey.rpId) { sites.append(passkey.rpId) }
+            for passkey in passkeys where !sites.contains(passkey.rpID) { sites.append(passkey.rpID) }
             guard !sites.isEmpty else { throw .noCredentials }
             let parties = sites.enumerated().map { index, site in
                 CTAP2Answer.relyingParty(id: site, idHash: SHA256.digest(Array(site.utf8)), total: index == 0 ? sites.count : nil)
@@ -322,12 +333,12 @@ public actor PasskeyAuthenticator {
             return enumeration.parties.removeFirst()
         case .enumerateCredentialsBegin:
             guard let hash = request.rpIdHash else { throw .missingParameter }
-            let passkeys = try await listing().filter { SHA256.digest(Array($0.rpId.utf8)) == hash }
+            let passkeys = try await discoverablePasskeys().filter { SHA256.digest(Array($0.rpID.utf8)) == hash }
             guard !passkeys.isEmpty else { throw .noCredentials }
             let answers = passkeys.enumerated().map { index, passkey in
-                CTAP2Answer.credential(user: CredentialUser(id: [UInt8](passkey.userId), name: passkey.userName,
+                CTAP2Answer.credential(user: CredentialUser(id: [UInt8](passkey.userID), name: passkey.userName,
                                                             displayName: passkey.displayName),
-                                       credentialId: [UInt8](passkey.credentialId), publicKey: [UInt8](passkey.publicKey),
+                                       credentialId: [UInt8](passkey.credentialID), publicKey: [UInt8](passkey.publicKey),
                                        total: index == 0 ? passkeys.count : nil)
             }
             enumeration.credentials = Array(answers.dropFirst())
@@ -346,10 +357,10 @@ public actor PasskeyAuthenticator {
                 ticket = try await verify(rpId: nil, ceremony: .manage)
             }
             do {
-                _ = try await requests.passkeyDelete(PasskeyDeleteRequest(credentialId: Data(id), ticket: Data(ticket)),
+                _ = try await requests.passkeyDelete(PasskeyDeleteRequest(credentialID: Data(id), ticket: Data(ticket)),
                                                      interaction: interaction)
             } catch {
-                throw Self.status(error, ceremony: "credential removal")
+                throw failure(error, ceremony: "credential removal")
             }
             return nil
         case .updateUserInformation:

@@ -127,8 +127,8 @@ struct StoredPasskey {
     var user: CredentialUser { CredentialUser(id: userId, name: userName, displayName: displayName) }
 
     func report(name: String, info: VaultItemInfo) throws(ServiceError) -> PasskeyReport {
-        PasskeyReport(name: name, rpId: rpId, rpName: rpName, userId: Data(userId), userName: userName,
-                      displayName: displayName, credentialId: Data(Self.credentialId(itemName: name) ?? []),
+        PasskeyReport(name: name, rpID: rpId, rpName: rpName, userID: Data(userId), userName: userName,
+                      displayName: displayName, credentialID: Data(Self.credentialId(itemName: name) ?? []),
                       algorithm: algorithmName, publicKey: Data(try publicKey), discoverable: discoverable,
                       policy: info.policy, usable: !info.isInvalidated)
     }

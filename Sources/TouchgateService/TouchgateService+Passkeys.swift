@@ -17,14 +17,14 @@ extension TouchgateService {
     public func passkeyVerify(_ request: PasskeyVerifyRequest,
                               interaction: any Interaction) async throws(ServiceError) -> PasskeyVerification {
         let action: String
-        switch (request.ceremony, request.rpId) {
+        switch (request.ceremony, request.rpID) {
         case (.register, let rp?): action = "make a passkey for \(StoredText.escaped(rp))"
         case (.signIn, let rp?): action = "sign in to \(StoredText.escaped(rp)) with a passkey"
         case (.manage, _): action = "manage the passkeys"
         case (.select, _): action = "choose Touchgate's passkey authenticator"
         default: throw ServiceError.usage("a passkey \(request.ceremony.rawValue) names the site (rp-id)")
         }
-        if let rp = request.rpId { try Self.checkSite(rp) }
+        if let rp = request.rpID { try Self.checkSite(rp) }
         try await refuseWithoutStore(device: nil)
         return try await withExistingStore(orElse: noVault) { store in
             // The vault must be open before the finger is asked for: a touch that could only
@@ -35,17 +35,17 @@ extension TouchgateService {
             let report = try await match(store, ReaderSensor.Candidates(user: principal.loginName, finger: nil),
                                          operation: "verify", action: action, device: nil, interaction: interaction)
             guard report.match else { return PasskeyVerification(match: false, ticket: nil, attemptsLeft: report.attemptsLeft) }
-            let ticket = PasskeyTickets.shared.issue(uid: principal.uid, rpId: request.rpId, ceremony: request.ceremony)
+            let ticket = PasskeyTickets.shared.issue(uid: principal.uid, rpId: request.rpID, ceremony: request.ceremony)
             return PasskeyVerification(match: true, ticket: Data(ticket), attemptsLeft: nil)
         }
     }
 
     public func passkeyMake(_ request: PasskeyMakeRequest) async throws(ServiceError) -> PasskeyMade {
-        try Self.checkSite(request.rpId)
+        try Self.checkSite(request.rpID)
         guard let algorithm = request.algorithms.lazy.compactMap(CTAP2.Algorithm.init(rawValue:)).first else {
             throw ServiceError.usage("the site accepts none of the passkey algorithms offered here (ES256, EdDSA)")
         }
-        guard request.clientDataHash.count == 32, request.userId.count <= CTAP2.maximumUserIdLength else {
+        guard request.clientDataHash.count == 32, request.userID.count <= CTAP2.maximumUserIdLength else {
             throw ServiceError.usage("a passkey request names a 32-byte client data hash and a user id of at most "
                                      + "\(CTAP2.maximumUserIdLength) bytes")
         }
@@ -53,11 +53,11 @@ extension TouchgateService {
             let context = try store.vault()
             try context.requireIntactState()
             let key = try context.requireKey()
-            let site = StoredText.escaped(request.rpId)
-            try redeem([UInt8](request.ticket), rpId: request.rpId, ceremony: .register, context: context)
+            let site = StoredText.escaped(request.rpID)
+            try redeem([UInt8](request.ticket), rpId: request.rpID, ceremony: .register, context: context)
             let held = try Self.passkeys(in: context, key: key)
             for excluded in request.excludeList {
-                if held.contains(where: { $0.credentialId == [UInt8](excluded) && $0.passkey?.rpId == request.rpId }) {
+                if held.contains(where: { $0.credentialId == [UInt8](excluded) && $0.passkey?.rpId == request.rpID }) {
                     try context.record(.itemWrite, .denied, reason: "passkey for \(site) not made: the account has one here")
                     throw ServiceError(.alreadyExists, "this vault already holds a passkey of that account at \(site); "
                                        + "nothing was made")
@@ -65,7 +65,7 @@ extension TouchgateService {
             }
             // A discoverable passkey replaces the one the same account had at the site (CTAP 2.1 §6.1.2).
             let replaced = request.discoverable ? held.filter {
-                $0.passkey?.discoverable == true && $0.passkey?.rpId == request.rpId && $0.passkey?.userId == [UInt8](request.userId)
+                $0.passkey?.discoverable == true && $0.passkey?.rpId == request.rpID && $0.passkey?.userId == [UInt8](request.userID)
             } : []
             var random = [UInt8](repeating: 0, count: StoredPasskey.credentialIdBytes - 1)
             SecretBytes.random(count: random.count).withUnsafeBytes { random = Array($0) }
@@ -73,8 +73,8 @@ extension TouchgateService {
             guard let name = StoredPasskey.itemName(credentialId: credentialId) else {
                 throw ServiceError(.error, "could not name a new passkey")
             }
-            let passkey = StoredPasskey(algorithm: algorithm, secret: StoredPasskey.generate(algorithm), rpId: request.rpId,
-                                        rpName: request.rpName, userId: [UInt8](request.userId), userName: request.userName,
+            let passkey = StoredPasskey(algorithm: algorithm, secret: StoredPasskey.generate(algorithm), rpId: request.rpID,
+                                        rpName: request.rpName, userId: [UInt8](request.userID), userName: request.userName,
                                         displayName: request.displayName, discoverable: request.discoverable)
             let policy = try AccessPolicy(parsing: "biometry-any")
             let publicKey = try passkey.publicKey
@@ -90,29 +90,29 @@ extension TouchgateService {
                                        reason: "passkey made for \(site)\(Self.account(passkey)) (\(passkey.algorithmName), "
                                            + "\(request.discoverable ? "discoverable" : "server-side"), \(policy), fresh touch)")
             }
-            let data = AuthenticatorData(rpIdHash: SHA256.digest(Array(request.rpId.utf8)), flags: [.userPresent, .userVerified],
+            let data = AuthenticatorData(rpIdHash: SHA256.digest(Array(request.rpID.utf8)), flags: [.userPresent, .userVerified],
                                          signCount: 0, attested: (StoredPasskey.aaguid, credentialId, publicKey))
             let info = try Self.item(name, in: context.vault)
-            return PasskeyMade(credentialId: Data(credentialId), authenticatorData: Data(data.bytes),
+            return PasskeyMade(credentialID: Data(credentialId), authenticatorData: Data(data.bytes),
                                passkey: try passkey.report(name: name, info: info))
         }
     }
 
     public func passkeyAssert(_ request: PasskeyAssertRequest) async throws(ServiceError) -> PasskeyAssertions {
-        try Self.checkSite(request.rpId)
+        try Self.checkSite(request.rpID)
         guard request.clientDataHash.count == 32 else { throw ServiceError.usage("a passkey sign-in names a 32-byte client data hash") }
         return try await withExistingStore(orElse: noVault) { store in
             let context = try store.vault()
             try context.requireIntactState()
             let key = try context.requireKey()
-            let site = StoredText.escaped(request.rpId)
+            let site = StoredText.escaped(request.rpID)
             if request.presence {
-                try redeem(request.ticket.map { [UInt8]($0) } ?? [], rpId: request.rpId, ceremony: .signIn, context: context)
+                try redeem(request.ticket.map { [UInt8]($0) } ?? [], rpId: request.rpID, ceremony: .signIn, context: context)
             }
             let allowed = request.allowList.map { [UInt8]($0) }
             let candidates = try Self.passkeys(in: context, key: key).filter { held in
-                allowed.isEmpty ? held.passkey?.discoverable == true && held.passkey?.rpId == request.rpId
-                    : allowed.contains(held.credentialId) && (held.passkey == nil || held.passkey?.rpId == request.rpId)
+                allowed.isEmpty ? held.passkey?.discoverable == true && held.passkey?.rpId == request.rpID
+                    : allowed.contains(held.credentialId) && (held.passkey == nil || held.passkey?.rpId == request.rpID)
             }
             let usable = candidates.filter { !$0.info.isInvalidated && $0.passkey != nil }
             guard !usable.isEmpty else {
@@ -130,7 +130,7 @@ extension TouchgateService {
             // With an allow list, one assertion (CTAP 2.1 §6.2.2); without, each account, newest first.
             let chosen = allowed.isEmpty ? Array(usable.sorted { $0.info.createdAt > $1.info.createdAt }.prefix(Self.maximumAssertions))
                 : [usable[0]]
-            let data = AuthenticatorData(rpIdHash: SHA256.digest(Array(request.rpId.utf8)),
+            let data = AuthenticatorData(rpIdHash: SHA256.digest(Array(request.rpID.utf8)),
                                          flags: request.presence ? [.userPresent, .userVerified] : [], signCount: 0).bytes
             var assertions: [PasskeyAssertion] = []
             for held in chosen {
@@ -142,9 +142,9 @@ extension TouchgateService {
                                        + "without presence, which no site accepts as a sign-in)")
                 // The account is named for a discoverable credential: its id, and its names when several answer.
                 let names = chosen.count > 1
-                assertions.append(PasskeyAssertion(credentialId: Data(held.credentialId), authenticatorData: Data(data),
+                assertions.append(PasskeyAssertion(credentialID: Data(held.credentialId), authenticatorData: Data(data),
                                                    signature: Data(signature),
-                                                   userId: passkey.discoverable ? Data(passkey.userId) : nil,
+                                                   userID: passkey.discoverable ? Data(passkey.userId) : nil,
                                                    userName: passkey.discoverable && names ? passkey.userName : nil,
                                                    displayName: passkey.discoverable && names ? passkey.displayName : nil))
             }
@@ -158,10 +158,10 @@ extension TouchgateService {
             try context.requireIntactState()
             guard try context.vault.items().contains(where: { $0.kind == .passkey }) else { return PasskeyListing(passkeys: []) }
             let key = try context.requireKey()
-            let wanted = request.credentialIds.map { $0.map { [UInt8]($0) } }
+            let wanted = request.credentialIDs.map { $0.map { [UInt8]($0) } }
             let reports = try Self.passkeys(in: context, key: key).compactMap { held -> PasskeyReport? in
                 if let wanted, !wanted.contains(held.credentialId) { return nil }
-                if let rp = request.rpId, held.passkey?.rpId != rp { return nil }
+                if let rp = request.rpID, held.passkey?.rpId != rp { return nil }
                 return try held.report
             }
             return PasskeyListing(passkeys: reports)
@@ -176,7 +176,7 @@ extension TouchgateService {
             let key = try context.requireKey()
             let held = try Self.passkeys(in: context, key: key)
             guard let found = held.first(where: { entry in
-                request.credentialId.map { [UInt8]($0) == entry.credentialId } ?? (request.name == entry.info.name)
+                request.credentialID.map { [UInt8]($0) == entry.credentialId } ?? (request.name == entry.info.name)
             }) else {
                 throw ServiceError(.notFound, "no such passkey is held here; touchgate passkey list shows those that are")
             }
@@ -185,7 +185,7 @@ extension TouchgateService {
             if let ticket = request.ticket {
                 try redeem([UInt8](ticket), rpId: nil, ceremony: .manage, context: context)
             } else {
-                guard try await interaction.confirm("Delete the passkey for \(StoredText.escaped(report.rpId))"
+                guard try await interaction.confirm("Delete the passkey for \(StoredText.escaped(report.rpID))"
                                                     + "\(report.userName.map { " (\(StoredText.escaped($0)))" } ?? "")? "
                                                     + "You will no longer sign in with it.", details: []) else {
                     throw ServiceError(.declined, "not confirmed, so '\(shown)' was not deleted (\(Self.withoutTerminal))")
@@ -194,7 +194,7 @@ extension TouchgateService {
             try context.audit.atomically { transaction in
                 _ = try transaction.deleteItem(named: found.info.name, in: context.vault)
                 try transaction.append(.itemDelete, .success, vaultUser: context.vault.owner, item: found.info.name,
-                                       reason: "passkey for \(StoredText.escaped(report.rpId)) deleted")
+                                       reason: "passkey for \(StoredText.escaped(report.rpID)) deleted")
             }
             return report
         }
@@ -211,8 +211,8 @@ extension TouchgateService {
         var report: PasskeyReport {
             get throws(ServiceError) {
                 if let passkey { return try passkey.report(name: info.name, info: info) }
-                return PasskeyReport(name: info.name, rpId: "(unreadable: invalidated)", rpName: nil, userId: Data(),
-                                     userName: nil, displayName: nil, credentialId: Data(credentialId), algorithm: "",
+                return PasskeyReport(name: info.name, rpID: "(unreadable: invalidated)", rpName: nil, userID: Data(),
+                                     userName: nil, displayName: nil, credentialID: Data(credentialId), algorithm: "",
                                      publicKey: Data(), discoverable: false, policy: info.policy, usable: false)
             }
         }
