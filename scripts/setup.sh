@@ -26,6 +26,7 @@ tests=(
   lintian debootstrap                                                                 # tests: the packages checked, and installed into a debootstrapped Debian root
   swtpm swtpm-tools tpm2-tools libtss2-esys-3.0.2-0 libtss2-tcti-swtpm0               # tests: the TPM binding against swtpm on a Unix socket
   python3-venv python3-pip                                                            # tests: the MCP Python SDK in .build-python (below), the client of touchgate mcp
+  libfido2-dev fido2-tools pkg-config                                                 # tests: libfido2's own client (a harness through its I/O hooks, fido2-token) against the passkey authenticator
 )
 packages=("${build[@]}" "${tests[@]}")
 # Run (not sourced by test.sh or quickstart.sh) as `scripts/setup.sh --build`: the build's only.

@@ -11,10 +11,12 @@ if [ ! -d ../shared/fixtures ] && [ -z "${TOUCHGATE_FIXTURES:-}" ]; then
 fi
 # The official MCP Python SDK (PyPI `mcp`), as AI agents' harnesses speak it: the client in
 # the tests of `touchgate mcp`, in a virtual environment of the checkout's own.
-if ! .build-python/bin/python -c 'import mcp' >/dev/null 2>&1; then
-  echo "test: installing the MCP Python SDK into .build-python" >&2
+# python-fido2 2.x (PyPI `fido2`), a FIDO2 client we did not write, drives the passkey
+# authenticator in its tests, beside libfido2.
+if ! .build-python/bin/python -c 'import mcp, fido2.hid' >/dev/null 2>&1; then
+  echo "test: installing the MCP Python SDK and python-fido2 into .build-python" >&2
   /usr/bin/python3 -m venv .build-python
-  .build-python/bin/pip install -q 'mcp>=1.20,<3'
+  .build-python/bin/pip install -q 'mcp>=1.20,<3' 'fido2>=2.0,<3'
 fi
 swift build --build-tests
 # Swift Testing starts every test at once by default: on a two-core machine that was

@@ -38,10 +38,26 @@ public final class PasskeySocketServer: Sendable {
             raw.copyBytes(from: path.utf8)
             raw[path.utf8.count] = 0
         }
-        if Invocation.isListening(path) { throw ServiceError(.alreadyExists, "an authenticator already listens at \(path)") }
-        unlink(path)
         let descriptor = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw ServiceError(.error, "cannot make a socket: \(String(cString: strerror(errno)))") }
+        // A live authenticator keeps its socket; one a stopped server left behind is replaced.
+        let probe = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let live = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        } == 0
+        close(probe)
+        if live {
+            close(descriptor)
+            throw ServiceError(.alreadyExists, "an authenticator already listens at \(path); stop it first")
+        }
+        var status = stat()
+        if lstat(path, &status) == 0 {
+            guard status.st_mode & S_IFMT == S_IFSOCK else {
+                close(descriptor)
+                throw ServiceError(.usage, "\(path) exists and is not a socket; nothing was replaced")
+            }
+            unlink(path)
+        }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
@@ -93,7 +109,10 @@ public final class PasskeySocketServer: Sendable {
                 continue
             }
             let caller = Caller.connected(uid: peer.uid, gid: peer.gid, pid: peer.pid, executable: peer.executable,
-                                          door: .passkey, handle: ProcessHandle.peer(of: client, pid: peer.pid))
+                                          door: .passkey,
+                                          requester: "passkey authenticator for pid \(peer.pid)"
+                                              + (peer.executable.map { " \($0)" } ?? ""),
+                                          handle: ProcessHandle.peer(of: client, pid: peer.pid))
             let authenticator = PasskeyAuthenticator(requests: requests(caller), interaction: interaction(caller), log: log)
             let server = CTAPHIDServer(channel: SocketReports(descriptor: client), authenticator: authenticator)
             SystemThread.detach(name: "touchgate-passkey") {

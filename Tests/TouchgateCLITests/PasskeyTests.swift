@@ -1,0 +1,235 @@
+import Foundation
+import Testing
+import TouchgateTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The passkey authenticator under FIDO2 clients we did not write: python-fido2 2.x (its
+/// `Fido2Client`, with an origin, so a browser's relying-party checks run, and its `Ctap2`
+/// for exact status codes) and libfido2 (Debian's, through its I/O hooks), over
+/// `touchgate passkey serve`'s socket, with the finger played on the virtual reader.
+@Suite(.serialized, .timeLimit(.minutes(4)))
+struct PasskeyTests {
+    static let python = Fixtures.packageRoot.path + "/.build-python/bin/python"
+    static let client = Fixtures.packageRoot.path + "/Tests/TouchgateCLITests/PasskeyClients/ctap_client.py"
+
+    /// A vault with whorl enrolled and the authenticator serving it.
+    struct Setup {
+        let rig: HelperRig
+        let server: BackgroundProgram
+        let socket: String
+
+        static func make(rig: HelperRig) async throws -> Setup {
+            let found = FileManager.default.isExecutableFile(atPath: PasskeyTests.python)
+                ? try await runProgram(PasskeyTests.python, ["-c", "import fido2.hid"]).status : -1
+            try #require(found == 0, "python-fido2 is missing: scripts/test.sh installs it into .build-python (pip install 'fido2>=2,<3')")
+            try await rig.vault.initAndUnlock()
+            try await rig.vault.enroll("whorl")
+            let socket = rig.home.path("passkey.sock")
+            let server = try await BackgroundProgram(rig.bin + "/touchgate", ["passkey", "serve", "--socket", socket],
+                                                     environment: rig.environment, finger: rig.vault.finger)
+            try await Self.waitForAuthenticator(socket)
+            return Setup(rig: rig, server: server, socket: socket)
+        }
+
+        /// Waits (10 s at most) until the authenticator accepts a SOCK_SEQPACKET connection.
+        static func waitForAuthenticator(_ path: String) async throws {
+            for _ in 0..<200 {
+                let probe = Glibc.socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0)
+                defer { close(probe) }
+                var address = sockaddr_un()
+                address.sun_family = sa_family_t(AF_UNIX)
+                withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8.prefix(100)) }
+                let connected = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                }
+                if connected == 0 { return }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            Issue.record("the passkey authenticator did not listen at \(path) within 10 s")
+            throw CancellationError()
+        }
+
+        /// ctap_client.py `arguments`, the finger presenting `prints` as the authenticator asks.
+        func client(_ arguments: [String], presenting prints: [String] = []) async throws -> CLIResult {
+            try await rig.run(PasskeyTests.python, [PasskeyTests.client, "--socket", socket] + arguments, presenting: prints)
+        }
+
+        /// A registration at example.org for `user`: its JSON.
+        func register(_ user: String, resident: Bool = true) async throws -> [String: Any] {
+            let made = try await client(["make", "--rp", "example.org", "--user", user] + (resident ? ["--resident"] : []),
+                                        presenting: ["whorl"])
+            try #require(made.status == 0, "registration: \(made.stdout) \(made.stderrLines); authenticator: \(server.errorLines)")
+            return try #require(made.json)
+        }
+    }
+
+    static func list(_ output: String) -> [[String: Any]] {
+        (try? JSONSerialization.jsonObject(with: Data(output.utf8))) as? [[String: Any]] ?? []
+    }
+
+    @Test func registerAndSignInThroughPythonFido2() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig)
+        defer { Task { await setup.server.stop() } }
+
+        let made = try await setup.register("alice")
+        let flags = made["flags"] as? [String: Any] ?? [:]
+        #expect(made["fmt"] as? String == "none" && flags["up"] as? Bool == true && flags["uv"] as? Bool == true
+                && made["rp_id_hash_ok"] as? Bool == true && made["public_key_canonical"] as? Bool == true, "\(made)")
+        let credential = try #require(made["credential_id"] as? String)
+        let publicKey = try #require(made["public_key"] as? String)
+
+        // Signed in with the same finger; python-fido2 checks the signature with the registered key.
+        let signed = try await setup.client(["assert", "--rp", "example.org", "--public-key", "\(credential):\(publicKey)"],
+                                            presenting: ["whorl"])
+        let assertion = try #require(Self.list(signed.stdout).first, "\(signed.stdout) \(signed.stderrLines)")
+        #expect(signed.status == 0 && assertion["verified"] as? Bool == true && assertion["credential_id"] as? String == credential,
+                "\(signed.stdout)")
+        #expect((assertion["flags"] as? [String: Any])?["uv"] as? Bool == true)
+
+        // Another site sees nothing of it.
+        let elsewhere = try await setup.client(["--origin", "https://other.example", "assert", "--rp", "other.example"],
+                                               presenting: ["whorl"])
+        #expect(elsewhere.status == 3 && elsewhere.json?["error"] as? String == "NO_CREDENTIALS", "\(elsewhere.stdout)")
+
+        // The CLI lists it; the trail names the site, the account and the program that asked.
+        let listed = try await rig.run(rig.bin + "/touchgate", ["passkey", "list", "--json"])
+        let passkeys = listed.json?["passkeys"] as? [[String: Any]] ?? []
+        #expect(passkeys.count == 1 && passkeys.first?["rp-id"] as? String == "example.org"
+                && passkeys.first?["user-name"] as? String == "alice", "\(listed.stdout)")
+        let records = try await rig.auditRecords(mentioning: "example.org")
+        #expect(records.contains { ($0["reason"] as? String ?? "").contains("passkey made for example.org as alice") })
+        #expect(records.contains { ($0["reason"] as? String ?? "").contains("passkey sign-in at example.org as alice (user verified)") })
+        #expect(records.contains { ($0["reason"] as? String ?? "").contains("sign in to example.org with a passkey: fingerprint matched") })
+    }
+
+    @Test func aWrongFingerIsUVInvalidWithRetriesThenBlocked() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig)
+        defer { Task { await setup.server.stop() } }
+        _ = try await setup.register("alice")
+
+        let before = try await setup.client(["ctap2-uv-retries"])
+        let retries = try #require(before.json?["uv_retries"] as? Int, "\(before.stdout) \(before.stderrLines)")
+        #expect(retries >= 2)
+        // Each stranger's finger is UV_INVALID (a browser asks again) with one retry fewer,
+        // until none is left: UV_BLOCKED (a browser stops asking).
+        var left = retries
+        while left > 0 {
+            let wrong = try await setup.client(["ctap2-uv-token", "--rp", "example.org", "--permissions", "ga"],
+                                               presenting: ["arch"])
+            left -= 1
+            let expected = left == 0 ? "UV_BLOCKED" : "UV_INVALID"
+            #expect(wrong.status == 3 && wrong.json?["error"] as? String == expected, "\(left) left: \(wrong.stdout)")
+            let now = try await setup.client(["ctap2-uv-retries"])
+            #expect(now.json?["uv_retries"] as? Int == left, "\(now.stdout)")
+        }
+        // Locked out: even the right finger is refused, as UV_BLOCKED, and nothing is signed.
+        let blocked = try await setup.client(["ctap2-uv-token", "--rp", "example.org", "--permissions", "ga"],
+                                             presenting: ["whorl"])
+        #expect(blocked.status == 3 && blocked.json?["error"] as? String == "UV_BLOCKED", "\(blocked.stdout)")
+        #expect(try await rig.auditRecords(mentioning: "passkey sign-in at").isEmpty)
+    }
+
+    @Test func cancelDuringTheWaitEndsTheCeremony() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig)
+        defer { Task { await setup.server.stop() } }
+        _ = try await setup.register("alice")
+        // No finger: python-fido2 cancels at the first keepalive.
+        let cancelled = try await setup.client(["cancel", "--rp", "example.org"])
+        #expect(cancelled.status == 0, "\(cancelled.stdout) \(cancelled.stderrLines)")
+        #expect(try await rig.auditRecords(mentioning: "passkey sign-in at").isEmpty)
+        // The authenticator serves the next ceremony.
+        let signed = try await setup.client(["assert", "--rp", "example.org"], presenting: ["whorl"])
+        #expect(signed.status == 0, "\(signed.stdout) \(signed.stderrLines)")
+    }
+
+    @Test func twoAccountsOfOneSiteThroughGetNextAssertion() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig)
+        defer { Task { await setup.server.stop() } }
+        let alice = try await setup.register("alice")
+        let bob = try await setup.register("bob")
+        let signed = try await setup.client(["assert", "--rp", "example.org", "--all"], presenting: ["whorl"])
+        let assertions = Self.list(signed.stdout)
+        #expect(signed.status == 0 && assertions.count == 2, "\(signed.stdout) \(signed.stderrLines)")
+        let names = Set(assertions.compactMap { ($0["user"] as? [String: Any])?["name"] as? String })
+        #expect(names == ["alice", "bob"], "\(signed.stdout)")
+        let ids = Set(assertions.compactMap { $0["credential_id"] as? String })
+        #expect(ids == Set([alice["credential_id"] as? String, bob["credential_id"] as? String].compactMap { $0 }))
+        // One touch for both: one verification recorded.
+        let touches = try await rig.auditRecords(mentioning: "sign in to example.org with a passkey: fingerprint matched")
+        #expect(touches.count == 1)
+    }
+
+    @Test func aServerSideCredentialSignsOnlyWhenNamed() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig)
+        defer { Task { await setup.server.stop() } }
+        let made = try await setup.register("carol", resident: false)
+        let credential = try #require(made["credential_id"] as? String)
+        // Not discoverable: a sign-in without an allow list finds nothing, and asks no finger.
+        let unnamed = try await setup.client(["ctap2-get-assertion", "--rp", "example.org"])
+        #expect(unnamed.json?["error"] as? String == "NO_CREDENTIALS", "\(unnamed.stdout)")
+        // Named by the site, it signs (python-fido2 checks first, without presence, which credential is held).
+        let named = try await setup.client(["assert", "--rp", "example.org", "--cred", credential,
+                                            "--public-key", "\(credential):\(made["public_key"] as? String ?? "")"],
+                                           presenting: ["whorl"])
+        #expect(named.status == 0 && Self.list(named.stdout).first?["verified"] as? Bool == true, "\(named.stdout) \(named.stderrLines)")
+        // The platform's check carried neither presence nor verification, and says so in the trail.
+        #expect(try await rig.auditRecords(mentioning: "passkey checked by a platform at example.org").count >= 1)
+    }
+
+    @Test func aForgedTokenSignsNothing() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig)
+        defer { Task { await setup.server.stop() } }
+        _ = try await setup.register("alice")
+        // A getAssertion (0x02) whose pinUvAuthParam no token made: rp, a hash, options, a
+        // 32-byte param, protocol 2.
+        let cbor = "02" + "a5" + "016b6578616d706c652e6f7267" + "025820" + String(repeating: "11", count: 32)
+            + "05a1627570f5" + "065820" + String(repeating: "22", count: 32) + "0702"
+        let forged = try await setup.client(["raw-ctap2", "--hex", cbor])
+        #expect(forged.stdout.contains("PIN_AUTH_INVALID") || forged.stdout.contains("\"code\": 51"), "\(forged.stdout)")
+        #expect(try await rig.auditRecords(mentioning: "passkey sign-in at").isEmpty)
+    }
+
+    @Test func libfido2MakesAndVerifiesThroughItsIOHooks() async throws {
+        try HelperRig.require("/usr/bin/cc", package: "gcc")
+        try HelperRig.require("/usr/bin/pkg-config", package: "pkg-config")
+        try #require(FileManager.default.fileExists(atPath: "/usr/include/fido.h"),
+                     "this test needs libfido2's headers: apt-get install libfido2-dev (scripts/setup.sh installs it)")
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let harness = rig.home.path("fido2_harness")
+        let source = Fixtures.packageRoot.path + "/Tests/TouchgateCLITests/PasskeyClients/fido2_harness.c"
+        let built = try await runProgram("/bin/sh", ["-c", "cc -Wall -Wextra -Werror -o '\(harness)' '\(source)' "
+                                                        + "$(pkg-config --cflags --libs libfido2)"])
+        try #require(built.status == 0, "building the libfido2 harness: \(built.stdout) \(built.stderr)")
+        let setup = try await Setup.make(rig: rig)
+        defer { Task { await setup.server.stop() } }
+
+        let made = try await rig.run(harness, [setup.socket, "make", "example.org", "dave", "resident", "uv"], presenting: ["whorl"])
+        try #require(made.status == 0, "fido2_harness make: \(made.stdout) \(made.stderrLines)")
+        let fields = Dictionary(made.stdout.split(separator: "\n").compactMap { line -> (String, String)? in
+            let parts = line.split(separator: " ", maxSplits: 1)
+            return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+        }) { first, _ in first }
+        let credential = try #require(fields["credential-id"]), publicKey = try #require(fields["public-key"])
+        let asserted = try await rig.run(harness, [setup.socket, "assert", "example.org", credential, publicKey, "uv"],
+                                         presenting: ["whorl"])
+        #expect(asserted.status == 0 && asserted.stdout.contains("verified 1"), "\(asserted.stdout) \(asserted.stderrLines)")
+        let stranger = try await rig.run(harness, [setup.socket, "assert", "example.org", credential, publicKey, "uv"],
+                                         presenting: ["arch"])
+        #expect(stranger.status == 3 && !stranger.stdout.contains("verified 1"), "\(stranger.stdout)")
+    }
+}
