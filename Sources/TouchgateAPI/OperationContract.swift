@@ -187,7 +187,7 @@ extension DaemonOperation {
                                "discoverable", "client-data-hash", "ticket"],
                               "`{\"credential-id\": …, \"authenticator-data\": …, \"passkey\": …}`")
         case .passkeyAssert:
-            OperationContract(["rp-id", "client-data-hash", "allow-list", "ticket"],
+            OperationContract(["rp-id", "client-data-hash", "allow-list", "ticket", "presence"],
                               "`{\"assertions\": […]}`: every matching credential's signed assertion")
         case .passkeyList:
             OperationContract(["rp-id", "credential-ids"], "`{\"passkeys\": […]}`: passkey reports, no private key",

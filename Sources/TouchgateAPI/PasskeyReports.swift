@@ -7,7 +7,7 @@ public import FoundationEssentials
 /// keeps the ticket, so a door cannot make one up, reuse one, or move one to another site.
 
 /// What a ceremony is for.
-public enum PasskeyCeremony: String, Codable, Sendable, Equatable {
+public enum PasskeyCeremony: String, Codable, Sendable, Equatable, CaseIterable {
     /// A new credential (WebAuthn registration).
     case register
     /// An assertion (WebAuthn sign-in).
@@ -22,11 +22,23 @@ public enum PasskeyCeremony: String, Codable, Sendable, Equatable {
 public struct PasskeyVerifyRequest: Codable, Sendable, Equatable {
     /// The relying party (`example.org`); nil only for ``PasskeyCeremony/manage`` and ``PasskeyCeremony/select``.
     public var rpID: String?
-    public var ceremony: PasskeyCeremony
+    /// A ``PasskeyCeremony``'s name (read by ``kind``: a name not known is a usage error, not a
+    /// request that cannot be read).
+    public var ceremony: String
 
     public init(rpID: String?, ceremony: PasskeyCeremony) {
         self.rpID = rpID
-        self.ceremony = ceremony
+        self.ceremony = ceremony.rawValue
+    }
+
+    /// The ceremony named.
+    public var kind: PasskeyCeremony {
+        get throws(ServiceError) {
+            guard let kind = PasskeyCeremony(rawValue: ceremony) else {
+                throw Operations.unknown(ceremony, "passkey ceremony", PasskeyCeremony.self)
+            }
+            return kind
+        }
     }
 }
 

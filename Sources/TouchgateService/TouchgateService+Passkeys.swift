@@ -17,12 +17,13 @@ extension TouchgateService {
     public func passkeyVerify(_ request: PasskeyVerifyRequest,
                               interaction: any Interaction) async throws(ServiceError) -> PasskeyVerification {
         let action: String
-        switch (request.ceremony, request.rpID) {
+        let ceremony = try request.kind
+        switch (ceremony, request.rpID) {
         case (.register, let rp?): action = "make a passkey for \(StoredText.escaped(rp))"
         case (.signIn, let rp?): action = "sign in to \(StoredText.escaped(rp)) with a passkey"
         case (.manage, _): action = "manage the passkeys"
         case (.select, _): action = "choose Touchgate's passkey authenticator"
-        default: throw ServiceError.usage("a passkey \(request.ceremony.rawValue) names the site (rp-id)")
+        default: throw ServiceError.usage("a passkey \(ceremony.rawValue) names the site (rp-id)")
         }
         if let rp = request.rpID { try Self.checkSite(rp) }
         try await refuseWithoutStore(device: nil)
@@ -35,7 +36,7 @@ extension TouchgateService {
             let report = try await match(store, ReaderSensor.Candidates(user: principal.loginName, finger: nil),
                                          operation: "verify", action: action, device: nil, interaction: interaction)
             guard report.match else { return PasskeyVerification(match: false, ticket: nil, attemptsLeft: report.attemptsLeft) }
-            let ticket = PasskeyTickets.shared.issue(uid: principal.uid, rpId: request.rpID, ceremony: request.ceremony)
+            let ticket = PasskeyTickets.shared.issue(uid: principal.uid, rpId: request.rpID, ceremony: ceremony)
             return PasskeyVerification(match: true, ticket: Data(ticket), attemptsLeft: nil)
         }
     }
