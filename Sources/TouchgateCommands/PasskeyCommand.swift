@@ -124,21 +124,53 @@ struct PasskeyCommand: AsyncParsableCommand {
         @OptionGroup var common: CommonOptions
 
         @Option(help: ArgumentHelp("The socket to listen on.", valueName: "PATH"))
-        var socket: String
+        var socket: String?
+
+        @Flag(help: ArgumentHelp("Appear as a USB security key through /dev/uhid (what browsers find), for as long "
+                                 + "as this runs; its /dev/hidraw node is yours alone (udev rule 69-touchgate-passkey)."))
+        var uhid = false
+
+        func validate() throws {
+            guard (socket != nil) != uhid else { throw ValidationError("give one of --socket PATH and --uhid") }
+        }
 
         func run() async throws {
-            let path = socket
+            let (chosen, uhid) = (socket, uhid)
             try await CommandRunner.run(json: common.json) { console in
                 let log: @Sendable (String) -> Void = { console.event(InteractionEvent(.notice, $0)) }
+                guard let path = chosen, !uhid else {
+                    let device = try UhidDevice(owner: UInt32(getuid()))
+                    console.event(InteractionEvent(.notice, "passkey device made (\(device.name), USB "
+                                                   + "\(Self.hex(UhidDevice.vendor)):\(Self.hex(UhidDevice.product))); "
+                                                   + "browsers list it as a security key while this runs"))
+                    let serving = Task {
+                        await PasskeySocketServer.serveDevice(device, requests: { ServiceChoice.resolve(for: $0) },
+                                                              interaction: PasskeyInteraction(console: console), log: log)
+                    }
+                    await Self.waitUntilStopped()
+                    device.stop()
+                    await serving.value
+                    return ExitStatus.success
+                }
                 let server = try PasskeySocketServer(path: path, requests: { ServiceChoice.resolve(for: $0) },
                                                      interaction: { _ in PasskeyInteraction(console: console) }, log: log)
                 console.event(InteractionEvent(.notice, "passkey authenticator listening at \(path)"))
                 let serving = Task { await server.run() }
-                await SecretServiceCommand.Serve.waitForStop { true }
+                await Self.waitUntilStopped()
                 server.stop()
                 await serving.value
                 return ExitStatus.success
             }
+        }
+
+        /// Returns at SIGTERM or Ctrl-C, which the command's run turns into cancellation.
+        static func waitUntilStopped() async {
+            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3_600)) }
+        }
+
+        static func hex(_ value: UInt32) -> String {
+            let digits = String(value, radix: 16)
+            return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
         }
     }
 }

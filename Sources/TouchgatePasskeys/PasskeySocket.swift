@@ -81,6 +81,7 @@ public final class PasskeySocketServer: Sendable {
 
     public func stop() {
         stopping.store(true, ordering: .sequentiallyConsistent)
+        unlink(path)
         shutdown(descriptor, Int32(SHUT_RDWR))
     }
 
