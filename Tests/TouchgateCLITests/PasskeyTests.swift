@@ -232,4 +232,36 @@ struct PasskeyTests {
                                          presenting: ["arch"])
         #expect(stranger.status == 3 && !stranger.stdout.contains("verified 1"), "\(stranger.stdout)")
     }
+
+    @Test func aHostileClientLeavesTheAuthenticatorServing() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig)
+        defer { Task { await setup.server.stop() } }
+        // Malformed reports, 500 channels, CBOR bombs, a makeCredential flood while one waits
+        // for a finger (cancelled): each refused as CTAP 2.1 says, and a new connection served.
+        let hostile = try await rig.run(PasskeyTests.python, [Fixtures.packageRoot.path
+                                                              + "/Tests/TouchgateCLITests/PasskeyClients/hostile.py", setup.socket])
+        #expect(hostile.status == 0, "\(hostile.stdout) \(hostile.stderrLines)")
+        #expect(hostile.stdout.split(separator: "\n").count == 15, "every attack reported: \(hostile.stdout)")
+        // A registration with the finger still goes through, and nothing was made by the flood.
+        let listed = try await rig.run(rig.bin + "/touchgate", ["passkey", "list", "--json"])
+        #expect((listed.json?["passkeys"] as? [Any])?.isEmpty == true, "\(listed.stdout)")
+        _ = try await setup.register("alice")
+    }
+
+    @Test func anotherUserCannotReachTheAuthenticator() async throws {
+        try HelperRig.require("/usr/bin/setpriv", package: "util-linux")
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig)
+        defer { Task { await setup.server.stop() } }
+        // The socket is its owner's (0600): another user's client is refused before any CTAP.
+        let mode = try FileManager.default.attributesOfItem(atPath: setup.socket)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let stranger = try await rig.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups",
+                                                               PasskeyTests.python, PasskeyTests.client,
+                                                               "--socket", setup.socket, "info"])
+        #expect(stranger.status != 0 && !stranger.stdout.contains("FIDO_2_1"), "\(stranger.stdout) \(stranger.stderrLines)")
+    }
 }
