@@ -184,7 +184,7 @@ extension DaemonOperation {
                               + "enrolled finger for one ceremony at one site, and the single-use ticket it gives")
         case .passkeyMake:
             OperationContract(["rp-id", "rp-name", "user-id", "user-name", "display-name", "algorithms", "exclude-list",
-                               "discoverable", "client-data-hash", "ticket"],
+                               "discoverable", "client-data-hash", "ticket", "policy"],
                               "`{\"credential-id\": …, \"authenticator-data\": …, \"passkey\": …}`")
         case .passkeyAssert:
             OperationContract(["rp-id", "client-data-hash", "allow-list", "ticket", "presence"],

@@ -75,9 +75,14 @@ public struct PasskeyMakeRequest: Codable, Sendable, Equatable {
     public var clientDataHash: Data
     /// The ticket of a ``PasskeyVerifyRequest`` for ``PasskeyCeremony/register`` at `rpID`.
     public var ticket: Data
+    /// The passkey's access policy: `biometry-any` (the default: any enrolled finger) or
+    /// `biometry-current-set` (the fingers enrolled now: an enrollment change invalidates it,
+    /// as Apple's keychain does). Its owner's choice, given to the authenticator they run.
+    public var policy: String?
 
     public init(rpID: String, rpName: String?, userID: Data, userName: String?, displayName: String?, algorithms: [Int],
-                excludeList: [Data], discoverable: Bool, clientDataHash: Data, ticket: Data) {
+                excludeList: [Data], discoverable: Bool, clientDataHash: Data, ticket: Data, policy: String? = nil) {
+        self.policy = policy
         self.rpID = rpID
         self.rpName = rpName
         self.userID = userID

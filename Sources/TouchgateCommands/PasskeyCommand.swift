@@ -130,12 +130,21 @@ struct PasskeyCommand: AsyncParsableCommand {
                                  + "as this runs; its /dev/hidraw node is yours alone (udev rule 69-touchgate-passkey)."))
         var uhid = false
 
+        @Option(help: ArgumentHelp("The policy of the passkeys it makes: biometry-any (any enrolled finger) or "
+                                   + "biometry-current-set (the fingers enrolled now: enrolling or removing one "
+                                   + "invalidates them).", valueName: "POLICY"))
+        var policy: String?
+
         func validate() throws {
             guard (socket != nil) != uhid else { throw ValidationError("give one of --socket PATH and --uhid") }
+            if let policy, !["biometry-any", "biometry-current-set"].contains(policy) {
+                throw ValidationError("a passkey's policy is biometry-any or biometry-current-set (its verification is a "
+                                      + "finger), not '\(policy)'")
+            }
         }
 
         func run() async throws {
-            let (chosen, uhid) = (socket, uhid)
+            let (chosen, uhid, policy) = (socket, uhid, policy)
             try await CommandRunner.run(json: common.json) { console in
                 let log: @Sendable (String) -> Void = { console.event(InteractionEvent(.notice, $0)) }
                 guard let path = chosen, !uhid else {
@@ -145,7 +154,8 @@ struct PasskeyCommand: AsyncParsableCommand {
                                                    + "browsers list it as a security key while this runs"))
                     let serving = Task {
                         await PasskeySocketServer.serveDevice(device, requests: { ServiceChoice.resolve(for: $0) },
-                                                              interaction: PasskeyInteraction(console: console), log: log)
+                                                              interaction: PasskeyInteraction(console: console), policy: policy,
+                                                              log: log)
                     }
                     await Self.waitUntilStopped()
                     device.stop()
@@ -153,7 +163,8 @@ struct PasskeyCommand: AsyncParsableCommand {
                     return ExitStatus.success
                 }
                 let server = try PasskeySocketServer(path: path, requests: { ServiceChoice.resolve(for: $0) },
-                                                     interaction: { _ in PasskeyInteraction(console: console) }, log: log)
+                                                     interaction: { _ in PasskeyInteraction(console: console) },
+                                                     policy: policy, log: log)
                 console.event(InteractionEvent(.notice, "passkey authenticator listening at \(path)"))
                 let serving = Task { await server.run() }
                 await Self.waitUntilStopped()

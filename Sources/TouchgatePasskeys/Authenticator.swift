@@ -14,6 +14,8 @@ public actor PasskeyAuthenticator {
     private let requests: any TouchgateRequests
     private let interaction: any Interaction
     private let log: @Sendable (String) -> Void
+    /// The policy of the passkeys it makes (nil: the service's default), its owner's choice.
+    private let policy: String?
     private var protocolTwo = PinUvProtocolTwo()
     private var token: Token?
     private var pendingAssertions: (answers: [CBOR], made: ContinuousClock.Instant)?
@@ -30,8 +32,10 @@ public actor PasskeyAuthenticator {
     /// How long a token stays usable after its verification (CTAP 2.1's rolling timer's most).
     static let tokenLifetime: Duration = .seconds(600)
 
-    public init(requests: any TouchgateRequests, interaction: any Interaction, log: @escaping @Sendable (String) -> Void) {
+    public init(requests: any TouchgateRequests, interaction: any Interaction, policy: String? = nil,
+                log: @escaping @Sendable (String) -> Void) {
         self.requests = requests
+        self.policy = policy
         self.interaction = interaction
         self.log = log
     }
@@ -115,7 +119,7 @@ public actor PasskeyAuthenticator {
                 rpID: request.rpId, rpName: request.rpName, userID: Data(request.user.id), userName: request.user.name,
                 displayName: request.user.displayName, algorithms: request.algorithms,
                 excludeList: request.excludeList.map { Data($0.id) }, discoverable: request.residentKey,
-                clientDataHash: Data(request.clientDataHash), ticket: Data(ticket)))
+                clientDataHash: Data(request.clientDataHash), ticket: Data(ticket), policy: policy))
         } catch {
             throw failure(error, ceremony: "registration at \(request.rpId)")
         }

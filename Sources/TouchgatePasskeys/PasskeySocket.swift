@@ -18,14 +18,16 @@ public final class PasskeySocketServer: Sendable {
     private let requests: RequestsForCaller
     private let interaction: @Sendable (Caller) -> any Interaction
     private let log: @Sendable (String) -> Void
+    private let policy: String?
     private let connections = Mutex(0)
     private let stopping = Atomic(false)
     /// Devices open at once.
     static let maximumConnections = 16
 
     public init(path: String, requests: @escaping RequestsForCaller, interaction: @escaping @Sendable (Caller) -> any Interaction,
-                log: @escaping @Sendable (String) -> Void) throws(ServiceError) {
+                policy: String? = nil, log: @escaping @Sendable (String) -> Void) throws(ServiceError) {
         self.path = path
+        self.policy = policy
         self.requests = requests
         self.interaction = interaction
         self.log = log
@@ -114,7 +116,8 @@ public final class PasskeySocketServer: Sendable {
                                           requester: "passkey authenticator for pid \(peer.pid)"
                                               + (peer.executable.map { " \($0)" } ?? ""),
                                           handle: ProcessHandle.peer(of: client, pid: peer.pid))
-            let authenticator = PasskeyAuthenticator(requests: requests(caller), interaction: interaction(caller), log: log)
+            let authenticator = PasskeyAuthenticator(requests: requests(caller), interaction: interaction(caller), policy: policy,
+                                                     log: log)
             let server = CTAPHIDServer(channel: SocketReports(descriptor: client), authenticator: authenticator)
             SystemThread.detach(name: "touchgate-passkey") {
                 server.serve()

@@ -129,11 +129,12 @@ extension PasskeySocketServer {
     /// Serves the authenticator on a uhid device for this process's user until the device
     /// ends: every request is this user's (the udev rule gives the node to them alone).
     public static func serveDevice(_ device: UhidDevice, requests: RequestsForCaller, interaction: any Interaction,
-                                   log: @escaping @Sendable (String) -> Void) async {
+                                   policy: String? = nil, log: @escaping @Sendable (String) -> Void) async {
         let caller = Caller.connected(uid: getuid(), gid: getgid(), pid: getpid(), executable: nil, door: .passkey,
                                       requester: "passkey device \(device.name) (its node is uid \(device.owner)'s alone)")
         let server = CTAPHIDServer(channel: device, authenticator: PasskeyAuthenticator(requests: requests(caller),
-                                                                                        interaction: interaction, log: log))
+                                                                                        interaction: interaction, policy: policy,
+                                                                                        log: log))
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             SystemThread.detach(name: "touchgate-uhid") {
                 server.serve()

@@ -77,7 +77,8 @@ extension TouchgateService {
             let passkey = StoredPasskey(algorithm: algorithm, secret: StoredPasskey.generate(algorithm), rpId: request.rpID,
                                         rpName: request.rpName, userId: [UInt8](request.userID), userName: request.userName,
                                         displayName: request.displayName, discoverable: request.discoverable)
-            let policy = try AccessPolicy(parsing: "biometry-any")
+            let policy = try Self.passkeyPolicy(request.policy)
+            let digest = try await enrollmentBinding(of: policy, "the passkey", context: context, device: nil)
             let publicKey = try passkey.publicKey
             try atomicallyWithinQuota(context, item: name) { transaction in
                 for old in replaced {
@@ -86,7 +87,7 @@ extension TouchgateService {
                                            reason: "passkey replaced by a new one of the same account at \(site)")
                 }
                 try transaction.setItem(named: name, value: passkey.value, kind: .passkey, policy: policy.description,
-                                        freshTouch: true, enrollmentDigest: nil, key: key, expecting: .absent, in: context.vault)
+                                        freshTouch: true, enrollmentDigest: digest, key: key, expecting: .absent, in: context.vault)
                 try transaction.append(.itemWrite, .success, vaultUser: context.vault.owner, item: name,
                                        reason: "passkey made for \(site)\(Self.account(passkey)) (\(passkey.algorithmName), "
                                            + "\(request.discoverable ? "discoverable" : "server-side"), \(policy), fresh touch)")
@@ -236,6 +237,17 @@ extension TouchgateService {
             throw ServiceError(.forbidden, "no user verification was made for this passkey \(ceremony.rawValue)\(site) (or it "
                                + "was used or ran out); nothing was signed. Touch the reader when asked, then try again")
         }
+    }
+
+    /// A passkey's policy: a finger is its verification, so any enrolled one (the default) or
+    /// the set enrolled now.
+    static func passkeyPolicy(_ text: String?) throws(ServiceError) -> AccessPolicy {
+        let text = text ?? "biometry-any"
+        guard ["biometry-any", "biometry-current-set"].contains(text), let policy = try? AccessPolicy(parsing: text) else {
+            throw ServiceError.usage("a passkey's policy is biometry-any or biometry-current-set (its verification is a "
+                                     + "finger), not '\(StoredText.escaped(text))'")
+        }
+        return policy
     }
 
     /// A relying-party id is a host name: printable, no spaces, at most 253 bytes.

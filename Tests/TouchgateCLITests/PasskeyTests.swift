@@ -20,14 +20,14 @@ struct PasskeyTests {
         let server: BackgroundProgram
         let socket: String
 
-        static func make(rig: HelperRig) async throws -> Setup {
+        static func make(rig: HelperRig, serving options: [String] = []) async throws -> Setup {
             let found = FileManager.default.isExecutableFile(atPath: PasskeyTests.python)
                 ? try await runProgram(PasskeyTests.python, ["-c", "import fido2.hid"]).status : -1
             try #require(found == 0, "python-fido2 is missing: scripts/test.sh installs it into .build-python (pip install 'fido2>=2,<3')")
             try await rig.vault.initAndUnlock()
             try await rig.vault.enroll("whorl")
             let socket = rig.home.path("passkey.sock")
-            let server = try await BackgroundProgram(rig.bin + "/touchgate", ["passkey", "serve", "--socket", socket],
+            let server = try await BackgroundProgram(rig.bin + "/touchgate", ["passkey", "serve", "--socket", socket] + options,
                                                      environment: rig.environment, finger: rig.vault.finger)
             try await Self.waitForAuthenticator(socket)
             return Setup(rig: rig, server: server, socket: socket)
@@ -263,5 +263,27 @@ struct PasskeyTests {
                                                                PasskeyTests.python, PasskeyTests.client,
                                                                "--socket", setup.socket, "info"])
         #expect(stranger.status != 0 && !stranger.stdout.contains("FIDO_2_1"), "\(stranger.stdout) \(stranger.stderrLines)")
+    }
+
+    @Test func anEnrollmentChangeInvalidatesACurrentSetPasskey() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig, serving: ["--policy", "biometry-current-set"])
+        defer { Task { await setup.server.stop() } }
+        _ = try await setup.register("alice")
+        let before = try await rig.run(rig.bin + "/touchgate", ["passkey", "list", "--json"])
+        #expect((before.json?["passkeys"] as? [[String: Any]])?.first?["policy"] as? String == "biometry-current-set",
+                "\(before.stdout)")
+        // A finger enrolled since: the passkey is gone for good, as Apple's current-set items are.
+        try await rig.vault.enroll("arch", finger: "left-index")
+        let signIn = try await setup.client(["ctap2-get-assertion", "--rp", "example.org"], presenting: ["whorl"])
+        #expect(signIn.json?["error"] as? String == "NO_CREDENTIALS", "\(signIn.stdout) \(signIn.stderrLines)")
+        let after = try await rig.run(rig.bin + "/touchgate", ["passkey", "list", "--json"])
+        #expect((after.json?["passkeys"] as? [[String: Any]])?.first?["usable"] as? Bool == false, "\(after.stdout)")
+        #expect(try await rig.auditRecords(mentioning: "passkey sign-in at").isEmpty)
+        // A policy a finger does not satisfy is refused before the authenticator starts.
+        let wrong = try await rig.run(rig.bin + "/touchgate", ["passkey", "serve", "--socket", rig.home.path("x.sock"),
+                                                               "--policy", "passphrase"])
+        #expect(wrong.status == 64 && wrong.stderrLines.joined().contains("biometry-current-set"), "\(wrong.stderrLines)")
     }
 }
