@@ -358,7 +358,7 @@ FUZZ_SECONDS  ?= 60
 FUZZ_RUNS     ?=
 FUZZ_OPTIMIZE ?= -O
 FUZZ_TARGETS   = protocol policy stored-state frame-buffer reader-ledger audit front-json pam-reader ssh-agent sk-reader tpm-blob \
-                 fleet-formats
+                 fleet-formats ctap
 # The Foundation-free TouchgateBasics without what needs the C module CTouchgateSys (the
 # process protections, threads, detached processes, the kernel's facts about sockets and
 # the requester's terminal found through them;
@@ -430,6 +430,10 @@ $(FUZZDIR)/fuzz-ssh-agent: fuzz/ssh-agent.swift $(wildcard Sources/TouchgateSSH/
 
 # The fleet log's formats: TouchgateShipping's FleetLog sources compiled with the target, over
 # TouchgatePolicy, TouchgateBasics and libsodium.
+$(FUZZDIR)/fuzz-ctap: fuzz/ctap.swift $(wildcard Sources/TouchgateFIDO/*.swift)
+	@mkdir -p $(FUZZDIR)
+	$(call FUZZ_SWIFTC,$@,TouchgateFIDO,$^)
+
 $(FUZZDIR)/fuzz-fleet-formats: fuzz/fleet-formats.swift $(wildcard Sources/TouchgateShipping/FleetLog/*.swift) \
 		$(POLICY_LIBRARY) $(BASICS_LIBRARY)
 	@mkdir -p $(FUZZDIR)

@@ -16,7 +16,7 @@ import Testing
 struct FuzzTests {
     static let runs = 20_000
     static let targets = ["protocol", "policy", "stored-state", "frame-buffer", "reader-ledger", "audit", "front-json", "pam-reader",
-                          "ssh-agent", "sk-reader", "tpm-blob", "fleet-formats"]
+                          "ssh-agent", "sk-reader", "tpm-blob", "fleet-formats", "ctap"]
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
