@@ -214,6 +214,8 @@ install-udev:
 	install -d $(DESTDIR)$(UDEVDIR)/hwdb.d $(DESTDIR)$(UDEVDIR)/rules.d $(DESTDIR)$(METAINFODIR)
 	install -m 0644 udev/60-touchgate-fingerprint-reader.hwdb $(DESTDIR)$(UDEVDIR)/hwdb.d/
 	install -m 0644 udev/70-touchgate-fingerprint-reader.rules $(DESTDIR)$(UDEVDIR)/rules.d/
+	# The passkey authenticator's hidraw node: its owner's alone, never the seat's (touchgate passkey serve --uhid).
+	install -m 0644 udev/69-touchgate-passkey.rules $(DESTDIR)$(UDEVDIR)/rules.d/
 	# The same readers as AppStream modaliases (usb:vXXXXpYYYY* becomes usb:vXXXXpYYYYd*).
 	awk 'NR == FNR { if ($$0 ~ /^usb:v.*\*$$/) m[++n] = substr($$0, 1, length($$0) - 1) "d*"; next } \
 		/^@MODALIASES@$$/ { for (i = 1; i <= n; i++) printf "    <modalias>%s</modalias>\n", m[i]; next } { print }' \
@@ -225,6 +227,7 @@ install-udev:
 # The hwdb serves both rules files: it goes with the last of them.
 uninstall-udev:
 	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/70-touchgate-fingerprint-reader.rules \
+		$(DESTDIR)$(UDEVDIR)/rules.d/69-touchgate-passkey.rules \
 		$(DESTDIR)$(METAINFODIR)/io.github.touchgate.touchgate.metainfo.xml
 	[ -e $(DESTDIR)$(UDEVDIR)/rules.d/71-touchgated-fingerprint-reader.rules ] \
 		|| rm -f $(DESTDIR)$(UDEVDIR)/hwdb.d/60-touchgate-fingerprint-reader.hwdb
