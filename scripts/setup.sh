@@ -27,6 +27,7 @@ tests=(
   swtpm swtpm-tools tpm2-tools libtss2-esys-3.0.2-0 libtss2-tcti-swtpm0               # tests: the TPM binding against swtpm on a Unix socket
   python3-venv python3-pip                                                            # tests: the MCP Python SDK in .build-python (below), the client of touchgate mcp
   libfido2-dev fido2-tools pkg-config                                                 # tests: libfido2's own client (a harness through its I/O hooks, fido2-token) against the passkey authenticator
+  qemu-system-x86 e2fsprogs                                                           # tests: a Debian VM with /dev/uhid (scripts/vm.sh), for the passkey device under libfido2's tools
 )
 packages=("${build[@]}" "${tests[@]}")
 # Run (not sourced by test.sh or quickstart.sh) as `scripts/setup.sh --build`: the build's only.

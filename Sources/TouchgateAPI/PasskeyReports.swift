@@ -96,15 +96,20 @@ public struct PasskeyMakeRequest: Codable, Sendable, Equatable {
     }
 }
 
-/// A new credential: its id and the authenticator data with its public key (attestation `none`).
+/// A new credential: its id, the authenticator data with its public key, and its self attestation.
 public struct PasskeyMade: Codable, Sendable, Equatable {
     public var credentialID: Data
     public var authenticatorData: Data
+    /// Self attestation (WebAuthn §8.2, `packed` without a certificate): the new key's own
+    /// signature over the authenticator data and the client data hash, which says nothing
+    /// of the maker but that it holds the key (libfido2's `fido2-cred` requires a signature).
+    public var attestationSignature: Data
     public var passkey: PasskeyReport
 
-    public init(credentialID: Data, authenticatorData: Data, passkey: PasskeyReport) {
+    public init(credentialID: Data, authenticatorData: Data, attestationSignature: Data, passkey: PasskeyReport) {
         self.credentialID = credentialID
         self.authenticatorData = authenticatorData
+        self.attestationSignature = attestationSignature
         self.passkey = passkey
     }
 }

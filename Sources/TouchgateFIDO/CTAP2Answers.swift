@@ -84,9 +84,11 @@ public enum CTAP2Answer {
         ])
     }
 
-    /// authenticatorMakeCredential's answer with attestation `none`.
-    public static func madeCredential(authenticatorData: [UInt8]) -> CBOR {
-        .map([(.int(1), .text("none")), (.int(2), .bytes(authenticatorData)), (.int(3), .map([]))])
+    /// authenticatorMakeCredential's answer with self attestation (`packed`, the credential's
+    /// own algorithm and signature, no certificate).
+    public static func madeCredential(authenticatorData: [UInt8], algorithm: Int, signature: [UInt8]) -> CBOR {
+        .map([(.int(1), .text("packed")), (.int(2), .bytes(authenticatorData)),
+              (.int(3), .map([(.text("alg"), .int(algorithm)), (.text("sig"), .bytes(signature))]))])
     }
 
     /// One authenticatorGetAssertion (or GetNextAssertion) answer. `count` is given only in

@@ -123,7 +123,10 @@ public actor PasskeyAuthenticator {
         } catch {
             throw failure(error, ceremony: "registration at \(request.rpId)")
         }
-        return CTAP2Answer.madeCredential(authenticatorData: [UInt8](made.authenticatorData))
+        return CTAP2Answer.madeCredential(authenticatorData: [UInt8](made.authenticatorData),
+                                          algorithm: made.passkey.algorithm == "eddsa" ? CTAP2.Algorithm.edDSA.rawValue
+                                              : CTAP2.Algorithm.es256.rawValue,
+                                          signature: [UInt8](made.attestationSignature))
     }
 
     private func getAssertion(_ request: GetAssertionRequest) async throws(CTAP2.Status) -> CBOR {

@@ -1,4 +1,5 @@
 public import TouchgateAPI
+import Synchronization
 import TouchgateBasics
 #if canImport(Glibc)
 import Glibc
@@ -26,6 +27,9 @@ public final class UhidDevice: ReportChannel {
     ]
 
     private let descriptor: Int32
+    /// Set by ``stop()``: ``read()`` looks at it between waits of at most 200 ms (a character
+    /// device cannot be shut down as a socket can).
+    private let stopped = Atomic(false)
     /// The device's name: udev's rule gives its hidraw node to the user it names.
     public let name: String
     /// The owner's uid, in the device's `uniq` (udev's rule reads it as HID_UNIQ).
@@ -76,6 +80,11 @@ public final class UhidDevice: ReportChannel {
     public func read() -> [UInt8]? {
         var event = [UInt8](repeating: 0, count: Self.eventSize)
         while true {
+            var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let polled = poll(&ready, 1, 200)
+            if stopped.load(ordering: .relaxed) { return nil }
+            if polled == 0 || (polled < 0 && errno == EINTR) { continue }
+            guard polled > 0 else { return nil }
             let count = event.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
             guard count >= 4 else { return nil }
@@ -102,7 +111,7 @@ public final class UhidDevice: ReportChannel {
 
     /// Ends ``read()`` in the thread that serves the device.
     public func stop() {
-        shutdown(descriptor, Int32(SHUT_RDWR))
+        stopped.store(true, ordering: .relaxed)
     }
 
     private static func put(_ value: UInt32, at offset: Int, in bytes: inout [UInt8]) {

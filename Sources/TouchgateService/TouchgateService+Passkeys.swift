@@ -95,8 +95,9 @@ extension TouchgateService {
             let data = AuthenticatorData(rpIdHash: SHA256.digest(Array(request.rpID.utf8)), flags: [.userPresent, .userVerified],
                                          signCount: 0, attested: (StoredPasskey.aaguid, credentialId, publicKey))
             let info = try Self.item(name, in: context.vault)
+            let attestation = try passkey.sign(data.bytes + [UInt8](request.clientDataHash))
             return PasskeyMade(credentialID: Data(credentialId), authenticatorData: Data(data.bytes),
-                               passkey: try passkey.report(name: name, info: info))
+                               attestationSignature: Data(attestation), passkey: try passkey.report(name: name, info: info))
         }
     }
 

@@ -1,0 +1,80 @@
+#!/bin/bash
+# Runs as root inside scripts/vm.sh's guest (Debian's kernel, with /dev/uhid): the passkey
+# authenticator as a real USB FIDO device, driven by libfido2's own tools.
+#   vm-passkey.sh BIN_DIR FIXTURES RULES_FILE
+# As a user of its own (uid 4242), with the project's udev rule installed: a vault with the
+# whorl print enrolled on libfprint's virtual reader, `touchgate passkey serve --uhid`, then
+# fido2-token -L and -I, fido2-cred -M (resident, user verification), fido2-assert -G -t
+# uv=true with the finger played by virtual-finger (a stranger's finger is refused in
+# PasskeyTests, through libfido2 and python-fido2 on the socket). Prints
+# "check NAME ok|FAILED ..." lines and exits 1 if any failed.
+set -uo pipefail
+bin=$1 fixtures=$2 rules=$3
+failed=0
+check() { local name=$1; shift; if "$@"; then echo "check $name ok"; else echo "check $name FAILED"; failed=1; fi; }
+
+cp "$rules" /etc/udev/rules.d/69-touchgate-passkey.rules
+udevadm control --reload-rules
+useradd -u 4242 -m -s /bin/bash tester
+# The test grants the one user /dev/uhid, as the README says to (no acl tools in the guest).
+chown tester /dev/uhid
+work=/home/tester/work
+runuser -u tester -- mkdir -p -m 0700 "$work" "$work/run"
+as_tester() {
+  runuser -u tester -- env HOME=/home/tester XDG_DATA_HOME="$work/data" XDG_RUNTIME_DIR="$work/run" TOUCHGATE_SOCKET= \
+    FP_DRIVERS_WHITELIST=virtual_image FP_VIRTUAL_IMAGE="$work/vi.sock" TOUCHGATE_FIXTURES="$fixtures" "$@"
+}
+finger() {
+  pkill -u tester -f virtual-finger 2>/dev/null; sleep 0.3
+  rm -f "$work/finger.log"
+  as_tester "$bin/virtual-finger" --watch --socket "$work/vi.sock" --print "$1" 2>"$work/finger.log" &
+  for _ in $(seq 300); do grep -q presenting "$work/finger.log" 2>/dev/null && break; sleep 0.1; done
+}
+
+printf 'correct horse battery staple\n' >"$work/passphrase"
+chown tester "$work/passphrase"
+check init sh -c "runuser -u tester -- env HOME=/home/tester XDG_DATA_HOME='$work/data' XDG_RUNTIME_DIR='$work/run' TOUCHGATE_SOCKET= '$bin/touchgate' init --kdf minimum --passphrase-fd 3 3<'$work/passphrase' >'$work/init.log' 2>&1 || { cat '$work/init.log'; false; }"
+finger whorl
+check enroll sh -c "runuser -u tester -- env HOME=/home/tester XDG_DATA_HOME='$work/data' XDG_RUNTIME_DIR='$work/run' TOUCHGATE_SOCKET= FP_DRIVERS_WHITELIST=virtual_image FP_VIRTUAL_IMAGE='$work/vi.sock' '$bin/touchgate' enroll --finger right-index --yes --passphrase-fd 3 3<'$work/passphrase' >'$work/enroll.log' 2>&1 || { tail -3 '$work/enroll.log'; false; }"
+# The authenticator, started anew for each finger: libfprint's virtual_image reader keeps an
+# image that arrives after its wait for the next one, which would be the next step's finger.
+serve() {
+  pkill -u tester -f "passkey serve" 2>/dev/null
+  for _ in $(seq 100); do ls /dev/hidraw* >/dev/null 2>&1 || break; sleep 0.1; done
+  as_tester "$bin/touchgate" passkey serve --uhid >>"$work/serve.log" 2>&1 &
+  for _ in $(seq 300); do ls /dev/hidraw* >/dev/null 2>&1 && break; sleep 0.1; done
+  udevadm settle
+  node=$(ls /dev/hidraw* 2>/dev/null | head -1)
+}
+serve
+check device test -n "$node"
+echo "node $node: $(stat -c '%U %a' "$node" 2>&1)"
+check owner-only test "$(stat -c '%U %a' "$node")" = "tester 600"
+check no-seat-mark sh -c "! udevadm info '$node' | grep -q 'ID_SECURITY_TOKEN=1'"
+
+listed=$(as_tester fido2-token -L 2>&1); echo "fido2-token -L: $listed"
+check token-listed sh -c "echo '$listed' | grep -q 'vendor=0x1209, product=0x7467'"
+info=$(as_tester fido2-token -I "$node" 2>&1); echo "$info" | sed 's/^/fido2-token -I: /'
+check token-info sh -c "echo \"\$0\" | grep -q FIDO_2_1 && echo \"\$0\" | grep -q 'uv' && echo \"\$0\" | grep -q 'es256'" "$info"
+
+head -c 32 /dev/urandom | base64 >"$work/cred.in"
+{ echo example.org; echo alice; head -c 16 /dev/urandom | base64; } >>"$work/cred.in"
+chown tester "$work/cred.in"
+finger whorl
+check cred-made as_tester fido2-cred -M -r -v -i "$work/cred.in" -o "$work/cred.out" "$node" es256
+sed 's/^/fido2-cred: /' "$work/cred.out" 2>/dev/null | head -5
+credential=$(sed -n 5p "$work/cred.out")
+{ head -c 32 /dev/urandom | base64; echo example.org; echo "$credential"; } >"$work/assert.in"
+chown tester "$work/assert.in"
+finger whorl
+check assert-uv as_tester fido2-assert -G -t uv=true -i "$work/assert.in" -o "$work/assert.out" "$node"
+# The authenticator data as fido2-assert prints it: CBOR-wrapped (0x58 0x25), so the flags are at 34.
+flags=$(sed -n 3p "$work/assert.out" 2>/dev/null | base64 -d 2>/dev/null | od -An -tu1 -j34 -N1 | tr -d ' ')
+echo "assertion flags: ${flags:-none}"
+check assert-flags-up-uv test "$(( ${flags:-0} & 5 ))" = 5
+trail=$(as_tester "$bin/touchgate" audit show 2>&1)
+check trail-sign-in sh -c "echo \"\$0\" | grep -q 'passkey sign-in at example.org as alice (user verified)'" "$trail"
+pkill -u tester -f "passkey serve" 2>/dev/null
+[ "$failed" = 0 ] || { echo "--- serve.log"; tail -20 "$work/serve.log"; echo "--- finger.log"; tail -5 "$work/finger.log"
+  echo "--- trail"; echo "$trail" | tail -8; }
+exit "$failed"
