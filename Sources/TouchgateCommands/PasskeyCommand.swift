@@ -150,7 +150,7 @@ struct PasskeyCommand: AsyncParsableCommand {
                 guard let path = chosen, !uhid else {
                     let device = try UhidDevice(owner: UInt32(getuid()))
                     console.event(InteractionEvent(.notice, "passkey device made (\(device.name), USB "
-                                                   + "\(Self.hex(UhidDevice.vendor)):\(Self.hex(UhidDevice.product))); "
+                                                   + "\(UhidDevice.vendor.zeroPadded(4, radix: 16)):\(UhidDevice.product.zeroPadded(4, radix: 16))); "
                                                    + "browsers list it as a security key while this runs"))
                     let serving = Task {
                         await PasskeySocketServer.serveDevice(device, requests: { ServiceChoice.resolve(for: $0) },
@@ -177,11 +177,6 @@ struct PasskeyCommand: AsyncParsableCommand {
         /// Returns at SIGTERM or Ctrl-C, which the command's run turns into cancellation.
         static func waitUntilStopped() async {
             while !Task.isCancelled { try? await Task.sleep(for: .seconds(3_600)) }
-        }
-
-        static func hex(_ value: UInt32) -> String {
-            let digits = String(value, radix: 16)
-            return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
         }
     }
 }

@@ -49,13 +49,18 @@ def read(s, skip_keepalive=True, timeout=5.0):
     return None
 
 
-def message(s, cid, cmd, payload):
-    """Sends a whole message and reads the whole answer: (command, payload)."""
+def send(s, cid, cmd, payload):
+    """Sends a whole message: its initialisation packet and continuations."""
     s.send(packet(cid, cmd, len(payload), payload[:57]))
     rest, seq = payload[57:], 0
     while rest:
         s.send(cont(cid, seq, rest[:59]))
         rest, seq = rest[59:], seq + 1
+
+
+def message(s, cid, cmd, payload):
+    """Sends a whole message and reads the whole answer: (command, payload)."""
+    send(s, cid, cmd, payload)
     r = read(s, timeout=10)
     if r is None:
         return None, b""
@@ -137,19 +142,11 @@ def main():
         + "02a1626964" + "6b6578616d706c652e6f7267"
         + "03a262696441016" + "46e616d656161"
         + "0481a263616c67266474797065" + "6a7075626c69632d6b6579")
-    s.send(packet(last, CBOR, len(mc), mc[:57]))
-    rest, seq = mc[57:], 0
-    while rest:
-        s.send(cont(last, seq, rest[:59]))
-        rest, seq = rest[59:], seq + 1
+    send(s, last, CBOR, mc)
     busy = 0
     other = allocate(s)
     for _ in range(50):
-        s.send(packet(other, CBOR, len(mc), mc[:57]))
-        rest, seq = mc[57:], 0
-        while rest:
-            s.send(cont(other, seq, rest[:59]))
-            rest, seq = rest[59:], seq + 1
+        send(s, other, CBOR, mc)
         r = read(s, timeout=2)
         if r is not None and r[4] == ERROR and r[7] == 0x06:
             busy += 1
