@@ -24,6 +24,7 @@
 #   BENCH_ONLY=secret-service      only section 10 (the Secret Service beside gnome-keyring, bench/secret-service.sh), likewise
 #   BENCH_ONLY=tpm                 only section 11 (unlock of a TPM-bound vault beside an unbound one, bench/tpm.sh), likewise
 #   BENCH_ONLY=agent               only section 12 (touchgate run beside secret exec and the command alone, bench/agent.sh), likewise
+#   BENCH_ONLY=passkeys            only section 14 (passkey ceremonies beside soft-webauthn, bench/passkeys.sh), likewise
 #   BENCH_ONLY=install             only section 13 (each package's installed size beside fprintd's and gnome-keyring's, bench/install.sh)
 #   TOUCHGATE_FIXTURES             the NIST prints (default ../shared/fixtures)
 set -euo pipefail
@@ -98,6 +99,7 @@ if [ "${BENCH_ONLY:-}" = ssh ]; then exec "$root/bench/ssh.sh" "$bin"; fi
 if [ "${BENCH_ONLY:-}" = secret-service ]; then exec "$root/bench/secret-service.sh" "$bin"; fi
 if [ "${BENCH_ONLY:-}" = tpm ]; then exec "$root/bench/tpm.sh" "$bin"; fi
 if [ "${BENCH_ONLY:-}" = agent ]; then exec "$root/bench/agent.sh" "$bin"; fi
+if [ "${BENCH_ONLY:-}" = passkeys ]; then exec "$root/bench/passkeys.sh" "$bin"; fi
 virtual_finger=$bin/virtual-finger
 export TOUCHGATE_FIXTURES=$fixtures
 
