@@ -328,7 +328,7 @@ $(SKBUILD)/libtouchgate-sk.so: sk/touchgate_sk.c sk/sk_wire.c sk/sk_wire.h sk/sk
 
 # Sections 1-7 in one run, then each later section by its own script, each replacing its
 # section of BENCHMARKS.md: every section is measured by `make bench`.
-BENCH_LATER = fleet ssh secret-service tpm agent install
+BENCH_LATER = fleet ssh secret-service tpm agent passkeys install
 # BENCH_ONLY=SECTION runs that section alone (bench/run.sh); without it, every section.
 bench:
 	bench/run.sh

@@ -75,7 +75,9 @@ print()
 print("\"Beyond the touch\" is makeCredential or getAssertion sent with a pinUvAuthToken already made: the vault's write")
 print("(sealed item and audit record in one transaction) or its read and signature, and the CTAP round trip. The")
 print("whole ceremony adds Fido2Client's getInfo and key agreement, and the verification (the reader opened, the")
-print("virtual finger matched, the attempt recorded). No TPM operation is made for either.")
+print("virtual finger matched, the attempt recorded). No TPM operation is made for either. A sign-in without an allow list")
+print("signs every discoverable account of the site (up to 16), as CTAP asks: the n-th whole sign-in signs n, and each")
+print("sign-in beyond the touch, made after every registration, signs 16, which is why it takes longer than most whole ones.")
 PY
 cat "$section"
 replace_section 14 "$section" "$output"
