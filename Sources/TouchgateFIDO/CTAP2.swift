@@ -70,6 +70,10 @@ public enum CTAP2 {
         public static let authenticatorConfig = Permissions(rawValue: 0x20)
     }
 
+    /// The AAGUID Touchgate's authenticator states in getInfo and in every credential it makes
+    /// (a fixed, random value of its own).
+    public static let aaguid: [UInt8] = [0x6f, 0x1c, 0x52, 0x3e, 0x0b, 0x8d, 0x4a, 0x27, 0x9e, 0x55, 0x31, 0xc4, 0x7a, 0x02, 0xd9, 0x6b]
+
     /// Limits this authenticator states in getInfo and enforces.
     public static let maximumCredentialIdLength = 128
     public static let maximumCredentialsInList = 16

@@ -68,7 +68,7 @@ public actor PasskeyAuthenticator {
         if command != .getNextAssertion { pendingAssertions = nil }
         switch command {
         case .getInfo:
-            return CTAP2Answer.info(aaguid: Self.aaguid, firmware: 1)
+            return CTAP2Answer.info(aaguid: CTAP2.aaguid, firmware: 1)
         case .makeCredential:
             return try await makeCredential(MakeCredentialRequest(try Self.required(parameters)))
         case .getAssertion:
@@ -101,9 +101,6 @@ public actor PasskeyAuthenticator {
         guard let parameters else { throw .missingParameter }
         return parameters
     }
-
-    /// The AAGUID getInfo states (the service's passkeys carry the same).
-    static let aaguid: [UInt8] = [0x6f, 0x1c, 0x52, 0x3e, 0x0b, 0x8d, 0x4a, 0x27, 0x9e, 0x55, 0x31, 0xc4, 0x7a, 0x02, 0xd9, 0x6b]
 
     // MARK: Registration and sign-in
 

@@ -2,6 +2,7 @@ public import TouchgateAPI
 import FoundationEssentials
 import Synchronization
 import TouchgateBasics
+import TouchgateFIDO
 import TouchgateSocket
 #if canImport(Glibc)
 import Glibc
@@ -135,13 +136,14 @@ struct SocketReports: ReportChannel {
     let descriptor: Int32
 
     func read() -> [UInt8]? {
-        var report = [UInt8](repeating: 0, count: 64)
+        let size = CTAPHID.reportSize
+        var report = [UInt8](repeating: 0, count: size)
         while true {
             let count = recv(descriptor, &report, report.count, 0)
             if count < 0, errno == EINTR { continue }
             guard count > 0 else { return nil }
             // A short message is padded, as a HID report of fewer bytes would be.
-            return count == 64 ? report : Array(report[..<count]) + [UInt8](repeating: 0, count: 64 - count)
+            return count == size ? report : Array(report[..<count]) + [UInt8](repeating: 0, count: size - count)
         }
     }
 

@@ -1,6 +1,7 @@
 public import TouchgateAPI
 import Synchronization
 import TouchgateBasics
+import TouchgateFIDO
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -95,9 +96,9 @@ public final class UhidDevice: ReportChannel {
             let size = Int(event[4 + 4096]) | Int(event[4 + 4097]) << 8
             guard size > 0, size <= 4096 else { continue }
             var report = Array(event[4..<4 + size])
-            if report.count == CTAPHIDReport.size + 1, report[0] == 0 { report.removeFirst() }
-            guard report.count <= CTAPHIDReport.size else { continue }
-            return report + [UInt8](repeating: 0, count: CTAPHIDReport.size - report.count)
+            if report.count == CTAPHID.reportSize + 1, report[0] == 0 { report.removeFirst() }
+            guard report.count <= CTAPHID.reportSize else { continue }
+            return report + [UInt8](repeating: 0, count: CTAPHID.reportSize - report.count)
         }
     }
 
@@ -127,11 +128,6 @@ public final class UhidDevice: ReportChannel {
         let utf8 = Array(text.utf8.prefix(width - 1))
         bytes.replaceSubrange(offset..<offset + utf8.count, with: utf8)
     }
-}
-
-/// The size of a CTAPHID report.
-enum CTAPHIDReport {
-    static let size = 64
 }
 
 extension PasskeySocketServer {

@@ -14,7 +14,8 @@ final class PasskeyTickets: Sendable {
     /// How long a ticket waits for its ceremony: a browser asks for the token and sends the
     /// ceremony at once; CTAP 2.1 gives a token's first use 30 s.
     static let lifetime: Duration = .seconds(30)
-    /// At most this many wait at once (each verification was a matched finger).
+    /// At most this many wait at once for one user (each verification was a matched finger):
+    /// one user's verifications never push out another's in touchgated.
     static let limit = 64
 
     private struct Ticket {
@@ -33,7 +34,8 @@ final class PasskeyTickets: Sendable {
         let now = ContinuousClock.now
         tickets.withLock { tickets in
             tickets = tickets.filter { now - $0.value.made < Self.lifetime }
-            if tickets.count >= Self.limit, let oldest = tickets.min(by: { $0.value.made < $1.value.made })?.key {
+            let own = tickets.filter { $0.value.uid == uid }
+            if own.count >= Self.limit, let oldest = own.min(by: { $0.value.made < $1.value.made })?.key {
                 tickets[oldest] = nil
             }
             tickets[ticket] = Ticket(uid: uid, rpId: rpId, ceremony: ceremony, made: now)

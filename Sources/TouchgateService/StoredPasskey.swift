@@ -13,8 +13,6 @@ struct StoredPasskey {
     static let version: UInt8 = 1
     /// A credential id: the version, then 16 random bytes that also name the item.
     static let credentialIdBytes = 17
-    /// The AAGUID Touchgate's authenticator states (a fixed, random value of its own).
-    static let aaguid: [UInt8] = [0x6f, 0x1c, 0x52, 0x3e, 0x0b, 0x8d, 0x4a, 0x27, 0x9e, 0x55, 0x31, 0xc4, 0x7a, 0x02, 0xd9, 0x6b]
 
     let algorithm: CTAP2.Algorithm
     let secret: SecretBytes

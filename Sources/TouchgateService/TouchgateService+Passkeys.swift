@@ -93,7 +93,7 @@ extension TouchgateService {
                                            + "\(request.discoverable ? "discoverable" : "server-side"), \(policy), fresh touch)")
             }
             let data = AuthenticatorData(rpIdHash: SHA256.digest(Array(request.rpID.utf8)), flags: [.userPresent, .userVerified],
-                                         signCount: 0, attested: (StoredPasskey.aaguid, credentialId, publicKey))
+                                         signCount: 0, attested: (CTAP2.aaguid, credentialId, publicKey))
             let info = try Self.item(name, in: context.vault)
             let attestation = try passkey.sign(data.bytes + [UInt8](request.clientDataHash))
             return PasskeyMade(credentialID: Data(credentialId), authenticatorData: Data(data.bytes),

@@ -37,4 +37,11 @@ import TouchgateAPI
         #expect(!tickets.redeem(first, uid: 1000, rpId: "a.example", ceremony: .signIn), "pushed out by newer ones")
         #expect(tickets.redeem(rest.last!, uid: 1000, rpId: "a.example", ceremony: .signIn))
     }
+
+    @Test func oneUsersTicketsNeverPushOutAnothers() {
+        let tickets = PasskeyTickets()
+        let hers = tickets.issue(uid: 1001, rpId: "b.example", ceremony: .register)
+        for _ in 0...PasskeyTickets.limit { _ = tickets.issue(uid: 1000, rpId: "a.example", ceremony: .signIn) }
+        #expect(tickets.redeem(hers, uid: 1001, rpId: "b.example", ceremony: .register))
+    }
 }
