@@ -85,8 +85,11 @@ public final class CTAPHIDServer: Sendable {
                     var answer = await authenticator.perform(message.payload)
                     keepalive.cancel()
                     if Task.isCancelled, answer.first != 0 { answer = [CTAP2.Status.keepaliveCancel.rawValue] }
-                    self.send(id, .cbor, answer)
+                    // Free before the answer leaves: a client sends its next request as soon as it
+                    // reads this one's, and must not find the channel still busy (libfido2 takes
+                    // CHANNEL_BUSY for a broken device).
                     self.busy.withLock { $0 = nil }
+                    self.send(id, .cbor, answer)
                 }
                 busy = (id, task)
                 return true
