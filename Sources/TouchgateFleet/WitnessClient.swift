@@ -99,9 +99,16 @@ struct WitnessClient {
             setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
             setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         }
+        // A socket timeout is the deadline itself, reached inside the call (SO_RCVTIMEO ends
+        // `recv` with EAGAIN at the limit it was given, a moment before the clock says so).
+        func failed(_ error: Int32, _ what: String = "") -> ServiceError {
+            error == EAGAIN || error == EWOULDBLOCK || error == EINPROGRESS
+                ? unreachable("no whole answer within \(timeout) s")
+                : unreachable(what + String(cString: strerror(error)))
+        }
         try limitToDeadline()
         guard connect(socket, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 else {
-            throw unreachable(String(cString: strerror(errno)))
+            throw failed(errno)
         }
         let request = Array(("POST \(prefix)\(path) HTTP/1.1\r\nHost: \(authority)\r\nContent-Type: text/plain\r\n"
                              + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n").utf8) + body
@@ -109,7 +116,7 @@ struct WitnessClient {
         while sent < request.count {
             try limitToDeadline()
             let wrote = request[sent...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard wrote > 0 else { throw unreachable(String(cString: strerror(errno))) }
+            guard wrote > 0 else { throw failed(errno) }
             sent += wrote
         }
         // The answer, read to the end (the request asked the witness to close): at most 1 MiB.
@@ -119,7 +126,7 @@ struct WitnessClient {
             try limitToDeadline()
             let read = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
             if read == 0 { break }
-            guard read > 0 else { throw unreachable("no answer: \(String(cString: strerror(errno)))") }
+            guard read > 0 else { throw failed(errno, "no answer: ") }
             answer += buffer[..<read]
         }
         guard let split = answer.firstRange(of: Array("\r\n\r\n".utf8)) else { throw unreachable("the answer is not HTTP") }
