@@ -140,6 +140,7 @@ let package = Package(
             name: "TouchgatedCommand",
             dependencies: [
                 "TouchgateBasics", "TouchgateDaemon", "TouchgateService", "TouchgateSocket", "TouchgateFleet", "TouchgateShipping",
+                "TouchgatePasskeys", "TouchgateAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -19,7 +19,7 @@ struct PasskeyCommand: AsyncParsableCommand {
             in the audit trail. Passkeys are vault items (kind passkey): listed here, removed \
             here, never exported but for their public keys.
             """,
-        subcommands: [List.self, Delete.self, ExportPublic.self, Serve.self])
+        subcommands: [List.self, Delete.self, ExportPublic.self, Serve.self, Enable.self, Disable.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -147,6 +147,7 @@ struct PasskeyCommand: AsyncParsableCommand {
             let (chosen, uhid, policy) = (socket, uhid, policy)
             try await CommandRunner.run(json: common.json) { console in
                 let log: @Sendable (String) -> Void = { console.event(InteractionEvent(.notice, $0)) }
+                let notices = PasskeyNotices(console: console)
                 guard let path = chosen, !uhid else {
                     let device = try UhidDevice(owner: UInt32(getuid()))
                     console.event(InteractionEvent(.notice, "passkey device made (\(device.name), USB "
@@ -154,7 +155,7 @@ struct PasskeyCommand: AsyncParsableCommand {
                                                    + "browsers list it as a security key while this runs"))
                     let serving = Task {
                         await PasskeySocketServer.serveDevice(device, requests: { ServiceChoice.resolve(for: $0) },
-                                                              interaction: PasskeyInteraction(console: console), policy: policy,
+                                                              interaction: notices.prompts, policy: policy,
                                                               log: log)
                     }
                     await Self.waitUntilStopped()
@@ -163,7 +164,7 @@ struct PasskeyCommand: AsyncParsableCommand {
                     return ExitStatus.success
                 }
                 let server = try PasskeySocketServer(path: path, requests: { ServiceChoice.resolve(for: $0) },
-                                                     interaction: { _ in PasskeyInteraction(console: console) },
+                                                     interaction: { _ in notices.prompts },
                                                      policy: policy, log: log)
                 console.event(InteractionEvent(.notice, "passkey authenticator listening at \(path)"))
                 let serving = Task { await server.run() }
@@ -181,22 +182,39 @@ struct PasskeyCommand: AsyncParsableCommand {
     }
 }
 
-/// The authenticator's side of a ceremony: it has no terminal of its own, so what the
-/// service says (touch the reader to sign in to example.org) goes to its output and to a
-/// desktop notification; it cannot ask for a passphrase or a confirmation.
-struct PasskeyInteraction: Interaction {
-    let console: Console
+/// What `passkey serve` shows of a ceremony: each event on its output, and the request for a
+/// finger (which names the site) as a desktop notification too, taken down when the
+/// verification is over: the person is looking at the browser, not at this terminal.
+///
+/// The notices are shown and withdrawn in order by one task (an event arrives synchronously,
+/// from the service's thread; showing one is a `gdbus` call).
+final class PasskeyNotices: Sendable {
+    private enum Step: Sendable { case show(String, String), withdraw }
+    private let steps: AsyncStream<Step>.Continuation
+    private let console: Console
 
-    func event(_ event: InteractionEvent) {
-        console.event(event)
+    init(console: Console) {
+        self.console = console
+        let (stream, steps) = AsyncStream.makeStream(of: Step.self)
+        self.steps = steps
+        Task {
+            var shown: DesktopNotice?
+            for await step in stream {
+                await shown?.withdraw()
+                shown = nil
+                if case .show(let summary, let body) = step { shown = await DesktopNotice.show(summary: summary, body: body) }
+            }
+            await shown?.withdraw()
+        }
     }
 
-    func passphrase(prompt: String, again: Bool) throws -> SecretBytes { throw Self.cannotAsk }
-    func newPassphrase(prompt: String) throws -> SecretBytes { throw Self.cannotAsk }
-    func repeatPassphrase(prompt: String) throws -> SecretBytes { throw Self.cannotAsk }
-    var canAskAgain: Bool { false }
-    func confirm(_ question: String, details: [String]) async throws -> Bool { false }
+    deinit { steps.finish() }
 
-    static let cannotAsk = ServiceError(.passphraseRequired, "the passkey authenticator cannot ask for the passphrase; "
-                                        + "run touchgate unlock, then try again")
+    /// The interaction for one device or connection.
+    var prompts: PasskeyPrompts {
+        PasskeyPrompts(ended: { [steps] in steps.yield(.withdraw) }) { [console, steps] event in
+            console.event(event)
+            if event.event == .touchNeeded { steps.yield(.show(event.message, "Touchgate passkey authenticator")) }
+        }
+    }
 }

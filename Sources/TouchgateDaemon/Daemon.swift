@@ -94,6 +94,11 @@ public final class Daemon: Sendable {
         GatedRequests(gate: handler.gate, caller: caller, mode: handler.stores.personal == nil ? .system : .personal)
     }
 
+    /// The uids with a store here (touchgated's users; the agent's one user).
+    public var storeOwners: Set<UInt32> {
+        Set(handler.stores.principals().map(\.uid))
+    }
+
     /// Moves an unlocked key of the personal store from the kernel keyring into this
     /// process's memory, so no other process of the user can read it there: true when one
     /// was moved.

@@ -12,7 +12,7 @@ import FoundationEssentials
 public actor PasskeyAuthenticator {
     /// The service, as the door reaches it for the device's caller.
     private let requests: any TouchgateRequests
-    private let interaction: any Interaction
+    private let interaction: PasskeyPrompts
     private let log: @Sendable (String) -> Void
     /// The policy of the passkeys it makes (nil: the service's default), its owner's choice.
     private let policy: String?
@@ -32,7 +32,7 @@ public actor PasskeyAuthenticator {
     /// How long a token stays usable after its verification (CTAP 2.1's rolling timer's most).
     static let tokenLifetime: Duration = .seconds(600)
 
-    public init(requests: any TouchgateRequests, interaction: any Interaction, policy: String? = nil,
+    public init(requests: any TouchgateRequests, interaction: PasskeyPrompts, policy: String? = nil,
                 log: @escaping @Sendable (String) -> Void) {
         self.requests = requests
         self.policy = policy
@@ -208,6 +208,7 @@ public actor PasskeyAuthenticator {
     /// A user verification by the service: the ticket, or the CTAP status of its failure.
     private func verify(rpId: String?, ceremony: PasskeyCeremony) async throws(CTAP2.Status) -> [UInt8] {
         let verification: PasskeyVerification
+        defer { interaction.ended() }
         do {
             verification = try await requests.passkeyVerify(PasskeyVerifyRequest(rpID: rpId, ceremony: ceremony),
                                                             interaction: interaction)

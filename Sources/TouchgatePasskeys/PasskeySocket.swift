@@ -17,7 +17,7 @@ public final class PasskeySocketServer: Sendable {
     public let path: String
     private let descriptor: Int32
     private let requests: RequestsForCaller
-    private let interaction: @Sendable (Caller) -> any Interaction
+    private let interaction: @Sendable (Caller) -> PasskeyPrompts
     private let log: @Sendable (String) -> Void
     private let policy: String?
     private let connections = Mutex(0)
@@ -25,7 +25,7 @@ public final class PasskeySocketServer: Sendable {
     /// Devices open at once.
     static let maximumConnections = 16
 
-    public init(path: String, requests: @escaping RequestsForCaller, interaction: @escaping @Sendable (Caller) -> any Interaction,
+    public init(path: String, requests: @escaping RequestsForCaller, interaction: @escaping @Sendable (Caller) -> PasskeyPrompts,
                 policy: String? = nil, log: @escaping @Sendable (String) -> Void) throws(ServiceError) {
         self.path = path
         self.policy = policy

@@ -131,11 +131,13 @@ public final class UhidDevice: ReportChannel {
 }
 
 extension PasskeySocketServer {
-    /// Serves the authenticator on a uhid device for this process's user until the device
-    /// ends: every request is this user's (the udev rule gives the node to them alone).
-    public static func serveDevice(_ device: UhidDevice, requests: RequestsForCaller, interaction: any Interaction,
+    /// Serves the authenticator on a uhid device for its owner until the device ends: every
+    /// request is the owner's (the udev rule gives the node to them alone). The process is
+    /// the owner's own (`touchgate passkey serve --uhid`) or touchgated, which makes one for
+    /// each user at the seat (``SeatPasskeyDevices``).
+    public static func serveDevice(_ device: UhidDevice, requests: RequestsForCaller, interaction: PasskeyPrompts,
                                    policy: String? = nil, log: @escaping @Sendable (String) -> Void) async {
-        let caller = Caller.connected(uid: getuid(), gid: getgid(), pid: getpid(), executable: nil, door: .passkey,
+        let caller = Caller.connected(uid: device.owner, pid: getpid(), executable: nil, door: .passkey,
                                       requester: "passkey device \(device.name) (its node is uid \(device.owner)'s alone)")
         let server = CTAPHIDServer(channel: device, authenticator: PasskeyAuthenticator(requests: requests(caller),
                                                                                         interaction: interaction, policy: policy,

@@ -35,6 +35,20 @@ public final class SeatStandings: Sendable {
         }
     }
 
+    /// The uids with a session at a seat now, in its foreground or not (logind on the system
+    /// bus, `DBUS_SYSTEM_BUS_ADDRESS` when set): whose passkey devices touchgated keeps.
+    public static func seatUsers() async throws -> Set<UInt32> {
+        let logind = try await LogindClient.connect()
+        do {
+            let users = try await logind.seatUsers()
+            await logind.close()
+            return users
+        } catch {
+            await logind.close()
+            throw error
+        }
+    }
+
     /// Standings from `lookup` (a test's seats).
     package init(logger: Logger, lookup: @escaping Lookup) {
         self.logger = logger

@@ -5,6 +5,7 @@ public import Logging
 import TouchgateBasics
 import TouchgateDaemon
 import TouchgateFleet
+import TouchgatePasskeys
 import TouchgateService
 import TouchgateShipping
 import TouchgateSocket
@@ -104,6 +105,15 @@ public struct Touchgated: AsyncParsableCommand {
     @Option(name: .customLong("requests-per-minute"),
             help: ArgumentHelp("...and then per minute (default 60).", valueName: "n"))
     var requestsPerMinute: Double?
+
+    @Flag(help: ArgumentHelp("Make a passkey authenticator (a USB security key on /dev/uhid) for each user with a "
+                             + "store here while they have a session at a seat; its hidraw node is theirs alone (udev "
+                             + "rule 69-touchgate-passkey). Also on when the environment has \(Touchgated.passkeysVariable)=seat "
+                             + "(what touchgate passkey enable sets)."))
+    var passkeys = false
+
+    /// The environment's word for `--passkeys`, which `touchgate passkey enable` puts in a drop-in of the unit.
+    static let passkeysVariable = "TOUCHGATED_PASSKEYS"
 
     public func validate() throws {
         for (name, value) in [("--finger-timeout", fingerTimeout), ("--answer-timeout", answerTimeout),
@@ -221,8 +231,36 @@ public struct Touchgated: AsyncParsableCommand {
         }
 
         logger.info("serving on \(socket ?? "the socket systemd passed")")
+        let devices = Self.passkeyDevices(on: passkeys, daemon: daemon, logger: logger)
         await daemon.run()
+        devices?.cancel()
+        await devices?.value
         withExtendedLifetime(signalSources) {}
+    }
+
+    /// With `--passkeys` (or its environment variable), the task that keeps a passkey device for
+    /// each user at a seat, until cancelled.
+    static func passkeyDevices(on flag: Bool, daemon: Daemon, logger: Logger) -> Task<Void, Never>? {
+        let word = ProcessInfo.processInfo.environment[passkeysVariable] ?? ""
+        guard flag || word == "seat" else {
+            if !word.isEmpty, word != "off" {
+                logger.warning("\(passkeysVariable)=\(word) is neither seat nor off: no passkey devices are made")
+            }
+            return nil
+        }
+        let devices = SeatPasskeyDevices(
+            seatUsers: { try await SeatStandings.seatUsers() }, hasStore: { daemon.storeOwners.contains($0) },
+            requests: { daemon.requests(for: $0) },
+            interaction: { uid in
+                // The daemon has no terminal or desktop of the user's: what a ceremony waits
+                // for goes to its log, beside the browser's own prompt.
+                PasskeyPrompts { event in
+                    if event.event == .touchNeeded { logger.info("passkey device of uid \(uid): \(event.message)") }
+                }
+            },
+            log: { logger.notice("\($0)") })
+        logger.info("passkey devices: one for each user with a store here while they have a session at a seat")
+        return Task { await devices.run() }
     }
 
     /// Started as root with `--user NAME`: makes the socket's directory (0755, every user's

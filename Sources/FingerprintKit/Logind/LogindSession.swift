@@ -99,6 +99,19 @@ extension LogindClient {
     /// such session's properties). Empty when nobody is at any seat.
     /// - Throws: ``LogindError`` when logind is absent (``LogindError/isAbsent``) or fails.
     public func activeSeatUsers() async throws(LogindError) -> Set<UInt32> {
+        Set(try await seatSessions().filter(\.active).map(\.uid))
+    }
+
+    /// The users with a session at a seat, in the foreground or not (a second user at the
+    /// seat whose session was switched away from still has one): each local session's uid.
+    /// - Throws: ``LogindError`` when logind is absent (``LogindError/isAbsent``) or fails.
+    public func seatUsers() async throws(LogindError) -> Set<UInt32> {
+        Set(try await seatSessions().map(\.uid))
+    }
+
+    /// Every session logind lists that sits at a seat and is not remote, with its uid and
+    /// whether it is the seat's active one (`ListSessions`, then each one's properties).
+    private func seatSessions() async throws(LogindError) -> [(uid: UInt32, active: Bool)] {
         let sessions: [[Variant.Value]]
         do {
             sessions = try await bus.call(Self.service, Self.managerPath, Self.managerInterface, "ListSessions") { reply in
@@ -107,15 +120,15 @@ extension LogindClient {
         } catch {
             throw LogindError(error)
         }
-        var users: Set<UInt32> = []
+        var seated: [(uid: UInt32, active: Bool)] = []
         // (id, uid, user name, seat id, object path)
         for session in sessions where session.count == 5 {
             guard case .int(let uid) = session[1], case .string(let seat) = session[3], !seat.isEmpty,
                   case .string(let path) = session[4] else { continue }
             let properties = try await properties(of: path, Self.sessionInterface)
-            guard case .bool(true)? = properties["Active"], case .bool(false)? = properties["Remote"] else { continue }
-            users.insert(UInt32(truncatingIfNeeded: uid))
+            guard case .bool(false)? = properties["Remote"] else { continue }
+            seated.append((UInt32(truncatingIfNeeded: uid), properties["Active"] == .bool(true)))
         }
-        return users
+        return seated
     }
 }
