@@ -9,9 +9,35 @@ import TouchgateTestSupport
 /// carries no seat mark, and libfido2's own tools (`fido2-token -L` and `-I`, `fido2-cred -M`,
 /// `fido2-assert -G -t uv=true`) list, register and sign in with the finger played on the
 /// virtual reader (Tests/TouchgateCLITests/PasskeyClients/vm-passkey.sh).
-@Suite(.timeLimit(.minutes(10)))
+// One VM at a time: two would share this machine's two cores under emulation.
+@Suite(.serialized, .timeLimit(.minutes(10)))
 struct PasskeyDeviceTests {
     @Test func libfido2ToolsUseTheUhidDevice() async throws {
+        try await Self.inVM("vm-passkey.sh", expecting: [
+            "device", "owner-only", "no-seat-mark", "token-listed", "token-info", "cred-made", "assert-uv",
+            "assert-flags-up-uv", "trail-sign-in",
+        ])
+    }
+
+    /// touchgated's own devices (vm-passkey-daemon.sh): `touchgate passkey enable` gives
+    /// /dev/uhid to touchgated's group alone; with logind's stand-in, a session at the seat
+    /// makes its user's device, hers alone (a second user gets her own and cannot open the
+    /// first's), libfido2's tools register and sign in through touchgated with the finger on its
+    /// reader, the end of a session removes that user's device only, stopping the daemon
+    /// removes the rest, and disable undoes enable.
+    @Test func touchgatedKeepsADeviceForEachUserAtTheSeat() async throws {
+        try await Self.inVM("vm-passkey-daemon.sh", expecting: [
+            "enable-exit", "enable-files", "uhid-daemon-group", "uhid-not-users", "logind-up", "daemon-up", "init-tester",
+            "init-second", "enroll", "no-session-no-device", "tester-device", "tester-owner-only", "no-seat-mark",
+            "second-device", "second-owner-only", "two-devices", "second-cannot-open-testers", "tester-lists-own",
+            "cred-made", "assert-uv", "trail-sign-in", "passkey-in-store", "second-has-none", "tester-device-removed",
+            "second-device-stays", "daemon-stops", "devices-gone-with-daemon", "disable-files", "uhid-root-again",
+        ])
+    }
+
+    /// Runs `script` of PasskeyClients as root in the VM with the build's programs, the
+    /// fixtures and the udev rule shared in, and expects each of `checks` to print "ok".
+    static func inVM(_ script: String, expecting checks: [String]) async throws {
         for (tool, package) in [("/usr/bin/qemu-system-x86_64", "qemu-system-x86"), ("/usr/sbin/debootstrap", "debootstrap"),
                                 ("/usr/sbin/mkfs.ext4", "e2fsprogs")] {
             try #require(FileManager.default.isExecutableFile(atPath: tool),
@@ -23,13 +49,12 @@ struct PasskeyDeviceTests {
         let clients = root + "/Tests/TouchgateCLITests/PasskeyClients"
         let run = try await runProgram("/bin/bash", [
             root + "/scripts/vm.sh", "run", "--share", bin, "--share", fixtures, "--share", clients, "--share", root + "/udev",
-            "--", "bash", clients + "/vm-passkey.sh", bin, fixtures, root + "/udev/69-touchgate-passkey.rules",
+            "--", "bash", clients + "/" + script, bin, fixtures, root + "/udev/69-touchgate-passkey.rules",
         ], environment: ["VM_TIMEOUT": "540"], timeout: 600)
-        let checks = run.stdout.split(separator: "\n").filter { $0.hasPrefix("check ") }
+        let printed = run.stdout.split(separator: "\n").filter { $0.hasPrefix("check ") }
         #expect(run.status == 0, "scripts/vm.sh run: exit \(run.status)\n\(run.stdout.suffix(4000))\n\(run.stderr.suffix(2000))")
-        for name in ["device", "owner-only", "no-seat-mark", "token-listed", "token-info", "cred-made", "assert-uv",
-                     "assert-flags-up-uv", "trail-sign-in"] {
-            #expect(checks.contains("check \(name) ok"), "\(name): \(checks)")
+        for name in checks {
+            #expect(printed.contains("check \(name) ok"), "\(name): \(printed)")
         }
     }
 }
