@@ -93,7 +93,7 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     /// with such a ticket; and the listing and removal `touchgate passkey` and credential
     /// management use.
     case passkeyVerify = "passkey.verify", passkeyMake = "passkey.make", passkeyAssert = "passkey.assert"
-    case passkeyList = "passkey.list", passkeyDelete = "passkey.delete"
+    case passkeyList = "passkey.list", passkeyDelete = "passkey.delete", passkeyPrompts = "passkey.prompts"
     /// Which of the vault's SSH keys the agents offer: withdrawn (`ssh-add -d`, `-D`), offered
     /// again, for a while (`ssh-add -t`); recorded.
     case sshOffer = "ssh.offer"

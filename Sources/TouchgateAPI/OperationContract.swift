@@ -195,6 +195,10 @@ extension DaemonOperation {
         case .passkeyDelete:
             OperationContract(["name", "credential-id", "ticket"], "the removed passkey's report (asks `confirm` "
                               + "without a ticket)")
+        case .passkeyPrompts:
+            OperationContract("never answers: until the client cancels or goes, a `touch-needed` event for each "
+                              + "ceremony on one of the caller's passkey devices that waits for a finger (naming the "
+                              + "site), and `touch-ended` when that wait is over", writesRecords: false)
         case .auditPublicKey:
             OperationContract("`{\"public-key\":\"…\"}`: the machine key that signs every trail the daemon holds",
                               writesRecords: false)

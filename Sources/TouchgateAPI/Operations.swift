@@ -95,7 +95,7 @@ public enum Operations {
         AuditVerify.self, AuditPublicKey.self, SshKeygen.self, SshList.self, SshSign.self,
         SshSkEnroll.self, SshSkSign.self, SshOffer.self, SshConfirm.self, VerifyUnused.self, SecretAllow.self, SecretServiceSearch.self, SecretServiceDelete.self,
         TpmStatus.self, TpmEnroll.self, TpmRecover.self, AuditPrune.self,
-        PasskeyVerify.self, PasskeyMake.self, PasskeyAssert.self, PasskeyList.self, PasskeyDelete.self,
+        PasskeyVerify.self, PasskeyMake.self, PasskeyAssert.self, PasskeyList.self, PasskeyDelete.self, PasskeyPrompts.self,
     ]
 
     /// The operations that carry more through their door (``RequestExchange``): secret
@@ -967,6 +967,17 @@ public enum Operations {
         public static func perform(_ arguments: PasskeyDeleteRequest, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> PasskeyReport {
             try await requests.passkeyDelete(arguments, interaction: interaction)
+        }
+    }
+
+    public enum PasskeyPrompts: ServedOperation {
+        public typealias Arguments = NoArguments
+        public typealias Result = EmptyReport
+        public static let operation = DaemonOperation.passkeyPrompts
+        public static func perform(_ arguments: NoArguments, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> EmptyReport {
+            try await requests.passkeyPrompts(interaction: interaction)
+            return EmptyReport()
         }
     }
 

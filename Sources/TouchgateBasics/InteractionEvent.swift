@@ -18,6 +18,8 @@ public struct InteractionEvent: Codable, Sendable, Equatable {
         case passphraseNeeded = "passphrase-needed"
         /// Something the person should know: a warning, a fallback, a retry.
         case notice
+        /// The wait for a touch is over, matched or not: a notice asking for one can go.
+        case touchEnded = "touch-ended"
     }
 
     /// What happened.

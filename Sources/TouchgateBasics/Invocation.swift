@@ -253,7 +253,7 @@ public enum TerminalText {
     /// prompt says it itself).
     public static func line(for kind: InteractionEvent.Kind, message: String) -> String? {
         switch kind {
-        case .passphraseNeeded: nil
+        case .passphraseNeeded, .touchEnded: nil
         case .enrollStage, .retry: "  " + message
         default: message
         }

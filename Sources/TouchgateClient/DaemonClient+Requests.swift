@@ -241,6 +241,10 @@ extension DaemonClient {
         try await call(Operations.PasskeyDelete.self, request, asking(interaction)).0
     }
 
+    public func passkeyPrompts(interaction: any Interaction) async throws(ServiceError) {
+        _ = try await call(Operations.PasskeyPrompts.self, NoArguments(), asking(interaction)).0
+    }
+
     /// The daemon streams the records one `output` line each (a trail of any length, never
     /// one oversized line), then their count.
     public func auditShow(_ filter: AuditFilter) async throws(ServiceError) -> [AuditRecordReport] {

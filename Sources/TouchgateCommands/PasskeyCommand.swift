@@ -19,7 +19,7 @@ struct PasskeyCommand: AsyncParsableCommand {
             in the audit trail. Passkeys are vault items (kind passkey): listed here, removed \
             here, never exported but for their public keys.
             """,
-        subcommands: [List.self, Delete.self, ExportPublic.self, Serve.self, Enable.self, Disable.self])
+        subcommands: [List.self, Delete.self, ExportPublic.self, Serve.self, Prompts.self, Enable.self, Disable.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -178,6 +178,50 @@ struct PasskeyCommand: AsyncParsableCommand {
         /// Returns at SIGTERM or Ctrl-C, which the command's run turns into cancellation.
         static func waitUntilStopped() async {
             while !Task.isCancelled { try? await Task.sleep(for: .seconds(3_600)) }
+        }
+    }
+}
+
+extension PasskeyCommand {
+    struct Prompts: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "prompts",
+            abstract: "Show what touchgated's passkey device of yours waits for, until stopped.",
+            discussion: """
+                touchgated makes your passkey device (touchgate passkey enable) but has no terminal or                 desktop of yours: this shows each request for a finger (naming the site) on its output                 and as a desktop notification, withdrawn when the wait is over. The unit                 touchgate-passkey-prompts.service runs it in your graphical session. With --json, one                 event per line. Needs touchgated (exit 69 without it); Ctrl-C or SIGTERM stops it (exit 0).
+                """)
+
+        @OptionGroup var common: CommonOptions
+
+        func run() async throws {
+            try await CommandRunner.run(json: common.json) { console in
+                guard Invocation.daemonSocket() != nil else {
+                    throw ServiceError(.daemonUnavailable, "touchgated is not running here, and only its passkey devices "
+                                       + "need this: touchgate passkey serve shows its own prompts")
+                }
+                let notices = PasskeyNotices(console: console)
+                let prompts = notices.prompts
+                console.event(InteractionEvent(.notice, "showing what your passkey device waits for; Ctrl-C stops"))
+                do {
+                    try await service.passkeyPrompts(interaction: Relay(prompts: prompts))
+                } catch let error as ServiceError where error.code == .cancelled {
+                    // Stopped (Ctrl-C, SIGTERM): what it is for.
+                }
+                return ExitStatus.success
+            }
+        }
+
+        /// The daemon's events into the notices: `touch-ended` takes the notice down.
+        struct Relay: Interaction {
+            let prompts: PasskeyPrompts
+            func event(_ event: InteractionEvent) {
+                if event.event == .touchEnded { prompts.ended() } else { prompts.event(event) }
+            }
+            func passphrase(prompt: String, again: Bool) throws -> SecretBytes { try prompts.passphrase(prompt: prompt, again: again) }
+            func newPassphrase(prompt: String) throws -> SecretBytes { try prompts.newPassphrase(prompt: prompt) }
+            func repeatPassphrase(prompt: String) throws -> SecretBytes { try prompts.repeatPassphrase(prompt: prompt) }
+            var canAskAgain: Bool { false }
+            func confirm(_ question: String, details: [String]) async throws -> Bool { false }
         }
     }
 }

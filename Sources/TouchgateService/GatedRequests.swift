@@ -315,4 +315,8 @@ public struct GatedRequests: TouchgateRequests {
                               interaction: any Interaction) async throws(ServiceError) -> PasskeyReport {
         try await gated(.passkeyDelete) { service throws(ServiceError) in try await service.passkeyDelete(request, interaction: interaction) }
     }
+
+    public func passkeyPrompts(interaction: any Interaction) async throws(ServiceError) {
+        try await gated(.passkeyPrompts) { service throws(ServiceError) in try await service.passkeyPrompts(interaction: interaction) }
+    }
 }

@@ -252,10 +252,15 @@ public struct Touchgated: AsyncParsableCommand {
             seatUsers: { try await SeatStandings.seatUsers() }, hasStore: { daemon.storeOwners.contains($0) },
             requests: { daemon.requests(for: $0) },
             interaction: { uid in
-                // The daemon has no terminal or desktop of the user's: what a ceremony waits
-                // for goes to its log, beside the browser's own prompt.
-                PasskeyPrompts { event in
-                    if event.event == .touchNeeded { logger.info("passkey device of uid \(uid): \(event.message)") }
+                // The daemon has no terminal or desktop of the user's: what a ceremony waits for
+                // goes to her `touchgate passkey prompts` (desktop notices), and to the log
+                // when none runs, beside the browser's own prompt.
+                let board = PasskeyPromptBoard.shared
+                return PasskeyPrompts(ended: { board.post(InteractionEvent(.touchEnded, "the wait for a touch is over"), to: uid) }) {
+                    event in
+                    if board.post(event, to: uid) == 0, event.event == .touchNeeded {
+                        logger.info("passkey device of uid \(uid): \(event.message) (no touchgate passkey prompts of theirs runs)")
+                    }
                 }
             },
             log: { logger.notice("\($0)") })
