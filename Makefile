@@ -190,6 +190,10 @@ install: all sk
 	sed 's|^ExecStart=/usr/local/bin/touchgate |ExecStart=$(BINDIR)/touchgate |' systemd/touchgate-secret-service.service \
 		> $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-secret-service.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-secret-service.service
+	# touchgated's passkey devices' prompts, enabled for everyone by `touchgate passkey enable`.
+	sed 's|^ExecStart=/usr/local/bin/touchgate |ExecStart=$(BINDIR)/touchgate |' systemd/touchgate-passkey-prompts.service \
+		> $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-passkey-prompts.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-passkey-prompts.service
 	# The security-key provider ssh loads (docs/INTEGRATIONS.md, "ssh").
 	install -d $(DESTDIR)$(LIBDIR)/touchgate
 	install -m 0644 $(SKBUILD)/libtouchgate-sk.so $(DESTDIR)$(LIBDIR)/touchgate/libtouchgate-sk.so

@@ -65,13 +65,14 @@ note() { echo "$self: $*" >&2; }
 # udev and kmod (modprobe uhid, hidraw nodes), libfido2's tools to look at the virtual
 # authenticator from a real client, python3 for small probes, and the shared libraries the
 # project's binaries link (libgio is in libglib2.0-0), and a D-Bus daemon with python3-dbusmock
-# for logind's stand-in (the guest's PID 1 is not systemd).
+# for logind's stand-in (the guest's PID 1 is not systemd) and a notification server, which
+# desktop notices reach with gdbus (libglib2.0-bin).
 packages=(
     linux-image-amd64 initramfs-tools
     udev kmod
     fido2-tools libfido2-1
     python3
-    dbus-daemon python3-dbusmock
+    dbus-daemon python3-dbusmock libglib2.0-bin
     libfprint-2-2 libsodium23 libsqlite3-0 libglib2.0-0 libpwquality1
     libnettle8 libhogweed6 libgmp10 libpam0g cracklib-runtime
     ca-certificates

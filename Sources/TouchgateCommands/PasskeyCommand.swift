@@ -215,7 +215,8 @@ extension PasskeyCommand {
         struct Relay: Interaction {
             let prompts: PasskeyPrompts
             func event(_ event: InteractionEvent) {
-                if event.event == .touchEnded { prompts.ended() } else { prompts.event(event) }
+                prompts.event(event)
+                if event.event == .touchEnded { prompts.ended() }
             }
             func passphrase(prompt: String, again: Bool) throws -> SecretBytes { try prompts.passphrase(prompt: prompt, again: again) }
             func newPassphrase(prompt: String) throws -> SecretBytes { try prompts.newPassphrase(prompt: prompt) }

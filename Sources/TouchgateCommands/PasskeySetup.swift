@@ -23,6 +23,8 @@ enum PasskeySetup {
     static let nodeRuleDirectories = ["/usr/lib/udev/rules.d", "/lib/udev/rules.d", "/etc/udev/rules.d",
                                       "/usr/local/lib/udev/rules.d"]
     static let nodeRule = "69-touchgate-passkey.rules"
+    /// The user unit that shows each user what her device waits for (`touchgate passkey prompts`).
+    static let promptsUnit = "touchgate-passkey-prompts.service"
 
     static func files(group: String) -> [(path: String, text: String)] {
         [
@@ -67,6 +69,10 @@ enum PasskeySetup {
         } else if group == nil, access("/dev/uhid", F_OK) == 0 {
             chown("/dev/uhid", 0, 0)
             chmod("/dev/uhid", 0o600)
+        }
+        // Each user's prompts in her graphical session, where the unit is installed.
+        if access("/usr/lib/systemd/user/\(promptsUnit)", F_OK) == 0 || access("/usr/local/lib/systemd/user/\(promptsUnit)", F_OK) == 0 {
+            _ = await run("/usr/bin/systemctl", ["--global", group == nil ? "disable" : "enable", promptsUnit])
         }
         if systemdRuns {
             _ = await run("/usr/bin/systemctl", ["daemon-reload"])

@@ -24,13 +24,16 @@ struct PasskeyDeviceTests {
     /// makes its user's device, hers alone (a second user gets her own and cannot open the
     /// first's), libfido2's tools register and sign in through touchgated with the finger on its
     /// reader, the end of a session removes that user's device only, stopping the daemon
-    /// removes the rest, and disable undoes enable.
+    /// removes the rest, and disable undoes enable. `touchgate passkey prompts` shows her each
+    /// request for her finger as a desktop notice naming the site, and withdraws it; the other
+    /// user's shows nothing of hers.
     @Test func touchgatedKeepsADeviceForEachUserAtTheSeat() async throws {
         try await Self.inVM("vm-passkey-daemon.sh", expecting: [
             "enable-exit", "enable-files", "uhid-daemon-group", "uhid-not-users", "logind-up", "daemon-up", "init-tester",
-            "init-second", "enroll", "no-session-no-device", "tester-device", "tester-owner-only", "no-seat-mark",
+            "init-second", "enroll", "notifier-up", "no-session-no-device", "tester-device", "tester-owner-only", "no-seat-mark",
             "second-device", "second-owner-only", "two-devices", "second-cannot-open-testers", "tester-lists-own",
-            "cred-made", "assert-uv", "trail-sign-in", "passkey-in-store", "second-has-none", "tester-device-removed",
+            "prompts-watching", "cred-made", "assert-uv", "prompt-names-site", "prompt-ended", "notice-names-site",
+            "notice-withdrawn", "other-user-sees-nothing", "trail-sign-in", "passkey-in-store", "second-has-none", "tester-device-removed",
             "second-device-stays", "daemon-stops", "devices-gone-with-daemon", "disable-files", "uhid-root-again",
         ])
     }

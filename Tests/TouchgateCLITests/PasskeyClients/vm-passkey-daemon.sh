@@ -7,7 +7,10 @@
 # PID 1 is not systemd); two users, tester (4242) and second (4243), each with a store in
 # touchgated. A session at the seat makes that user's device, hers alone; libfido2's tools
 # register and sign in on it with the finger played on the daemon's virtual reader; the end
-# of her session removes it while the other user's stays; disable undoes enable.
+# of her session removes it while the other user's stays; disable undoes enable. Her
+# `touchgate passkey prompts` shows each request for her finger as a desktop notice naming the
+# site (python3-dbusmock's notification server on a session bus), and withdraws it; the other
+# user's sees nothing of hers.
 # Prints "check NAME ok|FAILED" lines and exits 1 if any failed.
 set -uo pipefail
 bin=$1 fixtures=$2 rules=$3
@@ -61,6 +64,15 @@ else:
 PY
 }
 check logind-up within logind list 2>/dev/null
+# A session bus with a notification server, which both users' prompts watchers reach.
+sed -e 's|<type>system</type>|<type>session</type>|' -e 's|system.socket|session.socket|' /run/bus/bus.conf >/run/bus/session.conf
+dbus-daemon --config-file=/run/bus/session.conf --nofork >/run/bus/session.log 2>&1 &
+within test -S /run/bus/session.socket; chmod 0666 /run/bus/session.socket
+session_bus=unix:path=/run/bus/session.socket
+DBUS_SESSION_BUS_ADDRESS=$session_bus python3 -m dbusmock --session --template notification_daemon \
+  -l /run/bus/notifications.log >/run/bus/notifier.log 2>&1 &
+check notifier-up within sh -c "DBUS_SESSION_BUS_ADDRESS=$session_bus gdbus call --session --dest org.freedesktop.Notifications \
+  --object-path /org/freedesktop/Notifications --method org.freedesktop.Notifications.GetServerInformation >/dev/null 2>&1"
 
 export FP_DRIVERS_WHITELIST=virtual_image FP_VIRTUAL_IMAGE=/run/vi/reader.sock
 TOUCHGATED_PASSKEYS=seat "$bin/touchgated" --user touchgated --socket /run/touchgate/socket \
@@ -125,6 +137,12 @@ check tester-lists-own sh -c "echo '$listed' | grep -q '^$tester_node: vendor=0x
   && ! echo '$listed' | grep -q '$second_node'"
 
 # --- a ceremony through touchgated ---------------------------------------------------
+for user in tester second; do
+  install -o "$user" -m 0600 /dev/null "/run/prompts-$user.log"
+  runuser -u "$user" -- env HOME="/home/$user" TOUCHGATE_SOCKET=/run/touchgate/socket DBUS_SESSION_BUS_ADDRESS=$session_bus \
+    "$bin/touchgate-cli" passkey prompts --json >"/run/prompts-$user.log" 2>&1 &
+done
+check prompts-watching within sh -c "grep -q 'Ctrl-C stops' /run/prompts-tester.log && grep -q 'Ctrl-C stops' /run/prompts-second.log"
 head -c 32 /dev/urandom | base64 >/run/cred.in
 { echo example.org; echo alice; head -c 16 /dev/urandom | base64; } >>/run/cred.in
 chmod 0644 /run/cred.in
@@ -135,6 +153,14 @@ credential=$(sed -n 5p /home/tester/cred.out)
 finger whorl
 check assert-uv as tester fido2-assert -G -t uv=true -i /run/assert.in -o /home/tester/assert.out "$tester_node"
 pkill -f virtual-finger 2>/dev/null
+echo "tester's prompts: $(cat /run/prompts-tester.log)"
+echo "notifications: $(cat /run/bus/notifications.log)"
+check prompt-names-site grep -q '"event":"touch-needed".*sign in to example.org' /run/prompts-tester.log
+check prompt-ended grep -q '"event":"touch-ended"' /run/prompts-tester.log
+check notice-names-site grep -q 'Notify .*example.org' /run/bus/notifications.log
+check notice-withdrawn grep -q 'CloseNotification' /run/bus/notifications.log
+check other-user-sees-nothing sh -c "! grep -q 'example.org' /run/prompts-second.log"
+pkill -f "passkey prompts" 2>/dev/null
 trail=$(as tester "$bin/touchgate-cli" audit show 2>&1)
 check trail-sign-in sh -c "echo \"\$0\" | grep -q 'passkey sign-in at example.org as alice (user verified)'" "$trail"
 listing=$(as tester "$bin/touchgate-cli" passkey list 2>&1); echo "tester's passkeys: $listing"
