@@ -215,8 +215,12 @@ extension PasskeyCommand {
         struct Relay: Interaction {
             let prompts: PasskeyPrompts
             func event(_ event: InteractionEvent) {
-                prompts.event(event)
-                if event.event == .touchEnded { prompts.ended() }
+                switch event.event {
+                case .touchEnded: prompts.event(event); prompts.ended()
+                // The board's notices are its devices' refusals.
+                case .notice: prompts.refused(event.message)
+                default: prompts.event(event)
+                }
             }
             func passphrase(prompt: String, again: Bool) throws -> SecretBytes { try prompts.passphrase(prompt: prompt, again: again) }
             func newPassphrase(prompt: String) throws -> SecretBytes { try prompts.newPassphrase(prompt: prompt) }
@@ -227,14 +231,15 @@ extension PasskeyCommand {
     }
 }
 
-/// What `passkey serve` shows of a ceremony: each event on its output, and the request for a
-/// finger (which names the site) as a desktop notification too, taken down when the
-/// verification is over: the person is looking at the browser, not at this terminal.
+/// What `passkey serve` and `passkey prompts` show of a ceremony: each event on the output,
+/// and as desktop notifications (the person is looking at the browser, not at this terminal)
+/// the request for a finger, which names the site, taken down when the verification is over,
+/// and why a ceremony was refused, which stays until dismissed or replaced.
 ///
 /// The notices are shown and withdrawn in order by one task (an event arrives synchronously,
 /// from the service's thread; showing one is a `gdbus` call).
 final class PasskeyNotices: Sendable {
-    private enum Step: Sendable { case show(String, String), withdraw }
+    private enum Step: Sendable { case show(String, String, sticky: Bool), withdraw }
     private let steps: AsyncStream<Step>.Continuation
     private let console: Console
 
@@ -243,13 +248,19 @@ final class PasskeyNotices: Sendable {
         let (stream, steps) = AsyncStream.makeStream(of: Step.self)
         self.steps = steps
         Task {
-            var shown: DesktopNotice?
+            var shown: (notice: DesktopNotice, sticky: Bool)?
             for await step in stream {
-                await shown?.withdraw()
-                shown = nil
-                if case .show(let summary, let body) = step { shown = await DesktopNotice.show(summary: summary, body: body) }
+                switch step {
+                case .show(let summary, let body, let sticky):
+                    await shown?.notice.withdraw()
+                    shown = await DesktopNotice.show(summary: summary, body: body).map { ($0, sticky) }
+                case .withdraw:
+                    guard let touch = shown, !touch.sticky else { continue }
+                    await touch.notice.withdraw()
+                    shown = nil
+                }
             }
-            await shown?.withdraw()
+            if let shown, !shown.sticky { await shown.notice.withdraw() }
         }
     }
 
@@ -257,9 +268,15 @@ final class PasskeyNotices: Sendable {
 
     /// The interaction for one device or connection.
     var prompts: PasskeyPrompts {
-        PasskeyPrompts(ended: { [steps] in steps.yield(.withdraw) }) { [console, steps] event in
+        PasskeyPrompts(ended: { [steps] in steps.yield(.withdraw) },
+                       refused: { [console, steps] why in
+                           console.event(InteractionEvent(.notice, why))
+                           steps.yield(.show("Passkey refused", why, sticky: true))
+                       }) { [console, steps] event in
             console.event(event)
-            if event.event == .touchNeeded { steps.yield(.show(event.message, "Touchgate passkey authenticator")) }
+            if event.event == .touchNeeded {
+                steps.yield(.show(event.message, "Touchgate passkey authenticator", sticky: false))
+            }
         }
     }
 }

@@ -223,11 +223,11 @@ public actor PasskeyAuthenticator {
         return [UInt8](ticket)
     }
 
-    /// The CTAP status for a service failure, said in the log with the service's message
-    /// (what to do next: unlock the vault, enroll a finger), which CTAP has no room for.
+    /// The CTAP status for a service failure; the person is told the service's message (what
+    /// to do next: unlock the vault, enroll a finger), which CTAP has no room for.
     private func failure(_ error: ServiceError, ceremony: String) -> CTAP2.Status {
         let status = Self.status(error, ceremony: ceremony)
-        if error.code != .cancelled { log("\(ceremony): \(error.message)") }
+        if error.code != .cancelled { interaction.refused("\(ceremony): \(error.message)") }
         return status
     }
 

@@ -20,6 +20,10 @@ struct Attempt {
     /// What a fingerprint proven here leads to; decides the passphrase-freshness rule
     /// and how outcomes are audited.
     var purpose = Purpose.release
+    /// A check whose match lets key material be used afterwards (a passkey's verification,
+    /// whose ticket lets the vault sign): the passphrase-freshness rule of a release applies,
+    /// its refusal recorded as a check's.
+    var guardsKeyMaterial = false
 
     /// What a fingerprint proven in an attempt leads to.
     enum Purpose {

@@ -21,7 +21,9 @@ extension AccessEvaluator {
     /// Two rules of item access deliberately do not apply:
     /// - the passphrase need not have been entered this boot or within
     ///   ``PolicyConfiguration/passphraseMaxAge``: that rule guards fingerprint-only
-    ///   release of key material, and a check releases none;
+    ///   release of key material, and a check releases none (unless `guardsKeyMaterial`:
+    ///   a check whose match lets the vault use a key afterwards, as a passkey's
+    ///   verification does, is refused before the reader like a release, and recorded);
     /// - no session is started, refreshed or reused: a check must not let a later read
     ///   skip its own touch. (A no-match that starts a lockout still ends a running
     ///   session, as it does for item access.)
@@ -31,18 +33,23 @@ extension AccessEvaluator {
     ///     reader to …" and opening each audit reason (e.g. `verify`, `identify`); no secret.
     ///   - enrollment: what is enrolled now.
     ///   - sensor: the reader, or nil when none is available.
+    ///   - guardsKeyMaterial: the match lets key material be used afterwards: the
+    ///     passphrase-freshness rule applies.
     /// - Returns: a grant with action ``PolicyAuditEvent/Kind/authenticationAttempt``, no
     ///   item, factor ``AuthenticationFactor/biometry`` and the matched print.
     /// - Throws: ``AuthorizationError/lockedOut(_:)``, ``AuthorizationError/nothingEnrolled``,
-    ///   ``AuthorizationError/readerUnavailable``, ``AuthorizationError/authenticationFailed(_:)``
+    ///   ``AuthorizationError/readerUnavailable``, ``AuthorizationError/passphraseRequired(_:)`` (with
+    ///   `guardsKeyMaterial`), ``AuthorizationError/authenticationFailed(_:)``
     ///   (no match or poor capture), ``AuthorizationError/cancelled``,
     ///   ``AuthorizationError/readerDisconnected`` or ``AuthorizationError/stateUnavailable(_:)``.
     public func authenticate(
         action: String,
         enrollment: EnrollmentStatus,
-        sensor: (any BiometricSensor)?
+        sensor: (any BiometricSensor)?,
+        guardsKeyMaterial: Bool = false
     ) async throws(AuthorizationError) -> Grant {
         var attempt = Attempt(action: action, enrollment: enrollment, sensor: sensor, purpose: .check)
+        attempt.guardsKeyMaterial = guardsKeyMaterial
         try await proveBiometry(&attempt)
         guard let print = attempt.matchedPrint else {
             preconditionFailure("proveBiometry returned without a matched print")

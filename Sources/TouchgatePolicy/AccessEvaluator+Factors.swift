@@ -57,8 +57,9 @@ extension AccessEvaluator {
             try refuseBeforeAsking(error, attempt)
         }
         if let lockout { try refuseBeforeAsking(.lockedOut(lockout), attempt) }
-        if attempt.purpose == .release, !attempt.passphraseVerified, let requirement {
-            throw .passphraseRequired(requirement)
+        if !attempt.passphraseVerified, let requirement {
+            if attempt.purpose == .release { throw .passphraseRequired(requirement) }
+            if attempt.guardsKeyMaterial { try refuseBeforeAsking(.passphraseRequired(requirement), attempt) }
         }
         guard let enrollment = attempt.enrollment, enrollment.printCount > 0 else {
             try refuseBeforeAsking(.nothingEnrolled, attempt)

@@ -11,7 +11,7 @@ extension TouchgateService {
     /// verify/identify through fprintd: one authentication attempt for `user`, optionally
     /// one finger. fprintd matches one user at a time, so identify checks the principal.
     func fprintdMatch(_ store: StoreAccess, target: FprintdTarget, user: String, finger: String?, operation: String,
-                      action: String, interaction: any Interaction) async throws -> MatchReport {
+                      action: String, guardsKeyMaterial: Bool = false, interaction: any Interaction) async throws -> MatchReport {
         let guarded = try store.policyGuard(vaultUser: try store.vaultExists() ? principal.loginName : nil)
         try guarded.requireIntactState()
         let (enrollment, fingers) = try await EnrollmentTracker.fprintdStatus(guarded, target: target, user: user)
@@ -23,7 +23,8 @@ extension TouchgateService {
         let sensor = FprintdSensor(target: target, user: user, finger: finger, interaction: interaction,
                                    operation: operation)
         do {
-            let grant = try await guarded.evaluator.authenticate(action: action, enrollment: enrollment, sensor: sensor)
+            let grant = try await guarded.evaluator.authenticate(action: action, enrollment: enrollment, sensor: sensor,
+                                                                 guardsKeyMaterial: guardsKeyMaterial)
             var matched: String?
             if let id = grant.matchedPrint { matched = await sensor.finger(of: id) }
             await sensor.close()

@@ -64,14 +64,16 @@ extension TouchgateService {
         }
     }
 
-    /// One authentication attempt through the policy core, against `candidates`.
+    /// One authentication attempt through the policy core, against `candidates`; with
+    /// `guardsKeyMaterial`, one whose match lets the vault use a key afterwards (a passkey's
+    /// verification), so the passphrase must be fresh as for a release.
     func match(_ store: StoreAccess, _ candidates: ReaderSensor.Candidates, operation: String, action: String,
-                       device: String?, interaction: any Interaction) async throws -> MatchReport {
+               device: String?, guardsKeyMaterial: Bool = false, interaction: any Interaction) async throws -> MatchReport {
         if case .fprintd(let target) = try await resolveBackend(device: device) {
             return try await target.closing { target in
                 try await fprintdMatch(store, target: target, user: candidates.user ?? principal.loginName,
                                        finger: candidates.finger, operation: operation, action: action,
-                                       interaction: interaction)
+                                       guardsKeyMaterial: guardsKeyMaterial, interaction: interaction)
             }
         }
         // The vault, its audit log and settings opened once for the whole decision.
@@ -88,7 +90,8 @@ extension TouchgateService {
             }
         }
         do {
-            let grant = try await guarded.evaluator.authenticate(action: action, enrollment: enrollment, sensor: sensor)
+            let grant = try await guarded.evaluator.authenticate(action: action, enrollment: enrollment, sensor: sensor,
+                                                                 guardsKeyMaterial: guardsKeyMaterial)
             let matched = await grant.matchedPrint.asyncMap { await sensor.stored($0) } ?? nil
             await sensor.close()
             return MatchReport(match: true, user: matched?.user, finger: matched?.finger)

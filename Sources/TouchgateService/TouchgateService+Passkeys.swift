@@ -33,8 +33,11 @@ extension TouchgateService {
             let context = try store.vault()
             try context.requireIntactState()
             _ = try context.requireKey()
+            // Its ticket lets the vault sign with a passkey: the passphrase must be fresh, as
+            // for any fingerprint-only use of key material.
             let report = try await match(store, ReaderSensor.Candidates(user: principal.loginName, finger: nil),
-                                         operation: "verify", action: action, device: nil, interaction: interaction)
+                                         operation: "verify", action: action, device: nil, guardsKeyMaterial: true,
+                                         interaction: interaction)
             guard report.match else { return PasskeyVerification(match: false, ticket: nil, attemptsLeft: report.attemptsLeft) }
             let ticket = PasskeyTickets.shared.issue(uid: principal.uid, rpId: request.rpID, ceremony: ceremony)
             return PasskeyVerification(match: true, ticket: Data(ticket), attemptsLeft: nil)

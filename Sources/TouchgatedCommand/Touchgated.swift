@@ -256,8 +256,11 @@ public struct Touchgated: AsyncParsableCommand {
                 // goes to her `touchgate passkey prompts` (desktop notices), and to the log
                 // when none runs, beside the browser's own prompt.
                 let board = PasskeyPromptBoard.shared
-                return PasskeyPrompts(ended: { board.post(InteractionEvent(.touchEnded, "the wait for a touch is over"), to: uid) }) {
-                    event in
+                return PasskeyPrompts(ended: { board.post(InteractionEvent(.touchEnded, "the wait for a touch is over"), to: uid) },
+                                      refused: { why in
+                                          logger.notice("passkey device of uid \(uid): \(why)")
+                                          board.post(InteractionEvent(.notice, why), to: uid)
+                                      }) { event in
                     if board.post(event, to: uid) == 0, event.event == .touchNeeded {
                         logger.info("passkey device of uid \(uid): \(event.message) (no touchgate passkey prompts of theirs runs)")
                     }

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+import TouchgateAPI
+import TouchgatePolicyTesting
+import TouchgateService
+
+/// The vault's rules on a passkey's user verification, through the service with a scripted
+/// reader and a manual clock (the CTAP side, with real clients, is PasskeyTests): the
+/// passphrase at least every 72 hours, a touch for every ceremony whatever a secret's reuse
+/// window says, and a locked vault refusing before the reader opens.
+@Suite struct PasskeyRuleTests {
+    /// A sign-in verification at example.org: the ticket, or the error's code and message.
+    static func verify(_ rig: RuleRig) async -> Result<PasskeyVerification, ServiceError> {
+        do {
+            return .success(try await rig.service.passkeyVerify(PasskeyVerifyRequest(rpID: "example.org", ceremony: .signIn),
+                                                                interaction: ScriptedInteraction()))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    @Test("passphrase every 72 hours: past it, a passkey verification is refused before the reader and says to unlock; after unlock the finger works again")
+    func passphraseEvery72Hours() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index"), .finger("right-index")])
+        defer { rig.remove() }
+        let first = try await Self.verify(rig).get()
+        #expect(first.match && first.ticket?.count == 32 && rig.reader.scans == 1)
+
+        rig.clock.advance(by: .seconds(72 * 3600 + 1))
+        let scans = rig.reader.scans
+        let opens = rig.reader.opens
+        guard case .failure(let stale) = await Self.verify(rig) else {
+            Issue.record("a verification 72 hours after the passphrase was given a ticket")
+            return
+        }
+        #expect(stale.code == .passphraseRequired && stale.message.contains("touchgate unlock"), "\(stale.code): \(stale.message)")
+        #expect(rig.reader.scans == scans && rig.reader.opens == opens, "the reader was not even opened")
+
+        try await rig.service.unlock(interaction: ScriptedInteraction())
+        let again = try await Self.verify(rig).get()
+        #expect(again.match && rig.reader.scans == scans + 1)
+        let records = try await rig.service.auditShow()
+        #expect(records.contains { $0.outcome == "denied" && $0.reason.contains("sign in to example.org with a passkey") },
+                "the refusal is in the trail: \(records.suffix(4).map(\.reason))")
+    }
+
+    @Test("a touch for every ceremony: a secret's reuse window never stands for a passkey's verification, nor one verification for the next; a locked vault refuses before the reader")
+    func aTouchEachTimeAndNoneWhenLocked() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index"), .finger("right-index"), .finger("right-index")])
+        defer { rig.remove() }
+        try await rig.store("db", "biometry-any")
+        #expect(await rig.release("db") == .value("value of db"))
+        #expect(rig.reader.scans == 1)
+        rig.clock.advance(by: .seconds(10))
+        #expect(try await Self.verify(rig).get().match && rig.reader.scans == 2, "inside the reuse window: a touch all the same")
+        #expect(try await Self.verify(rig).get().match && rig.reader.scans == 3, "and again for the next ceremony")
+
+        _ = try await rig.service.lock()
+        let opens = rig.reader.opens
+        guard case .failure(let locked) = await Self.verify(rig) else {
+            Issue.record("a locked vault gave a ticket")
+            return
+        }
+        #expect([.vaultLocked, .passphraseRequired].contains(locked.code), "\(locked.code): \(locked.message)")
+        #expect(rig.reader.opens == opens && rig.reader.scans == 3, "the reader was not opened")
+    }
+}
