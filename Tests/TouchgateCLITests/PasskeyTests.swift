@@ -26,6 +26,11 @@ struct PasskeyTests {
             try #require(found == 0, "python-fido2 is missing: scripts/test.sh installs it into .build-python (pip install 'fido2>=2,<3')")
             try await rig.vault.initAndUnlock()
             try await rig.vault.enroll("whorl")
+            return try await serve(rig: rig, options)
+        }
+
+        /// The authenticator started (again) over the rig's vault.
+        static func serve(rig: HelperRig, _ options: [String] = []) async throws -> Setup {
             let socket = rig.home.path("passkey.sock")
             let server = try await BackgroundProgram(rig.bin + "/touchgate", ["passkey", "serve", "--socket", socket] + options,
                                                      environment: rig.environment, finger: rig.vault.finger)
@@ -287,5 +292,82 @@ struct PasskeyTests {
         let wrong = try await rig.run(rig.bin + "/touchgate", ["passkey", "serve", "--socket", rig.home.path("x.sock"),
                                                                "--policy", "passphrase"])
         #expect(wrong.status == 64 && wrong.stderrLines.joined().contains("biometry-current-set"), "\(wrong.stderrLines)")
+    }
+
+    /// kill -9 of the authenticator (which holds the vault in its process) at random moments
+    /// of a registration: afterwards the trail verifies, and a passkey exists exactly when its
+    /// making is recorded; the ones that exist sign in.
+    @Test func aRegistrationKilledAnywhereIsAllOrNothing() async throws {
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        var setup = try await Setup.make(rig: rig)
+        let started = Date()
+        _ = try await setup.register("warm-up")
+        let window = Date().timeIntervalSince(started) * 1.3
+        var made: [String] = []
+        for trial in 0..<8 {
+            let user = "u\(trial)"
+            let delay = Double.random(in: 0...window)
+            let server = setup.server
+            let killer = Task {
+                try? await Task.sleep(for: .seconds(delay))
+                await server.stop()
+            }
+            _ = try await setup.client(["make", "--rp", "example.org", "--user", user, "--resident"], presenting: ["whorl"])
+            await killer.value
+            setup = try await Setup.serve(rig: rig)
+            let verified = try await rig.run(rig.bin + "/touchgate", ["audit", "verify"])
+            #expect(verified.status == 0, "trial \(trial), killed after \(delay) s: \(verified.stdout) \(verified.stderrLines)")
+            let listed = try await rig.run(rig.bin + "/touchgate", ["passkey", "list", "--json"])
+            let exists = (listed.json?["passkeys"] as? [[String: Any]] ?? []).contains { $0["user-name"] as? String == user }
+            let recorded = try await !rig.auditRecords(mentioning: "passkey made for example.org as \(user) ").isEmpty
+            #expect(exists == recorded, "trial \(trial), killed after \(delay) s: passkey \(exists), record \(recorded)")
+            if exists { made.append(user) }
+        }
+        // Whatever was made is whole: a sign-in offers every account made, signed by the finger.
+        let signed = try await setup.client(["assert", "--rp", "example.org", "--all"], presenting: ["whorl"])
+        // (A site with one account gets no name with it, as CTAP says: the assertions are counted.)
+        let assertions = Self.list(signed.stdout)
+        #expect(signed.status == 0 && assertions.count == made.count + 1
+                && assertions.allSatisfy { ($0["flags"] as? [String: Any])?["uv"] as? Bool == true },
+                "\(made): \(signed.stdout) \(signed.stderrLines)")
+        await setup.server.stop()
+    }
+
+    /// sqlite3 on the vault while the authenticator serves it: a passkey's policy relaxed from
+    /// the current set to any finger in its row. The row's seal binds its policy, so the
+    /// passkey signs nothing, the listing says the vault was changed, the refusal is in the
+    /// trail; the row put back as it was, it signs again (nothing lost).
+    @Test func aPasskeyRowEditedWithSqlite3SignsNothing() async throws {
+        try HelperRig.require("/usr/bin/sqlite3", package: "sqlite3")
+        let rig = try HelperRig()
+        defer { rig.home.remove() }
+        let setup = try await Setup.make(rig: rig, serving: ["--policy", "biometry-current-set"])
+        defer { Task { await setup.server.stop() } }
+        let made = try await setup.register("alice")
+        let key = "\(try #require(made["credential_id"] as? String)):\(try #require(made["public_key"] as? String))"
+        try await rig.vault.add("other", "v", policy: "biometry-any")
+        let database = rig.vault.rig.dataDirectory + "/touchgate.sqlite"
+        func sqlite(_ statement: String) async throws -> String {
+            let run = try await runProgram("/usr/bin/sqlite3", [database, statement])
+            try #require(run.status == 0, "sqlite3 \(statement): \(run.stderr)")
+            return run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let original = try await sqlite("SELECT hex(policy) FROM vault_item WHERE name LIKE 'passkey-%'")
+        try #require(!original.isEmpty)
+        _ = try await sqlite("UPDATE vault_item SET policy = (SELECT policy FROM vault_item WHERE name = 'other') "
+                             + "WHERE name LIKE 'passkey-%'")
+
+        let refused = try await setup.client(["assert", "--rp", "example.org", "--public-key", key], presenting: ["whorl"])
+        #expect(refused.status != 0 && Self.list(refused.stdout).isEmpty, "\(refused.stdout) \(refused.stderrLines)")
+        let listed = try await rig.run(rig.bin + "/touchgate", ["passkey", "list", "--json"])
+        #expect(listed.status == 6 && ["integrity", "data-error"].contains(listed.json?["error"] as? String ?? ""),
+                "\(listed.status) \(listed.stdout)")
+        #expect(try await rig.auditRecords(mentioning: "passkey sign-in at example.org as alice").isEmpty, "nothing signed")
+
+        _ = try await sqlite("UPDATE vault_item SET policy = CAST(X'\(original)' AS TEXT) WHERE name LIKE 'passkey-%'")
+        let again = try await setup.client(["assert", "--rp", "example.org", "--public-key", key], presenting: ["whorl"])
+        #expect(again.status == 0 && Self.list(again.stdout).first?["verified"] as? Bool == true,
+                "\(again.stdout) \(again.stderrLines); authenticator: \(setup.server.errorLines.suffix(6))")
     }
 }
