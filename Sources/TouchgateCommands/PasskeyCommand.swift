@@ -188,7 +188,7 @@ extension PasskeyCommand {
             commandName: "prompts",
             abstract: "Show what touchgated's passkey device of yours waits for, until stopped.",
             discussion: """
-                touchgated makes your passkey device (touchgate passkey enable) but has no terminal or                 desktop of yours: this shows each request for a finger (naming the site) on its output                 and as a desktop notification, withdrawn when the wait is over. The unit                 touchgate-passkey-prompts.service runs it in your graphical session. With --json, one                 event per line. Needs touchgated (exit 69 without it); Ctrl-C or SIGTERM stops it (exit 0).
+                touchgated makes your passkey device (touchgate passkey enable) but has no terminal or                 desktop of yours: this shows each request for a finger (naming the site) on its output                 and as a desktop notification, withdrawn when the wait is over. The unit                 touchgate-passkey-prompts.service runs it in your graphical session. With --json, one                 event per line. Needs touchgated (exit 75 without it); Ctrl-C or SIGTERM stops it (exit 0).
                 """)
 
         @OptionGroup var common: CommonOptions

@@ -50,12 +50,10 @@ public final class SeatPasskeyDevices: Sendable {
         var lastProblem: String?
         while !Task.isCancelled {
             do {
-                let users = try await seatUsers().filter(hasStore)
-                lastProblem = nil
-                if let problem = reconcile(users), problem != lastProblem {
-                    log(problem)
-                    lastProblem = problem
-                }
+                let problem = reconcile(try await seatUsers().filter(hasStore))
+                // Said once, not every pass; said again once it has gone away and come back.
+                if let problem, problem != lastProblem { log(problem) }
+                lastProblem = problem
             } catch {
                 let problem = "passkey devices: systemd-logind cannot say who is at the seat (\(error)); the devices stay "
                     + "as they are"

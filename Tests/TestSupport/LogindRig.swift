@@ -182,6 +182,12 @@ public final class LogindRig: @unchecked Sendable {
         return path
     }
 
+    /// Ends login session `id` (the template has no call for it: its object is removed, so
+    /// `ListSessions` no longer lists it).
+    public func removeSession(_ id: String) async throws {
+        try await mock("manager.RemoveObject('/org/freedesktop/login1/session/' + sys.argv[1], dbus_interface=mock)", [id])
+    }
+
     /// Gives logind's manager a lid (`LidClosed`, `Docked`, which the template lacks) in
     /// this state, or changes it.
     public func setLid(closed: Bool, docked: Bool = false) async throws {
