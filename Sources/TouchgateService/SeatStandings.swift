@@ -22,27 +22,22 @@ public final class SeatStandings: Sendable {
 
     /// Standings from systemd-logind on the system bus (`DBUS_SYSTEM_BUS_ADDRESS` when set).
     public convenience init(logger: Logger) {
-        self.init(logger: logger) {
-            let logind = try await LogindClient.connect()
-            do {
-                let users = try await logind.activeSeatUsers()
-                await logind.close()
-                return users
-            } catch {
-                await logind.close()
-                throw error
-            }
-        }
+        self.init(logger: logger) { try await Self.askLogind { try await $0.activeSeatUsers() } }
     }
 
     /// The uids with a session at a seat now, in its foreground or not (logind on the system
     /// bus, `DBUS_SYSTEM_BUS_ADDRESS` when set): whose passkey devices touchgated keeps.
     public static func seatUsers() async throws -> Set<UInt32> {
+        try await askLogind { try await $0.seatUsers() }
+    }
+
+    /// `question` asked of logind over a connection of its own, closed afterwards.
+    private static func askLogind<T>(_ question: (LogindClient) async throws -> T) async throws -> T {
         let logind = try await LogindClient.connect()
         do {
-            let users = try await logind.seatUsers()
+            let answer = try await question(logind)
             await logind.close()
-            return users
+            return answer
         } catch {
             await logind.close()
             throw error

@@ -89,12 +89,26 @@ struct DebianPackageTests {
                     "ldd \(binary): \(linked.stdout)")
         }
         #expect(root.exists("/usr/share/pam-configs/touchgate") && root.exists("/usr/share/pam-configs/touchgate-unlock"))
+        // touchgate passkey enable, as root: the files it writes, which the docs give, are in place
+        // (in this root no systemd, udev or uhid runs: it says so and goes on).
+        let passkeyFiles = ["/etc/modules-load.d/touchgate-passkey.conf", "/etc/udev/rules.d/69-touchgate-uhid.rules",
+                            "/etc/systemd/system/touchgated.service.d/touchgate-passkey.conf"]
+        let passkeysEnabled = try await root.run(["/usr/bin/touchgate", "passkey", "enable", "--json"])
+        #expect(passkeysEnabled.status == 0 && passkeysEnabled.stdout.contains(#""enabled":true"#), "passkey enable: \(passkeysEnabled)")
+        for file in passkeyFiles { #expect(root.exists(file), "passkey enable did not write \(file)") }
+        #expect((try? root.read("/etc/udev/rules.d/69-touchgate-uhid.rules"))?.contains(#"GROUP="touchgated", MODE="0660""#) == true)
         // Every path of ours that the README, the docs, the man pages and the installed units
         // give is where the packages put it (not /usr/local, where `make install` does).
         for (path, places) in try await Self.documentedPaths(in: root).sorted(by: { $0.key < $1.key })
         where !Self.madeByTheUser.contains(path) {
             #expect(root.exists(path), "\(path), given in \(places.joined(separator: ", ")), is not installed")
         }
+        let disabled = try await root.run(["/usr/bin/touchgate", "passkey", "disable"])
+        #expect(disabled.status == 0 && passkeyFiles.allSatisfy { !root.exists($0) }, "passkey disable: \(disabled)")
+        // The packages in a VM with /dev/uhid: touchgated's passkey devices, end to end.
+        try await PasskeyDeviceTests.inVM("vm-passkey-daemon.sh",
+                                          expecting: PasskeyDeviceTests.packagedChecks + PasskeyDeviceTests.daemonChecks,
+                                          debs: work.path("dist"))
         // A --help that names the program's own path names the installed one.
         let pinentryHelp = try await root.run(["/usr/bin/touchgate", "pinentry", "--help"])
         #expect(pinentryHelp.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")

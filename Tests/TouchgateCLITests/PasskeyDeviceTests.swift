@@ -28,19 +28,25 @@ struct PasskeyDeviceTests {
     /// request for her finger as a desktop notice naming the site, and withdraws it; the other
     /// user's shows nothing of hers.
     @Test func touchgatedKeepsADeviceForEachUserAtTheSeat() async throws {
-        try await Self.inVM("vm-passkey-daemon.sh", expecting: [
+        try await Self.inVM("vm-passkey-daemon.sh", expecting: Self.daemonChecks)
+    }
+
+    /// What vm-passkey-daemon.sh checks, with the build's programs; DebianPackageTests runs it
+    /// again with the packages installed in the VM, adding `packagedChecks`.
+    static let packagedChecks = ["packages-installed", "packaged-node-rule", "packaged-prompts-unit"]
+    static let daemonChecks = [
             "enable-exit", "enable-files", "uhid-daemon-group", "uhid-not-users", "logind-up", "daemon-up", "init-tester",
             "init-second", "enroll", "notifier-up", "no-session-no-device", "tester-device", "tester-owner-only", "no-seat-mark",
             "second-device", "second-owner-only", "two-devices", "second-cannot-open-testers", "tester-lists-own",
             "prompts-watching", "cred-made", "assert-uv", "prompt-names-site", "prompt-ended", "notice-names-site",
             "notice-withdrawn", "other-user-sees-nothing", "trail-sign-in", "passkey-in-store", "second-has-none", "tester-device-removed",
             "second-device-stays", "daemon-stops", "devices-gone-with-daemon", "disable-files", "uhid-root-again",
-        ])
-    }
+    ]
 
     /// Runs `script` of PasskeyClients as root in the VM with the build's programs, the
     /// fixtures and the udev rule shared in, and expects each of `checks` to print "ok".
-    static func inVM(_ script: String, expecting checks: [String]) async throws {
+    /// With `debs`, a directory of built packages, shared too and named to the script.
+    static func inVM(_ script: String, expecting checks: [String], debs: String? = nil) async throws {
         for (tool, package) in [("/usr/bin/qemu-system-x86_64", "qemu-system-x86"), ("/usr/sbin/debootstrap", "debootstrap"),
                                 ("/usr/sbin/mkfs.ext4", "e2fsprogs")] {
             try #require(FileManager.default.isExecutableFile(atPath: tool),
@@ -52,8 +58,9 @@ struct PasskeyDeviceTests {
         let clients = root + "/Tests/TouchgateCLITests/PasskeyClients"
         let run = try await runProgram("/bin/bash", [
             root + "/scripts/vm.sh", "run", "--share", bin, "--share", fixtures, "--share", clients, "--share", root + "/udev",
+        ] + (debs.map { ["--share", $0] } ?? []) + [
             "--", "bash", clients + "/" + script, bin, fixtures, root + "/udev/69-touchgate-passkey.rules",
-        ], environment: ["VM_TIMEOUT": "540"], timeout: 600)
+        ] + (debs.map { [$0] } ?? []), environment: ["VM_TIMEOUT": "540"], timeout: 600)
         let printed = run.stdout.split(separator: "\n").filter { $0.hasPrefix("check ") }
         #expect(run.status == 0, "scripts/vm.sh run: exit \(run.status)\n\(run.stdout.suffix(4000))\n\(run.stderr.suffix(2000))")
         for name in checks {

@@ -1,7 +1,9 @@
 #!/bin/bash
 # Runs as root inside scripts/vm.sh's guest (Debian's kernel, with /dev/uhid): touchgated's own
 # passkey devices, one per user at the seat.
-#   vm-passkey-daemon.sh BIN_DIR FIXTURES RULES_FILE
+#   vm-passkey-daemon.sh BIN_DIR FIXTURES RULES_FILE [DEBS_DIR]
+# With DEBS_DIR, the touchgate and touchgated packages built there are installed and used
+# (their udev rule, their touchgate and touchgated); BIN_DIR then gives virtual-finger only.
 # touchgate passkey enable (as root) sets the machine up; touchgated runs as its own user with
 # logind's stand-in (python3-dbusmock's logind template on a private system bus: the guest's
 # PID 1 is not systemd); two users, tester (4242) and second (4243), each with a store in
@@ -13,20 +15,30 @@
 # user's sees nothing of hers.
 # Prints "check NAME ok|FAILED" lines and exits 1 if any failed.
 set -uo pipefail
-bin=$1 fixtures=$2 rules=$3
+bin=$1 fixtures=$2 rules=$3 debs=${4:-}
 failed=0
 check() { local name=$1; shift; if "$@"; then echo "check $name ok"; else echo "check $name FAILED"; failed=1; fi; }
 # Waits up to 15 s for a command to succeed.
 within() { for _ in $(seq 150); do "$@" && return 0; sleep 0.1; done; return 1; }
 
-cp "$rules" /etc/udev/rules.d/69-touchgate-passkey.rules
+if [ -n "$debs" ]; then
+  # The packages as a machine gets them: their postinst makes touchgated's user.
+  check packages-installed sh -c "dpkg -i $debs/touchgate_*.deb $debs/touchgated_*.deb >/run/dpkg.log 2>&1 \
+    || { tail -20 /run/dpkg.log; false; }"
+  cli=/usr/libexec/touchgate/touchgate-cli daemon_program=/usr/sbin/touchgated
+  check packaged-node-rule test -f /lib/udev/rules.d/69-touchgate-passkey.rules
+  check packaged-prompts-unit test -f /usr/lib/systemd/user/touchgate-passkey-prompts.service
+else
+  cp "$rules" /etc/udev/rules.d/69-touchgate-passkey.rules
+  groupadd --system touchgated && useradd --system -g touchgated -M -s /usr/sbin/nologin touchgated
+  cli=$bin/touchgate-cli daemon_program=$bin/touchgated
+fi
 udevadm control --reload-rules
-groupadd --system touchgated && useradd --system -g touchgated -M -s /usr/sbin/nologin touchgated
 useradd -u 4242 -m -s /bin/bash tester
 useradd -u 4243 -m -s /bin/bash second
 
 # --- enable -------------------------------------------------------------------------
-enabled=$("$bin/touchgate-cli" passkey enable --json 2>&1); echo "enable: $enabled"
+enabled=$("$cli" passkey enable --json 2>&1); echo "enable: $enabled"
 check enable-exit sh -c "echo '$enabled' | grep -q '\"enabled\" *: *true'"
 check enable-files test -f /etc/modules-load.d/touchgate-passkey.conf -a -f /etc/udev/rules.d/69-touchgate-uhid.rules \
   -a -f /etc/systemd/system/touchgated.service.d/touchgate-passkey.conf
@@ -75,7 +87,7 @@ check notifier-up within sh -c "DBUS_SESSION_BUS_ADDRESS=$session_bus gdbus call
   --object-path /org/freedesktop/Notifications --method org.freedesktop.Notifications.GetServerInformation >/dev/null 2>&1"
 
 export FP_DRIVERS_WHITELIST=virtual_image FP_VIRTUAL_IMAGE=/run/vi/reader.sock
-TOUCHGATED_PASSKEYS=seat "$bin/touchgated" --user touchgated --socket /run/touchgate/socket \
+TOUCHGATED_PASSKEYS=seat "$daemon_program" --user touchgated --socket /run/touchgate/socket \
   --state-dir /var/lib/touchgate --finger-timeout 60 >/run/touchgated.log 2>&1 &
 daemon=$!
 check daemon-up within test -S /run/touchgate/socket
@@ -93,12 +105,12 @@ finger() {
 printf 'correct horse battery staple\n' >/run/passphrase; chmod 0644 /run/passphrase
 for user in tester second; do
   check "init-$user" sh -c "runuser -u $user -- env HOME=/home/$user TOUCHGATE_SOCKET=/run/touchgate/socket \
-    '$bin/touchgate-cli' init --kdf minimum --passphrase-fd 3 3</run/passphrase >/run/init-$user.log 2>&1 \
+    '$cli' init --kdf minimum --passphrase-fd 3 3</run/passphrase >/run/init-$user.log 2>&1 \
     || { cat /run/init-$user.log; false; }"
 done
 finger whorl
 check enroll sh -c "runuser -u tester -- env HOME=/home/tester TOUCHGATE_SOCKET=/run/touchgate/socket \
-  '$bin/touchgate-cli' enroll --finger right-index --yes --passphrase-fd 3 3</run/passphrase >/run/enroll.log 2>&1 \
+  '$cli' enroll --finger right-index --yes --passphrase-fd 3 3</run/passphrase >/run/enroll.log 2>&1 \
   || { tail -3 /run/enroll.log; false; }"
 pkill -f virtual-finger 2>/dev/null
 
@@ -116,20 +128,23 @@ nodes() { ls /dev/hidraw* 2>/dev/null | wc -l; }
 
 # --- sessions make and remove devices ----------------------------------------------
 check no-session-no-device test "$(nodes)" = 0
-logind add c1 4242 tester active
-check tester-device within has_node 4242
-udevadm settle
-tester_node=$(node_of 4242)
-echo "tester's node $tester_node: $(stat -c '%U %a' "$tester_node" 2>&1)"
-check tester-owner-only test "$(stat -c '%U %a' "$tester_node")" = "tester 600"
+# A session of USER (uid UID) at the seat, SESSION in STATE: her device appears, hers alone;
+# its node in $node.
+session_device() {
+  local user=$1 uid=$2 session=$3 state=$4
+  logind add "$session" "$uid" "$user" "$state"
+  check "$user-device" within has_node "$uid"
+  udevadm settle
+  node=$(node_of "$uid")
+  echo "$user's node $node: $(stat -c '%U %a' "$node" 2>&1)"
+  check "$user-owner-only" test "$(stat -c '%U %a' "$node")" = "$user 600"
+}
+session_device tester 4242 c1 active
+tester_node=$node
 check no-seat-mark sh -c "! udevadm info '$tester_node' | grep -q 'ID_SECURITY_TOKEN=1'"
 # The second user switches in at the seat (tester's session stays, in the background).
-logind add c2 4243 second online
-check second-device within has_node 4243
-udevadm settle
-second_node=$(node_of 4243)
-echo "second's node $second_node: $(stat -c '%U %a' "$second_node" 2>&1)"
-check second-owner-only test "$(stat -c '%U %a' "$second_node")" = "second 600"
+session_device second 4243 c2 online
+second_node=$node
 check two-devices test "$(nodes)" = 2
 check second-cannot-open-testers sh -c "! runuser -u second -- sh -c 'exec 3<>$tester_node' 2>/dev/null"
 listed=$(as tester fido2-token -L 2>&1); echo "tester's fido2-token -L: $listed"
@@ -140,7 +155,7 @@ check tester-lists-own sh -c "echo '$listed' | grep -q '^$tester_node: vendor=0x
 for user in tester second; do
   install -o "$user" -m 0600 /dev/null "/run/prompts-$user.log"
   runuser -u "$user" -- env HOME="/home/$user" TOUCHGATE_SOCKET=/run/touchgate/socket DBUS_SESSION_BUS_ADDRESS=$session_bus \
-    "$bin/touchgate-cli" passkey prompts --json >"/run/prompts-$user.log" 2>&1 &
+    "$cli" passkey prompts --json >"/run/prompts-$user.log" 2>&1 &
 done
 check prompts-watching within sh -c "grep -q 'Ctrl-C stops' /run/prompts-tester.log && grep -q 'Ctrl-C stops' /run/prompts-second.log"
 head -c 32 /dev/urandom | base64 >/run/cred.in
@@ -161,12 +176,12 @@ check notice-names-site grep -q 'Notify .*example.org' /run/bus/notifications.lo
 check notice-withdrawn grep -q 'CloseNotification' /run/bus/notifications.log
 check other-user-sees-nothing sh -c "! grep -q 'example.org' /run/prompts-second.log"
 pkill -f "passkey prompts" 2>/dev/null
-trail=$(as tester "$bin/touchgate-cli" audit show 2>&1)
+trail=$(as tester "$cli" audit show 2>&1)
 check trail-sign-in sh -c "echo \"\$0\" | grep -q 'passkey sign-in at example.org as alice (user verified)'" "$trail"
-listing=$(as tester "$bin/touchgate-cli" passkey list 2>&1); echo "tester's passkeys: $listing"
+listing=$(as tester "$cli" passkey list 2>&1); echo "tester's passkeys: $listing"
 check passkey-in-store sh -c "echo \"\$0\" | grep -q 'example.org  alice'" "$listing"
 check second-has-none sh -c "as_second=\$(runuser -u second -- env HOME=/home/second TOUCHGATE_SOCKET=/run/touchgate/socket \
-  '$bin/touchgate-cli' passkey list 2>&1); echo \"\$as_second\" | grep -q 'No passkeys'"
+  '$cli' passkey list 2>&1); echo \"\$as_second\" | grep -q 'No passkeys'"
 
 # --- the end of a session removes its device; the other user's stays ------------------
 logind remove c1
@@ -177,7 +192,7 @@ check daemon-stops within sh -c "! kill -0 $daemon 2>/dev/null"
 check devices-gone-with-daemon within test "$(nodes)" = 0
 
 # --- disable --------------------------------------------------------------------------
-disabled=$("$bin/touchgate-cli" passkey disable 2>&1); echo "disable: $disabled"
+disabled=$("$cli" passkey disable 2>&1); echo "disable: $disabled"
 check disable-files test ! -e /etc/modules-load.d/touchgate-passkey.conf -a ! -e /etc/udev/rules.d/69-touchgate-uhid.rules \
   -a ! -e /etc/systemd/system/touchgated.service.d/touchgate-passkey.conf
 check uhid-root-again test "$(stat -c '%U %G %a' /dev/uhid)" = "root root 600"
