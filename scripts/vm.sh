@@ -33,6 +33,10 @@
 #   VM_CPU       qemu's -cpu: host under KVM, max under TCG by default.
 #   VM_KERNEL_ARGS  more kernel command line (e.g. loglevel=7 to see the whole boot).
 #   VM_VERBOSE=1 prints the guest's console (kernel and init messages) after the run.
+#   VM_EXTRA_PACKAGES  more Debian packages for the image (space-separated), which then is an
+#                image of its own, named by VM_IMAGE_NAME (required with them), cached beside
+#                the others: e.g. the browser test's chromium.
+#   VM_MEMORY    the guest's memory in MiB, 1024 by default.
 #
 # Exit status of `run`: COMMAND's; 124 when VM_TIMEOUT ran out; 125 when the VM could not
 # run the command at all (no qemu, VM_ACCEL=kvm without a usable /dev/kvm, a boot failure:
@@ -68,6 +72,7 @@ note() { echo "$self: $*" >&2; }
 # for logind's stand-in (the guest's PID 1 is not systemd) and a notification server, which
 # desktop notices reach with gdbus (libglib2.0-bin).
 packages=(
+    ${VM_EXTRA_PACKAGES:-}
     linux-image-amd64 initramfs-tools
     udev kmod
     fido2-tools libfido2-1
@@ -169,6 +174,9 @@ archive_uri() {
 # --- The image -----------------------------------------------------------------------
 
 suite=${VM_SUITE:-}
+variant=${VM_IMAGE_NAME:-base}
+[ -z "${VM_EXTRA_PACKAGES:-}" ] || [ -n "${VM_IMAGE_NAME:-}" ] || die "VM_EXTRA_PACKAGES makes an image of its own: name it with VM_IMAGE_NAME"
+[[ $variant =~ ^[a-z0-9-]+$ ]] || die "VM_IMAGE_NAME is lowercase letters, digits and dashes, not '$variant'"
 mirror=${VM_MIRROR:-}
 
 resolve_archive() {
@@ -189,7 +197,7 @@ image_dir() {
         echo "$initramfs_init"
         echo "${initramfs_modules[*]}"
     } | sha256sum | cut -c1-16)
-    echo "$cache/image-$suite-$key"
+    echo "$cache/image-$suite-$variant-$key"
 }
 
 build_image() {
@@ -279,9 +287,9 @@ sys.stdout.buffer.write(lzma.LZMADecompressor().decompress(data[start:]))' "/boo
     rm -rf "$root" "$work/debootstrap.log"
     mv "$work" "$image"
     trap - EXIT
-    # Images made from an earlier package list or stub are of no more use.
+    # Images of this name made from an earlier package list or stub are of no more use.
     local old
-    for old in "$cache"/image-*; do
+    for old in "$cache/image-$suite-$variant-"*; do
         [ "$old" = "$image" ] || [[ $old == *.tmp.* ]] || rm -rf "$old"
     done
     note "image ready in $((SECONDS - started)) s: $image"
@@ -471,7 +479,7 @@ EOF
     local append="console=ttyS0 quiet loglevel=3 panic=-1 mitigations=off ${VM_KERNEL_ARGS:-}"
     # -nodefaults: no default monitor, serial, network or display; the serial console goes to a file.
     timeout --kill-after=5 "$timeout_seconds" \
-        qemu-system-x86_64 "${accel_options[@]}" -m 1024 -smp 2 -M q35 \
+        qemu-system-x86_64 "${accel_options[@]}" -m "${VM_MEMORY:-1024}" -smp 2 -M q35 \
         -nodefaults -nographic -no-reboot \
         -serial "file:$run/console.log" \
         -kernel "$image/kernel" -initrd "$image/initrd.img" -append "$append" \

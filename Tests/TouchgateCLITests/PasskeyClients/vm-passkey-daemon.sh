@@ -48,18 +48,20 @@ check uhid-daemon-group test "$(stat -c '%U %G %a' /dev/uhid)" = "root touchgate
 check uhid-not-users sh -c "! runuser -u tester -- sh -c 'exec 3<>/dev/uhid' 2>/dev/null"
 
 # --- logind's stand-in and touchgated -----------------------------------------------
-mkdir -p /run/bus /run/vi && chmod 0755 /run/bus && chmod 0777 /run/vi
+# The system bus where GLib looks without being told (/run/dbus/system_bus_socket): the
+# packaged touchgated is set-group-ID, and GLib ignores DBUS_SYSTEM_BUS_ADDRESS there.
+mkdir -p /run/bus /run/dbus /run/vi && chmod 0755 /run/bus /run/dbus && chmod 0777 /run/vi
 cat >/run/bus/bus.conf <<CONF
 <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig><type>system</type><listen>unix:path=/run/bus/system.socket</listen><auth>EXTERNAL</auth>
+<busconfig><type>system</type><listen>unix:path=/run/dbus/system_bus_socket</listen><auth>EXTERNAL</auth>
 <policy context="default"><allow user="*"/><allow own="*"/><allow send_type="method_call"/><allow send_type="signal"/>
 <allow send_type="method_return"/><allow send_type="error"/><allow receive_type="method_call"/>
 <allow receive_type="signal"/><allow receive_type="method_return"/><allow receive_type="error"/></policy></busconfig>
 CONF
 dbus-daemon --config-file=/run/bus/bus.conf --nofork >/run/bus/dbus.log 2>&1 &
-within test -S /run/bus/system.socket; chmod 0666 /run/bus/system.socket
-export DBUS_SYSTEM_BUS_ADDRESS=unix:path=/run/bus/system.socket
+within test -S /run/dbus/system_bus_socket; chmod 0666 /run/dbus/system_bus_socket
+export DBUS_SYSTEM_BUS_ADDRESS=unix:path=/run/dbus/system_bus_socket
 python3 -m dbusmock --system --template logind >/run/bus/logind.log 2>&1 &
 logind() {
   python3 - "$@" <<'PY'
@@ -77,7 +79,7 @@ PY
 }
 check logind-up within logind list 2>/dev/null
 # A session bus with a notification server, which both users' prompts watchers reach.
-sed -e 's|<type>system</type>|<type>session</type>|' -e 's|system.socket|session.socket|' /run/bus/bus.conf >/run/bus/session.conf
+sed -e 's|<type>system</type>|<type>session</type>|' -e 's|/run/dbus/system_bus_socket|/run/bus/session.socket|' /run/bus/bus.conf >/run/bus/session.conf
 dbus-daemon --config-file=/run/bus/session.conf --nofork >/run/bus/session.log 2>&1 &
 within test -S /run/bus/session.socket; chmod 0666 /run/bus/session.socket
 session_bus=unix:path=/run/bus/session.socket
