@@ -464,6 +464,11 @@ udevadm settle --timeout=30
 stage "udev settled"
 modprobe uhid || fail "modprobe uhid failed"
 [ -c /dev/uhid ] || fail "no /dev/uhid after modprobe uhid"
+# The loopback interface up (nothing else configures the network): localhost for the tests'
+# servers. SIOCSIFFLAGS with IFF_UP and IFF_RUNNING, as "ip link set lo up" (iproute2 is not
+# in the image) would.
+python3 -c 'import fcntl, socket, struct; fcntl.ioctl(socket.socket(), 0x8914, struct.pack("16sH", b"lo", 0x41))' ||
+    fail "cannot bring the loopback interface up"
 $mounts
 $exports
 stage "running the command"

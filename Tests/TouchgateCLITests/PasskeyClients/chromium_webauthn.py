@@ -38,7 +38,7 @@ def main():
         driver.set_page_load_timeout(120)
         driver.get(sys.argv[1])
         made = ceremony(driver, "register", 'register("alice")')
-        ceremony(driver, "sign-in", "signIn(%s)" % json.dumps(made["raw"]))
+        ceremony(driver, "sign-in", "signIn(%s, %s)" % (json.dumps(made["raw"]), json.dumps(made["publicKey"])))
     finally:
         driver.quit()
 

@@ -44,7 +44,7 @@ registered=$(echo "$output" | grep '"ceremony": "register"')
 signed=$(echo "$output" | grep '"ceremony": "sign-in"')
 # Flags: UP (1) and UV (4); a registration also carries AT (0x40).
 check chromium-registered sh -c "echo '$registered' | python3 -c 'import json,sys; d=json.load(sys.stdin)[\"ok\"]; sys.exit(0 if d[\"type\"]==\"webauthn.create\" and d[\"flags\"]&0x45==0x45 else 1)'"
-check chromium-signed-in sh -c "echo '$signed' | python3 -c 'import json,sys; d=json.load(sys.stdin)[\"ok\"]; sys.exit(0 if d[\"type\"]==\"webauthn.get\" and d[\"flags\"]&5==5 and d[\"signature\"]>0 else 1)'"
+check chromium-signed-in sh -c "echo '$signed' | python3 -c 'import json,sys; d=json.load(sys.stdin)[\"ok\"]; sys.exit(0 if d[\"type\"]==\"webauthn.get\" and d[\"flags\"]&5==5 and d[\"verified\"] is True else 1)'"
 trail=$(as_tester "$bin/touchgate-cli" audit show 2>&1)
 check trail-made sh -c "echo \"\$0\" | grep -q 'passkey made for localhost as alice'" "$trail"
 check trail-sign-in sh -c "echo \"\$0\" | grep -q 'passkey sign-in at localhost as alice (user verified)'" "$trail"
