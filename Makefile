@@ -206,6 +206,7 @@ uninstall:
 		$(DESTDIR)$(BASHCOMPDIR)/touchgate $(DESTDIR)$(ZSHCOMPDIR)/_touchgate $(DESTDIR)$(FISHCOMPDIR)/touchgate.fish \
 		$(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.socket $(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-agent.service \
 		$(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-secret-service.service \
+		$(DESTDIR)$(SYSTEMDUSERUNITDIR)/touchgate-passkey-prompts.service \
 		$(DESTDIR)$(LIBDIR)/touchgate/libtouchgate-sk.so
 	-rmdir $(DESTDIR)$(LIBDIR)/touchgate
 

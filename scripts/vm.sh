@@ -66,7 +66,7 @@ die() { echo "$self: $*" >&2; exit 125; }
 note() { echo "$self: $*" >&2; }
 
 # What the guest has besides debootstrap's minbase: the kernel and what makes its initramfs,
-# udev and kmod (modprobe uhid, hidraw nodes), libfido2's tools to look at the virtual
+# udev and kmod (modprobe uhid, hidraw nodes), procps (pkill, pgrep), libfido2's tools to look at the virtual
 # authenticator from a real client, python3 for small probes, and the shared libraries the
 # project's binaries link (libgio is in libglib2.0-0), and a D-Bus daemon with python3-dbusmock
 # for logind's stand-in (the guest's PID 1 is not systemd) and a notification server, which
@@ -74,7 +74,7 @@ note() { echo "$self: $*" >&2; }
 packages=(
     ${VM_EXTRA_PACKAGES:-}
     linux-image-amd64 initramfs-tools
-    udev kmod
+    udev kmod procps
     fido2-tools libfido2-1
     python3
     dbus-daemon python3-dbusmock libglib2.0-bin

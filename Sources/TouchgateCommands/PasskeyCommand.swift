@@ -149,18 +149,9 @@ struct PasskeyCommand: AsyncParsableCommand {
                 let log: @Sendable (String) -> Void = { console.event(InteractionEvent(.notice, $0)) }
                 let notices = PasskeyNotices(console: console)
                 guard let path = chosen, !uhid else {
-                    let device = try UhidDevice(owner: UInt32(getuid()))
-                    console.event(InteractionEvent(.notice, "passkey device made (\(device.name), USB "
-                                                   + "\(UhidDevice.vendor.zeroPadded(4, radix: 16)):\(UhidDevice.product.zeroPadded(4, radix: 16))); "
-                                                   + "browsers list it as a security key while this runs"))
-                    let serving = Task {
-                        await PasskeySocketServer.serveDevice(device, requests: { ServiceChoice.resolve(for: $0) },
-                                                              interaction: notices.prompts, policy: policy,
-                                                              log: log)
-                    }
+                    let device = try Self.device(requests: { ServiceChoice.resolve(for: $0) }, policy: policy, console: console)
                     await Self.waitUntilStopped()
-                    device.stop()
-                    await serving.value
+                    await device.stop()
                     return ExitStatus.success
                 }
                 let server = try PasskeySocketServer(path: path, requests: { ServiceChoice.resolve(for: $0) },
@@ -172,6 +163,33 @@ struct PasskeyCommand: AsyncParsableCommand {
                 server.stop()
                 await serving.value
                 return ExitStatus.success
+            }
+        }
+
+        /// This user's passkey device on /dev/uhid, serving `requests` until stopped, its
+        /// prompts on `console` and as desktop notices (`serve --uhid`, `agent --passkeys`).
+        static func device(requests: @escaping RequestsForCaller, policy: String? = nil,
+                           console: Console) throws(ServiceError) -> ServedDevice {
+            let device = try UhidDevice(owner: UInt32(getuid()))
+            console.event(InteractionEvent(.notice, "passkey device made (\(device.name), USB "
+                                           + "\(UhidDevice.vendor.zeroPadded(4, radix: 16)):\(UhidDevice.product.zeroPadded(4, radix: 16))); "
+                                           + "browsers list it as a security key while this runs"))
+            let notices = PasskeyNotices(console: console)
+            let serving = Task {
+                await PasskeySocketServer.serveDevice(device, requests: requests, interaction: notices.prompts, policy: policy,
+                                                      log: { console.event(InteractionEvent(.notice, $0)) })
+            }
+            return ServedDevice(device: device, serving: serving)
+        }
+
+        /// A device and the task serving it.
+        struct ServedDevice: Sendable {
+            let device: UhidDevice
+            let serving: Task<Void, Never>
+
+            func stop() async {
+                device.stop()
+                await serving.value
             }
         }
 

@@ -49,8 +49,8 @@ enum PasskeySetup {
     static func requireRoot(_ what: String) throws(ServiceError) {
         guard geteuid() == 0 else {
             throw ServiceError(.forbidden, "touchgate passkey \(what) sets up this machine for touchgated: run it as root "
-                               + "(sudo touchgate passkey \(what)). Without touchgated, run touchgate passkey serve "
-                               + "--uhid in your session instead (README: Passkeys)")
+                               + "(sudo touchgate passkey \(what)). Without touchgated, your agent makes your device "
+                               + "(touchgate agent --passkeys, given /dev/uhid: README, Passkeys)")
         }
     }
 

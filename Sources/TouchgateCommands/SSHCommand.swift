@@ -168,15 +168,23 @@ struct Agent: AsyncParsableCommand {
                              + "libsecret, secret-tool and Python's keyring (touchgate secret-service)."))
     var secretService = false
 
+    @Flag(help: ArgumentHelp("Also be your passkey authenticator: a USB security key on /dev/uhid (which you must be "
+                             + "given) for as long as the agent runs, over the store it hosts (touchgate passkey)."))
+    var passkeys = false
+
     @Flag(help: ArgumentHelp("Start the agent in the background unless one already listens, print the SSH_AUTH_SOCK "
                              + "line, and return: for a session without systemd (eval \"$(touchgate agent --launch)\" "
                              + "in ~/.profile). Its log goes to agent.log beside the socket."))
     var launch = false
 
     func run() async throws {
-        let (chosen, chosenService, launch, secretService) = (socket, serviceSocket, launch, secretService)
+        let (chosen, chosenService, launch, secretService, passkeys) = (socket, serviceSocket, launch, secretService, passkeys)
         try await CommandRunner.run(json: common.json) { console in
             let path = try Self.socketPath(chosen)
+            if passkeys, Invocation.daemonSocket() != nil {
+                throw ServiceError(.usage, "with touchgated, your passkey device is touchgated's (sudo touchgate passkey "
+                                   + "enable): leave out --passkeys")
+            }
             if launch {
                 let pid = try await Self.launch(socket: path, chosen: chosen, service: chosenService)
                 console.result("agent", AgentReport(sshAuthSock: path, pid: pid),
@@ -241,6 +249,7 @@ struct Agent: AsyncParsableCommand {
                 }
             }
             let keyring = secretService ? try Self.serveSecretService(requests: requests, console: console) : nil
+            let passkeyDevice = passkeys ? try PasskeyCommand.Serve.device(requests: requests, console: console) : nil
             await withTaskCancellationHandler {
                 await server.run()
             } onCancel: {
@@ -249,6 +258,7 @@ struct Agent: AsyncParsableCommand {
             }
             watch.cancel()
             keyring?.stop()
+            await passkeyDevice?.stop()
             hosted?.stop()
             await served.value
             if let record, Invocation.recordedStore(beside: record.socket) == record.contents {

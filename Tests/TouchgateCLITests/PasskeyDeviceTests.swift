@@ -15,7 +15,7 @@ struct PasskeyDeviceTests {
     @Test func libfido2ToolsUseTheUhidDevice() async throws {
         try await Self.inVM("vm-passkey.sh", expecting: [
             "device", "owner-only", "no-seat-mark", "token-listed", "token-info", "cred-made", "assert-uv",
-            "assert-flags-up-uv", "trail-sign-in",
+            "assert-flags-up-uv", "trail-sign-in", "serve-stops", "agent-device", "agent-assert-uv", "agent-trail-sign-in",
         ])
     }
 

@@ -34,8 +34,8 @@ def main():
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
     try:
         # The emulated guest is slow, and the finger is played while the page waits.
-        driver.set_script_timeout(300)
-        driver.set_page_load_timeout(120)
+        driver.set_script_timeout(400)
+        driver.set_page_load_timeout(300)
         driver.get(sys.argv[1])
         made = ceremony(driver, "register", 'register("alice")')
         ceremony(driver, "sign-in", "signIn(%s, %s)" % (json.dumps(made["raw"]), json.dumps(made["publicKey"])))

@@ -5,7 +5,8 @@
 # As a user of its own (uid 4242), with the project's udev rule installed: a vault with the
 # whorl print enrolled on libfprint's virtual reader, `touchgate passkey serve --uhid`, then
 # fido2-token -L and -I, fido2-cred -M (resident, user verification), fido2-assert -G -t
-# uv=true with the finger played by virtual-finger (a stranger's finger is refused in
+# uv=true with the finger played by virtual-finger, then a sign-in again through the device
+# `touchgate agent --passkeys` makes (a stranger's finger is refused in
 # PasskeyTests, through libfido2 and python-fido2 on the socket). Prints
 # "check NAME ok|FAILED ..." lines and exits 1 if any failed.
 set -uo pipefail
@@ -75,6 +76,24 @@ check assert-flags-up-uv test "$(( ${flags:-0} & 5 ))" = 5
 trail=$(as_tester "$bin/touchgate" audit show 2>&1)
 check trail-sign-in sh -c "echo \"\$0\" | grep -q 'passkey sign-in at example.org as alice (user verified)'" "$trail"
 pkill -u tester -f "passkey serve" 2>/dev/null
-[ "$failed" = 0 ] || { echo "--- serve.log"; tail -20 "$work/serve.log"; echo "--- finger.log"; tail -5 "$work/finger.log"
+# SIGTERM ends the authenticator, and its device with it, within seconds.
+stopped() { ! pgrep -u tester -f "passkey serve" >/dev/null && ! ls /dev/hidraw* >/dev/null 2>&1; }
+for _ in $(seq 100); do stopped && break; sleep 0.1; done
+check serve-stops stopped
+
+# touchgate agent --passkeys: the agent that hosts the personal store makes the device itself.
+as_tester "$bin/touchgate-cli" agent --passkeys --socket "$work/run/agent.ssh" >"$work/agent.log" 2>&1 &
+for _ in $(seq 300); do ls /dev/hidraw* >/dev/null 2>&1 && break; sleep 0.1; done
+udevadm settle
+node=$(ls /dev/hidraw* 2>/dev/null | head -1)
+check agent-device test -n "$node"
+{ head -c 32 /dev/urandom | base64; echo example.org; echo "$credential"; } >"$work/assert2.in"
+chown tester "$work/assert2.in"
+finger whorl
+check agent-assert-uv as_tester fido2-assert -G -t uv=true -i "$work/assert2.in" -o "$work/assert2.out" "$node"
+trail=$(as_tester "$bin/touchgate" audit show 2>&1)
+check agent-trail-sign-in test "$(echo "$trail" | grep -c 'passkey sign-in at example.org as alice (user verified)')" = 2
+pkill -u tester -f "agent --passkeys" 2>/dev/null
+[ "$failed" = 0 ] || { echo "--- serve.log"; tail -20 "$work/serve.log"; echo "--- agent.log"; tail -10 "$work/agent.log" 2>/dev/null; echo "--- finger.log"; tail -5 "$work/finger.log"
   echo "--- trail"; echo "$trail" | tail -8; }
 exit "$failed"
