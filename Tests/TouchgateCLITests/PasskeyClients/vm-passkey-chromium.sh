@@ -8,25 +8,8 @@
 set -uo pipefail
 bin=$1 fixtures=$2 rules=$3
 clients=$(cd "$(dirname "$0")" && pwd)
-failed=0
-check() { local name=$1; shift; if "$@"; then echo "check $name ok"; else echo "check $name FAILED"; failed=1; fi; }
-
-cp "$rules" /etc/udev/rules.d/69-touchgate-passkey.rules
-udevadm control --reload-rules
-useradd -u 4242 -m -s /bin/bash tester
-chown tester /dev/uhid
-work=/home/tester/work
-runuser -u tester -- mkdir -p -m 0700 "$work" "$work/run" "$work/page"
-as_tester() {
-  runuser -u tester -- env HOME=/home/tester XDG_DATA_HOME="$work/data" XDG_RUNTIME_DIR="$work/run" TOUCHGATE_SOCKET= \
-    FP_DRIVERS_WHITELIST=virtual_image FP_VIRTUAL_IMAGE="$work/vi.sock" TOUCHGATE_FIXTURES="$fixtures" "$@"
-}
-printf 'correct horse battery staple\n' >"$work/passphrase"
-chown tester "$work/passphrase"
-check init sh -c "runuser -u tester -- env HOME=/home/tester XDG_DATA_HOME='$work/data' XDG_RUNTIME_DIR='$work/run' TOUCHGATE_SOCKET= '$bin/touchgate-cli' init --kdf minimum --passphrase-fd 3 3<'$work/passphrase' >'$work/init.log' 2>&1 || { cat '$work/init.log'; false; }"
-# The finger, each time the authenticator waits for one.
-as_tester "$bin/virtual-finger" --watch --socket "$work/vi.sock" --print whorl 2>"$work/finger.log" &
-check enroll sh -c "runuser -u tester -- env HOME=/home/tester XDG_DATA_HOME='$work/data' XDG_RUNTIME_DIR='$work/run' TOUCHGATE_SOCKET= FP_DRIVERS_WHITELIST=virtual_image FP_VIRTUAL_IMAGE='$work/vi.sock' '$bin/touchgate-cli' enroll --finger right-index --yes --passphrase-fd 3 3<'$work/passphrase' >'$work/enroll.log' 2>&1 || { tail -3 '$work/enroll.log'; false; }"
+source "$clients/vm-tester.sh"
+runuser -u tester -- mkdir -p -m 0700 "$work/page"
 as_tester "$bin/touchgate-cli" passkey serve --uhid >"$work/serve.log" 2>&1 &
 for _ in $(seq 300); do ls /dev/hidraw* >/dev/null 2>&1 && break; sleep 0.1; done
 udevadm settle

@@ -11,32 +11,7 @@
 # "check NAME ok|FAILED ..." lines and exits 1 if any failed.
 set -uo pipefail
 bin=$1 fixtures=$2 rules=$3
-failed=0
-check() { local name=$1; shift; if "$@"; then echo "check $name ok"; else echo "check $name FAILED"; failed=1; fi; }
-
-cp "$rules" /etc/udev/rules.d/69-touchgate-passkey.rules
-udevadm control --reload-rules
-useradd -u 4242 -m -s /bin/bash tester
-# The test grants the one user /dev/uhid, as the README says to (no acl tools in the guest).
-chown tester /dev/uhid
-work=/home/tester/work
-runuser -u tester -- mkdir -p -m 0700 "$work" "$work/run"
-as_tester() {
-  runuser -u tester -- env HOME=/home/tester XDG_DATA_HOME="$work/data" XDG_RUNTIME_DIR="$work/run" TOUCHGATE_SOCKET= \
-    FP_DRIVERS_WHITELIST=virtual_image FP_VIRTUAL_IMAGE="$work/vi.sock" TOUCHGATE_FIXTURES="$fixtures" "$@"
-}
-finger() {
-  pkill -u tester -f virtual-finger 2>/dev/null; sleep 0.3
-  rm -f "$work/finger.log"
-  as_tester "$bin/virtual-finger" --watch --socket "$work/vi.sock" --print "$1" 2>"$work/finger.log" &
-  for _ in $(seq 300); do grep -q presenting "$work/finger.log" 2>/dev/null && break; sleep 0.1; done
-}
-
-printf 'correct horse battery staple\n' >"$work/passphrase"
-chown tester "$work/passphrase"
-check init sh -c "runuser -u tester -- env HOME=/home/tester XDG_DATA_HOME='$work/data' XDG_RUNTIME_DIR='$work/run' TOUCHGATE_SOCKET= '$bin/touchgate' init --kdf minimum --passphrase-fd 3 3<'$work/passphrase' >'$work/init.log' 2>&1 || { cat '$work/init.log'; false; }"
-finger whorl
-check enroll sh -c "runuser -u tester -- env HOME=/home/tester XDG_DATA_HOME='$work/data' XDG_RUNTIME_DIR='$work/run' TOUCHGATE_SOCKET= FP_DRIVERS_WHITELIST=virtual_image FP_VIRTUAL_IMAGE='$work/vi.sock' '$bin/touchgate' enroll --finger right-index --yes --passphrase-fd 3 3<'$work/passphrase' >'$work/enroll.log' 2>&1 || { tail -3 '$work/enroll.log'; false; }"
+source "$(dirname "$0")/vm-tester.sh"
 # The authenticator, started anew for each finger: libfprint's virtual_image reader keeps an
 # image that arrives after its wait for the next one, which would be the next step's finger.
 serve() {
