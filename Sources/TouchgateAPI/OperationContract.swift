@@ -95,7 +95,8 @@ extension DaemonOperation {
             OperationContract("settings", writesRecords: false)
         case .policySet:
             OperationContract(["lockout-threshold", "lockout-duration-seconds", "session-timeout-seconds",
-                               "idle-timeout-seconds", "run-lease-seconds"], "settings (only the values given change)")
+                               "idle-timeout-seconds", "run-lease-seconds", "passkey-policy"],
+                              "settings (only the values given change)")
         case .repair:
             OperationContract("repair report")
         case .tpmStatus:

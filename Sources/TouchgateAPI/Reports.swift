@@ -146,11 +146,15 @@ public struct SettingsReport: Codable, Sendable, Equatable {
     public var passphraseOnlyThreshold: Int
     /// How long an approved `touchgate run` may run again without a touch (0: never).
     public var runLeaseSeconds: Int
+    /// The policy of new passkeys (`biometry-any` unless set).
+    public var passkeyPolicy: String
 
     /// A report.
     public init(lockoutThreshold: Int, lockoutDurationSeconds: Int, sessionTimeoutSeconds: Int,
-                idleTimeoutSeconds: Int, passphraseOnlyThreshold: Int, runLeaseSeconds: Int = 0) {
+                idleTimeoutSeconds: Int, passphraseOnlyThreshold: Int, runLeaseSeconds: Int = 0,
+                passkeyPolicy: String = "biometry-any") {
         self.runLeaseSeconds = runLeaseSeconds
+        self.passkeyPolicy = passkeyPolicy
         self.lockoutThreshold = lockoutThreshold
         self.lockoutDurationSeconds = lockoutDurationSeconds
         self.sessionTimeoutSeconds = sessionTimeoutSeconds

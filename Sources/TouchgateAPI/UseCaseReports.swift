@@ -166,11 +166,15 @@ public struct SettingsChange: Codable, Sendable, Equatable {
     public var idleTimeoutSeconds: Int?
     /// How long an approved `touchgate run` may run again without a touch, in seconds (0…900; 0: never).
     public var runLeaseSeconds: Int?
+    /// The policy of the passkeys made from now on when the authenticator names none
+    /// (touchgated's and the agent's devices): `biometry-any` or `biometry-current-set`.
+    public var passkeyPolicy: String?
 
     /// A change.
     public init(lockoutThreshold: Int? = nil, lockoutDurationSeconds: Int? = nil, sessionTimeoutSeconds: Int? = nil,
-                idleTimeoutSeconds: Int? = nil, runLeaseSeconds: Int? = nil) {
+                idleTimeoutSeconds: Int? = nil, runLeaseSeconds: Int? = nil, passkeyPolicy: String? = nil) {
         self.runLeaseSeconds = runLeaseSeconds
+        self.passkeyPolicy = passkeyPolicy
         self.lockoutThreshold = lockoutThreshold
         self.lockoutDurationSeconds = lockoutDurationSeconds
         self.sessionTimeoutSeconds = sessionTimeoutSeconds

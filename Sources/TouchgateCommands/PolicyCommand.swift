@@ -6,7 +6,7 @@ import TouchgateTerminal
 struct Policy: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "policy",
-        abstract: "Show or change the lockout and session limits.",
+        abstract: "Show or change the lockout and session limits, and new passkeys' policy.",
         subcommands: [Show.self, Set.self])
 
     static func text(_ settings: SettingsReport) -> String {
@@ -15,6 +15,7 @@ struct Policy: AsyncParsableCommand {
         passphrase only: after \(settings.passphraseOnlyThreshold) failed touches since the passphrase
         session reuse: \(StatusText.duration(settings.sessionTimeoutSeconds)) after a touch, ended by \(StatusText.duration(settings.idleTimeoutSeconds)) idle
         run lease: \(settings.runLeaseSeconds == 0 ? "none (every touchgate run needs a touch)" : "the same run again within \(StatusText.duration(settings.runLeaseSeconds)), from the same processes, unless an item is --fresh")
+        new passkeys: \(settings.passkeyPolicy == "biometry-current-set" ? "biometry-current-set (enrolling or removing a finger invalidates them)" : "biometry-any (any enrolled finger)")
         """
     }
 
@@ -62,11 +63,16 @@ struct Policy: AsyncParsableCommand {
         @Option(help: ArgumentHelp("How long an approved `touchgate run` may run again without a touch (0: never).",
                                    valueName: "seconds"))
         var runLease: Int?
+        @Option(help: ArgumentHelp("The policy of passkeys made from now on: biometry-any (any enrolled finger) or "
+                                   + "biometry-current-set (enrolling or removing a finger invalidates them).",
+                                   valueName: "policy"))
+        var passkeyPolicy: String?
 
         func validate() throws {
-            if lockoutThreshold == nil && lockoutDuration == nil && sessionTimeout == nil && idleTimeout == nil && runLease == nil {
+            if lockoutThreshold == nil && lockoutDuration == nil && sessionTimeout == nil && idleTimeout == nil && runLease == nil
+                && passkeyPolicy == nil {
                 throw ValidationError("give at least one of --lockout-threshold, --lockout-duration, --session-timeout, "
-                                      + "--idle-timeout, --run-lease")
+                                      + "--idle-timeout, --run-lease, --passkey-policy")
             }
         }
 
@@ -74,7 +80,7 @@ struct Policy: AsyncParsableCommand {
             let input = passphrase.input()
             let change = SettingsChange(lockoutThreshold: lockoutThreshold, lockoutDurationSeconds: lockoutDuration,
                                         sessionTimeoutSeconds: sessionTimeout, idleTimeoutSeconds: idleTimeout,
-                                        runLeaseSeconds: runLease)
+                                        runLeaseSeconds: runLease, passkeyPolicy: passkeyPolicy)
             try await CommandRunner.run(json: common.json) { console in
                 let settings = try await service.policySet(
                     change, interaction: TerminalInteraction(console: console, input: input))

@@ -20,6 +20,9 @@ struct PolicySettings: Codable, Equatable, Sendable {
     /// processes, without a new touch (``TouchgateService/approve(_:device:interaction:)``);
     /// nil or 0: never (the default). Absent from settings stored before it existed.
     var runLeaseSeconds: Int?
+    /// The policy of passkeys made without one named (touchgated's and the agent's devices);
+    /// nil: `biometry-any`. Absent from settings stored before it existed.
+    var passkeyPolicy: String?
 
     /// The longest run lease: a few minutes, as a reuse window.
     static let maximumRunLeaseSeconds = 15 * 60
@@ -33,6 +36,10 @@ struct PolicySettings: Codable, Equatable, Sendable {
         }
         guard (0...Self.maximumRunLeaseSeconds).contains(runLeaseSeconds ?? 0) else {
             throw ServiceError.usage("run lease \(runLeaseSeconds ?? 0) s is out of range (0 to \(Self.maximumRunLeaseSeconds) s)")
+        }
+        if let passkeyPolicy, !["biometry-any", "biometry-current-set"].contains(passkeyPolicy) {
+            throw ServiceError.usage("a passkey's policy is biometry-any or biometry-current-set (its verification is a "
+                                     + "finger), not '\(StoredText.escaped(passkeyPolicy))'")
         }
         guard (0...sessionTimeoutSeconds).contains(idleTimeoutSeconds) else {
             throw ServiceError.usage("idle timeout \(idleTimeoutSeconds) s is out of range (0 to the session timeout, \(sessionTimeoutSeconds) s)")
@@ -86,6 +93,9 @@ struct PolicySettings: Codable, Equatable, Sendable {
         note("session-timeout", old.sessionTimeoutSeconds, sessionTimeoutSeconds)
         note("idle-timeout", old.idleTimeoutSeconds, idleTimeoutSeconds)
         note("run-lease", old.runLeaseSeconds ?? 0, runLeaseSeconds ?? 0)
+        if old.passkeyPolicy ?? "biometry-any" != passkeyPolicy ?? "biometry-any" {
+            parts.append("passkey-policy \(old.passkeyPolicy ?? "biometry-any") -> \(passkeyPolicy ?? "biometry-any")")
+        }
         return parts.isEmpty ? "unchanged" : parts.joined(separator: ", ")
     }
 }

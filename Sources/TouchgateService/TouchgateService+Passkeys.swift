@@ -80,7 +80,9 @@ extension TouchgateService {
             let passkey = StoredPasskey(algorithm: algorithm, secret: StoredPasskey.generate(algorithm), rpId: request.rpID,
                                         rpName: request.rpName, userId: [UInt8](request.userID), userName: request.userName,
                                         displayName: request.displayName, discoverable: request.discoverable)
-            let policy = try Self.passkeyPolicy(request.policy)
+            // The authenticator's choice (serve --policy), else the person's (policy set
+            // --passkey-policy), else any enrolled finger.
+            let policy = try Self.passkeyPolicy(request.policy ?? PolicySettings.loadOrDefaults(context.stateStore).passkeyPolicy)
             let digest = try await enrollmentBinding(of: policy, "the passkey", context: context, device: nil)
             let publicKey = try passkey.publicKey
             try atomicallyWithinQuota(context, item: name) { transaction in

@@ -26,6 +26,7 @@ extension TouchgateService {
             settings.idleTimeoutSeconds = change.idleTimeoutSeconds
                 ?? min(settings.idleTimeoutSeconds, settings.sessionTimeoutSeconds)
             settings.runLeaseSeconds = change.runLeaseSeconds ?? settings.runLeaseSeconds
+            settings.passkeyPolicy = change.passkeyPolicy ?? settings.passkeyPolicy
             _ = try settings.configuration()
             let description = settings.changes(from: current)
             do {
@@ -49,6 +50,6 @@ extension PolicySettings {
         SettingsReport(lockoutThreshold: lockoutThreshold, lockoutDurationSeconds: lockoutDurationSeconds,
                        sessionTimeoutSeconds: sessionTimeoutSeconds, idleTimeoutSeconds: idleTimeoutSeconds,
                        passphraseOnlyThreshold: PolicyConfiguration.standard.passphraseOnlyThreshold,
-                       runLeaseSeconds: runLeaseSeconds ?? 0)
+                       runLeaseSeconds: runLeaseSeconds ?? 0, passkeyPolicy: passkeyPolicy ?? "biometry-any")
     }
 }

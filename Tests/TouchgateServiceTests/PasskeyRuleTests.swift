@@ -64,4 +64,44 @@ import TouchgateService
         #expect([.vaultLocked, .passphraseRequired].contains(locked.code), "\(locked.code): \(locked.message)")
         #expect(rig.reader.opens == opens && rig.reader.scans == 3, "the reader was not opened")
     }
+
+    /// A registration at example.org for `user`, as an authenticator that names no policy
+    /// (touchgated's and the agent's devices) makes it: the passkey's report.
+    static func register(_ rig: RuleRig, _ user: String) async throws -> PasskeyReport {
+        let verification = try await rig.service.passkeyVerify(PasskeyVerifyRequest(rpID: "example.org", ceremony: .register),
+                                                               interaction: ScriptedInteraction())
+        let ticket = try #require(verification.ticket)
+        return try await rig.service.passkeyMake(PasskeyMakeRequest(
+            rpID: "example.org", rpName: nil, userID: Data(user.utf8), userName: user, displayName: nil, algorithms: [-7],
+            excludeList: [], discoverable: true, clientDataHash: Data(repeating: 7, count: 32), ticket: ticket)).passkey
+    }
+
+    @Test("policy set --passkey-policy: the passkeys made from then on without a policy named are bound to the current set; a passkey keeps the policy it was made with; a policy a finger cannot satisfy is refused and nothing changes")
+    func thePersonChoosesThePolicyOfNewPasskeys() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index"), .finger("right-index")])
+        defer { rig.remove() }
+        #expect(try await rig.service.policyShow().passkeyPolicy == "biometry-any")
+        let before = try await Self.register(rig, "alice")
+        #expect(before.policy == "biometry-any")
+
+        let set = try await rig.service.policySet(SettingsChange(passkeyPolicy: "biometry-current-set"),
+                                                  interaction: ScriptedInteraction())
+        #expect(set.passkeyPolicy == "biometry-current-set" && set.lockoutThreshold == 3, "\(set)")
+        let after = try await Self.register(rig, "bob")
+        #expect(after.policy == "biometry-current-set", "\(after.policy)")
+        let listed = try await rig.service.passkeyList(PasskeyListRequest()).passkeys
+        #expect(Dictionary(uniqueKeysWithValues: listed.map { ($0.userName ?? "", $0.policy) })
+                    == ["alice": "biometry-any", "bob": "biometry-current-set"], "\(listed)")
+        let records = try await rig.service.auditShow()
+        #expect(records.contains { $0.event == "policy.change" && $0.reason.contains("passkey-policy biometry-any -> biometry-current-set") },
+                "\(records.suffix(3).map(\.reason))")
+
+        do {
+            _ = try await rig.service.policySet(SettingsChange(passkeyPolicy: "passphrase"), interaction: ScriptedInteraction())
+            Issue.record("a passkey policy without a finger was taken")
+        } catch {
+            #expect(error.code == .usage && error.message.contains("biometry-current-set"), "\(error.message)")
+        }
+        #expect(try await rig.service.policyShow().passkeyPolicy == "biometry-current-set")
+    }
 }
