@@ -147,13 +147,13 @@ struct PasskeyCommand: AsyncParsableCommand {
             let (chosen, uhid, policy) = (socket, uhid, policy)
             try await CommandRunner.run(json: common.json) { console in
                 let log: @Sendable (String) -> Void = { console.event(InteractionEvent(.notice, $0)) }
-                let notices = PasskeyNotices(console: console)
                 guard let path = chosen, !uhid else {
                     let device = try Self.device(requests: { ServiceChoice.resolve(for: $0) }, policy: policy, console: console)
                     await Self.waitUntilStopped()
                     await device.stop()
                     return ExitStatus.success
                 }
+                let notices = PasskeyNotices(console: console)
                 let server = try PasskeySocketServer(path: path, requests: { ServiceChoice.resolve(for: $0) },
                                                      interaction: { _ in notices.prompts },
                                                      policy: policy, log: log)
@@ -206,7 +206,11 @@ extension PasskeyCommand {
             commandName: "prompts",
             abstract: "Show what touchgated's passkey device of yours waits for, until stopped.",
             discussion: """
-                touchgated makes your passkey device (touchgate passkey enable) but has no terminal or                 desktop of yours: this shows each request for a finger (naming the site) on its output                 and as a desktop notification, withdrawn when the wait is over. The unit                 touchgate-passkey-prompts.service runs it in your graphical session. With --json, one                 event per line. Needs touchgated (exit 75 without it); Ctrl-C or SIGTERM stops it (exit 0).
+                touchgated makes your passkey device (touchgate passkey enable) but has no terminal or \
+                desktop of yours: this shows each request for a finger (naming the site) on its output \
+                and as a desktop notification, withdrawn when the wait is over. The unit \
+                touchgate-passkey-prompts.service runs it in your graphical session. With --json, one \
+                event per line. Needs touchgated (exit 75 without it); Ctrl-C or SIGTERM stops it (exit 0).
                 """)
 
         @OptionGroup var common: CommonOptions
@@ -217,11 +221,19 @@ extension PasskeyCommand {
                     throw ServiceError(.daemonUnavailable, "touchgated is not running here, and only its passkey devices "
                                        + "need this: touchgate passkey serve shows its own prompts")
                 }
-                let notices = PasskeyNotices(console: console)
-                let prompts = notices.prompts
+                let prompts = PasskeyNotices(console: console).prompts
+                // The daemon's events into the notices: `touch-ended` takes the touch notice down,
+                // and the board's notices are its devices' refusals.
+                let relay = PasskeyPrompts { event in
+                    switch event.event {
+                    case .touchEnded: prompts.event(event); prompts.ended()
+                    case .notice: prompts.refused(event.message)
+                    default: prompts.event(event)
+                    }
+                }
                 console.event(InteractionEvent(.notice, "showing what your passkey device waits for; Ctrl-C stops"))
                 do {
-                    try await service.passkeyPrompts(interaction: Relay(prompts: prompts))
+                    try await service.passkeyPrompts(interaction: relay)
                 } catch let error as ServiceError where error.code == .cancelled {
                     // Stopped (Ctrl-C, SIGTERM): what it is for.
                 }
@@ -229,23 +241,6 @@ extension PasskeyCommand {
             }
         }
 
-        /// The daemon's events into the notices: `touch-ended` takes the notice down.
-        struct Relay: Interaction {
-            let prompts: PasskeyPrompts
-            func event(_ event: InteractionEvent) {
-                switch event.event {
-                case .touchEnded: prompts.event(event); prompts.ended()
-                // The board's notices are its devices' refusals.
-                case .notice: prompts.refused(event.message)
-                default: prompts.event(event)
-                }
-            }
-            func passphrase(prompt: String, again: Bool) throws -> SecretBytes { try prompts.passphrase(prompt: prompt, again: again) }
-            func newPassphrase(prompt: String) throws -> SecretBytes { try prompts.newPassphrase(prompt: prompt) }
-            func repeatPassphrase(prompt: String) throws -> SecretBytes { try prompts.repeatPassphrase(prompt: prompt) }
-            var canAskAgain: Bool { false }
-            func confirm(_ question: String, details: [String]) async throws -> Bool { false }
-        }
     }
 }
 
@@ -284,16 +279,17 @@ final class PasskeyNotices: Sendable {
 
     deinit { steps.finish() }
 
-    /// The interaction for one device or connection.
+    /// The interaction for one device or connection; it keeps these notices (and their
+    /// task) for as long as it is held.
     var prompts: PasskeyPrompts {
-        PasskeyPrompts(ended: { [steps] in steps.yield(.withdraw) },
-                       refused: { [console, steps] why in
-                           console.event(InteractionEvent(.notice, why))
-                           steps.yield(.show("Passkey refused", why, sticky: true))
-                       }) { [console, steps] event in
-            console.event(event)
+        PasskeyPrompts(ended: { self.steps.yield(.withdraw) },
+                       refused: { why in
+                           self.console.event(InteractionEvent(.notice, why))
+                           self.steps.yield(.show("Passkey refused", why, sticky: true))
+                       }) { event in
+            self.console.event(event)
             if event.event == .touchNeeded {
-                steps.yield(.show(event.message, "Touchgate passkey authenticator", sticky: false))
+                self.steps.yield(.show(event.message, "Touchgate passkey authenticator", sticky: false))
             }
         }
     }

@@ -26,6 +26,9 @@ enum PasskeySetup {
     /// The user unit that shows each user what her device waits for (`touchgate passkey prompts`).
     static let promptsUnit = "touchgate-passkey-prompts.service"
 
+    /// The files enable writes, in order.
+    static let paths = [modules, uhidRule, dropIn]
+
     static func files(group: String) -> [(path: String, text: String)] {
         [
             (modules, "\(mark)\n# The passkey authenticator is a virtual HID device made through uhid.\nuhid\n"),
@@ -152,7 +155,7 @@ extension PasskeyCommand {
                                  + "boot if it has it")
                 }
                 notes += await PasskeySetup.apply(group: group)
-                let files = PasskeySetup.files(group: group).map(\.path)
+                let files = PasskeySetup.paths
                 console.result("passkeys", PasskeySetupReport(enabled: true, files: files, notes: notes),
                                text: (["Enabled: touchgated makes a passkey device for each user with a store while they "
                                        + "have a session at the seat (node rule: \(found)/\(PasskeySetup.nodeRule)).",
@@ -174,15 +177,15 @@ extension PasskeyCommand {
             try await CommandRunner.run(json: common.json) { console in
                 try PasskeySetup.requireRoot("disable")
                 var removed: [String] = []
-                for file in PasskeySetup.files(group: "touchgated") {
-                    guard let existing = try? String(contentsOfFile: file.path, encoding: .utf8) else { continue }
+                for path in PasskeySetup.paths {
+                    guard let existing = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
                     guard existing.contains(PasskeySetup.mark) else {
-                        throw ServiceError(.forbidden, "\(file.path) is not Touchgate's; nothing more was changed")
+                        throw ServiceError(.forbidden, "\(path) is not Touchgate's; nothing more was changed")
                     }
-                    guard unlink(file.path) == 0 else {
-                        throw ServiceError(.error, "cannot remove \(file.path): \(String(cString: strerror(errno)))")
+                    guard unlink(path) == 0 else {
+                        throw ServiceError(.error, "cannot remove \(path): \(String(cString: strerror(errno)))")
                     }
-                    removed.append(file.path)
+                    removed.append(path)
                 }
                 let notes = removed.isEmpty ? [] : await PasskeySetup.apply(group: nil)
                 console.result("passkeys", PasskeySetupReport(enabled: false, files: removed, notes: notes),

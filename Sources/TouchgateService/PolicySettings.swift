@@ -37,10 +37,7 @@ struct PolicySettings: Codable, Equatable, Sendable {
         guard (0...Self.maximumRunLeaseSeconds).contains(runLeaseSeconds ?? 0) else {
             throw ServiceError.usage("run lease \(runLeaseSeconds ?? 0) s is out of range (0 to \(Self.maximumRunLeaseSeconds) s)")
         }
-        if let passkeyPolicy, !["biometry-any", "biometry-current-set"].contains(passkeyPolicy) {
-            throw ServiceError.usage("a passkey's policy is biometry-any or biometry-current-set (its verification is a "
-                                     + "finger), not '\(StoredText.escaped(passkeyPolicy))'")
-        }
+        if let passkeyPolicy { _ = try TouchgateService.passkeyPolicy(passkeyPolicy) }
         guard (0...sessionTimeoutSeconds).contains(idleTimeoutSeconds) else {
             throw ServiceError.usage("idle timeout \(idleTimeoutSeconds) s is out of range (0 to the session timeout, \(sessionTimeoutSeconds) s)")
         }

@@ -82,7 +82,7 @@ extension TouchgateService {
                                         displayName: request.displayName, discoverable: request.discoverable)
             // The authenticator's choice (serve --policy), else the person's (policy set
             // --passkey-policy), else any enrolled finger.
-            let policy = try Self.passkeyPolicy(request.policy ?? PolicySettings.loadOrDefaults(context.stateStore).passkeyPolicy)
+            let policy = try Self.passkeyPolicy(request.policy ?? context.settings.passkeyPolicy)
             let digest = try await enrollmentBinding(of: policy, "the passkey", context: context, device: nil)
             let publicKey = try passkey.publicKey
             try atomicallyWithinQuota(context, item: name) { transaction in

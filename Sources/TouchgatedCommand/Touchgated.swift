@@ -250,25 +250,28 @@ public struct Touchgated: AsyncParsableCommand {
         }
         let devices = SeatPasskeyDevices(
             seatUsers: { try await SeatStandings.seatUsers() }, hasStore: { daemon.storeOwners.contains($0) },
-            requests: { daemon.requests(for: $0) },
-            interaction: { uid in
-                // The daemon has no terminal or desktop of the user's: what a ceremony waits for
-                // goes to her `touchgate passkey prompts` (desktop notices), and to the log
-                // when none runs, beside the browser's own prompt.
-                let board = PasskeyPromptBoard.shared
-                return PasskeyPrompts(ended: { board.post(InteractionEvent(.touchEnded, "the wait for a touch is over"), to: uid) },
-                                      refused: { why in
-                                          logger.notice("passkey device of uid \(uid): \(why)")
-                                          board.post(InteractionEvent(.notice, why), to: uid)
-                                      }) { event in
-                    if board.post(event, to: uid) == 0, event.event == .touchNeeded {
-                        logger.info("passkey device of uid \(uid): \(event.message) (no touchgate passkey prompts of theirs runs)")
-                    }
-                }
-            },
+            requests: { daemon.requests(for: $0) }, interaction: { prompts(of: $0, logger: logger) },
             log: { logger.notice("\($0)") })
         logger.info("passkey devices: one for each user with a store here while they have a session at a seat")
         return Task { await devices.run() }
+    }
+
+    /// What the device of `uid` tells its owner: the daemon has no terminal or desktop of hers,
+    /// so what a ceremony waits for goes to her `touchgate passkey prompts` (desktop notices)
+    /// through the service's board, and to the log when none runs, beside the browser's own
+    /// prompt; refusals to the log as well.
+    static func prompts(of uid: UInt32, logger: Logger) -> PasskeyPrompts {
+        let board = PasskeyPromptBoard.shared
+        return PasskeyPrompts(
+            ended: { board.post(InteractionEvent(.touchEnded, "the wait for a touch is over"), to: uid) },
+            refused: { why in
+                logger.notice("passkey device of uid \(uid): \(why)")
+                board.post(InteractionEvent(.notice, why), to: uid)
+            }) { event in
+            if board.post(event, to: uid) == 0, event.event == .touchNeeded {
+                logger.info("passkey device of uid \(uid): \(event.message) (no touchgate passkey prompts of theirs runs)")
+            }
+        }
     }
 
     /// Started as root with `--user NAME`: makes the socket's directory (0755, every user's
