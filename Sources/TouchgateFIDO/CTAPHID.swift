@@ -84,14 +84,21 @@ public struct CTAPHIDFramer: Sendable {
         return channel
     }
 
-    /// Reads one report, `now` in milliseconds of a monotonic clock.
+    /// Drops a message whose next packet is later than ``packetTimeout``: the channel to
+    /// tell ERR_MSG_TIMEOUT, or nil. Called before each ``receive(_:at:)``, so that the report
+    /// which finds a stalled message is read as well (a browser's INIT is not lost to it).
+    public mutating func expire(at now: UInt64) -> UInt32? {
+        guard let open = partial, now &- open.last > packetTimeout else { return nil }
+        partial = nil
+        return open.channel
+    }
+
+    /// Reads one report, `now` in milliseconds of a monotonic clock. A stalled message is
+    /// dropped first (``expire(at:)`` says whose it was).
     public mutating func receive(_ report: [UInt8], at now: UInt64) -> Event {
         guard report.count == CTAPHID.reportSize else { return .pending }
         let channel = UInt32(report[0]) << 24 | UInt32(report[1]) << 16 | UInt32(report[2]) << 8 | UInt32(report[3])
-        if let open = partial, now &- open.last > packetTimeout {
-            partial = nil
-            if open.channel != channel { return .failure(channel: open.channel, .timeout) }
-        }
+        _ = expire(at: now)
         guard channel != 0 else { return .failure(channel: channel, .invalidChannel) }
         let kind = report[4]
         if kind & 0x80 == 0 {
@@ -116,11 +123,10 @@ public struct CTAPHIDFramer: Sendable {
         let expected = Int(report[5]) << 8 | Int(report[6])
         if let open = partial {
             // INIT on the channel under way restarts it; anything else waits its turn.
-            guard open.channel == channel, command == CTAPHID.Command.initialize.rawValue else {
-                return open.channel == channel ? .failure(channel: channel, .invalidSequence)
-                    : .failure(channel: channel, .channelBusy)
-            }
+            guard open.channel == channel else { return .failure(channel: channel, .channelBusy) }
+            // Its own channel starting another message ends the one under way.
             partial = nil
+            guard command == CTAPHID.Command.initialize.rawValue else { return .failure(channel: channel, .invalidSequence) }
         }
         guard expected <= CTAPHID.maximumPayload else { return .failure(channel: channel, .invalidLength) }
         let take = min(expected, CTAPHID.reportSize - 7)

@@ -24,7 +24,9 @@ public final class CTAPHIDServer: Sendable {
     private let framer: Mutex<CTAPHIDFramer>
     /// The transaction under way: its channel and task.
     private let busy = Mutex<(channel: UInt32, task: Task<Void, Never>)?>(nil)
-    private let writing = Mutex(())
+    /// Held while a message's reports go out; true once the channel has ended, after which
+    /// nothing is written (a socket's descriptor is closed then, and its number reused).
+    private let writing = Mutex(false)
 
     public init(channel: any ReportChannel, authenticator: PasskeyAuthenticator) {
         self.channel = channel
@@ -32,10 +34,13 @@ public final class CTAPHIDServer: Sendable {
         framer = Mutex(CTAPHIDFramer { UInt32.random(in: 1..<UInt32.max) })
     }
 
-    /// Serves until the channel ends (call from a thread of its own: reads block).
+    /// Serves until the channel ends (call from a thread of its own: reads block). Once it
+    /// returns, the transaction still under way is cancelled and writes nothing more.
     public func serve() {
         while let report = channel.read() {
-            let event = framer.withLock { $0.receive(report, at: Self.milliseconds()) }
+            let now = Self.milliseconds()
+            let (stalled, event) = framer.withLock { ($0.expire(at: now), $0.receive(report, at: now)) }
+            if let stalled { send(stalled, .error, [CTAPHID.Failure.timeout.rawValue]) }
             switch event {
             case .pending: continue
             case .failure(let id, let failure): send(id, .error, [failure.rawValue])
@@ -43,6 +48,7 @@ public final class CTAPHIDServer: Sendable {
             }
         }
         busy.withLock { $0?.task.cancel() }
+        writing.withLock { $0 = true }
     }
 
     private func handle(_ message: CTAPHIDMessage) {
@@ -84,6 +90,8 @@ public final class CTAPHIDServer: Sendable {
                     }
                     var answer = await authenticator.perform(message.payload)
                     keepalive.cancel()
+                    // No KEEPALIVE after the answer: one being sent now goes out first.
+                    await keepalive.value
                     if Task.isCancelled, answer.first != 0 { answer = [CTAP2.Status.keepaliveCancel.rawValue] }
                     // Free before the answer leaves: a client sends its next request as soon as it
                     // reads this one's, and must not find the channel still busy (libfido2 takes
@@ -107,7 +115,8 @@ public final class CTAPHIDServer: Sendable {
     }
 
     private func send(_ id: UInt32, _ command: CTAPHID.Command, _ payload: [UInt8]) {
-        writing.withLock { _ in
+        writing.withLock { ended in
+            guard !ended else { return }
             for report in CTAPHIDFramer.packets(channel: id, command: command.rawValue, payload: payload) {
                 channel.write(report)
             }

@@ -82,9 +82,19 @@ import TouchgateFIDO
         #expect(framer.receive(report(channel, 0x90, [0, 100]), at: 2) == .pending)
         #expect(framer.receive(report(other, 0x90, [0, 1, 4]), at: 2) == .failure(channel: other, .channelBusy))
         #expect(framer.receive(report(channel, 3, []), at: 3) == .failure(channel: channel, .invalidSequence))
-        // Past the timeout, the half message is dropped and the channel is free again.
+        // Its own channel starting another message ends the one under way: the next is served.
+        #expect(framer.receive(report(channel, 0x90, [0, 100]), at: 4) == .pending)
+        #expect(framer.receive(report(channel, 0x90, [0, 1, 4]), at: 4) == .failure(channel: channel, .invalidSequence))
+        #expect(framer.receive(report(channel, 0x90, [0, 1, 4]), at: 4)
+                == .message(CTAPHIDMessage(channel: channel, command: 0x10, payload: [4])))
+        // Past the timeout, the half message is dropped (its channel told), and the report
+        // that found it is read too: another channel's request is served, not lost.
         #expect(framer.receive(report(channel, 0x90, [0, 100]), at: 10) == .pending)
-        #expect(framer.receive(report(other, 0x90, [0, 1, 4]), at: 5_000) == .failure(channel: channel, .timeout))
+        #expect(framer.expire(at: 3_000) == nil)
+        #expect(framer.expire(at: 5_000) == channel)
+        #expect(framer.expire(at: 5_000) == nil)
+        #expect(framer.receive(report(other, 0x90, [0, 1, 4]), at: 5_000)
+                == .message(CTAPHIDMessage(channel: other, command: 0x10, payload: [4])))
         // A stray continuation, and a short write, are ignored.
         #expect(framer.receive(report(other, 0, []), at: 5_001) == .pending)
         #expect(framer.receive([1, 2, 3], at: 5_001) == .pending)

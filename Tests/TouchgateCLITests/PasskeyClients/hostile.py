@@ -116,6 +116,20 @@ def main():
     cmd, data = message(s, cid, PING, b"still here")
     report("ping after stray reports", (cmd, data), (PING, b"still here"))
 
+    # A message stalled after its first packet, past the 3 s between packets: the stalled
+    # channel is told MSG_TIMEOUT, and the report that found it (another client's INIT on
+    # the broadcast channel) is answered, not swallowed.
+    staller = allocate(s)
+    s.send(packet(staller, CBOR, 100, b"\x04" + bytes(56)))
+    # 3 s counted from when the authenticator read the packet, which may be late on a loaded machine.
+    time.sleep(4.5)
+    nonce = os.urandom(8)
+    s.send(packet(BROADCAST, INIT, 8, nonce))
+    first, second = read(s), read(s)
+    got = [(struct.unpack(">I", r[0:4])[0] == staller, r[4], r[7] if r[4] == ERROR else r[7:15] == nonce)
+           if r else None for r in (first, second)]
+    report("a stalled message times out; the next INIT is answered", got, [(True, ERROR, 0x05), (False, INIT, True)])
+
     # CBOR bombs: arrays nested 2,000 deep; a byte string claiming 2^64 bytes; a map of
     # 3,000 entries; not CBOR at all.
     deep = b"\x01" + b"\x81" * 2000 + b"\x00"
