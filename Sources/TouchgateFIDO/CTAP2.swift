@@ -244,6 +244,10 @@ public struct GetAssertionRequest: Equatable, Sendable {
         userPresence = options["up"] ?? true
         userVerification = options["uv"] ?? false
         (pinUvAuth, isAuthProbe) = try MakeCredentialRequest.pinUvAuth(value[6], value[7])
+        // An allow list restricts the answer to what it names (CTAP 2.1 §6.2.2): one whose
+        // every entry was dropped (another type, an id too long to be ours) names nothing here,
+        // and must not read as no list, which would answer with the site's discoverable ones.
+        if !isAuthProbe, value[3]?.arrayValue?.isEmpty == false, allowList.isEmpty { throw .noCredentials }
     }
 }
 

@@ -140,7 +140,10 @@ public enum CTAP2Answer {
     public static func credential(user: CredentialUser, credentialId: [UInt8], publicKey: [UInt8], total: Int?) -> CBOR {
         var pairs: [(CBOR, CBOR)] = [
             (.int(6), user.cbor), (.int(7), CredentialDescriptor(id: credentialId).cbor),
-            (.int(8), (try? CBOR.decode(publicKey)) ?? .null), (.int(10), .int(3)),
+            // credProtect 1 (userVerificationOptional): a platform's check without a touch (up
+            // false) finds a credential here, as CTAP allows at that level; a sign-in never
+            // goes without the finger, which is the service's rule, not this extension's.
+            (.int(8), (try? CBOR.decode(publicKey)) ?? .null), (.int(10), .int(1)),
         ]
         if let total { pairs.append((.int(9), .int(total))) }
         return .map(pairs)

@@ -27,10 +27,25 @@ public actor PasskeyAuthenticator {
         var rpId: String?
         var ticket: (bytes: [UInt8], ceremony: PasskeyCeremony)?
         let made: ContinuousClock.Instant
+
+        /// The verification's ticket for `ceremony` if it is unused and the service still
+        /// takes it; used up either way. A later ceremony of the token asks for a new touch
+        /// (CTAP asks for user presence again, which here is a finger).
+        mutating func takeTicket(for ceremony: PasskeyCeremony) -> [UInt8]? {
+            defer { ticket = nil }
+            guard let unused = ticket, unused.ceremony == ceremony,
+                  ContinuousClock.now - made < PasskeyAuthenticator.ticketLifetime else { return nil }
+            return unused.bytes
+        }
     }
 
     /// How long a token stays usable after its verification (CTAP 2.1's rolling timer's most).
     static let tokenLifetime: Duration = .seconds(600)
+    /// How long the service takes a verification's ticket (its PasskeyTickets' lifetime,
+    /// CTAP 2.1's 30 s for a token's first use): an older one is not offered, a new touch is
+    /// asked for instead, so a credential manager left open a minute deletes after a touch
+    /// rather than failing.
+    static let ticketLifetime: Duration = .seconds(30)
 
     public init(requests: any TouchgateRequests, interaction: PasskeyPrompts, policy: String? = nil,
                 log: @escaping @Sendable (String) -> Void) {
@@ -66,6 +81,7 @@ public actor PasskeyAuthenticator {
 
     private func perform(_ command: CTAP2.Command, _ parameters: CBOR?) async throws(CTAP2.Status) -> CBOR? {
         if command != .getNextAssertion { pendingAssertions = nil }
+        if command != .credentialManagement, command != .credentialManagementPreview { enumeration = ([], []) }
         switch command {
         case .getInfo:
             return CTAP2Answer.info(aaguid: CTAP2.aaguid, firmware: 1)
@@ -186,11 +202,9 @@ public actor PasskeyAuthenticator {
             try checkToken(auth, clientDataHash: clientDataHash, rpId: rpId)
             guard var token, token.permissions.contains(permission) else { throw .unauthorizedPermission }
             token.rpId = rpId
-            let unused = token.ticket
-            token.ticket = nil
+            let unused = token.takeTicket(for: ceremony)
             self.token = token
-            if let unused, unused.ceremony == ceremony { return unused.bytes }
-            // The token's touch was used: CTAP asks for user presence again, which here is a finger.
+            if let unused { return unused }
         }
         return try await verify(rpId: rpId, ceremony: ceremony)
     }
@@ -288,10 +302,18 @@ public actor PasskeyAuthenticator {
     }
 
     /// Failed touches left before the lockout, as the service's status says.
+    ///
+    /// Without a vault's lockout state (no vault yet, a trail to repair) the answer is the
+    /// product's default threshold, not 0: a browser reads 0 as "this key is locked by
+    /// wrong fingers" and stops there, while the verification it asks for next is refused
+    /// with what to do ("run touchgate init"), which reaches the person's prompts.
     private func uvRetries() async -> Int {
-        guard let lockout = try? await requests.status().lockout else { return 0 }
+        guard let lockout = try? await requests.status().lockout else { return Self.retriesWithoutLockoutState }
         return lockout.lockedOut ? 0 : max(0, lockout.threshold - lockout.consecutiveFailures)
     }
+
+    /// The policy core's default lockout threshold (PolicyConfiguration.standard).
+    static let retriesWithoutLockoutState = 3
 
     // MARK: Credential management
 
@@ -308,6 +330,9 @@ public actor PasskeyAuthenticator {
 
     private func manageCredentials(_ request: CredentialManagementRequest) async throws(CTAP2.Status) -> CBOR? {
         let subcommand = request.subcommand
+        // What is left of a listing is for its next subcommand only.
+        if subcommand != .enumerateRPsGetNextRP { enumeration.parties = [] }
+        if subcommand != .enumerateCredentialsGetNextCredential { enumeration.credentials = [] }
         if ![.enumerateRPsGetNextRP, .enumerateCredentialsGetNextCredential].contains(subcommand) {
             guard let auth = request.pinUvAuth else { throw .puatRequired }
             guard auth.protocolVersion == 2, let token, ContinuousClock.now - token.made < Self.tokenLifetime else {
@@ -354,13 +379,8 @@ public actor PasskeyAuthenticator {
         case .deleteCredential:
             guard let id = request.credentialId else { throw .missingParameter }
             // Removing is a change: it takes the token's verification, or a new one.
-            let ticket: [UInt8]
-            if let unused = token?.ticket, unused.ceremony == .manage {
-                ticket = unused.bytes
-                token?.ticket = nil
-            } else {
-                ticket = try await verify(rpId: nil, ceremony: .manage)
-            }
+            let unused = token?.takeTicket(for: .manage)
+            let ticket = if let unused { unused } else { try await verify(rpId: nil, ceremony: .manage) }
             do {
                 _ = try await requests.passkeyDelete(PasskeyDeleteRequest(credentialID: Data(id), ticket: Data(ticket)),
                                                      interaction: interaction)

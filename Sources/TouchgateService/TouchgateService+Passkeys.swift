@@ -148,8 +148,9 @@ extension TouchgateService {
                                    reason: request.presence ? "passkey sign-in at \(site)\(Self.account(passkey)) (user verified)"
                                        : "passkey checked by a platform at \(site)\(Self.account(passkey)) (no touch: signed "
                                        + "without presence, which no site accepts as a sign-in)")
-                // The account is named for a discoverable credential: its id, and its names when several answer.
-                let names = chosen.count > 1
+                // The account is named for a discoverable credential: its id, and its names when
+                // several answer after a touch (never without one: CTAP 2.1 §6.2.2).
+                let names = chosen.count > 1 && request.presence
                 assertions.append(PasskeyAssertion(credentialID: Data(held.credentialId), authenticatorData: Data(data),
                                                    signature: Data(signature),
                                                    userID: passkey.discoverable ? Data(passkey.userId) : nil,

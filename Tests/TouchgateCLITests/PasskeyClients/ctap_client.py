@@ -28,6 +28,9 @@ Commands (see --help of each):
   ctap2-get-assertion  authenticatorGetAssertion through Ctap2 (no client)
   ctap2-uv-token       ClientPin(PinProtocolV2).get_uv_token
   ctap2-uv-retries     ClientPin.get_uv_retries
+  credman              CredentialManagement with a UV token (permission cm):
+                       metadata, every site and its credentials; optionally
+                       an interrupted listing, and a deletion after a wait
 
 Output: one JSON document on stdout.
 Exit status:
@@ -70,6 +73,7 @@ from fido2.client import (
 from fido2.cose import CoseKey
 from fido2.ctap import STATUS, CtapError
 from fido2.ctap2 import AssertionResponse, Ctap2, Info
+from fido2.ctap2.credman import CredentialManagement
 from fido2.ctap2.pin import ClientPin, PinProtocolV2
 from fido2.hid import CTAPHID, CtapHidDevice
 from fido2.hid.base import CtapHidConnection, HidDescriptor
@@ -743,6 +747,56 @@ def cmd_ctap2_uv_retries(args, device, connection) -> int:
     return EXIT_OK
 
 
+def cmd_credman(args, device, connection) -> int:
+    """Credential management as a platform's settings page does it: one token (one touch),
+    then metadata, every site and its credentials; --interrupt checks that another command
+    drops what is left of a listing; --delete removes one, after --wait seconds."""
+    ctap2 = Ctap2(device)
+    protocol = PinProtocolV2()
+    token = ClientPin(ctap2, protocol).get_uv_token(
+        ClientPin.PERMISSION.CREDENTIAL_MGMT, on_keepalive=keepalive_printer
+    )
+    credman = CredentialManagement(ctap2, protocol, token)
+    R = CredentialManagement.RESULT
+    metadata = credman.get_metadata()
+    document: dict[str, Any] = {
+        "existing": metadata.get(R.EXISTING_CRED_COUNT),
+        "remaining": metadata.get(R.MAX_REMAINING_COUNT),
+        "sites": [],
+    }
+    for rp in credman.enumerate_rps() if metadata.get(R.EXISTING_CRED_COUNT) else []:
+        credentials = credman.enumerate_creds(rp[R.RP_ID_HASH])
+        document["sites"].append(
+            {
+                "id": rp[R.RP]["id"],
+                "credentials": [
+                    {
+                        "credential_id": bytes(c[R.CREDENTIAL_ID]["id"]).hex(),
+                        "name": c[R.USER].get("name"),
+                        "display_name": c[R.USER].get("displayName"),
+                        "cred_protect": c.get(R.CRED_PROTECT),
+                    }
+                    for c in credentials
+                ],
+            }
+        )
+    if args.interrupt:
+        first = credman.enumerate_rps_begin()
+        document["interrupted_total"] = first.get(R.TOTAL_RPS)
+        ctap2.get_info()
+        try:
+            credman.enumerate_rps_next()
+            document["next_after_another_command"] = "answered"
+        except CtapError as e:
+            document["next_after_another_command"] = ctap_error_json(e)["error"]
+    if args.delete:
+        time.sleep(args.wait)
+        credman.delete_cred({"type": "public-key", "id": bytes.fromhex(args.delete)})
+        document["deleted"] = args.delete
+    emit(document)
+    return EXIT_OK
+
+
 # --------------------------------------------------------------------------
 
 
@@ -825,6 +879,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--permissions", type=parse_permissions, required=True, help="mc|ga|mc,ga|...")
 
     sub.add_parser("ctap2-uv-retries", help="ClientPin getUVRetries")
+    p = sub.add_parser("credman", help="credential management with a UV token")
+    p.add_argument("--interrupt", action="store_true", help="begin a site listing, send getInfo, ask the next site")
+    p.add_argument("--delete", metavar="CREDID_HEX", help="remove this credential at the end")
+    p.add_argument("--wait", type=float, default=0.0, help="seconds to wait before --delete")
     return parser
 
 
@@ -838,6 +896,7 @@ COMMANDS = {
     "ctap2-get-assertion": cmd_ctap2_get_assertion,
     "ctap2-uv-token": cmd_ctap2_uv_token,
     "ctap2-uv-retries": cmd_ctap2_uv_retries,
+    "credman": cmd_credman,
 }
 
 
