@@ -23,7 +23,8 @@ struct PasskeyDeviceTests {
     /// /dev/uhid to touchgated's group alone; with logind's stand-in, a session at the seat
     /// makes its user's device, hers alone (a second user gets her own and cannot open the
     /// first's), libfido2's tools register and sign in through touchgated with the finger on its
-    /// reader, the end of a session removes that user's device only, stopping the daemon
+    /// reader, the end of a session removes that user's device only, kill -9 of the daemon
+    /// takes every device with it and a new daemon makes the seat's again, stopping the daemon
     /// removes the rest, and disable undoes enable. `touchgate passkey prompts` shows her each
     /// request for her finger as a desktop notice naming the site, and withdraws it; the other
     /// user's shows nothing of hers.
@@ -53,7 +54,7 @@ struct PasskeyDeviceTests {
             "second-device", "second-owner-only", "two-devices", "second-cannot-open-testers", "tester-lists-own",
             "prompts-watching", "cred-made", "assert-uv", "prompt-names-site", "prompt-ended", "notice-names-site",
             "notice-withdrawn", "other-user-sees-nothing", "trail-sign-in", "passkey-in-store", "second-has-none", "tester-device-removed",
-            "second-device-stays", "daemon-stops", "devices-gone-with-daemon", "disable-files", "uhid-root-again",
+            "second-device-stays", "killed-devices-gone", "restarted-device-back", "restarted-no-ended-session", "daemon-stops", "devices-gone-with-daemon", "disable-files", "uhid-root-again",
     ]
 
     /// Runs `script` of PasskeyClients as root in the VM with the build's programs, the

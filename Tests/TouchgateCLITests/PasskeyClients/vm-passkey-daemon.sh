@@ -20,6 +20,8 @@ failed=0
 check() { local name=$1; shift; if "$@"; then echo "check $name ok"; else echo "check $name FAILED"; failed=1; fi; }
 # Waits up to 15 s for a command to succeed.
 within() { for _ in $(seq 150); do "$@" && return 0; sleep 0.1; done; return 1; }
+# A daemon's start under emulation, then its first look at the seat: 45 s at most.
+within_start() { for _ in $(seq 450); do "$@" && return 0; sleep 0.1; done; return 1; }
 
 if [ -n "$debs" ]; then
   # The packages as a machine gets them: their postinst makes touchgated's user.
@@ -189,6 +191,15 @@ check second-has-none sh -c "as_second=\$(runuser -u second -- env HOME=/home/se
 logind remove c1
 check tester-device-removed within no_node_of 4242
 check second-device-stays test -n "$(node_of 4243)"
+
+# --- kill -9: the kernel takes the devices with the daemon; a new daemon makes them again --
+kill -KILL "$daemon"
+check killed-devices-gone within test "$(nodes)" = 0
+TOUCHGATED_PASSKEYS=seat "$daemon_program" --user touchgated --socket /run/touchgate/socket \
+  --state-dir /var/lib/touchgate --finger-timeout 60 >>/run/touchgated.log 2>&1 &
+daemon=$!
+check restarted-device-back within_start has_node 4243
+check restarted-no-ended-session no_node_of 4242
 kill -TERM "$daemon"
 check daemon-stops within sh -c "! kill -0 $daemon 2>/dev/null"
 check devices-gone-with-daemon within test "$(nodes)" = 0
