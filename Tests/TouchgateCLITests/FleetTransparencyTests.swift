@@ -332,10 +332,13 @@ struct FleetTransparencyTests {
         try await server.removing { server in
             var generator = SystemRandomNumberGenerator()
             var killed = 0
-            for _ in 0..<12 {
+            for attempt in 0..<12 {
                 let process = try await BackgroundProcess.start(CLIProcess.binary, ["audit", "ship", "--config", machine.config],
                                                                 environment: machine.environment)
-                try await Task.sleep(for: .milliseconds(Int.random(in: 30...400, using: &generator)))
+                // Random moments, earliest first (20 ms to 0.4 s): a shipment the kill missed ships
+                // the whole trail, and every later one would find nothing left to interrupt (in one
+                // CI run the first draw was late, and no shipment was killed at all).
+                try await Task.sleep(for: .milliseconds(20 + attempt * 30 + Int.random(in: 0..<30, using: &generator)))
                 if process.isRunning {
                     process.send(SIGKILL)
                     killed += 1
