@@ -90,10 +90,11 @@ public enum DaemonOperation: String, Codable, Sendable, CaseIterable {
     case sshSkEnroll = "ssh.sk-enroll", sshSkSign = "ssh.sk-sign"
     /// What the passkey authenticator asks (CTAP 2.1): a user verification for one ceremony
     /// at one site, answered with a single-use ticket; a new credential, assertions, each
-    /// with such a ticket; and the listing and removal `touchgate passkey` and credential
-    /// management use.
+    /// with such a ticket; and the listing, removal and renaming `touchgate passkey` and
+    /// credential management use.
     case passkeyVerify = "passkey.verify", passkeyMake = "passkey.make", passkeyAssert = "passkey.assert"
-    case passkeyList = "passkey.list", passkeyDelete = "passkey.delete", passkeyPrompts = "passkey.prompts"
+    case passkeyList = "passkey.list", passkeyDelete = "passkey.delete", passkeyUpdate = "passkey.update"
+    case passkeyPrompts = "passkey.prompts"
     /// Which of the vault's SSH keys the agents offer: withdrawn (`ssh-add -d`, `-D`), offered
     /// again, for a while (`ssh-add -t`); recorded.
     case sshOffer = "ssh.offer"

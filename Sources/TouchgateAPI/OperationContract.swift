@@ -196,6 +196,9 @@ extension DaemonOperation {
         case .passkeyDelete:
             OperationContract(["name", "credential-id", "ticket"], "the removed passkey's report (asks `confirm` "
                               + "without a ticket)")
+        case .passkeyUpdate:
+            OperationContract(["credential-id", "user-id", "user-name", "display-name", "ticket"],
+                              "the renamed passkey's report (a manage ticket required; the user id must be the passkey's)")
         case .passkeyPrompts:
             OperationContract("never answers: until the client cancels or goes, a `touch-needed` event for each "
                               + "ceremony on one of the caller's passkey devices that waits for a finger (naming the "

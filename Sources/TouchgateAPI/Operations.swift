@@ -95,7 +95,8 @@ public enum Operations {
         AuditVerify.self, AuditPublicKey.self, SshKeygen.self, SshList.self, SshSign.self,
         SshSkEnroll.self, SshSkSign.self, SshOffer.self, SshConfirm.self, VerifyUnused.self, SecretAllow.self, SecretServiceSearch.self, SecretServiceDelete.self,
         TpmStatus.self, TpmEnroll.self, TpmRecover.self, AuditPrune.self,
-        PasskeyVerify.self, PasskeyMake.self, PasskeyAssert.self, PasskeyList.self, PasskeyDelete.self, PasskeyPrompts.self,
+        PasskeyVerify.self, PasskeyMake.self, PasskeyAssert.self, PasskeyList.self, PasskeyDelete.self, PasskeyUpdate.self,
+        PasskeyPrompts.self,
     ]
 
     /// The operations that carry more through their door (``RequestExchange``): secret
@@ -967,6 +968,16 @@ public enum Operations {
         public static func perform(_ arguments: PasskeyDeleteRequest, on requests: any TouchgateRequests,
                                    interaction: any Interaction) async throws(ServiceError) -> PasskeyReport {
             try await requests.passkeyDelete(arguments, interaction: interaction)
+        }
+    }
+
+    public enum PasskeyUpdate: ServedOperation {
+        public typealias Arguments = PasskeyUpdateRequest
+        public typealias Result = PasskeyReport
+        public static let operation = DaemonOperation.passkeyUpdate
+        public static func perform(_ arguments: PasskeyUpdateRequest, on requests: any TouchgateRequests,
+                                   interaction: any Interaction) async throws(ServiceError) -> PasskeyReport {
+            try await requests.passkeyUpdate(arguments)
         }
     }
 

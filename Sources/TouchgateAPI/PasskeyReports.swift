@@ -220,6 +220,27 @@ public struct PasskeyListing: Codable, Sendable, Equatable {
 }
 
 /// Removes one passkey, named by its item name or its credential id.
+/// New names for a passkey's account (CTAP's updateUserInformation): the site renamed the
+/// account. Only through the authenticator, with a verification's ticket.
+public struct PasskeyUpdateRequest: Codable, Sendable, Equatable {
+    public var credentialID: Data
+    /// The account's user id, which must be the passkey's.
+    public var userID: Data
+    /// The new names; nil removes one.
+    public var userName: String?
+    public var displayName: String?
+    /// The ticket of a verification for ``PasskeyCeremony/manage``.
+    public var ticket: Data
+
+    public init(credentialID: Data, userID: Data, userName: String?, displayName: String?, ticket: Data) {
+        self.credentialID = credentialID
+        self.userID = userID
+        self.userName = userName
+        self.displayName = displayName
+        self.ticket = ticket
+    }
+}
+
 public struct PasskeyDeleteRequest: Codable, Sendable, Equatable {
     public var name: String?
     public var credentialID: Data?

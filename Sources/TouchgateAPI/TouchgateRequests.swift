@@ -220,6 +220,9 @@ public protocol TouchgateRequests: Sendable {
     func passkeyList(_ request: PasskeyListRequest) async throws(ServiceError) -> PasskeyListing
     /// Removes one passkey: with a manage ticket, or confirmed by the person.
     func passkeyDelete(_ request: PasskeyDeleteRequest, interaction: any Interaction) async throws(ServiceError) -> PasskeyReport
+    /// Renames a passkey's account, with a manage ticket.
+    /// - Throws: `not-found`, `usage` when the user id is not the passkey's, `forbidden` for a bad ticket.
+    func passkeyUpdate(_ request: PasskeyUpdateRequest) async throws(ServiceError) -> PasskeyReport
     /// Tells `interaction` what the caller's passkey devices wait for (touchgated's devices
     /// have no terminal of their user's), until cancelled.
     func passkeyPrompts(interaction: any Interaction) async throws(ServiceError)

@@ -241,6 +241,10 @@ extension DaemonClient {
         try await call(Operations.PasskeyDelete.self, request, asking(interaction)).0
     }
 
+    public func passkeyUpdate(_ request: PasskeyUpdateRequest) async throws(ServiceError) -> PasskeyReport {
+        try await call(Operations.PasskeyUpdate.self, request).0
+    }
+
     public func passkeyPrompts(interaction: any Interaction) async throws(ServiceError) {
         _ = try await call(Operations.PasskeyPrompts.self, NoArguments(), asking(interaction)).0
     }

@@ -140,12 +140,7 @@ public struct MakeCredentialRequest: Equatable, Sendable {
         guard let id = try Self.text(rp["id"], limit: CTAP2.maximumRelyingPartyIdLength) else { throw .missingParameter }
         rpId = id
         rpName = try Self.text(rp["name"], limit: CTAP2.maximumNameLength, truncating: true)
-        guard let userValue = value[3], userValue.mapValue != nil else { throw .missingParameter }
-        guard let userId = userValue["id"]?.byteString else { throw userValue["id"] == nil ? .missingParameter : .cborUnexpectedType }
-        guard userId.count <= CTAP2.maximumUserIdLength else { throw .invalidLength }
-        user = CredentialUser(id: userId, name: try Self.text(userValue["name"], limit: CTAP2.maximumNameLength, truncating: true),
-                              displayName: try Self.text(userValue["displayName"], limit: CTAP2.maximumNameLength,
-                                                         truncating: true))
+        user = try Self.user(value[3])
         guard let parameters = value[4]?.arrayValue else { throw value[4] == nil ? .missingParameter : .cborUnexpectedType }
         var algorithms: [Int] = []
         for parameter in parameters {
@@ -161,6 +156,15 @@ public struct MakeCredentialRequest: Equatable, Sendable {
         userVerification = options["uv"] ?? false
         presenceDeclined = options["up"] == false
         (pinUvAuth, isAuthProbe) = try Self.pinUvAuth(value[8], value[9])
+    }
+
+    /// A PublicKeyCredentialUserEntity: its id, and its names cut to length.
+    static func user(_ value: CBOR?) throws(CTAP2.Status) -> CredentialUser {
+        guard let value, value.mapValue != nil else { throw value == nil ? .missingParameter : .cborUnexpectedType }
+        guard let userId = value["id"]?.byteString else { throw value["id"] == nil ? .missingParameter : .cborUnexpectedType }
+        guard userId.count <= CTAP2.maximumUserIdLength else { throw .invalidLength }
+        return CredentialUser(id: userId, name: try text(value["name"], limit: CTAP2.maximumNameLength, truncating: true),
+                              displayName: try text(value["displayName"], limit: CTAP2.maximumNameLength, truncating: true))
     }
 
     static func hash(_ value: CBOR?) throws(CTAP2.Status) -> [UInt8] {
@@ -334,5 +338,13 @@ public struct CredentialManagementRequest: Equatable, Sendable {
         guard let descriptor = parameters?[2], descriptor["type"]?.textString == "public-key",
               let id = descriptor["id"]?.byteString else { return nil }
         return id
+    }
+
+    /// The account's new names of updateUserInformation (an empty name removes it, CTAP 2.1 §6.8.6).
+    public func user() throws(CTAP2.Status) -> CredentialUser {
+        var user = try MakeCredentialRequest.user(parameters?[3])
+        if user.name?.isEmpty == true { user.name = nil }
+        if user.displayName?.isEmpty == true { user.displayName = nil }
+        return user
     }
 }

@@ -378,9 +378,7 @@ public actor PasskeyAuthenticator {
             return enumeration.credentials.removeFirst()
         case .deleteCredential:
             guard let id = request.credentialId else { throw .missingParameter }
-            // Removing is a change: it takes the token's verification, or a new one.
-            let unused = token?.takeTicket(for: .manage)
-            let ticket = if let unused { unused } else { try await verify(rpId: nil, ceremony: .manage) }
+            let ticket = try await manageTicket()
             do {
                 _ = try await requests.passkeyDelete(PasskeyDeleteRequest(credentialID: Data(id), ticket: Data(ticket)),
                                                      interaction: interaction)
@@ -389,7 +387,30 @@ public actor PasskeyAuthenticator {
             }
             return nil
         case .updateUserInformation:
-            throw .invalidSubcommand
+            guard let id = request.credentialId else { throw .missingParameter }
+            let user = try request.user()
+            // Refused before a touch is asked for: a credential not held, another account's id
+            // (CTAP 2.1 §6.8.6). The service checks the id again.
+            guard let held = try await discoverablePasskeys().first(where: { [UInt8]($0.credentialID) == id }) else {
+                throw .noCredentials
+            }
+            guard [UInt8](held.userID) == user.id else { throw .invalidParameter }
+            let ticket = try await manageTicket()
+            do {
+                _ = try await requests.passkeyUpdate(PasskeyUpdateRequest(
+                    credentialID: Data(id), userID: Data(user.id), userName: user.name, displayName: user.displayName,
+                    ticket: Data(ticket)))
+            } catch {
+                // Another account's id: CTAP 2.1 §6.8.6 names INVALID_PARAMETER.
+                throw error.code == .usage ? .invalidParameter : failure(error, ceremony: "credential renaming")
+            }
+            return nil
         }
+    }
+
+    /// A change (removal, renaming) takes the token's verification, or a new one.
+    private func manageTicket() async throws(CTAP2.Status) -> [UInt8] {
+        if let unused = token?.takeTicket(for: .manage) { return unused }
+        return try await verify(rpId: nil, ceremony: .manage)
     }
 }

@@ -316,6 +316,10 @@ public struct GatedRequests: TouchgateRequests {
         try await gated(.passkeyDelete) { service throws(ServiceError) in try await service.passkeyDelete(request, interaction: interaction) }
     }
 
+    public func passkeyUpdate(_ request: PasskeyUpdateRequest) async throws(ServiceError) -> PasskeyReport {
+        try await gated(.passkeyUpdate) { service throws(ServiceError) in try await service.passkeyUpdate(request) }
+    }
+
     public func passkeyPrompts(interaction: any Interaction) async throws(ServiceError) {
         try await gated(.passkeyPrompts) { service throws(ServiceError) in try await service.passkeyPrompts(interaction: interaction) }
     }

@@ -209,6 +209,36 @@ extension TouchgateService {
         }
     }
 
+    public func passkeyUpdate(_ request: PasskeyUpdateRequest) async throws(ServiceError) -> PasskeyReport {
+        try await withExistingStore(orElse: noVault) { store in
+            let context = try store.vault()
+            try context.requireIntactState()
+            let key = try context.requireKey()
+            guard let found = try Self.passkeys(in: context, key: key).first(where: { $0.credentialId == [UInt8](request.credentialID) }),
+                  let passkey = found.passkey else {
+                throw ServiceError(.notFound, "no such passkey is held here; touchgate passkey list shows those that are")
+            }
+            // CTAP 2.1 §6.8.6: the names of that account only, never another's.
+            guard passkey.userId == [UInt8](request.userID) else {
+                throw ServiceError.usage("the account named is not the passkey's; nothing was changed")
+            }
+            try redeem([UInt8](request.ticket), rpId: nil, ceremony: .manage, context: context)
+            let renamed = StoredPasskey(algorithm: passkey.algorithm, secret: passkey.secret, rpId: passkey.rpId,
+                                        rpName: passkey.rpName, userId: passkey.userId, userName: request.userName,
+                                        displayName: request.displayName, discoverable: passkey.discoverable)
+            let info = found.info
+            try atomicallyWithinQuota(context, item: info.name) { transaction in
+                try transaction.setItem(named: info.name, value: renamed.value, kind: .passkey, policy: info.policy,
+                                        freshTouch: info.freshTouch, enrollmentDigest: info.enrollmentDigest, key: key,
+                                        expecting: .version(info.version), in: context.vault)
+                try transaction.append(.itemWrite, .success, vaultUser: context.vault.owner, item: info.name,
+                                       reason: "passkey for \(StoredText.escaped(passkey.rpId))\(Self.account(passkey)) renamed to "
+                                           + (renamed.userName.map { StoredText.escaped($0) } ?? "no name"))
+            }
+            return try renamed.report(name: info.name, info: try Self.item(info.name, in: context.vault))
+        }
+    }
+
     // MARK: Helpers
 
     /// A passkey item with what its sealed value says (nil when an enrollment change destroyed its key).

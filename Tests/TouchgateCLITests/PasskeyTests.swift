@@ -214,7 +214,7 @@ struct PasskeyTests {
     /// Credential management as a platform's settings page does it (python-fido2's
     /// CredentialManagement): one touch lists every site and account; a listing's rest is
     /// dropped by another command; a removal a minute later asks for a new touch rather than
-    /// failing on the first one's spent ticket.
+    /// failing on the first one's spent ticket; an account renamed by its own user id only.
     @Test func credentialManagementListsAndRemovesWithTheFinger() async throws {
         let rig = try HelperRig()
         defer { rig.home.remove() }
@@ -243,6 +243,23 @@ struct PasskeyTests {
         let listed = try await rig.run(rig.bin + "/touchgate", ["passkey", "list", "--json"])
         let names = (listed.json?["passkeys"] as? [[String: Any]] ?? []).compactMap { $0["user-name"] as? String }
         #expect(Set(names) == ["alice", "carol"], "\(listed.stdout)")
+
+        // The site renames an account (updateUserInformation): another account's user id is
+        // refused before any touch, the account's own takes the token's touch.
+        func account(_ name: String) -> [String: Any]? { accounts.first { $0["name"] as? String == name } }
+        let aliceID = try #require(account("alice")?["credential_id"] as? String)
+        let aliceUser = try #require(account("alice")?["user_id"] as? String)
+        let carolUser = try #require(account("carol")?["user_id"] as? String)
+        let renamed = try await setup.client(["credman", "--rename", "\(aliceID):\(carolUser):mallory",
+                                              "--rename", "\(aliceID):\(aliceUser):alicia"], presenting: ["whorl"])
+        #expect(renamed.status == 0 && renamed.json?["renames"] as? [String] == ["INVALID_PARAMETER", "ok"],
+                "\(renamed.stdout) \(renamed.stderrLines)")
+        #expect(try await rig.auditRecords(mentioning: "manage the passkeys: fingerprint matched").count == 3)
+        let after = try await rig.run(rig.bin + "/touchgate", ["passkey", "list", "--json"])
+        let alice = (after.json?["passkeys"] as? [[String: Any]] ?? []).first { $0["rp-id"] as? String == "example.org" }
+        #expect(alice?["user-name"] as? String == "alicia" && alice?["display-name"] as? String == "Alicia", "\(after.stdout)")
+        #expect(try await rig.auditRecords(mentioning: "passkey for example.org as alice renamed to alicia").count == 1)
+        #expect(try await rig.auditRecords(mentioning: "mallory").isEmpty)
     }
 
     @Test func aServerSideCredentialSignsOnlyWhenNamed() async throws {

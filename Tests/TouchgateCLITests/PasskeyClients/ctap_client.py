@@ -30,7 +30,8 @@ Commands (see --help of each):
   ctap2-uv-retries     ClientPin.get_uv_retries
   credman              CredentialManagement with a UV token (permission cm):
                        metadata, every site and its credentials; optionally
-                       an interrupted listing, and a deletion after a wait
+                       an interrupted listing, renamings, and a deletion after
+                       a wait
 
 Output: one JSON document on stdout.
 Exit status:
@@ -750,7 +751,8 @@ def cmd_ctap2_uv_retries(args, device, connection) -> int:
 def cmd_credman(args, device, connection) -> int:
     """Credential management as a platform's settings page does it: one token (one touch),
     then metadata, every site and its credentials; --interrupt checks that another command
-    drops what is left of a listing; --delete removes one, after --wait seconds."""
+    drops what is left of a listing; --rename renames accounts; --delete removes one, after
+    --wait seconds."""
     ctap2 = Ctap2(device)
     protocol = PinProtocolV2()
     token = ClientPin(ctap2, protocol).get_uv_token(
@@ -772,6 +774,7 @@ def cmd_credman(args, device, connection) -> int:
                 "credentials": [
                     {
                         "credential_id": bytes(c[R.CREDENTIAL_ID]["id"]).hex(),
+                        "user_id": bytes(c[R.USER]["id"]).hex(),
                         "name": c[R.USER].get("name"),
                         "display_name": c[R.USER].get("displayName"),
                         "cred_protect": c.get(R.CRED_PROTECT),
@@ -789,6 +792,17 @@ def cmd_credman(args, device, connection) -> int:
             document["next_after_another_command"] = "answered"
         except CtapError as e:
             document["next_after_another_command"] = ctap_error_json(e)["error"]
+    document["renames"] = []
+    for rename in args.rename:
+        credential, user_id, name = rename.split(":", 2)
+        try:
+            credman.update_user_info(
+                {"type": "public-key", "id": bytes.fromhex(credential)},
+                {"id": bytes.fromhex(user_id), "name": name, "displayName": name.title()},
+            )
+            document["renames"].append("ok")
+        except CtapError as e:
+            document["renames"].append(ctap_error_json(e)["error"])
     if args.delete:
         time.sleep(args.wait)
         credman.delete_cred({"type": "public-key", "id": bytes.fromhex(args.delete)})
@@ -881,6 +895,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("ctap2-uv-retries", help="ClientPin getUVRetries")
     p = sub.add_parser("credman", help="credential management with a UV token")
     p.add_argument("--interrupt", action="store_true", help="begin a site listing, send getInfo, ask the next site")
+    p.add_argument("--rename", action="append", default=[], metavar="CREDID_HEX:USERID_HEX:NAME",
+                   help="updateUserInformation (displayName: NAME titled); each result in renames")
     p.add_argument("--delete", metavar="CREDID_HEX", help="remove this credential at the end")
     p.add_argument("--wait", type=float, default=0.0, help="seconds to wait before --delete")
     return parser
