@@ -60,10 +60,11 @@ import TouchgateAPI
         // orphans `prints delete --orphans` removes; a key is added and a signature asked
         // through `touchgate agent` (ssh-add, ssh), and through its Secret Service (secret-tool, libsecret);
         // ssh-agent's confirmation of a key added with -c through `touchgate askpass`; a match
-        // the PAM module did not use; a passkey's verification, registration and sign-in, asked
-        // by a browser through the authenticator (`touchgate passkey serve`).
+        // the PAM module did not use; a passkey's verification, registration, sign-in and
+        // renaming, asked by a browser through the authenticator (`touchgate passkey serve`).
         let notCommands: Set<DaemonOperation> = [.auditCount, .printsDeleteOrphans, .sshAdd, .sshSign, .sshSkEnroll, .sshSkSign,
                                                  .sshConfirm, .verifyUnused, .passkeyVerify, .passkeyMake, .passkeyAssert,
+                                                 .passkeyUpdate,
                                                  .secretServiceSearch, .secretServiceStore, .secretServiceRead, .secretServiceDelete]
         for operation in DaemonOperation.allCases where !notCommands.contains(operation) {
             var command: any ParsableCommand.Type = Touchgate.self
