@@ -181,8 +181,9 @@ extension DaemonOperation {
             OperationContract(["application", "key-handle", "flags", "data", "bindings"], "`{\"signature\": …, \"flags\": N, "
                               + "\"counter\": N, \"purpose\": …}`")
         case .passkeyVerify:
-            OperationContract(["rp-id", "ceremony"], "`{\"match\": …, \"ticket\": …, \"attempts-left\": N}`: a touch of an "
-                              + "enrolled finger for one ceremony at one site, and the single-use ticket it gives")
+            OperationContract(["rp-id", "ceremony"], "`{\"match\": …, \"ticket\": …, \"attempts-left\": N, "
+                              + "\"ticket-seconds\": N}`: a touch of an enrolled finger for one ceremony at one site, "
+                              + "and the single-use ticket it gives")
         case .passkeyMake:
             OperationContract(["rp-id", "rp-name", "user-id", "user-name", "display-name", "algorithms", "exclude-list",
                                "discoverable", "client-data-hash", "ticket", "policy"],

@@ -51,11 +51,15 @@ public struct PasskeyVerification: Codable, Sendable, Equatable {
     public var ticket: Data?
     /// After a no-match: failed touches left before a lockout starts.
     public var attemptsLeft: Int?
+    /// For a match: how many seconds the service takes the ticket; a door holding it longer
+    /// asks for a new verification rather than present a spent one.
+    public var ticketSeconds: Int?
 
-    public init(match: Bool, ticket: Data?, attemptsLeft: Int?) {
+    public init(match: Bool, ticket: Data?, attemptsLeft: Int?, ticketSeconds: Int? = nil) {
         self.match = match
         self.ticket = ticket
         self.attemptsLeft = attemptsLeft
+        self.ticketSeconds = ticketSeconds
     }
 }
 

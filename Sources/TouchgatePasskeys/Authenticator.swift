@@ -25,27 +25,30 @@ public actor PasskeyAuthenticator {
         let value: SecretBytes
         let permissions: CTAP2.Permissions
         var rpId: String?
-        var ticket: (bytes: [UInt8], ceremony: PasskeyCeremony)?
+        var ticket: (verified: Verified, ceremony: PasskeyCeremony)?
         let made: ContinuousClock.Instant
 
         /// The verification's ticket for `ceremony` if it is unused and the service still
-        /// takes it; used up either way. A later ceremony of the token asks for a new touch
-        /// (CTAP asks for user presence again, which here is a finger).
+        /// takes it (a credential manager left open a minute asks for a touch rather than
+        /// fail on a spent one); used up either way. A later ceremony of the token asks for a
+        /// new touch (CTAP asks for user presence again, which here is a finger).
         mutating func takeTicket(for ceremony: PasskeyCeremony) -> [UInt8]? {
             defer { ticket = nil }
-            guard let unused = ticket, unused.ceremony == ceremony,
-                  ContinuousClock.now - made < PasskeyAuthenticator.ticketLifetime else { return nil }
-            return unused.bytes
+            guard let unused = ticket, unused.ceremony == ceremony, unused.verified.isFresh else { return nil }
+            return unused.verified.ticket
         }
+    }
+
+    /// A verification's ticket, and until when the service takes it (as it said).
+    private struct Verified {
+        let ticket: [UInt8]
+        let expires: ContinuousClock.Instant?
+
+        var isFresh: Bool { expires.map { ContinuousClock.now < $0 } ?? true }
     }
 
     /// How long a token stays usable after its verification (CTAP 2.1's rolling timer's most).
     static let tokenLifetime: Duration = .seconds(600)
-    /// How long the service takes a verification's ticket (its PasskeyTickets' lifetime,
-    /// CTAP 2.1's 30 s for a token's first use): an older one is not offered, a new touch is
-    /// asked for instead, so a credential manager left open a minute deletes after a touch
-    /// rather than failing.
-    static let ticketLifetime: Duration = .seconds(30)
 
     public init(requests: any TouchgateRequests, interaction: PasskeyPrompts, policy: String? = nil,
                 log: @escaping @Sendable (String) -> Void) {
@@ -206,7 +209,7 @@ public actor PasskeyAuthenticator {
             self.token = token
             if let unused { return unused }
         }
-        return try await verify(rpId: rpId, ceremony: ceremony)
+        return try await verify(rpId: rpId, ceremony: ceremony).ticket
     }
 
     /// Checks a request's pinUvAuthParam against the token given out, and the site it is for.
@@ -220,7 +223,7 @@ public actor PasskeyAuthenticator {
     }
 
     /// A user verification by the service: the ticket, or the CTAP status of its failure.
-    private func verify(rpId: String?, ceremony: PasskeyCeremony) async throws(CTAP2.Status) -> [UInt8] {
+    private func verify(rpId: String?, ceremony: PasskeyCeremony) async throws(CTAP2.Status) -> Verified {
         let verification: PasskeyVerification
         defer { interaction.ended() }
         do {
@@ -234,7 +237,7 @@ public actor PasskeyAuthenticator {
             // UV_BLOCKED as "no more tries"; anything else ends the ceremony.
             throw verification.attemptsLeft == 0 ? .uvBlocked : .uvInvalid
         }
-        return [UInt8](ticket)
+        return Verified(ticket: [UInt8](ticket), expires: verification.ticketSeconds.map { .now + .seconds($0) })
     }
 
     /// The CTAP status for a service failure; the person is told the service's message (what
@@ -401,8 +404,8 @@ public actor PasskeyAuthenticator {
                     credentialID: Data(id), userID: Data(user.id), userName: user.name, displayName: user.displayName,
                     ticket: Data(ticket)))
             } catch {
-                // Another account's id: CTAP 2.1 §6.8.6 names INVALID_PARAMETER.
-                throw error.code == .usage ? .invalidParameter : failure(error, ceremony: "credential renaming")
+                // Another account's id (`usage`) is INVALID_PARAMETER, as CTAP 2.1 §6.8.6 names it.
+                throw failure(error, ceremony: "credential renaming")
             }
             return nil
         }
@@ -411,6 +414,6 @@ public actor PasskeyAuthenticator {
     /// A change (removal, renaming) takes the token's verification, or a new one.
     private func manageTicket() async throws(CTAP2.Status) -> [UInt8] {
         if let unused = token?.takeTicket(for: .manage) { return unused }
-        return try await verify(rpId: nil, ceremony: .manage)
+        return try await verify(rpId: nil, ceremony: .manage).ticket
     }
 }

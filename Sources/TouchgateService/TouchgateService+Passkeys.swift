@@ -40,7 +40,8 @@ extension TouchgateService {
                                          interaction: interaction)
             guard report.match else { return PasskeyVerification(match: false, ticket: nil, attemptsLeft: report.attemptsLeft) }
             let ticket = PasskeyTickets.shared.issue(uid: principal.uid, rpId: request.rpID, ceremony: ceremony)
-            return PasskeyVerification(match: true, ticket: Data(ticket), attemptsLeft: nil)
+            return PasskeyVerification(match: true, ticket: Data(ticket), attemptsLeft: nil,
+                                       ticketSeconds: Int(PasskeyTickets.lifetime.components.seconds))
         }
     }
 
