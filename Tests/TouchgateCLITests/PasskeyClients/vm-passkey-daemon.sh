@@ -19,9 +19,9 @@ bin=$1 fixtures=$2 rules=$3 debs=${4:-}
 failed=0
 check() { local name=$1; shift; if "$@"; then echo "check $name ok"; else echo "check $name FAILED"; failed=1; fi; }
 # Waits up to 15 s for a command to succeed.
-within() { for _ in $(seq 150); do "$@" && return 0; sleep 0.1; done; return 1; }
+within() { for _ in $(seq "${tenths:-150}"); do "$@" && return 0; sleep 0.1; done; return 1; }
 # A daemon's start under emulation, then its first look at the seat: 45 s at most.
-within_start() { for _ in $(seq 450); do "$@" && return 0; sleep 0.1; done; return 1; }
+within_start() { tenths=450 within "$@"; }
 
 if [ -n "$debs" ]; then
   # The packages as a machine gets them: their postinst makes touchgated's user.
