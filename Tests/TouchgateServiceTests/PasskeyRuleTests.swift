@@ -76,6 +76,37 @@ import TouchgateService
             excludeList: [], discoverable: true, clientDataHash: Data(repeating: 7, count: 32), ticket: ticket)).passkey
     }
 
+    @Test("renaming a passkey's account: a made-up ticket, a sign-in's ticket, or another account's user id renames nothing; the account's own id with a manage ticket does, once, recorded")
+    func renamingTakesAManageTicketAndTheAccountsOwnID() async throws {
+        let rig = try await RuleRig.ready([.finger("right-index"), .finger("right-index"), .finger("right-index")])
+        defer { rig.remove() }
+        let alice = try await Self.register(rig, "alice")
+        func rename(_ user: String, ticket: Data, to name: String) async -> ServiceError? {
+            do {
+                _ = try await rig.service.passkeyUpdate(PasskeyUpdateRequest(
+                    credentialID: alice.credentialID, userID: Data(user.utf8), userName: name, displayName: nil, ticket: ticket))
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(await rename("alice", ticket: Data(repeating: 1, count: 32), to: "mallory")?.code == .forbidden)
+        let signIn = try await Self.verify(rig).get()
+        #expect(signIn.ticketSeconds == 30, "the service says how long it takes its ticket")
+        #expect(await rename("alice", ticket: try #require(signIn.ticket), to: "mallory")?.code == .forbidden)
+        let manage = try #require(try await rig.service.passkeyVerify(PasskeyVerifyRequest(rpID: nil, ceremony: .manage),
+                                                                      interaction: ScriptedInteraction()).ticket)
+        // Another account's id is refused before the ticket is spent: the right one then works, once.
+        #expect(await rename("bob", ticket: manage, to: "mallory")?.code == .usage)
+        #expect(await rename("alice", ticket: manage, to: "alicia") == nil)
+        #expect(await rename("alice", ticket: manage, to: "mallory")?.code == .forbidden)
+        let listed = try await rig.service.passkeyList(PasskeyListRequest())
+        #expect(listed.passkeys.map(\.userName) == ["alicia"])
+        let reasons = try await rig.service.auditShow().map(\.reason)
+        #expect(reasons.filter { $0.contains("renamed to") } == ["passkey for example.org as alice renamed to alicia"], "\(reasons)")
+        #expect(reasons.filter { $0.contains("passkey manage refused") }.count == 3, "each refused ticket is recorded: \(reasons)")
+    }
+
     @Test("policy set --passkey-policy: the passkeys made from then on without a policy named are bound to the current set; a passkey keeps the policy it was made with; a policy a finger cannot satisfy is refused and nothing changes")
     func thePersonChoosesThePolicyOfNewPasskeys() async throws {
         let rig = try await RuleRig.ready([.finger("right-index"), .finger("right-index")])
